@@ -1,0 +1,38 @@
+# Two commands for a fresh machine: `make run` and `make test`; `make setup` is what both call.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-done
+PACKAGES := runtime services/content-index services/embedder services/ingest services/search gateway cli
+# torch is pinned to the CPU wheel on disk; an unpinned torch pulls a multi-GB CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: setup run test protos check-protos lint-protos clean
+
+setup: $(STAMP)
+
+$(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PACKAGES))
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -c constraints.txt $(TORCH) -r requirements-dev.txt \
+		$(addprefix -e ,$(PACKAGES))
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/knowledge up
+
+test: setup
+	$(BIN)/python -m pytest
+
+protos: setup
+	$(BIN)/python scripts/gen_protos.py
+
+check-protos: setup
+	$(BIN)/python scripts/gen_protos.py --check
+
+lint-protos: setup
+	$(BIN)/buf lint && $(BIN)/buf build -o /dev/null
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,108 @@
+"""``knowledge up | migrate | dev-token``.
+
+Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from knowledge_runtime.auth import ALL_CAPABILITIES
+from knowledge_runtime.settings import Env, SettingsError, default_data_dir
+
+
+def _up(options: argparse.Namespace) -> int:
+    from knowledge_cli.stack import StackSettings, run_up
+
+    return asyncio.run(run_up(StackSettings.from_env()))
+
+
+def _migrate(options: argparse.Namespace) -> int:
+    from knowledge_runtime.db.migrate import MigrationError, migrate
+    from knowledge_runtime.model_config import embedding_dimension
+
+    from knowledge_cli.stack import StackSettings
+
+    settings = StackSettings.from_env()
+    dimension = embedding_dimension(Env({"KNOWLEDGE_EMBEDDING_MODEL": settings.embedding_model, **_environ()}))
+    embedded = None
+    if settings.database_url:
+        url = settings.database_url
+    else:
+        from knowledge_runtime.db.embedded import start_embedded
+
+        embedded = start_embedded(settings.data_dir)
+        url = embedded.url()
+    try:
+        applied = asyncio.run(migrate(url, embedding_dimension=dimension))
+    except MigrationError as error:
+        print(f"knowledge: migration failed: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    print("knowledge: applied " + (", ".join(applied) if applied else "nothing (up to date)"))
+    return 0
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def _dev_token(options: argparse.Namespace) -> int:
+    from knowledge_runtime.devkeys import mint_dev_token
+
+    env = Env()
+    data_dir = env.path("DATA_DIR", default_data_dir())
+    assert data_dir is not None
+    capabilities = None
+    if options.capabilities is not None:
+        capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
+        unknown = sorted(set(capabilities) - set(ALL_CAPABILITIES))
+        if unknown:
+            print(f"knowledge: unknown capabilities: {', '.join(unknown)} "
+                  f"(known: {', '.join(ALL_CAPABILITIES)})", file=sys.stderr)
+            return 2
+    try:
+        token = mint_dev_token(
+            data_dir / "keys",
+            tenant=options.tenant,
+            capabilities=capabilities,
+            issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
+            audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+            ttl_s=options.ttl,
+        )
+    except FileNotFoundError as error:
+        print(f"knowledge: {error}", file=sys.stderr)
+        return 1
+    print(token)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="knowledge", description="The knowledge service.")
+    commands = root.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="run the whole stack locally until Ctrl-C / SIGTERM")
+    up.set_defaults(run=_up)
+    mig = commands.add_parser("migrate", help="apply the database migrations")
+    mig.set_defaults(run=_migrate)
+    token = commands.add_parser("dev-token", help="print a JWT signed with the local development key")
+    token.add_argument("--tenant", required=True, help="the tenant claim")
+    token.add_argument("--capabilities", help="comma-separated; all capabilities when omitted")
+    token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
+    token.set_defaults(run=_dev_token)
+    return root
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parser().parse_args(argv)
+    try:
+        code = options.run(options)
+    except SettingsError as error:
+        print(f"knowledge: configuration error: {error}", file=sys.stderr)
+        code = 2
+    sys.exit(code)

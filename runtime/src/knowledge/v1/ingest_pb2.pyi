@@ -1,0 +1,320 @@
+import datetime
+
+from google.api import annotations_pb2 as _annotations_pb2
+from google.api import httpbody_pb2 as _httpbody_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class DocumentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DOCUMENT_STATE_UNSPECIFIED: _ClassVar[DocumentState]
+    DOCUMENT_STATE_QUEUED: _ClassVar[DocumentState]
+    DOCUMENT_STATE_EXTRACTING: _ClassVar[DocumentState]
+    DOCUMENT_STATE_CHUNKING: _ClassVar[DocumentState]
+    DOCUMENT_STATE_EMBEDDING: _ClassVar[DocumentState]
+    DOCUMENT_STATE_STORING: _ClassVar[DocumentState]
+    DOCUMENT_STATE_SEARCHABLE: _ClassVar[DocumentState]
+    DOCUMENT_STATE_FAILED: _ClassVar[DocumentState]
+    DOCUMENT_STATE_CANCELLED: _ClassVar[DocumentState]
+DOCUMENT_STATE_UNSPECIFIED: DocumentState
+DOCUMENT_STATE_QUEUED: DocumentState
+DOCUMENT_STATE_EXTRACTING: DocumentState
+DOCUMENT_STATE_CHUNKING: DocumentState
+DOCUMENT_STATE_EMBEDDING: DocumentState
+DOCUMENT_STATE_STORING: DocumentState
+DOCUMENT_STATE_SEARCHABLE: DocumentState
+DOCUMENT_STATE_FAILED: DocumentState
+DOCUMENT_STATE_CANCELLED: DocumentState
+
+class Corpus(_message.Message):
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    name: str
+    description: str
+    document_count: int
+    chunk_count: int
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateCorpusRequest(_message.Message):
+    __slots__ = ("name", "description")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class ListCorporaRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListCorporaResponse(_message.Message):
+    __slots__ = ("corpora", "next_page_token")
+    CORPORA_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    corpora: _containers.RepeatedCompositeFieldContainer[Corpus]
+    next_page_token: str
+    def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class Document(_message.Message):
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTABLE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    corpus_id: str
+    filename: str
+    state: DocumentState
+    error: str
+    chunk_count: int
+    size_bytes: int
+    mime_type: str
+    extractable: bool
+    source_url: str
+    job_id: str
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListDocumentsRequest(_message.Message):
+    __slots__ = ("corpus_id", "page_size", "page_token")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListDocumentsResponse(_message.Message):
+    __slots__ = ("documents", "next_page_token")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[Document]
+    next_page_token: str
+    def __init__(self, documents: _Optional[_Iterable[_Union[Document, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetDocumentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class MoveDocumentsRequest(_message.Message):
+    __slots__ = ("target_corpus_id", "document_ids", "source_corpus_id", "all_documents")
+    TARGET_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ALL_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    target_corpus_id: str
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    source_corpus_id: str
+    all_documents: bool
+    def __init__(self, target_corpus_id: _Optional[str] = ..., document_ids: _Optional[_Iterable[str]] = ..., source_corpus_id: _Optional[str] = ..., all_documents: _Optional[bool] = ...) -> None: ...
+
+class MoveDocumentsResponse(_message.Message):
+    __slots__ = ("moved_count", "moved_document_ids")
+    MOVED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MOVED_DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    moved_count: int
+    moved_document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, moved_count: _Optional[int] = ..., moved_document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteDocumentRequest(_message.Message):
+    __slots__ = ("document_id",)
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+
+class DeleteDocumentResponse(_message.Message):
+    __slots__ = ("document_id", "deleted_chunk_count", "cancelled_job_id")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DELETED_CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    deleted_chunk_count: int
+    cancelled_job_id: str
+    def __init__(self, document_id: _Optional[str] = ..., deleted_chunk_count: _Optional[int] = ..., cancelled_job_id: _Optional[str] = ...) -> None: ...
+
+class GetDocumentTextRequest(_message.Message):
+    __slots__ = ("document_id", "page")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    page: int
+    def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ...) -> None: ...
+
+class GetDocumentTextResponse(_message.Message):
+    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_PAGE_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    text: str
+    page: int
+    page_count: int
+    next_page: int
+    previous_page: int
+    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ...) -> None: ...
+
+class UploadDocumentRequest(_message.Message):
+    __slots__ = ("corpus_id", "filename", "http_body")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    HTTP_BODY_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    filename: str
+    http_body: _httpbody_pb2.HttpBody
+    def __init__(self, corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., http_body: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+
+class UploadDocumentResponse(_message.Message):
+    __slots__ = ("job_id", "filename", "status", "corpus_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    filename: str
+    status: str
+    corpus_id: str
+    def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+
+class GetIngestJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class IngestJob(_message.Message):
+    __slots__ = ("job_id", "state", "progress", "stage", "error", "result", "corpus_id", "filename", "attempt", "create_time", "update_time")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    state: DocumentState
+    progress: float
+    stage: str
+    error: str
+    result: IngestResult
+    corpus_id: str
+    filename: str
+    attempt: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., progress: _Optional[float] = ..., stage: _Optional[str] = ..., error: _Optional[str] = ..., result: _Optional[_Union[IngestResult, _Mapping]] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., attempt: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class IngestResult(_message.Message):
+    __slots__ = ("document_id", "chunk_count", "message", "duplicate", "re_extracted", "extractable")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    RE_EXTRACTED_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTABLE_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    chunk_count: int
+    message: str
+    duplicate: bool
+    re_extracted: bool
+    extractable: bool
+    def __init__(self, document_id: _Optional[str] = ..., chunk_count: _Optional[int] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ..., re_extracted: _Optional[bool] = ..., extractable: _Optional[bool] = ...) -> None: ...
+
+class CancelIngestJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class CancelIngestJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: IngestJob
+    def __init__(self, job: _Optional[_Union[IngestJob, _Mapping]] = ...) -> None: ...
+
+class RetryIngestJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RetryIngestJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: IngestJob
+    def __init__(self, job: _Optional[_Union[IngestJob, _Mapping]] = ...) -> None: ...
+
+class IngestTextRequest(_message.Message):
+    __slots__ = ("corpus_id", "text", "title", "source_url")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    text: str
+    title: str
+    source_url: str
+    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
+
+class IngestTextResponse(_message.Message):
+    __slots__ = ("job_id", "filename", "status", "corpus_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    filename: str
+    status: str
+    corpus_id: str
+    def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+
+class GetPromptContextRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPromptContextResponse(_message.Message):
+    __slots__ = ("text", "document_count", "corpus_count")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_COUNT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    document_count: int
+    corpus_count: int
+    def __init__(self, text: _Optional[str] = ..., document_count: _Optional[int] = ..., corpus_count: _Optional[int] = ...) -> None: ...

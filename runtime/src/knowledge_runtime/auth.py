@@ -1,0 +1,138 @@
+"""The caller's scope (tenant + capabilities) from a verified JWT.
+
+The gateway verifies the bearer token and forwards it; the services verify it again
+against the same key set, so a header that anything inside the network could set is
+never trusted on its own. Internal callers send their own bearer token. A request field
+never chooses the tenant.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jwt
+
+from knowledge_runtime.errors import PermissionDenied, Unauthenticated
+
+# Public capabilities (ARCHITECTURE.md) and the internal ones of the backend services.
+PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search")
+INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
+ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
+
+TENANT_CLAIM = "tenant"
+CAPABILITIES_CLAIM = "capabilities"
+ALGORITHMS = ("RS256", "ES256")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who is calling: a resolved tenant and what it may do."""
+
+    tenant: str
+    capabilities: frozenset[str]
+    subject: str = ""
+
+    def require(self, capability: str) -> None:
+        if capability not in self.capabilities:
+            raise PermissionDenied(
+                f"missing capability {capability!r}",
+                reason="CAPABILITY_MISSING",
+                metadata={"capability": capability},
+            )
+
+
+_current_scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("knowledge_scope", default=None)
+_current_token: contextvars.ContextVar[str | None] = contextvars.ContextVar("knowledge_token", default=None)
+
+
+def current_scope() -> Scope:
+    """The scope of the RPC being served; an unresolved scope is an error, never a wildcard."""
+    scope = _current_scope.get()
+    if scope is None:
+        raise Unauthenticated("no verified tenant for this call", reason="TENANT_UNRESOLVED")
+    return scope
+
+
+def current_token() -> str | None:
+    """The caller's bearer token, forwarded on calls this RPC makes to other services."""
+    return _current_token.get()
+
+
+def bind_scope(scope: Scope | None, token: str | None) -> tuple[contextvars.Token, contextvars.Token]:
+    return _current_scope.set(scope), _current_token.set(token)
+
+
+def reset_scope(tokens: tuple[contextvars.Token, contextvars.Token]) -> None:
+    _current_scope.reset(tokens[0])
+    _current_token.reset(tokens[1])
+
+
+class TokenVerifier:
+    """Verifies bearer JWTs against a local JWKS file, the issuer and the audience."""
+
+    def __init__(self, jwks: dict, *, issuer: str, audience: str) -> None:
+        self._keys = {}
+        for entry in jwks.get("keys", []):
+            kid = entry.get("kid", "")
+            self._keys[kid] = jwt.PyJWK(entry)
+        if not self._keys:
+            raise ValueError("the JWKS holds no keys")
+        self._issuer = issuer
+        self._audience = audience
+
+    @classmethod
+    def from_file(cls, path: Path, *, issuer: str, audience: str) -> TokenVerifier:
+        return cls(json.loads(path.read_text()), issuer=issuer, audience=audience)
+
+    def verify(self, token: str) -> Scope:
+        try:
+            header = jwt.get_unverified_header(token)
+            key = self._keys.get(header.get("kid", "")) or (
+                next(iter(self._keys.values())) if len(self._keys) == 1 else None
+            )
+            if key is None:
+                raise Unauthenticated("token signed by an unknown key", reason="TOKEN_INVALID")
+            claims = jwt.decode(
+                token,
+                key=key.key,
+                algorithms=list(ALGORITHMS),
+                issuer=self._issuer,
+                audience=self._audience,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("token expired", reason="TOKEN_EXPIRED") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated("token invalid", reason="TOKEN_INVALID") from None
+        return scope_from_claims(claims)
+
+
+def scope_from_claims(claims: dict) -> Scope:
+    tenant = claims.get(TENANT_CLAIM)
+    if not isinstance(tenant, str) or not tenant.strip():
+        raise Unauthenticated("token carries no tenant", reason="TENANT_UNRESOLVED")
+    raw = claims.get(CAPABILITIES_CLAIM, [])
+    if isinstance(raw, str):
+        raw = raw.split()
+    capabilities = frozenset(c for c in _strings(raw))
+    return Scope(tenant=tenant.strip(), capabilities=capabilities, subject=str(claims.get("sub", "")))
+
+
+def _strings(values: Iterable) -> Iterable[str]:
+    for value in values:
+        if isinstance(value, str) and value:
+            yield value
+
+
+def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key.lower() == "authorization":
+            text = value.decode() if isinstance(value, bytes) else value
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None

@@ -1,0 +1,84 @@
+"""The asyncpg pool with pgvector's codec, and a span per database call.
+
+SQL lives in the adapters as named module constants; every call names its statement, so
+spans read ``db.<name>`` and no SQL text or parameter ends up in a span or a log.
+Connection failures become :class:`Unavailable`, which callers may retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+from opentelemetry import trace
+from pgvector.asyncpg import register_vector
+
+from knowledge_runtime.errors import Unavailable
+
+_tracer = trace.get_tracer("knowledge.db")
+_UNAVAILABLE = (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError, asyncpg.TooManyConnectionsError)
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await register_vector(connection)
+
+
+class _Queries:
+    """fetch / fetchrow / fetchval / execute with a span each; ``_conn`` is a pool or a connection."""
+
+    _conn: Any
+
+    async def _call(self, method: str, name: str, sql: str, *args: Any) -> Any:
+        with _tracer.start_as_current_span(f"db.{name}", kind=trace.SpanKind.CLIENT) as span:
+            span.set_attribute("db.system", "postgresql")
+            span.set_attribute("db.operation.name", name)
+            try:
+                return await getattr(self._conn, method)(sql, *args)
+            except _UNAVAILABLE as error:
+                raise Unavailable("the database is unavailable") from error
+
+    async def fetch(self, name: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        return await self._call("fetch", name, sql, *args)
+
+    async def fetchrow(self, name: str, sql: str, *args: Any) -> asyncpg.Record | None:
+        return await self._call("fetchrow", name, sql, *args)
+
+    async def fetchval(self, name: str, sql: str, *args: Any) -> Any:
+        return await self._call("fetchval", name, sql, *args)
+
+    async def execute(self, name: str, sql: str, *args: Any) -> str:
+        return await self._call("execute", name, sql, *args)
+
+
+class Transaction(_Queries):
+    def __init__(self, connection: asyncpg.Connection) -> None:
+        self._conn = connection
+
+
+class Database(_Queries):
+    """A pool for one service role; ``transaction()`` yields a :class:`Transaction`."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._conn = pool
+        self.pool = pool
+
+    @classmethod
+    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
+        try:
+            pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection)
+        except _UNAVAILABLE as error:
+            raise Unavailable("the database is unavailable") from error
+        return cls(pool)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        try:
+            async with self.pool.acquire() as connection, connection.transaction():
+                yield Transaction(connection)
+        except _UNAVAILABLE as error:
+            raise Unavailable("the database is unavailable") from error
+
+    async def close(self) -> None:
+        await self.pool.close()

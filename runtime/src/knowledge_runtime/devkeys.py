@@ -1,0 +1,80 @@
+"""The local development signing key of the embedded stack.
+
+Generated on first use under ``<data dir>/keys`` (mode 0600), never committed and never
+logged. Production uses its own JWKS (RS256/ES256) through ``KNOWLEDGE_JWKS_PATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from knowledge_runtime.auth import ALL_CAPABILITIES, CAPABILITIES_CLAIM, TENANT_CLAIM
+
+PRIVATE_KEY_FILE = "dev-signing-key.pem"
+JWKS_FILE = "jwks.json"
+
+
+def ensure_dev_keys(keys_dir: Path) -> Path:
+    """Create the development key pair once; returns the JWKS path."""
+    keys_dir.mkdir(parents=True, exist_ok=True)
+    private_path = keys_dir / PRIVATE_KEY_FILE
+    jwks_path = keys_dir / JWKS_FILE
+    if private_path.exists() and jwks_path.exists():
+        return jwks_path
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    kid = uuid.uuid4().hex[:16]
+    public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    public_jwk.update({"kid": kid, "alg": "RS256", "use": "sig"})
+    _write_private(private_path, pem)
+    (keys_dir / "dev-signing-key.kid").write_text(kid)
+    tmp = jwks_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"keys": [public_jwk]}, indent=2))
+    os.replace(tmp, jwks_path)
+    return jwks_path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(path.with_suffix(".tmp"), path)
+
+
+def mint_dev_token(
+    keys_dir: Path,
+    *,
+    tenant: str,
+    capabilities: Iterable[str] | None = None,
+    issuer: str = "knowledge-dev",
+    audience: str = "knowledge",
+    ttl_s: int = 3600,
+    subject: str = "dev",
+) -> str:
+    """A JWT signed with the development key; all capabilities when none are named."""
+    private_path = keys_dir / PRIVATE_KEY_FILE
+    if not private_path.exists():
+        raise FileNotFoundError(f"no development key under {keys_dir}; run `knowledge up` once first")
+    kid = (keys_dir / "dev-signing-key.kid").read_text().strip()
+    now = int(time.time())
+    claims = {
+        "iss": issuer,
+        "aud": audience,
+        "sub": subject,
+        "iat": now,
+        "exp": now + ttl_s,
+        TENANT_CLAIM: tenant,
+        CAPABILITIES_CLAIM: list(capabilities) if capabilities is not None else list(ALL_CAPABILITIES),
+    }
+    return jwt.encode(claims, private_path.read_bytes(), algorithm="RS256", headers={"kid": kid})

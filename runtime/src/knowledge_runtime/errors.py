@@ -1,0 +1,84 @@
+"""Domain errors shared by every service.
+
+Each class declares the gRPC status code it maps to (by name, so domain code needs no
+``grpc`` import) and a default UPPER_SNAKE ``reason``. The error interceptor is the one
+place that turns them into a ``google.rpc.Status`` with a single ``ErrorInfo``.
+Messages are shown to callers: they must never carry internals, secrets or document text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+ERROR_DOMAIN = "knowledge.v1"
+
+
+class DomainError(Exception):
+    """Base of every error a caller may see. Subclasses pick the code; callers pick the reason."""
+
+    code: str = "FAILED_PRECONDITION"
+    reason: str = "FAILED_PRECONDITION"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if reason is not None:
+            if not reason.isupper() or not reason.replace("_", "").isalnum():
+                raise ValueError(f"reason must be UPPER_SNAKE, got {reason!r}")
+            self.reason = reason
+        self.metadata: dict[str, str] = dict(metadata or {})
+
+
+class InvalidArgument(DomainError):
+    code = "INVALID_ARGUMENT"
+    reason = "INVALID_ARGUMENT"
+
+
+class NotFound(DomainError):
+    """Also what another tenant's resource answers: 404, never 403."""
+
+    code = "NOT_FOUND"
+    reason = "NOT_FOUND"
+
+
+class AlreadyExists(DomainError):
+    code = "ALREADY_EXISTS"
+    reason = "ALREADY_EXISTS"
+
+
+class FailedPrecondition(DomainError):
+    code = "FAILED_PRECONDITION"
+    reason = "FAILED_PRECONDITION"
+
+
+class ResourceExhausted(DomainError):
+    code = "RESOURCE_EXHAUSTED"
+    reason = "RESOURCE_EXHAUSTED"
+
+
+class Unauthenticated(DomainError):
+    code = "UNAUTHENTICATED"
+    reason = "UNAUTHENTICATED"
+
+
+class PermissionDenied(DomainError):
+    code = "PERMISSION_DENIED"
+    reason = "PERMISSION_DENIED"
+
+
+class Unavailable(DomainError):
+    """A dependency (database, another service) is down; callers may retry."""
+
+    code = "UNAVAILABLE"
+    reason = "DEPENDENCY_UNAVAILABLE"
+
+
+class Cancelled(DomainError):
+    code = "CANCELLED"
+    reason = "CANCELLED"

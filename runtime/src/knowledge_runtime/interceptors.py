@@ -1,0 +1,178 @@
+"""Server interceptors: per-RPC logging context, the one error map, and the caller's scope.
+
+Each interceptor contributes an async context manager ("guard") that runs around the
+RPC's behaviour, for all four call shapes. Order (outermost first): OpenTelemetry span,
+:class:`LoggingInterceptor`, :class:`ErrorInterceptor`, :class:`ScopeInterceptor`, so a
+scope failure is a domain error that the error map turns into a status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import grpc
+import structlog
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from knowledge_runtime.auth import TokenVerifier, bearer_token, bind_scope, reset_scope
+from knowledge_runtime.errors import ERROR_DOMAIN, DomainError, PermissionDenied, Unauthenticated
+from knowledge_runtime.tracing import current_trace_id
+
+log = structlog.get_logger("knowledge.rpc")
+
+Guard = Callable[[grpc.HandlerCallDetails, grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
+KNOWLEDGE_PREFIX = "/knowledge.v1."
+
+
+def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails, guard: Guard):
+    """The same handler with ``guard`` entered around its behaviour (for every call shape)."""
+    if handler is None:
+        return None
+    kwargs = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary or handler.stream_unary:
+        inner = handler.unary_unary or handler.stream_unary
+
+        async def unary_response(request, context):
+            async with guard(details, context):
+                result = inner(request, context)
+                return await result if inspect.isawaitable(result) else result
+
+        factory = grpc.unary_unary_rpc_method_handler if handler.unary_unary else grpc.stream_unary_rpc_method_handler
+        return factory(unary_response, **kwargs)
+
+    inner = handler.unary_stream or handler.stream_stream
+
+    async def stream_response(request, context):
+        async with guard(details, context):
+            result = inner(request, context)
+            if inspect.isawaitable(result):  # a behaviour that writes through context.write
+                await result
+                return
+            async for item in result:
+                yield item
+
+    factory = grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler
+    return factory(stream_response, **kwargs)
+
+
+class _GuardInterceptor(grpc.aio.ServerInterceptor):
+    def guard(self, details: grpc.HandlerCallDetails, context: grpc.aio.ServicerContext):
+        raise TypeError("subclasses define guard")
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        return _wrap(handler, handler_call_details, self.guard)
+
+
+def _metadata_value(details: grpc.HandlerCallDetails, key: str) -> str | None:
+    for name, value in details.invocation_metadata or ():
+        if name.lower() == key:
+            return value.decode() if isinstance(value, bytes) else value
+    return None
+
+
+class LoggingInterceptor(_GuardInterceptor):
+    """Binds request id, rpc and trace id for every log line of the call; logs its outcome."""
+
+    @asynccontextmanager
+    async def guard(self, details, context) -> AsyncIterator[None]:
+        request_id = _metadata_value(details, "x-request-id") or uuid.uuid4().hex
+        structlog.contextvars.bind_contextvars(
+            request_id=request_id[:64], rpc=details.method, trace_id=current_trace_id()
+        )
+        started = time.perf_counter()
+        outcome = "OK"
+        try:
+            yield
+        except grpc.aio.AbortError:
+            outcome = _code_name(context.code())
+            raise
+        except asyncio.CancelledError:
+            outcome = "CANCELLED"
+            raise
+        finally:
+            if details.method.startswith(KNOWLEDGE_PREFIX):
+                log.info("rpc_finished", code=outcome, duration_ms=round((time.perf_counter() - started) * 1000, 2))
+            structlog.contextvars.unbind_contextvars("request_id", "rpc", "trace_id", "tenant")
+
+
+def _code_name(code) -> str:
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    return "UNKNOWN" if code is None else str(code)
+
+
+def status_for(error: DomainError) -> grpc.Status:
+    """The ``google.rpc.Status`` with exactly one ``ErrorInfo`` for a domain error."""
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)
+    status = status_pb2.Status(code=code_pb2.Code.Value(error.code), message=error.message)
+    status.details.add().Pack(info)
+    return rpc_status.to_status(status)
+
+
+INTERNAL_MESSAGE = "internal error"
+
+
+class ErrorInterceptor(_GuardInterceptor):
+    """The one place where exceptions become gRPC statuses; nothing internal leaks."""
+
+    @asynccontextmanager
+    async def guard(self, details, context) -> AsyncIterator[None]:
+        try:
+            yield
+        except (grpc.aio.AbortError, asyncio.CancelledError):
+            raise
+        except DomainError as error:
+            log.info("rpc_error", code=error.code, reason=error.reason)
+            status = status_for(error)
+            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+        except NotImplementedError:
+            status = status_for(
+                DomainError("this method is not implemented yet", reason="NOT_IMPLEMENTED")
+            )
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, status.details, trailing_metadata=status.trailing_metadata)
+        except Exception:
+            log.exception("rpc_failed")
+            status = status_for(DomainError(INTERNAL_MESSAGE, reason="INTERNAL"))
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE, trailing_metadata=status.trailing_metadata)
+
+
+class ScopeInterceptor(_GuardInterceptor):
+    """Resolves tenant and capabilities from the verified bearer JWT for ``knowledge.v1`` RPCs.
+
+    ``capabilities`` maps each full method name to the capability it needs; a method of
+    ours without an entry is refused (fail closed). Health and reflection pass untouched.
+    """
+
+    def __init__(self, verifier: TokenVerifier, capabilities: Mapping[str, str]) -> None:
+        self._verifier = verifier
+        self._capabilities = dict(capabilities)
+
+    @asynccontextmanager
+    async def guard(self, details, context) -> AsyncIterator[None]:
+        if not details.method.startswith(KNOWLEDGE_PREFIX):
+            yield
+            return
+        token = bearer_token(details.invocation_metadata)
+        if token is None:
+            raise Unauthenticated("a bearer token is required", reason="TOKEN_MISSING")
+        scope = self._verifier.verify(token)
+        structlog.contextvars.bind_contextvars(tenant=scope.tenant)
+        capability = self._capabilities.get(details.method)
+        if capability is None:
+            raise PermissionDenied("this method is not open to callers", reason="METHOD_NOT_ALLOWED")
+        scope.require(capability)
+        tokens = bind_scope(scope, token)
+        try:
+            yield
+        finally:
+            reset_scope(tokens)

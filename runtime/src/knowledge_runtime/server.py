@@ -1,0 +1,129 @@
+"""The gRPC server every service runs: interceptors, health, reflection, graceful stop.
+
+A service hands :class:`GrpcApp` its servicers as :class:`ServiceSpec`s (descriptor,
+registration function, capability per method). ``start()`` binds and reports SERVING;
+SIGTERM/SIGINT flip health to NOT_SERVING, then the server stops within the grace period
+and the service's own resources are closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+import structlog
+from google.protobuf.descriptor import ServiceDescriptor
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+from knowledge_runtime.auth import TokenVerifier
+from knowledge_runtime.interceptors import ErrorInterceptor, LoggingInterceptor, ScopeInterceptor
+from knowledge_runtime.settings import CommonSettings, SettingsError
+
+log = structlog.get_logger("knowledge.server")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One gRPC service of a process: its descriptor, how to add it, what each method needs."""
+
+    descriptor: ServiceDescriptor
+    register: Callable[[grpc.aio.Server], None]
+    capabilities: Mapping[str, str]  # method name (e.g. "ListCorpora") -> capability
+
+    def full_capabilities(self) -> dict[str, str]:
+        missing = [m.name for m in self.descriptor.methods if m.name not in self.capabilities]
+        if missing:
+            raise ValueError(f"{self.descriptor.full_name}: no capability declared for {', '.join(missing)}")
+        return {f"/{self.descriptor.full_name}/{name}": cap for name, cap in self.capabilities.items()}
+
+
+@dataclass
+class GrpcApp:
+    services: Sequence[ServiceSpec]
+    verifier: TokenVerifier
+    host: str = "127.0.0.1"
+    port: int = 0
+    shutdown_grace_s: float = 10.0
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    server: grpc.aio.Server | None = field(default=None, init=False)
+    health: HealthServicer | None = field(default=None, init=False)
+    bound_port: int = field(default=0, init=False)
+
+    @classmethod
+    def for_service(
+        cls,
+        common: CommonSettings,
+        services: Sequence[ServiceSpec],
+        verifier: TokenVerifier,
+        on_stop: list[Callable[[], Awaitable[None]]] | None = None,
+    ) -> GrpcApp:
+        return cls(
+            services=services,
+            verifier=verifier,
+            host=common.host,
+            port=common.port,
+            shutdown_grace_s=common.shutdown_grace_s,
+            on_stop=list(on_stop or []),
+        )
+
+    async def start(self) -> int:
+        capabilities: dict[str, str] = {}
+        for spec in self.services:
+            capabilities.update(spec.full_capabilities())
+        self.server = grpc.aio.server(
+            interceptors=[
+                aio_server_interceptor(),
+                LoggingInterceptor(),
+                ErrorInterceptor(),
+                ScopeInterceptor(self.verifier, capabilities),
+            ],
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ],
+        )
+        self.health = HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        names = [spec.descriptor.full_name for spec in self.services]
+        for spec in self.services:
+            spec.register(self.server)
+        reflection.enable_server_reflection([*names, reflection.SERVICE_NAME, "grpc.health.v1.Health"], self.server)
+        self.bound_port = self.server.add_insecure_port(f"{self.host}:{self.port}")
+        if self.bound_port == 0:
+            raise SettingsError(f"cannot listen on {self.host}:{self.port}")
+        await self.server.start()
+        for name in ["", *names]:
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info("server_started", host=self.host, port=self.bound_port, services=names)
+        return self.bound_port
+
+    async def stop(self) -> None:
+        if self.server is None:
+            return
+        if self.health is not None:
+            await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.shutdown_grace_s)
+        for close in self.on_stop:
+            await close()
+        log.info("server_stopped")
+        self.server = None
+
+    async def run_until_signalled(self) -> None:
+        """Serve until SIGTERM or SIGINT, then stop gracefully."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        await stop.wait()
+        log.info("shutdown_requested")
+        await self.stop()

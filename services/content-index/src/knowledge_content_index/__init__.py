@@ -1,0 +1,1 @@
+"""Content-index service: content-addressed blobs, dedup, reference counts and garbage collection."""

@@ -1,0 +1,1 @@
+"""Embedder service: the only holder of the embedding model."""

@@ -1,0 +1,51 @@
+"""Corpora as the domain sees them: frozen values, validated on the way in."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+from knowledge_ingest.domain.errors import InvalidCorpus
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    corpus_id: int
+    name: str
+    description: str
+    document_count: int
+    chunk_count: int
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewCorpus:
+    name: str
+    description: str
+
+    @classmethod
+    def parse(cls, name: str, description: str) -> NewCorpus:
+        name = name.strip()
+        if not name:
+            raise InvalidCorpus("name must not be empty", field="name")
+        if len(name) > MAX_NAME_CHARS:
+            raise InvalidCorpus(f"name must be at most {MAX_NAME_CHARS} characters", field="name")
+        if any(unicodedata.category(ch) == "Cc" for ch in name):
+            raise InvalidCorpus("name must not contain control characters", field="name")
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            raise InvalidCorpus(f"description must be at most {MAX_DESCRIPTION_CHARS} characters", field="description")
+        if "\x00" in description:
+            raise InvalidCorpus("description must not contain NUL characters", field="description")
+        return cls(name=name, description=description)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A keyset page request: at most ``size`` items after ``after_id``."""
+
+    size: int
+    after_id: int = 0

@@ -1,0 +1,35 @@
+"""Ingest use cases: what a caller can ask, independent of gRPC and PostgreSQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge_runtime.auth import Scope
+
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.ports import CorpusRepository
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+
+def page_of(page_size: int, after_id: int) -> Page:
+    size = DEFAULT_PAGE_SIZE if page_size <= 0 else min(page_size, MAX_PAGE_SIZE)
+    return Page(size=size, after_id=after_id)
+
+
+@dataclass
+class CorpusUseCases:
+    corpora: CorpusRepository
+
+    async def create_corpus(self, scope: Scope, name: str, description: str) -> Corpus:
+        return await self.corpora.create(scope.tenant, NewCorpus.parse(name, description))
+
+    async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
+        """One page and the id to continue after (None on the last page)."""
+        probe = Page(size=page.size + 1, after_id=page.after_id)
+        found = await self.corpora.list_user_corpora(scope.tenant, probe)
+        if len(found) > page.size:
+            items = found[: page.size]
+            return items, items[-1].corpus_id
+        return found, None

@@ -1,0 +1,1 @@
+"""Search service: hybrid retrieval and cited answers."""

@@ -1,0 +1,56 @@
+"""Shared fixtures: development keys, tokens, and one embedded PostgreSQL for the session."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from knowledge_runtime.auth import TokenVerifier
+from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
+
+TEST_DIMENSION = 384  # all-MiniLM-L6-v2, the model the tests and the embedded stack use
+
+
+@pytest.fixture(scope="session")
+def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("keys")
+    ensure_dev_keys(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def verifier(keys_dir: Path) -> TokenVerifier:
+    return TokenVerifier.from_file(keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge")
+
+
+@pytest.fixture(scope="session")
+def make_token(keys_dir: Path) -> Callable[..., str]:
+    def make(tenant: str = "tenant-a", capabilities: list[str] | None = None, **kwargs) -> str:
+        return mint_dev_token(keys_dir, tenant=tenant, capabilities=capabilities, **kwargs)
+
+    return make
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def embedded_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    from knowledge_runtime.db.embedded import start_embedded
+
+    server = start_embedded(tmp_path_factory.mktemp("pg"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def migrated_pg(embedded_pg) -> AsyncIterator:
+    from knowledge_runtime.db.migrate import migrate
+
+    await migrate(embedded_pg.url(), embedding_dimension=TEST_DIMENSION)
+    yield embedded_pg

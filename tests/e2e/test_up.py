@@ -1,0 +1,127 @@
+"""`knowledge up` end to end: the whole stack through Envoy, then a clean stop."""
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.e2e
+
+BIN = Path(sys.executable).parent
+READY_TIMEOUT_S = 180
+
+
+def read_until_ready(process: subprocess.Popen) -> str:
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    seen = []
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"knowledge up exited: {''.join(seen)}{process.stderr.read()}")
+        if selector.select(timeout=0.5):
+            line = process.stdout.readline()
+            seen.append(line)
+            if "ready" in line:
+                return line
+    raise AssertionError(f"knowledge up never said ready: {''.join(seen)}")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("stack")
+    http_port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update({
+        "KNOWLEDGE_DATA_DIR": str(data_dir),
+        "KNOWLEDGE_HTTP_PORT": str(http_port),
+        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+    })
+    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = read_until_ready(process)
+        yield {"process": process, "env": env, "line": line, "data_dir": data_dir,
+               "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge",
+               "descendants": psutil.Process(process.pid).children(recursive=True)}
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def dev_token(stack, tenant: str, capabilities: str | None = None) -> str:
+    args = [str(BIN / "knowledge"), "dev-token", "--tenant", tenant]
+    if capabilities is not None:
+        args += ["--capabilities", capabilities]
+    return subprocess.run(args, env=stack["env"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_ready_line_names_the_rest_url(stack):
+    assert stack["base"] in stack["line"]
+
+
+def test_no_token_is_401_and_a_dev_token_is_200(stack):
+    assert httpx.get(f"{stack['base']}/corpora").status_code == 401
+    headers = {"Authorization": f"Bearer {dev_token(stack, 'acme')}"}
+    reply = httpx.get(f"{stack['base']}/corpora", headers=headers)
+    assert reply.status_code == 200
+    assert reply.json() == {"corpora": [], "next_page_token": ""}
+
+
+def test_corpora_through_the_gateway(stack):
+    acme = {"Authorization": f"Bearer {dev_token(stack, 'acme-2')}"}
+    other = {"Authorization": f"Bearer {dev_token(stack, 'other-2')}"}
+    created = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook", "description": "HR"}, headers=acme)
+    assert created.status_code == 200
+    body = created.json()
+    assert body["name"] == "Handbook" and isinstance(body["corpus_id"], str)
+    duplicate = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook"}, headers=acme)
+    assert duplicate.status_code == 409
+    assert duplicate.json()["details"][0]["reason"] == "CORPUS_ALREADY_EXISTS"
+    listed = httpx.get(f"{stack['base']}/corpora", headers=acme).json()["corpora"]
+    assert [c["corpus_id"] for c in listed] == [body["corpus_id"]]
+    assert httpx.get(f"{stack['base']}/corpora", headers=other).json()["corpora"] == []
+
+
+def test_missing_capability_is_403_naming_it(stack):
+    headers = {"Authorization": f"Bearer {dev_token(stack, 'acme', 'search')}"}
+    reply = httpx.get(f"{stack['base']}/corpora", headers=headers)
+    assert reply.status_code == 403
+    assert "corpus.read" in reply.json()["message"]
+
+
+def test_bad_input_is_400_not_500(stack):
+    headers = {"Authorization": f"Bearer {dev_token(stack, 'acme')}"}
+    assert httpx.post(f"{stack['base']}/corpora", json={"name": ""}, headers=headers).status_code == 400
+    assert httpx.get(f"{stack['base']}/corpora", params={"page_token": "garbage"}, headers=headers).status_code == 400
+    assert httpx.get(f"{stack['base']}/nothing-here", headers=headers).status_code == 404
+
+
+def test_sigterm_stops_every_process_of_the_stack(stack):
+    process, descendants = stack["process"], stack["descendants"]
+    assert sum(p.name().startswith("python") for p in descendants) == 4  # the four services
+    assert "envoy" in {p.name() for p in descendants}
+    database = processes_using(stack["data_dir"])  # pg_ctl daemonises PostgreSQL: not a descendant
+    assert database, "the embedded PostgreSQL should run under the data dir"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    _, alive = psutil.wait_procs(descendants + database, timeout=15)
+    assert alive == []
+    assert processes_using(stack["data_dir"]) == []
+
+
+def processes_using(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for candidate in psutil.process_iter(["cmdline"]):
+        if str(data_dir) in " ".join(candidate.info["cmdline"] or []):
+            found.append(candidate)
+    return found

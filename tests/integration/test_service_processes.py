@@ -1,0 +1,104 @@
+"""Each service as its own process: starts, reports SERVING, stops on SIGTERM; bad config exits 2."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from knowledge_cli.stack import default_embedding_model
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+SERVICES = {
+    "content-index": "knowledge.v1.ContentIndexService",
+    "embedder": "knowledge.v1.EmbedderService",
+    "ingest": "knowledge.v1.IngestService",
+    "search": "knowledge.v1.SearchService",
+}
+
+
+def service_env(name: str, port: int, pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:
+    key = name.upper().replace("-", "_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update(
+        {
+            "KNOWLEDGE_DATA_DIR": str(tmp_path),
+            f"KNOWLEDGE_{key}_PORT": str(port),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
+            "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+            "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def module(name: str) -> str:
+    return "knowledge_" + name.replace("-", "_")
+
+
+async def wait_serving(address: str, service: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read().decode()
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            time.sleep(0.1)
+    raise AssertionError(f"{service} never reported SERVING")
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+async def test_service_serves_then_stops_on_sigterm(name, migrated_pg, keys_dir, tmp_path):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", module(name)],
+        env=service_env(name, port, migrated_pg, keys_dir, tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        await wait_serving(f"127.0.0.1:{port}", SERVICES[name], process)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    logs = process.stderr.read().decode()
+    assert '"event": "shutdown_requested"' in logs and '"event": "server_stopped"' in logs
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable"),
+    [
+        ({"KNOWLEDGE_INGEST_PORT": "not-a-port"}, "KNOWLEDGE_INGEST_PORT"),
+        ({"KNOWLEDGE_JWKS_PATH": "/nonexistent/jwks.json"}, "KNOWLEDGE_JWKS_PATH"),
+        ({"KNOWLEDGE_LOG_LEVEL": "chatty"}, "KNOWLEDGE_LOG_LEVEL"),
+        ({"KNOWLEDGE_DATABASE_URL": "postgresql://nobody@/knowledge?host=/nonexistent"}, "KNOWLEDGE_DATABASE_URL"),
+    ],
+)
+def test_invalid_configuration_stops_the_process_naming_the_variable(extra, variable, migrated_pg, keys_dir, tmp_path):
+    env = service_env("ingest", free_port(), migrated_pg, keys_dir, tmp_path, **extra)
+    result = subprocess.run([sys.executable, "-m", "knowledge_ingest"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert variable in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_embedder_needs_its_model_configured(migrated_pg, keys_dir, tmp_path):
+    env = service_env("embedder", free_port(), migrated_pg, keys_dir, tmp_path)
+    del env["KNOWLEDGE_EMBEDDING_MODEL"]
+    result = subprocess.run([sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and "KNOWLEDGE_EMBEDDING_MODEL" in result.stderr

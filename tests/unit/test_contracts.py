@@ -1,0 +1,59 @@
+"""The contracts: buf passes offline, the stubs match the protos, REST paths match ARCHITECTURE."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from google.api import annotations_pb2
+from knowledge.v1 import ingest_pb2, search_pb2
+
+ROOT = Path(__file__).resolve().parents[2]
+BUF = Path(sys.executable).parent / "buf"
+
+# ARCHITECTURE.md, "Public REST API": (method, path) -> RPC.
+REST_API = {
+    ("post", "/api/v1/knowledge/corpora"): "IngestService.CreateCorpus",
+    ("get", "/api/v1/knowledge/corpora"): "IngestService.ListCorpora",
+    ("post", "/api/v1/knowledge/upload"): "IngestService.UploadDocument",
+    ("get", "/api/v1/knowledge/ingest/{job_id}"): "IngestService.GetIngestJob",
+    ("post", "/api/v1/knowledge/search"): "SearchService.Search",
+    ("post", "/api/v1/knowledge/query"): "SearchService.Query",
+    ("get", "/api/v1/knowledge/documents/{document_id}/text"): "IngestService.GetDocumentText",
+    ("post", "/api/v1/knowledge/documents:move"): "IngestService.MoveDocuments",
+    ("delete", "/api/v1/knowledge/documents/{document_id}"): "IngestService.DeleteDocument",
+}
+
+
+def http_rules() -> dict[tuple[str, str], str]:
+    found = {}
+    for module in (ingest_pb2, search_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                rule = method.GetOptions().Extensions[annotations_pb2.http]
+                kind = rule.WhichOneof("pattern")
+                if kind:
+                    found[(kind, getattr(rule, kind))] = f"{service.name}.{method.name}"
+    return found
+
+
+def test_every_architecture_path_maps_to_its_rpc():
+    rules = http_rules()
+    for route, rpc in REST_API.items():
+        assert rules.get(route) == rpc, route
+    assert all(path.startswith("/api/v1/knowledge/") for _, path in rules)
+
+
+def test_committed_stubs_equal_a_fresh_generation():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_protos
+    finally:
+        sys.path.pop(0)
+    assert gen_protos.differences() == []
+
+
+@pytest.mark.parametrize("args", [["lint"], ["build", "-o", "/dev/null"]])
+def test_buf_passes_offline(args):
+    result = subprocess.run([str(BUF), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

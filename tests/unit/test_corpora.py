@@ -1,0 +1,57 @@
+"""Corpus use cases against a fake repository at the port."""
+
+from datetime import UTC, datetime
+
+import pytest
+from knowledge_ingest.domain.errors import InvalidCorpus
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
+from knowledge_runtime.auth import Scope
+
+
+class FakeCorpora:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, Corpus]] = []
+
+    async def create(self, tenant: str, corpus: NewCorpus) -> Corpus:
+        made = Corpus(len(self.rows) + 1, corpus.name, corpus.description, 0, 0, datetime.now(UTC))
+        self.rows.append((tenant, made))
+        return made
+
+    async def list_user_corpora(self, tenant: str, page: Page) -> list[Corpus]:
+        mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id]
+        return mine[: page.size]
+
+
+SCOPE = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}))
+
+
+async def test_names_are_trimmed_and_validated():
+    cases = CorpusUseCases(FakeCorpora())
+    created = await cases.create_corpus(SCOPE, "  Handbook  ", "")
+    assert created.name == "Handbook"
+    for bad, field in [("   ", "name"), ("x" * 201, "name"), ("a\x00b", "name"), ("a\nb", "name")]:
+        with pytest.raises(InvalidCorpus) as caught:
+            await cases.create_corpus(SCOPE, bad, "")
+        assert caught.value.metadata["field"] == field
+    with pytest.raises(InvalidCorpus):
+        await cases.create_corpus(SCOPE, "ok", "d" * 2001)
+
+
+async def test_pages_end_with_no_continuation():
+    repo = FakeCorpora()
+    cases = CorpusUseCases(repo)
+    for i in range(5):
+        await cases.create_corpus(SCOPE, f"c{i}", "")
+    first, after = await cases.list_corpora(SCOPE, Page(size=2))
+    assert [c.name for c in first] == ["c0", "c1"] and after == 2
+    second, after = await cases.list_corpora(SCOPE, Page(size=2, after_id=after))
+    third, last = await cases.list_corpora(SCOPE, Page(size=2, after_id=after))
+    assert [c.name for c in second] == ["c2", "c3"]
+    assert [c.name for c in third] == ["c4"] and last is None
+
+
+def test_page_size_defaults_and_clamps():
+    assert page_of(0, 0).size == DEFAULT_PAGE_SIZE
+    assert page_of(-3, 0).size == DEFAULT_PAGE_SIZE
+    assert page_of(10**6, 0).size == MAX_PAGE_SIZE
