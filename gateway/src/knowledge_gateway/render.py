@@ -1,0 +1,109 @@
+"""``python -m knowledge_gateway.render --out DIR``: Envoy's files for a deployment.
+
+Writes ``envoy.json`` (the bootstrap) and ``knowledge.pb`` (the descriptor set the
+transcoder reads) for Envoy running in a container, e.g. a Kubernetes pod that mounts both
+at ``/etc/envoy``. The upstreams, issuer and audience come from the same ``KNOWLEDGE_*``
+settings the services read: from the ``--env-file`` files in order (later ones win), or,
+when none is given, from the environment. ``k8s/`` keeps the output of this command next to
+the ``config.env`` it was rendered from, and a test fails when the two drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from knowledge_runtime.settings import DEFAULT_HTTP_PORT, Env, SettingsError, service_address
+
+from knowledge_gateway.descriptors import descriptor_set
+from knowledge_gateway.envoy import GatewayConfig, render
+
+CONFIG_NAME = "envoy.json"
+DESCRIPTOR_NAME = "knowledge.pb"
+# Where the container finds its files: the gateway's ConfigMap is mounted at /etc/envoy.
+DEFAULT_CONFIG_DIR = "/etc/envoy"
+DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
+DEFAULT_ADMIN_PORT = 9901
+# gRPC service -> the runtime's service key whose KNOWLEDGE_<KEY>_ADDRESS Envoy routes to.
+UPSTREAMS = {"knowledge.v1.IngestService": "ingest", "knowledge.v1.SearchService": "search"}
+
+
+def read_env_files(paths: Sequence[Path]) -> dict[str, str]:
+    """``KEY=VALUE`` lines (the format of kustomize's ``envs:``), later files winning."""
+    values: dict[str, str] = {}
+    for path in paths:
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                raise SettingsError(f"{path}:{number}: expected KEY=VALUE")
+            values[key.strip()] = value.strip()
+    return values
+
+
+def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONFIG_DIR) -> GatewayConfig:
+    """The gateway's configuration for a container, from ``KNOWLEDGE_*`` values."""
+    env = Env(environ)
+    return GatewayConfig(
+        listen_host=env.str("GATEWAY_HOST", "0.0.0.0") or "0.0.0.0",
+        listen_port=env.port("HTTP_PORT", DEFAULT_HTTP_PORT),
+        admin_port=env.port("ENVOY_ADMIN_PORT", DEFAULT_ADMIN_PORT),
+        upstreams={full: service_address(key, env) for full, key in UPSTREAMS.items()},
+        jwks_path=Path(env.str("JWKS_PATH", DEFAULT_JWKS_PATH) or DEFAULT_JWKS_PATH),
+        issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
+        audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+        descriptor_path=Path(config_dir) / DESCRIPTOR_NAME,
+        max_body_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+    )
+
+
+def config_text(config: GatewayConfig) -> str:
+    return json.dumps(render(config), indent=2) + "\n"
+
+
+def descriptor_bytes() -> bytes:
+    return descriptor_set().SerializeToString()
+
+
+def write(out: Path, config: GatewayConfig) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    config_path = out / CONFIG_NAME
+    descriptor_path = out / DESCRIPTOR_NAME
+    config_path.write_text(config_text(config))
+    descriptor_path.write_bytes(descriptor_bytes())
+    return [config_path, descriptor_path]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m knowledge_gateway.render", description="Write Envoy's bootstrap and descriptor set."
+    )
+    parser.add_argument("--out", type=Path, required=True, help="folder for envoy.json and knowledge.pb")
+    parser.add_argument(
+        "--env-file", type=Path, action="append", default=[],
+        help="KEY=VALUE file with KNOWLEDGE_* settings (repeatable, later wins); default: the environment",
+    )
+    parser.add_argument(
+        "--config-dir", default=DEFAULT_CONFIG_DIR,
+        help=f"where Envoy finds knowledge.pb at run time (default {DEFAULT_CONFIG_DIR})",
+    )
+    options = parser.parse_args(argv)
+    try:
+        environ = read_env_files(options.env_file) if options.env_file else dict(os.environ)
+        written = write(options.out, gateway_config(environ, config_dir=options.config_dir))
+    except (SettingsError, OSError) as error:
+        print(f"knowledge-gateway: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
