@@ -2,16 +2,68 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
+import structlog
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
+from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
+from knowledge_embedder.adapters.model_files import resolve_model_dir
+from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
+from knowledge_embedder.batching import BatchQueue
 from knowledge_embedder.config import EmbedderSettings
+from knowledge_embedder.domain.model import Price
+from knowledge_embedder.domain.ports import Encoder
+from knowledge_embedder.usecases import EmbedderUseCases
+
+log = structlog.get_logger("knowledge.embedder")
+
+
+def load_encoder(settings: EmbedderSettings) -> Encoder:
+    """The configured model on the configured backend, warmed up. Blocking: call it off the loop."""
+    # Never reach a model hub at run time, whatever the environment says.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    model_dir = resolve_model_dir(settings.model)
+    if settings.backend == "onnx-int8":
+        from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
+
+        encoder: Encoder = OnnxEncoder(settings.model, model_dir, cache_root=settings.common.data_dir,
+                                       max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
+    else:
+        from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+
+        encoder = TorchEncoder(settings.model, model_dir, device=settings.device,
+                               max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
+    encoder.encode(["warm-up"])
+    return encoder
 
 
 async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
     settings = settings or EmbedderSettings.from_env()
     verifier = prepare(settings.common)
-    db = await connect_service_database(settings.common)
-    return GrpcApp.for_service(settings.common, [service_spec(EmbedderServicer())], verifier, on_stop=[db.close])
+    encoder = await asyncio.to_thread(load_encoder, settings)
+    log.info("model_loaded", model=settings.model, backend=encoder.backend, device=encoder.device,
+             dimension=encoder.dimension, max_seq_length=encoder.max_seq_length)
+    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+    try:
+        await check_dimension(db, encoder.dimension)
+        metrics_server = start_metrics_server(settings.metrics_port, settings.common.host)
+    except BaseException:
+        await db.close()
+        raise
+    queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue)
+    queue.start()
+    usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
+                                Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
+    servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
+
+    async def stop_batching() -> None:
+        await queue.stop()
+        usecases.close()
+
+    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
+                               on_stop=[stop_batching, metrics_server.stop, db.close])

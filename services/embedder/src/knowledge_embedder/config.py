@@ -8,17 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge_runtime.metrics import metrics_port
 from knowledge_runtime.settings import CommonSettings, Env
+
+BACKENDS = ("torch", "onnx-int8")
 
 
 @dataclass(frozen=True, slots=True)
 class EmbedderSettings:
     common: CommonSettings
     model: str
-    device: str
+    device: str  # "auto" picks cuda > mps > cpu
+    backend: str
     max_seq_length: int
     max_batch_tokens: int
     max_queue: int
+    batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16)
+    price_per_1k_tokens: float
+    currency: str
+    metrics_port: int
+    database_pool_size: int
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> EmbedderSettings:
@@ -29,7 +38,13 @@ class EmbedderSettings:
             common=CommonSettings.from_env("embedder", env),
             model=model,
             device=env.choice("EMBEDDING_DEVICE", "auto", ("auto", "cuda", "mps", "cpu")),
+            backend=env.choice("EMBEDDING_BACKEND", "torch", BACKENDS),
             max_seq_length=env.int("MAX_SEQ_LENGTH", 1024, minimum=16),
             max_batch_tokens=env.int("MAX_BATCH_TOKENS", 16384, minimum=64),
             max_queue=env.int("MAX_QUEUE", 4096, minimum=1),
+            batch_size=env.int("EMBEDDING_BATCH_SIZE", 0, minimum=0, maximum=4096),
+            price_per_1k_tokens=env.float("EMBEDDING_PRICE_PER_1K", 0.0, minimum=0.0),
+            currency=env.str("EMBEDDING_CURRENCY", "USD") or "USD",
+            metrics_port=metrics_port(env),
+            database_pool_size=env.int("EMBEDDER_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
         )

@@ -1,13 +1,15 @@
-"""EmbedderService over gRPC (internal).
-
-The model, batching and indexing land with the embedder issue; until then the generated
-base answers UNIMPLEMENTED, behind the same auth, logging and error interceptors.
-"""
+"""EmbedderService over gRPC (internal): validate, call one use case, convert."""
 
 from __future__ import annotations
 
+import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
+
+from knowledge_embedder.api import convert
+from knowledge_embedder.domain.errors import InvalidInput
+from knowledge_embedder.usecases import EmbedderUseCases
 
 CAPABILITIES = {
     "Info": "embed",
@@ -20,7 +22,70 @@ CAPABILITIES = {
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
-    pass
+    def __init__(self, usecases: EmbedderUseCases, *, max_batch_tokens: int) -> None:
+        self._usecases = usecases
+        self._max_batch_tokens = max_batch_tokens
+
+    async def Info(self, request: embedder_pb2.InfoRequest, context: grpc.aio.ServicerContext
+                   ) -> embedder_pb2.InfoResponse:
+        current_scope()
+        encoder = self._usecases.encoder
+        return embedder_pb2.InfoResponse(
+            model_id=encoder.model_id, dimension=encoder.dimension, device=encoder.device,
+            max_seq_length=encoder.max_seq_length, backend=encoder.backend, max_batch_tokens=self._max_batch_tokens,
+        )
+
+    async def EmbedTexts(self, request: embedder_pb2.EmbedTextsRequest, context: grpc.aio.ServicerContext
+                         ) -> embedder_pb2.EmbedTextsResponse:
+        embedded, cost = await self._usecases.embed_texts(current_scope(), list(request.texts))
+        return embedder_pb2.EmbedTextsResponse(
+            vectors=[convert.vector(row) for row in embedded.vectors],
+            token_counts=[m.tokens for m in embedded.measured],
+            truncated_indexes=[i for i, m in enumerate(embedded.measured) if m.truncated],
+            cost=convert.cost(cost),
+        )
+
+    async def EmbedQuery(self, request: embedder_pb2.EmbedQueryRequest, context: grpc.aio.ServicerContext
+                         ) -> embedder_pb2.EmbedQueryResponse:
+        result = await self._usecases.embed_query(current_scope(), request.query)
+        return embedder_pb2.EmbedQueryResponse(
+            vector=convert.vector(result.embedded.vectors[0]), truncated_characters=result.truncated_chars,
+            warnings=list(result.warnings), cost=convert.cost(result.cost),
+        )
+
+    async def Index(self, request: embedder_pb2.IndexRequest, context: grpc.aio.ServicerContext
+                    ) -> embedder_pb2.IndexResponse:
+        binding = request.WhichOneof("binding")
+        if request.kind == embedder_pb2.INDEX_KIND_CHUNK and binding == "document":
+            result = await self._usecases.index_chunks(
+                current_scope(), request.content, convert.document_binding(request.document))
+        elif request.kind == embedder_pb2.INDEX_KIND_ANCHOR and binding == "anchor":
+            result = await self._usecases.index_anchor(
+                current_scope(), request.content, convert.anchor_target(request.anchor, "anchor"))
+        elif request.kind == embedder_pb2.INDEX_KIND_UNSPECIFIED:
+            raise InvalidInput("kind must be INDEX_KIND_CHUNK or INDEX_KIND_ANCHOR", field="kind")
+        else:
+            raise InvalidInput("CHUNK needs a document binding and ANCHOR an anchor binding", field="binding")
+        return embedder_pb2.IndexResponse(
+            chunk_ids=[str(i) for i in result.ids], chunk_count=result.count,
+            truncated_characters=result.truncated_chars, cost=convert.cost(result.cost),
+            vectors=[convert.vector(row) for row in result.vectors] if request.return_vectors else [],
+        )
+
+    async def RefreshAnchor(self, request: embedder_pb2.RefreshAnchorRequest, context: grpc.aio.ServicerContext
+                            ) -> embedder_pb2.RefreshAnchorResponse:
+        target = convert.anchor_target(request.target, "target")
+        result = await self._usecases.refresh_anchor(current_scope(), target, request.content)
+        return embedder_pb2.RefreshAnchorResponse(
+            anchor_id=str(result.ids[0]), piece_count=result.count, truncated_characters=result.truncated_chars,
+            cost=convert.cost(result.cost),
+        )
+
+    async def SearchAnchors(self, request: embedder_pb2.SearchAnchorsRequest, context: grpc.aio.ServicerContext
+                            ) -> embedder_pb2.SearchAnchorsResponse:
+        matches = await self._usecases.search_anchors(current_scope(), request.query, request.entity_type,
+                                                      request.top_k)
+        return embedder_pb2.SearchAnchorsResponse(matches=[convert.anchor_match(m) for m in matches])
 
 
 def service_spec(servicer: EmbedderServicer) -> ServiceSpec:

@@ -1,0 +1,75 @@
+"""The ONNX Runtime encoder for CPU-only deployments: the int8 export, the model's tokenizer,
+its pooling, unit-length vectors. No torch at inference time."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from knowledge_runtime.settings import SettingsError
+
+from knowledge_embedder.adapters.model_files import has_extra_modules, pooling_mode, position_limit
+from knowledge_embedder.adapters.onnx_export import ensure_int8_model
+from knowledge_embedder.adapters.tokens import TokenMeasurer
+from knowledge_embedder.domain.model import Measured
+
+DEFAULT_BATCH_SIZE = 16
+
+
+class OnnxEncoder:
+    backend = "onnx-int8"
+    device = "cpu"
+
+    def __init__(self, model_id: str, model_dir: Path, *, cache_root: Path, max_seq_length: int,
+                 batch_size: int) -> None:
+        tokenizer_file = model_dir / "tokenizer.json"
+        if not tokenizer_file.exists():
+            raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 needs the model's tokenizer.json")
+        if has_extra_modules(model_dir):
+            raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 supports transformer + pooling models only")
+        self.model_id = model_id
+        limit = position_limit(model_dir)
+        self.max_seq_length = min(max_seq_length, limit) if limit else max_seq_length
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZE
+        self._pooling = pooling_mode(model_dir)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(ensure_int8_model(model_dir, cache_root)), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.enable_truncation(max_length=self.max_seq_length)
+        padding = self._tokenizer.padding or {}
+        self._tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
+        self._measurer = TokenMeasurer(self._tokenizer, self.max_seq_length)
+        self.dimension = int(self.encode(["dimension probe"]).shape[1])
+
+    def measure(self, texts: Sequence[str]) -> list[Measured]:
+        return self._measurer.measure(texts)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        parts = [self._forward(list(texts[i:i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(parts)
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64), "attention_mask": mask,
+                 "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        elif self._pooling == "lasttoken":
+            pooled = hidden[np.arange(len(texts)), mask.sum(axis=1) - 1]
+        else:
+            weights = mask[..., None].astype(hidden.dtype)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

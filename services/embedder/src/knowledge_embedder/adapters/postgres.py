@@ -1,0 +1,151 @@
+"""Chunk rows, anchors and cost records in PostgreSQL (role knowledge_embedder)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from decimal import Decimal
+
+import asyncpg
+import numpy as np
+from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.settings import SettingsError
+
+from knowledge_embedder.domain.errors import ChunksAlreadyExist
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, ChunkRow, CostLine, DocumentBinding
+
+EMBEDDING_TYPE = """
+SELECT format_type(a.atttypid, a.atttypmod)
+FROM pg_attribute a
+WHERE a.attrelid = to_regclass('chunks') AND a.attname = 'embedding'
+"""
+DOCUMENT_CORPUS = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
+HAS_CHUNKS = "SELECT EXISTS (SELECT 1 FROM chunks WHERE document_id = $1)"
+# Lexemes: headings weight A, body D. A chunk's length is its number of lexeme positions, the
+# measure the search service's BM25 uses.
+INSERT_CHUNKS = """
+WITH rows AS (
+    SELECT u.*,
+           setweight(to_tsvector('english', u.section), 'A') || setweight(to_tsvector('english', u.content), 'D')
+               AS lexemes
+    FROM unnest($4::int[], $5::text[], $6::int[], $7::text[], $8::vector[], $9::jsonb[])
+         AS u (chunk_index, section, page, content, embedding, metadata)
+)
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, lexemes,
+                    length, metadata)
+SELECT $1, $2, $3, r.chunk_index, r.section, r.page, r.content, r.embedding, r.lexemes,
+       (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0)::integer FROM unnest(r.lexemes) AS l),
+       r.metadata
+FROM rows r
+ORDER BY r.chunk_index
+RETURNING chunk_id, chunk_index
+"""
+UPSERT_ANCHOR = """
+INSERT INTO anchors (tenant_id, entity_type, entity_id, embedding, content_chars)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, entity_type, entity_id)
+DO UPDATE SET embedding = EXCLUDED.embedding, content_chars = EXCLUDED.content_chars, update_time = now()
+RETURNING anchor_id
+"""
+ANCHOR_EXISTS = "SELECT EXISTS (SELECT 1 FROM anchors WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3)"
+REPLACE_ANCHOR = """
+UPDATE anchors SET embedding = $4, content_chars = $5, update_time = now()
+WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+RETURNING anchor_id
+"""
+NEAREST_ANCHORS = """
+SELECT entity_type, entity_id, 1 - (embedding <=> $2) AS score
+FROM anchors
+WHERE tenant_id = $1 AND ($3 = '' OR entity_type = $3)
+ORDER BY embedding <=> $2
+LIMIT $4
+"""
+INSERT_COST = """
+INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
+VALUES ($1, $2, $3, $4, $5, $6)
+"""
+
+
+async def check_dimension(db: Database, dimension: int) -> None:
+    """Fail at start, by name, when the model's vectors do not fit the schema's columns."""
+    column = await db.fetchval("embedding_type", EMBEDDING_TYPE)
+    if column is None:
+        raise SettingsError("KNOWLEDGE_DATABASE_URL: the schema is missing; run `knowledge migrate` first")
+    if column != f"vector({dimension})":
+        raise SettingsError(
+            f"KNOWLEDGE_EMBEDDING_MODEL: the model makes {dimension}-dimensional vectors but the database stores "
+            f"{column}; configure the model the database was migrated for, or migrate a new database"
+        )
+
+
+class PostgresEmbeddings:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def document_corpus(self, tenant: str, document_id: int) -> int | None:
+        return await self._db.fetchval("document_corpus", DOCUMENT_CORPUS, document_id, tenant)
+
+    async def has_chunks(self, document_id: int) -> bool:
+        return bool(await self._db.fetchval("has_chunks", HAS_CHUNKS, document_id))
+
+    async def write_chunks(
+        self, tenant: str, corpus_id: int, binding: DocumentBinding, rows: Sequence[ChunkRow], cost: CostLine
+    ) -> list[int]:
+        metadata = [
+            json.dumps({"source": binding.source, "section": r.section, "page": r.page, "chunk_index": r.chunk_index,
+                        "document_id": str(binding.document_id)})
+            for r in rows
+        ]
+        try:
+            async with self._db.transaction() as tx:
+                written = await tx.fetch(
+                    "insert_chunks", INSERT_CHUNKS, tenant, corpus_id, binding.document_id,
+                    [r.chunk_index for r in rows], [r.section for r in rows], [r.page for r in rows],
+                    [r.content for r in rows], [np.asarray(r.vector, dtype=np.float32) for r in rows], metadata,
+                )
+                await _record(tx, tenant, cost)
+        except asyncpg.UniqueViolationError:
+            raise ChunksAlreadyExist(str(binding.document_id)) from None
+        by_index = {row["chunk_index"]: row["chunk_id"] for row in written}
+        return [by_index[r.chunk_index] for r in rows]
+
+    async def upsert_anchor(
+        self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
+    ) -> int:
+        async with self._db.transaction() as tx:
+            anchor_id = await tx.fetchval("upsert_anchor", UPSERT_ANCHOR, tenant, target.entity_type, target.entity_id,
+                                          vector, content_chars)
+            await _record(tx, tenant, cost)
+        return anchor_id
+
+    async def anchor_exists(self, tenant: str, target: AnchorTarget) -> bool:
+        return bool(await self._db.fetchval("anchor_exists", ANCHOR_EXISTS, tenant, target.entity_type,
+                                            target.entity_id))
+
+    async def replace_anchor(
+        self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
+    ) -> int | None:
+        async with self._db.transaction() as tx:
+            anchor_id = await tx.fetchval("replace_anchor", REPLACE_ANCHOR, tenant, target.entity_type,
+                                          target.entity_id, vector, content_chars)
+            await _record(tx, tenant, cost)  # the forward pass was spent either way
+        return anchor_id
+
+    async def nearest_anchors(
+        self, tenant: str, vector: np.ndarray, entity_type: str, top_k: int, cost: CostLine
+    ) -> list[AnchorMatch]:
+        rows = await self._db.fetch("nearest_anchors", NEAREST_ANCHORS, tenant, vector, entity_type, top_k)
+        await _record(self._db, tenant, cost)
+        return [
+            AnchorMatch(target=AnchorTarget(row["entity_type"], row["entity_id"]),
+                        score=min(max(float(row["score"]), 0.0), 1.0))
+            for row in rows
+        ]
+
+    async def record_cost(self, tenant: str, cost: CostLine) -> None:
+        await _record(self._db, tenant, cost)
+
+
+async def _record(db: Database | Transaction, tenant: str, cost: CostLine) -> None:
+    await db.execute("insert_cost", INSERT_COST, tenant, cost.model, cost.operation, cost.texts, cost.tokens,
+                     Decimal(str(cost.amount)))

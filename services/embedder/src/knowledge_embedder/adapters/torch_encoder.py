@@ -1,0 +1,77 @@
+"""The sentence-transformers (PyTorch) encoder: device cuda > mps > cpu unless configured.
+
+The only module of the project that imports torch and sentence_transformers at run time
+(the ONNX export borrows transformers + torch once, to build its cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import structlog
+import torch
+from sentence_transformers import SentenceTransformer
+
+from knowledge_runtime.settings import SettingsError
+
+from knowledge_embedder.adapters.model_files import position_limit
+from knowledge_embedder.adapters.tokens import TokenMeasurer
+from knowledge_embedder.domain.model import Measured
+
+log = structlog.get_logger("knowledge.embedder.torch")
+DEFAULT_BATCH_SIZES = {"cuda": 32, "mps": 8, "cpu": 16}
+
+
+def pick_device(configured: str) -> str:
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if configured == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if (configured == "cuda" and not cuda) or (configured == "mps" and not mps):
+        raise SettingsError(f"KNOWLEDGE_EMBEDDING_DEVICE: {configured} is not available on this machine")
+    return configured
+
+
+def effective_max_seq_length(model_dir: Path, configured: int) -> int:
+    limit = position_limit(model_dir)
+    if limit is not None and configured > limit:
+        log.warning("max_seq_length_capped", configured=configured, model_limit=limit)
+        return limit
+    return configured
+
+
+class TorchEncoder:
+    backend = "torch"
+
+    def __init__(self, model_id: str, model_dir: Path, *, device: str, max_seq_length: int, batch_size: int) -> None:
+        self.model_id = model_id
+        self.device = pick_device(device)
+        self._model = SentenceTransformer(str(model_dir), device=self.device, local_files_only=True)
+        self.max_seq_length = effective_max_seq_length(model_dir, max_seq_length)
+        self._model.max_seq_length = self.max_seq_length
+        self.dimension = int(self._model.get_embedding_dimension())
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZES[self.device.split(":")[0]]
+        self._measurer = TokenMeasurer(self._model.tokenizer.backend_tokenizer, self.max_seq_length)
+
+    def measure(self, texts: Sequence[str]) -> list[Measured]:
+        return self._measurer.measure(texts)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors, one row per text, in sub-batches of ``batch_size`` forward passes."""
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                sub = list(texts[start:start + self.batch_size])
+                parts.append(
+                    self._model.encode(sub, batch_size=len(sub), normalize_embeddings=True, convert_to_numpy=True,
+                                       show_progress_bar=False)
+                )
+                self._release_cache()
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _release_cache(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        elif self.device == "mps":
+            torch.mps.empty_cache()

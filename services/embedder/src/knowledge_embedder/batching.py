@@ -1,0 +1,160 @@
+"""One queue for every caller, one worker that forms batches by a token budget.
+
+Modelled on text-embeddings-inference's queue: callers enqueue their inputs with the token
+count each costs and await one future per input; a single worker task takes inputs in
+arrival order until ``max_batch_tokens`` is reached (always at least one), sorts the batch
+by length so that sub-batches pad little, and runs the forward pass in a dedicated thread.
+Inputs whose caller went away (its RPC was cancelled) are skipped before their forward pass.
+Past ``max_queue`` waiting inputs a caller is refused at once with RESOURCE_EXHAUSTED,
+instead of waiting without bound. No artificial delay: inputs that arrive while a batch
+runs form the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import structlog
+from knowledge_runtime.tracing import tracer
+
+from knowledge_embedder import metrics
+from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
+
+log = structlog.get_logger("knowledge.embedder.queue")
+
+
+@dataclass(eq=False)
+class _Input:
+    text: str
+    tokens: int
+    future: asyncio.Future
+    enqueued: float = field(default_factory=time.perf_counter)
+    counted: bool = True  # still part of the queue depth
+
+
+class BatchQueue:
+    def __init__(
+        self,
+        encode: Callable[[list[str]], np.ndarray],
+        *,
+        max_batch_tokens: int,
+        max_queue: int,
+    ) -> None:
+        self._encode = encode
+        self._max_batch_tokens = max_batch_tokens
+        self._max_queue = max_queue
+        self._pending: deque[_Input] = deque()
+        self._waiting = 0
+        self._ready = asyncio.Event()
+        self._worker: asyncio.Task | None = None
+        # One inference thread: forward passes never overlap, the event loop never blocks.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-inference")
+        self.batches = 0  # batches run so far (each one or more forward passes)
+
+    @property
+    def depth(self) -> int:
+        """Inputs waiting for a forward pass (callers that went away excluded)."""
+        return self._waiting
+
+    def start(self) -> None:
+        if self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._run(), name="embedder-batch-worker")
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        while self._pending:
+            item = self._pending.popleft()
+            self._uncount(item)
+            if not item.future.done():
+                item.future.set_exception(EmbedderStopping())
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def embed(self, texts: Sequence[str], tokens: Sequence[int]) -> np.ndarray:
+        """Vectors for ``texts`` (one row each, in order), batched with everyone else's inputs."""
+        if self._waiting + len(texts) > self._max_queue:
+            metrics.REJECTED.inc(len(texts))
+            raise QueueFull(self._waiting, self._max_queue)
+        if self._worker is None:
+            raise EmbedderStopping()
+        loop = asyncio.get_running_loop()
+        items = [_Input(text, count, loop.create_future()) for text, count in zip(texts, tokens, strict=True)]
+        for item in items:
+            item.future.add_done_callback(lambda future, item=item: future.cancelled() and self._uncount(item))
+            self._pending.append(item)
+        self._waiting += len(items)
+        metrics.QUEUE_DEPTH.set(self._waiting)
+        self._ready.set()
+        # A cancelled caller cancels these futures (gather propagates it): the worker skips them.
+        rows = await asyncio.gather(*(item.future for item in items))
+        return np.stack(rows)
+
+    def _uncount(self, item: _Input) -> None:
+        if item.counted:
+            item.counted = False
+            self._waiting -= 1
+            metrics.QUEUE_DEPTH.set(self._waiting)
+
+    def _next_batch(self) -> list[_Input]:
+        batch: list[_Input] = []
+        budget = 0
+        while self._pending:
+            item = self._pending[0]
+            if item.future.done():  # its caller went away: no forward pass for it
+                self._pending.popleft()
+                self._uncount(item)
+                metrics.SKIPPED.inc()
+                continue
+            if batch and budget + item.tokens > self._max_batch_tokens:
+                break
+            self._pending.popleft()
+            self._uncount(item)
+            batch.append(item)
+            budget += item.tokens
+        batch.sort(key=lambda item: item.tokens, reverse=True)
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._ready.wait()
+            batch = self._next_batch()
+            if not self._pending:
+                self._ready.clear()
+            if not batch:
+                continue
+            started = time.perf_counter()
+            for item in batch:
+                metrics.STAGE_SECONDS.labels(stage="queue").observe(started - item.enqueued)
+            tokens = sum(item.tokens for item in batch)
+            try:
+                with tracer("knowledge.embedder").start_as_current_span("embedder.batch") as span:
+                    span.set_attribute("embedder.batch_size", len(batch))
+                    span.set_attribute("embedder.batch_tokens", tokens)
+                    vectors = await loop.run_in_executor(self._executor, self._encode, [i.text for i in batch])
+            except asyncio.CancelledError:
+                for item in batch:
+                    if not item.future.done():
+                        item.future.set_exception(EmbedderStopping())
+                raise
+            except Exception as error:  # a model failure fails this batch's callers, not the worker
+                log.error("batch_failed", inputs=len(batch), error_type=type(error).__name__)
+                for item in batch:
+                    if not item.future.done():
+                        item.future.set_exception(error)
+                continue
+            self.batches += 1
+            metrics.STAGE_SECONDS.labels(stage="inference").observe(time.perf_counter() - started)
+            metrics.BATCH_SIZE.observe(len(batch))
+            metrics.TOKENS.inc(tokens)
+            for item, vector in zip(batch, vectors):
+                if not item.future.done():
+                    item.future.set_result(vector)

@@ -1,0 +1,56 @@
+"""The embedder's domain errors; each declares its status code through its runtime base class."""
+
+from __future__ import annotations
+
+from knowledge_runtime.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted, Unavailable
+
+
+class InvalidInput(InvalidArgument):
+    reason = "EMBEDDING_INPUT_INVALID"
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message, metadata={"field": field})
+
+
+class QueueFull(ResourceExhausted):
+    """Past KNOWLEDGE_MAX_QUEUE waiting inputs: refuse at once rather than queue without bound."""
+
+    reason = "EMBEDDER_OVERLOADED"
+
+    def __init__(self, waiting: int, limit: int) -> None:
+        super().__init__(
+            "the embedder queue is full; retry later", metadata={"waiting": str(waiting), "limit": str(limit)}
+        )
+
+
+class EmbedderStopping(Unavailable):
+    reason = "EMBEDDER_STOPPING"
+
+    def __init__(self) -> None:
+        super().__init__("the embedder is shutting down; retry on another replica")
+
+
+class DocumentNotFound(NotFound):
+    """Also what a document of another tenant answers."""
+
+    reason = "DOCUMENT_NOT_FOUND"
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__("document not found", metadata={"document_id": document_id[:64]})
+
+
+class ChunksAlreadyExist(AlreadyExists):
+    reason = "CHUNKS_ALREADY_EXIST"
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__(
+            "the document already has chunks; delete them before indexing it again",
+            metadata={"document_id": document_id[:64]},
+        )
+
+
+class AnchorNotFound(NotFound):
+    reason = "ANCHOR_NOT_FOUND"
+
+    def __init__(self, entity_type: str, entity_id: str) -> None:
+        super().__init__("anchor not found", metadata={"entity_type": entity_type, "entity_id": entity_id[:256]})

@@ -1,0 +1,190 @@
+"""The embedder's values: frozen, validated on the way in, free of I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from knowledge_embedder.domain.errors import InvalidInput
+
+MAX_TEXTS = 2048
+MAX_QUERY_CHARS = 3500
+ANCHOR_PIECE_CHARS = 3500
+ANCHOR_OVERLAP_CHARS = 200
+MAX_ENTITY_TYPE_CHARS = 64
+MAX_ENTITY_ID_CHARS = 256
+MAX_SOURCE_CHARS = 1000
+DEFAULT_TOP_K = 10
+MAX_TOP_K = 100
+_ENTITY_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What the tokenizer says about one text: tokens the model sees, characters it cannot."""
+
+    tokens: int
+    truncated_chars: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.truncated_chars > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """Unit vectors (one row per input, in order) and what each input cost in tokens."""
+
+    vectors: np.ndarray
+    measured: tuple[Measured, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(m.tokens for m in self.measured)
+
+    @property
+    def truncated_chars(self) -> int:
+        return sum(m.truncated_chars for m in self.measured)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    per_1k_tokens: float
+    currency: str
+
+    def of(self, tokens: int) -> float:
+        return round(self.per_1k_tokens * tokens / 1000.0, 6)
+
+
+@dataclass(frozen=True, slots=True)
+class CostLine:
+    """One stored cost record: one model, one operation, one caller's texts."""
+
+    model: str
+    operation: str
+    texts: int
+    tokens: int
+    amount: float
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorTarget:
+    entity_type: str
+    entity_id: str
+
+    @classmethod
+    def parse(cls, entity_type: str, entity_id: str) -> AnchorTarget:
+        if not entity_type:
+            raise InvalidInput("entity_type must not be empty", field="entity_type")
+        if len(entity_type) > MAX_ENTITY_TYPE_CHARS or not _ENTITY_TYPE.match(entity_type):
+            raise InvalidInput(
+                f"entity_type must be lowercase letters, digits, '_', '.' or '-', at most {MAX_ENTITY_TYPE_CHARS}",
+                field="entity_type",
+            )
+        if not entity_id.strip():
+            raise InvalidInput("entity_id must not be empty", field="entity_id")
+        if len(entity_id) > MAX_ENTITY_ID_CHARS or "\x00" in entity_id:
+            raise InvalidInput(f"entity_id must be at most {MAX_ENTITY_ID_CHARS} characters", field="entity_id")
+        return cls(entity_type=entity_type, entity_id=entity_id)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentBinding:
+    document_id: int
+    corpus_id: int | None  # None: the document's own corpus
+    source: str
+
+    @classmethod
+    def parse(cls, document_id: str, corpus_id: str, source: str) -> DocumentBinding:
+        document = _identifier(document_id, "document.document_id")
+        if document is None:
+            raise InvalidInput("document.document_id must be set", field="document.document_id")
+        if len(source) > MAX_SOURCE_CHARS or "\x00" in source:
+            raise InvalidInput(f"document.source must be at most {MAX_SOURCE_CHARS} characters", field="document.source")
+        return cls(document_id=document, corpus_id=_identifier(corpus_id, "document.corpus_id"), source=source)
+
+
+def _identifier(value: str, field: str) -> int | None:
+    value = value.strip()
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 18:
+        raise InvalidInput(f"{field} is not a valid identifier", field=field)
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """One chunk as written: its place in the document and its vector."""
+
+    chunk_index: int
+    section: str
+    page: int | None
+    content: str
+    vector: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class IndexResult:
+    ids: tuple[int, ...]
+    count: int
+    truncated_chars: int
+    cost: CostLine
+    vectors: np.ndarray  # one row per chunk, or the single anchor vector
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorMatch:
+    target: AnchorTarget
+    score: float
+
+
+def require_content(content: str, field: str = "content") -> str:
+    if not content.strip():
+        raise InvalidInput(f"{field} must not be empty", field=field)
+    if "\x00" in content:
+        raise InvalidInput(f"{field} must not contain NUL characters", field=field)
+    return content
+
+
+def require_texts(texts: list[str]) -> list[str]:
+    if not texts:
+        raise InvalidInput("texts must not be empty", field="texts")
+    if len(texts) > MAX_TEXTS:
+        raise InvalidInput(f"at most {MAX_TEXTS} texts per request", field="texts")
+    for index, text in enumerate(texts):
+        if not text.strip():
+            raise InvalidInput(f"texts[{index}] must not be empty", field=f"texts[{index}]")
+    return texts
+
+
+def truncate_query(query: str) -> tuple[str, int]:
+    """The query cut to ``MAX_QUERY_CHARS`` and how many characters were dropped."""
+    require_content(query, "query")
+    if len(query) <= MAX_QUERY_CHARS:
+        return query, 0
+    return query[:MAX_QUERY_CHARS], len(query) - MAX_QUERY_CHARS
+
+
+def top_k_of(requested: int) -> int:
+    if requested == 0:
+        return DEFAULT_TOP_K
+    if not 1 <= requested <= MAX_TOP_K:
+        raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
+    return requested
+
+
+def mean_pool(vectors: np.ndarray) -> np.ndarray:
+    """The re-normalised mean of unit vectors; a single vector comes back unchanged."""
+    if vectors.ndim != 2 or len(vectors) == 0:
+        raise ValueError("mean_pool needs a non-empty matrix")
+    if len(vectors) == 1:
+        return vectors[0]
+    mean = vectors.astype(np.float64).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    if norm == 0.0:  # opposite pieces cancel; fall back to the first rather than a zero vector
+        return vectors[0]
+    return (mean / norm).astype(np.float32)

@@ -1,0 +1,56 @@
+"""What the use cases need from the outside world."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, ChunkRow, CostLine, DocumentBinding, Measured
+
+
+class Encoder(Protocol):
+    """A loaded model. Both methods block: callers run them off the event loop."""
+
+    model_id: str
+    backend: str
+    device: str
+    dimension: int
+    max_seq_length: int
+
+    def measure(self, texts: Sequence[str]) -> list[Measured]:
+        """Tokens each text costs after truncation, and the characters truncation hid."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors, one float32 row per text, in order."""
+
+
+class EmbeddingStore(Protocol):
+    async def document_corpus(self, tenant: str, document_id: int) -> int | None:
+        """The corpus of the tenant's document, None when it has none by that id."""
+
+    async def has_chunks(self, document_id: int) -> bool: ...
+
+    async def write_chunks(
+        self, tenant: str, corpus_id: int, binding: DocumentBinding, rows: Sequence[ChunkRow], cost: CostLine
+    ) -> list[int]:
+        """Insert the rows and the cost record in one transaction; the new chunk ids in row order.
+        Raises ChunksAlreadyExist when the document has chunks already."""
+
+    async def upsert_anchor(
+        self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
+    ) -> int: ...
+
+    async def anchor_exists(self, tenant: str, target: AnchorTarget) -> bool: ...
+
+    async def replace_anchor(
+        self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
+    ) -> int | None:
+        """Update an existing anchor; None (and nothing written) when there is none."""
+
+    async def nearest_anchors(
+        self, tenant: str, vector: np.ndarray, entity_type: str, top_k: int, cost: CostLine
+    ) -> list[AnchorMatch]: ...
+
+    async def record_cost(self, tenant: str, cost: CostLine) -> None: ...

@@ -1,0 +1,17 @@
+"""The embedder's Prometheus metrics. The Kubernetes autoscaler reads the queue depth by name."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+QUEUE_DEPTH = Gauge("knowledge_embedder_queue_depth", "Inputs waiting for a forward pass")
+BATCH_SIZE = Histogram(
+    "knowledge_embedder_batch_size", "Inputs per batch", buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+)
+TOKENS = Counter("knowledge_embedder_tokens_total", "Tokens embedded (the rate is tokens per second)")
+SKIPPED = Counter("knowledge_embedder_skipped_inputs_total", "Inputs dropped because their caller went away")
+REJECTED = Counter("knowledge_embedder_rejected_inputs_total", "Inputs refused because the queue was full")
+STAGE_SECONDS = Histogram(
+    "knowledge_embedder_stage_seconds", "Seconds per stage", ["stage"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)

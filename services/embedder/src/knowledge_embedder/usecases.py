@@ -1,0 +1,167 @@
+"""Embedder use cases: what a caller can ask, independent of gRPC, PostgreSQL and the model."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import structlog
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.chunking import TextChunk, split_plain, split_structural
+from knowledge_runtime.tracing import tracer
+
+from knowledge_embedder import metrics
+from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.domain.errors import AnchorNotFound, ChunksAlreadyExist, DocumentNotFound, InvalidInput
+from knowledge_embedder.domain.model import (
+    ANCHOR_OVERLAP_CHARS,
+    ANCHOR_PIECE_CHARS,
+    AnchorMatch,
+    AnchorTarget,
+    ChunkRow,
+    CostLine,
+    DocumentBinding,
+    Embedded,
+    IndexResult,
+    Price,
+    mean_pool,
+    require_content,
+    require_texts,
+    top_k_of,
+    truncate_query,
+)
+from knowledge_embedder.domain.ports import EmbeddingStore, Encoder
+
+log = structlog.get_logger("knowledge.embedder")
+T = TypeVar("T")
+OPERATION = "embed"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVector:
+    embedded: Embedded
+    truncated_chars: int
+    warnings: tuple[str, ...]
+    cost: CostLine
+
+
+@dataclass
+class EmbedderUseCases:
+    encoder: Encoder
+    queue: BatchQueue
+    store: EmbeddingStore
+    price: Price
+    # Tokenising runs off the event loop too, beside (not behind) the inference thread.
+    _tokenize: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-tokenize")
+    )
+
+    async def embed_texts(self, scope: Scope, texts: list[str]) -> tuple[Embedded, CostLine]:
+        embedded = await self._embed(require_texts(texts))
+        cost = self._cost(embedded)
+        await self._stored(self.store.record_cost(scope.tenant, cost))
+        return embedded, cost
+
+    async def embed_query(self, scope: Scope, query: str) -> QueryVector:
+        text, dropped = truncate_query(query)
+        warnings: tuple[str, ...] = ()
+        if dropped:
+            log.warning("query_truncated", dropped_characters=dropped, kept_characters=len(text))
+            warnings = (f"the query was truncated to {len(text)} characters; {dropped} characters were dropped",)
+        embedded = await self._embed([text])
+        cost = self._cost(embedded)
+        await self._stored(self.store.record_cost(scope.tenant, cost))
+        return QueryVector(embedded=embedded, truncated_chars=dropped, warnings=warnings, cost=cost)
+
+    async def index_chunks(self, scope: Scope, content: str, binding: DocumentBinding) -> IndexResult:
+        require_content(content)
+        corpus_id = await self.store.document_corpus(scope.tenant, binding.document_id)
+        if corpus_id is None:
+            raise DocumentNotFound(str(binding.document_id))
+        if binding.corpus_id is not None and binding.corpus_id != corpus_id:
+            raise InvalidInput("document.corpus_id is not the document's corpus", field="document.corpus_id")
+        if await self.store.has_chunks(binding.document_id):  # before spending a forward pass on it
+            raise ChunksAlreadyExist(str(binding.document_id))
+        chunks = self._chunk(content, binding.source)
+        if not chunks:
+            raise InvalidInput("content has no text to index", field="content")
+        embedded = await self._embed([chunk.content for chunk in chunks])
+        rows = [
+            ChunkRow(chunk_index=c.chunk_index, section=c.section, page=c.page, content=c.content, vector=v)
+            for c, v in zip(chunks, embedded.vectors)
+        ]
+        cost = self._cost(embedded)
+        ids = await self._stored(self.store.write_chunks(scope.tenant, corpus_id, binding, rows, cost))
+        log.info("chunks_indexed", document_id=binding.document_id, chunks=len(rows), tokens=embedded.tokens)
+        return IndexResult(ids=tuple(ids), count=len(rows), truncated_chars=embedded.truncated_chars, cost=cost,
+                           vectors=embedded.vectors)
+
+    async def index_anchor(self, scope: Scope, content: str, target: AnchorTarget) -> IndexResult:
+        embedded, vector = await self._anchor_vector(content)
+        cost = self._cost(embedded)
+        anchor_id = await self._stored(self.store.upsert_anchor(scope.tenant, target, vector, len(content), cost))
+        return IndexResult(ids=(anchor_id,), count=len(embedded.measured), truncated_chars=embedded.truncated_chars,
+                           cost=cost, vectors=vector[None, :])
+
+    async def refresh_anchor(self, scope: Scope, target: AnchorTarget, content: str) -> IndexResult:
+        if not await self.store.anchor_exists(scope.tenant, target):
+            raise AnchorNotFound(target.entity_type, target.entity_id)
+        embedded, vector = await self._anchor_vector(content)
+        cost = self._cost(embedded)
+        anchor_id = await self._stored(self.store.replace_anchor(scope.tenant, target, vector, len(content), cost))
+        if anchor_id is None:  # deleted while we embedded
+            raise AnchorNotFound(target.entity_type, target.entity_id)
+        return IndexResult(ids=(anchor_id,), count=len(embedded.measured), truncated_chars=embedded.truncated_chars,
+                           cost=cost, vectors=vector[None, :])
+
+    async def search_anchors(self, scope: Scope, query: str, entity_type: str, top_k: int) -> list[AnchorMatch]:
+        if entity_type:
+            AnchorTarget.parse(entity_type, "-")  # the same rules as when anchors are written
+        k = top_k_of(top_k)
+        text, _dropped = truncate_query(query)
+        embedded = await self._embed([text])
+        cost = self._cost(embedded)
+        return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
+
+    async def _anchor_vector(self, content: str):
+        require_content(content)
+        pieces = split_plain(content, max_chars=ANCHOR_PIECE_CHARS, overlap=ANCHOR_OVERLAP_CHARS)
+        embedded = await self._embed(pieces)
+        return embedded, mean_pool(embedded.vectors)
+
+    def _chunk(self, content: str, source: str) -> list[TextChunk]:
+        with tracer("knowledge.embedder").start_as_current_span("embedder.chunk"):
+            try:
+                return split_structural(content, source=source)
+            except Exception as error:  # malformed structure must not lose the document: split it plainly
+                log.warning("structural_chunking_failed", error_type=type(error).__name__)
+                return [TextChunk(content=piece, section="", page=None, chunk_index=index)
+                        for index, piece in enumerate(split_plain(content))]
+
+    async def _embed(self, texts: list[str]) -> Embedded:
+        started = time.perf_counter()
+        with tracer("knowledge.embedder").start_as_current_span("embedder.tokenize"):
+            measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
+        metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
+        vectors = await self.queue.embed(texts, [m.tokens for m in measured])
+        return Embedded(vectors=vectors, measured=tuple(measured))
+
+    def _cost(self, embedded: Embedded) -> CostLine:
+        tokens = embedded.tokens
+        return CostLine(model=self.encoder.model_id, operation=OPERATION, texts=len(embedded.measured), tokens=tokens,
+                        amount=self.price.of(tokens), currency=self.price.currency)
+
+    async def _stored(self, write: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        with tracer("knowledge.embedder").start_as_current_span("embedder.store"):
+            result = await write
+        metrics.STAGE_SECONDS.labels(stage="store").observe(time.perf_counter() - started)
+        return result
+
+    def close(self) -> None:
+        self._tokenize.shutdown(wait=False, cancel_futures=True)
+

@@ -1,0 +1,166 @@
+"""The batching queue with a fake encoder at its port: budgets, ordering, overload, cancellation."""
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from knowledge_embedder import metrics
+from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
+from prometheus_client import REGISTRY
+
+
+class FakeEncoder:
+    """Vectors that encode the text's length; records every batch; can hold a batch back."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.hold = threading.Event()
+        self.hold.set()
+        self.entered = threading.Event()
+        self.fail_next = False
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.entered.set()
+        self.hold.wait(timeout=10)
+        self.batches.append(list(texts))
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("model exploded")
+        return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+
+@pytest.fixture
+async def fake():
+    return FakeEncoder()
+
+
+async def make_queue(encoder: FakeEncoder, *, max_batch_tokens: int = 100, max_queue: int = 1000) -> BatchQueue:
+    queue = BatchQueue(encoder.encode, max_batch_tokens=max_batch_tokens, max_queue=max_queue)
+    queue.start()
+    return queue
+
+
+async def hold_first_batch(queue: BatchQueue, encoder: FakeEncoder) -> asyncio.Task:
+    """A first caller whose forward pass blocks, so that later callers pile up behind it."""
+    encoder.hold.clear()
+    encoder.entered.clear()
+    first = asyncio.create_task(queue.embed(["first"], [1]))
+    await asyncio.to_thread(encoder.entered.wait, 5)
+    return first
+
+
+async def test_each_caller_gets_its_own_vectors_in_order(fake):
+    queue = await make_queue(fake)
+    try:
+        vectors = await queue.embed(["a", "bbb", "cc"], [1, 3, 2])
+        assert vectors[:, 0].tolist() == [1.0, 3.0, 2.0]
+    finally:
+        await queue.stop()
+
+
+async def test_concurrent_callers_share_batches_cut_by_the_token_budget_and_sorted_by_length(fake):
+    queue = await make_queue(fake, max_batch_tokens=10)
+    try:
+        first = await hold_first_batch(queue, fake)
+        texts = ["x" * n for n in (3, 1, 4, 2, 5, 6)]  # tokens = length; 3+1+4+2 = 10 fits, +5 does not
+        callers = [asyncio.create_task(queue.embed([t], [len(t)])) for t in texts]
+        await asyncio.sleep(0.05)
+        assert queue.depth == 6
+        fake.hold.set()
+        results = await asyncio.gather(first, *callers)
+        assert [float(r[0, 0]) for r in results[1:]] == [3.0, 1.0, 4.0, 2.0, 5.0, 6.0]
+        # Arrival order decides who is in a batch; length decides the order inside it.
+        assert fake.batches[1:] == [["xxxx", "xxx", "xx", "x"], ["xxxxx"], ["xxxxxx"]]
+        assert queue.depth == 0
+    finally:
+        await queue.stop()
+
+
+async def test_an_input_over_the_budget_still_runs_alone(fake):
+    queue = await make_queue(fake, max_batch_tokens=64)
+    try:
+        vectors = await queue.embed(["long"], [500])
+        assert vectors.shape == (1, 2) and fake.batches == [["long"]]
+    finally:
+        await queue.stop()
+
+
+async def test_past_the_queue_limit_a_caller_is_refused_at_once(fake):
+    queue = await make_queue(fake, max_queue=4)
+    try:
+        first = await hold_first_batch(queue, fake)
+        waiting = asyncio.create_task(queue.embed(["a", "b", "c"], [1, 1, 1]))
+        await asyncio.sleep(0.05)
+        rejected_before = REGISTRY.get_sample_value("knowledge_embedder_rejected_inputs_total") or 0
+        with pytest.raises(QueueFull) as caught:
+            await asyncio.wait_for(queue.embed(["d", "e"], [1, 1]), timeout=1)
+        assert caught.value.code == "RESOURCE_EXHAUSTED" and caught.value.metadata["limit"] == "4"
+        assert REGISTRY.get_sample_value("knowledge_embedder_rejected_inputs_total") == rejected_before + 2
+        fake.hold.set()
+        await asyncio.gather(first, waiting)
+        # Once the queue drained, the same request fits again.
+        assert (await queue.embed(["d", "e"], [1, 1])).shape == (2, 2)
+    finally:
+        await queue.stop()
+
+
+async def test_a_cancelled_caller_costs_no_forward_pass(fake):
+    queue = await make_queue(fake)
+    try:
+        first = await hold_first_batch(queue, fake)
+        gone = asyncio.create_task(queue.embed(["cancelled-1", "cancelled-2"], [1, 1]))
+        stays = asyncio.create_task(queue.embed(["stays"], [1]))
+        await asyncio.sleep(0.05)
+        assert queue.depth == 3
+        gone.cancel()
+        await asyncio.sleep(0)
+        assert queue.depth == 1  # the autoscaler's signal drops at once
+        fake.hold.set()
+        await asyncio.gather(first, stays)
+        seen = [text for batch in fake.batches for text in batch]
+        assert "stays" in seen and not any(t.startswith("cancelled") for t in seen)
+        assert gone.cancelled()
+    finally:
+        await queue.stop()
+
+
+async def test_a_failed_batch_fails_its_callers_and_the_worker_goes_on(fake):
+    queue = await make_queue(fake)
+    try:
+        fake.fail_next = True
+        with pytest.raises(RuntimeError):
+            await queue.embed(["a"], [1])
+        assert (await queue.embed(["b"], [1]))[0, 0] == 1.0
+    finally:
+        await queue.stop()
+
+
+async def test_metrics_follow_the_batches(fake):
+    queue = await make_queue(fake)
+    try:
+        tokens = REGISTRY.get_sample_value("knowledge_embedder_tokens_total") or 0
+        batches = REGISTRY.get_sample_value("knowledge_embedder_batch_size_count") or 0
+        await queue.embed(["a", "b"], [7, 5])
+        assert REGISTRY.get_sample_value("knowledge_embedder_tokens_total") == tokens + 12
+        assert REGISTRY.get_sample_value("knowledge_embedder_batch_size_count") == batches + 1
+        assert REGISTRY.get_sample_value("knowledge_embedder_stage_seconds_count", {"stage": "inference"}) >= 1
+        assert REGISTRY.get_sample_value("knowledge_embedder_queue_depth") == 0
+        assert metrics.QUEUE_DEPTH._value.get() == 0
+    finally:
+        await queue.stop()
+
+
+async def test_stopping_fails_waiting_callers_as_unavailable(fake):
+    queue = await make_queue(fake)
+    first = await hold_first_batch(queue, fake)
+    waiting = asyncio.create_task(queue.embed(["w"], [1]))
+    await asyncio.sleep(0.05)
+    fake.hold.set()
+    await queue.stop()
+    for task in (first, waiting):
+        with pytest.raises(EmbedderStopping):
+            await task
+    with pytest.raises(EmbedderStopping):
+        await queue.embed(["late"], [1])
