@@ -6,12 +6,51 @@ from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.server import GrpcApp
 
+from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
+from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
+from knowledge_search.domain.anonymise import Anonymiser
+from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 
 async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
     settings = settings or SearchSettings.from_env()
     verifier = prepare(settings.common)
-    db = await connect_service_database(settings.common)
-    return GrpcApp.for_service(settings.common, [service_spec(SearchServicer())], verifier, on_stop=[db.close])
+    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+    embedder = GrpcQueryEmbedder(settings.embedder_address)
+    index = PostgresChunkIndex(
+        db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
+    )
+    searches = SearchUseCases(
+        index=index,
+        embedder=embedder,
+        thresholds=settings.thresholds,
+        channel_depth=settings.channel_depth,
+        rrf_k=settings.rrf_k,
+        default_weights=settings.weights,
+    )
+    on_stop = [embedder.close, db.close]
+    if settings.llm is not None:
+        llm = ChatCompletionsSynthesiser(
+            settings.llm.url,
+            settings.llm.model,
+            api_key=settings.llm.api_key,
+            timeout_s=settings.llm.timeout_s,
+            price_input_per_1k=settings.llm.price_input_per_1k,
+            price_output_per_1k=settings.llm.price_output_per_1k,
+        )
+        synthesiser = llm
+        on_stop.insert(0, llm.close)
+    else:
+        synthesiser = ExtractiveSynthesiser()
+    answers = AnswerUseCases(
+        searcher=searches,
+        synthesiser=synthesiser,
+        anonymiser=Anonymiser(settings.anonymise_names),
+        ledger=PostgresCostLedger(db),
+    )
+    servicer = SearchServicer(searches, answers)
+    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier, on_stop=on_stop)

@@ -2,17 +2,122 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from knowledge_runtime.settings import CommonSettings, Env, service_address
+from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
+
+from knowledge_search.adapters.postgres import Bm25
+from knowledge_search.domain.model import Weights
+from knowledge_search.domain.relevance import Thresholds
+
+_TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class LlmSettings:
+    url: str
+    model: str
+    api_key: str | None
+    timeout_s: float
+    price_input_per_1k: float
+    price_output_per_1k: float
 
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     common: CommonSettings
     embedder_address: str
+    database_pool_size: int = 10
+    bm25: Bm25 = Bm25()
+    channel_depth: int = 300
+    rrf_k: int = 60
+    weights: Weights = Weights(vector=1.0, lexical=1.0)
+    ef_search: int = 100
+    max_scan_tuples: int = 20000
+    thresholds: Thresholds = Thresholds()
+    anonymise_names: tuple[str, ...] = ()
+    llm: LlmSettings | None = None
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> SearchSettings:
         env = env or Env()
-        return cls(common=CommonSettings.from_env("search", env), embedder_address=service_address("embedder", env))
+        b = env.float("SEARCH_BM25_B", 0.75, minimum=0.0)
+        if b > 1.0:
+            raise SettingsError(f"{PREFIX}SEARCH_BM25_B must be <= 1, got {b}")
+        text_config = env.str("SEARCH_TEXT_CONFIG", "english") or "english"
+        if not _TEXT_CONFIG.match(text_config):
+            raise SettingsError(f"{PREFIX}SEARCH_TEXT_CONFIG must be a text search configuration name, got {text_config!r}")
+        try:
+            thresholds = Thresholds(
+                high_top=env.float("SEARCH_RELEVANCE_HIGH", 0.6, minimum=0.0),
+                high_mean=env.float("SEARCH_RELEVANCE_HIGH_MEAN", 0.45, minimum=0.0),
+                moderate_top=env.float("SEARCH_RELEVANCE_MODERATE", 0.4, minimum=0.0),
+            )
+        except ValueError as error:
+            raise SettingsError(f"{PREFIX}SEARCH_RELEVANCE_*: {error}") from None
+        vector_weight = env.float("SEARCH_VECTOR_WEIGHT", 1.0, minimum=0.0)
+        lexical_weight = env.float("SEARCH_LEXICAL_WEIGHT", 1.0, minimum=0.0)
+        if vector_weight + lexical_weight <= 0:
+            raise SettingsError(f"{PREFIX}SEARCH_VECTOR_WEIGHT and {PREFIX}SEARCH_LEXICAL_WEIGHT cannot both be 0")
+        return cls(
+            common=CommonSettings.from_env("search", env),
+            embedder_address=service_address("embedder", env),
+            database_pool_size=env.int("SEARCH_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
+            bm25=Bm25(
+                k1=env.float("SEARCH_BM25_K1", 1.2, minimum=0.0),
+                b=b,
+                tiers=_tiers(env),
+                text_config=text_config,
+            ),
+            channel_depth=env.int("SEARCH_CHANNEL_DEPTH", 300, minimum=1, maximum=1000),
+            rrf_k=env.int("SEARCH_RRF_K", 60, minimum=1, maximum=10000),
+            weights=Weights(vector=vector_weight, lexical=lexical_weight),
+            ef_search=env.int("SEARCH_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000),
+            max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000, minimum=1),
+            thresholds=thresholds,
+            anonymise_names=_names(env),
+            llm=_llm(env),
+        )
+
+
+def _tiers(env: Env) -> tuple[float, float, float, float]:
+    raw = env.str("SEARCH_BM25_WEIGHTS", "0.05,0.1,0.2,1.0") or ""
+    try:
+        values = tuple(float(part) for part in raw.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 4 or not all(0 < v < float("inf") for v in values):
+        raise SettingsError(f"{PREFIX}SEARCH_BM25_WEIGHTS must be four positive numbers for D,C,B,A, got {raw!r}")
+    return values  # type: ignore[return-value]
+
+
+def _names(env: Env) -> tuple[str, ...]:
+    names = [n.strip() for n in (env.str("SEARCH_ANONYMISE_NAMES", "") or "").split(",")]
+    path = env.path("SEARCH_ANONYMISE_NAMES_FILE")
+    if path is not None:
+        try:
+            names.extend(line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines())
+        except OSError:
+            raise SettingsError(f"{PREFIX}SEARCH_ANONYMISE_NAMES_FILE: cannot read {path}") from None
+    return tuple(sorted({n for n in names if n and not n.startswith("#")}))
+
+
+def _llm(env: Env) -> LlmSettings | None:
+    url = env.str("LLM_URL")
+    if url is None:
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise SettingsError(f"{PREFIX}LLM_URL must be an http(s) URL")
+    model = env.str("LLM_MODEL")
+    if model is None:
+        raise SettingsError(f"{PREFIX}LLM_MODEL is required when {PREFIX}LLM_URL is set")
+    return LlmSettings(
+        url=url,
+        model=model,
+        api_key=env.str("LLM_API_KEY"),
+        timeout_s=env.float("LLM_TIMEOUT_S", 60.0, minimum=0.1),
+        price_input_per_1k=env.float("LLM_PRICE_INPUT_PER_1K", 0.0, minimum=0.0),
+        price_output_per_1k=env.float("LLM_PRICE_OUTPUT_PER_1K", 0.0, minimum=0.0),
+    )

@@ -1,19 +1,79 @@
-"""SearchService over gRPC.
-
-Retrieval and answers land with the search issue; until then the generated base answers
-UNIMPLEMENTED, behind the same auth, logging and error interceptors as every service.
-"""
+"""SearchService over gRPC: validate, call one use case, convert."""
 
 from __future__ import annotations
 
+import grpc
 from knowledge.v1 import search_pb2, search_pb2_grpc
+from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
+from knowledge_search.api import convert
+from knowledge_search.domain.errors import InvalidSearch
+from knowledge_search.domain.model import SearchMode, SearchRequest
+from knowledge_search.domain.render import render
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+
 CAPABILITIES = {"Search": "search", "SearchDocuments": "search", "Query": "search"}
+SEARCH_TOP_K = (10, 100)  # default, maximum
+QUERY_TOP_K = (8, 50)
+
+
+def _mode(value: int) -> SearchMode:
+    parsed = convert.mode(value)
+    if parsed is None:
+        raise InvalidSearch(f"unknown search mode {value}", field="mode")
+    return parsed
 
 
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):
-    pass
+    def __init__(self, searches: SearchUseCases, answers: AnswerUseCases) -> None:
+        self._searches = searches
+        self._answers = answers
+
+    async def Search(
+        self, request: search_pb2.SearchRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.SearchResponse:
+        parsed = SearchRequest.parse(
+            request.query,
+            corpus_id=request.corpus_id,
+            document_id=request.document_id,
+            top_k=request.top_k,
+            mode=_mode(request.mode),
+            weights=convert.weights(request.weights),
+            default_top_k=SEARCH_TOP_K[0],
+            max_top_k=SEARCH_TOP_K[1],
+        )
+        return convert.search_response(await self._searches.search(current_scope(), parsed))
+
+    async def SearchDocuments(
+        self, request: search_pb2.SearchDocumentsRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.SearchDocumentsResponse:
+        parsed = SearchRequest.parse(
+            request.query,
+            corpus_id=request.corpus_id,
+            document_id=request.document_id,
+            top_k=request.top_k,
+            mode=_mode(request.mode),
+            default_top_k=SEARCH_TOP_K[0],
+            max_top_k=SEARCH_TOP_K[1],
+        )
+        outcome = await self._searches.search(current_scope(), parsed)
+        return search_pb2.SearchDocumentsResponse(
+            text=render(outcome.hits, outcome.relevance),
+            relevance=convert.RELEVANCE[outcome.relevance],
+            result_count=len(outcome.hits),
+        )
+
+    async def Query(self, request: search_pb2.QueryRequest, context: grpc.aio.ServicerContext) -> search_pb2.QueryResponse:
+        parsed = SearchRequest.parse(
+            request.query,
+            corpus_id=request.corpus_id,
+            document_id=request.document_id,
+            top_k=request.top_k,
+            default_top_k=QUERY_TOP_K[0],
+            max_top_k=QUERY_TOP_K[1],
+        )
+        return convert.query_response(await self._answers.query(current_scope(), parsed))
 
 
 def service_spec(servicer: SearchServicer) -> ServiceSpec:

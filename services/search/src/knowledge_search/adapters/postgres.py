@@ -1,0 +1,208 @@
+"""The chunk index in PostgreSQL (role knowledge_search: reads chunks, never writes them).
+
+Vector channel: cosine distance on the HNSW index with pgvector's iterative index scans, so
+a filtered query still fills its depth; the nearest rows are re-sorted exactly because the
+relaxed scan may return them slightly out of order.
+
+Lexical channel: Okapi BM25 computed in SQL from each chunk's weighted tsvector and the
+per-tenant statistics that migration 0005's triggers keep. The query's lexemes are quoted
+one by one and OR-ed (a second ``to_tsquery`` pass would stem them twice). A term's
+frequency in a chunk sums its positions' tier weights relative to body text (D), so a
+heading match counts more than a body match while body text keeps BM25's saturation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from knowledge_runtime.db.pool import Database
+
+from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
+from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, Filters, Weights
+
+# {filters} is one of FILTERS' fragments, never caller text.
+VECTOR_SEARCH = """
+WITH nearest AS MATERIALIZED (
+    SELECT c.chunk_id, c.embedding <=> $1 AS distance
+    FROM chunks c
+    WHERE c.tenant_id = $2 {filters}
+    ORDER BY c.embedding <=> $1
+    LIMIT $3
+)
+SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename,
+       greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+FROM nearest n
+JOIN chunks c ON c.chunk_id = n.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY n.distance, n.chunk_id
+"""
+SET_SCAN = """
+SELECT set_config('hnsw.ef_search', $1, true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.max_scan_tuples', $2, true)
+"""
+LEXICAL_SEARCH = """
+WITH terms AS (
+    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
+),
+query AS (
+    SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery AS q
+    FROM terms
+),
+stats AS (
+    SELECT greatest(s.chunk_count, 1)::float8 AS n,
+           greatest(s.total_length::float8 / greatest(s.chunk_count, 1), 1.0) AS avgdl
+    FROM search_tenant_stats s WHERE s.tenant_id = $3
+),
+idf AS (
+    SELECT t.lexeme, ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf
+    FROM terms t
+    CROSS JOIN stats st
+    LEFT JOIN search_lexeme_stats l ON l.tenant_id = $3 AND l.lexeme = t.lexeme
+),
+matched AS (
+    SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    FROM chunks c, query
+    WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
+),
+scored AS (
+    SELECT m.chunk_id,
+           sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
+    FROM matched m
+    CROSS JOIN stats st
+    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    JOIN idf i ON i.lexeme = u.lexeme
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
+        FROM unnest(u.weights) AS wt
+    ) AS tf
+    GROUP BY m.chunk_id
+    ORDER BY score DESC, m.chunk_id
+    LIMIT $9
+)
+SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score
+FROM scored s
+JOIN chunks c ON c.chunk_id = s.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY s.score DESC, s.chunk_id
+"""
+CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
+DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
+CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
+RECORD_COST = """
+INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
+VALUES ($1, $2, $3, $4, $5, $6)
+"""
+
+
+def _filters(filters: Filters, first: int) -> tuple[str, list[int]]:
+    """Predicates for the set filters only, so each combination gets a plan of its own."""
+    sql, args = [], []
+    if filters.corpus_id is not None:
+        args.append(filters.corpus_id)
+        sql.append(f"AND c.corpus_id = ${first + len(args) - 1}")
+    if filters.document_id is not None:
+        args.append(filters.document_id)
+        sql.append(f"AND c.document_id = ${first + len(args) - 1}")
+    return " ".join(sql), args
+
+
+def _hit(row) -> ChannelHit:
+    chunk = Chunk(
+        chunk_id=row["chunk_id"],
+        document_id=row["document_id"],
+        corpus_id=row["corpus_id"],
+        filename=row["filename"],
+        section=row["section"],
+        page=row["page"],
+        content=row["content"],
+    )
+    return ChannelHit(chunk=chunk, score=float(row["score"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25:
+    """BM25 parameters and the tsvector weight tiers (D, C, B, A)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    tiers: tuple[float, float, float, float] = (0.05, 0.1, 0.2, 1.0)
+    text_config: str = "english"
+
+
+class PostgresChunkIndex:
+    def __init__(
+        self, db: Database, *, bm25: Bm25 = Bm25(), ef_search: int = 100, max_scan_tuples: int = 20000
+    ) -> None:
+        self._db = db
+        self._bm25 = bm25
+        self._ef_search = ef_search
+        self._max_scan_tuples = max_scan_tuples
+
+    async def vector_search(self, tenant: str, vector: Sequence[float], filters: Filters, depth: int) -> list[ChannelHit]:
+        predicates, args = _filters(filters, 4)
+        ef_search = max(self._ef_search, min(depth, 1000))
+        async with self._db.transaction() as tx:
+            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(ef_search), str(self._max_scan_tuples))
+            rows = await tx.fetch(
+                "vector_search",
+                VECTOR_SEARCH.format(filters=predicates),
+                np.asarray(vector, dtype=np.float32),
+                tenant,
+                depth,
+                *args,
+            )
+        return [_hit(row) for row in rows]
+
+    async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
+        predicates, args = _filters(filters, 10)
+        d, c, b, a = self._bm25.tiers
+        rows = await self._db.fetch(
+            "lexical_search",
+            LEXICAL_SEARCH.format(filters=predicates),
+            self._bm25.text_config,
+            text,
+            tenant,
+            self._bm25.k1,
+            self._bm25.b,
+            a / d,
+            b / d,
+            c / d,
+            depth,
+            *args,
+        )
+        return [_hit(row) for row in rows]
+
+    async def check_filters(self, tenant: str, filters: Filters) -> None:
+        if filters.corpus_id is not None:
+            if await self._db.fetchval("corpus_visible", CORPUS_VISIBLE, filters.corpus_id, tenant) is None:
+                raise CorpusNotFound()
+        if filters.document_id is not None:
+            corpus = await self._db.fetchval("document_visible", DOCUMENT_VISIBLE, filters.document_id, tenant)
+            if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
+                raise DocumentNotFound()
+
+    async def corpus_weights(self, corpus_id: int) -> Weights:
+        row = await self._db.fetchrow("corpus_weights", CORPUS_WEIGHTS, corpus_id)
+        if row is None:
+            return Weights()
+        return Weights(vector=row["vector_weight"], lexical=row["lexical_weight"])
+
+
+class PostgresCostLedger:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(self, tenant: str, item: CostItem) -> None:
+        await self._db.execute(
+            "record_cost",
+            RECORD_COST,
+            tenant,
+            item.model_id,
+            item.operation,
+            item.texts,
+            item.input_tokens + item.output_tokens,
+            item.amount,
+        )

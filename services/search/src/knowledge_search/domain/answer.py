@@ -1,0 +1,140 @@
+"""Cited answers: the prompt, the deterministic extractive synthesiser, and citation hygiene.
+
+Whatever wrote the answer (a language model or the extractive synthesiser), ``cite`` keeps
+only the ``[n]`` markers that point at a source that was given, renumbers them densely in
+order of first use, and returns exactly those sources as the citations, so every ``[n]`` in
+an answer refers to a citation that exists.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from knowledge_search.domain.model import Cost
+
+MAX_EXCERPT_CHARS = 1000
+EXTRACTIVE_SENTENCES = 3
+_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i in is it its me my of on or our should "
+    "that the their there these this to was we were what when where which who why will with you your".split()
+)
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered sources you are given. After every statement, cite the "
+    "source it comes from by its number in square brackets, like [1] or [2]. Do not cite numbers that are "
+    "not listed. If the sources do not contain the answer, say that they do not. Placeholders such as "
+    "<EMAIL_1> or <NAME_1> stand for hidden values: keep them exactly as written."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One numbered piece of context as the synthesiser sees it."""
+
+    number: int
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Synthesis:
+    text: str
+    cost: Cost = Cost()
+    excerpts: dict[int, str] | None = None  # source number -> the part the answer quotes
+
+
+def chat_messages(question: str, sources: Sequence[Source]) -> list[dict[str, str]]:
+    blocks = [f"[{s.number}] {s.title}\n{s.text}" for s in sources]
+    user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def cite(text: str, source_count: int) -> tuple[str, list[int]]:
+    """The answer with valid markers renumbered 1..m, and the 1-based source numbers they now name."""
+    order: list[int] = []
+
+    def renumber(match: re.Match) -> str:
+        kept = []
+        for part in match.group(1).split(","):
+            number = int(part)
+            if 1 <= number <= source_count:
+                if number not in order:
+                    order.append(number)
+                kept.append(f"[{order.index(number) + 1}]")
+        return "".join(kept)
+
+    cited = _MARKER.sub(renumber, text)
+    cited = re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cited)).strip()
+    return cited, order
+
+
+def excerpt(text: str, limit: int = MAX_EXCERPT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space] if space > limit // 2 else cut
+
+
+def _terms(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _neutral(sentence: str) -> str:
+    """A quoted sentence must not carry a marker of its own."""
+    return _MARKER.sub(lambda m: f"({m.group(1)})", " ".join(sentence.split()))
+
+
+class ExtractiveSynthesiser:
+    """Quotes the sentences that share the most terms with the question, best sources first.
+
+    Deterministic and local: no model, no cost. Used when no language model is configured.
+    """
+
+    model_id = "extractive"
+
+    def __init__(self, sentences: int = EXTRACTIVE_SENTENCES, max_sentence_chars: int = 600) -> None:
+        self._sentences = sentences
+        self._max_chars = max_sentence_chars
+
+    async def synthesise(self, question: str, sources: Sequence[Source]) -> Synthesis:
+        wanted = _terms(question)
+        scored: list[tuple[float, int, int, str]] = []
+        for source in sources:
+            for position, sentence in enumerate(s for s in _SENTENCE.split(source.text) if s.strip()):
+                sentence = excerpt(sentence.strip(), self._max_chars)
+                if len(sentence) < 12:
+                    continue
+                overlap = len(wanted & _terms(sentence))
+                if overlap == 0:
+                    continue
+                # Shared terms first; a better-ranked source and an earlier sentence break ties.
+                score = overlap / math.sqrt(len(wanted) or 1) + 0.1 / source.number
+                scored.append((score, source.number, position, sentence))
+        if not scored and sources:
+            first = next((s.strip() for s in _SENTENCE.split(sources[0].text) if s.strip()), "")
+            if first:
+                scored.append((0.0, sources[0].number, 0, excerpt(first, self._max_chars)))
+        chosen = sorted(scored, key=lambda item: (-item[0], item[1], item[2]))[: self._sentences]
+        chosen.sort(key=lambda item: (item[1], item[2]))
+        excerpts: dict[int, list[str]] = {}
+        for _, number, _, sentence in chosen:
+            excerpts.setdefault(number, []).append(sentence)
+        text = " ".join(f"{_neutral(sentence)} [{number}]" for _, number, _, sentence in chosen)
+        return Synthesis(
+            text=text,
+            excerpts={n: excerpt(" ... ".join(parts)) for n, parts in excerpts.items()},
+        )

@@ -1,0 +1,44 @@
+"""Search's domain errors; each declares its status code through its runtime base class."""
+
+from __future__ import annotations
+
+from knowledge_runtime.errors import InvalidArgument, NotFound, Unavailable
+
+
+class InvalidSearch(InvalidArgument):
+    reason = "SEARCH_INVALID"
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message, metadata={"field": field})
+
+
+class CorpusNotFound(NotFound):
+    """Also what another tenant's corpus answers."""
+
+    reason = "CORPUS_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("corpus not found")
+
+
+class DocumentNotFound(NotFound):
+    """Also what another tenant's document answers."""
+
+    reason = "DOCUMENT_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("document not found")
+
+
+class EmbedderUnavailable(Unavailable):
+    reason = "EMBEDDER_UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__("the embedder is unavailable")
+
+
+class LlmUnavailable(Unavailable):
+    reason = "LLM_UNAVAILABLE"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the language model is unavailable ({why})")

@@ -1,0 +1,55 @@
+"""Weighted Reciprocal Rank Fusion of the vector and lexical channels.
+
+Fusion decides the order only: each hit keeps its cosine similarity as its score (0.0 when
+only the lexical channel found it) and carries both channel ranks and the fused score,
+``sum(weight / (k + rank))`` over the channels that returned it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from knowledge_search.domain.model import ChannelHit, SearchHit, Weights
+
+RRF_K = 60
+
+
+def fuse(
+    vector: Sequence[ChannelHit],
+    lexical: Sequence[ChannelHit],
+    weights: Weights,
+    top_k: int,
+    k: int = RRF_K,
+) -> list[SearchHit]:
+    """The ``top_k`` best hits of both channels (each given best first) by weighted RRF."""
+    w_vector = 1.0 if weights.vector is None else weights.vector
+    w_lexical = 1.0 if weights.lexical is None else weights.lexical
+    fused: dict[int, dict] = {}
+    for rank, hit in enumerate(vector, start=1):
+        entry = fused.setdefault(hit.chunk.chunk_id, {"chunk": hit.chunk, "score": 0.0, "v": 0, "l": 0, "f": 0.0})
+        entry.update(score=hit.score, v=rank)
+        entry["f"] += w_vector / (k + rank)
+    for rank, hit in enumerate(lexical, start=1):
+        entry = fused.setdefault(hit.chunk.chunk_id, {"chunk": hit.chunk, "score": 0.0, "v": 0, "l": 0, "f": 0.0})
+        entry["l"] = rank
+        entry["f"] += w_lexical / (k + rank)
+    # Ties (equal fused scores) go to the better cosine, then the older chunk: a stable order.
+    ordered = sorted(fused.values(), key=lambda e: (-e["f"], -e["score"], e["chunk"].chunk_id))
+    return [
+        SearchHit(chunk=e["chunk"], score=e["score"], vector_rank=e["v"], lexical_rank=e["l"], fused_score=e["f"])
+        for e in ordered[:top_k]
+    ]
+
+
+def single_channel(hits: Sequence[ChannelHit], *, vector: bool, top_k: int, k: int = RRF_K) -> list[SearchHit]:
+    """One channel's hits in its own order, with the same score contract as fused results."""
+    return [
+        SearchHit(
+            chunk=hit.chunk,
+            score=hit.score if vector else 0.0,
+            vector_rank=rank if vector else 0,
+            lexical_rank=0 if vector else rank,
+            fused_score=1.0 / (k + rank),
+        )
+        for rank, hit in enumerate(hits[:top_k], start=1)
+    ]

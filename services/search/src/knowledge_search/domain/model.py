@@ -1,0 +1,214 @@
+"""Searches and their results as the domain sees them: frozen values, validated on the way in."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
+
+MAX_QUERY_CHARS = 100_000  # what a caller may send; the embedder sees at most 3,500 of them
+LEXICAL_QUERY_CHARS = 3_500  # the same budget for the lexical channel's query
+_MAX_ID = 2**63 - 1
+
+
+class SearchMode(enum.Enum):
+    HYBRID = "hybrid"
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+
+
+class Relevance(enum.Enum):
+    NONE = "none"  # no results
+    HIGH = "high"
+    MODERATE = "moderate"
+    LOW = "low"
+    LEXICAL_MATCH = "lexical_match"
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Per-channel weights of the fusion; None means "not set here"."""
+
+    vector: float | None = None
+    lexical: float | None = None
+
+    def over(self, fallback: Weights) -> Weights:
+        return Weights(
+            vector=self.vector if self.vector is not None else fallback.vector,
+            lexical=self.lexical if self.lexical is not None else fallback.lexical,
+        )
+
+
+EQUAL_WEIGHTS = Weights(vector=1.0, lexical=1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    corpus_id: int | None = None
+    document_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    text: str
+    filters: Filters
+    top_k: int
+    mode: SearchMode = SearchMode.HYBRID
+    weights: Weights = Weights()
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        *,
+        corpus_id: str = "",
+        document_id: str = "",
+        top_k: int = 0,
+        mode: SearchMode = SearchMode.HYBRID,
+        weights: Weights = Weights(),
+        default_top_k: int = 10,
+        max_top_k: int = 100,
+    ) -> SearchRequest:
+        text = text.strip()
+        if not text:
+            raise InvalidSearch("query must not be empty", field="query")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidSearch(f"query must be at most {MAX_QUERY_CHARS} characters", field="query")
+        if "\x00" in text:
+            raise InvalidSearch("query must not contain NUL characters", field="query")
+        if top_k < 0:
+            raise InvalidSearch(f"top_k must be between 1 and {max_top_k} (0 means {default_top_k})", field="top_k")
+        warnings: list[str] = []
+        if top_k > max_top_k:
+            warnings.append(f"top_k {top_k} was clamped to {max_top_k}")
+        for name, value in (("weights.vector", weights.vector), ("weights.lexical", weights.lexical)):
+            if value is not None and not 0.0 <= value < float("inf"):
+                raise InvalidSearch(f"{name} must be a finite number >= 0", field=name)
+        if weights.vector == 0.0 and weights.lexical == 0.0:
+            raise InvalidSearch("at least one channel weight must be above 0", field="weights")
+        return cls(
+            text=text,
+            filters=Filters(corpus_id=_corpus_id(corpus_id), document_id=_document_id(document_id)),
+            top_k=default_top_k if top_k == 0 else min(top_k, max_top_k),
+            mode=mode,
+            weights=weights,
+            warnings=tuple(warnings),
+        )
+
+    @property
+    def lexical_text(self) -> str:
+        return self.text[:LEXICAL_QUERY_CHARS]
+
+
+def _parse_id(value: str) -> int | None:
+    """An opaque identifier: empty means unset; anything that cannot be ours does not exist."""
+    value = value.strip()
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or not 0 < int(value) <= _MAX_ID:
+        return -1
+    return int(value)
+
+
+def _corpus_id(value: str) -> int | None:
+    parsed = _parse_id(value)
+    if parsed == -1:
+        raise CorpusNotFound()
+    return parsed
+
+
+def _document_id(value: str) -> int | None:
+    parsed = _parse_id(value)
+    if parsed == -1:
+        raise DocumentNotFound()
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A stored chunk with what results and citations show of its document."""
+
+    chunk_id: int
+    document_id: int
+    corpus_id: int
+    filename: str
+    section: str
+    page: int | None
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHit:
+    """One channel's hit: the chunk and the channel's own score (cosine or BM25)."""
+
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A result: fusion decided its place; ``score`` stays the cosine similarity (0.0 lexical-only)."""
+
+    chunk: Chunk
+    score: float
+    vector_rank: int  # 1-based; 0 when the vector channel did not return it
+    lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
+    fused_score: float
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.vector_rank == 0
+
+
+@dataclass(frozen=True, slots=True)
+class CostItem:
+    model_id: str
+    operation: str  # "embed" or "chat"
+    texts: int
+    input_tokens: int
+    output_tokens: int = 0
+    amount: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    currency: str = "USD"
+    items: tuple[CostItem, ...] = ()
+
+    def plus(self, other: Cost) -> Cost:
+        return Cost(currency=self.currency, items=self.items + other.items)
+
+    @property
+    def amount(self) -> float:
+        return sum(item.amount for item in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedQuery:
+    vector: list[float]
+    warnings: tuple[str, ...] = ()
+    cost: Cost = Cost()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: tuple[SearchHit, ...]
+    relevance: Relevance
+    warnings: tuple[str, ...] = ()
+    cost: Cost = Cost()
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    chunk: Chunk
+    excerpt: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    text: str
+    citations: tuple[Citation, ...]
+    relevance: Relevance
+    cost: Cost = field(default_factory=Cost)

@@ -1,0 +1,40 @@
+"""What the use cases need from the outside world."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from knowledge_search.domain.answer import Source, Synthesis
+from knowledge_search.domain.model import ChannelHit, CostItem, EmbeddedQuery, Filters, Weights
+
+
+class QueryEmbedder(Protocol):
+    async def embed_query(self, text: str) -> EmbeddedQuery:
+        """The query's unit vector from the embedding gatekeeper; EmbedderUnavailable when it is down."""
+
+
+class ChunkIndex(Protocol):
+    async def vector_search(self, tenant: str, vector: Sequence[float], filters: Filters, depth: int) -> list[ChannelHit]:
+        """The tenant's ``depth`` nearest chunks by cosine, best first; score = similarity in [0, 1]."""
+
+    async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
+        """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
+
+    async def check_filters(self, tenant: str, filters: Filters) -> None:
+        """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources."""
+
+    async def corpus_weights(self, corpus_id: int) -> Weights:
+        """The corpus's fusion weights; unset fields when it has none."""
+
+
+class Synthesiser(Protocol):
+    model_id: str
+
+    async def synthesise(self, question: str, sources: Sequence[Source]) -> Synthesis:
+        """An answer citing sources as [n]; LlmUnavailable when a remote model cannot answer."""
+
+
+class CostLedger(Protocol):
+    async def record(self, tenant: str, item: CostItem) -> None:
+        """Stores one cost record for the tenant."""

@@ -1,0 +1,22 @@
+"""The agent tool's text: the banner, then every retrieved chunk in full, never truncated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from knowledge_search.domain.model import Relevance, SearchHit
+from knowledge_search.domain.relevance import BANNER_TEXT
+
+
+def source_line(number: int, hit: SearchHit) -> str:
+    vec = f"vec#{hit.vector_rank}" if hit.vector_rank else "vec#-"
+    lex = f"lex#{hit.lexical_rank}" if hit.lexical_rank else "lex#-"
+    percent = round(hit.score * 100)
+    return f"[Source {number} (document_id={hit.chunk.document_id}), relevance: {percent}%, {vec}/{lex}]"
+
+
+def render(hits: Sequence[SearchHit], relevance: Relevance) -> str:
+    parts = [BANNER_TEXT[relevance]]
+    for number, hit in enumerate(hits, start=1):
+        parts.append(f"{source_line(number, hit)}\n{hit.chunk.content}")
+    return "\n\n".join(parts) + "\n"

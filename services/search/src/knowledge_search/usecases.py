@@ -1,0 +1,153 @@
+"""Search use cases: retrieve, fuse, judge relevance, answer with citations.
+
+Independent of gRPC and PostgreSQL: the channels, the embedder and the synthesiser are ports.
+The tenant always comes from the verified scope, never from the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.logging import get_logger
+from knowledge_runtime.tracing import tracer
+
+from knowledge_search.domain.anonymise import Anonymiser
+from knowledge_search.domain.answer import Source, cite, excerpt
+from knowledge_search.domain.fusion import RRF_K, fuse, single_channel
+from knowledge_search.domain.model import (
+    EQUAL_WEIGHTS,
+    Answer,
+    ChannelHit,
+    Citation,
+    Cost,
+    SearchMode,
+    SearchOutcome,
+    SearchRequest,
+    Relevance,
+    Weights,
+)
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Synthesiser
+from knowledge_search.domain.relevance import Thresholds, banner
+
+log = get_logger("knowledge.search")
+_tracer = tracer("knowledge.search")
+CHANNEL_DEPTH = 300
+
+
+@dataclass
+class SearchUseCases:
+    index: ChunkIndex
+    embedder: QueryEmbedder
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    channel_depth: int = CHANNEL_DEPTH
+    rrf_k: int = RRF_K
+    default_weights: Weights = EQUAL_WEIGHTS
+
+    async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
+        tenant = scope.tenant
+        await self.index.check_filters(tenant, request.filters)
+        vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
+        lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
+        (vector_hits, warnings, cost), lexical_hits = await asyncio.gather(vector_task, lexical_task)
+        with _tracer.start_as_current_span("search.fuse") as span:
+            if request.mode is SearchMode.HYBRID:
+                weights = await self._weights(request)
+                hits = fuse(vector_hits, lexical_hits, weights, request.top_k, self.rrf_k)
+            elif request.mode is SearchMode.VECTOR:
+                hits = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.rrf_k)
+            else:
+                hits = single_channel(lexical_hits, vector=False, top_k=request.top_k, k=self.rrf_k)
+            relevance = banner(hits, self.thresholds)
+            span.set_attribute("search.results", len(hits))
+        log.info(
+            "search_done",
+            mode=request.mode.value,
+            results=len(hits),
+            vector_hits=len(vector_hits),
+            lexical_hits=len(lexical_hits),
+            relevance=relevance.value,
+        )
+        return SearchOutcome(
+            hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost
+        )
+
+    async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+        with _tracer.start_as_current_span("search.embed"):
+            embedded = await self.embedder.embed_query(request.text)
+        with _tracer.start_as_current_span("search.vector") as span:
+            hits = await self.index.vector_search(tenant, embedded.vector, request.filters, self.channel_depth)
+            span.set_attribute("search.hits", len(hits))
+        return hits, embedded.warnings, embedded.cost
+
+    async def _lexical(self, tenant: str, request: SearchRequest) -> list[ChannelHit]:
+        with _tracer.start_as_current_span("search.lexical") as span:
+            hits = await self.index.lexical_search(tenant, request.lexical_text, request.filters, self.channel_depth)
+            span.set_attribute("search.hits", len(hits))
+        return hits
+
+    async def _weights(self, request: SearchRequest) -> Weights:
+        """The request's weights, else the corpus's, else the defaults, field by field."""
+        corpus = Weights()
+        if request.filters.corpus_id is not None:
+            corpus = await self.index.corpus_weights(request.filters.corpus_id)
+        return request.weights.over(corpus).over(self.default_weights)
+
+
+async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+    return [], (), Cost()
+
+
+async def _none() -> list[ChannelHit]:
+    return []
+
+
+@dataclass
+class AnswerUseCases:
+    searcher: SearchUseCases
+    synthesiser: Synthesiser
+    anonymiser: Anonymiser = field(default_factory=Anonymiser)
+    ledger: CostLedger | None = None
+
+    async def query(self, scope: Scope, request: SearchRequest) -> Answer:
+        outcome = await self.searcher.search(scope, request)
+        if not outcome.hits or outcome.relevance is Relevance.LOW:
+            return Answer(text="", citations=(), relevance=outcome.relevance, cost=outcome.cost)
+        hits = outcome.hits
+        anonymised = self.anonymiser.anonymise(request.text)
+        sources = [
+            Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
+            for n, hit in enumerate(hits, start=1)
+        ]
+        with _tracer.start_as_current_span("search.synthesise") as span:
+            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
+            synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
+        text, order = cite(synthesis.text, len(sources))
+        quoted = synthesis.excerpts or {}
+        citations = tuple(
+            Citation(
+                chunk=hits[n - 1].chunk,
+                excerpt=anonymised.restore(quoted[n]) if n in quoted else excerpt(hits[n - 1].chunk.content),
+            )
+            for n in order
+        )
+        if self.ledger is not None:
+            for item in synthesis.cost.items:
+                await self.ledger.record(scope.tenant, item)
+        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=self.synthesiser.model_id)
+        return Answer(
+            text=anonymised.restore(text),
+            citations=citations,
+            relevance=outcome.relevance,
+            cost=outcome.cost.plus(synthesis.cost),
+        )
+
+
+def _title(chunk) -> str:
+    parts = [chunk.filename or f"document {chunk.document_id}"]
+    if chunk.section:
+        parts.append(chunk.section)
+    if chunk.page:
+        parts.append(f"page {chunk.page}")
+    return " - ".join(parts)

@@ -1,0 +1,152 @@
+"""Search use cases with fakes at the ports: channels per mode, weights, tenant scope, answers."""
+
+from __future__ import annotations
+
+import pytest
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.settings import Env, SettingsError
+from knowledge_search.config import SearchSettings
+from knowledge_search.domain.anonymise import Anonymiser
+from knowledge_search.domain.answer import Synthesis
+from knowledge_search.domain.model import (
+    ChannelHit, Chunk, Cost, CostItem, EmbeddedQuery, Relevance, SearchMode, SearchRequest, Weights,
+)
+from knowledge_search.domain.relevance import Thresholds
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+
+SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}))
+
+
+def chunk(chunk_id: int, content: str) -> Chunk:
+    return Chunk(chunk_id, chunk_id * 10, 1, "f.txt", "", None, content)
+
+
+class FakeIndex:
+    def __init__(self, corpus_weights: Weights = Weights()) -> None:
+        self.calls: list[tuple] = []
+        self._weights = corpus_weights
+
+    async def vector_search(self, tenant, vector, filters, depth):
+        self.calls.append(("vector", tenant, tuple(vector), depth))
+        return [ChannelHit(chunk(1, "Refunds take thirty days. Write to help@shop.example for help."), 0.82),
+                ChannelHit(chunk(2, "Shipping is free."), 0.5)]
+
+    async def lexical_search(self, tenant, text, filters, depth):
+        self.calls.append(("lexical", tenant, text, depth))
+        return [ChannelHit(chunk(3, "Refund form R-7."), 7.0), ChannelHit(chunk(1, "Refunds take thirty days."), 3.0)]
+
+    async def check_filters(self, tenant, filters):
+        self.calls.append(("filters", tenant, filters))
+
+    async def corpus_weights(self, corpus_id):
+        return self._weights
+
+
+class FakeEmbedder:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def embed_query(self, text):
+        self.texts.append(text)
+        return EmbeddedQuery(vector=[1.0, 0.0], warnings=("query truncated",),
+                             cost=Cost(items=(CostItem("m", "embed", 1, 5),)))
+
+
+class RecordingSynthesiser:
+    model_id = "fake-llm"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.seen: list = []
+
+    async def synthesise(self, question, sources):
+        self.seen.append((question, list(sources)))
+        return Synthesis(text=self.answer, cost=Cost(items=(CostItem("fake-llm", "chat", 2, 100, 20, 0.01),)))
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.items: list = []
+
+    async def record(self, tenant, item):
+        self.items.append((tenant, item))
+
+
+@pytest.mark.parametrize("mode, channels", [(SearchMode.HYBRID, {"vector", "lexical"}),
+                                            (SearchMode.VECTOR, {"vector"}), (SearchMode.LEXICAL, {"lexical"})])
+async def test_each_mode_runs_its_channels_for_the_scope_tenant(mode, channels):
+    index, embedder = FakeIndex(), FakeEmbedder()
+    outcome = await SearchUseCases(index, embedder).search(SCOPE, SearchRequest.parse("refund", mode=mode))
+    assert {c[0] for c in index.calls if c[0] != "filters"} == channels
+    assert all(c[1] == "acme" for c in index.calls)
+    assert all(c[3] == 300 for c in index.calls if c[0] != "filters")  # each channel 300 deep
+    assert bool(embedder.texts) == ("vector" in channels)
+    if mode is SearchMode.HYBRID:
+        assert [h.chunk.chunk_id for h in outcome.hits] == [1, 3, 2]
+        assert outcome.warnings == ("query truncated",) and outcome.cost.items[0].operation == "embed"
+    if mode is SearchMode.LEXICAL:
+        assert outcome.relevance is Relevance.LEXICAL_MATCH
+
+
+async def test_corpus_weights_apply_unless_the_request_sets_its_own():
+    request = SearchRequest.parse("refund", corpus_id="1")
+    lexical_corpus = SearchUseCases(FakeIndex(Weights(vector=0.0, lexical=1.0)), FakeEmbedder())
+    assert [h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, request)).hits][:2] == [3, 1]
+    override = SearchRequest.parse("refund", corpus_id="1", weights=Weights(vector=1.0))
+    assert [h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, override)).hits][0] == 1
+
+
+async def test_query_anonymises_for_the_model_and_restores_the_answer():
+    synthesiser = RecordingSynthesiser("Ask <EMAIL_1> [1]; see also [9]. Forms [3].")
+    ledger = Ledger()
+    answers = AnswerUseCases(
+        SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.8, high_mean=0.5, moderate_top=0.4)),
+        synthesiser, Anonymiser(["Jane"]), ledger,
+    )
+    answer = await answers.query(SCOPE, SearchRequest.parse("Jane asks: refund to help@shop.example?"))
+    question, sources = synthesiser.seen[0]
+    assert "help@shop.example" not in question and "Jane" not in question
+    assert "help@shop.example" not in sources[0].text and "<EMAIL_1>" in sources[0].text
+    assert answer.text == "Ask help@shop.example [1]; see also. Forms [2]."
+    assert [c.chunk.chunk_id for c in answer.citations] == [1, 2]  # sources 1 and 3, renumbered
+    assert "help@shop.example" in answer.citations[0].excerpt  # excerpts are never anonymised
+    assert answer.relevance is Relevance.MODERATE  # top 0.82, but the mean of the first hits is 0.44
+    assert [i.operation for i in answer.cost.items] == ["embed", "chat"]
+    assert ledger.items == [("acme", CostItem("fake-llm", "chat", 2, 100, 20, 0.01))]
+
+
+async def test_query_without_relevant_content_does_not_call_the_model():
+    synthesiser = RecordingSynthesiser("anything [1]")
+    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.95, high_mean=0.9, moderate_top=0.9))
+    answer = await AnswerUseCases(searches, synthesiser).query(SCOPE, SearchRequest.parse("refund"))
+    assert (answer.text, answer.citations, answer.relevance, synthesiser.seen) == ("", (), Relevance.LOW, [])
+
+
+def test_settings_defaults_and_validation():
+    settings = SearchSettings.from_env(Env({}))
+    assert settings.bm25.tiers == (0.05, 0.1, 0.2, 1.0) and (settings.bm25.k1, settings.bm25.b) == (1.2, 0.75)
+    assert settings.channel_depth == 300 and settings.rrf_k == 60 and settings.llm is None
+    custom = SearchSettings.from_env(Env({"KNOWLEDGE_LLM_URL": "http://127.0.0.1:9/v1", "KNOWLEDGE_LLM_MODEL": "m",
+                                          "KNOWLEDGE_SEARCH_ANONYMISE_NAMES": "Ann, Bo"}))
+    assert custom.llm.model == "m" and custom.anonymise_names == ("Ann", "Bo")
+    for bad in ({"KNOWLEDGE_SEARCH_BM25_B": "1.5"}, {"KNOWLEDGE_SEARCH_BM25_WEIGHTS": "1,2,3"},
+                {"KNOWLEDGE_LLM_URL": "http://x"}, {"KNOWLEDGE_SEARCH_RELEVANCE_MODERATE": "0.9"},
+                {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"}, {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0",
+                                                                  "KNOWLEDGE_SEARCH_LEXICAL_WEIGHT": "0"}):
+        with pytest.raises(SettingsError) as caught:
+            SearchSettings.from_env(Env(bad))
+        assert "KNOWLEDGE_" in str(caught.value)
+
+
+def test_the_search_service_never_imports_a_model_library():
+    import ast
+    from pathlib import Path
+
+    import knowledge_search
+
+    root = Path(knowledge_search.__file__).parent
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] in {"torch", "sentence_transformers", "transformers"} for n in names), path
