@@ -1,0 +1,132 @@
+"""Which format a file is: its bytes first, then its name and media type, never the name alone.
+
+Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) are zip archives, and a zip
+bomb is refused from its directory before any parser inflates it.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from typing import BinaryIO
+
+from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP_HEADS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+# An encrypted OOXML file is an OLE container holding this stream (the name in UTF-16LE).
+_ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+
+_OOXML_PARTS = {
+    "word/document.xml": "docx",
+    "ppt/presentation.xml": "pptx",
+    "xl/workbook.xml": "xlsx",
+    "xl/workbook.bin": "xlsb",
+}
+_CLAIMS = {  # what a name or media type says; only believed when the bytes agree
+    ".pdf": "pdf", "application/pdf": "pdf",
+    ".docx": "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    ".pptx": "pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    ".xlsx": "xlsx", ".xlsm": "xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    ".xlsb": "xlsb", "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
+    ".xls": "xls", "application/vnd.ms-excel": "xls",
+    ".doc": "doc", "application/msword": "doc",
+    ".ppt": "ppt", "application/vnd.ms-powerpoint": "ppt",
+}
+_NAMES = {"pdf": "PDF", "docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel", "xlsb": "Excel binary",
+          "xls": "Excel 97-2003", "doc": "Word 97-2003", "ppt": "PowerPoint 97-2003"}
+
+
+def claimed_format(filename: str, mime_type: str) -> str | None:
+    """The format the name or the media type claims, the media type first when both do."""
+    mime = mime_type.split(";", 1)[0].strip().lower()
+    dot = filename.rfind(".")
+    extension = filename[dot:].lower() if dot >= 0 else ""
+    return _CLAIMS.get(mime) or _CLAIMS.get(extension)
+
+
+def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
+    """One of ``Extracted.format``'s values, or ExtractionFailed (unsupported, encrypted, bomb)."""
+    stream.seek(0)
+    head = stream.read(1024)
+    stream.seek(0)
+    claim = claimed_format(filename, mime_type)
+    if b"%PDF-" in head:
+        return "pdf"
+    if head.startswith(_ZIP_HEADS):
+        return _ooxml_format(stream, claim, limits)
+    if head.startswith(_OLE):
+        return _ole_format(stream, claim)
+    if claim in _NAMES and _looks_binary(head):
+        raise ExtractionFailed(
+            f"the file is not a valid {_NAMES[claim]} file", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim
+        )
+    return "text"
+
+
+def _looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13))
+    return controls / len(head) > 0.1
+
+
+def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits) -> str:
+    try:
+        with zipfile.ZipFile(stream) as archive:
+            infos = archive.infolist()
+            check_archive(infos, limits)
+            names = {info.filename for info in infos}
+    except zipfile.BadZipFile:
+        raise ExtractionFailed(
+            "the file is a damaged zip archive", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim or ""
+        ) from None
+    finally:
+        stream.seek(0)
+    for part, fmt in _OOXML_PARTS.items():
+        if part in names:
+            return fmt
+    raise ExtractionFailed(
+        "the file is a zip archive but not a Word, PowerPoint or Excel document",
+        reason=ExtractionFailed.UNSUPPORTED_FORMAT,
+    )
+
+
+def check_archive(infos: list[zipfile.ZipInfo], limits: ExtractionLimits) -> None:
+    """Refuse a zip whose entries, size or compression ratio could exhaust the process."""
+    if len(infos) > limits.max_archive_entries:
+        raise ExtractionFailed(
+            f"the document archive has more than {limits.max_archive_entries:,} entries",
+            reason=ExtractionFailed.ARCHIVE_TOO_LARGE,
+        )
+    uncompressed = sum(info.file_size for info in infos)
+    compressed = sum(info.compress_size for info in infos)
+    if uncompressed > limits.max_archive_uncompressed_bytes:
+        raise ExtractionFailed(
+            f"the document expands to more than {limits.max_archive_uncompressed_bytes // 2**20:,} MiB",
+            reason=ExtractionFailed.ARCHIVE_TOO_LARGE,
+        )
+    if uncompressed > limits.archive_ratio_floor_bytes and uncompressed > limits.max_archive_ratio * max(compressed, 1):
+        raise ExtractionFailed(
+            f"the document expands more than {limits.max_archive_ratio}-fold when unpacked (a zip bomb)",
+            reason=ExtractionFailed.ARCHIVE_TOO_LARGE,
+        )
+
+
+def _ole_format(stream: BinaryIO, claim: str | None) -> str:
+    data = stream.read()
+    stream.seek(0)
+    if _ENCRYPTED_PACKAGE in data:
+        raise ExtractionFailed(
+            "the document is password-protected; remove the password and upload it again",
+            reason=ExtractionFailed.FILE_ENCRYPTED, file_format=claim or "",
+        )
+    if claim == "xls" or b"W\x00o\x00r\x00k\x00b\x00o\x00o\x00k" in data:
+        return "xls"
+    kind = _NAMES.get(claim or "", "Office 97-2003")
+    raise ExtractionFailed(
+        f"{kind} files are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
+        reason=ExtractionFailed.UNSUPPORTED_FORMAT, file_format=claim or "",
+    )

@@ -1,0 +1,151 @@
+"""Writing the chunker's markers: headings, page and sheet lines, markdown tables; and the
+bounded text sink every format writes into."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Iterable, Sequence
+
+from knowledge_ingest.domain.extraction import ExtractionLimits
+
+_WHITESPACE = re.compile(r"[ \t\r\f\v\u00a0]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MARKER_LIKE = re.compile(r"^(\s*)(#{1,6}[ \t]|\[Page[ \t]+\d+\][ \t]*$|\[Sheet:.*\][ \t]*$|\|)")
+
+
+class LimitReached(Exception):
+    """Raised by the sink when a bound is hit; the extractor keeps what it has and warns."""
+
+    def __init__(self, warning: str) -> None:
+        super().__init__(warning)
+        self.warning = warning
+
+
+class TextSink:
+    """Blocks of text joined by blank lines, cut at ``max_chars`` and ``max_seconds``."""
+
+    def __init__(self, limits: ExtractionLimits) -> None:
+        self._limits = limits
+        self._blocks: list[str] = []
+        self._chars = 0
+        self._deadline = time.monotonic() + limits.max_seconds
+        self.warnings: list[str] = []
+
+    @property
+    def limits(self) -> ExtractionLimits:
+        return self._limits
+
+    def add(self, block: str) -> None:
+        block = block.strip("\n")
+        if not block.strip():
+            return
+        room = self._limits.max_chars - self._chars
+        if len(block) > room:
+            cut = block.rfind("\n", 0, room)
+            if cut > 0:
+                self._blocks.append(block[:cut])
+            raise LimitReached(f"the text was cut at {self._limits.max_chars:,} characters")
+        self._blocks.append(block)
+        self._chars += len(block) + 2
+        self.check_time()
+
+    def remaining(self) -> int:
+        return max(self._limits.max_chars - self._chars, 0)
+
+    def check_time(self) -> None:
+        if time.monotonic() > self._deadline:
+            raise LimitReached(f"extraction stopped after {self._limits.max_seconds:g} seconds")
+
+    def heading(self, level: int, title: str) -> None:
+        title = one_line(title)
+        if title:
+            self.add(f"{'#' * max(1, min(level, 6))} {title}")
+
+    def page(self, number: int) -> None:
+        self.add(f"[Page {number}]")
+
+    def sheet(self, name: str) -> None:
+        self.add(f"[Sheet: {one_line(name).replace(']', ')')}]")
+
+    def paragraph(self, text: str) -> None:
+        self.add(plain(text))
+
+    def table(self, rows: Sequence[Sequence[str]]) -> None:
+        rendered = markdown_table(rows)
+        if rendered:
+            self.add(rendered)
+
+    def text(self) -> str:
+        return "\n\n".join(self._blocks)
+
+    def has_content(self) -> bool:
+        """True when anything besides markers was written."""
+        return any(not (b.startswith("[Page ") or b.startswith("[Sheet: ")) for b in self._blocks)
+
+
+def one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", _CONTROL.sub("", text).replace("\n", " ")).strip()
+
+
+def plain(text: str) -> str:
+    """Body text that cannot be mistaken for a marker: a line that looks like a heading, a
+    page or sheet line or a table row gets a leading backslash (as markdown escapes it)."""
+    lines = []
+    for line in _CONTROL.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = _WHITESPACE.sub(" ", line).strip()
+        match = _MARKER_LIKE.match(line)
+        if match:
+            line = "\\" + line  # `\# not a heading`, `\[Page 3]`, `\| not a table`
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def cell_text(value: object) -> str:
+    """A cell as markdown: values rendered, pipes escaped, line breaks as ``<br>``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        text = "TRUE" if value else "FALSE"
+    elif isinstance(value, float):
+        text = str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    elif isinstance(value, dt.datetime):
+        text = value.date().isoformat() if value.time() == dt.time() else value.isoformat(sep=" ")
+    elif isinstance(value, (dt.date, dt.time)):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    text = _CONTROL.sub("", text).replace("\r\n", "\n").replace("\r", "\n").strip()
+    text = _WHITESPACE.sub(" ", text).replace("|", "\\|")
+    return "<br>".join(part.strip() for part in text.split("\n"))
+
+
+def trim_rows(rows: Iterable[Sequence[object]]) -> list[list[str]]:
+    """Rendered rows without empty rows, trailing empty cells, or all-empty leading columns."""
+    out: list[list[str]] = []
+    for row in rows:
+        cells = [cell_text(v) for v in row]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            out.append(cells)
+    if not out:
+        return out
+    lead = min(next(i for i, c in enumerate(r) if c) for r in out)
+    return [r[lead:] for r in out]
+
+
+def markdown_table(rows: Sequence[Sequence[str]]) -> str:
+    """Header row, ``| --- |`` separator, data rows; short rows padded to the widest."""
+    rows = [list(r) for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    lines = []
+    for index, row in enumerate(rows):
+        cells = row + [""] * (width - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+        if index == 0:
+            lines.append("|" + " --- |" * width)
+    return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""PDF through pypdf: ``[Page N]`` per page, headings from the outline or, without one, from
+font size. pypdf finds no tables, so a PDF table arrives as its lines of text."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError, PyPdfError
+
+from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink, one_line, plain
+from knowledge_ingest.domain.extraction import ExtractionFailed
+
+_SPACES = re.compile(r"\s+")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+HEADING_MIN_RATIO = 1.15  # a line this much larger than the body text is a heading
+HEADING_MAX_CHARS = 150
+_MAX_HEADING_LEVELS = 3
+
+
+@dataclass
+class _Page:
+    text: str = ""
+    sizes: dict[str, float] = field(default_factory=dict)  # line key → its font size
+    weights: Counter[float] = field(default_factory=Counter)  # font size → characters
+
+
+def open_pdf(stream: BinaryIO) -> PdfReader:
+    """The reader, decrypted when an empty user password opens it; else PDF_ENCRYPTED."""
+    try:
+        reader = PdfReader(stream, strict=False)
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt("")
+            except (PyPdfError, NotImplementedError, ValueError, KeyError):
+                opened = 0
+            if not opened:
+                raise ExtractionFailed(
+                    "the PDF is password-protected; remove the password and upload it again",
+                    reason=ExtractionFailed.PDF_ENCRYPTED, file_format="pdf",
+                )
+        _ = len(reader.pages)
+    except ExtractionFailed:
+        raise
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError):
+        raise ExtractionFailed(
+            "the PDF is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT, file_format="pdf"
+        ) from None
+    return reader
+
+
+def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
+    """Write the PDF into ``sink``; returns its page count."""
+    reader = open_pdf(stream)
+    page_count = len(reader.pages)
+    outline = _outline_by_page(reader, sink)
+    pages: list[_Page] = []
+    try:
+        for page in _read_pages(reader, sink):
+            pages.append(page)
+    except LimitReached as stop:  # what was read before the limit is still written
+        sink.warnings.append(stop.warning)
+    body = _body_size(pages) if not outline else None
+    levels = _size_levels(pages, body) if body else {}
+    for number, page in enumerate(pages, start=1):
+        _write_page(sink, number, page, outline.get(number - 1, []), levels)
+    return page_count
+
+
+def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
+    total = len(reader.pages)
+    if total > sink.limits.max_pages:
+        sink.warnings.append(f"only the first {sink.limits.max_pages:,} of {total:,} pages were read")
+    failed = 0
+    read_chars = 0
+    for index in range(min(total, sink.limits.max_pages)):
+        sink.check_time()
+        page = _Page()
+        try:
+            page.text = reader.pages[index].extract_text(visitor_text=_size_visitor(page))
+        except Exception:  # noqa: BLE001 - pypdf raises assorted errors on damaged pages; skip the page
+            failed += 1
+            page = _Page()
+        read_chars += len(page.text)
+        yield page
+        if read_chars > sink.limits.max_chars:
+            break
+    if failed:
+        sink.warnings.append(f"{failed} page(s) could not be read")
+
+
+def _size_visitor(page: _Page) -> Any:
+    def visit(text: str, cm: list[float], tm: list[float], _font: Any, font_size: float) -> None:
+        if not text.strip() or not font_size:
+            return
+        a, b, c, d = _multiply(tm, cm)
+        size = round(float(font_size) * math.hypot(c, d) * 2) / 2
+        if not size:
+            return
+        for part in text.split("\n"):
+            key = _key(part)
+            if key:
+                page.sizes[key] = max(page.sizes.get(key, 0.0), size)
+                page.weights[size] += len(key)
+    return visit
+
+
+def _multiply(m: list[float], n: list[float]) -> tuple[float, float, float, float]:
+    try:
+        a, b, c, d = (float(x) for x in m[:4])
+        e, f, g, h = (float(x) for x in n[:4])
+    except (TypeError, ValueError):
+        return 1.0, 0.0, 0.0, 1.0
+    return a * e + b * g, a * f + b * h, c * e + d * g, c * f + d * h
+
+
+def _key(text: str) -> str:
+    return _SPACES.sub("", text)
+
+
+def _body_size(pages: list[_Page]) -> float | None:
+    weights: Counter[float] = Counter()
+    for page in pages:
+        weights.update(page.weights)
+    return weights.most_common(1)[0][0] if weights else None
+
+
+def _size_levels(pages: list[_Page], body: float) -> dict[float, int]:
+    """Font sizes larger than the body's, the largest first, as heading levels 1..3."""
+    sizes = {size for page in pages for size in page.sizes.values() if size >= body * HEADING_MIN_RATIO}
+    ordered = sorted(sizes, reverse=True)
+    return {size: min(rank + 1, _MAX_HEADING_LEVELS) for rank, size in enumerate(ordered)}
+
+
+def _write_page(sink: TextSink, number: int, page: _Page, marks: list[tuple[int, str]], levels: dict[float, int]) -> None:
+    lines = page.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    keys = {_key(line) for line in lines}
+    # An outline entry whose title is a line of the page becomes that line; the others start the page.
+    placed = {_key(title): (level, title) for level, title in marks if _key(title) in keys}
+    out = [_heading(level, title) for level, title in marks if _key(title) not in placed]
+    for line in lines:
+        key = _key(line)
+        if not key:
+            out.append("")
+        elif key in placed:
+            out.append(_heading(*placed.pop(key)))
+        else:
+            out.append(_line(line, key, page, levels))
+    sink.page(number)
+    sink.add(_BLANK_RUNS.sub("\n\n", "\n".join(out)).strip("\n"))
+
+
+def _line(line: str, key: str, page: _Page, levels: dict[float, int]) -> str:
+    """A heading when its font is a heading size (no outline), else body text."""
+    if levels and len(line) <= HEADING_MAX_CHARS and any(ch.isalpha() for ch in line):
+        size = page.sizes.get(key)
+        level = levels.get(size) if size is not None else None
+        if level:
+            return _heading(level, line)
+    return plain(line)
+
+
+def _heading(level: int, title: str) -> str:
+    return f"\n{'#' * level} {one_line(title)}\n"
+
+
+def _outline_by_page(reader: PdfReader, sink: TextSink) -> dict[int, list[tuple[int, str]]]:
+    """Outline entries by page index: (level, title), level 1 for top-level entries."""
+    found: dict[int, list[tuple[int, str]]] = {}
+    try:
+        outline = reader.outline
+    except Exception:  # noqa: BLE001 - a damaged outline is not worth failing the document
+        return found
+
+    def walk(items: list[Any], depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                if depth < 6:
+                    walk(item, depth + 1)
+                continue
+            title = one_line(str(getattr(item, "title", "") or ""))
+            try:
+                index = reader.get_destination_page_number(item)
+            except Exception:  # noqa: BLE001 - an entry pointing nowhere is skipped
+                continue
+            if title and index is not None and index >= 0:
+                found.setdefault(index, []).append((min(depth, 6), title))
+
+    try:
+        walk(list(outline or []), 1)
+    except (LimitReached, RecursionError):
+        sink.warnings.append("the PDF outline was too deep to read")
+    return found

@@ -1,0 +1,111 @@
+"""DOCX through python-docx: headings from paragraph styles, paragraphs, and tables as
+markdown, in document order. Word has no pages until it is laid out, so there are no
+``[Page N]`` markers (``page_count`` is None)."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from typing import Any, BinaryIO
+
+import docx
+from docx.opc.exceptions import PackageNotFoundError
+from docx.table import Table
+from docx.text.paragraph import Paragraph
+from lxml.etree import LxmlError
+
+from knowledge_ingest.adapters.extraction.markdown import TextSink, cell_text
+from knowledge_ingest.domain.extraction import ExtractionFailed
+
+_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_MAX_STYLE_DEPTH = 8
+
+
+def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
+    try:
+        document = docx.Document(stream)
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
+        raise ExtractionFailed(
+            "the Word document is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT,
+            file_format="docx",
+        ) from None
+    skipped = 0
+    for block in document.iter_inner_content():
+        sink.check_time()
+        if isinstance(block, Paragraph):
+            _paragraph(sink, block)
+        elif isinstance(block, Table):
+            try:
+                rows = _table_rows(block, sink)
+            except (IndexError, KeyError, ValueError, AttributeError):  # malformed grid
+                skipped += 1
+                continue
+            sink.table(rows)
+    if skipped:
+        sink.warnings.append(f"{skipped} table(s) could not be read")
+
+
+def _paragraph(sink: TextSink, paragraph: Paragraph) -> None:
+    text = paragraph.text
+    if not text.strip():
+        return
+    level = heading_level(paragraph)
+    if level:
+        sink.heading(level, text)
+    elif _style_name(paragraph.style).lower().startswith("list"):
+        sink.paragraph("- " + text.strip())
+    else:
+        sink.paragraph(text)
+
+
+def heading_level(paragraph: Paragraph) -> int | None:
+    """``Title`` → 1, ``Heading N`` → N (at most 6), also through a style's base styles."""
+    style: Any = paragraph.style
+    for _ in range(_MAX_STYLE_DEPTH):
+        if style is None:
+            return None
+        name = _style_name(style)
+        if name.lower() == "title":
+            return 1
+        match = _HEADING_STYLE.match(name)
+        if match:
+            return max(1, min(int(match.group(1)), 6))
+        style = getattr(style, "base_style", None)
+    return None
+
+
+def _style_name(style: Any) -> str:
+    try:
+        return str(style.name or "") if style is not None else ""
+    except (AttributeError, KeyError):
+        return ""
+
+
+def _table_rows(table: Table, sink: TextSink) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for row in table.rows:
+        cells: list[str] = []
+        previous = None
+        for cell in row.cells:
+            # A horizontally merged cell is repeated once per grid column: keep its text once.
+            cells.append("" if cell._tc is previous else cell_text(_cell_content(cell)))
+            previous = cell._tc
+        rows.append(cells)
+        if len(rows) >= sink.limits.max_rows_per_sheet:
+            sink.warnings.append("a table was cut at the row limit")
+            break
+    return rows
+
+
+def _cell_content(cell: Any, depth: int = 0) -> str:
+    """A cell's paragraphs, one per line; a nested table's cells joined into its text."""
+    parts: list[str] = []
+    for block in cell.iter_inner_content():
+        if isinstance(block, Paragraph):
+            if block.text.strip():
+                parts.append(block.text)
+        elif isinstance(block, Table) and depth < 3:
+            for row in block.rows:
+                texts = [_cell_content(c, depth + 1) for c in row.cells]
+                parts.append(" ".join(t for t in texts if t.strip()))
+    return "\n".join(parts)

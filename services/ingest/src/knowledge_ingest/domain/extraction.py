@@ -1,0 +1,83 @@
+"""Text extraction as the domain sees it: the result, the limits, the port and its errors.
+
+The extracted text carries the markers the structural chunker understands: markdown
+headings (``#`` .. ``######``), ``[Page N]`` lines, ``[Sheet: name]`` lines, and markdown
+tables (consecutive ``|`` lines with a ``| --- |`` separator after the header row).
+Nothing extracted is not an error: it is ``extractable=False`` and the document simply has
+no chunks. A permanent failure (encrypted, corrupt, refused archive) is ``ExtractionFailed``
+with a reason a person can act on; its message never quotes document text.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+from knowledge_runtime.errors import InvalidArgument
+
+# Formats an extractor reports in ``Extracted.format``.
+FORMATS = ("pdf", "docx", "pptx", "xlsx", "xls", "xlsb", "text")
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    text: str
+    page_count: int | None
+    extractable: bool
+    format: str
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionLimits:
+    """Bounds on the work one file may cost; past a bound the text is cut and a warning says so.
+
+    The archive bounds are checked before an OOXML file (a zip) is parsed at all, from the
+    sizes its directory declares (Python's zip reader never inflates past them).
+    """
+
+    max_chars: int = 5_000_000  # about 1,500 chunks of 3,500 characters
+    max_pages: int = 5_000  # PDF pages and slides
+    max_rows_per_sheet: int = 200_000
+    max_seconds: float = 300.0  # checked between pages, slides, paragraphs and rows
+    max_archive_entries: int = 10_000
+    max_archive_uncompressed_bytes: int = 512 * 1024 * 1024
+    max_archive_ratio: int = 200  # uncompressed / compressed, once past ratio_floor_bytes
+    archive_ratio_floor_bytes: int = 32 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_pages", "max_rows_per_sheet", "max_archive_entries",
+                     "max_archive_uncompressed_bytes", "max_archive_ratio"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+        if self.max_seconds <= 0:
+            raise ValueError("max_seconds must be positive")
+
+
+class ExtractionFailed(InvalidArgument):
+    """The file cannot be read as a document; retrying will not help. ``reason`` says why."""
+
+    reason = "FILE_CORRUPT"
+
+    PDF_ENCRYPTED = "PDF_ENCRYPTED"
+    FILE_ENCRYPTED = "FILE_ENCRYPTED"
+    FILE_CORRUPT = "FILE_CORRUPT"
+    ARCHIVE_TOO_LARGE = "ARCHIVE_TOO_LARGE"
+    UNSUPPORTED_FORMAT = "UNSUPPORTED_FORMAT"
+
+    def __init__(self, message: str, *, reason: str, file_format: str = "") -> None:
+        super().__init__(message, reason=reason, metadata={"format": file_format} if file_format else None)
+        self.file_format = file_format
+
+
+Source = bytes | str | os.PathLike[str]
+
+
+class Extractor(Protocol):
+    def extract(self, data: Source, filename: str, mime_type: str) -> Extracted:
+        """Synchronous and CPU-bound: the caller runs it off the event loop.
+
+        ``data`` is the file's bytes or a path to it. Raises ``ExtractionFailed`` for a
+        permanent failure; any other exception is a bug or an exhausted resource.
+        """

@@ -1,0 +1,283 @@
+"""Extraction of each format into the chunker's markers, with files the tests write with the
+real libraries; the text then goes through the structural chunker as ingest will use it."""
+
+from __future__ import annotations
+
+import io
+
+import docx
+import pptx
+import pytest
+import xlsxwriter
+import xlwt
+from fpdf import FPDF
+from knowledge_ingest.adapters.extraction import DocumentExtractor
+from knowledge_ingest.domain.extraction import Extracted
+from knowledge_runtime.chunking import split_structural
+from pptx.util import Inches
+
+LINE = {"new_x": "LMARGIN", "new_y": "NEXT"}
+
+
+@pytest.fixture(scope="module")
+def extract():
+    extractor = DocumentExtractor(use_unstructured=False)
+
+    def run(data: bytes, filename: str, mime_type: str = "") -> Extracted:
+        return extractor.extract(data, filename, mime_type)
+
+    return run
+
+
+def sections_and_pages(result: Extracted) -> list[tuple[str, int | None]]:
+    return [(c.section, c.page) for c in split_structural(result.text)]
+
+
+# --- PDF ---------------------------------------------------------------------------------
+
+
+def pdf_with_font_headings() -> bytes:
+    pdf = FPDF()
+    for chapter in (1, 2, 3):
+        pdf.add_page()
+        pdf.set_font("helvetica", "B", 20)
+        pdf.cell(0, 12, f"Chapter {chapter}", **LINE)
+        pdf.set_font("helvetica", "B", 14)
+        pdf.cell(0, 10, f"Section {chapter}.1", **LINE)
+        pdf.set_font("helvetica", size=11)
+        pdf.multi_cell(0, 6, f"Body of chapter {chapter} about topic{chapter}. " * 8, **LINE)
+    return bytes(pdf.output())
+
+
+def test_pdf_gives_page_markers_and_font_size_headings(extract):
+    result = extract(pdf_with_font_headings(), "report.pdf", "application/pdf")
+    assert (result.format, result.page_count, result.extractable, result.warnings) == ("pdf", 3, True, ())
+    assert "[Page 2]\n\n# Chapter 2\n\n## Section 2.1" in result.text
+    chunks = split_structural(result.text)
+    assert [(c.section, c.page) for c in chunks] == [("Section 1.1", 1), ("Section 2.1", 2), ("Section 3.1", 3)]
+    assert "topic2" in chunks[1].content and "topic2" not in chunks[0].content
+
+
+def test_pdf_outline_gives_headings_at_their_line_or_the_page_start(extract):
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    for part in (1, 2):
+        pdf.add_page()
+        pdf.start_section(f"Part {part}")  # an outline entry with no text of its own on the page
+        pdf.multi_cell(0, 6, f"Opening of part {part}. " * 3, **LINE)
+        pdf.start_section(f"Detail {part}", level=1)
+        pdf.cell(0, 6, f"Detail {part}", **LINE)  # same size as the body: only the outline knows
+        pdf.multi_cell(0, 6, f"Detail text {part}. " * 3, **LINE)
+    result = extract(bytes(pdf.output()), "parts.pdf")
+    assert result.text.startswith("[Page 1]\n\n# Part 1\n\nOpening of part 1.")
+    assert sections_and_pages(result) == [("Part 1", 1), ("Detail 1", 1), ("Part 2", 2), ("Detail 2", 2)]
+    assert result.text.count("Detail 1") == 1  # the line became the heading, not both
+
+
+def test_pdf_without_text_is_not_extractable(extract):
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.rect(10, 10, 50, 50)  # a drawing, no text: like a scan without OCR
+    result = extract(bytes(pdf.output()), "scan.pdf")
+    assert (result.extractable, result.text, result.page_count) == (False, "", 1)
+    assert "OCR" in result.warnings[-1]
+
+
+def test_pdf_page_limit_cuts_and_warns():
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    for page in range(1, 6):
+        pdf.add_page()
+        pdf.cell(0, 6, f"page body {page}")
+    from knowledge_ingest.domain.extraction import ExtractionLimits
+
+    result = DocumentExtractor(ExtractionLimits(max_pages=2), use_unstructured=False).extract(
+        bytes(pdf.output()), "long.pdf", ""
+    )
+    assert [p for _, p in sections_and_pages(result)] == [1, 2]
+    assert result.page_count == 5
+    assert result.warnings == ("only the first 2 of 5 pages were read",)
+
+
+# --- DOCX --------------------------------------------------------------------------------
+
+
+def word_document() -> bytes:
+    document = docx.Document()
+    document.add_heading("Employee handbook", 0)  # the Title style
+    document.add_paragraph("Welcome to the company.")
+    document.add_heading("Leave", 1)
+    document.add_paragraph("Leave rules follow.")
+    document.add_paragraph("Ask your manager", style="List Bullet")
+    document.add_heading("Allowances", 2)
+    document.add_paragraph("Table 1: allowances by grade")
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Grade", "Days", "Note"], ["A", "25", "pipe | inside"], ["B", "30", "two\nlines"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(2, 2).tables  # noqa: B018 - touch: nested content is read through iter_inner_content
+    document.add_paragraph("# not a heading, just text")
+    document.add_heading("Closing", 1)
+    document.add_paragraph("The end.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_docx_headings_paragraphs_and_tables_in_document_order(extract):
+    result = extract(word_document(), "handbook.docx")
+    assert (result.format, result.page_count, result.extractable) == ("docx", None, True)
+    text = result.text
+    assert text.index("# Employee handbook") < text.index("## Allowances") < text.index("| Grade |")
+    assert text.index("| Grade |") < text.index("# Closing")
+    assert "- Ask your manager" in text
+    assert "| Grade | Days | Note |\n| --- | --- | --- |\n| A | 25 | pipe \\| inside |\n| B | 30 | two<br>lines |" in text
+    assert "\\# not a heading" in text  # body text cannot fake a heading
+    chunks = split_structural(text)
+    assert [c.section for c in chunks] == ["Employee handbook", "Leave", "Allowances", "Closing"]
+    table_chunk = chunks[2]
+    assert "Table 1: allowances by grade" in table_chunk.content and "| B | 30 |" in table_chunk.content
+
+
+def test_word_table_cells_are_in_the_text_even_merged_and_nested(extract):
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 1)).text = "Merged header"
+    table.cell(0, 2).text = "Right"
+    inner = table.cell(1, 0).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text = "nestedalpha"
+    inner.cell(0, 1).text = "nestedbeta"
+    table.cell(1, 2).text = "searchablecell"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    text = extract(buffer.getvalue(), "t.docx").text
+    assert text.count("Merged header") == 1
+    for word in ("Right", "nestedalpha", "nestedbeta", "searchablecell"):
+        assert word in text
+    assert text.splitlines()[1] == "| --- | --- | --- |"
+
+
+# --- PPTX --------------------------------------------------------------------------------
+
+
+def presentation() -> bytes:
+    deck = pptx.Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    first.shapes.title.text = "Quarterly results"
+    first.placeholders[1].text = "Revenue grew\nCosts fell"
+    first.notes_slide.notes_text_frame.text = "Mention the new office."
+    second = deck.slides.add_slide(deck.slide_layouts[6])  # blank: no title placeholder
+    box = second.shapes.add_textbox(Inches(1), Inches(0.5), Inches(4), Inches(1))
+    box.text_frame.text = "Regional split"
+    shape = second.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(4), Inches(1.5))
+    for r, row in enumerate([["Region", "Sales"], ["North", "120"], ["South", "80"]]):
+        for c, value in enumerate(row):
+            shape.table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
+
+
+def test_pptx_slides_are_pages_with_titles_tables_and_notes(extract):
+    result = extract(presentation(), "deck.pptx")
+    assert (result.format, result.page_count, result.extractable) == ("pptx", 2, True)
+    assert result.text.startswith("[Page 1]\n\n## Quarterly results\n\nRevenue grew\nCosts fell")
+    assert "Notes: Mention the new office." in result.text
+    assert "[Page 2]\n\n## Slide 2\n\nRegional split\n\n| Region | Sales |\n| --- | --- |\n| North | 120 |" in result.text
+    assert sections_and_pages(result) == [("Quarterly results", 1), ("Slide 2", 2)]
+
+
+# --- Workbooks ---------------------------------------------------------------------------
+
+
+def workbook() -> bytes:
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    costs = book.add_worksheet("Costs")
+    costs.write_row(2, 1, ["Item", "Price", "Comment"])  # starts at B3: empty lead rows and column
+    costs.write_row(3, 1, ["Paper", 2.5, "a | b"])
+    costs.write_row(4, 1, ["Ink", 10])
+    costs.write(6, 1, "Total")  # after an empty row
+    costs.write_formula(6, 2, "=C4+C5", None, 12.5)  # Excel stores the value next to the formula
+    costs.write(9, 9, None)
+    book.add_worksheet("Empty")
+    staff = book.add_worksheet("Staff")
+    staff.write_row(0, 0, ["Name", "Start"])
+    staff.write_row(1, 0, ["Ada", "line one\nline two"])
+    book.close()
+    return buffer.getvalue()
+
+
+def test_xlsx_each_sheet_is_a_table_with_formula_values(extract):
+    result = extract(workbook(), "budget.xlsx")
+    assert (result.format, result.extractable) == ("xlsx", True)
+    assert result.text == (
+        "[Sheet: Costs]\n\n"
+        "| Item | Price | Comment |\n| --- | --- | --- |\n| Paper | 2.5 | a \\| b |\n| Ink | 10 |  |\n| Total | 12.5 |  |"
+        "\n\n[Sheet: Staff]\n\n"
+        "| Name | Start |\n| --- | --- |\n| Ada | line one<br>line two |"
+    )
+    assert "C4" not in result.text  # the value, never the formula
+    chunks = split_structural(result.text)
+    assert [c.section for c in chunks] == ["Costs", "Staff"]
+    assert chunks[0].content.startswith("| Item | Price | Comment |")
+
+
+def test_xls_sheets_through_xlrd(extract):
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Legacy")
+    for r, row in enumerate([["Code", "Amount"], ["X1", 3], ["X2", 4.25]]):
+        for c, value in enumerate(row):
+            sheet.write(r, c, value)
+    sheet.write(3, 0, "Sum")
+    sheet.write(3, 1, xlwt.Formula("B2+B3"))
+    buffer = io.BytesIO()
+    book.save(buffer)
+    result = extract(buffer.getvalue(), "old.xls", "application/vnd.ms-excel")
+    assert result.format == "xls"
+    assert result.text.startswith("[Sheet: Legacy]\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |")
+    assert split_structural(result.text)[0].section == "Legacy"
+
+
+def test_large_sheet_is_cut_at_the_row_limit():
+    from knowledge_ingest.domain.extraction import ExtractionLimits
+
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    sheet = book.add_worksheet("Big")
+    for r in range(50):
+        sheet.write_row(r, 0, [f"r{r}", r])
+    book.close()
+    extractor = DocumentExtractor(ExtractionLimits(max_rows_per_sheet=10), use_unstructured=False)
+    result = extractor.extract(buffer.getvalue(), "big.xlsx", "")
+    assert "| r9 | 9 |" in result.text and "r10" not in result.text
+    assert result.warnings == ("a sheet was cut at 10 rows",)
+
+
+# --- Text --------------------------------------------------------------------------------
+
+
+def test_text_is_utf8_with_invalid_bytes_replaced_and_nul_dropped(extract):
+    result = extract("# Notes\n\ncaf\u00e9 ".encode() + b"\xff ok\x00 done\r\n", "notes.md", "text/markdown")
+    assert result.format == "text"
+    assert result.text == "# Notes\n\ncaf\u00e9 \ufffd ok done"
+    assert split_structural(result.text)[0].section == "Notes"
+
+
+def test_utf16_text_with_a_bom_is_decoded(extract):
+    result = extract("hello w\u00f6rld".encode("utf-16"), "w.txt")  # the codec writes the BOM
+    assert result.text == "hello w\u00f6rld"
+
+
+def test_a_path_reads_the_same_as_bytes(extract, tmp_path):
+    path = tmp_path / "deck.bin"  # the name says nothing: the bytes decide
+    path.write_bytes(presentation())
+    result = DocumentExtractor(use_unstructured=False).extract(path, "deck.bin", "application/octet-stream")
+    assert result.format == "pptx"
+    assert result == extract(presentation(), "deck.pptx")
+
+
+def test_the_name_does_not_decide_the_format(extract):
+    assert extract(pdf_with_font_headings(), "notes.txt", "text/plain").format == "pdf"
+    result = extract(b"just words, named like a PDF", "fake.pdf", "application/pdf")
+    assert (result.format, result.text) == ("text", "just words, named like a PDF")

@@ -1,0 +1,112 @@
+"""The optional unstructured path: its elements become the same markers as the native path.
+
+The conversion is tested with stand-in elements (unstructured is not in the default install);
+the real partitioners run only where unstructured and a spaCy model package are installed."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import docx
+import pytest
+from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path
+from knowledge_ingest.adapters.extraction.markdown import TextSink
+from knowledge_ingest.domain.extraction import ExtractionLimits
+from knowledge_runtime.chunking import split_structural
+
+
+@dataclass
+class Metadata:
+    page_number: int | None = None
+    category_depth: int | None = None
+    text_as_html: str | None = None
+
+
+@dataclass
+class Element:
+    category: str
+    text: str = ""
+    metadata: Metadata = field(default_factory=Metadata)
+
+
+def write(elements: list[Element]) -> str:
+    sink = TextSink(ExtractionLimits())
+    unstructured_path.write_elements(elements, sink)
+    return sink.text()
+
+
+def test_elements_become_headings_pages_and_tables():
+    table = "<table><tr><th>Region</th><th>Sales</th></tr><tr><td>North | East</td><td>1<br/>2</td></tr></table>"
+    text = write([
+        Element("Header", "ACME Corp", Metadata(page_number=1)),
+        Element("Title", "Annual report", Metadata(page_number=1, category_depth=0)),
+        Element("NarrativeText", "Revenue grew.", Metadata(page_number=1)),
+        Element("Title", "Figures", Metadata(page_number=1)),  # no depth: ##
+        Element("FigureCaption", "Table 2: sales by region", Metadata(page_number=1)),
+        Element("Table", "Region Sales North East 1 2", Metadata(page_number=1, text_as_html=table)),
+        Element("PageBreak", "", Metadata(page_number=1)),
+        Element("Title", "Outlook", Metadata(page_number=2, category_depth=2)),
+        Element("ListItem", "Hire more", Metadata(page_number=2)),
+        Element("UncategorizedText", "# looks like a heading", Metadata(page_number=2)),
+    ])
+    assert text == (
+        "[Page 1]\n\n# ACME Corp\n\n# Annual report\n\nRevenue grew.\n\n## Figures\n\n"
+        "Table 2: sales by region\n\n| Region | Sales |\n| --- | --- |\n| North \\| East | 1<br>2 |\n\n"
+        "[Page 2]\n\n### Outlook\n\n- Hire more\n\n\\# looks like a heading"
+    )
+    chunks = split_structural(text)
+    assert [(c.section, c.page) for c in chunks] == [("Annual report", 1), ("Figures", 1), ("Outlook", 2)]
+    assert chunks[1].content.startswith("## Figures\n\nTable 2: sales by region\n\n| Region |")
+
+
+def test_a_table_without_html_keeps_its_text_and_elements_without_pages_get_no_marker():
+    text = write([Element("Title", "Budget"), Element("Table", "a b c"), Element("NarrativeText", "After.")])
+    assert text == "## Budget\n\na b c\n\nAfter."
+
+
+def test_html_table_conversion():
+    assert unstructured_path.html_table("<table><tr><td>x</td></tr></table>") == "| x |\n| --- |"
+    assert unstructured_path.html_table("no table") == ""
+
+
+def test_the_native_path_is_used_when_unstructured_is_not_usable(monkeypatch):
+    monkeypatch.setattr(unstructured_path, "partitioners", lambda: {})
+    document = docx.Document()
+    document.add_heading("Native", 1)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert DocumentExtractor().extract(buffer.getvalue(), "n.docx", "").text == "# Native"
+
+
+def test_a_failing_partitioner_falls_back_to_the_native_path(monkeypatch):
+    def broken(stream):
+        raise RuntimeError("spaCy model download failed")
+
+    monkeypatch.setattr(unstructured_path, "partitioners", lambda: {"docx": broken})
+    document = docx.Document()
+    document.add_paragraph("still read")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert DocumentExtractor().extract(buffer.getvalue(), "n.docx", "").text == "still read"
+
+
+requires_unstructured = pytest.mark.skipif(
+    "docx" not in unstructured_path.partitioners(),
+    reason="unstructured and a spaCy model package are not installed (optional path)",
+)
+
+
+@requires_unstructured
+def test_real_unstructured_docx_offline():
+    document = docx.Document()
+    document.add_heading("Benefits", 1)
+    document.add_paragraph("Employees receive the following benefits every year.")
+    table = document.add_table(rows=2, cols=2)
+    for (r, c), value in {(0, 0): "Plan", (0, 1): "Days", (1, 0): "Standard", (1, 1): "25"}.items():
+        table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    result = DocumentExtractor(use_unstructured=True).extract(buffer.getvalue(), "b.docx", "")
+    assert "# Benefits" in result.text
+    assert "| Plan | Days |\n| --- | --- |\n| Standard | 25 |" in result.text
