@@ -58,6 +58,20 @@ def test_pdf_gives_page_markers_and_font_size_headings(extract):
     assert "topic2" in chunks[1].content and "topic2" not in chunks[0].content
 
 
+def test_pdf_heading_written_in_several_runs_is_still_one_heading(extract):
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 18)
+    pdf.cell(pdf.get_string_width("Risk "), 10, "Risk ")
+    pdf.set_font("helvetica", "BI", 18)
+    pdf.cell(0, 10, "Register", **LINE)  # same line, another font: a second text run
+    pdf.set_font("helvetica", size=10)
+    pdf.multi_cell(0, 5, "Every risk has an owner and a review date. " * 6, **LINE)
+    result = extract(bytes(pdf.output()), "risks.pdf")
+    assert result.text.startswith("[Page 1]\n\n# Risk Register\n\nEvery risk has an owner")
+    assert sections_and_pages(result) == [("Risk Register", 1)]
+
+
 def test_pdf_outline_gives_headings_at_their_line_or_the_page_start(extract):
     pdf = FPDF()
     pdf.set_font("helvetica", size=11)
@@ -155,6 +169,30 @@ def test_word_table_cells_are_in_the_text_even_merged_and_nested(extract):
     for word in ("Right", "nestedalpha", "nestedbeta", "searchablecell"):
         assert word in text
     assert text.splitlines()[1] == "| --- | --- | --- |"
+
+
+def test_docx_content_controls_are_read_and_the_table_of_contents_skipped(extract):
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    body = document.element.body
+    toc = parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtPr><w:docPartObj><w:docPartGallery w:val='Table of Contents'/>"
+        "</w:docPartObj></w:sdtPr><w:sdtContent><w:p><w:r><w:t>Scope .......... 3</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>"
+    )
+    control = parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>Inside a content control</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>"
+    )
+    document.add_heading("Scope", 1)
+    document.add_paragraph("After the control.")
+    body.insert(0, toc)
+    body.insert(2, control)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert extract(buffer.getvalue(), "c.docx").text == "# Scope\n\nInside a content control\n\nAfter the control."
 
 
 # --- PPTX --------------------------------------------------------------------------------

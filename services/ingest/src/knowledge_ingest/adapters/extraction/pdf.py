@@ -82,7 +82,9 @@ def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
         sink.check_time()
         page = _Page()
         try:
-            page.text = reader.pages[index].extract_text(visitor_text=_size_visitor(page))
+            visitor = _SizeRecorder(page)
+            page.text = reader.pages[index].extract_text(visitor_text=visitor)
+            visitor.flush()
         except Exception:  # noqa: BLE001 - pypdf raises assorted errors on damaged pages; skip the page
             failed += 1
             page = _Page()
@@ -94,29 +96,54 @@ def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
         sink.warnings.append(f"{failed} page(s) could not be read")
 
 
-def _size_visitor(page: _Page) -> Any:
-    def visit(text: str, cm: list[float], tm: list[float], _font: Any, font_size: float) -> None:
+class _SizeRecorder:
+    """pypdf's text visitor: records each text run's font size, and each visual line's (the
+    runs on one baseline joined) as the size most of its characters have."""
+
+    def __init__(self, page: _Page) -> None:
+        self._page = page
+        self._y: float | None = None
+        self._keys: list[str] = []
+        self._weights: Counter[float] = Counter()
+
+    def __call__(self, text: str, cm: list[float], tm: list[float], _font: Any, font_size: float) -> None:
         if not text.strip() or not font_size:
             return
-        a, b, c, d = _multiply(tm, cm)
+        _, _, c, d, _, y = _multiply(tm, cm)
         size = round(float(font_size) * math.hypot(c, d) * 2) / 2
         if not size:
             return
-        for part in text.split("\n"):
+        if self._y is None or abs(y - self._y) > 1.0:
+            self.flush()
+            self._y = y
+        for index, part in enumerate(text.split("\n")):
+            if index:
+                self.flush()
             key = _key(part)
             if key:
-                page.sizes[key] = max(page.sizes.get(key, 0.0), size)
-                page.weights[size] += len(key)
-    return visit
+                self._record(key, size)
+                self._page.weights[size] += len(key)
+                self._keys.append(key)
+                self._weights[size] += len(key)
+
+    def flush(self) -> None:
+        key = "".join(self._keys)
+        if key and self._weights:
+            self._record(key, self._weights.most_common(1)[0][0])
+        self._keys, self._weights = [], Counter()
+
+    def _record(self, key: str, size: float) -> None:
+        self._page.sizes[key] = max(self._page.sizes.get(key, 0.0), size)
 
 
-def _multiply(m: list[float], n: list[float]) -> tuple[float, float, float, float]:
+def _multiply(m: list[float], n: list[float]) -> tuple[float, float, float, float, float, float]:
+    """The 2-D affine product m × n (PDF matrices [a b c d e f])."""
     try:
-        a, b, c, d = (float(x) for x in m[:4])
-        e, f, g, h = (float(x) for x in n[:4])
+        a, b, c, d, e, f = (float(x) for x in m[:6])
+        g, h, i, j, k, l = (float(x) for x in n[:6])
     except (TypeError, ValueError):
-        return 1.0, 0.0, 0.0, 1.0
-    return a * e + b * g, a * f + b * h, c * e + d * g, c * f + d * h
+        return 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
+    return a * g + b * i, a * h + b * j, c * g + d * i, c * h + d * j, e * g + f * i + k, e * h + f * j + l
 
 
 def _key(text: str) -> str:

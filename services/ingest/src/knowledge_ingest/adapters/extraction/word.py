@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import docx
 from docx.opc.exceptions import PackageNotFoundError
+from docx.oxml.ns import qn
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 from lxml.etree import LxmlError
@@ -19,6 +21,7 @@ from knowledge_ingest.domain.extraction import ExtractionFailed
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 _MAX_STYLE_DEPTH = 8
+_P, _TBL, _SDT = qn("w:p"), qn("w:tbl"), qn("w:sdt")
 
 
 def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
@@ -30,7 +33,7 @@ def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
             file_format="docx",
         ) from None
     skipped = 0
-    for block in document.iter_inner_content():
+    for block in _blocks(document.element.body, document._body):
         sink.check_time()
         if isinstance(block, Paragraph):
             _paragraph(sink, block)
@@ -43,6 +46,25 @@ def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
             sink.table(rows)
     if skipped:
         sink.warnings.append(f"{skipped} table(s) could not be read")
+
+
+def _blocks(element: Any, parent: Any, depth: int = 0) -> Iterator[Paragraph | Table]:
+    """Paragraphs and tables in document order, also inside content controls (``w:sdt``), which
+    python-docx skips; a table of contents is skipped: it repeats the headings."""
+    for child in element.iterchildren():
+        if child.tag == _P:
+            yield Paragraph(child, parent)
+        elif child.tag == _TBL:
+            yield Table(child, parent)
+        elif child.tag == _SDT and depth < _MAX_STYLE_DEPTH and not _is_table_of_contents(child):
+            content = child.find(qn("w:sdtContent"))
+            if content is not None:
+                yield from _blocks(content, parent, depth + 1)
+
+
+def _is_table_of_contents(sdt: Any) -> bool:
+    gallery = sdt.find(f"{qn('w:sdtPr')}/{qn('w:docPartObj')}/{qn('w:docPartGallery')}")
+    return gallery is not None and "contents" in (gallery.get(qn("w:val")) or "").lower()
 
 
 def _paragraph(sink: TextSink, paragraph: Paragraph) -> None:
