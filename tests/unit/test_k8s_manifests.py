@@ -566,3 +566,20 @@ def test_dev_embeds_with_the_model_the_image_carries():
     production = config_map("production", "knowledge-config")["data"]
     assert production["KNOWLEDGE_EMBEDDING_MODEL"] == "/models/embedding"  # bge-m3, baked (Dockerfile)
     assert production["KNOWLEDGE_EMBEDDING_DIMENSION"] == "1024"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_first_deploy_step_holds_everything_the_migration_needs(overlay):
+    """docs/operations.md applies `component in (config,database,migrate)` first, then the rest."""
+    first = {
+        (o["kind"], o["metadata"]["name"].rsplit("-", 1)[0] if o["kind"] == "ConfigMap" else o["metadata"]["name"])
+        for o in rendered(overlay)
+        if o["metadata"]["labels"].get("app.kubernetes.io/component") in {"config", "database", "migrate"}
+    }
+    needed = {("Job", "knowledge-migrate"), ("ServiceAccount", "knowledge-migrate"),
+              ("ConfigMap", "knowledge-config"), ("Cluster", "knowledge-db"), ("NetworkPolicy", "knowledge-db")}
+    if overlay == "production":
+        needed |= {("ObjectStore", "knowledge-backups")}
+    assert needed <= first
+    assert not any(kind == "Deployment" for kind, _ in first)
+    assert "component in (config,database,migrate)" in DOCS.read_text()
