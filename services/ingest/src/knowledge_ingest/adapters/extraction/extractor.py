@@ -74,8 +74,9 @@ class DocumentExtractor:
     def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> int | None:
         partition = self._partitioner(file_format)
         if partition is not None:
-            if file_format == "pdf":
-                pdf.open_pdf(stream)  # encrypted or damaged: the same clear error as natively
+            pages = None
+            if file_format == "pdf":  # encrypted or damaged: the same clear error as natively
+                pages = len(pdf.open_pdf(stream).pages)
                 stream.seek(0)
             try:
                 elements = partition(stream)
@@ -84,7 +85,7 @@ class DocumentExtractor:
                 stream.seek(0)
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
-                return last_page if file_format in ("pdf", "pptx") else None
+                return pages or (last_page if file_format == "pptx" else None)
         try:
             return _NATIVE[file_format](stream, sink)
         except (ExtractionFailed, LimitReached, MemoryError):
