@@ -53,6 +53,7 @@ class GrpcApp:
     port: int = 0
     shutdown_grace_s: float = 10.0
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: HealthServicer | None = field(default=None, init=False)
@@ -101,6 +102,8 @@ class GrpcApp:
         if self.bound_port == 0:
             raise SettingsError(f"cannot listen on {self.host}:{self.port}")
         await self.server.start()
+        for begin in self.on_start:  # background work (e.g. job workers) once the server listens
+            await begin()
         for name in ["", *names]:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("server_started", host=self.host, port=self.bound_port, services=names)

@@ -51,6 +51,9 @@ class _Queries:
     async def execute(self, name: str, sql: str, *args: Any) -> str:
         return await self._call("execute", name, sql, *args)
 
+    async def executemany(self, name: str, sql: str, rows: list[tuple]) -> None:
+        await self._call("executemany", name, sql, rows)
+
 
 class Transaction(_Queries):
     def __init__(self, connection: asyncpg.Connection) -> None:

@@ -1,0 +1,102 @@
+"""Short-lived tokens a service signs for its own calls to internal services.
+
+A background job (an ingest worker reading a blob, embedding chunks) has no caller's token,
+and a user's token rightly lacks the internal capabilities (``blob.write``, ``embed``). The
+calling service therefore signs a token for the tenant it works for, with exactly the
+capabilities it needs, using its key (``KNOWLEDGE_SERVICE_KEY_PATH``, PEM; its public half
+must be in the JWKS the services verify with, under ``KNOWLEDGE_SERVICE_KEY_ID``).
+In the embedded stack this is the development key.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from knowledge_runtime.auth import CAPABILITIES_CLAIM, TENANT_CLAIM
+from knowledge_runtime.settings import CommonSettings, Env, SettingsError
+
+DEFAULT_TTL_S = 300
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceKey:
+    private_pem: bytes
+    key_id: str | None
+    algorithm: str = "RS256"
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> ServiceKey:
+        env = env or Env()
+        path = env.path("SERVICE_KEY_PATH")
+        if path is None:
+            raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key this service signs internal calls with)")
+        try:
+            pem = Path(path).read_bytes()
+        except OSError as error:
+            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: cannot read {path} ({error.strerror})") from None
+        try:
+            key = load_pem_private_key(pem, password=None)
+        except (ValueError, TypeError):
+            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: {path} is not an unencrypted PEM private key") from None
+        algorithm = "ES256" if isinstance(key, ec.EllipticCurvePrivateKey) else "RS256"
+        return cls(private_pem=pem, key_id=env.str("SERVICE_KEY_ID"), algorithm=algorithm)
+
+
+class ServiceTokenSigner:
+    """Signs and caches ``{tenant, capabilities}`` tokens until most of their lifetime is used."""
+
+    def __init__(self, key: ServiceKey, *, issuer: str, audience: str, subject: str, ttl_s: int = DEFAULT_TTL_S):
+        self._key = key
+        self._issuer = issuer
+        self._audience = audience
+        self._subject = subject
+        self._ttl_s = ttl_s
+        self._cache: dict[tuple[str, tuple[str, ...]], tuple[float, str]] = {}
+        self._lock = threading.Lock()
+        try:
+            self.token("startup-check", ())
+        except (ValueError, TypeError, jwt.PyJWTError) as error:
+            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: not a usable signing key ({type(error).__name__})") from None
+
+    @classmethod
+    def for_service(cls, common: CommonSettings, env: Env | None = None) -> ServiceTokenSigner:
+        return cls(
+            ServiceKey.from_env(env),
+            issuer=common.jwt_issuer,
+            audience=common.jwt_audience,
+            subject=f"service:{common.service}",
+        )
+
+    def token(self, tenant: str, capabilities: Iterable[str]) -> str:
+        key = (tenant, tuple(sorted(capabilities)))
+        now = time.time()
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached and cached[0] > now:
+                return cached[1]
+            claims = {
+                "iss": self._issuer,
+                "aud": self._audience,
+                "sub": self._subject,
+                "iat": int(now),
+                "exp": int(now) + self._ttl_s,
+                TENANT_CLAIM: tenant,
+                CAPABILITIES_CLAIM: list(key[1]),
+            }
+            headers = {"kid": self._key.key_id} if self._key.key_id else None
+            token = jwt.encode(claims, self._key.private_pem, algorithm=self._key.algorithm, headers=headers)
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key] = (now + self._ttl_s * 0.8, token)
+            return token
+
+    def metadata(self, tenant: str, capabilities: Iterable[str]) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token(tenant, capabilities)}")]
