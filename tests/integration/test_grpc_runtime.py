@@ -8,14 +8,15 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
-from knowledge_ingest.usecases import CorpusUseCases
+from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.config import IngestSettings
 from knowledge_runtime import clients
 from knowledge_runtime.auth import bind_scope, reset_scope, scope_from_claims
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.logging import configure_logging
 from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.settings import Env
 from knowledge_runtime.tracing import configure_tracing, tracer
 
 pytestmark = pytest.mark.integration
@@ -27,12 +28,21 @@ class ExplodingServicer(IngestServicer):
     async def ListCorpora(self, request, context):
         raise RuntimeError(SECRET)
 
+    async def GetPromptContext(self, request, context):
+        raise NotImplementedError
+
+
+def servicer_for(db: Database, kind: type[IngestServicer] = IngestServicer) -> IngestServicer:
+    """The real ingest servicer (its corpus RPCs are what these tests exercise)."""
+    wired, _ = wire(IngestSettings.from_env(Env({})), db, blobs=None, embedder=None, extract=None)
+    return kind(wired._corpora, wired._documents, wired._uploads, wired._jobs)
+
 
 @pytest.fixture(scope="module")
 async def ingest_server(migrated_pg, verifier):
     configure_tracing("test", None)
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
-    app = GrpcApp(services=[service_spec(IngestServicer(CorpusUseCases(PostgresCorpora(db))))], verifier=verifier)
+    app = GrpcApp(services=[service_spec(servicer_for(db))], verifier=verifier)
     port = await app.start()
     yield f"127.0.0.1:{port}"
     await app.stop()
@@ -127,15 +137,9 @@ async def test_listing_paginates(stub, make_token):
     assert seen == ["c0", "c1", "c2", "c3", "c4"]
 
 
-async def test_an_unimplemented_method_says_so(stub, make_token):
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id="1"), metadata=auth(make_token("t")))
-    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
-
-
 async def test_an_unexpected_exception_is_internal_without_internals(migrated_pg, verifier, make_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
-    app = GrpcApp(services=[service_spec(ExplodingServicer(CorpusUseCases(PostgresCorpora(db))))], verifier=verifier)
+    app = GrpcApp(services=[service_spec(servicer_for(db, ExplodingServicer))], verifier=verifier)
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -143,10 +147,15 @@ async def test_an_unexpected_exception_is_internal_without_internals(migrated_pg
                 await ingest_pb2_grpc.IngestServiceStub(channel).ListCorpora(
                     ingest_pb2.ListCorporaRequest(), metadata=auth(make_token("t"))
                 )
+            with pytest.raises(grpc.aio.AioRpcError) as unimplemented:
+                await ingest_pb2_grpc.IngestServiceStub(channel).GetPromptContext(
+                    ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token("t"))
+                )
     finally:
         await app.stop()
         await db.close()
     error = caught.value
+    assert unimplemented.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert error.code() == grpc.StatusCode.INTERNAL
     assert error.details() == "internal error"
     assert error_info(error).reason == "INTERNAL"

@@ -32,6 +32,7 @@ def service_env(name: str, port: int, pg, keys_dir, tmp_path, **extra: str) -> d
             f"KNOWLEDGE_{key}_PORT": str(port),
             "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
             "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+            "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
             "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
         }
     )

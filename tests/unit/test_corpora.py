@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 from knowledge_ingest.domain.errors import InvalidCorpus
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
-from knowledge_ingest.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
+from knowledge_ingest.service_layer.corpora import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
 from knowledge_runtime.auth import Scope
 
 

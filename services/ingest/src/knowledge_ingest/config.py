@@ -4,18 +4,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowledge_runtime.settings import CommonSettings, Env
+from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
     common: CommonSettings
     database_pool_size: int
+    content_index_address: str
+    embedder_address: str
+    max_upload_bytes: int
+    workers: int
+    lease_s: float
+    max_attempts: int
+    retry_base_s: float
+    chunk_max_chars: int
+    embed_batch: int
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
         env = env or Env()
         return cls(
             common=CommonSettings.from_env("ingest", env),
-            database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
+            database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
+            content_index_address=service_address("content-index", env),
+            embedder_address=service_address("embedder", env),
+            max_upload_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+            workers=env.int("INGEST_WORKERS", 2, minimum=0, maximum=64),
+            lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
+            max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
+            retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
+            chunk_max_chars=env.int("CHUNK_MAX_CHARS", 1500, minimum=200, maximum=20000),
+            embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
         )

@@ -5,13 +5,19 @@ from __future__ import annotations
 from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
+from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.model import Corpus
+from knowledge_ingest.domain.text import TextPage
 
 
 def timestamp(value) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(value)
     return stamp
+
+
+def state_value(state) -> int:
+    return ingest_pb2.DocumentState.Value(f"DOCUMENT_STATE_{state.value}")
 
 
 def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
@@ -23,3 +29,58 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         chunk_count=corpus.chunk_count,
         create_time=timestamp(corpus.create_time),
     )
+
+
+def document_message(document: Document) -> ingest_pb2.Document:
+    return ingest_pb2.Document(
+        document_id=str(document.document_id),
+        corpus_id=str(document.corpus_id),
+        filename=document.filename,
+        state=state_value(document.state),
+        error=document.error or "",
+        chunk_count=document.chunk_count,
+        size_bytes=document.size_bytes,
+        mime_type=document.mime_type,
+        extractable=bool(document.extractable),
+        source_url=document.source_url or "",
+        job_id=str(document.job_id) if document.job_id else "",
+        create_time=timestamp(document.create_time),
+        update_time=timestamp(document.update_time),
+    )
+
+
+def job_message(job: Job) -> ingest_pb2.IngestJob:
+    message = ingest_pb2.IngestJob(
+        job_id=str(job.job_id),
+        state=state_value(job.state),
+        progress=round(job.progress, 4),
+        stage=job.stage,
+        error=job.error or "",
+        corpus_id=str(job.corpus_id),
+        filename=job.filename,
+        attempt=job.attempts,
+        create_time=timestamp(job.create_time),
+        update_time=timestamp(job.update_time),
+    )
+    if job.result is not None:
+        message.result.CopyFrom(ingest_pb2.IngestResult(
+            document_id=str(job.result.document_id),
+            chunk_count=job.result.chunk_count,
+            message=job.result.message,
+            duplicate=job.result.duplicate,
+            re_extracted=job.result.re_extracted,
+            extractable=job.result.extractable,
+        ))
+    return message
+
+
+def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
+    message = ingest_pb2.GetDocumentTextResponse(document_id=str(page.document_id), text=page.text)
+    if page.page is not None:
+        message.page = page.page
+        message.page_count = page.page_count
+    if page.next_page is not None:
+        message.next_page = page.next_page
+    if page.previous_page is not None:
+        message.previous_page = page.previous_page
+    return message

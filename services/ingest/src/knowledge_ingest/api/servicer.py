@@ -1,7 +1,4 @@
-"""IngestService over gRPC: validate, call one use case, convert.
-
-RPCs not overridden here answer UNIMPLEMENTED (from the generated base) until their issue lands.
-"""
+"""IngestService over gRPC: validate, call one use case, convert."""
 
 from __future__ import annotations
 
@@ -11,8 +8,12 @@ from knowledge_runtime.auth import current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.api.convert import corpus_message
-from knowledge_ingest.usecases import CorpusUseCases, page_of
+from knowledge_ingest.api.convert import corpus_message, document_message, job_message, text_message
+from knowledge_ingest.api.upload_stream import upload_source
+from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
+from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.jobs import JobUseCases
+from knowledge_ingest.service_layer.uploads import UploadUseCases
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",
@@ -29,26 +30,74 @@ CAPABILITIES = {
     "RetryIngestJob": "document.upload",
     "IngestText": "document.upload",
 }
+Context = grpc.aio.ServicerContext
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
-    def __init__(self, corpora: CorpusUseCases) -> None:
+    def __init__(self, corpora: CorpusUseCases, documents: DocumentUseCases, uploads: UploadUseCases,
+                 jobs: JobUseCases) -> None:
         self._corpora = corpora
+        self._documents = documents
+        self._uploads = uploads
+        self._jobs = jobs
 
-    async def CreateCorpus(
-        self, request: ingest_pb2.CreateCorpusRequest, context: grpc.aio.ServicerContext
-    ) -> ingest_pb2.Corpus:
+    async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
         return corpus_message(corpus)
 
-    async def ListCorpora(
-        self, request: ingest_pb2.ListCorporaRequest, context: grpc.aio.ServicerContext
-    ) -> ingest_pb2.ListCorporaResponse:
+    async def ListCorpora(self, request: ingest_pb2.ListCorporaRequest, context: Context) -> ingest_pb2.ListCorporaResponse:
         page = page_of(request.page_size, decode_page_token(request.page_token))
         corpora, next_after = await self._corpora.list_corpora(current_scope(), page)
         return ingest_pb2.ListCorporaResponse(
             corpora=[corpus_message(c) for c in corpora], next_page_token=encode_page_token(next_after)
         )
+
+    async def UploadDocument(self, request_iterator, context: Context) -> ingest_pb2.UploadDocumentResponse:
+        job = await self._uploads.upload(current_scope(), await upload_source(request_iterator))
+        return ingest_pb2.UploadDocumentResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
+                                                 corpus_id=str(job.corpus_id))
+
+    async def IngestText(self, request: ingest_pb2.IngestTextRequest, context: Context) -> ingest_pb2.IngestTextResponse:
+        job = await self._uploads.ingest_text(current_scope(), request.corpus_id, request.text, request.title,
+                                              request.source_url)
+        return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
+                                             corpus_id=str(job.corpus_id))
+
+    async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
+        return job_message(await self._jobs.get(current_scope(), request.job_id))
+
+    async def CancelIngestJob(self, request, context: Context) -> ingest_pb2.CancelIngestJobResponse:
+        return ingest_pb2.CancelIngestJobResponse(job=job_message(await self._jobs.cancel(current_scope(), request.job_id)))
+
+    async def RetryIngestJob(self, request, context: Context) -> ingest_pb2.RetryIngestJobResponse:
+        return ingest_pb2.RetryIngestJobResponse(job=job_message(await self._jobs.retry(current_scope(), request.job_id)))
+
+    async def GetDocument(self, request: ingest_pb2.GetDocumentRequest, context: Context) -> ingest_pb2.Document:
+        return document_message(await self._documents.get(current_scope(), request.document_id))
+
+    async def ListDocuments(self, request, context: Context) -> ingest_pb2.ListDocumentsResponse:
+        page = page_of(request.page_size, decode_page_token(request.page_token))
+        documents, next_after = await self._documents.list(current_scope(), request.corpus_id, page)
+        return ingest_pb2.ListDocumentsResponse(documents=[document_message(d) for d in documents],
+                                                next_page_token=encode_page_token(next_after))
+
+    async def GetDocumentText(self, request, context: Context) -> ingest_pb2.GetDocumentTextResponse:
+        return text_message(await self._documents.text(current_scope(), request.document_id, request.page))
+
+    async def MoveDocuments(self, request: ingest_pb2.MoveDocumentsRequest, context: Context):
+        moved = await self._documents.move(current_scope(), request.target_corpus_id, list(request.document_ids),
+                                           request.source_corpus_id, request.all_documents)
+        return ingest_pb2.MoveDocumentsResponse(moved_count=len(moved), moved_document_ids=[str(d) for d in moved])
+
+    async def DeleteDocument(self, request, context: Context) -> ingest_pb2.DeleteDocumentResponse:
+        deleted = await self._documents.delete(current_scope(), request.document_id)
+        return ingest_pb2.DeleteDocumentResponse(document_id=str(deleted.document_id),
+                                                 deleted_chunk_count=deleted.chunk_count,
+                                                 cancelled_job_id=deleted.cancelled_job_id or "")
+
+    async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
+        text, documents, corpora = await self._documents.prompt_context(current_scope())
+        return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import AlreadyExists, InvalidArgument
+from knowledge_runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 
 
 class InvalidCorpus(InvalidArgument):
@@ -18,3 +18,47 @@ class CorpusNameTaken(AlreadyExists):
     def __init__(self, name: str) -> None:
         super().__init__("a corpus with this name already exists", metadata={"name": name[:200]})
 
+
+
+class InvalidRequest(InvalidArgument):
+    reason = "INVALID_REQUEST"
+
+    def __init__(self, message: str, *, field: str, reason: str | None = None, **metadata: str) -> None:
+        super().__init__(message, reason=reason, metadata={"field": field, **metadata})
+
+
+class CorpusNotFound(NotFound):
+    """Also what another tenant's corpus answers."""
+
+    reason = "CORPUS_NOT_FOUND"
+
+    def __init__(self, corpus_id: str) -> None:
+        super().__init__("corpus not found", metadata={"corpus_id": corpus_id[:40]})
+
+
+class DocumentNotFound(NotFound):
+    reason = "DOCUMENT_NOT_FOUND"
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__("document not found", metadata={"document_id": document_id[:40]})
+
+
+class JobNotFound(NotFound):
+    reason = "INGEST_JOB_NOT_FOUND"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__("ingest job not found", metadata={"job_id": job_id[:40]})
+
+
+class UploadTooLarge(ResourceExhausted):
+    reason = "UPLOAD_TOO_LARGE"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the upload exceeds the limit of {limit} bytes", metadata={"limit_bytes": str(limit)})
+
+
+class JobFinished(FailedPrecondition):
+    reason = "INGEST_JOB_FINISHED"
+
+    def __init__(self, state: str) -> None:
+        super().__init__(f"the job already ended as {state}", metadata={"state": state})

@@ -1,4 +1,4 @@
-"""Ingest use cases: what a caller can ask, independent of gRPC and PostgreSQL."""
+"""Corpora: create and list, per tenant."""
 
 from __future__ import annotations
 

@@ -1,0 +1,95 @@
+"""Clients of the content-index and embedder services.
+
+Ingest calls them with a token it signs for the tenant it works for, carrying only the
+internal capability each call needs: a user's token has no ``blob.write`` or ``embed``, and
+a background job has no user token at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import grpc
+from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.clients import channel
+from knowledge_runtime.errors import DomainError, Unavailable
+from knowledge_runtime.interceptors import domain_error_from
+from knowledge_runtime.service_tokens import ServiceTokenSigner
+
+from knowledge_ingest.domain.ports import StoredBlob
+
+WRITE_CHUNK_BYTES = 256 * 1024
+_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED,
+              grpc.StatusCode.ABORTED}
+
+
+def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
+    """A transient failure of a dependency is Unavailable (retried); others keep their reason."""
+    translated = domain_error_from(error)
+    if error.code() in _TRANSIENT and translated.reason != "UPLOAD_TOO_LARGE":
+        return Unavailable(f"the {what} is unavailable")
+    return translated
+
+
+class ContentIndexClient:
+    def __init__(self, address: str, signer: ServiceTokenSigner) -> None:
+        self._channel = channel(address)
+        self._stub = content_index_pb2_grpc.ContentIndexServiceStub(self._channel)
+        self._signer = signer
+
+    async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+        async def requests() -> AsyncIterator[content_index_pb2.WriteBlobRequest]:
+            yield content_index_pb2.WriteBlobRequest(
+                header=content_index_pb2.WriteBlobHeader(filename=filename, mime_type=mime_type))
+            async for chunk in chunks:
+                for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
+                    yield content_index_pb2.WriteBlobRequest(chunk=chunk[start:start + WRITE_CHUNK_BYTES])
+
+        call = self._stub.WriteBlob(requests(), metadata=self._signer.metadata(tenant, ["blob.write"]))
+        try:
+            reply = await call
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "content index") from None
+        return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+
+    async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
+        request = content_index_pb2.ReadBlobRequest(blob_id=str(blob_id))
+        size = 0
+        try:
+            with open(target, "wb") as handle:
+                async for reply in self._stub.ReadBlob(request, metadata=self._signer.metadata(tenant, ["blob.read"])):
+                    if reply.WhichOneof("payload") == "chunk":
+                        handle.write(reply.chunk)
+                        size += len(reply.chunk)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "content index") from None
+        return size
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class EmbedderClient:
+    def __init__(self, address: str, signer: ServiceTokenSigner, timeout_s: float = 300.0) -> None:
+        self._channel = channel(address)
+        self._stub = embedder_pb2_grpc.EmbedderServiceStub(self._channel)
+        self._signer = signer
+        self._timeout_s = timeout_s
+
+    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            reply = await self._stub.EmbedTexts(
+                embedder_pb2.EmbedTextsRequest(texts=list(texts)),
+                metadata=self._signer.metadata(tenant, ["embed"]),
+                timeout=self._timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "embedder") from None
+        return [list(vector.values) for vector in reply.vectors]
+
+    async def close(self) -> None:
+        await self._channel.close()

@@ -1,0 +1,159 @@
+"""The upload RPC's message stream → one ``UploadSource`` (corpus, name, type, bytes as they come).
+
+Through the gateway a raw body arrives as ``http_body`` chunks with ``?corpus_id=&filename=``
+bound to the first message; a browser's multipart/form-data body is parsed as it streams
+(fields ``corpus_id`` and ``file``). The corpus must be known before the file's first byte
+(a query parameter or a form field placed before the file), so nothing is written for a
+corpus the caller cannot use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from knowledge.v1 import ingest_pb2
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.service_layer.uploads import UploadSource
+
+MAX_FIELD_BYTES = 4096
+
+
+async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest]) -> UploadSource:
+    first = await anext(aiter(requests), None)
+    if first is None:
+        raise InvalidRequest("the upload is empty", field="http_body")
+    content_type = first.http_body.content_type or "application/octet-stream"
+    media_type, options = parse_options_header(content_type)
+    if media_type == b"multipart/form-data":
+        boundary = options.get(b"boundary")
+        if not boundary:
+            raise InvalidRequest("multipart/form-data needs a boundary", field="http_body")
+        return await _MultipartUpload(first, requests, boundary).source()
+    if not first.filename:
+        raise InvalidRequest("filename is required (query parameter ?filename=)", field="filename")
+    if not first.corpus_id:
+        raise InvalidRequest("corpus_id is required (query parameter ?corpus_id=)", field="corpus_id")
+
+    async def raw() -> AsyncIterator[bytes]:
+        if first.http_body.data:
+            yield first.http_body.data
+        async for message in requests:
+            if message.http_body.data:
+                yield message.http_body.data
+
+    return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), raw())
+
+
+class _MultipartUpload:
+    """Feeds the body to a streaming multipart parser; yields the file part's bytes."""
+
+    def __init__(self, first, requests, boundary: bytes) -> None:
+        self._first = first
+        self._requests = requests
+        self._fields: dict[str, bytearray] = {}
+        self._events: list[tuple[str, object]] = []
+        self._name = ""
+        self._filename = ""
+        self._part_type = ""
+        self._header_field = b""
+        self._header_value = b""
+        self._headers: dict[bytes, bytes] = {}
+        self._parser = MultipartParser(boundary, {
+            "on_part_begin": self._part_begin,
+            "on_header_field": lambda data, start, end: self._add("field", data[start:end]),
+            "on_header_value": lambda data, start, end: self._add("value", data[start:end]),
+            "on_header_end": self._header_end,
+            "on_headers_finished": lambda: self._events.append(("header", dict(self._headers))),
+            "on_part_data": lambda data, start, end: self._events.append(("data", bytes(data[start:end]))),
+            "on_part_end": lambda: self._events.append(("end", b"")),
+        })
+        self._in_file = False
+        self._file_started = False
+        self._file_done = False
+
+    def _part_begin(self) -> None:
+        self._headers = {}
+        self._events.append(("begin", b""))
+
+    def _add(self, which: str, data: bytes) -> None:
+        if which == "field":
+            self._header_field += data
+        else:
+            self._header_value += data
+
+    def _header_end(self) -> None:
+        self._headers[self._header_field.lower()] = self._header_value
+        self._header_field, self._header_value = b"", b""
+
+    async def _bodies(self) -> AsyncIterator[bytes]:
+        if self._first.http_body.data:
+            yield self._first.http_body.data
+        async for message in self._requests:
+            if message.http_body.data:
+                yield message.http_body.data
+
+    def _describe_part(self, headers: dict[bytes, bytes]) -> None:
+        """Headers travel with their event: the parser may already be several parts ahead."""
+        disposition, params = parse_options_header(headers.get(b"content-disposition", b""))
+        self._name = params.get(b"name", b"").decode("utf-8", "replace")
+        self._filename = params.get(b"filename", b"").decode("utf-8", "replace")
+        self._part_type = headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
+
+    async def source(self) -> UploadSource:
+        bodies = self._bodies()
+        pending: list[bytes] = []
+        async for body in bodies:  # read fields until the file part starts
+            self._parser.write(body)
+            pending += self._drain_until_file()
+            if self._file_started:
+                break
+        if not self._file_started:
+            raise InvalidRequest("the form has no file part named 'file'", field="file")
+        corpus_id = self._first.corpus_id or self._fields.get("corpus_id", bytearray()).decode("utf-8", "replace")
+        if not corpus_id:
+            raise InvalidRequest("corpus_id must come before the file (form field or query parameter)",
+                                 field="corpus_id")
+        filename = self._filename or self._first.filename
+        if not filename:
+            raise InvalidRequest("the file part has no filename", field="file")
+        return UploadSource(corpus_id.strip(), filename, self._part_type, self._file_bytes(bodies, pending))
+
+    def _drain_until_file(self) -> list[bytes]:
+        """Handle parser events; once inside the file part, return the file bytes seen so far."""
+        file_bytes: list[bytes] = []
+        events, self._events = self._events, []
+        for kind, data in events:
+            if self._file_done:
+                break  # parts after the file are ignored
+            if self._in_file:
+                if kind == "data":
+                    file_bytes.append(data)
+                elif kind == "end":
+                    self._in_file = False
+                    self._file_done = True
+                continue
+            if kind == "header":
+                self._describe_part(data)
+                if self._name == "file":
+                    self._in_file = self._file_started = True
+            elif kind == "data" and self._name and self._name != "file":
+                field = self._fields.setdefault(self._name, bytearray())
+                if len(field) + len(data) > MAX_FIELD_BYTES:
+                    raise InvalidRequest(f"form field {self._name!r} is too long", field=self._name[:40])
+                field.extend(data)
+        return file_bytes
+
+    async def _file_bytes(self, bodies: AsyncIterator[bytes], pending: list[bytes]) -> AsyncIterator[bytes]:
+        for data in pending:
+            yield data
+        if self._file_done:
+            return
+        async for body in bodies:
+            self._parser.write(body)
+            for data in self._drain_until_file():
+                yield data
+            if self._file_done:
+                return
+        raise InvalidRequest("the multipart body ended inside the file part", field="file")

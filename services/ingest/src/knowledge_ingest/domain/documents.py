@@ -1,0 +1,157 @@
+"""Documents and ingestion jobs: states, honest progress, results, safe filenames."""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from knowledge_ingest.domain.errors import InvalidRequest
+
+MAX_FILENAME_CHARS = 255
+_UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
+
+
+class State(enum.StrEnum):
+    QUEUED = "QUEUED"
+    EXTRACTING = "EXTRACTING"
+    CHUNKING = "CHUNKING"
+    EMBEDDING = "EMBEDDING"
+    STORING = "STORING"
+    SEARCHABLE = "SEARCHABLE"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({State.SEARCHABLE, State.FAILED, State.CANCELLED})
+RUNNING = frozenset({State.EXTRACTING, State.CHUNKING, State.EMBEDDING, State.STORING})
+
+
+def progress_of(state: State, done: int = 0, total: int = 0) -> tuple[float, str]:
+    """(progress in 0..1, stage text) for a state; embedding moves with chunks done k/n."""
+    if state is State.EMBEDDING:
+        fraction = done / total if total else 1.0
+        return 0.2 + 0.7 * fraction, f"embedding {done}/{total}"
+    return _FIXED[state]
+
+
+_FIXED = {
+    State.QUEUED: (0.0, "queued"),
+    State.EXTRACTING: (0.05, "extracting"),
+    State.CHUNKING: (0.15, "chunking"),
+    State.STORING: (0.92, "storing"),
+    State.SEARCHABLE: (1.0, "searchable"),
+    State.FAILED: (1.0, "failed"),
+    State.CANCELLED: (1.0, "cancelled"),
+}
+
+
+def safe_filename(name: str) -> str:
+    """Basename, then every character outside ``[\\w.-]`` becomes ``_`` (never empty, bounded)."""
+    base = os.path.basename(name.replace("\\", "/").replace("\x00", ""))
+    cleaned = _UNSAFE.sub("_", base).lstrip(".") or "upload"
+    if len(cleaned) > MAX_FILENAME_CHARS:
+        stem, dot, ext = cleaned.rpartition(".")
+        keep = ext if dot and len(ext) <= 16 else ""
+        cleaned = cleaned[: MAX_FILENAME_CHARS - len(keep) - 1] + ("." + keep if keep else "")
+    return cleaned
+
+
+def parse_id(value: str, field: str) -> int:
+    """Identifiers travel as opaque strings; ours are positive integers."""
+    if not value or not value.isdigit() or len(value) > 18 or int(value) <= 0:
+        raise InvalidRequest(f"{field} is not a valid identifier", field=field)
+    return int(value)
+
+
+def parse_job_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise InvalidRequest("job_id is not a valid identifier", field="job_id") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    document_id: int
+    corpus_id: int
+    filename: str
+    state: State
+    error: str | None
+    chunk_count: int
+    size_bytes: int
+    mime_type: str
+    extractable: bool | None
+    source_url: str | None
+    job_id: uuid.UUID | None
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    document_id: int
+    chunk_count: int
+    duplicate: bool = False
+    re_extracted: bool = False
+    extractable: bool = True
+
+    @property
+    def message(self) -> str:
+        """Four variants: (fresh | re-extracted) x (text found | no text found); duplicates say so."""
+        if self.duplicate:
+            return "This file is already in the knowledge base; the existing document was kept."
+        if self.re_extracted:
+            if self.extractable:
+                return f"The document was extracted again: {self.chunk_count} chunks are searchable."
+            return "The document was extracted again, but no text was found in it."
+        if self.extractable:
+            return f"The document was ingested: {self.chunk_count} chunks are searchable."
+        return "The document was stored, but no text was found in it, so it cannot be searched."
+
+    def as_json(self) -> dict:
+        return {
+            "document_id": self.document_id,
+            "chunk_count": self.chunk_count,
+            "duplicate": self.duplicate,
+            "re_extracted": self.re_extracted,
+            "extractable": self.extractable,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> JobResult:
+        return cls(
+            document_id=int(data["document_id"]),
+            chunk_count=int(data["chunk_count"]),
+            duplicate=bool(data.get("duplicate", False)),
+            re_extracted=bool(data.get("re_extracted", False)),
+            extractable=bool(data.get("extractable", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    job_id: uuid.UUID
+    tenant: str
+    corpus_id: int
+    document_id: int | None
+    blob_id: int | None
+    filename: str
+    mime_type: str
+    state: State
+    stage: str
+    progress: float
+    error: str | None
+    attempts: int
+    cancel_requested: bool
+    re_extract: bool
+    create_time: datetime
+    update_time: datetime
+    result: JobResult | None = None  # set only on the one poll that delivers it

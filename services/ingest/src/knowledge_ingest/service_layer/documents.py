@@ -1,0 +1,90 @@
+"""Documents: list, get, move, delete, paginated text, and the agent's prompt context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge_runtime.auth import Scope
+
+from knowledge_ingest.domain.documents import Document, parse_id
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.model import Page
+from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.domain.text import TextPage, paginate
+
+
+@dataclass(frozen=True)
+class Deleted:
+    document_id: int
+    chunk_count: int
+    cancelled_job_id: str | None
+
+
+@dataclass
+class DocumentUseCases:
+    store: IngestStore
+
+    async def get(self, scope: Scope, document_id: str) -> Document:
+        document = await self.store.document(scope.tenant, parse_id(document_id, "document_id"))
+        if document is None:
+            raise DocumentNotFound(document_id)
+        return document
+
+    async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
+        key = parse_id(corpus_id, "corpus_id")
+        if not await self.store.corpus_accepts_uploads(scope.tenant, key):
+            raise CorpusNotFound(corpus_id)
+        found = await self.store.list_documents(scope.tenant, key, Page(size=page.size + 1, after_id=page.after_id))
+        if len(found) > page.size:
+            items = found[: page.size]
+            return items, items[-1].document_id
+        return found, None
+
+    async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
+        key = parse_id(document_id, "document_id")
+        if await self.store.document(scope.tenant, key) is None:
+            raise DocumentNotFound(document_id)
+        return paginate(key, await self.store.document_chunks(scope.tenant, key), page)
+
+    async def move(self, scope: Scope, target_corpus_id: str, document_ids: list[str],
+                   source_corpus_id: str, all_documents: bool) -> list[int]:
+        target = parse_id(target_corpus_id, "target_corpus_id")
+        if not await self.store.corpus_accepts_uploads(scope.tenant, target):
+            raise CorpusNotFound(target_corpus_id)
+        source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
+        if document_ids:
+            keys = [parse_id(d, "document_ids") for d in document_ids]
+        elif all_documents and source is not None:
+            if not await self.store.corpus_accepts_uploads(scope.tenant, source):
+                raise CorpusNotFound(source_corpus_id)
+            keys = await self.store.movable_documents(scope.tenant, source)
+        else:
+            movable = await self.store.movable_documents(scope.tenant, source)
+            listed = ",".join(str(d) for d in movable[:100])
+            raise InvalidRequest(
+                "name the documents to move, or set all_documents with a source_corpus_id; "
+                f"documents that could be moved: [{listed}]",
+                field="document_ids", reason="NOTHING_TO_MOVE", movable_document_ids=listed,
+            )
+        moved, missing = await self.store.move(scope.tenant, target, keys)
+        if missing:  # all or nothing: another tenant's document is simply not found
+            raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
+        return moved
+
+    async def delete(self, scope: Scope, document_id: str) -> Deleted:
+        key = parse_id(document_id, "document_id")
+        outcome = await self.store.delete_document(scope.tenant, key)
+        if outcome is None:
+            raise DocumentNotFound(document_id)
+        chunks, job = outcome
+        return Deleted(key, chunks, str(job) if job else None)
+
+    async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
+        corpora = await self.store.corpus_summary(scope.tenant)
+        if not corpora:
+            return "", 0, 0
+        documents = sum(count for _, _, count in corpora)
+        names = ", ".join(f"{name} (corpus_id={corpus_id})" for corpus_id, name, _ in corpora)
+        text = (f"- Knowledge: {documents} documents across {len(corpora)} corpora: {names}. "
+                "Use `search_documents` to find content.")
+        return text, documents, len(corpora)

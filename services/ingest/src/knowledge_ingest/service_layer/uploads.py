@@ -1,0 +1,68 @@
+"""Uploads and text ingestion: safe name, capped stream, corpus check, blob, then the job."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from knowledge_runtime.auth import Scope
+
+from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest, UploadTooLarge
+from knowledge_ingest.domain.ports import BlobStore, IngestStore
+
+MAX_TITLE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class UploadSource:
+    """An upload as the API layer hands it over: what it claims, then its bytes as they arrive."""
+
+    corpus_id: str
+    filename: str
+    mime_type: str
+    chunks: AsyncIterator[bytes]
+    source_url: str | None = None
+
+
+async def capped(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    """The stream, failing as soon as it crosses ``limit`` bytes (never read whole)."""
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if seen > limit:
+            raise UploadTooLarge(limit)
+        yield chunk
+
+
+async def _one(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+@dataclass
+class UploadUseCases:
+    store: IngestStore
+    blobs: BlobStore
+    max_upload_bytes: int
+
+    async def upload(self, scope: Scope, source: UploadSource) -> Job:
+        filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
+        corpus_id = parse_id(source.corpus_id, "corpus_id")
+        if not await self.store.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
+            raise CorpusNotFound(source.corpus_id)
+        # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
+        blob = await self.blobs.write(scope.tenant, filename, source.mime_type,
+                                      capped(source.chunks, self.max_upload_bytes))
+        return await self.store.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
+
+    async def ingest_text(self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str) -> Job:
+        """The web-page path: the text is a blob like any upload, so dedup works on its hash."""
+        if not text.strip():
+            raise InvalidRequest("text must not be empty", field="text")
+        data = text.encode("utf-8")
+        if len(data) > self.max_upload_bytes:
+            raise UploadTooLarge(self.max_upload_bytes)
+        name = (title.strip() or source_url.strip() or "text")[:MAX_TITLE_CHARS]
+        filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
+        source = UploadSource(corpus_id, filename, "text/plain; charset=utf-8", _one(data), source_url or None)
+        return await self.upload(scope, source)

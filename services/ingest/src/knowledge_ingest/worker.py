@@ -1,0 +1,59 @@
+"""Workers that claim jobs from PostgreSQL (any number, in any number of replicas)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+import structlog
+
+from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.service_layer.pipeline import Pipeline
+
+log = structlog.get_logger("knowledge.ingest.worker")
+
+
+@dataclass
+class Workers:
+    store: IngestStore
+    pipeline: Pipeline
+    count: int
+    lease_s: float
+    poll_s: float = 0.5
+    _tasks: list[asyncio.Task] = field(default_factory=list)
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def start(self) -> None:
+        base = f"{socket.gethostname()}:{os.getpid()}"
+        self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}"))
+                       for i in range(self.count)]
+
+    async def stop(self) -> None:
+        """Stop claiming; a job in flight is abandoned and its lease expires for another worker."""
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _loop(self, owner: str) -> None:
+        while not self._stopping.is_set():
+            try:
+                lease = await self.store.claim(owner, self.lease_s)
+            except Exception:
+                log.exception("ingest_claim_failed")
+                lease = None
+            if lease is None:
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), timeout=self.poll_s)
+                except TimeoutError:
+                    pass
+                continue
+            structlog.contextvars.bind_contextvars(tenant=lease.job.tenant, job_id=str(lease.job.job_id))
+            try:
+                await self.pipeline.run(lease)
+            finally:
+                structlog.contextvars.unbind_contextvars("tenant", "job_id")

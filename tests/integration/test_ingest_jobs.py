@@ -1,0 +1,313 @@
+"""Ingest over real PostgreSQL and a real gRPC server; content-index and embedder as fakes at
+their ports (the whole chain with the real services is in test_ingest_stack.py)."""
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import grpc
+import pytest
+from google.api import httpbody_pb2
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
+from knowledge_ingest.domain.ports import StoredBlob
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.settings import Env
+
+from knowledge_ingest.api.servicer import service_spec
+
+pytestmark = pytest.mark.integration
+DIMENSION = 384
+
+
+class MemoryBlobs:
+    """Bytes in memory; the content_blobs row that documents reference is written as admin."""
+
+    def __init__(self, admin: Database) -> None:
+        self.admin = admin
+        self.blobs: dict[int, bytes] = {}
+        self.writes = 0
+
+    async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+        self.writes += 1
+        data = b"".join([c async for c in chunks])
+        digest = hashlib.sha256(data).hexdigest()
+        blob_id = await self.admin.fetchval(
+            "blob", "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ($1, $2, 'memory:') "
+            "ON CONFLICT (content_hash) DO UPDATE SET size_bytes = EXCLUDED.size_bytes RETURNING blob_id",
+            digest, len(data))
+        existed = blob_id in self.blobs
+        self.blobs[blob_id] = data
+        return StoredBlob(blob_id, len(data), existed)
+
+    async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
+        target.write_bytes(self.blobs[blob_id])
+        return len(self.blobs[blob_id])
+
+
+class CountingEmbedder:
+    """Deterministic vectors; can fail the first calls as if the embedder were down, or stall."""
+
+    def __init__(self) -> None:
+        self.failures_left = 0
+        self.calls = 0
+        self.gate: asyncio.Event | None = None
+
+    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise Unavailable("the embedder is unavailable")
+        vectors = []
+        for text in texts:
+            seed = hashlib.sha256(text.encode()).digest()
+            vector = [(seed[i % 32] - 128) / 128.0 + 0.01 for i in range(DIMENSION)]
+            vectors.append(vector)
+        return vectors
+
+
+def extract(path: Path, filename: str, mime_type: str) -> Extracted:
+    data = path.read_bytes()
+    if data.startswith(b"%PDF-broken"):
+        raise ExtractionFailed("the PDF is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT)
+    text = data.decode("utf-8", "replace")
+    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
+
+
+def settings(**overrides: str) -> IngestSettings:
+    values = {"KNOWLEDGE_INGEST_WORKERS": "2", "KNOWLEDGE_INGEST_LEASE_S": "5", "KNOWLEDGE_INGEST_RETRY_BASE_S": "0.1",
+              "KNOWLEDGE_MAX_UPLOAD_BYTES": "100000", "KNOWLEDGE_INGEST_EMBED_BATCH": "4",
+              "KNOWLEDGE_CHUNK_MAX_CHARS": "400", **overrides}
+    return IngestSettings.from_env(Env(values))
+
+
+@pytest.fixture
+async def ingest(migrated_pg, verifier):
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
+    admin = await Database.connect(migrated_pg.url())
+    blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
+    servicer, workers = wire(settings(), db, blobs, embedder, extract)
+    app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start],
+                  on_stop=[workers.stop])
+    port = await app.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield ingest_pb2_grpc.IngestServiceStub(channel), blobs, embedder, db
+    await channel.close()
+    await app.stop()
+    await db.close()
+    await admin.close()
+
+
+def auth(make_token, tenant: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {make_token(tenant)}")]
+
+
+async def new_corpus(stub, metadata, name: str | None = None) -> str:
+    reply = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name or uuid.uuid4().hex[:12]),
+                                    metadata=metadata)
+    return reply.corpus_id
+
+
+async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str = "notes.txt", piece: int = 1000):
+    async def requests():
+        for start in range(0, max(len(data), 1), piece):
+            yield ingest_pb2.UploadDocumentRequest(
+                corpus_id=corpus_id if start == 0 else "", filename=filename if start == 0 else "",
+                http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=data[start:start + piece]))
+    return await stub.UploadDocument(requests(), metadata=metadata)
+
+
+async def wait_terminal(stub, metadata, job_id: str, timeout: float = 30.0) -> ingest_pb2.IngestJob:
+    deadline = asyncio.get_running_loop().time() + timeout
+    seen = []
+    while asyncio.get_running_loop().time() < deadline:
+        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job_id), metadata=metadata)
+        seen.append(job)
+        if job.state in (ingest_pb2.DOCUMENT_STATE_SEARCHABLE, ingest_pb2.DOCUMENT_STATE_FAILED,
+                         ingest_pb2.DOCUMENT_STATE_CANCELLED):
+            return job
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job never ended: {seen[-1] if seen else None}")
+
+
+def document_text(sections: int = 6) -> bytes:
+    parts = []
+    for i in range(sections):
+        parts.append(f"# Section {i}\n\n" + " ".join(f"Sentence {i}.{j} about topic {i}." for j in range(20)))
+    return "\n\n".join(parts).encode()
+
+
+async def test_upload_answers_at_once_then_the_job_ends_searchable(ingest, make_token):
+    stub, blobs, embedder, db = ingest
+    metadata = auth(make_token, "t-upload")
+    corpus_id = await new_corpus(stub, metadata)
+    reply = await upload(stub, metadata, corpus_id, document_text(), filename="../../etc/pass wd.txt")
+    assert reply.status == "ingesting" and reply.filename == "pass_wd.txt"
+    job = await wait_terminal(stub, metadata, reply.job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.progress == 1.0
+    assert job.HasField("result") and job.result.chunk_count > 6 and not job.result.duplicate
+    assert "chunks are searchable" in job.result.message
+    again = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    assert not again.HasField("result")  # delivered exactly once
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                      metadata=metadata)
+    assert document.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and document.chunk_count == job.result.chunk_count
+    rows = await db.fetch("t", "SELECT section, metadata FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+                          int(job.result.document_id))
+    assert {r["section"] for r in rows} == {f"Section {i}" for i in range(6)}
+    text = await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id),
+                                      metadata=metadata)
+    assert text.text.startswith("# Section 0") and "Sentence 5.19 about topic 5." in text.text
+    assert not text.HasField("page_count")  # one page: no pagination fields
+
+
+async def test_the_result_is_delivered_once_to_concurrent_pollers(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-pollers")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), b"Just one line of text.")
+    await wait_terminal_without_consuming(ingest, reply.job_id)
+    polls = await asyncio.gather(*(stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id),
+                                                      metadata=metadata) for _ in range(12)))
+    assert sum(p.HasField("result") for p in polls) == 1
+
+
+async def wait_terminal_without_consuming(ingest, job_id: str) -> None:
+    *_, db = ingest
+    for _ in range(600):
+        state = await db.fetchval("t", "SELECT state FROM ingest_jobs WHERE job_id = $1", uuid.UUID(job_id))
+        if state in ("SEARCHABLE", "FAILED", "CANCELLED"):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("job never ended")
+
+
+async def test_the_same_file_twice_is_a_duplicate(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-dup")
+    corpus_id = await new_corpus(stub, metadata)
+    first = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, document_text(2))).job_id)
+    second = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, document_text(2))).job_id)
+    assert second.result.duplicate and second.result.document_id == first.result.document_id
+    assert "already" in second.result.message
+
+
+async def test_another_tenant_sees_404_and_writes_nothing(ingest, make_token):
+    stub, blobs, *_ = ingest
+    owner, intruder = auth(make_token, "t-owner"), auth(make_token, "t-intruder")
+    corpus_id = await new_corpus(stub, owner)
+    job = await wait_terminal(stub, owner, (await upload(stub, owner, corpus_id, b"private text")).job_id)
+    writes = blobs.writes
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await upload(stub, intruder, corpus_id, b"sneaky")
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND and blobs.writes == writes
+    for call in (stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job.job_id), metadata=intruder),
+                 stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                  metadata=intruder),
+                 stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id),
+                                      metadata=intruder),
+                 stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=job.result.document_id),
+                                     metadata=intruder),
+                 stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus_id), metadata=intruder)):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_an_upload_over_the_cap_is_refused(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-cap")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await upload(stub, metadata, await new_corpus(stub, metadata), b"x" * 150_000, piece=10_000)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
+
+
+async def test_a_transient_embedder_failure_is_retried(ingest, make_token):
+    stub, _, embedder, _ = ingest
+    embedder.failures_left = 2
+    metadata = auth(make_token, "t-retry")
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, await new_corpus(stub, metadata),
+                                                             b"Retry me, please.")).job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.attempt == 3
+
+
+async def test_a_permanent_failure_ends_failed_with_a_reason_then_retry_works(ingest, make_token):
+    stub, blobs, _, db = ingest
+    metadata = auth(make_token, "t-fail")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), b"%PDF-broken garbage", "scan.pdf")
+    job = await wait_terminal(stub, metadata, reply.job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "damaged" in job.error
+    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
+                                    uuid.UUID(reply.job_id))
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(document_id)), metadata=metadata)
+    assert document.state == ingest_pb2.DOCUMENT_STATE_FAILED and "damaged" in document.error
+    blob_id = await db.fetchval("t", "SELECT blob_id FROM documents WHERE document_id = $1", document_id)
+    blobs.blobs[blob_id] = b"Readable after all."  # what a fixed extractor would now see
+    retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
+    done = await wait_terminal(stub, metadata, reply.job_id)
+    assert done.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and done.result.chunk_count == 1
+
+
+async def test_cancel_stops_a_running_job_and_is_idempotent(ingest, make_token):
+    stub, _, embedder, db = ingest
+    embedder.gate = asyncio.Event()  # the job stalls in embedding until released
+    metadata = auth(make_token, "t-cancel")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), document_text(3))
+    for _ in range(200):
+        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+        if job.state == ingest_pb2.DOCUMENT_STATE_EMBEDDING:
+            break
+        await asyncio.sleep(0.05)
+    assert job.stage.startswith("embedding 0/")
+    async def cancel():
+        return await stub.CancelIngestJob(ingest_pb2.CancelIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+
+    cancelling = asyncio.create_task(cancel())
+    await asyncio.sleep(0.3)
+    embedder.gate.set()
+    cancelled = (await cancelling).job
+    assert cancelled.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
+    again = await stub.CancelIngestJob(ingest_pb2.CancelIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    assert again.job.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
+    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
+                                    uuid.UUID(reply.job_id))
+    assert await db.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", document_id) == 0
+    embedder.gate = None
+
+
+async def test_move_delete_and_prompt_context(ingest, make_token):
+    stub, _, _, db = ingest
+    metadata = auth(make_token, "t-move")
+    source = await new_corpus(stub, metadata, "Source")
+    target = await new_corpus(stub, metadata, "Target")
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, source, document_text(2))).job_id)
+    document_id = job.result.document_id
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(target_corpus_id=target), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and document_id in caught.value.details()
+    moved = await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(
+        target_corpus_id=target, source_corpus_id=source, all_documents=True), metadata=metadata)
+    assert list(moved.moved_document_ids) == [document_id]
+    assert await db.fetchval("t", "SELECT count(DISTINCT corpus_id) FROM chunks WHERE document_id = $1",
+                             int(document_id)) == 1
+    assert await db.fetchval("t", "SELECT min(corpus_id) FROM chunks WHERE document_id = $1",
+                             int(document_id)) == int(target)
+    context = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=metadata)
+    assert context.text == (f"- Knowledge: 1 documents across 2 corpora: Source (corpus_id={source}), "
+                            f"Target (corpus_id={target}). Use `search_documents` to find content.")
+    deleted = await stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=document_id), metadata=metadata)
+    assert deleted.deleted_chunk_count == job.result.chunk_count
+    assert await db.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
+    assert await db.fetchval("t", "SELECT count(*) FROM ingest_jobs WHERE blob_id IS NOT NULL AND job_id = $1",
+                             uuid.UUID(job.job_id)) == 0
+    empty = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token, "t-none"))
+    assert empty.text == ""
