@@ -72,6 +72,27 @@ def test_pdf_heading_written_in_several_runs_is_still_one_heading(extract):
     assert sections_and_pages(result) == [("Risk Register", 1)]
 
 
+def test_pdf_running_header_is_not_a_heading_and_a_wrapped_heading_is_one(extract):
+    pdf = FPDF()
+    for page in (1, 2, 3):
+        pdf.add_page()
+        pdf.set_font("helvetica", "B", 14)
+        pdf.cell(0, 8, "ACME Quarterly", **LINE)  # on every page, larger than the body
+        if page == 1:
+            pdf.set_font("helvetica", "B", 20)
+            pdf.cell(0, 10, "Results of the", **LINE)
+            pdf.cell(0, 10, "third quarter", **LINE)
+        pdf.set_font("helvetica", size=10)
+        pdf.multi_cell(0, 5, f"Findings on page {page} in plain words. " * 8, **LINE)
+    result = extract(bytes(pdf.output()), "q3.pdf")
+    assert "# Results of the third quarter" in result.text
+    assert "# ACME" not in result.text and result.text.count("ACME Quarterly") == 3
+    assert sections_and_pages(result) == [
+        ("", 1), ("Results of the third quarter", 1), ("Results of the third quarter", 2),
+        ("Results of the third quarter", 3),
+    ]
+
+
 def test_pdf_outline_gives_headings_at_their_line_or_the_page_start(extract):
     pdf = FPDF()
     pdf.set_font("helvetica", size=11)

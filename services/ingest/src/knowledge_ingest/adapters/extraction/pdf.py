@@ -67,8 +67,12 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
         sink.warnings.append(stop.warning)
     body = _body_size(pages) if not outline else None
     levels = _size_levels(pages, body) if body else {}
-    for number, page in enumerate(pages, start=1):
-        _write_page(sink, number, page, outline.get(number - 1, []), levels)
+    running = _running_lines(pages) if levels else set()
+    try:
+        for number, page in enumerate(pages, start=1):
+            _write_page(sink, number, page, outline.get(number - 1, []), levels, running)
+    except LimitReached as stop:
+        sink.warnings.append(stop.warning)
     return page_count
 
 
@@ -164,32 +168,46 @@ def _size_levels(pages: list[_Page], body: float) -> dict[float, int]:
     return {size: min(rank + 1, _MAX_HEADING_LEVELS) for rank, size in enumerate(ordered)}
 
 
-def _write_page(sink: TextSink, number: int, page: _Page, marks: list[tuple[int, str]], levels: dict[float, int]) -> None:
+def _running_lines(pages: list[_Page]) -> set[str]:
+    """Lines on at least half the pages (three or more): running headers and footers, which
+    are never headings even when their font is large."""
+    counts: Counter[str] = Counter()
+    for page in pages:
+        counts.update({_key(line) for line in page.text.split("\n")})
+    floor = max(3, (len(pages) + 1) // 2)
+    return {key for key, count in counts.items() if key and count >= floor}
+
+
+def _write_page(sink: TextSink, number: int, page: _Page, marks: list[tuple[int, str]],
+                levels: dict[float, int], running: set[str]) -> None:
     lines = page.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     keys = {_key(line) for line in lines}
     # An outline entry whose title is a line of the page becomes that line; the others start the page.
     placed = {_key(title): (level, title) for level, title in marks if _key(title) in keys}
-    out = [_heading(level, title) for level, title in marks if _key(title) not in placed]
+    out: list[tuple[int, str]] = [(level, title) for level, title in marks if _key(title) not in placed]
     for line in lines:
         key = _key(line)
         if not key:
-            out.append("")
+            out.append((0, ""))
         elif key in placed:
-            out.append(_heading(*placed.pop(key)))
+            out.append(placed.pop(key))
         else:
-            out.append(_line(line, key, page, levels))
+            level = _font_level(line, key, page, levels) if key not in running else 0
+            if level and out and out[-1][0] == level and out[-1][1] and not marks:
+                out[-1] = (level, f"{out[-1][1]} {line.strip()}")  # a heading wrapped onto two lines
+            else:
+                out.append((level, line))
     sink.page(number)
-    sink.add(_BLANK_RUNS.sub("\n\n", "\n".join(out)).strip("\n"))
+    text = "\n".join(_heading(level, line) if level else plain(line) for level, line in out)
+    sink.add(_BLANK_RUNS.sub("\n\n", text).strip("\n"))
 
 
-def _line(line: str, key: str, page: _Page, levels: dict[float, int]) -> str:
-    """A heading when its font is a heading size (no outline), else body text."""
+def _font_level(line: str, key: str, page: _Page, levels: dict[float, int]) -> int:
+    """The heading level of a line set in a heading-sized font, else 0."""
     if levels and len(line) <= HEADING_MAX_CHARS and any(ch.isalpha() for ch in line):
         size = page.sizes.get(key)
-        level = levels.get(size) if size is not None else None
-        if level:
-            return _heading(level, line)
-    return plain(line)
+        return levels.get(size, 0) if size is not None else 0
+    return 0
 
 
 def _heading(level: int, title: str) -> str:
@@ -220,6 +238,6 @@ def _outline_by_page(reader: PdfReader, sink: TextSink) -> dict[int, list[tuple[
 
     try:
         walk(list(outline or []), 1)
-    except (LimitReached, RecursionError):
+    except RecursionError:
         sink.warnings.append("the PDF outline was too deep to read")
     return found
