@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
 from knowledge_embedder.adapters.model_files import pooling_mode, position_limit, resolve_model_dir
 from knowledge_embedder.adapters.tokens import TokenMeasurer
 from knowledge_embedder.config import EmbedderSettings
@@ -134,3 +135,15 @@ def test_settings_read_the_embedder_variables():
         "onnx-int8", 1024, 0.02, 9464)
     with pytest.raises(SettingsError, match="KNOWLEDGE_EMBEDDING_BACKEND"):
         EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "m", "KNOWLEDGE_EMBEDDING_BACKEND": "tf"}))
+
+
+def test_the_onnx_copy_is_cached_beside_the_model_or_under_the_data_dir(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    assert cache_path(model, tmp_path / "data").parent == model / "onnx"
+    read_only = cache_path(model, tmp_path / "data", writable=lambda path: False)
+    assert read_only.is_relative_to(tmp_path / "data" / "onnx")
+    before = fingerprint(model)
+    (model / "config.json").write_text('{"changed": true}')
+    assert fingerprint(model) != before  # new weights or config are exported again

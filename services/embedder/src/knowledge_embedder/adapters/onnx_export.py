@@ -32,10 +32,14 @@ def fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_path(model_dir: Path, fallback_root: Path) -> Path:
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
+def cache_path(model_dir: Path, fallback_root: Path, *, writable=_writable) -> Path:
     name = f"model_int8_{fingerprint(model_dir)}.onnx"
     beside = model_dir / "onnx"
-    if os.access(model_dir, os.W_OK) or os.access(beside, os.W_OK):
+    if writable(beside if beside.exists() else model_dir):
         return beside / name
     key = hashlib.sha256(str(model_dir).encode()).hexdigest()[:16]
     return fallback_root / "onnx" / key / name

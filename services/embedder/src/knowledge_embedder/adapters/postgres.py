@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import asyncpg
 import numpy as np
+from pgvector import Vector
 from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.settings import SettingsError
 
@@ -101,7 +102,7 @@ class PostgresEmbeddings:
                 written = await tx.fetch(
                     "insert_chunks", INSERT_CHUNKS, tenant, corpus_id, binding.document_id,
                     [r.chunk_index for r in rows], [r.section for r in rows], [r.page for r in rows],
-                    [r.content for r in rows], [np.asarray(r.vector, dtype=np.float32) for r in rows], metadata,
+                    [r.content for r in rows], [Vector(r.vector) for r in rows], metadata,
                 )
                 await _record(tx, tenant, cost)
         except asyncpg.UniqueViolationError:

@@ -1,0 +1,73 @@
+"""The ONNX int8 backend against the torch backend, and the embedder process's start-up checks."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from knowledge_cli.stack import default_embedding_model
+from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
+from knowledge_embedder.adapters.onnx_export import cache_path
+from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+TEXTS = [
+    "The quarterly report shows revenue grew by twelve percent.",
+    "Employees may work remotely up to three days a week with approval from their manager.",
+    "Backups run nightly and are kept for thirty days in a separate region.",
+    "A cat sat on the warm windowsill all afternoon, watching birds.",
+    "Invoices must be approved before the end of the month.",
+    "The API returns a 404 status when the document belongs to another tenant.",
+    "Kubernetes scales the embedder on GPU nodes by its queue depth.",
+    "Safety training is mandatory for everyone who works in the warehouse.",
+    "short",
+    " ".join(f"Paragraph sentence {i} about data retention and privacy rules." for i in range(80)),
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    return Path(default_embedding_model())
+
+
+def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, tmp_path):
+    torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024,
+                                 batch_size=0).encode(TEXTS)
+    onnx = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
+    assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 512, "onnx-int8", "cpu")
+    onnx_vectors = onnx.encode(TEXTS)
+    assert np.allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0, atol=1e-5)
+    cosines = (torch_vectors * onnx_vectors).sum(axis=1)
+    assert cosines.mean() >= 0.98 and cosines.min() >= 0.95, cosines
+    cached = cache_path(model_dir, tmp_path)
+    assert cached.parent == model_dir / "onnx" and cached.exists()
+    built = cached.stat().st_mtime_ns
+    OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
+    assert cached.stat().st_mtime_ns == built  # loaded from the cache, not exported again
+    assert [m.tokens for m in onnx.measure(TEXTS[-2:])] == [3, 512]
+
+
+def embedder_env(migrated_pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update({
+        "KNOWLEDGE_DATA_DIR": str(tmp_path), "KNOWLEDGE_EMBEDDER_PORT": str(free_port()),
+        "KNOWLEDGE_DATABASE_URL": migrated_pg.url(user="knowledge_embedder"),
+        "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"), "HF_HUB_CACHE": str(tmp_path / "hub"),
+    })
+    env.update(extra)
+    return env
+
+
+def test_a_model_that_would_need_a_download_stops_the_process_by_name(migrated_pg, keys_dir, tmp_path):
+    env = embedder_env(migrated_pg, keys_dir, tmp_path, KNOWLEDGE_EMBEDDING_MODEL="BAAI/bge-m3", HF_HUB_OFFLINE="0")
+    result = subprocess.run([sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "KNOWLEDGE_EMBEDDING_MODEL" in result.stderr and "bge-m3" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "hub").exists() or not any((tmp_path / "hub").rglob("*.safetensors"))

