@@ -315,7 +315,7 @@ async def test_query_through_a_chat_completions_model(stack):
 
 
 class _DirectEmbedder:
-    async def embed_query(self, text):
+    async def embed_query(self, tenant, text):
         from knowledge_search.domain.model import EmbeddedQuery
 
         return EmbeddedQuery(vector=hashed_vector(text).tolist())

@@ -46,7 +46,7 @@ class FakeEmbedder:
     def __init__(self) -> None:
         self.texts: list[str] = []
 
-    async def embed_query(self, text):
+    async def embed_query(self, tenant, text):
         self.texts.append(text)
         return EmbeddedQuery(vector=[1.0, 0.0], warnings=("query truncated",),
                              cost=Cost(items=(CostItem("m", "embed", 1, 5),)))

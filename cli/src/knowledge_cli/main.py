@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token``.
+"""``knowledge up | migrate | dev-token | eval``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments.
 """
@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--capabilities", help="comma-separated; all capabilities when omitted")
     token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
     token.set_defaults(run=_dev_token)
+    from knowledge_cli.evaluate import add_parser as add_eval
+
+    add_eval(commands)
     return root
 
 

@@ -16,11 +16,21 @@ from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 
+def _embed_tokens(settings: SearchSettings):
+    """Tokens for EmbedQuery signed by this service, when it has a key; else the caller's is forwarded."""
+    if not settings.sign_internal_calls:
+        return None
+    from knowledge_runtime.service_tokens import ServiceTokenSigner
+
+    signer = ServiceTokenSigner.for_service(settings.common)
+    return lambda tenant: signer.token(tenant, ("embed",))
+
+
 async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
     settings = settings or SearchSettings.from_env()
     verifier = prepare(settings.common)
     db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
-    embedder = GrpcQueryEmbedder(settings.embedder_address)
+    embedder = GrpcQueryEmbedder(settings.embedder_address, token_for=_embed_tokens(settings))
     index = PostgresChunkIndex(
         db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
     )

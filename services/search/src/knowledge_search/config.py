@@ -39,6 +39,8 @@ class SearchSettings:
     thresholds: Thresholds = Thresholds()
     anonymise_names: tuple[str, ...] = ()
     llm: LlmSettings | None = None
+    sign_internal_calls: bool = False  # KNOWLEDGE_SERVICE_KEY_PATH is set
+
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> SearchSettings:
@@ -79,6 +81,7 @@ class SearchSettings:
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
+            sign_internal_calls=env.path("SERVICE_KEY_PATH") is not None,
         )
 
 

@@ -75,7 +75,7 @@ class SearchUseCases:
 
     async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
         with _tracer.start_as_current_span("search.embed"):
-            embedded = await self.embedder.embed_query(request.text)
+            embedded = await self.embedder.embed_query(tenant, request.text)
         with _tracer.start_as_current_span("search.vector") as span:
             hits = await self.index.vector_search(tenant, embedded.vector, request.filters, self.channel_depth)
             span.set_attribute("search.hits", len(hits))

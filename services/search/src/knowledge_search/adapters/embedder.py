@@ -1,14 +1,18 @@
 """The query embedder: the embedding gatekeeper's EmbedQuery over gRPC.
 
-The channel forwards the caller's bearer token and trace context (runtime ``clients``).
-Statuses the caller can act on keep their meaning; anything else means the embedder is
-unavailable.
+The channel forwards trace context (runtime ``clients``). A user's token rightly lacks the
+internal ``embed`` capability, so when the service has a signing key it calls with a
+short-lived token of its own for the caller's tenant; without one the caller's token is
+forwarded. Statuses the caller can act on keep their meaning; anything else means the
+embedder is unavailable.
 """
 
 from __future__ import annotations
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from collections.abc import Callable
+
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import InvalidArgument, PermissionDenied, ResourceExhausted, Unauthenticated
 
@@ -34,14 +38,22 @@ def cost_from_message(message) -> Cost:
 
 
 class GrpcQueryEmbedder:
-    def __init__(self, address: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, address: str, *, timeout_s: float = 30.0, token_for: Callable[[str], str] | None = None
+    ) -> None:
         self._channel = channel(address)
         self._stub = embedder_pb2_grpc.EmbedderServiceStub(self._channel)
         self._timeout_s = timeout_s
+        self._token_for = token_for
 
-    async def embed_query(self, text: str) -> EmbeddedQuery:
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        metadata = None
+        if self._token_for is not None:
+            metadata = (("authorization", f"Bearer {self._token_for(tenant)}"),)
         try:
-            reply = await self._stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s)
+            reply = await self._stub.EmbedQuery(
+                embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s, metadata=metadata
+            )
         except grpc.aio.AioRpcError as error:
             raise _domain_error(error) from None
         if not reply.vector.values:

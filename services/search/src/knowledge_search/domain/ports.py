@@ -10,8 +10,8 @@ from knowledge_search.domain.model import ChannelHit, CostItem, EmbeddedQuery, F
 
 
 class QueryEmbedder(Protocol):
-    async def embed_query(self, text: str) -> EmbeddedQuery:
-        """The query's unit vector from the embedding gatekeeper; EmbedderUnavailable when it is down."""
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        """The query's unit vector, embedded for the tenant; EmbedderUnavailable when the embedder is down."""
 
 
 class ChunkIndex(Protocol):
