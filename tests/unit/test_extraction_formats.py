@@ -4,6 +4,8 @@ real libraries; the text then goes through the structural chunker as ingest will
 from __future__ import annotations
 
 import io
+import struct
+import zipfile
 
 import docx
 import pptx
@@ -296,6 +298,64 @@ def test_xls_sheets_through_xlrd(extract):
     assert result.format == "xls"
     assert result.text.startswith("[Sheet: Legacy]\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |")
     assert split_structural(result.text)[0].section == "Legacy"
+
+
+def _record(record_id: int, data: bytes = b"") -> bytes:
+    """One BIFF12 record: its id's little-endian bytes, a 7-bit varint length, the data."""
+    head = bytearray()
+    while True:
+        head.append(record_id & 0xFF)
+        record_id >>= 8
+        if not record_id:
+            break
+    size = len(data)
+    while True:
+        head.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+        size >>= 7
+        if not size:
+            break
+    return bytes(head) + data
+
+
+def _wide(text: str) -> bytes:
+    return struct.pack("<I", len(text)) + text.encode("utf-16-le")
+
+
+def xlsb_workbook() -> bytes:
+    """A minimal XLSB (no Python library writes them), in the records pyxlsb reads: one sheet,
+    a string header row and a row with a number and a formula's cached value."""
+    sheet_record, sheets_end, dimension, sheet_data, sheet_data_end = 0x019C, 0x0190, 0x0194, 0x0191, 0x0192
+    row, float_cell, string_cell, formula_float, sst, si, sst_end = 0x0000, 0x0005, 0x0007, 0x0009, 0x019F, 0x0013, 0x01A0
+
+    def cell(record_id: int, column: int, value: bytes) -> bytes:
+        return _record(record_id, struct.pack("<II", column, 0) + value)
+
+    workbook_bin = _record(sheet_record, struct.pack("<II", 0, 1) + _wide("rId1") + _wide("Ledger")) + _record(sheets_end)
+    sheet_bin = (
+        _record(dimension, struct.pack("<IIII", 0, 1, 0, 1)) + _record(sheet_data)
+        + _record(row, struct.pack("<I", 0)) + cell(string_cell, 0, struct.pack("<I", 0))
+        + cell(string_cell, 1, struct.pack("<I", 1))
+        + _record(row, struct.pack("<I", 1)) + cell(float_cell, 0, struct.pack("<d", 7.5))
+        + cell(formula_float, 1, struct.pack("<d", 15.0)) + _record(sheet_data_end)
+    )
+    strings = [_record(si, b"\x00" + _wide(text)) for text in ("Amount", "Doubled")]
+    shared_bin = _record(sst, struct.pack("<II", 2, 2)) + b"".join(strings) + _record(sst_end)
+    rels = ('<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Target="worksheets/sheet1.bin"/></Relationships>')
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/workbook.bin", workbook_bin)
+        archive.writestr("xl/_rels/workbook.bin.rels", rels)
+        archive.writestr("xl/worksheets/sheet1.bin", sheet_bin)
+        archive.writestr("xl/sharedStrings.bin", shared_bin)
+    return buffer.getvalue()
+
+
+def test_xlsb_sheets_through_pyxlsb(extract):
+    result = extract(xlsb_workbook(), "ledger.xlsb")
+    assert (result.format, result.extractable) == ("xlsb", True)
+    assert result.text == "[Sheet: Ledger]\n\n| Amount | Doubled |\n| --- | --- |\n| 7.5 | 15 |"
+    assert split_structural(result.text)[0].section == "Ledger"
 
 
 def test_large_sheet_is_cut_at_the_row_limit():
