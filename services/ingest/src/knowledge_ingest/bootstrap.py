@@ -10,6 +10,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
+from knowledge_runtime.settings import SettingsError
 
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient
@@ -50,7 +51,9 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
 
     settings = settings or IngestSettings.from_env()
     verifier = prepare(settings.common)
-    signer = ServiceTokenSigner.for_service(settings.common)
+    if settings.service_key is None:
+        raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key ingest signs internal calls with)")
+    signer = ServiceTokenSigner.for_service(settings.common, settings.service_key)
     db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
     blobs = ContentIndexClient(settings.content_index_address, signer)
     embedder = EmbedderClient(settings.embedder_address, signer)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge_runtime.service_tokens import ServiceKey
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
     common: CommonSettings
+    service_key: ServiceKey | None  # None only where no internal call is made (tests of the corpus RPCs)
     database_pool_size: int
     content_index_address: str
     embedder_address: str
@@ -26,6 +28,7 @@ class IngestSettings:
         env = env or Env()
         return cls(
             common=CommonSettings.from_env("ingest", env),
+            service_key=ServiceKey.from_env(env) if env.str("SERVICE_KEY_PATH") else None,
             database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
             content_index_address=service_address("content-index", env),
             embedder_address=service_address("embedder", env),

@@ -1,0 +1,147 @@
+"""Ingest with the real parts: content-index, the embedder with the real model, PostgreSQL;
+and an ingest process killed during embedding that another process finishes cleanly."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+from google.api import httpbody_pb2
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_cli.stack import default_embedding_model
+from knowledge_content_index.bootstrap import build_app as content_index_app
+from knowledge_content_index.config import ContentIndexSettings
+from knowledge_embedder.bootstrap import build_app as embedder_app
+from knowledge_embedder.config import EmbedderSettings
+from knowledge_ingest.bootstrap import build_app as ingest_app
+from knowledge_ingest.config import IngestSettings
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.settings import Env
+
+from tests.conftest import free_port
+from tests.integration.test_ingest_jobs import document_text, new_corpus, upload, wait_terminal
+
+pytestmark = pytest.mark.integration
+
+
+def base_env(pg, keys_dir, tmp_path, service: str) -> dict[str, str]:
+    return {
+        "KNOWLEDGE_DATA_DIR": str(tmp_path),
+        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + service.replace("-", "_")),
+        "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
+        "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
+        "KNOWLEDGE_BLOB_ROOT": str(tmp_path / "blobs"),
+        "KNOWLEDGE_LOG_LEVEL": "warning",
+    }
+
+
+@pytest.fixture(scope="module")
+async def backends(migrated_pg, keys_dir, tmp_path_factory):
+    """Real content-index and embedder servers on free ports."""
+    tmp = tmp_path_factory.mktemp("ingest-stack")
+    apps, addresses = [], {}
+    for name, settings_type, build in (("content-index", ContentIndexSettings, content_index_app),
+                                       ("embedder", EmbedderSettings, embedder_app)):
+        env = {**base_env(migrated_pg, keys_dir, tmp, name), f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0"}
+        app = await build(settings_type.from_env(Env(env)))
+        addresses[name] = f"127.0.0.1:{await app.start()}"
+        apps.append(app)
+    yield tmp, addresses
+    for app in apps:
+        await app.stop()
+
+
+def ingest_env(migrated_pg, keys_dir, tmp, addresses, port: int) -> dict[str, str]:
+    return {
+        **base_env(migrated_pg, keys_dir, tmp, "ingest"),
+        "KNOWLEDGE_INGEST_PORT": str(port),
+        "KNOWLEDGE_CONTENT_INDEX_ADDRESS": addresses["content-index"],
+        "KNOWLEDGE_EMBEDDER_ADDRESS": addresses["embedder"],
+        "KNOWLEDGE_INGEST_LEASE_S": "2",
+        "KNOWLEDGE_INGEST_EMBED_BATCH": "2",
+        "KNOWLEDGE_CHUNK_MAX_CHARS": "300",
+    }
+
+
+async def test_a_document_goes_through_the_real_services(backends, migrated_pg, keys_dir, make_token):
+    tmp, addresses = backends
+    app = await ingest_app(IngestSettings.from_env(Env(ingest_env(migrated_pg, keys_dir, tmp, addresses, 0))))
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            metadata = [("authorization", f"Bearer {make_token('stack-tenant', ['corpus.create', 'document.upload'])}")]
+            corpus_id = await new_corpus(stub, metadata)
+            reply = await upload(stub, metadata, corpus_id, document_text(3), "handbook.md")
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    finally:
+        await app.stop()
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        rows = await admin.fetch("t", "SELECT content, embedding FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+                                 int(job.result.document_id))
+        blob = await admin.fetchrow("t", "SELECT b.size_bytes FROM documents d JOIN content_blobs b USING (blob_id) "
+                                         "WHERE d.document_id = $1", int(job.result.document_id))
+    finally:
+        await admin.close()
+    assert len(rows) == job.result.chunk_count > 3
+    assert blob["size_bytes"] == len(document_text(3))
+    vectors = np.stack([r["embedding"].to_numpy() for r in rows])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)  # the real model's unit vectors
+    assert len({v.tobytes() for v in vectors}) == len(rows)
+
+
+async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg, keys_dir, make_token):
+    tmp, addresses = backends
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update(ingest_env(migrated_pg, keys_dir, tmp, addresses, port))
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "knowledge_ingest"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    first = start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            await asyncio.wait_for(channel.channel_ready(), 60)
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            metadata = [("authorization", f"Bearer {make_token('kill-tenant')}")]
+            corpus_id = await new_corpus(stub, metadata)
+            reply = await upload(stub, metadata, corpus_id, document_text(30), "long.md")
+            for _ in range(600):
+                job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+                done, _, total = job.stage.partition(" ")[2].partition("/")
+                if job.stage.startswith("embedding") and done.isdigit() and 0 < int(done) < int(total):
+                    break
+                await asyncio.sleep(0.05)
+            assert job.stage.startswith("embedding"), job.stage
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+        second = start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                await asyncio.wait_for(channel.channel_ready(), 60)
+                stub = ingest_pb2_grpc.IngestServiceStub(channel)
+                job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.attempt >= 2
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        counts = await admin.fetchrow(
+            "t", "SELECT count(*) AS n, count(DISTINCT chunk_index) AS distinct_n FROM chunks WHERE document_id = $1",
+            int(job.result.document_id))
+    finally:
+        await admin.close()
+    assert counts["n"] == counts["distinct_n"] == job.result.chunk_count
