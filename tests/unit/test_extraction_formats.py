@@ -383,6 +383,12 @@ def test_text_is_utf8_with_invalid_bytes_replaced_and_nul_dropped(extract):
     assert split_structural(result.text)[0].section == "Notes"
 
 
+def test_windows_1252_text_is_read_as_such_with_a_warning(extract):
+    result = extract("Caf\u00e9 cr\u00e8me \u2013 10\u20ac, r\u00e9union \u00e0 Paris".encode("cp1252"), "export.csv")
+    assert result.text == "Caf\u00e9 cr\u00e8me \u2013 10\u20ac, r\u00e9union \u00e0 Paris"
+    assert result.warnings == ("the text is not UTF-8; it was read as Windows-1252",)
+
+
 def test_utf16_text_with_a_bom_is_decoded(extract):
     result = extract("hello w\u00f6rld".encode("utf-16"), "w.txt")  # the codec writes the BOM
     assert result.text == "hello w\u00f6rld"
@@ -398,5 +404,8 @@ def test_a_path_reads_the_same_as_bytes(extract, tmp_path):
 
 def test_the_name_does_not_decide_the_format(extract):
     assert extract(pdf_with_font_headings(), "notes.txt", "text/plain").format == "pdf"
+    quoting = extract(b"A note that quotes a header: %PDF-1.7 and goes on.", "note.txt")
+    assert quoting.format == "text"  # "%PDF-" past the start counts only for a file that claims to be a PDF
+    assert extract(b"\r\n" + pdf_with_font_headings(), "late-header.pdf").format == "pdf"
     result = extract(b"just words, named like a PDF", "fake.pdf", "application/pdf")
     assert (result.format, result.text) == ("text", "just words, named like a PDF")

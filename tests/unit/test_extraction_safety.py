@@ -166,6 +166,13 @@ def test_character_limit_cuts_the_text_and_warns():
     assert result.warnings == ("the text was cut at 1,000 characters",)
 
 
+def test_a_single_line_longer_than_the_limit_is_cut_at_a_space():
+    result = DocumentExtractor(ExtractionLimits(max_chars=100), use_unstructured=False).extract(
+        b"word " * 100, "one-line.txt", ""
+    )
+    assert result.extractable and 90 <= len(result.text) <= 100 and result.text.endswith("word")
+
+
 def test_time_limit_stops_extraction_with_a_warning():
     result = DocumentExtractor(ExtractionLimits(max_seconds=1e-9), use_unstructured=False).extract(
         a_pdf(pages=5), "slow.pdf", ""

@@ -65,6 +65,12 @@ def test_a_table_without_html_keeps_its_text_and_elements_without_pages_get_no_m
     assert text == "## Budget\n\na b c\n\nAfter."
 
 
+def test_lone_surrogates_from_a_broken_font_map_do_not_reach_storage():
+    text = write([Element("NarrativeText", "bad \ud835 glyph")])
+    assert text == "bad ? glyph"
+    text.encode("utf-8")
+
+
 def test_html_table_conversion():
     assert unstructured_path.html_table("<table><tr><td>x</td></tr></table>") == "| x |\n| --- |"
     assert unstructured_path.html_table("no table") == ""

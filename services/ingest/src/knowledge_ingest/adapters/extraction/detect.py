@@ -51,7 +51,8 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
     head = stream.read(1024)
     stream.seek(0)
     claim = claimed_format(filename, mime_type)
-    if b"%PDF-" in head:
+    at = head.find(b"%PDF-")
+    if at == 0 or (at > 0 and claim == "pdf"):  # a PDF header may follow a little junk
         return "pdf"
     if head.startswith(_ZIP_HEADS):
         return _ooxml_format(stream, claim, limits)

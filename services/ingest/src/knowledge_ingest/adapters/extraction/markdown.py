@@ -44,7 +44,11 @@ class TextSink:
         room = self._limits.max_chars - self._chars
         if len(block) > room:
             cut = block.rfind("\n", 0, room)
-            if cut > 0:
+            if cut <= 0:
+                cut = block.rfind(" ", 0, room)
+            if cut <= 0:
+                cut = room
+            if block[:cut].strip():
                 self._blocks.append(block[:cut])
             raise LimitReached(f"the text was cut at {self._limits.max_chars:,} characters")
         self._blocks.append(block)
@@ -78,7 +82,8 @@ class TextSink:
             self.add(rendered)
 
     def text(self) -> str:
-        return "\n\n".join(self._blocks)
+        # Lone surrogates (a PDF's broken font map can yield them) cannot be stored as UTF-8.
+        return "\n\n".join(self._blocks).encode("utf-8", "replace").decode("utf-8")
 
     def has_content(self) -> bool:
         """True when anything besides markers was written."""
