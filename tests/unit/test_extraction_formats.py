@@ -176,6 +176,20 @@ def test_docx_headings_paragraphs_and_tables_in_document_order(extract):
     assert "Table 1: allowances by grade" in table_chunk.content and "| B | 30 |" in table_chunk.content
 
 
+def test_docx_custom_heading_styles_follow_their_base_style(extract):
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    custom = document.styles.add_style("Policy Heading", WD_STYLE_TYPE.PARAGRAPH)
+    custom.base_style = document.styles["Heading 2"]
+    document.add_paragraph("Travel policy", style="Policy Heading")
+    orphan = document.add_paragraph("Styled with a style the file does not define")
+    orphan._p.style = "NoSuchStyle"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert extract(buffer.getvalue(), "p.docx").text == "## Travel policy\n\nStyled with a style the file does not define"
+
+
 def test_word_table_cells_are_in_the_text_even_merged_and_nested(extract):
     document = docx.Document()
     table = document.add_table(rows=2, cols=3)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import zipfile
+from dataclasses import dataclass
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import docx
+from docx.enum.style import WD_STYLE_TYPE
 from docx.opc.exceptions import PackageNotFoundError
 from docx.oxml.ns import qn
 from docx.table import Table
@@ -32,11 +34,12 @@ def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
             "the Word document is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT,
             file_format="docx",
         ) from None
+    styles = _Styles(document)
     skipped = 0
     for block in _blocks(document.element.body, document._body):
         sink.check_time()
         if isinstance(block, Paragraph):
-            _paragraph(sink, block)
+            _paragraph(sink, block, styles)
         elif isinstance(block, Table):
             try:
                 rows = _table_rows(block, sink)
@@ -67,22 +70,50 @@ def _is_table_of_contents(sdt: Any) -> bool:
     return gallery is not None and "contents" in (gallery.get(qn("w:val")) or "").lower()
 
 
-def _paragraph(sink: TextSink, paragraph: Paragraph) -> None:
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    heading: int | None = None
+    listed: bool = False
+
+
+class _Styles:
+    """Paragraph style id → heading level or list, resolved once per document: python-docx's
+    ``paragraph.style`` scans every style for each paragraph, seconds on a long document."""
+
+    def __init__(self, document: Any) -> None:
+        self._kinds: dict[str | None, _Kind] = {}
+        default = _Kind()
+        try:
+            for style in document.styles:
+                if style.type == WD_STYLE_TYPE.PARAGRAPH:
+                    kind = _Kind(_heading_level(style), _style_name(style).lower().startswith("list"))
+                    self._kinds[style.style_id] = kind
+                    if getattr(style.element, "default", False):
+                        default = kind
+        except (AttributeError, KeyError, ValueError):
+            pass
+        self._default = default
+
+    def of(self, paragraph: Paragraph) -> _Kind:
+        style_id = paragraph._p.style
+        return self._kinds.get(style_id, self._default) if style_id else self._default
+
+
+def _paragraph(sink: TextSink, paragraph: Paragraph, styles: _Styles) -> None:
     text = paragraph.text
     if not text.strip():
         return
-    level = heading_level(paragraph)
-    if level:
-        sink.heading(level, text)
-    elif _style_name(paragraph.style).lower().startswith("list"):
+    kind = styles.of(paragraph)
+    if kind.heading:
+        sink.heading(kind.heading, text)
+    elif kind.listed:
         sink.paragraph("- " + text.strip())
     else:
         sink.paragraph(text)
 
 
-def heading_level(paragraph: Paragraph) -> int | None:
+def _heading_level(style: Any) -> int | None:
     """``Title`` → 1, ``Heading N`` → N (at most 6), also through a style's base styles."""
-    style: Any = paragraph.style
     for _ in range(_MAX_STYLE_DEPTH):
         if style is None:
             return None
