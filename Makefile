@@ -7,7 +7,7 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 # torch is pinned to the CPU wheel on disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup run test protos check-protos lint-protos clean
+.PHONY: setup run test protos check-protos lint-protos k8s-gateway clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,13 @@ check-protos: setup
 
 lint-protos: setup
 	$(BIN)/buf lint && $(BIN)/buf build -o /dev/null
+
+# Envoy's configuration in k8s/ (envoy.json per overlay, the descriptor set of the public
+# protos): run after changing k8s/*/config.env or the ingest/search protos.
+k8s-gateway: setup
+	$(BIN)/python -m knowledge_gateway.render --env-file k8s/base/config.env --out k8s/base/gateway
+	$(BIN)/python -m knowledge_gateway.render --env-file k8s/base/config.env \
+		--env-file k8s/overlays/production/config.env --out k8s/overlays/production/gateway --skip-descriptor
 
 clean:
 	rm -rf $(VENV)

@@ -86,3 +86,15 @@ def test_envoy_accepts_the_committed_kubernetes_configs(tmp_path, keys_dir):
             capture_output=True, text=True, timeout=120,
         )
         assert result.returncode == 0, name + "\n" + result.stdout + result.stderr
+
+
+def test_skip_descriptor_writes_the_config_only(tmp_path):
+    assert main(["--out", str(tmp_path), "--skip-descriptor"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["envoy.json"]
+
+
+def test_the_make_target_renders_what_the_tests_check():
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split("k8s-gateway: setup", 1)[1].split("\n\n", 1)[0]
+    assert "--out k8s/base/gateway" in target
+    assert "--env-file k8s/overlays/production/config.env --out k8s/overlays/production/gateway" in target

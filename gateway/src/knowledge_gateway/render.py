@@ -71,11 +71,13 @@ def descriptor_bytes() -> bytes:
     return descriptor_set().SerializeToString()
 
 
-def write(out: Path, config: GatewayConfig) -> list[Path]:
+def write(out: Path, config: GatewayConfig, *, descriptor: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / CONFIG_NAME
-    descriptor_path = out / DESCRIPTOR_NAME
     config_path.write_text(config_text(config))
+    if not descriptor:
+        return [config_path]
+    descriptor_path = out / DESCRIPTOR_NAME
     descriptor_path.write_bytes(descriptor_bytes())
     return [config_path, descriptor_path]
 
@@ -93,10 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--config-dir", default=DEFAULT_CONFIG_DIR,
         help=f"where Envoy finds knowledge.pb at run time (default {DEFAULT_CONFIG_DIR})",
     )
+    parser.add_argument(
+        "--skip-descriptor", action="store_true",
+        help="write envoy.json only (an overlay that keeps the base's knowledge.pb)",
+    )
     options = parser.parse_args(argv)
     try:
         environ = read_env_files(options.env_file) if options.env_file else dict(os.environ)
-        written = write(options.out, gateway_config(environ, config_dir=options.config_dir))
+        config = gateway_config(environ, config_dir=options.config_dir)
+        written = write(options.out, config, descriptor=not options.skip_descriptor)
     except (SettingsError, OSError) as error:
         print(f"knowledge-gateway: {error}", file=sys.stderr)
         return 2
