@@ -65,6 +65,8 @@ class ExtractionFailed(InvalidArgument):
     FILE_CORRUPT = "FILE_CORRUPT"
     ARCHIVE_TOO_LARGE = "ARCHIVE_TOO_LARGE"
     UNSUPPORTED_FORMAT = "UNSUPPORTED_FORMAT"
+    EXTRACTION_TIMEOUT = "EXTRACTION_TIMEOUT"  # only where extraction runs in a child process
+    FILE_TOO_COMPLEX = "FILE_TOO_COMPLEX"  # the child ran out of its memory allowance
 
     def __init__(self, message: str, *, reason: str, file_format: str = "") -> None:
         super().__init__(message, reason=reason, metadata={"format": file_format} if file_format else None)

@@ -45,6 +45,12 @@ class DocumentExtractor:
 
     def extract(self, data: Source, filename: str, mime_type: str) -> Extracted:
         started = time.monotonic()
+        result = self.extract_quietly(data, filename, mime_type)
+        log_result(result, time.monotonic() - started)
+        return result
+
+    def extract_quietly(self, data: Source, filename: str, mime_type: str) -> Extracted:
+        """``extract`` without the log line (a child process has no logging set up)."""
         with _opened(data) as stream:
             if not stream.read(1):
                 return Extracted("", None, False, "text", ("the file is empty",))
@@ -61,8 +67,6 @@ class DocumentExtractor:
         warnings = list(dict.fromkeys(sink.warnings))  # in order, each once
         if not extractable:
             warnings.append(_NOTHING_FOUND.get(file_format, "no text was found in the file"))
-        log.info("extraction_done", format=file_format, chars=len(body), pages=page_count,
-                 extractable=extractable, warnings=len(warnings), seconds=round(time.monotonic() - started, 3))
         return Extracted(
             text=body,
             page_count=page_count,
@@ -106,6 +110,11 @@ class DocumentExtractor:
         if found is None and self._use_unstructured:
             raise RuntimeError(f"unstructured cannot read {file_format} here")
         return found
+
+
+def log_result(result: Extracted, seconds: float) -> None:
+    log.info("extraction_done", format=result.format, chars=len(result.text), pages=result.page_count,
+             extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
 
 
 @contextlib.contextmanager

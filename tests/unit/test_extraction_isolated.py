@@ -1,0 +1,66 @@
+"""Extraction in a child process: the same results, the same clear errors, and a hard stop on
+time and memory that costs the file, not the process."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+
+import docx
+import pytest
+from fpdf import FPDF
+from knowledge_ingest.adapters.extraction import DocumentExtractor
+from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
+from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+
+
+def handbook() -> bytes:
+    document = docx.Document()
+    document.add_heading("Leave", 1)
+    table = document.add_table(rows=2, cols=2)
+    for (r, c), value in {(0, 0): "Grade", (0, 1): "Days", (1, 0): "A", (1, 1): "25"}.items():
+        table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_the_child_gives_what_extraction_in_process_gives(tmp_path):
+    isolated = IsolatedExtractor(use_unstructured=False)
+    expected = DocumentExtractor(use_unstructured=False).extract(handbook(), "h.docx", "")
+    assert isolated.extract(handbook(), "h.docx", "") == expected
+    path = tmp_path / "blob"
+    path.write_bytes(handbook())
+    assert isolated.extract(path, "h.docx", "") == expected
+    assert multiprocessing.active_children() == []
+
+
+def test_a_permanent_error_crosses_the_process_boundary_intact():
+    pdf = FPDF()
+    pdf.set_encryption(owner_password="owner", user_password="reader")
+    pdf.add_page()
+    with pytest.raises(ExtractionFailed) as caught:
+        IsolatedExtractor(use_unstructured=False).extract(bytes(pdf.output()), "locked.pdf", "")
+    assert (caught.value.reason, caught.value.file_format) == ("PDF_ENCRYPTED", "pdf")
+    assert "password" in caught.value.message
+
+
+def test_past_the_memory_allowance_the_file_fails_and_the_process_lives():
+    isolated = IsolatedExtractor(memory_bytes=64 * 1024 * 1024, use_unstructured=False)
+    with pytest.raises(ExtractionFailed) as caught:
+        isolated.extract(b"many words " * 3_000_000, "huge.txt", "")
+    assert caught.value.reason == "FILE_TOO_COMPLEX"
+    assert IsolatedExtractor(use_unstructured=False).extract(b"small", "s.txt", "").text == "small"
+
+
+def test_past_the_time_limit_the_child_is_killed():
+    isolated = IsolatedExtractor(ExtractionLimits(), timeout_s=0.001, use_unstructured=False)
+    with pytest.raises(ExtractionFailed) as caught:
+        isolated.extract(b"many words " * 1_000_000, "slow.txt", "")
+    assert caught.value.reason == "EXTRACTION_TIMEOUT"
+    assert "0.001 seconds" in caught.value.message
+    assert multiprocessing.active_children() == []
+
+
+def test_the_hard_time_limit_defaults_to_the_soft_one_plus_a_minute():
+    assert IsolatedExtractor(ExtractionLimits(max_seconds=30)).timeout_s == 90
