@@ -116,3 +116,22 @@ def test_real_unstructured_docx_offline():
     result = DocumentExtractor(use_unstructured=True).extract(buffer.getvalue(), "b.docx", "")
     assert "# Benefits" in result.text
     assert "| Plan | Days |\n| --- | --- |\n| Standard | 25 |" in result.text
+
+
+@requires_unstructured
+def test_real_unstructured_pptx_offline():
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Regional sales"
+    shape = slide.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(4), Inches(1))
+    for (r, c), value in {(0, 0): "Region", (0, 1): "Sales", (1, 0): "North", (1, 1): "120"}.items():
+        shape.table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    result = DocumentExtractor(use_unstructured=True).extract(buffer.getvalue(), "s.pptx", "")
+    assert result.text.startswith("[Page 1]\n\n# Regional sales")
+    assert "| Region | Sales |\n| --- | --- |\n| North | 120 |" in result.text
+    assert result.page_count == 1
