@@ -176,6 +176,29 @@ def test_docx_headings_paragraphs_and_tables_in_document_order(extract):
     assert "Table 1: allowances by grade" in table_chunk.content and "| B | 30 |" in table_chunk.content
 
 
+def test_docx_text_boxes_are_read_once(extract):
+    from docx.oxml import parse_xml
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    mc = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+    wps = "http://schemas.microsoft.com/office/word/2010/wordprocessingShape"
+
+    def box(text: str) -> str:
+        return f"<w:txbxContent><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:txbxContent>"
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("Body text.")
+    paragraph._p.append(parse_xml(
+        f'<w:r xmlns:w="{w}" xmlns:mc="{mc}" xmlns:wps="{wps}"><mc:AlternateContent>'
+        f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box('Boxed callout')}</wps:txbx></w:drawing></mc:Choice>"
+        f"<mc:Fallback><w:pict>{box('Boxed callout')}</w:pict></mc:Fallback>"
+        "</mc:AlternateContent></w:r>"
+    ))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert extract(buffer.getvalue(), "b.docx").text == "Body text.\n\nBoxed callout"
+
+
 def test_docx_custom_heading_styles_follow_their_base_style(extract):
     from docx.enum.style import WD_STYLE_TYPE
 

@@ -24,6 +24,7 @@ from knowledge_ingest.domain.extraction import ExtractionFailed
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 _MAX_STYLE_DEPTH = 8
 _P, _TBL, _SDT = qn("w:p"), qn("w:tbl"), qn("w:sdt")
+_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
 
 def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
@@ -101,15 +102,29 @@ class _Styles:
 
 def _paragraph(sink: TextSink, paragraph: Paragraph, styles: _Styles) -> None:
     text = paragraph.text
-    if not text.strip():
-        return
-    kind = styles.of(paragraph)
-    if kind.heading:
-        sink.heading(kind.heading, text)
-    elif kind.listed:
-        sink.paragraph("- " + text.strip())
-    else:
-        sink.paragraph(text)
+    if text.strip():
+        kind = styles.of(paragraph)
+        if kind.heading:
+            sink.heading(kind.heading, text)
+        elif kind.listed:
+            sink.paragraph("- " + text.strip())
+        else:
+            sink.paragraph(text)
+    for box in _text_boxes(paragraph):
+        sink.paragraph(box)
+
+
+def _text_boxes(paragraph: Paragraph) -> list[str]:
+    """Text in text boxes anchored in the paragraph, which ``paragraph.text`` leaves out. A box
+    is stored twice (DrawingML and a VML fallback): the fallback copy is skipped."""
+    boxes = paragraph._p.xpath(f".//w:txbxContent[not(ancestor::*[local-name()='Fallback' and namespace-uri()='{_MC}'])]")
+    texts = []
+    for box in boxes:
+        lines = ["".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iterchildren(_P)]
+        text = "\n".join(line for line in lines if line.strip())
+        if text:
+            texts.append(text)
+    return texts
 
 
 def _heading_level(style: Any) -> int | None:
