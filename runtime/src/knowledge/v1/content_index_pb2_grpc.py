@@ -100,6 +100,8 @@ class ContentIndexServiceServicer:
 
     def ReadBlob(self, request, context):
         """Streams a blob out: the first message is its metadata, every later one a chunk of bytes.
+        Like every read below, it sees only blobs visible to the caller's tenant: those the tenant
+        wrote (WriteBlob / EnsureBlob) or references; any other blob answers NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -128,8 +130,9 @@ class ContentIndexServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CollectGarbage(self, request, context):
-        """Removes blobs (file and row) that have had no live reference for longer than a grace period,
-        in an order that never deletes a blob a concurrent upload has just referenced.
+        """Removes blobs (file and row) that have no live reference and were last written longer than a
+        grace period ago, in an order that never deletes a blob a concurrent upload has just written
+        or referenced. Spans every tenant (capability blob.admin).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
+import structlog
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import SettingsError
 
+from knowledge_content_index.adapters.keyfile import KeyFileError, load_or_create_key
+from knowledge_content_index.adapters.local_storage import LocalBlobStorage
+from knowledge_content_index.adapters.postgres import PostgresBlobs
 from knowledge_content_index.api.servicer import ContentIndexServicer, service_spec
 from knowledge_content_index.config import ContentIndexSettings
+from knowledge_content_index.domain.identity import ContentKeyring
+from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
+
+log = structlog.get_logger("knowledge.content_index")
+
+
+def content_keyring(settings: ContentIndexSettings) -> ContentKeyring:
+    if settings.content_key is not None:
+        return ContentKeyring(settings.content_key)
+    try:
+        key = load_or_create_key(settings.key_file)
+    except KeyFileError as error:
+        raise SettingsError(f"KNOWLEDGE_CONTENT_KEY is unset and {error}") from None
+    log.info("content_key_from_file", path=str(settings.key_file))
+    return ContentKeyring(key)
 
 
 async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
     settings = settings or ContentIndexSettings.from_env()
     verifier = prepare(settings.common)
     try:
-        settings.blob_root.mkdir(parents=True, exist_ok=True)
+        storage = LocalBlobStorage.create(settings.blob_root)
     except OSError as error:
         raise SettingsError(f"KNOWLEDGE_BLOB_ROOT: cannot create {settings.blob_root} ({error.strerror})") from None
-    db = await connect_service_database(settings.common)
-    return GrpcApp.for_service(settings.common, [service_spec(ContentIndexServicer())], verifier, on_stop=[db.close])
+    keyring = content_keyring(settings)
+    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+    policy = BlobPolicy(settings.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
+    servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
+    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier, on_stop=[db.close])

@@ -1,0 +1,1 @@
+"""Adapters behind content-index's ports: PostgreSQL, the local filesystem, the key file."""

@@ -1,0 +1,1 @@
+"""Content-index's domain: blob identity, naming, errors and the ports the use cases need."""

@@ -1,0 +1,308 @@
+"""Content-index use cases: what a caller can ask, independent of gRPC, PostgreSQL and disks.
+
+Why uploads and garbage collection can never lose a blob
+--------------------------------------------------------
+Every change to a hash's row and every placement or removal of its file happens inside
+``BlobRepository.locked(hash)``: one transaction holding that hash's lock.
+
+- An upload streams into a private staged file while hashing, seals it (fsync), then, holding
+  the lock: when the row exists and its file is present it only restarts the row's grace period
+  (the staged bytes are dropped: the file is written once); otherwise it moves the staged file
+  onto the content path (atomic ``os.replace``) and inserts the row, or heals the row to name
+  it, and commits. A row therefore never becomes visible before its file exists.
+- GC lists candidates (no reference, last written over the grace period ago), then per blob:
+  (1) holding the lock, locks the row ``FOR UPDATE``, re-checks both conditions in a fresh
+  statement and deletes the row, commit; (2) holding the lock again, removes the file unless a
+  row for the hash (re-created meanwhile) names that very path.
+
+An upload that ran before (1) restarted the grace period, so (1) keeps the row; a reference
+inserted before (1) is seen by the re-check (its foreign-key lock makes (1) wait); one inserted
+after (1) fails on the missing row instead of pointing at nothing. An upload between (1) and (2)
+re-creates the row and file, and (2) sees the row and leaves the file; one after (2) writes the
+file anew. A crash between (1) and (2) leaves an orphan file, never a row without its bytes.
+The grace period must therefore outlast the time between a WriteBlob and the reference its
+caller then inserts (hence a configured minimum).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import structlog
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.tracing import tracer
+
+from knowledge_content_index.domain.errors import (
+    BlobContentMissing,
+    BlobFileMissing,
+    BlobInUse,
+    BlobNotFound,
+    ContentHashMismatch,
+    InvalidBlobRequest,
+    UploadTooLarge,
+)
+from knowledge_content_index.domain.identity import ContentHash, ContentHasher, ContentKeyring
+from knowledge_content_index.domain.model import (
+    Blob,
+    BlobKey,
+    BlobReference,
+    Ensured,
+    GarbageReport,
+    NewBlob,
+    ReferenceCounts,
+    UploadHeader,
+)
+from knowledge_content_index.domain.naming import normalise_mime_type
+from knowledge_content_index.domain.ports import BlobReader, BlobRepository, BlobStorage, LockedHash, StagedBlob
+
+log = structlog.get_logger("knowledge.content_index")
+_tracer = tracer("knowledge.content_index")
+
+READ_CHUNK_BYTES = 1024 * 1024
+HASH_OFFLOAD_BYTES = 64 * 1024
+MAX_REPORTED_IDS = 1000
+# Staged files of crashed processes are swept once this old (live uploads keep theirs fresh).
+STAGING_MAX_AGE = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class BlobPolicy:
+    max_upload_bytes: int
+    gc_grace: timedelta
+    gc_min_age: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRead:
+    blob: Blob
+    reader: BlobReader
+
+
+class BlobUseCases:
+    def __init__(
+        self, blobs: BlobRepository, storage: BlobStorage, keyring: ContentKeyring, policy: BlobPolicy
+    ) -> None:
+        self._blobs = blobs
+        self._storage = storage
+        self._keyring = keyring
+        self._policy = policy
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def write_blob(self, scope: Scope, header: UploadHeader, chunks: AsyncIterator[bytes]) -> Ensured:
+        """Stream bytes in; nothing is left behind unless the whole stream arrived and was stored."""
+        limit = self._policy.max_upload_bytes
+        if header.expected_size_bytes > limit:
+            raise UploadTooLarge(limit)
+        hasher = await self._hasher(scope.tenant)
+        with _tracer.start_as_current_span("content_index.write"):
+            async with self._storage.stage() as staged:
+                size = 0
+                async for chunk in chunks:
+                    size += len(chunk)
+                    if size > limit:
+                        raise UploadTooLarge(limit)
+                    if len(chunk) >= HASH_OFFLOAD_BYTES:
+                        await asyncio.to_thread(hasher.update, chunk)
+                    else:
+                        hasher.update(chunk)
+                    await staged.write(chunk)
+                await staged.seal()
+                content_hash = hasher.finish()
+                new = NewBlob(content_hash, size, header.mime_type, "")
+                key = BlobKey(content_hash.digest, header.extension)
+                ensured = await self._settle_staged(scope.tenant, new, staged, key)
+        log.info("blob_written", blob_id=ensured.blob.blob_id, size_bytes=size,
+                 already_existed=ensured.already_existed, healed=ensured.healed)
+        return ensured
+
+    async def _settle_staged(self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey) -> Ensured:
+        async with self._blobs.locked(new.content_hash) as tx:
+            existing = await tx.find()
+            if existing is not None and await self._holds(existing):
+                await tx.touch(existing.blob_id, tenant)
+                return Ensured(existing, already_existed=True)
+            uri = await self._storage.place(staged, key)
+            try:
+                ensured = await self._insert_or_heal(tx, tenant, existing, _with_uri(new, uri))
+            except BaseException:
+                if existing is None or not self._same_file(existing.storage_uri, uri):
+                    await self._storage.delete(uri)  # no committed row names it
+                raise
+            if not self._same_file(ensured.blob.storage_uri, uri):
+                await self._storage.delete(uri)  # a row made without the lock won; ours is redundant
+            return ensured
+
+    async def ensure_blob(
+        self, scope: Scope, content_hash_text: str, storage_uri: str, size_bytes: int, mime_type: str
+    ) -> Ensured:
+        """Insert-or-find the row of a file the caller already stored, healing a row whose file
+        vanished. The caller's file is verified against the hash before a row names it."""
+        content_hash = _parse_hash(content_hash_text)
+        if size_bytes < 0:
+            raise InvalidBlobRequest("size_bytes must not be negative", field="size_bytes")
+        key = self._storage.key_for(storage_uri)
+        if key is None or key.digest != content_hash.digest:
+            raise InvalidBlobRequest("storage_uri must be this hash's content path", field="storage_uri")
+        isolated = await self._blobs.tenant_isolates_content(scope.tenant)
+        if content_hash.keyed != isolated:
+            raise InvalidBlobRequest("content_hash is not in the caller tenant's hash scheme", field="content_hash")
+        storage_uri = self._storage.uri_for(key)  # one spelling per path, whatever the caller wrote
+        new = NewBlob(content_hash, size_bytes, normalise_mime_type(mime_type), storage_uri)
+        with _tracer.start_as_current_span("content_index.ensure"):
+            # Hash outside the lock when the row will need the caller's file (the usual case).
+            hint = await self._blobs.peek(content_hash)
+            verified = hint is None or not await self._holds(hint)
+            if verified:
+                await self._verify(scope.tenant, isolated, new)
+            async with self._blobs.locked(content_hash) as tx:
+                existing = await tx.find()
+                if existing is not None and await self._holds(existing):
+                    await tx.touch(existing.blob_id, scope.tenant)
+                    if not self._same_file(existing.storage_uri, storage_uri):
+                        await self._storage.delete(storage_uri)  # one file per hash
+                    return Ensured(existing, already_existed=True)
+                if not verified:
+                    await self._verify(scope.tenant, isolated, new)
+                elif await self._storage.size_of(storage_uri) != size_bytes:
+                    raise BlobFileMissing()
+                return await self._insert_or_heal(tx, scope.tenant, existing, new)
+
+    async def _insert_or_heal(self, tx: LockedHash, tenant: str, existing: Blob | None, new: NewBlob) -> Ensured:
+        """Under the hash lock, with ``new``'s file in place: a new row, or the old one repointed."""
+        if existing is None:
+            blob, inserted = await tx.insert(new, tenant)
+            if inserted:
+                return Ensured(blob, already_existed=False)
+            existing = blob
+            if await self._holds(existing):
+                await tx.touch(existing.blob_id, tenant)
+                return Ensured(existing, already_existed=True)
+        healed = await tx.repoint(existing.blob_id, new.storage_uri, tenant)
+        log.warning("blob_healed", blob_id=healed.blob_id)
+        return Ensured(healed, already_existed=True, healed=True)
+
+    async def _verify(self, tenant: str, isolated: bool, new: NewBlob) -> None:
+        hasher = self._keyring.hasher(tenant, isolated=isolated)
+        size = await self._storage.digest(new.storage_uri, hasher.update)
+        if size is None:
+            raise BlobFileMissing()
+        if size != new.size_bytes or hasher.finish() != new.content_hash:
+            raise ContentHashMismatch()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def stat_blob(self, scope: Scope, blob_id: int) -> tuple[Blob, bool]:
+        blob = await self._visible(scope, blob_id)
+        return blob, await self._holds(blob)
+
+    async def read_blob(self, scope: Scope, blob_id: int, offset: int, limit: int) -> BlobRead:
+        blob = await self._visible(scope, blob_id)
+        if not 0 <= offset <= blob.size_bytes:
+            raise InvalidBlobRequest(f"offset must be within [0, {blob.size_bytes}]", field="offset")
+        if limit < 0:
+            raise InvalidBlobRequest("limit must not be negative", field="limit")
+        remaining = blob.size_bytes - offset
+        length = remaining if limit == 0 else min(limit, remaining)
+        if not await self._holds(blob):
+            raise BlobContentMissing()
+        return BlobRead(blob, await self._storage.open(blob.storage_uri, offset, length, READ_CHUNK_BYTES))
+
+    async def count_references(self, scope: Scope, blob_id: int) -> ReferenceCounts:
+        blob = await self._visible(scope, blob_id)
+        return await self._blobs.count_references(blob.blob_id)
+
+    async def find_by_hash(self, scope: Scope, content_hash_text: str) -> tuple[Blob | None, list[BlobReference]]:
+        blob = await self._blobs.visible_by_hash(_parse_hash(content_hash_text), scope.tenant)
+        if blob is None:
+            return None, []
+        return blob, await self._blobs.tenant_references(blob.blob_id, scope.tenant)
+
+    async def _visible(self, scope: Scope, blob_id: int) -> Blob:
+        blob = await self._blobs.visible(blob_id, scope.tenant)
+        if blob is None:
+            raise BlobNotFound()
+        return blob
+
+    # -- garbage collection ----------------------------------------------------------------
+
+    async def collect_garbage(self, min_age: timedelta | None, max_blobs: int, dry_run: bool) -> GarbageReport:
+        if min_age is not None and min_age < timedelta(0):
+            raise InvalidBlobRequest("min_age must not be negative", field="min_age")
+        if max_blobs < 0:
+            raise InvalidBlobRequest("max_blobs must not be negative", field="max_blobs")
+        age = max(self._policy.gc_grace if min_age is None else min_age, self._policy.gc_min_age)
+        with _tracer.start_as_current_span("content_index.gc"):
+            candidates = await self._blobs.collectable(age, max_blobs or None)
+            if dry_run:
+                ids = tuple(c.blob_id for c in candidates)
+                return GarbageReport(len(ids), sum(c.size_bytes for c in candidates), ids[:MAX_REPORTED_IDS], 0)
+            swept = await self._storage.sweep_staging(max(age, STAGING_MAX_AGE))
+            removed: list[int] = []
+            freed = skipped = 0
+            for candidate in candidates:
+                outcome = await self._forget(candidate, age)
+                if outcome is _GONE:
+                    continue
+                if outcome is None:
+                    skipped += 1
+                    continue
+                removed.append(outcome.blob_id)
+                if await self._release(outcome):
+                    freed += outcome.size_bytes
+        log.info("garbage_collected", removed=len(removed), freed_bytes=freed, skipped=skipped, swept_partials=swept)
+        return GarbageReport(len(removed), freed, tuple(removed[:MAX_REPORTED_IDS]), skipped)
+
+    async def _forget(self, candidate: Blob, age: timedelta) -> Blob | None | object:
+        """Phase 1: the deleted row; None when it is kept (referenced or written since); _GONE when
+        another pass already removed it."""
+        try:
+            async with self._blobs.locked(candidate.content_hash) as tx:
+                current = await tx.find()
+                if current is None or current.blob_id != candidate.blob_id:
+                    return _GONE
+                return await tx.delete_if_collectable(candidate.blob_id, age)
+        except BlobInUse:
+            return None
+
+    async def _release(self, removed: Blob) -> bool:
+        """Phase 2: remove the deleted row's file unless a re-created row names the same path."""
+        async with self._blobs.locked(removed.content_hash) as tx:
+            current = await tx.find()
+            if current is not None and self._same_file(current.storage_uri, removed.storage_uri):
+                return False
+            return await self._storage.delete(removed.storage_uri)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    async def _hasher(self, tenant: str) -> ContentHasher:
+        isolated = await self._blobs.tenant_isolates_content(tenant)
+        return self._keyring.hasher(tenant, isolated=isolated)
+
+    def _same_file(self, first: str, second: str) -> bool:
+        """Whether two URIs name the same stored file (compared by key, not by spelling)."""
+        key = self._storage.key_for(first)
+        return first == second if key is None else key == self._storage.key_for(second)
+
+    async def _holds(self, blob: Blob) -> bool:
+        """True when the blob's file is present with its full size."""
+        return await self._storage.size_of(blob.storage_uri) == blob.size_bytes
+
+
+_GONE = object()
+
+
+def _with_uri(new: NewBlob, storage_uri: str) -> NewBlob:
+    return NewBlob(new.content_hash, new.size_bytes, new.mime_type, storage_uri)
+
+
+def _parse_hash(text: str) -> ContentHash:
+    content_hash = ContentHash.parse(text)
+    if content_hash is None:
+        raise InvalidBlobRequest(
+            "content_hash must be 64 hex characters, or 'hmac-sha256:' and 64 hex characters", field="content_hash"
+        )
+    return content_hash

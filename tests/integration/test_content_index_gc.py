@@ -1,0 +1,319 @@
+"""Garbage collection against concurrent uploads, on real PostgreSQL and real files.
+
+The deterministic tests stop GC or an upload at each boundary of the protocol described in
+``knowledge_content_index.usecases`` and run the other side in between; the race test runs both
+at full speed many times. A blob an upload returned must always keep its row and its bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from datetime import timedelta
+
+import asyncpg
+import pytest
+from google.protobuf.duration_pb2 import Duration
+from knowledge.v1 import content_index_pb2 as pb
+from knowledge_content_index.adapters.postgres import NON_REFERENCING_TABLES, REFERENCING_TABLES
+from knowledge_content_index.domain.model import Blob, UploadHeader
+from knowledge_content_index.usecases import BlobUseCases
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.db.pool import Database
+
+from tests.integration.test_content_index_harness import (
+    GRACE,
+    age,
+    auth,
+    build_cases,
+    eventually,
+    files_under,
+    read_all,
+    reference,
+    sha256_hex,
+    start_content_index,
+    unique_bytes,
+    write,
+)
+
+pytestmark = pytest.mark.integration
+
+SCOPE = Scope(tenant="gc-tenant", capabilities=frozenset({"blob.write", "blob.read", "blob.admin"}))
+HEADER = UploadHeader(extension=".pdf", mime_type="application/pdf")
+
+
+@pytest.fixture(scope="module")
+async def content_db(migrated_pg):
+    db = await Database.connect(migrated_pg.url(user="knowledge_content_index"), max_size=10)
+    yield db
+    await db.close()
+
+
+@pytest.fixture
+async def admin(migrated_pg):
+    connection = await asyncpg.connect(migrated_pg.url())
+    yield connection
+    await connection.close()
+
+
+class Gated(BlobUseCases):
+    """GC that can be held, for the blob ``target``, at its protocol boundaries: before phase 1
+    (row deletion) and between phase 1 and phase 2 (file removal)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.target: int | None = None
+        self.at_forget, self.resume_forget = asyncio.Event(), asyncio.Event()
+        self.at_release, self.resume_release = asyncio.Event(), asyncio.Event()
+        self.resume_forget.set()
+        self.resume_release.set()
+
+    async def _forget(self, candidate, age):
+        if candidate.blob_id == self.target:
+            self.at_forget.set()
+            await self.resume_forget.wait()
+        return await super()._forget(candidate, age)
+
+    async def _release(self, removed):
+        if removed.blob_id == self.target:
+            self.at_release.set()
+            await self.resume_release.wait()
+        return await super()._release(removed)
+
+
+@pytest.fixture
+def gated(content_db, tmp_path) -> Gated:
+    return build_cases(content_db, tmp_path / "blobs", os.urandom(32), cls=Gated)
+
+
+async def chunks_of(data: bytes, hold: asyncio.Event | None = None):
+    for start in range(0, len(data), 64 * 1024):
+        yield data[start : start + 64 * 1024]
+    if hold is not None:
+        await hold.wait()  # the upload is fully staged but not yet settled
+
+
+async def upload(cases: BlobUseCases, data: bytes, hold: asyncio.Event | None = None):
+    return await cases.write_blob(SCOPE, HEADER, chunks_of(data, hold))
+
+
+async def row(admin: asyncpg.Connection, blob_id: int):
+    return await admin.fetchrow("SELECT * FROM content_blobs WHERE blob_id = $1", blob_id)
+
+
+async def assert_intact(cases: BlobUseCases, blob: Blob, data: bytes) -> None:
+    """The blob's row exists and its file holds exactly ``data``."""
+    stored, present = await cases.stat_blob(SCOPE, blob.blob_id)
+    assert present, "a blob an upload returned lost its file"
+    read = await cases.read_blob(SCOPE, blob.blob_id, 0, 0)
+    try:
+        assert b"".join([chunk async for chunk in read.reader.chunks()]) == data
+    finally:
+        await read.reader.close()
+
+
+async def old_orphan(cases: BlobUseCases, admin, data: bytes) -> Blob:
+    """An unreferenced blob old enough for GC; ``cases`` (when Gated) will hold GC at it."""
+    blob = (await upload(cases, data)).blob
+    await age(admin, blob.blob_id)
+    if isinstance(cases, Gated):
+        cases.target = blob.blob_id
+    return blob
+
+
+async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, verifier, tmp_path, make_token, admin):
+    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
+    try:
+        token = make_token("gc-grpc")
+        old, referenced, fresh = [await write(harness.stub, token, unique_bytes(1000 * (i + 1))) for i in range(3)]
+        for written in (old, referenced):
+            await age(admin, written.blob.blob_id)
+        await reference(admin, "gc-grpc", referenced.blob.blob_id)
+        min_age = Duration()
+        min_age.FromTimedelta(GRACE)
+
+        dry = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(dry_run=True, min_age=min_age),
+                                                metadata=auth(token))
+        assert old.blob.blob_id in dry.removed_blob_ids
+        assert referenced.blob.blob_id not in dry.removed_blob_ids and fresh.blob.blob_id not in dry.removed_blob_ids
+        assert len(files_under(harness.root)) == 3 and await row(admin, int(old.blob.blob_id)) is not None
+
+        report = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(min_age=min_age), metadata=auth(token))
+        assert list(report.removed_blob_ids) == [old.blob.blob_id]
+        assert report.removed_count == 1 and report.freed_bytes == old.blob.size_bytes
+        assert await row(admin, int(old.blob.blob_id)) is None
+        assert not harness.storage.path_for(harness.storage.key_for(old.blob.storage_uri)).exists()
+        assert len(files_under(harness.root)) == 2
+        for kept in (referenced, fresh):
+            stat = await harness.stub.StatBlob(pb.StatBlobRequest(blob_id=kept.blob.blob_id), metadata=auth(token))
+            assert stat.file_present
+    finally:
+        await channel.close()
+        await app.stop()
+
+
+async def test_the_configured_minimum_age_wins_over_a_smaller_request(content_db, tmp_path, admin):
+    cases = build_cases(content_db, tmp_path / "blobs", os.urandom(32))
+    cases._policy = type(cases._policy)(cases._policy.max_upload_bytes, timedelta(days=1), timedelta(hours=3))
+    blob = (await upload(cases, unique_bytes(1000))).blob
+    await age(admin, blob.blob_id, timedelta(hours=2))
+    report = await cases.collect_garbage(timedelta(0), 0, dry_run=False)
+    assert blob.blob_id not in report.removed_blob_ids and await row(admin, blob.blob_id) is not None
+
+
+async def test_an_upload_between_row_deletion_and_file_removal_keeps_its_file(gated, admin):
+    data = unique_bytes()
+    old = await old_orphan(gated, admin, data)
+    gated.resume_release.clear()
+    collecting = asyncio.create_task(gated.collect_garbage(GRACE, 0, dry_run=False))
+    await gated.at_release.wait()  # phase 1 committed: the row is gone, the file not yet
+    assert await row(admin, old.blob_id) is None
+
+    again = await upload(gated, data)  # re-creates the row on the very same path
+    assert not again.already_existed and again.blob.blob_id != old.blob_id
+    assert again.blob.storage_uri == old.storage_uri
+
+    gated.resume_release.set()
+    report = await collecting
+    assert old.blob_id in report.removed_blob_ids and again.blob.blob_id not in report.removed_blob_ids
+    await assert_intact(gated, again.blob, data)
+    await reference(admin, SCOPE.tenant, again.blob.blob_id)
+
+
+async def test_gc_running_between_staging_and_settling_an_upload_loses_nothing(gated, admin):
+    data = unique_bytes()
+    old = await old_orphan(gated, admin, data)
+    hold = asyncio.Event()
+    uploading = asyncio.create_task(upload(gated, data, hold))
+    await eventually(lambda: any(p.stat().st_size == len(data) for p in files_under(gated._storage.staging)))
+
+    report = await gated.collect_garbage(GRACE, 0, dry_run=False)  # the whole pass, file included
+    assert old.blob_id in report.removed_blob_ids and not gated._storage.path_for(
+        gated._storage.key_for(old.storage_uri)).exists()
+
+    hold.set()
+    settled = await uploading
+    assert not settled.already_existed and settled.blob.blob_id != old.blob_id
+    await assert_intact(gated, settled.blob, data)
+
+
+async def test_an_upload_just_before_row_deletion_restarts_the_grace_period(gated, admin):
+    data = unique_bytes()
+    old = await old_orphan(gated, admin, data)
+    gated.resume_forget.clear()
+    collecting = asyncio.create_task(gated.collect_garbage(GRACE, 0, dry_run=False))
+    await gated.at_forget.wait()  # the candidate is listed, its row not yet locked
+
+    again = await upload(gated, data)
+    assert again.already_existed and again.blob.blob_id == old.blob_id
+
+    gated.resume_forget.set()
+    report = await collecting
+    assert old.blob_id not in report.removed_blob_ids and report.skipped_count >= 1
+    await assert_intact(gated, again.blob, data)
+
+
+async def test_a_reference_being_inserted_makes_gc_wait_and_keep_the_blob(gated, admin, migrated_pg):
+    data = unique_bytes()
+    old = await old_orphan(gated, admin, data)
+    ingest = await asyncpg.connect(migrated_pg.url())
+    try:
+        transaction = ingest.transaction()
+        await transaction.start()
+        await reference(ingest, SCOPE.tenant, old.blob_id)  # its foreign-key check locks the blob row
+        collecting = asyncio.create_task(gated.collect_garbage(GRACE, 0, dry_run=False))
+        await gated.at_forget.wait()
+        await asyncio.sleep(0.3)
+        assert not collecting.done(), "GC must wait for the referencing transaction"
+        await transaction.commit()
+        report = await collecting
+    finally:
+        await ingest.close()
+    assert old.blob_id not in report.removed_blob_ids and report.skipped_count >= 1
+    await assert_intact(gated, old, data)
+
+
+async def test_a_reference_after_row_deletion_fails_instead_of_dangling(gated, admin):
+    old = await old_orphan(gated, admin, unique_bytes())
+    gated.resume_release.clear()
+    collecting = asyncio.create_task(gated.collect_garbage(GRACE, 0, dry_run=False))
+    await gated.at_release.wait()
+    with pytest.raises(asyncpg.ForeignKeyViolationError):
+        await reference(admin, SCOPE.tenant, old.blob_id)
+    gated.resume_release.set()
+    await collecting
+
+
+async def test_gc_raced_against_uploads_of_the_same_bytes_never_loses_a_referenced_blob(
+    content_db, tmp_path, admin, migrated_pg
+):
+    """Many rounds at full speed: every blob an upload returned gets referenced at once and must
+    keep its row and bytes; old blobs nobody rewrote are removed, file and row."""
+    cases = build_cases(content_db, tmp_path / "blobs", os.urandom(32))
+    rng = random.Random(7)
+    contents = [unique_bytes(rng.randint(1, 150_000)) for _ in range(24)]
+    rewritten, untouched = contents[:16], contents[16:]
+    olds = {data: await old_orphan(cases, admin, data) for data in contents}
+    settled: list[tuple[Blob, bytes]] = []
+    stop = asyncio.Event()
+
+    async def uploader(data: bytes) -> None:
+        for _ in range(3):
+            await asyncio.sleep(rng.random() * 0.05)
+            blob = (await upload(cases, data)).blob
+            async with ingest.acquire() as connection:  # fails if GC removed the row meanwhile
+                await reference(connection, SCOPE.tenant, blob.blob_id)
+            settled.append((blob, data))
+
+    async def collector() -> list[int]:
+        removed = []
+        while not stop.is_set():
+            report = await cases.collect_garbage(GRACE, 0, dry_run=False)
+            removed += report.removed_blob_ids
+            await asyncio.sleep(0)
+        return removed
+
+    ingest = await asyncpg.create_pool(migrated_pg.url(), min_size=1, max_size=8)
+    gc_tasks = [asyncio.create_task(collector()) for _ in range(2)]
+    try:
+        await asyncio.gather(*(uploader(data) for data in rewritten))
+    finally:
+        stop.set()
+        removed = [blob_id for task in gc_tasks for blob_id in await task]
+        await ingest.close()
+    final = await cases.collect_garbage(GRACE, 0, dry_run=False)
+    removed += final.removed_blob_ids
+
+    for blob, data in settled:
+        await assert_intact(cases, blob, data)
+    assert not {blob.blob_id for blob, _ in settled} & set(removed)
+    for data in untouched:
+        old = olds[data]
+        assert old.blob_id in removed and await row(admin, old.blob_id) is None
+        assert await admin.fetchval("SELECT count(*) FROM content_blobs WHERE content_hash = $1", sha256_hex(data)) == 0
+    on_disk = {p.name.split(".")[0] for p in files_under(cases._storage.root)}
+    assert on_disk == {sha256_hex(data) for data in rewritten}
+
+
+async def test_every_table_referencing_blobs_is_counted(admin):
+    tables = await admin.fetch(
+        "SELECT conrelid::regclass::text AS name FROM pg_constraint "
+        "WHERE contype = 'f' AND confrelid = 'content_blobs'::regclass"
+    )
+    assert {r["name"] for r in tables} == {t.table for t in REFERENCING_TABLES} | set(NON_REFERENCING_TABLES)
+
+
+async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier, tmp_path, make_token, admin):
+    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
+    try:
+        token = make_token("gc-tenant")
+        blob = (await write(harness.stub, token, unique_bytes(5000))).blob
+        await age(admin, blob.blob_id)
+        await harness.cases.collect_garbage(GRACE, 0, dry_run=False)
+        with pytest.raises(Exception) as caught:
+            await read_all(harness.stub, token, blob.blob_id)
+        assert caught.value.code().name == "NOT_FOUND"
+    finally:
+        await channel.close()
+        await app.stop()

@@ -1,0 +1,122 @@
+"""The local-filesystem storage adapter: atomic placement, private staging, trusted URIs only."""
+
+import asyncio
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from knowledge_content_index.adapters.local_storage import OFFLOAD_BYTES, LocalBlobStorage
+from knowledge_content_index.domain.errors import BlobContentMissing
+from knowledge_content_index.domain.model import BlobKey
+
+DIGEST = "ab" + "0" * 62
+
+
+@pytest.fixture
+def storage(tmp_path) -> LocalBlobStorage:
+    return LocalBlobStorage.create(tmp_path / "blob root with spaces %")
+
+
+def all_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+async def test_staged_bytes_are_private_then_placed_atomically(storage):
+    data = os.urandom(3 * OFFLOAD_BYTES)
+    async with storage.stage() as staged:
+        await staged.write(data[:10])  # small: inline
+        await staged.write(data[10:])  # large: in a worker thread
+        assert staged.path.parent == storage.staging and staged.path.name.startswith(".partial.")
+        assert oct(staged.path.stat().st_mode & 0o777) == "0o600"
+        await staged.seal()
+        uri = await storage.place(staged, BlobKey(DIGEST, ".pdf"))
+    target = storage.root / "ab" / f"{DIGEST}.pdf"
+    assert uri == target.as_uri() and target.read_bytes() == data
+    assert all_files(storage.root) == [target]
+    assert await storage.size_of(uri) == len(data)
+
+
+async def test_leaving_the_stage_without_placing_removes_the_bytes(storage):
+    with pytest.raises(RuntimeError):
+        async with storage.stage() as staged:
+            await staged.write(os.urandom(OFFLOAD_BYTES * 2))
+            raise RuntimeError("the stream broke")
+    assert all_files(storage.root) == []
+
+
+async def test_a_cancelled_write_never_leaves_the_staged_file(storage):
+    started = asyncio.Event()
+
+    async def receive():
+        async with storage.stage() as staged:
+            started.set()
+            while True:
+                await staged.write(os.urandom(OFFLOAD_BYTES * 16))
+
+    task = asyncio.create_task(receive())
+    await started.wait()
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert all_files(storage.root) == []
+
+
+def test_uris_round_trip_and_only_content_paths_are_trusted(storage):
+    key = BlobKey(DIGEST, ".docx")
+    assert storage.key_for(storage.uri_for(key)) == key
+    assert storage.key_for(storage.uri_for(BlobKey(DIGEST))) == BlobKey(DIGEST)
+    root = storage.root
+    untrusted = [
+        Path("/etc/passwd").as_uri(),
+        (root / "ab" / f"{DIGEST}.sh").as_uri(),  # not a whitelisted extension
+        (root / "cd" / f"{DIGEST}.pdf").as_uri(),  # wrong shard
+        (root / "ab" / ".." / "ab" / f"{DIGEST}.pdf").as_uri(),
+        (root / "ab" / "x" / f"{DIGEST}.pdf").as_uri(),
+        (root.parent / "ab" / f"{DIGEST}.pdf").as_uri(),
+        (root / ".staging" / f"{DIGEST}.pdf").as_uri(),
+        f"s3://bucket/ab/{DIGEST}.pdf",
+        f"file://otherhost{root}/ab/{DIGEST}.pdf",
+        storage.uri_for(key) + "?x=1",
+        str(root / "ab" / f"{DIGEST}.pdf"),
+    ]
+    for uri in untrusted:
+        assert storage.key_for(uri) is None, uri
+
+
+async def test_nothing_outside_the_root_is_read_or_removed(storage, tmp_path):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    assert await storage.size_of(outside.as_uri()) is None
+    assert not await storage.delete(outside.as_uri())
+    with pytest.raises(BlobContentMissing):
+        await storage.open(outside.as_uri(), 0, 1, 1)
+    assert outside.read_text() == "keep me"
+
+
+async def test_reads_stream_a_range_and_survive_an_unlink(storage):
+    data = os.urandom(10_000)
+    async with storage.stage() as staged:
+        await staged.write(data)
+        await staged.seal()
+        uri = await storage.place(staged, BlobKey(DIGEST))
+    reader = await storage.open(uri, 100, 5000, 1024)
+    await storage.delete(uri)  # an open reader keeps its bytes
+    chunks = [c async for c in reader.chunks()]
+    await reader.close()
+    assert b"".join(chunks) == data[100:5100] and max(map(len, chunks)) == 1024
+    assert await storage.size_of(uri) is None and not await storage.delete(uri)
+
+
+async def test_the_sweep_removes_only_old_staged_leftovers(storage):
+    old = storage.staging / ".partial.1.dead"
+    old.write_bytes(b"x")
+    os.utime(old, (0, 0))
+    fresh = storage.staging / ".partial.2.live"
+    fresh.write_bytes(b"y")
+    other = storage.staging / "unrelated"
+    other.write_bytes(b"z")
+    os.utime(other, (0, 0))
+    assert await storage.sweep_staging(timedelta(hours=1)) == 1
+    assert not old.exists() and fresh.exists() and other.exists()
