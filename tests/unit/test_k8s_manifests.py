@@ -471,7 +471,9 @@ def referenced_secrets_and_config_maps(overlay: str) -> set[str]:
 def test_every_referenced_secret_is_documented(overlay):
     docs = DOCS.read_text()
     names = referenced_secrets_and_config_maps(overlay)
-    assert {"knowledge-database/ingest-url", "knowledge-jwks", "knowledge-service-key"} <= names
+    # content-index replicas must share one master key, or isolated tenants' blob names differ per pod.
+    assert {"knowledge-database/ingest-url", "knowledge-jwks", "knowledge-service-key",
+            "knowledge-content-key/content-key", "knowledge-llm/api-key"} <= names
     for name in names:
         secret, _, key = name.partition("/")
         if secret == "knowledge-db-app":
@@ -579,3 +581,21 @@ def test_the_first_deploy_step_holds_everything_the_migration_needs(overlay):
     assert needed <= first
     assert not any(kind == "Deployment" for kind, _ in first)
     assert "component in (config,database,migrate)" in DOCS.read_text()
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_signing_services_get_the_service_key(overlay):
+    """Search signs internal calls whenever KNOWLEDGE_SERVICE_KEY_PATH is set: it must be set only where the key is."""
+    assert "KNOWLEDGE_SERVICE_KEY_PATH" not in config_map(overlay, "knowledge-config")["data"]
+    signing = set()
+    for name, spec in pod_specs(overlay).items():
+        box = spec["containers"][0]
+        path = next((v["value"] for v in box.get("env", []) if v["name"] == "KNOWLEDGE_SERVICE_KEY_PATH"), None)
+        secrets = {v["name"]: v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v}
+        if path is None:
+            assert "knowledge-service-key" not in secrets.values(), name
+            continue
+        signing.add(name)
+        (mount,) = [m for m in box["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+        assert secrets[mount["name"]] == "knowledge-service-key" and mount["readOnly"] is True, name
+    assert signing == {"knowledge-ingest", "knowledge-search"}
