@@ -44,6 +44,13 @@ class _ForwardToken(
         return await continuation(_with_token(client_call_details), request_iterator)
 
 
+# Round-robin over every address the name resolves to: behind a headless Kubernetes Service
+# each embedder replica gets its share of the requests, not one pinned connection per caller.
+CHANNEL_OPTIONS = (("grpc.lb_policy_name", "round_robin"),)
+
+
 def channel(target: str) -> grpc.aio.Channel:
     """An insecure channel inside the cluster network (mTLS belongs to the mesh)."""
-    return grpc.aio.insecure_channel(target, interceptors=[*aio_client_interceptors(), _ForwardToken()])
+    return grpc.aio.insecure_channel(
+        target, options=CHANNEL_OPTIONS, interceptors=[*aio_client_interceptors(), _ForwardToken()]
+    )
