@@ -426,6 +426,11 @@ def test_windows_1252_text_is_read_as_such_with_a_warning(extract):
     assert result.warnings == ("the text is not UTF-8; it was read as Windows-1252",)
 
 
+def test_text_that_starts_with_a_page_marker_is_still_text(extract):
+    result = extract(b"[Page 1]\nMinutes of the meeting.", "minutes.txt")
+    assert result.extractable and split_structural(result.text)[0].page == 1
+
+
 def test_utf16_text_with_a_bom_is_decoded(extract):
     result = extract("hello w\u00f6rld".encode("utf-16"), "w.txt")  # the codec writes the BOM
     assert result.text == "hello w\u00f6rld"

@@ -12,6 +12,7 @@ from knowledge_ingest.domain.extraction import ExtractionLimits
 
 _WHITESPACE = re.compile(r"[ \t\r\f\v\u00a0]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MARKER_ONLY = re.compile(r"\[(Page \d+|Sheet: [^\n]*)\]\Z")
 _MARKER_LIKE = re.compile(r"^(\s*)(#{1,6}[ \t]|\[Page[ \t]+\d+\][ \t]*$|\[Sheet:.*\][ \t]*$|\|)")
 
 
@@ -87,7 +88,7 @@ class TextSink:
 
     def has_content(self) -> bool:
         """True when anything besides markers was written."""
-        return any(not (b.startswith("[Page ") or b.startswith("[Sheet: ")) for b in self._blocks)
+        return any(not _MARKER_ONLY.match(block) for block in self._blocks)
 
 
 def one_line(text: str) -> str:
