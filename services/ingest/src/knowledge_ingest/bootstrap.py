@@ -47,7 +47,9 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
 
 
 async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
-    from knowledge_ingest.adapters.extraction import DocumentExtractor
+    # Each file is read in a child process with a time and memory cap: one pathological page
+    # cannot hang a worker (and its renewed lease) forever.
+    from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
 
     settings = settings or IngestSettings.from_env()
     verifier = prepare(settings.common)
@@ -57,7 +59,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
     blobs = ContentIndexClient(settings.content_index_address, signer)
     embedder = EmbedderClient(settings.embedder_address, signer)
-    servicer, workers = wire(settings, db, blobs, embedder, DocumentExtractor().extract)
+    servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
     app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
                               on_stop=[workers.stop, blobs.close, embedder.close, db.close])
     app.on_start.append(workers.start)
