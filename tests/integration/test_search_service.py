@@ -186,9 +186,15 @@ async def test_hybrid_fusion_order_and_score_contract(stub, acme, stack):
     cosine = {r.chunk_id: r.score for r in vector.results}
     fused = [r.fused_score for r in hybrid.results]
     assert fused == sorted(fused, reverse=True)
+    # fused = 1/(60 + vector_rank) + w/(60 + lexical_rank), one lexical weight w in (0, 1] for the query.
+    lexical_weights = {
+        round((r.fused_score - (1 / (60 + r.vector_rank) if r.vector_rank else 0)) * (60 + r.lexical_rank), 9)
+        for r in hybrid.results if r.lexical_rank
+    }
+    assert len(lexical_weights) == 1 and 0 < lexical_weights.pop() <= 1
     for r in hybrid.results:
-        expected = (1 / (60 + r.vector_rank) if r.vector_rank else 0) + (1 / (60 + r.lexical_rank) if r.lexical_rank else 0)
-        assert r.fused_score == pytest.approx(expected)
+        if not r.lexical_rank:
+            assert r.fused_score == pytest.approx(1 / (60 + r.vector_rank))
         assert r.document_id and r.filename and r.content
         assert r.score == (pytest.approx(cosine[r.chunk_id]) if r.vector_rank else 0.0)
         assert 0.0 <= r.score <= 1.0
@@ -210,8 +216,9 @@ async def test_request_weights_move_the_order(stub, acme, stack):
     assert [r.chunk_id for r in lexical_heavy.results][: len(lexical_ids)] == lexical_ids
     assert [r.chunk_id for r in vector_heavy.results] == [r.chunk_id for r in vector.results]
     assert all(r.fused_score == pytest.approx(1 / (60 + r.vector_rank)) for r in vector_heavy.results)
-    assert all(r.fused_score == pytest.approx(1 / (60 + r.lexical_rank) if r.lexical_rank else 0.0)
-               for r in lexical_heavy.results)
+    lexical_weights = {round(r.fused_score * (60 + r.lexical_rank), 9) for r in lexical_heavy.results if r.lexical_rank}
+    assert len(lexical_weights) == 1 and 0 < lexical_weights.pop() <= 1
+    assert all(r.fused_score == 0.0 for r in lexical_heavy.results if not r.lexical_rank)
 
 
 async def test_tenants_and_filters_isolate_results(stub, acme, stack, make_token):
@@ -319,3 +326,22 @@ class _DirectEmbedder:
         from knowledge_search.domain.model import EmbeddedQuery
 
         return EmbeddedQuery(vector=hashed_vector(text).tolist())
+
+
+async def test_common_terms_score_but_do_not_select(stack):
+    from knowledge_search.adapters.postgres import Bm25
+    from knowledge_search.domain.model import Filters
+
+    ids = stack["ids"]
+    filters = Filters(corpus_id=ids["corpora"][("acme", "handbook")])
+    # With a low cut-off "policy" is common in acme: only chunks holding "zeppelin" are candidates.
+    pruned = PostgresChunkIndex(stack["db"], bm25=Bm25(common_fraction=0.2, common_min_df=0))
+    hits = await pruned.lexical_search("acme", "policy zeppelin", filters, 300)
+    assert [h.chunk.chunk_id for h in hits] == [ids["chunks"][("acme", "zeppelin.pdf", 0)]]
+    exact = await PostgresChunkIndex(stack["db"]).lexical_search("acme", "policy zeppelin", filters, 300)
+    assert len(exact) > 1 and exact[0].score == pytest.approx(hits[0].score)  # the same BM25 score
+    # When every term is common (here both "policy" and "travel"), a candidate must hold them all.
+    strict = PostgresChunkIndex(stack["db"], bm25=Bm25(common_fraction=0.1, common_min_df=0))
+    both = await strict.lexical_search("acme", "policy travel", filters, 300)
+    assert both and all("travel" in h.chunk.content.lower() and "polic" in h.chunk.content.lower() for h in both)
+    assert ids["chunks"][("acme", "zeppelin.pdf", 0)] not in {h.chunk.chunk_id for h in both}

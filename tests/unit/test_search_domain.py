@@ -81,6 +81,22 @@ def test_weights_and_top_k():
     assert [h.chunk.chunk_id for h in fuse(vector, lexical, Weights(1.0, 0.0), 3)] == [1, 2, 3]
 
 
+def test_the_lexical_weight_follows_the_channels_confidence_for_the_query():
+    vector = hits((1, 0.9), (2, 0.8))
+    generic = [ChannelHit(chunk(2), 3.0, coverage=0.1), ChannelHit(chunk(3), 2.0, coverage=0.05)]
+    fused = fuse(vector, generic, Weights(1.0, 1.0), top_k=3)
+    # Only generic words matched: lexical weight 0.1^2, so the vector order stands.
+    assert [h.chunk.chunk_id for h in fused] == [1, 2, 3]
+    assert fused[1].fused_score == pytest.approx(1 / 62 + 0.01 / 61)
+    exact = [ChannelHit(chunk(1), 9.0, coverage=1.0), ChannelHit(chunk(3), 8.0, coverage=0.9)]
+    trusted = fuse(vector, exact, Weights(1.0, 1.0), 3)
+    by_id = {h.chunk.chunk_id: h for h in trusted}
+    assert by_id[3].fused_score == pytest.approx(1 / 62)  # the full lexical weight (confidence 1.0^2)
+    assert by_id[1].fused_score == pytest.approx(2 / 61)
+    plain = fuse(vector, generic, Weights(1.0, 1.0), 3, confidence=False)
+    assert [h.chunk.chunk_id for h in plain] == [2, 1, 3]
+
+
 def test_single_channel_keeps_its_order_and_contract():
     lexical = single_channel(hits((5, 3.0), (6, 2.0)), vector=False, top_k=1)
     assert [(h.chunk.chunk_id, h.score, h.vector_rank, h.lexical_rank) for h in lexical] == [(5, 0.0, 0, 1)]

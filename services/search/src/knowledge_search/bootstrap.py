@@ -41,6 +41,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
         channel_depth=settings.channel_depth,
         rrf_k=settings.rrf_k,
         default_weights=settings.weights,
+        lexical_confidence=settings.lexical_confidence,
     )
     on_stop = [embedder.close, db.close]
     if settings.llm is not None:

@@ -34,6 +34,7 @@ class SearchSettings:
     channel_depth: int = 300
     rrf_k: int = 60
     weights: Weights = Weights(vector=1.0, lexical=1.0)
+    lexical_confidence: bool = True
     ef_search: int = 100
     max_scan_tuples: int = 20000
     thresholds: Thresholds = Thresholds()
@@ -72,10 +73,13 @@ class SearchSettings:
                 b=b,
                 tiers=_tiers(env),
                 text_config=text_config,
+                common_fraction=env.float("SEARCH_BM25_COMMON_FRACTION", 0.05, minimum=0.0),
+                common_min_df=env.int("SEARCH_BM25_COMMON_MIN_DF", 1000, minimum=0),
             ),
             channel_depth=env.int("SEARCH_CHANNEL_DEPTH", 300, minimum=1, maximum=1000),
             rrf_k=env.int("SEARCH_RRF_K", 60, minimum=1, maximum=10000),
             weights=Weights(vector=vector_weight, lexical=lexical_weight),
+            lexical_confidence=env.bool("SEARCH_LEXICAL_CONFIDENCE", True),
             ef_search=env.int("SEARCH_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000),
             max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000, minimum=1),
             thresholds=thresholds,

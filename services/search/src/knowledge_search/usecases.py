@@ -44,6 +44,7 @@ class SearchUseCases:
     channel_depth: int = CHANNEL_DEPTH
     rrf_k: int = RRF_K
     default_weights: Weights = EQUAL_WEIGHTS
+    lexical_confidence: bool = True
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
         tenant = scope.tenant
@@ -54,7 +55,9 @@ class SearchUseCases:
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
-                hits = fuse(vector_hits, lexical_hits, weights, request.top_k, self.rrf_k)
+                hits = fuse(
+                    vector_hits, lexical_hits, weights, request.top_k, self.rrf_k, confidence=self.lexical_confidence
+                )
             elif request.mode is SearchMode.VECTOR:
                 hits = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.rrf_k)
             else:

@@ -9,6 +9,11 @@ per-tenant statistics that migration 0005's triggers keep. The query's lexemes a
 one by one and OR-ed (a second ``to_tsquery`` pass would stem them twice). A term's
 frequency in a chunk sums its positions' tier weights relative to body text (D), so a
 heading match counts more than a body match while body text keeps BM25's saturation.
+
+Like Elasticsearch's common-terms query, a term found in more than ``common_fraction`` of
+the tenant's chunks (and in more than ``common_min_df`` of them) still scores but does not
+select candidates on its own, so one very frequent word does not make the query score most
+of the tenant; when every term is that frequent, a candidate must hold them all.
 """
 
 from __future__ import annotations
@@ -47,20 +52,26 @@ LEXICAL_SEARCH = """
 WITH terms AS (
     SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
 ),
-query AS (
-    SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery AS q
-    FROM terms
-),
 stats AS (
     SELECT greatest(s.chunk_count, 1)::float8 AS n,
            greatest(s.total_length::float8 / greatest(s.chunk_count, 1), 1.0) AS avgdl
     FROM search_tenant_stats s WHERE s.tenant_id = $3
 ),
 idf AS (
-    SELECT t.lexeme, ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf
+    SELECT t.lexeme,
+           ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf,
+           coalesce(l.doc_freq, 0) <= greatest($10, $11 * st.n) AS selective
     FROM terms t
     CROSS JOIN stats st
     LEFT JOIN search_lexeme_stats l ON l.tenant_id = $3 AND l.lexeme = t.lexeme
+),
+quoted AS (
+    SELECT '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' AS term, selective FROM idf
+),
+query AS (
+    SELECT (CASE WHEN bool_or(selective) THEN string_agg(term, ' | ') FILTER (WHERE selective)
+                 ELSE string_agg(term, ' & ') END)::tsquery AS q
+    FROM quoted
 ),
 matched AS (
     SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
@@ -82,7 +93,8 @@ scored AS (
     ORDER BY score DESC, m.chunk_id
     LIMIT $9
 )
-SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score
+SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score,
+       least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
 FROM scored s
 JOIN chunks c ON c.chunk_id = s.chunk_id
 JOIN documents d ON d.document_id = c.document_id
@@ -119,7 +131,8 @@ def _hit(row) -> ChannelHit:
         page=row["page"],
         content=row["content"],
     )
-    return ChannelHit(chunk=chunk, score=float(row["score"]))
+    coverage = row.get("coverage") if "coverage" in row.keys() else None
+    return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +143,8 @@ class Bm25:
     b: float = 0.75
     tiers: tuple[float, float, float, float] = (0.05, 0.1, 0.2, 1.0)
     text_config: str = "english"
+    common_fraction: float = 0.05
+    common_min_df: int = 1000
 
 
 class PostgresChunkIndex:
@@ -157,7 +172,7 @@ class PostgresChunkIndex:
         return [_hit(row) for row in rows]
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
-        predicates, args = _filters(filters, 10)
+        predicates, args = _filters(filters, 12)
         d, c, b, a = self._bm25.tiers
         rows = await self._db.fetch(
             "lexical_search",
@@ -171,6 +186,8 @@ class PostgresChunkIndex:
             b / d,
             c / d,
             depth,
+            self._bm25.common_min_df,
+            self._bm25.common_fraction,
             *args,
         )
         return [_hit(row) for row in rows]

