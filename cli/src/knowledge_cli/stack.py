@@ -22,7 +22,7 @@ from pathlib import Path
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, write_config, write_descriptor_set
+from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
 from knowledge_runtime.db.connect import service_role
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys
@@ -47,6 +47,7 @@ class StackSettings:
     issuer: str
     audience: str
     max_upload_bytes: int
+    gateway_limits: Mapping[str, object] = field(default_factory=dict)  # CORS origins, rate limit
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> StackSettings:
@@ -64,6 +65,7 @@ class StackSettings:
             issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
             audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
             max_upload_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+            gateway_limits=limits_from_env(env),
         )
 
     @property
@@ -199,6 +201,7 @@ class Stack:
             audience=self.settings.audience,
             descriptor_path=descriptor,
             max_body_bytes=self.settings.max_upload_bytes,
+            **self.settings.gateway_limits,
         )
         path = write_config(config, self.run_dir / "envoy.json")
         # --base-id keeps side-by-side stacks from sharing Envoy's shared-memory region.

@@ -5,6 +5,12 @@ descriptor set (paths from the ``google.api.http`` annotations, proto field name
 gRPC statuses converted to HTTP + JSON). ``jwt_authn`` verifies the bearer token against a
 local JWKS (issuer, audience, expiry) and forwards it, so the services verify it again and
 read the tenant and capabilities from it.
+
+Around that: CORS for the configured frontend origins, a token bucket per tenant (the
+verified ``tenant`` claim copied to a header by ``jwt_authn``) answering 429 with
+``Retry-After``, a body limit equal to the upload cap (413 from the Content-Length before a
+byte of the body is read), local replies (401, 404, 413, 429, ...) as JSON ``google.rpc.Status``
+objects like the services' errors, and the OpenAPI description at ``/api/v1/knowledge/openapi.json``.
 """
 
 from __future__ import annotations
@@ -14,10 +20,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge_runtime.settings import Env, SettingsError
+
 from knowledge_gateway.descriptors import descriptor_set, public_service_names
+from knowledge_gateway.openapi import openapi_text
 
 REST_PREFIX = "/api/v1/knowledge"
 JWT_PROVIDER = "knowledge"
+OPENAPI_PATH = f"{REST_PREFIX}/openapi.json"
+UPLOAD_PATH = f"{REST_PREFIX}/upload"
+# The verified tenant claim, copied by jwt_authn; a client-sent value is removed first.
+TENANT_HEADER = "x-knowledge-tenant"
+UNROUTED_HEADER = "x-knowledge-unrouted"
+MAX_DYNAMIC_DESCRIPTORS = 10_000  # tenants with a live bucket; the least recently seen is evicted
 _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
 
@@ -34,6 +49,28 @@ class GatewayConfig:
     max_body_bytes: int = 100 * 1024 * 1024
     request_timeout_s: int = 30
     upload_timeout_s: int = 600
+    cors_origins: tuple[str, ...] = ()  # exact origins, e.g. "https://app.example.com"; none: no CORS
+    rate_limit_rps: int = 50  # per tenant, refilled every second
+    rate_limit_burst: int = 200  # per tenant, the bucket's size
+
+
+def parse_origins(value: str | None, name: str = "KNOWLEDGE_CORS_ORIGINS") -> tuple[str, ...]:
+    """Comma-separated exact origins (``scheme://host[:port]``); empty or unset: none."""
+    origins = tuple(part.strip().rstrip("/") for part in (value or "").split(",") if part.strip())
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        if scheme not in {"http", "https"} or not sep or not rest or "/" in rest or "*" in origin:
+            raise SettingsError(f"{name}: {origin!r} is not an origin like https://app.example.com")
+    return origins
+
+
+def limits_from_env(env: Env) -> dict:
+    """The gateway settings every deployment shares: CORS origins and the per-tenant rate limit."""
+    return {
+        "cors_origins": parse_origins(env.str("CORS_ORIGINS")),
+        "rate_limit_rps": env.int("RATE_LIMIT_RPS", 50, minimum=1),
+        "rate_limit_burst": env.int("RATE_LIMIT_BURST", 200, minimum=1),
+    }
 
 
 def write_descriptor_set(path: Path) -> Path:
@@ -73,8 +110,15 @@ def _cluster(service: str, address: str) -> dict:
 
 
 def _routes(config: GatewayConfig) -> list[dict]:
+    json_header = [{"header": {"key": "content-type", "value": "application/json"},
+                    "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}]
     routes: list[dict] = [
         {"match": {"path": "/healthz"}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
+        {
+            "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
+            "direct_response": {"status": 200, "body": {"inline_string": openapi_text()}},
+            "response_headers_to_add": json_header,
+        },
         # After transcoding the path is the gRPC method's; uploads get the long timeout.
         {
             "match": {"path": "/knowledge.v1.IngestService/UploadDocument"},
@@ -88,7 +132,33 @@ def _routes(config: GatewayConfig) -> list[dict]:
                 "route": {"cluster": _cluster_name(service), "timeout": f"{config.request_timeout_s}s"},
             }
         )
+    # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
+    # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies
+    # on one; it names its cluster by a header that Lua removes from every request, so it never
+    # reaches a cluster and Envoy answers 404 itself.
+    routes.append({"match": {"prefix": "/"}, "route": {"cluster_header": UNROUTED_HEADER}})
     return routes
+
+
+def _virtual_host(config: GatewayConfig) -> dict:
+    host: dict = {
+        "name": "knowledge",
+        "domains": ["*"],
+        "routes": _routes(config),
+        "rate_limits": [{"actions": [{"request_headers": {"header_name": TENANT_HEADER, "descriptor_key": "tenant"}}]}],
+    }
+    if config.cors_origins:
+        host["typed_per_filter_config"] = {
+            "envoy.filters.http.cors": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
+                "allow_origin_string_match": [{"exact": origin} for origin in config.cors_origins],
+                "allow_methods": "GET, POST, DELETE, OPTIONS",
+                "allow_headers": "authorization, content-type, traceparent, x-request-id",
+                "expose_headers": "retry-after, x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset",
+                "max_age": "600",
+            }
+        }
+    return host
 
 
 def _access_log() -> dict:
@@ -105,6 +175,8 @@ def _access_log() -> dict:
         "duration_ms": "%DURATION%",
         "request_id": "%REQ(X-REQUEST-ID)%",
         "traceparent": "%REQ(TRACEPARENT)%",
+        "tenant": f"%REQ({TENANT_HEADER.upper()})%",
+        # Never the Authorization header nor any body: tokens and documents stay out of logs.
     }
     return {
         "name": "envoy.access_loggers.stdout",
@@ -115,9 +187,124 @@ def _access_log() -> dict:
     }
 
 
+# google.rpc.Code of each HTTP status Envoy itself answers with, and the ErrorInfo reason.
+_LOCAL_REPLIES = {
+    400: (3, "INVALID_REQUEST"),
+    401: (16, "UNAUTHENTICATED"),
+    404: (5, "NOT_FOUND"),
+    405: (12, "METHOD_NOT_ALLOWED"),
+    411: (3, "LENGTH_REQUIRED"),
+    413: (8, "REQUEST_TOO_LARGE"),
+    429: (8, "RATE_LIMITED"),
+    431: (3, "HEADERS_TOO_LARGE"),
+    500: (13, "INTERNAL"),
+    502: (14, "UPSTREAM_UNAVAILABLE"),
+    503: (14, "UPSTREAM_UNAVAILABLE"),
+    504: (4, "UPSTREAM_TIMEOUT"),
+}
+
+
+def _status_json(code: int, reason: str, message: str) -> dict:
+    return {
+        "code": code,
+        "message": message,
+        "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "knowledge.v1"}],
+    }
+
+
+def _local_reply_config() -> dict:
+    """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON."""
+    mappers = [{
+        # The catch-all route's missing cluster ("NC"): a path the API does not have.
+        "filter": {"response_flag_filter": {"flags": ["NC"]}},
+        "status_code": 404,
+        "body_format_override": {
+            "json_format": _status_json(5, "NOT_FOUND", "no such REST resource"),
+            "content_type": "application/json",
+        },
+    }, {
+        # Envoy answers 403 itself only from jwt_authn (a token for another audience): a token
+        # this API does not accept is 401. The services' own 403s are upstream answers, untouched.
+        "filter": {"status_code_filter": {"comparison": {
+            "op": "EQ", "value": {"default_value": 403, "runtime_key": "knowledge.local_reply.403"}}}},
+        "status_code": 401,
+        "body_format_override": {
+            "json_format": _status_json(16, "UNAUTHENTICATED", "%LOCAL_REPLY_BODY%"),
+            "content_type": "application/json",
+        },
+    }]
+    for status, (code, reason) in _LOCAL_REPLIES.items():
+        mappers.append({
+            "filter": {"status_code_filter": {"comparison": {
+                "op": "EQ", "value": {"default_value": status, "runtime_key": f"knowledge.local_reply.{status}"}}}},
+            "body_format_override": {
+                "json_format": _status_json(code, reason, "%LOCAL_REPLY_BODY%"),
+                "content_type": "application/json",
+            },
+        })
+    return {"mappers": mappers}
+
+
+def _lua_source(config: GatewayConfig) -> str:
+    """Before anything else: drop client-sent internal headers; refuse a body over the cap by its
+    Content-Length before reading it, and a REST upload without one (the cap is then enforced
+    from the length, never by buffering)."""
+    return f"""
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  headers:remove("{TENANT_HEADER}")
+  headers:remove("{UNROUTED_HEADER}")
+  local length = headers:get("content-length")
+  local path = headers:get(":path") or ""
+  if length ~= nil then
+    local size = tonumber(length)
+    if size ~= nil and size > {config.max_body_bytes} then
+      handle:respond({{[":status"] = "413"}}, "request body larger than {config.max_body_bytes} bytes")
+    end
+  elseif headers:get(":method") == "POST" and (path == "{UPLOAD_PATH}" or path:sub(1, {len(UPLOAD_PATH) + 1}) == "{UPLOAD_PATH}?") then
+    handle:respond({{[":status"] = "411"}}, "an upload needs a Content-Length header")
+  end
+end
+"""
+
+
+def _rate_limit(config: GatewayConfig) -> dict:
+    """One token bucket per tenant (a wildcard descriptor); requests without a tenant never reach
+    an RPC (jwt_authn answers 401 first) and share a bucket that never runs dry."""
+    everyone = {"runtime_key": "knowledge.rate_limit", "default_value": {"numerator": 100, "denominator": "HUNDRED"}}
+    return {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        "stat_prefix": "tenant_rate_limit",
+        "token_bucket": {"max_tokens": 1_000_000, "tokens_per_fill": 1_000_000, "fill_interval": "1s"},
+        "filter_enabled": everyone,
+        "filter_enforced": everyone,
+        "always_consume_default_token_bucket": False,
+        "max_dynamic_descriptors": MAX_DYNAMIC_DESCRIPTORS,
+        "descriptors": [{
+            "entries": [{"key": "tenant", "value": ""}],  # empty value: a bucket per distinct tenant
+            "token_bucket": {"max_tokens": config.rate_limit_burst, "tokens_per_fill": config.rate_limit_rps,
+                             "fill_interval": "1s"},
+        }],
+        "response_headers_to_add": [{"header": {"key": "retry-after", "value": "1"},
+                                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
+        "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
+    }
+
+
 def _http_filters(config: GatewayConfig) -> list[dict]:
     jwt_rule = {"requires": {"provider_name": JWT_PROVIDER}}
     return [
+        {
+            "name": "envoy.filters.http.lua",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
+                "default_source_code": {"inline_string": _lua_source(config)},
+            },
+        },
+        {
+            "name": "envoy.filters.http.cors",
+            "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"},
+        },
         {
             "name": "envoy.filters.http.jwt_authn",
             "typed_config": {
@@ -129,12 +316,15 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                         "local_jwks": {"filename": str(config.jwks_path)},
                         "forward": True,
                         "clock_skew_seconds": 30,
+                        "claim_to_headers": [{"header_name": TENANT_HEADER, "claim_name": "tenant"}],
                     }
                 },
                 "rules": [
+                    {"match": {"path": OPENAPI_PATH}},  # the API's description needs no token
                     {"match": {"prefix": f"{REST_PREFIX}/"}, **jwt_rule},
                     {"match": {"prefix": "/knowledge.v1."}, **jwt_rule},
                 ],
+                "bypass_cors_preflight": True,
             },
         },
         {
@@ -154,6 +344,9 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                 "max_request_body_size": config.max_body_bytes,
             },
         },
+        # After the transcoder: the route is then the RPC's, whose virtual host has the tenant action
+        # (a direct-response route, like the one unknown REST paths match, carries no rate limits).
+        {"name": "envoy.filters.http.local_ratelimit", "typed_config": _rate_limit(config)},
         {
             "name": "envoy.filters.http.router",
             "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
@@ -169,9 +362,11 @@ def render(config: GatewayConfig) -> dict:
         "codec_type": "AUTO",
         "generate_request_id": True,
         "access_log": [_access_log()],
+        "local_reply_config": _local_reply_config(),
         "route_config": {
             "name": "knowledge",
-            "virtual_hosts": [{"name": "knowledge", "domains": ["*"], "routes": _routes(config)}],
+            "virtual_hosts": [_virtual_host(config)],
+            "max_direct_response_body_size_bytes": 1024 * 1024,  # the OpenAPI description
         },
         "http_filters": _http_filters(config),
     }

@@ -20,7 +20,7 @@ from pathlib import Path
 from knowledge_runtime.settings import DEFAULT_HTTP_PORT, Env, SettingsError, service_address
 
 from knowledge_gateway.descriptors import descriptor_set
-from knowledge_gateway.envoy import GatewayConfig, render
+from knowledge_gateway.envoy import GatewayConfig, limits_from_env, render
 
 CONFIG_NAME = "envoy.json"
 DESCRIPTOR_NAME = "knowledge.pb"
@@ -60,6 +60,7 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
         audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
         descriptor_path=Path(config_dir) / DESCRIPTOR_NAME,
         max_body_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+        **limits_from_env(env),
     )
 
 

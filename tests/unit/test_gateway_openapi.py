@@ -1,0 +1,48 @@
+"""The committed OpenAPI description matches the protos, and describes what the gateway serves."""
+
+import json
+
+from knowledge_gateway.descriptors import PUBLIC_SERVICES
+from knowledge_gateway.openapi import committed_path, generate, main, openapi_text
+from google.api import annotations_pb2
+
+
+def test_committed_description_matches_the_protos():
+    assert committed_path().read_text() == generate(), "run: python -m knowledge_gateway.openapi"
+    assert main(["--check"]) == 0
+
+
+def test_every_http_rule_is_an_operation_with_the_rest_path():
+    document = json.loads(openapi_text())
+    operations = {op["operationId"]: (verb, path) for path, item in document["paths"].items()
+                  for verb, op in item.items()}
+    expected = {}
+    for service in PUBLIC_SERVICES:
+        for method in service.methods:
+            options = method.GetOptions()
+            if options.HasExtension(annotations_pb2.http):
+                rule = options.Extensions[annotations_pb2.http]
+                verb = rule.WhichOneof("pattern")
+                expected[method.name] = (verb, getattr(rule, verb))
+    assert operations == expected
+    assert operations["CreateCorpus"] == ("post", "/api/v1/knowledge/corpora")
+    assert operations["GetDocumentText"] == ("get", "/api/v1/knowledge/documents/{document_id}/text")
+    assert "SearchDocuments" not in operations and "GetPromptContext" not in operations  # gRPC only
+
+
+def test_schemas_use_proto_field_names_and_the_transcoders_json():
+    document = json.loads(openapi_text())
+    schemas = document["components"]["schemas"]
+    result = schemas["knowledge.v1.SearchResult"]
+    assert {"document_id", "chunk_id", "vector_rank", "lexical_rank", "fused_score"} <= set(result["properties"])
+    assert schemas["knowledge.v1.Document"]["properties"]["size_bytes"]["type"] == "string"  # int64
+    assert schemas["knowledge.v1.Corpus"]["properties"]["create_time"]["format"] == "date-time"
+    assert "DOCUMENT_STATE_SEARCHABLE" in schemas["knowledge.v1.DocumentState"]["enum"]
+    text = schemas["knowledge.v1.GetDocumentTextResponse"]
+    assert "page" not in text["required"] and "text" in text["required"]  # proto3 optional: may be absent
+    upload = document["paths"]["/api/v1/knowledge/upload"]["post"]
+    assert set(upload["requestBody"]["content"]) == {"application/octet-stream", "multipart/form-data"}
+    assert {"413", "411", "401", "403", "429"} <= set(upload["responses"])
+    assert "409" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["responses"]
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert "capability corpus.create" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["description"].lower()

@@ -1,0 +1,108 @@
+"""The gateway's security settings as rendered for Envoy: CORS, per-tenant rate limit, body cap,
+JSON local replies, what the access log may carry, and the OpenAPI route without a token."""
+
+import json
+from pathlib import Path
+
+import pytest
+from knowledge_gateway.envoy import (
+    OPENAPI_PATH,
+    TENANT_HEADER,
+    GatewayConfig,
+    limits_from_env,
+    parse_origins,
+    render,
+)
+from knowledge_gateway.render import gateway_config
+from knowledge_runtime.settings import Env, SettingsError
+
+
+def rendered(**overrides) -> dict:
+    config = GatewayConfig(
+        listen_host="127.0.0.1", listen_port=8080, admin_port=0,
+        upstreams={"knowledge.v1.IngestService": "127.0.0.1:1", "knowledge.v1.SearchService": "127.0.0.1:2"},
+        jwks_path=Path("/keys/jwks.json"), issuer="iss", audience="aud", descriptor_path=Path("/d.pb"),
+        **overrides,
+    )
+    return render(config)
+
+
+def manager(bootstrap: dict) -> dict:
+    return bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+
+
+def filters(bootstrap: dict) -> dict[str, dict]:
+    return {f["name"]: f["typed_config"] for f in manager(bootstrap)["http_filters"]}
+
+
+def test_cors_only_for_configured_origins():
+    assert "typed_per_filter_config" not in manager(rendered())["route_config"]["virtual_hosts"][0]
+    host = manager(rendered(cors_origins=("https://app.example.com",)))["route_config"]["virtual_hosts"][0]
+    policy = host["typed_per_filter_config"]["envoy.filters.http.cors"]
+    assert policy["allow_origin_string_match"] == [{"exact": "https://app.example.com"}]
+    assert "authorization" in policy["allow_headers"] and "retry-after" in policy["expose_headers"]
+    assert filters(rendered())["envoy.filters.http.jwt_authn"]["bypass_cors_preflight"] is True
+
+
+def test_origins_are_parsed_and_validated():
+    assert parse_origins(None) == ()
+    assert parse_origins(" https://a.example.com/, http://localhost:5173 ") == (
+        "https://a.example.com", "http://localhost:5173")
+    for bad in ("*", "a.example.com", "https://a.example.com/path", "ftp://x"):
+        with pytest.raises(SettingsError, match="KNOWLEDGE_CORS_ORIGINS"):
+            parse_origins(bad)
+    limits = limits_from_env(Env({"KNOWLEDGE_CORS_ORIGINS": "https://a.example.com", "KNOWLEDGE_RATE_LIMIT_RPS": "7"}))
+    assert limits == {"cors_origins": ("https://a.example.com",), "rate_limit_rps": 7, "rate_limit_burst": 200}
+    assert gateway_config({"KNOWLEDGE_RATE_LIMIT_BURST": "9"}).rate_limit_burst == 9  # the Kubernetes render too
+
+
+def test_rate_limit_is_a_bucket_per_verified_tenant():
+    bootstrap = rendered(rate_limit_rps=5, rate_limit_burst=10)
+    jwt = filters(bootstrap)["envoy.filters.http.jwt_authn"]["providers"]["knowledge"]
+    assert jwt["claim_to_headers"] == [{"header_name": TENANT_HEADER, "claim_name": "tenant"}]
+    limit = filters(bootstrap)["envoy.filters.http.local_ratelimit"]
+    [descriptor] = limit["descriptors"]
+    assert descriptor["entries"] == [{"key": "tenant", "value": ""}]  # wildcard: one bucket per value
+    assert descriptor["token_bucket"] == {"max_tokens": 10, "tokens_per_fill": 5, "fill_interval": "1s"}
+    assert limit["always_consume_default_token_bucket"] is False
+    assert {"key": "retry-after", "value": "1"} in [h["header"] for h in limit["response_headers_to_add"]]
+    host = manager(bootstrap)["route_config"]["virtual_hosts"][0]
+    assert host["rate_limits"][0]["actions"][0]["request_headers"]["header_name"] == TENANT_HEADER
+    # A client cannot pick someone else's bucket: the header is removed before jwt_authn sets it.
+    names = [f["name"] for f in manager(bootstrap)["http_filters"]]
+    assert names.index("envoy.filters.http.lua") < names.index("envoy.filters.http.jwt_authn")
+    lua = filters(bootstrap)["envoy.filters.http.lua"]["default_source_code"]["inline_string"]
+    assert f'headers:remove("{TENANT_HEADER}")' in lua
+
+
+def test_body_cap_from_content_length_before_the_body_is_read():
+    bootstrap = rendered(max_body_bytes=1234)
+    lua = filters(bootstrap)["envoy.filters.http.lua"]["default_source_code"]["inline_string"]
+    assert "size > 1234" in lua and '"413"' in lua and '"411"' in lua
+    assert filters(bootstrap)["envoy.filters.http.grpc_json_transcoder"]["max_request_body_size"] == 1234
+
+
+def test_local_replies_are_json_status_and_jwt_rejections_are_401():
+    mappers = manager(rendered())["local_reply_config"]["mappers"]
+    by_status = {m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]: m
+                 for m in mappers if "status_code_filter" in m["filter"]}
+    assert by_status[401]["body_format_override"]["json_format"]["code"] == 16
+    assert by_status[403]["status_code"] == 401
+    assert by_status[429]["body_format_override"]["json_format"]["details"][0]["reason"] == "RATE_LIMITED"
+    assert 200 not in by_status  # /healthz and the OpenAPI document keep their bodies
+
+
+def test_access_log_never_carries_credentials():
+    log = manager(rendered())["access_log"][0]["typed_config"]["log_format"]["json_format"]
+    text = json.dumps(log).lower()
+    assert "authorization" not in text and "cookie" not in text
+    assert log["tenant"] == f"%REQ({TENANT_HEADER.upper()})%"
+
+
+def test_openapi_is_served_without_a_token():
+    bootstrap = rendered()
+    rules = filters(bootstrap)["envoy.filters.http.jwt_authn"]["rules"]
+    assert rules[0] == {"match": {"path": OPENAPI_PATH}}  # first match wins: no `requires`
+    routes = manager(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
+    served = next(r for r in routes if r["match"].get("path") == OPENAPI_PATH)
+    assert json.loads(served["direct_response"]["body"]["inline_string"])["openapi"].startswith("3.")
