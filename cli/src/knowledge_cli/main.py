@@ -1,6 +1,8 @@
-"""``knowledge up | migrate | dev-token | eval``.
+"""``knowledge up | migrate | dev-token | eval | corpora | upload | search | query | text | delete``.
 
-Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments.
+Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
+client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
+8 unreachable (knowledge_cli.client.EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -98,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.evaluate import add_parser as add_eval
 
     add_eval(commands)
+    from knowledge_cli.rest import add_parsers as add_rest
+
+    add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client
     return root
 
 

@@ -1,0 +1,170 @@
+"""A small client of the public REST API (through the gateway), with errors a script can rely on.
+
+Every failure is an :class:`ApiError` carrying the exit code the ``knowledge`` command ends
+with (see :data:`EXIT_CODES`) and a one-line message naming the HTTP status and the error's
+``reason`` when the server gave one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8080/api/v1/knowledge"
+
+OK = 0
+FAILED = 1  # the server failed (5xx), or an operation did (an ingestion job FAILED or was CANCELLED)
+USAGE = 2  # bad arguments or configuration, or a request the server refused as invalid (400)
+NOT_FOUND = 3  # 404: no such corpus, document or job in the caller's tenant
+AUTH = 4  # 401 / 403: no valid token, or the token lacks the capability
+CONFLICT = 5  # 409: e.g. the tenant already has a corpus with that name
+TOO_LARGE = 6  # 413 / 411: the file is over the upload cap
+RATE_LIMITED = 7  # 429 still after honouring Retry-After a few times
+UNREACHABLE = 8  # the gateway could not be reached, or did not answer in time
+INTERRUPTED = 130  # Ctrl-C
+
+EXIT_CODES = {
+    OK: "success",
+    FAILED: "server error, or the operation failed (e.g. an ingestion job failed)",
+    USAGE: "usage or configuration error, or a request the server rejected as invalid (HTTP 400)",
+    NOT_FOUND: "not found (HTTP 404); another tenant's resource is not found too",
+    AUTH: "not authenticated or not allowed (HTTP 401/403)",
+    CONFLICT: "conflict (HTTP 409), e.g. a duplicate corpus name",
+    TOO_LARGE: "the file is larger than the upload cap (HTTP 413)",
+    RATE_LIMITED: "rate limited (HTTP 429) after retrying",
+    UNREACHABLE: "the gateway cannot be reached",
+    INTERRUPTED: "interrupted (Ctrl-C)",
+}
+_BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 411: TOO_LARGE, 413: TOO_LARGE,
+              429: RATE_LIMITED}
+_MAX_RATE_LIMIT_RETRIES = 3
+_CHUNK = 1024 * 1024
+
+
+class ApiError(Exception):
+    """A failed call: ``exit_code`` for the process, ``str()`` for a person."""
+
+    def __init__(self, message: str, exit_code: int, *, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.status = status
+        self.reason = reason
+
+
+def error_from_response(response: httpx.Response) -> ApiError:
+    status = response.status_code
+    message, reason = response.reason_phrase or "error", ""
+    try:
+        body = response.json()
+        message = str(body.get("message") or message)
+        details = body.get("details") or []
+        if details and isinstance(details[0], dict):
+            reason = str(details[0].get("reason") or "")
+    except (ValueError, AttributeError):
+        pass
+    code = _BY_STATUS.get(status, FAILED)
+    label = f"HTTP {status}" + (f" {reason}" if reason else "")
+    return ApiError(f"{message} ({label})", code, status=status, reason=reason)
+
+
+class Client:
+    def __init__(self, base_url: str, token: str, *, timeout_s: float = 60.0,
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._base = base_url.rstrip("/")
+        self._http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s,
+                                  transport=transport)
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs) -> dict:
+        url = f"{self._base}{path}"
+        for attempt in range(_MAX_RATE_LIMIT_RETRIES + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.TimeoutException:
+                raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
+            except httpx.TransportError as error:
+                raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
+            if response.status_code == 429 and attempt < _MAX_RATE_LIMIT_RETRIES and "content" not in kwargs:
+                self._sleep(_retry_after(response))
+                continue
+            if response.is_success:
+                try:
+                    return response.json()
+                except ValueError:
+                    raise ApiError(f"the server answered HTTP {response.status_code} without JSON", FAILED) from None
+            raise error_from_response(response)
+        raise AssertionError("unreachable")
+
+    # -- corpora -----------------------------------------------------------------------------
+    def create_corpus(self, name: str, description: str = "") -> dict:
+        return self._call("POST", "/corpora", json={"name": name, "description": description})
+
+    def list_corpora(self) -> Iterator[dict]:
+        token = ""
+        while True:
+            page = self._call("GET", "/corpora", params={"page_size": 1000, **({"page_token": token} if token else {})})
+            yield from page.get("corpora", [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
+    # -- documents and jobs ------------------------------------------------------------------
+    def upload(self, path: Path, corpus_id: str, *, on_bytes: Callable[[int], None] | None = None) -> dict:
+        """Streams the file (never whole in memory) with its Content-Length; the job handle."""
+        size = path.stat().st_size
+
+        def chunks() -> Iterator[bytes]:
+            with path.open("rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    if on_bytes:
+                        on_bytes(len(chunk))
+                    yield chunk
+
+        return self._call("POST", "/upload", params={"corpus_id": corpus_id, "filename": path.name},
+                          content=chunks(),
+                          headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"})
+
+    def job(self, job_id: str) -> dict:
+        return self._call("GET", f"/ingest/{quote(job_id, safe='')}")
+
+    def cancel_job(self, job_id: str) -> dict:
+        return self._call("POST", f"/ingest/{quote(job_id, safe='')}:cancel", json={})
+
+    def document_text(self, document_id: str, page: int = 0) -> dict:
+        params = {"page": page} if page else {}
+        return self._call("GET", f"/documents/{quote(document_id, safe='')}/text", params=params)
+
+    def delete_document(self, document_id: str) -> dict:
+        return self._call("DELETE", f"/documents/{quote(document_id, safe='')}")
+
+    # -- retrieval ---------------------------------------------------------------------------
+    def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0,
+               mode: str = "") -> dict:
+        body: dict = {"query": query, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k}
+        if mode:
+            body["mode"] = f"SEARCH_MODE_{mode.upper()}"
+        return self._call("POST", "/search", json=body)
+
+    def query(self, question: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0) -> dict:
+        return self._call("POST", "/query", json={"query": question, "corpus_id": corpus_id,
+                                                  "document_id": document_id, "top_k": top_k})
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return min(max(float(response.headers.get("retry-after", "1")), 0.0), 30.0)
+    except ValueError:
+        return 1.0

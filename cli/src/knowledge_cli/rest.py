@@ -1,0 +1,331 @@
+"""``knowledge corpora|upload|search|query|text|delete``: the REST API from a terminal or a script.
+
+The base URL comes from ``--url`` or ``KNOWLEDGE_URL``; the token from ``--token`` or
+``KNOWLEDGE_TOKEN``, or, for the local stack, ``--tenant T`` mints a development token with the
+local key. Results go to stdout (``--json`` prints the API's JSON instead); messages to stderr.
+Exit codes (``knowledge_cli.client.EXIT_CODES``): 0 ok, 1 server error or failed operation,
+2 usage/configuration or invalid request, 3 not found, 4 auth, 5 conflict, 6 too large,
+7 rate limited, 8 unreachable, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from knowledge_cli.client import (
+    AUTH,
+    DEFAULT_URL,
+    EXIT_CODES,
+    FAILED,
+    INTERRUPTED,
+    OK,
+    USAGE,
+    ApiError,
+    Client,
+)
+
+TERMINAL_STATES = {"DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"}
+POLL_INTERVAL_S = 0.5
+BAR_WIDTH = 24
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help=f"REST base URL (default: $KNOWLEDGE_URL or {DEFAULT_URL})")
+    parser.add_argument("--token", help="bearer token (default: $KNOWLEDGE_TOKEN)")
+    parser.add_argument("--tenant", help="local stack only: mint a development token for this tenant")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON answers")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+
+
+def add_parsers(commands) -> None:
+    epilog = "exit codes: " + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items())
+    corpora = commands.add_parser("corpora", help="create or list corpora", epilog=epilog)
+    actions = corpora.add_subparsers(dest="corpora_command", required=True)
+    create = actions.add_parser("create", help="create a corpus", epilog=epilog)
+    create.add_argument("name")
+    create.add_argument("--description", default="")
+    _common(create)
+    create.set_defaults(run=_run(_corpora_create))
+    listing = actions.add_parser("list", help="list the tenant's corpora", epilog=epilog)
+    _common(listing)
+    listing.set_defaults(run=_run(_corpora_list))
+
+    upload = commands.add_parser("upload", help="upload files and follow their ingestion", epilog=epilog)
+    upload.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    upload.add_argument("--corpus", required=True, help="target corpus id")
+    upload.add_argument("--no-wait", action="store_true", help="print the job ids and return at once")
+    upload.add_argument("--cancel-on-interrupt", action="store_true",
+                        help="on Ctrl-C cancel the jobs still running (default: they go on in the background)")
+    _common(upload)
+    upload.set_defaults(run=_run(_upload))
+
+    search = commands.add_parser("search", help="hybrid search over the tenant's documents", epilog=epilog)
+    search.add_argument("query")
+    search.add_argument("--corpus", default="")
+    search.add_argument("--document", default="")
+    search.add_argument("--top-k", type=int, default=0)
+    search.add_argument("--mode", choices=("hybrid", "vector", "lexical"), default="")
+    _common(search)
+    search.set_defaults(run=_run(_search))
+
+    query = commands.add_parser("query", help="a cited answer to a question", epilog=epilog)
+    query.add_argument("question")
+    query.add_argument("--corpus", default="")
+    query.add_argument("--document", default="")
+    query.add_argument("--top-k", type=int, default=0)
+    _common(query)
+    query.set_defaults(run=_run(_query))
+
+    text = commands.add_parser("text", help="a page of a document's text", epilog=epilog)
+    text.add_argument("document")
+    text.add_argument("--page", type=int, default=0, help="1-based page (default 1)")
+    _common(text)
+    text.set_defaults(run=_run(_text))
+
+    delete = commands.add_parser("delete", help="delete a document", epilog=epilog)
+    delete.add_argument("document")
+    _common(delete)
+    delete.set_defaults(run=_run(_delete))
+
+
+def _run(command: Callable[[Client, argparse.Namespace, TextIO], int]) -> Callable[[argparse.Namespace], int]:
+    def run(options: argparse.Namespace) -> int:
+        try:
+            token = _token(options)
+            url = options.url or os.environ.get("KNOWLEDGE_URL") or DEFAULT_URL
+            if not url.startswith(("http://", "https://")):
+                raise ApiError(f"the URL {url!r} is not http(s)", USAGE)
+            with Client(url, token, timeout_s=options.timeout) as client:
+                return command(client, options, sys.stdout)
+        except ApiError as error:
+            print(f"knowledge: {error}", file=sys.stderr)
+            return error.exit_code
+        except KeyboardInterrupt:
+            print("knowledge: interrupted", file=sys.stderr)
+            return INTERRUPTED
+
+    return run
+
+
+def _token(options: argparse.Namespace) -> str:
+    if options.token:
+        return options.token
+    if options.tenant:
+        return _dev_token(options.tenant)
+    token = os.environ.get("KNOWLEDGE_TOKEN", "").strip()
+    if not token:
+        raise ApiError("no token: pass --token, set KNOWLEDGE_TOKEN, or --tenant T for the local stack", USAGE)
+    return token
+
+
+def _dev_token(tenant: str) -> str:
+    from knowledge_runtime.devkeys import mint_dev_token
+    from knowledge_runtime.settings import Env, default_data_dir
+
+    env = Env()
+    data_dir = env.path("DATA_DIR", default_data_dir())
+    try:
+        return mint_dev_token(
+            data_dir / "keys", tenant=tenant,
+            issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
+            audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+        )
+    except FileNotFoundError as error:
+        raise ApiError(str(error), AUTH) from None
+
+
+def _print_json(out: TextIO, value) -> None:
+    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- corpora -------------------------------------------------------------------------------------
+def _corpora_create(client: Client, options, out: TextIO) -> int:
+    corpus = client.create_corpus(options.name, options.description)
+    if options.json:
+        _print_json(out, corpus)
+    else:
+        out.write(f"{corpus['corpus_id']}\t{corpus['name']}\n")
+    return OK
+
+
+def _corpora_list(client: Client, options, out: TextIO) -> int:
+    corpora = list(client.list_corpora())
+    if options.json:
+        _print_json(out, corpora)
+        return OK
+    out.write("corpus_id\tdocuments\tchunks\tname\n")
+    for corpus in corpora:
+        out.write(f"{corpus['corpus_id']}\t{corpus['document_count']}\t{corpus['chunk_count']}\t{corpus['name']}\n")
+    return OK
+
+
+# -- upload --------------------------------------------------------------------------------------
+def _upload(client: Client, options, out: TextIO) -> int:
+    for path in options.files:
+        if not path.is_file():
+            raise ApiError(f"{path}: no such file", USAGE)
+    jobs: list[tuple[Path, dict]] = []
+    for path in options.files:
+        handle = client.upload(path, options.corpus)
+        jobs.append((path, handle))
+        if options.no_wait or options.json:
+            continue
+        print(f"knowledge: {path.name} stored, job {handle['job_id']}", file=sys.stderr)
+    if options.no_wait:
+        if options.json:
+            _print_json(out, [handle for _, handle in jobs])
+        else:
+            for path, handle in jobs:
+                out.write(f"{handle['job_id']}\t{path.name}\n")
+        return OK
+    try:
+        finals = follow(client, [handle["job_id"] for _, handle in jobs], [p.name for p, _ in jobs], sys.stderr)
+    except KeyboardInterrupt:
+        running = [h["job_id"] for _, h in jobs]
+        if options.cancel_on_interrupt:
+            for job_id in running:
+                try:
+                    client.cancel_job(job_id)
+                except ApiError:
+                    pass
+            print(f"knowledge: interrupted; cancelled jobs {', '.join(running)}", file=sys.stderr)
+        else:
+            print(f"knowledge: interrupted; jobs {', '.join(running)} go on (knowledge service keeps them)",
+                  file=sys.stderr)
+        return INTERRUPTED
+    if options.json:
+        _print_json(out, finals)
+    failed = 0
+    for name, job in zip((p.name for p, _ in jobs), finals):
+        result = job.get("result") or {}
+        if job["state"] == "DOCUMENT_STATE_SEARCHABLE":
+            if not options.json:
+                out.write(f"{result.get('document_id', '')}\t{result.get('chunk_count', 0)}\t{name}\t"
+                          f"{result.get('message', '')}\n")
+        else:
+            failed += 1
+            reason = job.get("error") or job["stage"]
+            print(f"knowledge: {name}: {reason}", file=sys.stderr)
+    return FAILED if failed else OK
+
+
+def follow(client: Client, job_ids: list[str], names: list[str], stream: TextIO,
+           *, interval_s: float = POLL_INTERVAL_S, sleep: Callable[[float], None] = time.sleep) -> list[dict]:
+    """Polls every job until it is terminal, drawing one progress line per job; the last states.
+
+    The first poll after completion carries the job's result (delivered once), so it is kept.
+    """
+    latest: dict[str, dict] = {}
+    results: dict[str, dict] = {}
+    drawn = 0
+    tty = stream.isatty()
+    printed: dict[str, str] = {}
+    while True:
+        for job_id in job_ids:
+            if job_id in latest and latest[job_id]["state"] in TERMINAL_STATES:
+                continue
+            job = client.job(job_id)
+            if job.get("result"):
+                results[job_id] = job["result"]
+            latest[job_id] = job
+        lines = [progress_line(name, latest[job_id]) for job_id, name in zip(job_ids, names)]
+        if tty:
+            if drawn:
+                stream.write(f"\x1b[{drawn}F")
+            stream.write("".join(f"\x1b[2K{line}\n" for line in lines))
+            drawn = len(lines)
+        else:
+            for job_id, line in zip(job_ids, lines):
+                stage = latest[job_id]["stage"]
+                if printed.get(job_id) != stage:  # a line per stage change, not per poll
+                    stream.write(line + "\n")
+                    printed[job_id] = stage
+        stream.flush()
+        if all(latest[j]["state"] in TERMINAL_STATES for j in job_ids):
+            return [{**latest[j], "result": results.get(j) or latest[j].get("result")} for j in job_ids]
+        sleep(interval_s)
+
+
+def progress_line(name: str, job: dict) -> str:
+    fraction = min(max(float(job.get("progress") or 0.0), 0.0), 1.0)
+    filled = round(fraction * BAR_WIDTH)
+    bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+    return f"[{bar}] {fraction * 100:5.1f}% {job.get('stage') or ''} {name}"
+
+
+# -- retrieval -----------------------------------------------------------------------------------
+def _search(client: Client, options, out: TextIO) -> int:
+    answer = client.search(options.query, corpus_id=options.corpus, document_id=options.document,
+                           top_k=options.top_k, mode=options.mode)
+    if options.json:
+        _print_json(out, answer)
+        return OK
+    out.write(f"relevance: {_relevance(answer.get('relevance'))}\n")
+    for warning in answer.get("warnings", []):
+        print(f"knowledge: {warning}", file=sys.stderr)
+    for rank, hit in enumerate(answer.get("results", []), start=1):
+        where = _where(hit)
+        out.write(f"{rank}. {hit['filename']}{where} (document {hit['document_id']}, score {hit['fused_score']:.4f})\n")
+        out.write("   " + " ".join(hit.get("content", "").split())[:300] + "\n")
+    return OK
+
+
+def _query(client: Client, options, out: TextIO) -> int:
+    answer = client.query(options.question, corpus_id=options.corpus, document_id=options.document,
+                          top_k=options.top_k)
+    if options.json:
+        _print_json(out, answer)
+        return OK
+    out.write((answer.get("answer") or "(no answer: nothing relevant was found)") + "\n")
+    citations = answer.get("citations", [])
+    if citations:
+        out.write("\n")
+    for number, citation in enumerate(citations, start=1):
+        out.write(f"[{number}] {citation['filename']}{_where(citation)} (document {citation['document_id']})\n")
+        out.write("    " + " ".join(citation.get("excerpt", "").split())[:300] + "\n")
+    print(f"knowledge: relevance {_relevance(answer.get('relevance'))}", file=sys.stderr)
+    return OK
+
+
+def _where(hit: dict) -> str:
+    parts = []
+    if hit.get("page"):
+        parts.append(f"p. {hit['page']}")
+    if hit.get("section"):
+        parts.append(f"§ {hit['section']}")
+    return (", " + ", ".join(parts)) if parts else ""
+
+
+def _relevance(value) -> str:
+    return str(value or "RELEVANCE_UNSPECIFIED").removeprefix("RELEVANCE_").lower()
+
+
+# -- documents -----------------------------------------------------------------------------------
+def _text(client: Client, options, out: TextIO) -> int:
+    page = client.document_text(options.document, options.page)
+    if options.json:
+        _print_json(out, page)
+        return OK
+    out.write(page.get("text", ""))
+    if not page.get("text", "").endswith("\n"):
+        out.write("\n")
+    if page.get("page_count"):
+        following = f"; next: --page {page['next_page']}" if page.get("next_page") else ""
+        print(f"knowledge: page {page.get('page')} of {page['page_count']}{following}", file=sys.stderr)
+    return OK
+
+
+def _delete(client: Client, options, out: TextIO) -> int:
+    deleted = client.delete_document(options.document)
+    if options.json:
+        _print_json(out, deleted)
+    else:
+        out.write(f"deleted document {deleted['document_id']} ({deleted['deleted_chunk_count']} chunks)\n")
+    return OK

@@ -1,0 +1,133 @@
+"""The REST client of the `knowledge` command: exit codes a script can rely on, and the progress
+that follows each ingestion job (against a fake gateway)."""
+
+import io
+import json
+
+import httpx
+import pytest
+from knowledge_cli import client as codes
+from knowledge_cli.client import ApiError, Client, error_from_response
+from knowledge_cli.rest import follow, progress_line
+
+
+def status(code: int, message: str, reason: str = "") -> dict:
+    details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason}] if reason else []
+    return {"code": code, "message": message, "details": details}
+
+
+@pytest.mark.parametrize(("http", "exit_code"), [
+    (400, codes.USAGE), (401, codes.AUTH), (403, codes.AUTH), (404, codes.NOT_FOUND), (409, codes.CONFLICT),
+    (413, codes.TOO_LARGE), (429, codes.RATE_LIMITED), (500, codes.FAILED), (503, codes.FAILED),
+])
+def test_http_statuses_map_to_documented_exit_codes(http, exit_code):
+    error = error_from_response(httpx.Response(http, json=status(5, "corpus not found", "CORPUS_NOT_FOUND")))
+    assert error.exit_code == exit_code
+    assert str(error) == f"corpus not found (HTTP {http} CORPUS_NOT_FOUND)"
+    assert exit_code in codes.EXIT_CODES
+
+
+def test_a_plain_text_error_still_gives_a_message():
+    error = error_from_response(httpx.Response(502, text="upstream connect error"))
+    assert error.exit_code == codes.FAILED and "HTTP 502" in str(error)
+
+
+def test_rate_limited_calls_honour_retry_after_then_give_up():
+    calls, slept = [], []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(429, headers={"Retry-After": "2"}, json=status(8, "local_rate_limited", "RATE_LIMITED"))
+
+    client = Client("http://gw/api/v1/knowledge", "t", transport=httpx.MockTransport(handler), sleep=slept.append)
+    with pytest.raises(ApiError) as raised:
+        client.create_corpus("x")
+    assert raised.value.exit_code == codes.RATE_LIMITED
+    assert len(calls) == 4 and slept == [2.0, 2.0, 2.0]
+    assert calls[0].headers["authorization"] == "Bearer t"
+
+
+def test_unreachable_gateway_is_its_own_exit_code():
+    def handler(request):
+        raise httpx.ConnectError("refused")
+
+    with pytest.raises(ApiError) as raised:
+        Client("http://gw", "t", transport=httpx.MockTransport(handler)).create_corpus("x")
+    assert raised.value.exit_code == codes.UNREACHABLE
+
+
+def test_upload_streams_the_file_with_its_length(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"x" * (3 * 1024 * 1024 + 5))
+    seen = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["length"] = request.headers["content-length"]
+        seen["params"] = dict(request.url.params)
+        seen["body"] = len(request.read())
+        return httpx.Response(200, json={"job_id": "j1", "filename": "notes.txt", "status": "ingesting"})
+
+    sent = []
+    handle = Client("http://gw", "t", transport=httpx.MockTransport(handler)).upload(path, "7", on_bytes=sent.append)
+    assert handle["job_id"] == "j1"
+    assert seen == {"length": str(3 * 1024 * 1024 + 5), "params": {"corpus_id": "7", "filename": "notes.txt"},
+                    "body": 3 * 1024 * 1024 + 5}
+    assert len(sent) == 4  # read and sent a megabyte at a time
+
+
+def test_follow_draws_each_stage_and_keeps_the_once_delivered_result():
+    stages = iter([
+        {"state": "DOCUMENT_STATE_QUEUED", "progress": 0.0, "stage": "queued"},
+        {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.4, "stage": "embedding 3/10"},
+        {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.6, "stage": "embedding 6/10"},
+        {"state": "DOCUMENT_STATE_SEARCHABLE", "progress": 1.0, "stage": "searchable",
+         "result": {"document_id": "42", "chunk_count": 10}},
+    ])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/api/ingest/j1"
+        return httpx.Response(200, json={"job_id": "j1", **next(stages)})
+
+    stream = io.StringIO()
+    finals = follow(Client("http://gw/api", "t", transport=httpx.MockTransport(handler)), ["j1"], ["a.pdf"],
+                    stream, sleep=lambda _: None)
+    assert finals[0]["result"] == {"document_id": "42", "chunk_count": 10}
+    lines = stream.getvalue().splitlines()
+    assert [line.split("% ")[1] for line in lines] == [
+        "queued a.pdf", "embedding 3/10 a.pdf", "embedding 6/10 a.pdf", "searchable a.pdf"]
+    assert progress_line("a.pdf", {"progress": 0.5, "stage": "chunking"}).startswith("[" + "#" * 12 + "-" * 12 + "]")
+
+
+def test_commands_exit_with_the_codes(monkeypatch, capsys, tmp_path):
+    from knowledge_cli.main import parser
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/corpora") and request.method == "POST":
+            return httpx.Response(409, json=status(6, "a corpus with this name already exists", "CORPUS_ALREADY_EXISTS"))
+        if "/documents/" in request.url.path:
+            return httpx.Response(404, json=status(5, "document not found", "DOCUMENT_NOT_FOUND"))
+        return httpx.Response(200, json={"corpora": [{"corpus_id": "1", "name": "HR", "document_count": 2,
+                                                      "chunk_count": 9}], "next_page_token": ""})
+
+    real = httpx.Client.__init__
+    monkeypatch.setattr(httpx.Client, "__init__",
+                        lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
+    monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
+
+    def run(*argv: str) -> int:
+        options = parser().parse_args(list(argv))
+        return options.run(options)
+
+    assert run("corpora", "list") == codes.OK
+    assert capsys.readouterr().out.splitlines()[1] == "1\t2\t9\tHR"
+    assert run("corpora", "list", "--json") == codes.OK
+    assert json.loads(capsys.readouterr().out)[0]["name"] == "HR"
+    assert run("corpora", "create", "HR") == codes.CONFLICT
+    assert "CORPUS_ALREADY_EXISTS" in capsys.readouterr().err
+    assert run("text", "9") == codes.NOT_FOUND
+    assert run("delete", "9") == codes.NOT_FOUND
+    assert run("upload", str(tmp_path / "missing.pdf"), "--corpus", "1") == codes.USAGE
+    assert run("corpora", "list", "--url", "ftp://x") == codes.USAGE
+    monkeypatch.delenv("KNOWLEDGE_TOKEN")
+    assert run("corpora", "list") == codes.USAGE
+    assert "no token" in capsys.readouterr().err
