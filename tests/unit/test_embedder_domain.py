@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
 from knowledge_embedder.adapters.model_files import pooling_mode, position_limit, resolve_model_dir
-from knowledge_embedder.adapters.tokens import TokenMeasurer
+from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.errors import InvalidInput
 from knowledge_embedder.domain.model import (
@@ -147,3 +147,15 @@ def test_the_onnx_copy_is_cached_beside_the_model_or_under_the_data_dir(tmp_path
     before = fingerprint(model)
     (model / "config.json").write_text('{"changed": true}')
     assert fingerprint(model) != before  # new weights or config are exported again
+
+
+def test_sub_batches_group_similar_lengths_and_rows_come_back_in_input_order():
+    seen: list[list[str]] = []
+
+    def forward(texts: list[str]) -> np.ndarray:
+        seen.append(texts)
+        return np.array([[float(len(t))] for t in texts])
+
+    texts = ["aa", "a", "aaaaa", "aaaa", "aaa"]
+    assert in_length_order(texts, 2, forward)[:, 0].tolist() == [2.0, 1.0, 5.0, 4.0, 3.0]
+    assert seen == [["aaaaa", "aaaa"], ["aaa", "aa"], ["a"]]

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import numpy as np
 import structlog
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk, split_plain, split_structural
@@ -127,7 +128,7 @@ class EmbedderUseCases:
         cost = self._cost(embedded)
         return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
 
-    async def _anchor_vector(self, content: str):
+    async def _anchor_vector(self, content: str) -> tuple[Embedded, np.ndarray]:
         require_content(content)
         pieces = split_plain(content, max_chars=ANCHOR_PIECE_CHARS, overlap=ANCHOR_OVERLAP_CHARS)
         embedded = await self._embed(pieces)

@@ -15,7 +15,7 @@ from knowledge_runtime.settings import SettingsError
 
 from knowledge_embedder.adapters.model_files import has_extra_modules, pooling_mode, position_limit
 from knowledge_embedder.adapters.onnx_export import ensure_int8_model
-from knowledge_embedder.adapters.tokens import TokenMeasurer
+from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
 DEFAULT_BATCH_SIZE = 16
@@ -55,8 +55,7 @@ class OnnxEncoder:
         return self._measurer.measure(texts)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        parts = [self._forward(list(texts[i:i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
-        return np.concatenate(parts)
+        return in_length_order(texts, self.batch_size, self._forward)
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)

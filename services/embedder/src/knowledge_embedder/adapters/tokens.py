@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from knowledge_embedder.domain.model import Measured
@@ -30,3 +31,13 @@ class TokenMeasurer:
         visible = max(self._max - self._specials, 0)
         seen_end = content[visible - 1][1] if visible else 0
         return Measured(tokens=self._max, truncated_chars=max(len(text.rstrip()) - seen_end, 0))
+
+
+def in_length_order(texts: Sequence[str], batch_size: int, forward: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``forward`` over sub-batches of similar length (little padding); rows back in input order."""
+    order = np.argsort([-len(text) for text in texts], kind="stable")
+    parts = [forward([texts[i] for i in order[start:start + batch_size]]) for start in range(0, len(texts), batch_size)]
+    ordered = np.concatenate(parts)
+    result = np.empty_like(ordered)
+    result[order] = ordered
+    return result

@@ -17,7 +17,7 @@ from sentence_transformers import SentenceTransformer
 from knowledge_runtime.settings import SettingsError
 
 from knowledge_embedder.adapters.model_files import position_limit
-from knowledge_embedder.adapters.tokens import TokenMeasurer
+from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
 log = structlog.get_logger("knowledge.embedder.torch")
@@ -58,17 +58,15 @@ class TorchEncoder:
         return self._measurer.measure(texts)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text, in sub-batches of ``batch_size`` forward passes."""
-        parts = []
+        """Unit vectors, one row per text, in forward passes of ``batch_size`` texts of similar length."""
         with torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                sub = list(texts[start:start + self.batch_size])
-                parts.append(
-                    self._model.encode(sub, batch_size=len(sub), normalize_embeddings=True, convert_to_numpy=True,
-                                       show_progress_bar=False)
-                )
-                self._release_cache()
-        return np.concatenate(parts).astype(np.float32, copy=False)
+            return in_length_order(texts, self.batch_size, self._forward).astype(np.float32, copy=False)
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
+                                     show_progress_bar=False)
+        self._release_cache()  # after each sub-batch, so a long batch cannot hoard accelerator memory
+        return vectors
 
     def _release_cache(self) -> None:
         if self.device.startswith("cuda"):
