@@ -46,3 +46,16 @@ def test_schemas_use_proto_field_names_and_the_transcoders_json():
     assert "409" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["responses"]
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert "capability corpus.create" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["description"].lower()
+
+
+def test_request_constraints_name_real_fields_and_reach_the_schemas():
+    from knowledge_gateway.openapi import REQUEST_CONSTRAINTS, _Builder, proto_descriptor_set
+
+    builder = _Builder(proto_descriptor_set())
+    for key in REQUEST_CONSTRAINTS:
+        message, _, field = key.rpartition(".")
+        assert field in {f.name for f in builder.messages[message].field}, key
+    schemas = json.loads(openapi_text())["components"]["schemas"]
+    name = schemas["knowledge.v1.CreateCorpusRequest.Input"]
+    assert name["required"] == ["name"] and name["properties"]["name"]["maxLength"] == 200
+    assert schemas["knowledge.v1.SearchRequest.Input"]["properties"]["query"]["minLength"] == 1

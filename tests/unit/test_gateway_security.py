@@ -66,8 +66,7 @@ def test_rate_limit_is_a_bucket_per_verified_tenant():
     assert descriptor["token_bucket"] == {"max_tokens": 10, "tokens_per_fill": 5, "fill_interval": "1s"}
     assert limit["always_consume_default_token_bucket"] is False
     assert {"key": "retry-after", "value": "1"} in [h["header"] for h in limit["response_headers_to_add"]]
-    host = manager(bootstrap)["route_config"]["virtual_hosts"][0]
-    assert host["rate_limits"][0]["actions"][0]["request_headers"]["header_name"] == TENANT_HEADER
+    assert limit["rate_limits"][0]["actions"][0]["request_headers"]["header_name"] == TENANT_HEADER
     # A client cannot pick someone else's bucket: the header is removed before jwt_authn sets it.
     names = [f["name"] for f in manager(bootstrap)["http_filters"]]
     assert names.index("envoy.filters.http.lua") < names.index("envoy.filters.http.jwt_authn")

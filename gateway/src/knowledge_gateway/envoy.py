@@ -145,7 +145,6 @@ def _virtual_host(config: GatewayConfig) -> dict:
         "name": "knowledge",
         "domains": ["*"],
         "routes": _routes(config),
-        "rate_limits": [{"actions": [{"request_headers": {"header_name": TENANT_HEADER, "descriptor_key": "tenant"}}]}],
     }
     if config.cors_origins:
         host["typed_per_filter_config"] = {
@@ -280,6 +279,7 @@ def _rate_limit(config: GatewayConfig) -> dict:
         "filter_enforced": everyone,
         "always_consume_default_token_bucket": False,
         "max_dynamic_descriptors": MAX_DYNAMIC_DESCRIPTORS,
+        "rate_limits": [{"actions": [{"request_headers": {"header_name": TENANT_HEADER, "descriptor_key": "tenant"}}]}],
         "descriptors": [{
             "entries": [{"key": "tenant", "value": ""}],  # empty value: a bucket per distinct tenant
             "token_bucket": {"max_tokens": config.rate_limit_burst, "tokens_per_fill": config.rate_limit_rps,

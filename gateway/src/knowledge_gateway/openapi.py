@@ -46,6 +46,31 @@ _COMMON_ERRORS = {
 }
 
 
+# Request constraints the protos state in words (their comments), as JSON Schema; a test checks
+# that every entry names a real field. Responses are described as the transcoder prints them.
+_NON_BLANK = {"minLength": 1, "pattern": "\\S"}
+REQUEST_CONSTRAINTS: dict[str, dict] = {
+    "knowledge.v1.CreateCorpusRequest.name": {**_NON_BLANK, "maxLength": 200},
+    "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000},
+    "knowledge.v1.ListCorporaRequest.page_size": {"minimum": 0},
+    "knowledge.v1.ListDocumentsRequest.page_size": {"minimum": 0},
+    "knowledge.v1.GetDocumentTextRequest.page": {"minimum": 0},
+    "knowledge.v1.MoveDocumentsRequest.document_ids": {"maxItems": 1000},
+    "knowledge.v1.IngestTextRequest.corpus_id": _NON_BLANK,
+    "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
+    "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
+    "knowledge.v1.SearchRequest.query": _NON_BLANK,
+    "knowledge.v1.SearchRequest.top_k": {"minimum": 0},
+    "knowledge.v1.QueryRequest.query": _NON_BLANK,
+    "knowledge.v1.QueryRequest.top_k": {"minimum": 0},
+    "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
+    "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
+}
+_REQUIRED_INPUT = {"knowledge.v1.CreateCorpusRequest": ["name"], "knowledge.v1.SearchRequest": ["query"],
+                   "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["corpus_id", "text"],
+                   "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"]}
+
+
 def openapi_text() -> str:
     """The committed description, as served by the gateway."""
     return resources.files("knowledge_gateway").joinpath(COMMITTED_NAME).read_text()
@@ -142,6 +167,11 @@ class _Builder:
             schema = {"type": "array", "items": schema}
         return schema
 
+    @staticmethod
+    def constrained(key: str, schema: dict) -> dict:
+        extra = REQUEST_CONSTRAINTS.get(key)
+        return {**schema, **extra} if extra else schema
+
     def ref(self, full_name: str, *, response: bool) -> dict:
         if full_name == "google.protobuf.Timestamp":
             return {"type": "string", "format": "date-time"}
@@ -167,6 +197,8 @@ class _Builder:
             if field.name in skip:
                 continue
             schema = self.field_schema(field, response=response)
+            if not response:
+                schema = self.constrained(f"{full_name}.{field.name}", schema)
             description = self.comments.get(f"{full_name}.{field.name}", "")
             if description and "$ref" not in schema:
                 schema["description"] = description
@@ -177,6 +209,8 @@ class _Builder:
             elif response and field.label == FD.LABEL_REPEATED:
                 required.append(field.name)
         schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
+        if not response:
+            required = [name for name in _REQUIRED_INPUT.get(full_name, []) if name in properties]
         if required:
             schema["required"] = required
         if self.comments.get(full_name):
@@ -239,7 +273,8 @@ class _Builder:
                 if name in path_params or field.type == FD.TYPE_MESSAGE:
                     continue
                 parameters.append({"name": name, "in": "query", "required": False,
-                                   "schema": self.field_schema(field, response=False),
+                                   "schema": self.constrained(f"{request}.{name}",
+                                                              self.field_schema(field, response=False)),
                                    "description": self.comments.get(f"{request}.{name}", "")})
         if parameters:
             operation["parameters"] = parameters

@@ -1,0 +1,391 @@
+"""The public REST API through Envoy, end to end: every endpoint, the 401/403/404/409/411/413/429
+paths, tenancy, CORS, a 200 MB body cut off while memory stays flat, the OpenAPI description,
+Schemathesis against the live gateway, and the `knowledge` CLI client.
+
+One `knowledge up` for the whole module (a small upload cap so the cap is cheap to cross).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from knowledge_gateway.openapi import openapi_text
+from knowledge_runtime.devkeys import mint_dev_token
+
+from tests.conftest import free_port
+from tests.e2e.test_up import read_until_ready
+
+pytestmark = pytest.mark.e2e
+
+BIN = Path(sys.executable).parent
+CAP = 8 * 1024 * 1024
+ORIGIN = "https://app.example.com"
+SEARCHABLE = "DOCUMENT_STATE_SEARCHABLE"
+TERMINAL = {SEARCHABLE, "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"}
+HANDBOOK = (
+    "# Staff handbook\n\n## Vacation\n\nEvery employee receives thirty days of paid vacation per year, "
+    "approved by the line manager.\n\n## Quokka program\n\nThe quokka mentoring program pairs new staff "
+    "with a mentor for their first ninety days.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("gateway-stack")
+    http_port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update({
+        "KNOWLEDGE_DATA_DIR": str(data_dir),
+        "KNOWLEDGE_HTTP_PORT": str(http_port),
+        "KNOWLEDGE_MAX_UPLOAD_BYTES": str(CAP),
+        "KNOWLEDGE_CORS_ORIGINS": ORIGIN,
+        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+    })
+    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        read_until_ready(process)
+        yield {"env": env, "data_dir": data_dir, "port": http_port, "process": process,
+               "root": f"http://127.0.0.1:{http_port}", "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge"}
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def token(stack):
+    def make(tenant: str, capabilities: list[str] | None = None, **kwargs) -> str:
+        return mint_dev_token(stack["data_dir"] / "keys", tenant=tenant, capabilities=capabilities, **kwargs)
+
+    return make
+
+
+def auth(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def wait_for_job(base: str, headers: dict, job_id: str, timeout_s: float = 180) -> tuple[dict, list[dict]]:
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reply = httpx.get(f"{base}/ingest/{job_id}", headers=headers)
+        assert reply.status_code == 200, reply.text
+        seen.append(reply.json())
+        if seen[-1]["state"] in TERMINAL:
+            return seen[-1], seen
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish: {seen[-1]}")
+
+
+@pytest.fixture(scope="module")
+def handbook(stack, token):
+    """A corpus of tenant `acme` holding one searchable document, uploaded as a raw body."""
+    headers = auth(token("acme"))
+    corpus = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook"}, headers=headers).json()
+    upload = httpx.post(f"{stack['base']}/upload", params={"corpus_id": corpus["corpus_id"], "filename": "handbook.md"},
+                        content=HANDBOOK.encode(), headers=headers)
+    assert upload.status_code == 200, upload.text
+    job, polls = wait_for_job(stack["base"], headers, upload.json()["job_id"])
+    assert job["state"] == SEARCHABLE, job
+    return {"corpus": corpus, "upload": upload.json(), "job": job, "polls": polls, "headers": headers,
+            "document_id": next(p["result"]["document_id"] for p in polls if p.get("result"))}
+
+
+# -- the OpenAPI description and CORS -------------------------------------------------------------
+def test_openapi_is_served_without_a_token_and_is_the_committed_one(stack):
+    reply = httpx.get(f"{stack['base']}/openapi.json")
+    assert reply.status_code == 200
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json() == json.loads(openapi_text())
+
+
+def test_cors_preflight_and_responses_for_the_configured_origin_only(stack, token):
+    preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Headers": "authorization, content-type"}
+    allowed = httpx.options(f"{stack['base']}/corpora", headers=preflight)
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == ORIGIN
+    assert "authorization" in allowed.headers["access-control-allow-headers"]
+    other = httpx.options(f"{stack['base']}/corpora", headers={**preflight, "Origin": "https://evil.example.com"})
+    assert "access-control-allow-origin" not in other.headers
+    actual = httpx.get(f"{stack['base']}/corpora", headers={"Origin": ORIGIN, **auth(token("cors"))})
+    assert actual.status_code == 200 and actual.headers["access-control-allow-origin"] == ORIGIN
+
+
+# -- authentication and capabilities --------------------------------------------------------------
+@pytest.mark.parametrize("case", ["missing", "garbage", "expired", "wrong-issuer", "wrong-audience", "other-key"])
+def test_bad_tokens_are_401_as_json(stack, token, case, tmp_path):
+    from knowledge_runtime.devkeys import ensure_dev_keys
+
+    headers = {
+        "missing": {},
+        "garbage": auth("not.a.jwt"),
+        "expired": auth(token("acme", ttl_s=-120)),  # past the 30 s clock skew
+        "wrong-issuer": auth(token("acme", issuer="someone-else")),
+        "wrong-audience": auth(token("acme", audience="another-api")),
+        "other-key": auth(mint_dev_token(ensure_dev_keys(tmp_path).parent, tenant="acme")),
+    }[case]
+    reply = httpx.get(f"{stack['base']}/corpora", headers=headers)
+    assert reply.status_code == 401, reply.text
+    assert reply.headers["content-type"] == "application/json"
+    body = reply.json()
+    assert body["code"] == 16 and body["details"][0]["reason"] == "UNAUTHENTICATED" and body["message"]
+    assert reply.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(("method", "path", "body", "capability"), [
+    ("POST", "/corpora", {"name": "x"}, "corpus.create"),
+    ("GET", "/corpora", None, "corpus.read"),
+    ("GET", "/documents/1/text", None, "corpus.read"),
+    ("GET", "/ingest/00000000-0000-0000-0000-000000000000", None, "document.upload"),
+    ("DELETE", "/documents/1", None, "document.upload"),
+    ("POST", "/search", {"query": "vacation"}, "search"),
+    ("POST", "/query", {"query": "vacation"}, "search"),
+])
+def test_a_missing_capability_is_403_naming_it(stack, token, method, path, body, capability):
+    from knowledge_runtime.auth import PUBLIC_CAPABILITIES
+
+    others = [c for c in PUBLIC_CAPABILITIES if c != capability]
+    reply = httpx.request(method, f"{stack['base']}{path}", json=body, headers=auth(token("acme", others)))
+    assert reply.status_code == 403, reply.text
+    assert capability in reply.json()["message"]
+
+
+def test_an_upload_without_document_upload_is_403(stack, token, handbook):
+    headers = auth(token("acme", ["corpus.read", "search"]))
+    reply = httpx.post(f"{stack['base']}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"],
+                                                          "filename": "a.txt"}, content=b"hello", headers=headers)
+    assert reply.status_code == 403 and "document.upload" in reply.json()["message"]
+
+
+# -- every endpoint, for the owner and for another tenant -------------------------------------------
+def test_corpora_create_list_and_duplicate_409(stack, handbook):
+    headers, corpus = handbook["headers"], handbook["corpus"]
+    assert corpus["name"] == "Handbook" and isinstance(corpus["corpus_id"], str)
+    duplicate = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook"}, headers=headers)
+    assert duplicate.status_code == 409
+    assert duplicate.json()["details"][0]["reason"] == "CORPUS_ALREADY_EXISTS"
+    [listed] = [c for c in httpx.get(f"{stack['base']}/corpora", headers=headers).json()["corpora"]
+                if c["corpus_id"] == corpus["corpus_id"]]
+    assert listed["document_count"] == 1 and listed["chunk_count"] >= 1
+
+
+def test_upload_job_progress_and_a_result_delivered_once(stack, handbook):
+    assert handbook["upload"]["status"] == "ingesting" and handbook["upload"]["filename"] == "handbook.md"
+    progress = [p["progress"] for p in handbook["polls"]]
+    assert progress == sorted(progress) and progress[-1] == 1.0
+    assert handbook["polls"][-1]["stage"] == "searchable"
+    with_result = [p for p in handbook["polls"] if p.get("result")]
+    assert len(with_result) == 1 and with_result[0]["result"]["chunk_count"] >= 1
+    again = httpx.get(f"{stack['base']}/ingest/{handbook['upload']['job_id']}", headers=handbook["headers"]).json()
+    assert again["state"] == SEARCHABLE and not again.get("result")
+
+
+def test_multipart_upload_from_a_browser_form(stack, handbook):
+    reply = httpx.post(f"{stack['base']}/upload", headers=handbook["headers"],
+                       data={"corpus_id": handbook["corpus"]["corpus_id"]},
+                       files={"file": ("notes.txt", b"The canteen opens at eight.\n", "text/plain")})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["filename"] == "notes.txt"
+    job, _ = wait_for_job(stack["base"], handbook["headers"], reply.json()["job_id"])
+    assert job["state"] == SEARCHABLE
+
+
+def test_search_query_text_and_delete(stack, token, handbook):
+    base, headers, document_id = stack["base"], handbook["headers"], handbook["document_id"]
+    found = httpx.post(f"{base}/search", json={"query": "quokka mentoring program", "top_k": 3}, headers=headers)
+    assert found.status_code == 200
+    results = found.json()["results"]
+    assert results and results[0]["document_id"] == document_id and "quokka" in results[0]["content"].lower()
+    assert results[0]["filename"] == "handbook.md"
+    answer = httpx.post(f"{base}/query", json={"query": "How many days of paid vacation does an employee get?"},
+                        headers=headers)
+    assert answer.status_code == 200, answer.text
+    cited = answer.json()
+    assert cited["answer"] and cited["citations"]
+    assert {c["document_id"] for c in cited["citations"]} == {document_id}
+    text = httpx.get(f"{base}/documents/{document_id}/text", headers=headers)
+    assert text.status_code == 200 and "quokka mentoring" in text.json()["text"].lower()
+    assert httpx.get(f"{base}/documents/{document_id}/text", params={"page": 99}, headers=headers).status_code == 400
+    # Another tenant sees none of it: 404, never 403, and no results.
+    other = auth(token("globex"))
+    assert httpx.get(f"{base}/documents/{document_id}/text", headers=other).status_code == 404
+    assert httpx.delete(f"{base}/documents/{document_id}", headers=other).status_code == 404
+    assert httpx.get(f"{base}/ingest/{handbook['upload']['job_id']}", headers=other).status_code == 404
+    into = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "x.txt"},
+                      content=b"intrusion", headers=other)
+    assert into.status_code == 404
+    assert httpx.post(f"{base}/search", json={"query": "quokka"}, headers=other).json()["results"] == []
+    # The owner deletes it; then it is gone.
+    deleted = httpx.delete(f"{base}/documents/{document_id}", headers=headers)
+    assert deleted.status_code == 200 and deleted.json()["deleted_chunk_count"] >= 1
+    missing = httpx.get(f"{base}/documents/{document_id}/text", headers=headers)
+    assert missing.status_code == 404 and missing.json()["details"][0]["reason"] == "DOCUMENT_NOT_FOUND"
+
+
+def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
+    headers = auth(token("acme"))
+    unknown = httpx.get(f"{stack['base']}/nothing-here", headers=headers)
+    assert unknown.status_code == 404 and unknown.json()["code"] == 5
+    bad = httpx.get(f"{stack['base']}/corpora", params={"bogus": "1"}, headers=headers)
+    assert bad.status_code == 400 and bad.headers["content-type"] == "application/json"
+    assert httpx.post(f"{stack['base']}/search", content=b"{not json", headers=headers).status_code == 400
+
+
+# -- limits --------------------------------------------------------------------------------------
+def test_a_tenant_over_its_rate_is_429_with_retry_after_while_others_pass(stack, token):
+    noisy, quiet = auth(token("noisy")), auth(token("quiet"))
+
+    async def burst(n: int) -> list[httpx.Response]:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=32), timeout=30) as client:
+            return await asyncio.gather(*[client.get(f"{stack['base']}/corpora", headers=noisy) for _ in range(n)])
+
+    limited = []
+    for _ in range(5):
+        limited = [r for r in asyncio.run(burst(400)) if r.status_code == 429]
+        if limited:
+            break
+    assert limited, "no 429 after 2,000 requests"
+    assert limited[0].headers["retry-after"] == "1"
+    assert limited[0].json()["details"][0]["reason"] == "RATE_LIMITED"
+    assert httpx.get(f"{stack['base']}/corpora", headers=quiet).status_code == 200  # its own bucket
+
+
+def _gateway_and_service_processes(stack) -> dict[str, psutil.Process]:
+    found = {}
+    for child in psutil.Process(stack["process"].pid).children(recursive=True):
+        line = " ".join(child.cmdline())
+        for name in ("envoy", "knowledge_ingest", "knowledge_content_index", "knowledge_search", "knowledge_embedder"):
+            if name in line:
+                found[name] = child
+    return found
+
+
+def _send_huge_body(port: int, path: str, headers: dict[str, str], total: int) -> tuple[int, int]:
+    """Sends headers then up to `total` body bytes; (the status answered, body bytes the socket took)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.settimeout(10)
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sock.sendall((head + "\r\n").encode())
+    chunk = b"\0" * (1024 * 1024)
+    sent = 0
+    try:
+        while sent < total:
+            sent += sock.send(chunk[: total - sent])
+    except (BrokenPipeError, ConnectionResetError, TimeoutError, socket.timeout):
+        pass  # the gateway answered and closed: it stopped reading
+    try:
+        reply = sock.recv(65536).decode(errors="replace")
+    finally:
+        sock.close()
+    return int(reply.split(" ", 2)[1]), sent
+
+
+def test_a_200_mb_body_is_cut_off_at_the_cap_with_flat_memory(stack, token, handbook):
+    processes = _gateway_and_service_processes(stack)
+    assert set(processes) == {"envoy", "knowledge_ingest", "knowledge_content_index", "knowledge_search",
+                              "knowledge_embedder"}
+    before = {name: p.memory_info().rss for name, p in processes.items()}
+    path = f"/api/v1/knowledge/upload?corpus_id={handbook['corpus']['corpus_id']}&filename=huge.bin"
+    total = 200 * 1024 * 1024
+    headers = {"Authorization": f"Bearer {token('acme')}", "Content-Type": "application/octet-stream"}
+    status, sent = _send_huge_body(stack["port"], path, {**headers, "Content-Length": str(total)}, total)
+    assert status == 413
+    assert sent < 64 * 1024 * 1024, f"the gateway took {sent} bytes before refusing"
+    chunked, sent_chunked = _send_huge_body(stack["port"], path, {**headers, "Transfer-Encoding": "chunked"}, total)
+    assert chunked == 411 and sent_chunked < 64 * 1024 * 1024
+    after = {name: p.memory_info().rss for name, p in processes.items()}
+    growth_mb = {name: (after[name] - before[name]) / 2**20 for name in processes}
+    print(f"RSS before (MiB): { {n: round(v / 2**20, 1) for n, v in before.items()} }")
+    print(f"RSS after  (MiB): { {n: round(v / 2**20, 1) for n, v in after.items()} }; sent {sent} bytes")
+    assert all(growth < 32 for growth in growth_mb.values()), growth_mb
+    # Just over the cap with a true length is 413 too; at the cap it is accepted.
+    over = httpx.post(f"{stack['base']}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"],
+                                                          "filename": "over.txt"},
+                      content=b"a" * (CAP + 1), headers=headers)
+    assert over.status_code == 413 and over.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+
+
+def test_the_access_log_holds_no_token(stack, handbook):
+    secret = handbook["headers"]["Authorization"].removeprefix("Bearer ")  # used by the tests above
+    log, deadline = "", time.monotonic() + 20
+    while '"tenant":"acme"' not in log and time.monotonic() < deadline:  # Envoy flushes it now and then
+        time.sleep(0.5)
+        log = (stack["data_dir"] / "logs" / "gateway.log").read_text()
+    assert '"tenant":"acme"' in log and '"path":"/api/v1/knowledge/upload?' in log
+    assert secret not in log and secret.split(".")[1] not in log and "Bearer" not in log
+
+
+# -- the CLI client over REST ------------------------------------------------------------------------
+def knowledge(stack, *args: str) -> subprocess.CompletedProcess:
+    env = {**stack["env"], "KNOWLEDGE_URL": stack["base"]}
+    return subprocess.run([str(BIN / "knowledge"), *args], env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_cli_end_to_end_with_exit_codes(stack, tmp_path):
+    created = knowledge(stack, "corpora", "create", "Policies", "--tenant", "cli")
+    assert created.returncode == 0, created.stderr
+    corpus_id = created.stdout.split("\t")[0]
+    assert knowledge(stack, "corpora", "create", "Policies", "--tenant", "cli").returncode == 5
+    listed = knowledge(stack, "corpora", "list", "--json", "--tenant", "cli")
+    assert [c["name"] for c in json.loads(listed.stdout)] == ["Policies"]
+    first, second = tmp_path / "travel.md", tmp_path / "security.md"
+    first.write_text("# Travel\n\nTrain journeys over four hours may be booked in first class.\n")
+    second.write_text("# Security\n\nBadges must be worn visibly inside the wombat building.\n")
+    uploaded = knowledge(stack, "upload", str(first), str(second), "--corpus", corpus_id, "--tenant", "cli")
+    assert uploaded.returncode == 0, uploaded.stderr
+    assert "100.0% searchable travel.md" in uploaded.stderr and "100.0% searchable security.md" in uploaded.stderr
+    rows = [line.split("\t") for line in uploaded.stdout.splitlines()]
+    assert [row[2] for row in rows] == ["travel.md", "security.md"]
+    security_id = rows[1][0]
+    found = knowledge(stack, "search", "wombat building badges", "--corpus", corpus_id, "--tenant", "cli")
+    assert found.returncode == 0 and "security.md" in found.stdout.splitlines()[1]
+    asked = knowledge(stack, "query", "Where must badges be worn?", "--tenant", "cli")
+    assert asked.returncode == 0 and "[1] security.md" in asked.stdout
+    text = knowledge(stack, "text", security_id, "--tenant", "cli")
+    assert text.returncode == 0 and "wombat building" in text.stdout
+    assert knowledge(stack, "text", security_id, "--tenant", "someone-else").returncode == 3
+    assert knowledge(stack, "delete", security_id, "--tenant", "cli").returncode == 0
+    gone = knowledge(stack, "text", security_id, "--tenant", "cli")
+    assert gone.returncode == 3 and "DOCUMENT_NOT_FOUND" in gone.stderr
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * (CAP + 1))
+    assert knowledge(stack, "upload", str(big), "--corpus", corpus_id, "--tenant", "cli").returncode == 6
+    assert knowledge(stack, "corpora", "list", "--token", "nope").returncode == 4
+    assert knowledge(stack, "corpora", "list").returncode == 2  # no token anywhere
+
+
+# -- Schemathesis against the live gateway ---------------------------------------------------------
+FUZZ_CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
+               "response_schema_conformance", "response_headers_conformance")
+
+
+def test_schemathesis_no_5xx_and_responses_match_the_schema(stack, token, tmp_path):
+    """Every operation of the served description, fuzzed (examples, coverage, fuzzing and stateful
+    phases, a bounded number of cases each, a fixed seed): no 5xx, and every answer is one the
+    description allows, with the declared content type and a body matching its schema."""
+    result = subprocess.run(
+        [str(BIN / "st"), "run", f"{stack['base']}/openapi.json", "--url", stack["root"],
+         "-H", f"Authorization: Bearer {token('fuzz')}", "--checks", ",".join(FUZZ_CHECKS),
+         "--max-examples", "30", "--seed", "20261130", "--generation-database", "none", "--no-color",
+         "--request-timeout", "30"],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+    )
+    summary = [line for line in result.stdout.splitlines() if "generated" in line]
+    print("schemathesis:", summary)
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
+    assert summary and " passed" in summary[-1] and "fail" not in summary[-1]
