@@ -78,12 +78,17 @@ def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
                        capabilities={m.name: "embed" for m in descriptor.methods})
 
 
-async def load_rows(admin_url: str, rows: int, rng: np.random.Generator) -> tuple[np.ndarray, list[int], list[str]]:
-    """Chunks with clustered unit vectors (real embeddings cluster by topic) and Zipf words."""
+async def load_rows(
+    admin_url: str, rows: int, rng: np.random.Generator, uniform: bool
+) -> tuple[np.ndarray, list[int], list[str]]:
+    """Chunks with unit vectors (clustered as real embeddings are, or uniform) and Zipf words."""
     vocabulary = [f"w{i}" for i in range(20000)]
-    centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
     noise = rng.standard_normal((rows, DIM)).astype(np.float32) / np.sqrt(DIM)
-    vectors = unit(centres[rng.integers(0, len(centres), rows)] + noise)  # cosine to the centre ~0.7
+    if uniform:
+        vectors = unit(noise)
+    else:
+        centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
+        vectors = unit(centres[rng.integers(0, len(centres), rows)] + noise)  # cosine to the centre ~0.7
     words = np.minimum(rng.zipf(1.3, (rows, 60)), len(vocabulary)) - 1
     connection = await asyncpg.connect(admin_url)
     from pgvector.asyncpg import register_vector
@@ -139,6 +144,25 @@ async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, c
     return statistics.mean(found)
 
 
+async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> tuple[float, float]:
+    """Recall@10 and mean hits of the filtered query when the planner must take the HNSW index
+    (no sort allowed), i.e. what pgvector's iterative scan delivers on a selective filter."""
+    from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
+
+    found, counts = [], []
+    for vector in queries:
+        async with db.transaction() as tx:
+            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
+            await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
+            rows = await tx.fetch("vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"),
+                                  vector, TENANT, 300, corpus)
+        exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"),
+                                                       vector, TENANT, 10, corpus)]
+        found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
+        counts.append(len(rows))
+    return statistics.mean(found), statistics.mean(counts)
+
+
 async def timed(call, texts: list[str]) -> list[float]:
     durations = []
     for text in texts:
@@ -179,7 +203,9 @@ async def latency(options: argparse.Namespace) -> None:
     processes: list[subprocess.Popen] = []
     try:
         await migrate(pg.url(), embedding_dimension=DIM)
-        vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng)
+        vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng, options.uniform)
+        print(f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
+              f"{options.queries} queries")
         picks = rng.integers(0, len(vectors), options.queries)
         query_vectors = unit(vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM))
         texts = [" ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
@@ -187,9 +213,21 @@ async def latency(options: argparse.Namespace) -> None:
         db = await Database.connect(pg.url(user="knowledge_search"), max_size=4)
         index = PostgresChunkIndex(db)
         filtered_corpus = corpora[0]
+        from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
+
+        async with db.transaction() as tx:
+            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
+            for label, predicate, args in (("unfiltered", "", []), ("1% corpus", "AND c.corpus_id = $4", [filtered_corpus])):
+                plan = await tx.fetch("explain", "EXPLAIN " + VECTOR_SEARCH.format(filters=predicate),
+                                      query_vectors[0], TENANT, 300, *args)
+                nodes = [r[0].strip() for r in plan if "Scan" in r[0]]
+                print(f"plan {label}: {nodes[0] if nodes else plan[0][0]}")
         print(f"HNSW recall@10 vs exact (channel depth 300, ef_search 300): "
               f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
               f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}")
+        forced, hits = await forced_hnsw_recall(db, query_vectors[:100], filtered_corpus)
+        print(f"HNSW recall@10 vs exact, 1% corpus filter forced onto the HNSW index (iterative scan): "
+              f"{forced:.3f}, {hits:.0f} of 300 hits returned on average")
         print(f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
               f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
               f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}")
@@ -399,6 +437,7 @@ def main() -> None:
     lat = commands.add_parser("latency")
     lat.add_argument("--rows", type=int, default=100_000)
     lat.add_argument("--queries", type=int, default=200)
+    lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
     ev = commands.add_parser("eval")
     ev.add_argument("directory", type=Path)
     ev.add_argument("--tiers", help="BM25 weight tiers D,C,B,A (default the service's)")

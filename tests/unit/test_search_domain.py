@@ -128,6 +128,13 @@ def test_a_lexical_only_top_hit_is_a_lexical_match():
     assert banner([hit(0.0, vector_rank=0, lexical_rank=1), hit(0.9)], THRESHOLDS) is Relevance.LEXICAL_MATCH
 
 
+def test_a_hit_matching_every_query_term_is_never_low():
+    exact_code = SearchHit(chunk(1), 0.3, 1, 1, 0.03, coverage=0.95)
+    assert banner([exact_code, hit(0.2, vector_rank=2)], THRESHOLDS) is Relevance.MODERATE
+    partial = SearchHit(chunk(1), 0.3, 1, 1, 0.03, coverage=0.5)
+    assert banner([partial, hit(0.2, vector_rank=2)], THRESHOLDS) is Relevance.LOW
+
+
 def test_thresholds_must_be_ordered():
     with pytest.raises(ValueError):
         Thresholds(high_top=0.3, moderate_top=0.5)
@@ -172,11 +179,17 @@ async def test_extractive_synthesiser_quotes_best_sentences_deterministically():
     second = await synthesiser.synthesise("How long is the refund window?", sources)
     assert first == second
     assert first.text.startswith("The refund window is thirty days after delivery. [1]")
-    assert "Refund requests go to the billing team. [2]" in first.text
+    assert "Refund requests go to the billing team. [2]" in first.text  # half the best score: kept
     assert "Cats purr" not in first.text and first.cost.items == ()
     assert first.excerpts[1] == "The refund window is thirty days after delivery."
     text, order = cite(first.text, len(sources))
     assert set(re.findall(r"\[(\d+)\]", text)) == {"1", "2"} and order == [1, 2]
+
+
+async def test_extractive_drops_sentences_far_below_the_best():
+    sources = [Source(1, "a", "The refund window for online orders is thirty days. Orders ship daily.")]
+    synthesis = await ExtractiveSynthesiser().synthesise("refund window for online orders", sources)
+    assert synthesis.text == "The refund window for online orders is thirty days. [1]"
 
 
 async def test_extractive_quotes_never_carry_markers_of_their_own():

@@ -22,9 +22,10 @@ def chunk(chunk_id: int, content: str) -> Chunk:
 
 
 class FakeIndex:
-    def __init__(self, corpus_weights: Weights = Weights()) -> None:
+    def __init__(self, corpus_weights: Weights = Weights(), coverage: float = 1.0) -> None:
         self.calls: list[tuple] = []
         self._weights = corpus_weights
+        self._coverage = coverage
 
     async def vector_search(self, tenant, vector, filters, depth):
         self.calls.append(("vector", tenant, tuple(vector), depth))
@@ -33,7 +34,8 @@ class FakeIndex:
 
     async def lexical_search(self, tenant, text, filters, depth):
         self.calls.append(("lexical", tenant, text, depth))
-        return [ChannelHit(chunk(3, "Refund form R-7."), 7.0), ChannelHit(chunk(1, "Refunds take thirty days."), 3.0)]
+        return [ChannelHit(chunk(3, "Refund form R-7."), 7.0, self._coverage),
+                ChannelHit(chunk(1, "Refunds take thirty days."), 3.0, self._coverage / 2)]
 
     async def check_filters(self, tenant, filters):
         self.calls.append(("filters", tenant, filters))
@@ -117,7 +119,8 @@ async def test_query_anonymises_for_the_model_and_restores_the_answer():
 
 async def test_query_without_relevant_content_does_not_call_the_model():
     synthesiser = RecordingSynthesiser("anything [1]")
-    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.95, high_mean=0.9, moderate_top=0.9))
+    searches = SearchUseCases(FakeIndex(coverage=0.3), FakeEmbedder(),
+                              Thresholds(high_top=0.95, high_mean=0.9, moderate_top=0.9))
     answer = await AnswerUseCases(searches, synthesiser).query(SCOPE, SearchRequest.parse("refund"))
     assert (answer.text, answer.citations, answer.relevance, synthesiser.seen) == ("", (), Relevance.LOW, [])
 

@@ -57,6 +57,7 @@ class SearchSettings:
                 high_top=env.float("SEARCH_RELEVANCE_HIGH", 0.6, minimum=0.0),
                 high_mean=env.float("SEARCH_RELEVANCE_HIGH_MEAN", 0.45, minimum=0.0),
                 moderate_top=env.float("SEARCH_RELEVANCE_MODERATE", 0.4, minimum=0.0),
+                lexical_coverage=env.float("SEARCH_RELEVANCE_LEXICAL_COVERAGE", 0.8, minimum=0.0),
             )
         except ValueError as error:
             raise SettingsError(f"{PREFIX}SEARCH_RELEVANCE_*: {error}") from None

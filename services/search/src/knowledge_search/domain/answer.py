@@ -128,7 +128,10 @@ class ExtractiveSynthesiser:
             first = next((s.strip() for s in _SENTENCE.split(sources[0].text) if s.strip()), "")
             if first:
                 scored.append((0.0, sources[0].number, 0, excerpt(first, self._max_chars)))
-        chosen = sorted(scored, key=lambda item: (-item[0], item[1], item[2]))[: self._sentences]
+        # Sentences well below the best one add noise, not support.
+        best = max((item[0] for item in scored), default=0.0)
+        kept = [item for item in scored if item[0] >= best / 2]
+        chosen = sorted(kept, key=lambda item: (-item[0], item[1], item[2]))[: self._sentences]
         chosen.sort(key=lambda item: (item[1], item[2]))
         excerpts: dict[int, list[str]] = {}
         for _, number, _, sentence in chosen:

@@ -52,11 +52,19 @@ def fuse(
     for rank, hit in enumerate(lexical, start=1):
         entry = fused.setdefault(hit.chunk.chunk_id, {"chunk": hit.chunk, "score": 0.0, "v": 0, "l": 0, "f": 0.0})
         entry["l"] = rank
+        entry["c"] = hit.coverage
         entry["f"] += w_lexical / (k + rank)
     # Ties (equal fused scores) go to the better cosine, then the older chunk: a stable order.
     ordered = sorted(fused.values(), key=lambda e: (-e["f"], -e["score"], e["chunk"].chunk_id))
     return [
-        SearchHit(chunk=e["chunk"], score=e["score"], vector_rank=e["v"], lexical_rank=e["l"], fused_score=e["f"])
+        SearchHit(
+            chunk=e["chunk"],
+            score=e["score"],
+            vector_rank=e["v"],
+            lexical_rank=e["l"],
+            fused_score=e["f"],
+            coverage=e.get("c", 0.0),
+        )
         for e in ordered[:top_k]
     ]
 
@@ -70,6 +78,7 @@ def single_channel(hits: Sequence[ChannelHit], *, vector: bool, top_k: int, k: i
             vector_rank=rank if vector else 0,
             lexical_rank=0 if vector else rank,
             fused_score=1.0 / (k + rank),
+            coverage=0.0 if vector else hit.coverage,
         )
         for rank, hit in enumerate(hits[:top_k], start=1)
     ]

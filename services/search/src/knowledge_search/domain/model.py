@@ -161,6 +161,7 @@ class SearchHit:
     vector_rank: int  # 1-based; 0 when the vector channel did not return it
     lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
     fused_score: float
+    coverage: float = 0.0  # the lexical hit's share of the query's idf mass; 0.0 without one
 
     @property
     def lexical_only(self) -> bool:

@@ -35,6 +35,7 @@ class Thresholds:
     high_mean: float = 0.45
     moderate_top: float = 0.4
     mean_of: int = 5
+    lexical_coverage: float = 0.8
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.moderate_top <= self.high_top <= 1.0 or not 0.0 <= self.high_mean <= 1.0:
@@ -53,6 +54,6 @@ def banner(hits: Sequence[SearchHit], thresholds: Thresholds) -> Relevance:
     mean = sum(hit.score for hit in head) / len(head)
     if top >= thresholds.high_top and mean >= thresholds.high_mean:
         return Relevance.HIGH
-    if top >= thresholds.moderate_top:
+    if top >= thresholds.moderate_top or any(hit.coverage >= thresholds.lexical_coverage for hit in head):
         return Relevance.MODERATE
     return Relevance.LOW
