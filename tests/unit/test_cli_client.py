@@ -131,3 +131,37 @@ def test_commands_exit_with_the_codes(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("KNOWLEDGE_TOKEN")
     assert run("corpora", "list") == codes.USAGE
     assert "no token" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_following_cancels_only_when_asked(monkeypatch, capsys, tmp_path):
+    from knowledge_cli import rest
+    from knowledge_cli.main import parser
+
+    cancelled = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/upload"):
+            return httpx.Response(200, json={"job_id": "j9", "filename": "a.txt", "status": "ingesting"})
+        if request.url.path.endswith(":cancel"):
+            cancelled.append(request.url.path)
+            return httpx.Response(200, json={"job": {"job_id": "j9", "state": "DOCUMENT_STATE_CANCELLED"}})
+        raise AssertionError(request.url)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    real = httpx.Client.__init__
+    monkeypatch.setattr(httpx.Client, "__init__",
+                        lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
+    monkeypatch.setattr(rest, "follow", interrupted)
+    monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
+    (tmp_path / "a.txt").write_text("hello")
+
+    def run(*argv: str) -> int:
+        options = parser().parse_args(list(argv))
+        return options.run(options)
+
+    assert run("upload", str(tmp_path / "a.txt"), "--corpus", "1") == codes.INTERRUPTED
+    assert cancelled == [] and "j9 go on" in capsys.readouterr().err
+    assert run("upload", str(tmp_path / "a.txt"), "--corpus", "1", "--cancel-on-interrupt") == codes.INTERRUPTED
+    assert cancelled == ["/api/v1/knowledge/ingest/j9:cancel"]

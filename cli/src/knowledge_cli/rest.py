@@ -197,8 +197,7 @@ def _upload(client: Client, options, out: TextIO) -> int:
                     pass
             print(f"knowledge: interrupted; cancelled jobs {', '.join(running)}", file=sys.stderr)
         else:
-            print(f"knowledge: interrupted; jobs {', '.join(running)} go on (knowledge service keeps them)",
-                  file=sys.stderr)
+            print(f"knowledge: interrupted; jobs {', '.join(running)} go on in the background", file=sys.stderr)
         return INTERRUPTED
     if options.json:
         _print_json(out, finals)

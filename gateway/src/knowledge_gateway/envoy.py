@@ -115,7 +115,7 @@ def _routes(config: GatewayConfig) -> list[dict]:
     routes: list[dict] = [
         {"match": {"path": "/healthz"}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
         {
-            "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
+            "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"safe_regex": {"regex": "GET|HEAD"}}}]},
             "direct_response": {"status": 200, "body": {"inline_string": openapi_text()}},
             "response_headers_to_add": json_header,
         },
