@@ -244,6 +244,11 @@ def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
     bad = httpx.get(f"{stack['base']}/corpora", params={"bogus": "1"}, headers=headers)
     assert bad.status_code == 400 and bad.headers["content-type"] == "application/json"
     assert httpx.post(f"{stack['base']}/search", content=b"{not json", headers=headers).status_code == 400
+    wrong_method = httpx.put(f"{stack['base']}/corpora", json={}, headers=headers)
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "GET, POST"
+    assert wrong_method.json()["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
+    custom = httpx.request("PURGE", f"{stack['base']}/documents/7/text", headers=headers)
+    assert custom.status_code == 405 and custom.headers["allow"] == "GET"
 
 
 # -- limits --------------------------------------------------------------------------------------
@@ -370,6 +375,8 @@ def test_cli_end_to_end_with_exit_codes(stack, tmp_path):
 
 
 # -- Schemathesis against the live gateway ---------------------------------------------------------
+# Not `unsupported_method`: an unknown method is 405 with Allow (tested above), but Envoy answers a
+# QUERY request without a Content-Type 400 before routing, which that check counts as a failure.
 FUZZ_CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
                "response_schema_conformance", "response_headers_conformance")
 

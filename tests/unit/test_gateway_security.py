@@ -105,3 +105,26 @@ def test_openapi_is_served_without_a_token():
     routes = manager(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
     served = next(r for r in routes if r["match"].get("path") == OPENAPI_PATH)
     assert json.loads(served["direct_response"]["body"]["inline_string"])["openapi"].startswith("3.")
+
+
+def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():
+    import re
+
+    routes = manager(rendered())["route_config"]["virtual_hosts"][0]["routes"]
+    refusing = [r for r in routes if r.get("direct_response", {}).get("status") == 405]
+
+    def refused(method: str, path: str) -> str | None:
+        for route in refusing:
+            header = route["match"]["headers"][0]
+            if re.fullmatch(route["match"]["safe_regex"]["regex"], path) and not re.fullmatch(
+                    header["string_match"]["safe_regex"]["regex"], method):
+                return route["response_headers_to_add"][0]["header"]["value"]
+        return None
+
+    assert refused("PUT", "/api/v1/knowledge/corpora") == "GET, POST"
+    assert refused("TRACE", "/api/v1/knowledge/documents/7/text") == "GET"
+    assert refused("GET", "/api/v1/knowledge/documents/7/text") is None
+    assert refused("OPTIONS", "/api/v1/knowledge/corpora") is None  # CORS preflights pass
+    assert refused("POST", "/api/v1/knowledge/ingest/0b1c:cancel") is None  # not the GET job route
+    assert refused("GET", "/api/v1/knowledge/ingest/0b1c:cancel") == "POST"
+    assert routes[-1]["match"] == {"prefix": "/"}  # the catch-all stays last

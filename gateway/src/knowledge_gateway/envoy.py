@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,11 +133,50 @@ def _routes(config: GatewayConfig) -> list[dict]:
                 "route": {"cluster": _cluster_name(service), "timeout": f"{config.request_timeout_s}s"},
             }
         )
+    routes.extend(_method_not_allowed_routes())
     # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
     # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies
     # on one; it names its cluster by a header that Lua removes from every request, so it never
     # reaches a cluster and Envoy answers 404 itself.
     routes.append({"match": {"prefix": "/"}, "route": {"cluster_header": UNROUTED_HEADER}})
+    return routes
+
+
+def rest_methods() -> dict[str, list[str]]:
+    """REST path template -> its HTTP methods, from the google.api.http rules."""
+    from google.api import annotations_pb2
+
+    from knowledge_gateway.descriptors import PUBLIC_SERVICES
+
+    paths: dict[str, list[str]] = {}
+    for service in PUBLIC_SERVICES:
+        for method in service.methods:
+            options = method.GetOptions()
+            if options.HasExtension(annotations_pb2.http):
+                rule = options.Extensions[annotations_pb2.http]
+                verb = rule.WhichOneof("pattern")
+                paths.setdefault(getattr(rule, verb), []).append(verb.upper())
+    return paths
+
+
+def _method_not_allowed_routes() -> list[dict]:
+    """405 with ``Allow`` for a REST path asked with a method it does not have. Its own methods and
+    OPTIONS (CORS preflights) fall through to the catch-all route entry and the transcoder."""
+    routes = []
+    for template, methods in sorted(rest_methods().items()):
+        regex = "".join("[^/:]+" if part.startswith("{") else re.escape(part)  # ":verb" is not an id
+                        for part in re.split(r"(\{[^}]+\})", template))
+        allowed = sorted(set(methods))
+        routes.append({
+            "match": {
+                "safe_regex": {"regex": regex},
+                "headers": [{"name": ":method", "invert_match": True,
+                             "string_match": {"safe_regex": {"regex": "|".join([*allowed, "OPTIONS"])}}}],
+            },
+            "direct_response": {"status": 405, "body": {"inline_string": f"{template} allows {', '.join(allowed)}"}},
+            "response_headers_to_add": [{"header": {"key": "allow", "value": ", ".join(allowed)},
+                                         "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
+        })
     return routes
 
 
@@ -363,6 +403,8 @@ def render(config: GatewayConfig) -> dict:
         "generate_request_id": True,
         "access_log": [_access_log()],
         "local_reply_config": _local_reply_config(),
+        # Any method token reaches routing, so an unknown one is 405 (with Allow), not a bare 400.
+        "http_protocol_options": {"allow_custom_methods": True},
         "route_config": {
             "name": "knowledge",
             "virtual_hosts": [_virtual_host(config)],
