@@ -1,5 +1,6 @@
 """The embedder as callers see it: a real gRPC server on port 0, the real model, real PostgreSQL."""
 
+import asyncio
 import json
 import urllib.request
 from pathlib import Path
@@ -357,3 +358,12 @@ async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make
     for name in ("knowledge_embedder_batch_size_bucket", "knowledge_embedder_tokens_total",
                  'knowledge_embedder_stage_seconds_count{stage="inference"}'):
         assert name in body
+
+
+async def test_concurrent_callers_each_get_their_cost_record(stub, make_token, admin):
+    metadata = auth(make_token("t-burst", ["embed"]))
+    replies = await asyncio.gather(*(stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=f"question {i}"),
+                                                     metadata=metadata) for i in range(20)))
+    rows = await admin.fetch("SELECT texts, tokens FROM cost_records WHERE tenant_id = 't-burst'")
+    assert len(rows) == 20 and all(r["texts"] == 1 for r in rows)
+    assert sum(r["tokens"] for r in rows) == sum(r.cost.input_tokens for r in replies)

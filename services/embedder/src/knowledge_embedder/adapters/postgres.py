@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from decimal import Decimal
@@ -65,6 +66,10 @@ INSERT_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
 VALUES ($1, $2, $3, $4, $5, $6)
 """
+INSERT_COSTS = """
+INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::numeric[])
+"""
 
 
 async def check_dimension(db: Database, dimension: int) -> None:
@@ -79,9 +84,48 @@ async def check_dimension(db: Database, dimension: int) -> None:
         )
 
 
+class CostLedger:
+    """Cost records written in groups: callers that arrive while a write is in flight share the
+    next one, so a burst of small requests costs a few inserts and commits, not one each. Every
+    caller still returns only once its record is stored."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._pending: list[tuple[str, CostLine, asyncio.Future]] = []
+        self._writer: asyncio.Task | None = None
+
+    async def record(self, tenant: str, cost: CostLine) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((tenant, cost, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_all(), name="embedder-cost-ledger")
+        # A caller that goes away still leaves its record: the forward pass was spent.
+        await asyncio.shield(future)
+
+    async def _write_all(self) -> None:
+        while self._pending:
+            group, self._pending = self._pending, []
+            costs = [cost for _, cost, _ in group]
+            try:
+                await self._db.execute(
+                    "insert_costs", INSERT_COSTS, [tenant for tenant, _, _ in group], [c.model for c in costs],
+                    [c.operation for c in costs], [c.texts for c in costs], [c.tokens for c in costs],
+                    [Decimal(str(c.amount)) for c in costs],
+                )
+            except Exception as error:
+                for _, _, future in group:
+                    if not future.done():
+                        future.set_exception(error)
+            else:
+                for _, _, future in group:
+                    if not future.done():
+                        future.set_result(None)
+
+
 class PostgresEmbeddings:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._ledger = CostLedger(db)
 
     async def document_corpus(self, tenant: str, document_id: int) -> int | None:
         return await self._db.fetchval("document_corpus", DOCUMENT_CORPUS, document_id, tenant)
@@ -136,7 +180,7 @@ class PostgresEmbeddings:
         self, tenant: str, vector: np.ndarray, entity_type: str, top_k: int, cost: CostLine
     ) -> list[AnchorMatch]:
         rows = await self._db.fetch("nearest_anchors", NEAREST_ANCHORS, tenant, vector, entity_type, top_k)
-        await _record(self._db, tenant, cost)
+        await self._ledger.record(tenant, cost)
         return [
             AnchorMatch(target=AnchorTarget(row["entity_type"], row["entity_id"]),
                         score=min(max(float(row["score"]), 0.0), 1.0))
@@ -144,7 +188,7 @@ class PostgresEmbeddings:
         ]
 
     async def record_cost(self, tenant: str, cost: CostLine) -> None:
-        await _record(self._db, tenant, cost)
+        await self._ledger.record(tenant, cost)
 
 
 async def _record(db: Database | Transaction, tenant: str, cost: CostLine) -> None:
