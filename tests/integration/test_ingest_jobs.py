@@ -311,3 +311,21 @@ async def test_move_delete_and_prompt_context(ingest, make_token):
                              uuid.UUID(job.job_id)) == 0
     empty = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token, "t-none"))
     assert empty.text == ""
+
+
+async def test_a_duplicate_of_a_file_still_ingesting_reports_its_real_outcome(ingest, make_token):
+    stub, _, embedder, _ = ingest
+    metadata = auth(make_token, "t-dup-running")
+    corpus_id = await new_corpus(stub, metadata)
+    embedder.gate = asyncio.Event()  # the first ingest stalls in embedding
+    first = await upload(stub, metadata, corpus_id, document_text(3))
+    second = await upload(stub, metadata, corpus_id, document_text(3))
+    await asyncio.sleep(0.5)
+    waiting = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=second.job_id), metadata=metadata)
+    assert waiting.state == ingest_pb2.DOCUMENT_STATE_QUEUED and "same file" in waiting.stage
+    embedder.gate.set()
+    original = await wait_terminal(stub, metadata, first.job_id)
+    duplicate = await wait_terminal(stub, metadata, second.job_id)
+    embedder.gate = None
+    assert duplicate.result.duplicate and duplicate.result.document_id == original.result.document_id
+    assert duplicate.result.chunk_count == original.result.chunk_count > 0

@@ -145,3 +145,35 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     finally:
         await admin.close()
     assert counts["n"] == counts["distinct_n"] == job.result.chunk_count
+
+
+async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(backends, migrated_pg, keys_dir,
+                                                                            make_token):
+    tmp, addresses = backends
+    env = {**ingest_env(migrated_pg, keys_dir, tmp, addresses, 0), "KNOWLEDGE_MAX_UPLOAD_BYTES": str(1024 * 1024)}
+    app = await ingest_app(IngestSettings.from_env(Env(env)))
+    port = await app.start()
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        blobs_before = await admin.fetchval("t", "SELECT count(*) FROM content_blobs")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            metadata = [("authorization", f"Bearer {make_token('cap-tenant')}")]
+            corpus_id = await new_corpus(stub, metadata)
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await asyncio.wait_for(upload(stub, metadata, corpus_id, b"x" * 5_000_000, piece=64 * 1024), 20)
+            elapsed = asyncio.get_running_loop().time() - started
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
+        assert elapsed < 10
+        assert await admin.fetchval("t", "SELECT count(*) FROM content_blobs") == blobs_before
+        for _ in range(50):  # content-index removes the partial file once it sees the cancellation
+            staged = list((tmp / "blobs").rglob("*.partial.*"))
+            if not staged:
+                break
+            await asyncio.sleep(0.1)
+        assert staged == []
+    finally:
+        await admin.close()
+        await app.stop()

@@ -5,7 +5,7 @@ from google.api import httpbody_pb2
 from knowledge.v1 import ingest_pb2
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.documents import JobResult, State, parse_id, progress_of, safe_filename
-from knowledge_ingest.domain.errors import InvalidRequest, UploadTooLarge
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest, UploadTooLarge
 from knowledge_ingest.domain.text import PAGE_CHARS, paginate
 from knowledge_ingest.service_layer.uploads import capped
 from knowledge_runtime.chunking import TextChunk
@@ -48,10 +48,17 @@ def test_four_result_messages_and_the_duplicate():
     assert "4 chunks" in JobResult(1, 4).message and "no text" in JobResult(1, 0, extractable=False).message
 
 
-@pytest.mark.parametrize("value", ["", "abc", "-1", "0", "1e3", "9" * 30])
-def test_ids_are_validated(value):
-    with pytest.raises(InvalidRequest):
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "1e3", "9" * 30])
+def test_an_id_that_cannot_exist_is_not_found(value):
+    with pytest.raises(DocumentNotFound):
         parse_id(value, "document_id")
+    with pytest.raises(CorpusNotFound):
+        parse_id(value, "corpus_id")
+
+
+def test_a_missing_id_is_a_bad_request():
+    with pytest.raises(InvalidRequest):
+        parse_id("", "document_id")
 
 
 def chunk(i: int, section: str, size: int, page: int | None = None, overlap: int = 0) -> TextChunk:

@@ -7,6 +7,7 @@ a background job has no user token at all.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -40,17 +41,32 @@ class ContentIndexClient:
         self._signer = signer
 
     async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+        # grpc.aio swallows an exception raised inside a request iterator and leaves the call
+        # hanging; so a failing source (e.g. the upload cap crossed) cancels the call instead,
+        # content-index discards the partial write, and the source's error is raised here.
+        failure: list[BaseException] = []
+
         async def requests() -> AsyncIterator[content_index_pb2.WriteBlobRequest]:
             yield content_index_pb2.WriteBlobRequest(
                 header=content_index_pb2.WriteBlobHeader(filename=filename, mime_type=mime_type))
-            async for chunk in chunks:
-                for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
-                    yield content_index_pb2.WriteBlobRequest(chunk=chunk[start:start + WRITE_CHUNK_BYTES])
+            try:
+                async for chunk in chunks:
+                    for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
+                        yield content_index_pb2.WriteBlobRequest(chunk=chunk[start:start + WRITE_CHUNK_BYTES])
+            except Exception as error:
+                failure.append(error)
+                call.cancel()
 
         call = self._stub.WriteBlob(requests(), metadata=self._signer.metadata(tenant, ["blob.write"]))
         try:
             reply = await call
+        except asyncio.CancelledError:
+            if failure and call.cancelled():
+                raise failure[0] from None
+            raise
         except grpc.aio.AioRpcError as error:
+            if failure:
+                raise failure[0] from None
             raise _translate(error, "content index") from None
         return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
 

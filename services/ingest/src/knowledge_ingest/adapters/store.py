@@ -23,7 +23,7 @@ from knowledge_ingest.domain.ports import Lease, StoredBlob
 
 _TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
 _JOB_COLUMNS = """job_id, tenant_id, corpus_id, document_id, blob_id, filename, mime_type, state, stage, progress,
-    error, attempts, cancel_requested, re_extract, create_time, update_time"""
+    error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time"""
 
 CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
 ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
@@ -39,8 +39,8 @@ VALUES ($1, $2, $3, $4, $5, $6) RETURNING document_id
 REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, update_time = now() WHERE document_id = $1"
 INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
-                         state, stage, progress, result)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                         state, stage, progress, result, duplicate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING {_JOB_COLUMNS}
 """
 GET_JOB = f"""
@@ -116,6 +116,12 @@ DOCUMENT_SEARCHABLE = """
 UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, error = NULL, update_time = now()
 WHERE document_id = $1
 """
+COMPLETE_DUPLICATE = f"""
+UPDATE ingest_jobs SET state = 'SEARCHABLE', stage = 'searchable (duplicate)', progress = 1, result = $3,
+    result_delivered = false, lease_owner = NULL, lease_expires_at = NULL, update_time = now()
+WHERE job_id = $1 AND lease_owner = $2 AND NOT cancel_requested AND state NOT IN {_TERMINAL}
+RETURNING 1
+"""
 FINISH = f"""
 UPDATE ingest_jobs SET state = $3, stage = lower($3), progress = 1, error = $4,
     lease_owner = NULL, lease_expires_at = NULL, update_time = now()
@@ -175,6 +181,7 @@ def _job(row: asyncpg.Record, result: str | None = None) -> Job:
         stage=row["stage"], progress=row["progress"], error=row["error"], attempts=row["attempts"],
         cancel_requested=row["cancel_requested"], re_extract=row["re_extract"], create_time=row["create_time"],
         update_time=row["update_time"], result=JobResult.from_json(json.loads(result)) if result else None,
+        duplicate=row["duplicate"],
     )
 
 
@@ -205,17 +212,20 @@ class PostgresIngestStore:
                 document_id = await tx.fetchval("insert_document", INSERT_DOCUMENT, tenant, corpus_id,
                                                 blob.blob_id, filename, mime_type, source_url)
                 row = await tx.fetchrow("insert_job", INSERT_JOB, *base, document_id, blob.blob_id, filename,
-                                        mime_type, False, "QUEUED", "queued", 0.0, None)
-            elif _reusable(existing):
-                result = JobResult(existing["document_id"], existing["chunk_count"], duplicate=True,
-                                   extractable=existing["chunk_count"] > 0)
+                                        mime_type, False, "QUEUED", "queued", 0.0, None, False)
+            elif State(existing["state"]) is State.SEARCHABLE and existing["chunk_count"] > 0:
+                result = JobResult(existing["document_id"], existing["chunk_count"], duplicate=True)
                 row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
                                         filename, mime_type, False, "SEARCHABLE", "searchable (duplicate)", 1.0,
-                                        json.dumps(result.as_json()))
-            else:  # an earlier ingest of these bytes left no chunks: extract again into that document
+                                        json.dumps(result.as_json()), True)
+            elif not State(existing["state"]).terminal:  # being ingested now: wait for its outcome
+                row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
+                                        filename, mime_type, False, "QUEUED", "queued (same file being ingested)",
+                                        0.0, None, True)
+            else:  # an earlier ingest of these bytes failed or found no text: extract again into that document
                 await tx.execute("requeue_document", REQUEUE_DOCUMENT, existing["document_id"])
                 row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
-                                        filename, mime_type, True, "QUEUED", "queued", 0.0, None)
+                                        filename, mime_type, True, "QUEUED", "queued", 0.0, None, False)
         return _job(row)
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
@@ -271,6 +281,10 @@ class PostgresIngestStore:
                              result.extractable)
         return True
 
+    async def complete_duplicate(self, lease: Lease, result: JobResult) -> bool:
+        return await self._db.fetchval("complete_duplicate", COMPLETE_DUPLICATE, lease.job.job_id, lease.owner,
+                                       json.dumps(result.as_json())) is not None
+
     async def finish(self, lease: Lease, state: State, error: str | None) -> None:
         async with self._db.transaction() as tx:
             document_id = await tx.fetchval("finish_job", FINISH, lease.job.job_id, lease.owner, state.value, error)
@@ -324,14 +338,6 @@ class PostgresIngestStore:
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)
         return [(r["corpus_id"], r["name"], r["documents"]) for r in rows]
-
-
-def _reusable(existing: asyncpg.Record) -> bool:
-    """An existing document on the same bytes is kept unless an earlier ingest left it without chunks."""
-    state = State(existing["state"])
-    if state in (State.FAILED, State.CANCELLED):
-        return False
-    return not (state is State.SEARCHABLE and existing["chunk_count"] == 0)
 
 
 async def _insert_chunks(tx: Transaction, tenant: str, corpus_id: int, document_id: int, source: str,

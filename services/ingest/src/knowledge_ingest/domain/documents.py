@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest, JobNotFound
 
 MAX_FILENAME_CHARS = 255
 _UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
@@ -65,17 +65,22 @@ def safe_filename(name: str) -> str:
 
 
 def parse_id(value: str, field: str) -> int:
-    """Identifiers travel as opaque strings; ours are positive integers."""
-    if not value or not value.isdigit() or len(value) > 18 or int(value) <= 0:
-        raise InvalidRequest(f"{field} is not a valid identifier", field=field)
+    """Identifiers are opaque strings to callers: a missing one is a bad request, one that
+    cannot exist is simply not found (like another tenant's)."""
+    if not value:
+        raise InvalidRequest(f"{field} is required", field=field)
+    if not value.isdigit() or len(value) > 18 or int(value) <= 0:
+        raise (DocumentNotFound if field.startswith("document") else CorpusNotFound)(value)
     return int(value)
 
 
 def parse_job_id(value: str) -> uuid.UUID:
+    if not value:
+        raise InvalidRequest("job_id is required", field="job_id")
     try:
         return uuid.UUID(value)
     except ValueError:
-        raise InvalidRequest("job_id is not a valid identifier", field="job_id") from None
+        raise JobNotFound(value) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,3 +160,4 @@ class Job:
     create_time: datetime
     update_time: datetime
     result: JobResult | None = None  # set only on the one poll that delivers it
+    duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it  # set only on the one poll that delivers it

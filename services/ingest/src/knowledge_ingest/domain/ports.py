@@ -80,6 +80,9 @@ class IngestStore(Protocol):
                     result: JobResult) -> bool:
         """Chunks, document and job become SEARCHABLE in one transaction; False if the lease was lost."""
 
+    async def complete_duplicate(self, lease: Lease, result: JobResult) -> bool:
+        """End a duplicate job with the outcome of the document it waited for."""
+
     async def finish(self, lease: Lease, state: State, error: str | None) -> None: ...
 
     async def postpone(self, lease: Lease, delay_s: float, stage: str) -> None: ...

@@ -25,6 +25,9 @@ log = structlog.get_logger("knowledge.ingest.pipeline")
 _tracer = tracer("knowledge.ingest")
 
 
+DUPLICATE_WAIT_S = 1.0
+
+
 class Stopped(Exception):
     """The job was cancelled or its lease was lost: stop without writing anything more."""
 
@@ -48,6 +51,8 @@ class Pipeline:
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
+        if job.duplicate and await self._settled_as_duplicate(lease):
+            return
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
             result = await self._ingest(lease)
@@ -81,6 +86,24 @@ class Pipeline:
                     return  # cancelled or taken over: the next checkpoint stops the job
             except Unavailable:
                 continue
+
+    async def _settled_as_duplicate(self, lease: Lease) -> bool:
+        """A job for bytes the tenant is already ingesting reports that ingest's real outcome;
+        if it failed, this job extracts the document itself."""
+        job = lease.job
+        assert job.document_id is not None
+        document = await self.store.document(job.tenant, job.document_id)
+        if document is None:
+            await self.store.finish(lease, State.CANCELLED, "the document was deleted")
+            return True
+        if not document.state.terminal:
+            await self.store.postpone(lease, DUPLICATE_WAIT_S, "queued (same file being ingested)")
+            return True
+        if document.state is State.SEARCHABLE and document.chunk_count > 0:
+            await self.store.complete_duplicate(lease, JobResult(document.document_id, document.chunk_count,
+                                                                 duplicate=True))
+            return True
+        return False
 
     async def _transient(self, lease: Lease, error: Unavailable) -> None:
         attempts = lease.job.attempts
