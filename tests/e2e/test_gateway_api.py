@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -22,8 +21,7 @@ import pytest
 from knowledge_gateway.openapi import openapi_text
 from knowledge_runtime.devkeys import mint_dev_token
 
-from tests.conftest import free_port
-from tests.e2e.test_up import read_until_ready
+from tests.e2e.conftest import running_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -41,29 +39,9 @@ HANDBOOK = (
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("gateway-stack")
-    http_port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({
-        "KNOWLEDGE_DATA_DIR": str(data_dir),
-        "KNOWLEDGE_HTTP_PORT": str(http_port),
-        "KNOWLEDGE_MAX_UPLOAD_BYTES": str(CAP),
-        "KNOWLEDGE_CORS_ORIGINS": ORIGIN,
-        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
-    })
-    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        read_until_ready(process)
-        yield {"env": env, "data_dir": data_dir, "port": http_port, "process": process,
-               "root": f"http://127.0.0.1:{http_port}", "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge"}
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    with running_stack(tmp_path_factory.mktemp("gateway-stack"), MAX_UPLOAD_BYTES=str(CAP),
+                       CORS_ORIGINS=ORIGIN) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -1,61 +1,25 @@
 """`knowledge up` end to end: the whole stack through Envoy, then a clean stop."""
 
-import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
-from tests.conftest import free_port
+from tests.e2e.conftest import running_stack
 
 pytestmark = pytest.mark.e2e
 
 BIN = Path(sys.executable).parent
-READY_TIMEOUT_S = 180
-
-
-def read_until_ready(process: subprocess.Popen) -> str:
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    seen = []
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"knowledge up exited: {''.join(seen)}{process.stderr.read()}")
-        if selector.select(timeout=0.5):
-            line = process.stdout.readline()
-            seen.append(line)
-            if "ready" in line:
-                return line
-    raise AssertionError(f"knowledge up never said ready: {''.join(seen)}")
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("stack")
-    http_port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({
-        "KNOWLEDGE_DATA_DIR": str(data_dir),
-        "KNOWLEDGE_HTTP_PORT": str(http_port),
-        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
-    })
-    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        line = read_until_ready(process)
-        yield {"process": process, "env": env, "line": line, "data_dir": data_dir,
-               "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge",
-               "descendants": psutil.Process(process.pid).children(recursive=True)}
-    finally:
-        if process.poll() is None:
-            process.kill()
+    with running_stack(tmp_path_factory.mktemp("stack")) as running:
+        yield running
 
 
 def dev_token(stack, tenant: str, capabilities: str | None = None) -> str:

@@ -10,7 +10,6 @@ import sys
 import grpc
 import numpy as np
 import pytest
-from google.api import httpbody_pb2
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_cli.stack import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app

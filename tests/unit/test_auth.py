@@ -2,7 +2,7 @@ import time
 
 import jwt
 import pytest
-from knowledge_runtime.auth import ALL_CAPABILITIES, Scope, TokenVerifier, bearer_token, scope_from_claims
+from knowledge_runtime.auth import ALL_CAPABILITIES, Scope, bearer_token, scope_from_claims
 from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.errors import PermissionDenied, Unauthenticated
 
