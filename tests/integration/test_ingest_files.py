@@ -1,0 +1,96 @@
+"""Real files through the real pipeline (the isolated extractor, PostgreSQL, a real gRPC server):
+bad files end FAILED or not extractable with a clear reason and the worker keeps working;
+a Word document's headings and table cells arrive in chunks with their sections."""
+
+import io
+import zipfile
+
+import grpc
+import pytest
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
+from knowledge_ingest.api.servicer import service_spec
+from knowledge_ingest.bootstrap import wire
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.server import GrpcApp
+
+from tests.integration.test_ingest_jobs import (
+    CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal,
+)
+from tests.unit.test_extraction_formats import word_document
+from tests.unit.test_extraction_safety import SECRET, a_docx, a_pdf
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+async def real_ingest(migrated_pg, verifier):
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
+    admin = await Database.connect(migrated_pg.url())
+    servicer, workers = wire(settings(KNOWLEDGE_MAX_UPLOAD_BYTES=str(8 * 1024 * 1024)), db, MemoryBlobs(admin),
+                             CountingEmbedder(), IsolatedExtractor(timeout_s=60).extract)
+    app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start],
+                  on_stop=[workers.stop])
+    port = await app.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield ingest_pb2_grpc.IngestServiceStub(channel), db
+    await channel.close()
+    await app.stop()
+    await db.close()
+    await admin.close()
+
+
+def zip_bomb_docx() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(a_docx()), "r") as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for item in source.infolist():
+            bomb.writestr(item, source.read(item))
+        bomb.writestr("word/media/image1.png", bytes(48 * 1024 * 1024))
+    return buffer.getvalue()
+
+
+BAD_FILES = [
+    ("encrypted.pdf", lambda: a_pdf(owner_password="o", user_password="secret"), "FAILED", "password"),
+    ("corrupt.pdf", lambda: b"%PDF-1.7\n" + bytes(range(256)) * 20, "FAILED", ""),
+    ("bomb.docx", zip_bomb_docx, "FAILED", "zip bomb"),
+    ("garbage.bin", lambda: bytes((i * 7919) % 256 for i in range(20000)), "FAILED", ""),
+    ("empty.txt", lambda: b"", "SEARCHABLE", ""),
+]
+
+
+@pytest.mark.parametrize(("filename", "make", "state", "words"), BAD_FILES, ids=[f[0] for f in BAD_FILES])
+async def test_bad_files_end_cleanly_and_the_worker_goes_on(real_ingest, make_token, filename, make, state, words):
+    stub, _ = real_ingest
+    metadata = auth(make_token, "t-files")
+    corpus_id = await new_corpus(stub, metadata)
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, make(), filename)).job_id,
+                              timeout=90)
+    assert ingest_pb2.DocumentState.Name(job.state) == f"DOCUMENT_STATE_{state}", job.error
+    if state == "FAILED":
+        assert job.error and SECRET not in job.error
+        assert words.lower() in job.error.lower()
+    else:
+        assert job.result.extractable is False and job.result.chunk_count == 0
+        assert "no text" in job.result.message
+    # the worker survived: a good file right after is ingested
+    after = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id,
+                                                              f"fine text {filename}".encode())).job_id)
+    assert after.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+
+
+async def test_a_word_document_keeps_headings_and_table_cells(real_ingest, make_token):
+    stub, db = real_ingest
+    metadata = auth(make_token, "t-word")
+    corpus_id = await new_corpus(stub, metadata)
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, word_document(),
+                                                            "handbook.docx")).job_id, timeout=90)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    rows = await db.fetch("t", "SELECT section, content FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+                          int(job.result.document_id))
+    by_section = {r["section"]: r["content"] for r in rows}
+    assert {"Leave", "Allowances", "Closing"} <= set(by_section)
+    assert "| Grade | Days | Note |" in by_section["Allowances"] and "| B | 30 |" in by_section["Allowances"]
+    searchable = await db.fetchval(
+        "t", "SELECT count(*) FROM chunks WHERE document_id = $1 AND lexemes @@ to_tsquery('english', 'grade')",
+        int(job.result.document_id))
+    assert searchable == 1  # the Word table's cells are in the lexical index
