@@ -121,6 +121,9 @@ class Stack:
                 "KNOWLEDGE_JWT_AUDIENCE": self.settings.audience,
                 "KNOWLEDGE_DATABASE_URL": database_url,
                 "KNOWLEDGE_EMBEDDING_MODEL": self.settings.embedding_model,
+                "KNOWLEDGE_EMBEDDING_MODEL_ID": os.environ.get("KNOWLEDGE_EMBEDDING_MODEL_ID")
+                or ("sentence-transformers/all-MiniLM-L6-v2" if not os.environ.get("KNOWLEDGE_EMBEDDING_MODEL")
+                    else ""),
                 "KNOWLEDGE_MAX_UPLOAD_BYTES": str(self.settings.max_upload_bytes),
                 "HF_HUB_OFFLINE": "1",
                 "DO_NOT_TRACK": "true",

@@ -31,12 +31,12 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
     if settings.backend == "onnx-int8":
         from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 
-        encoder: Encoder = OnnxEncoder(settings.model, model_dir, cache_root=settings.common.data_dir,
+        encoder: Encoder = OnnxEncoder(settings.model_id, model_dir, cache_root=settings.common.data_dir,
                                        max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
     else:
         from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 
-        encoder = TorchEncoder(settings.model, model_dir, device=settings.device,
+        encoder = TorchEncoder(settings.model_id, model_dir, device=settings.device,
                                max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
     encoder.encode(["warm-up"])
     return encoder
@@ -46,7 +46,7 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
     settings = settings or EmbedderSettings.from_env()
     verifier = prepare(settings.common)
     encoder = await asyncio.to_thread(load_encoder, settings)
-    log.info("model_loaded", model=settings.model, backend=encoder.backend, device=encoder.device,
+    log.info("model_loaded", model=settings.model_id, backend=encoder.backend, device=encoder.device,
              dimension=encoder.dimension, max_seq_length=encoder.max_seq_length)
     db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
     try:

@@ -7,6 +7,7 @@ never from a literal in the code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from knowledge_runtime.metrics import metrics_port
 from knowledge_runtime.settings import CommonSettings, Env
@@ -14,10 +15,19 @@ from knowledge_runtime.settings import CommonSettings, Env
 BACKENDS = ("torch", "onnx-int8")
 
 
+def _display_id(model: str) -> str:
+    """A hub-style name as given; for a local path, its last two folders (no server layout leaks)."""
+    path = Path(model)
+    if not path.is_absolute() and not model.startswith((".", "~")):
+        return model
+    return "/".join(path.expanduser().parts[-2:])
+
+
 @dataclass(frozen=True, slots=True)
 class EmbedderSettings:
     common: CommonSettings
     model: str
+    model_id: str  # what Info, cost records and answers name: never a server path
     device: str  # "auto" picks cuda > mps > cpu
     backend: str
     max_seq_length: int
@@ -37,6 +47,7 @@ class EmbedderSettings:
         return cls(
             common=CommonSettings.from_env("embedder", env),
             model=model,
+            model_id=env.str("EMBEDDING_MODEL_ID") or _display_id(model),
             device=env.choice("EMBEDDING_DEVICE", "auto", ("auto", "cuda", "mps", "cpu")),
             backend=env.choice("EMBEDDING_BACKEND", "torch", BACKENDS),
             max_seq_length=env.int("MAX_SEQ_LENGTH", 1024, minimum=16),
