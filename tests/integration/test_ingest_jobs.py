@@ -95,6 +95,7 @@ async def ingest(migrated_pg, verifier):
     admin = await Database.connect(migrated_pg.url())
     blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
     servicer, workers = wire(settings(), db, blobs, embedder, extract)
+    workers.backlog_every_s = 0.1
     app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start],
                   on_stop=[workers.stop])
     port = await app.start()
@@ -329,3 +330,21 @@ async def test_a_duplicate_of_a_file_still_ingesting_reports_its_real_outcome(in
     embedder.gate = None
     assert duplicate.result.duplicate and duplicate.result.document_id == original.result.document_id
     assert duplicate.result.chunk_count == original.result.chunk_count > 0
+
+
+async def test_the_backlog_metric_counts_jobs_not_yet_ended(ingest, make_token):
+    from prometheus_client import REGISTRY
+
+    stub, _, embedder, _ = ingest
+    metadata = auth(make_token, "t-backlog")
+    corpus_id = await new_corpus(stub, metadata)
+    embedder.gate = asyncio.Event()  # jobs stall in embedding
+    jobs = [await upload(stub, metadata, corpus_id, f"backlog document {i}".encode()) for i in range(3)]
+    await asyncio.sleep(0.5)
+    assert REGISTRY.get_sample_value("knowledge_ingest_jobs_backlog") >= 3
+    embedder.gate.set()
+    for job in jobs:
+        await wait_terminal(stub, metadata, job.job_id)
+    embedder.gate = None
+    await asyncio.sleep(0.3)
+    assert REGISTRY.get_sample_value("knowledge_ingest_jobs_backlog") == 0

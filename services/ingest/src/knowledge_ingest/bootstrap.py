@@ -8,6 +8,7 @@ from pathlib import Path
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.entrypoint import prepare
+from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import SettingsError
@@ -60,7 +61,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     blobs = ContentIndexClient(settings.content_index_address, signer)
     embedder = EmbedderClient(settings.embedder_address, signer)
     servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
+    metrics = start_metrics_server(settings.metrics_port, settings.common.host)
     app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                              on_stop=[workers.stop, blobs.close, embedder.close, db.close])
+                              on_stop=[workers.stop, metrics.stop, blobs.close, embedder.close, db.close])
     app.on_start.append(workers.start)
     return app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge_runtime.metrics import metrics_port
 from knowledge_runtime.service_tokens import ServiceKey
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
@@ -22,6 +23,7 @@ class IngestSettings:
     retry_base_s: float
     chunk_max_chars: int
     embed_batch: int
+    metrics_port: int
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -39,4 +41,5 @@ class IngestSettings:
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
             chunk_max_chars=env.int("CHUNK_MAX_CHARS", 1500, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
+            metrics_port=metrics_port(env),
         )

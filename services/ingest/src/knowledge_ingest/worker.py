@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.metrics import JOBS_BACKLOG
 from knowledge_ingest.service_layer.pipeline import Pipeline
 
 log = structlog.get_logger("knowledge.ingest.worker")
@@ -23,6 +24,7 @@ class Workers:
     count: int
     lease_s: float
     poll_s: float = 0.5
+    backlog_every_s: float = 5.0
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -30,6 +32,19 @@ class Workers:
         base = f"{socket.gethostname()}:{os.getpid()}"
         self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}"))
                        for i in range(self.count)]
+        self._tasks.append(asyncio.create_task(self._measure_backlog()))
+
+    async def _measure_backlog(self) -> None:
+        """Even a replica with no workers reports the backlog, so the autoscaler sees demand."""
+        while not self._stopping.is_set():
+            try:
+                JOBS_BACKLOG.set(await self.store.backlog())
+            except Exception:
+                log.warning("ingest_backlog_unavailable")
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=self.backlog_every_s)
+            except TimeoutError:
+                pass
 
     async def stop(self) -> None:
         """Stop claiming; a job in flight is abandoned and its lease expires for another worker."""

@@ -166,6 +166,7 @@ RETURNING job_id
 """
 RELEASE_BLOB = "UPDATE ingest_jobs SET blob_id = NULL WHERE document_id = $1"
 DELETE_DOCUMENT = "DELETE FROM documents WHERE document_id = $1"
+BACKLOG = f"SELECT count(*) FROM ingest_jobs WHERE state NOT IN {_TERMINAL} AND NOT cancel_requested"
 CORPUS_SUMMARY = """
 SELECT c.corpus_id, c.name, count(d.document_id) AS documents
 FROM corpora c LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1
@@ -334,6 +335,9 @@ class PostgresIngestStore:
             deleted = await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
             await tx.execute("delete_document", DELETE_DOCUMENT, document_id)
         return int(deleted.split()[-1]), cancelled
+
+    async def backlog(self) -> int:
+        return await self._db.fetchval("jobs_backlog", BACKLOG)
 
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)

@@ -101,5 +101,8 @@ class IngestStore(Protocol):
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
 
+    async def backlog(self) -> int:
+        """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""
+
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         """(corpus_id, name, document_count) of the tenant's user corpora."""
