@@ -89,3 +89,17 @@ def processes_using(data_dir: Path) -> list[psutil.Process]:
         if str(data_dir) in " ".join(candidate.info["cmdline"] or []):
             found.append(candidate)
     return found
+
+
+def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_factory):
+    with running_stack(tmp_path_factory.mktemp("killed")) as running:
+        children = running["descendants"]
+        try:
+            assert len(children) >= 5
+            running["process"].send_signal(signal.SIGKILL)
+            running["process"].wait(10)
+            _, alive = psutil.wait_procs(children, timeout=20)
+            assert alive == []
+        finally:
+            for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
+                leftover.terminate()

