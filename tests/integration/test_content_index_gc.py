@@ -20,7 +20,6 @@ from knowledge_content_index.adapters.postgres import NON_REFERENCING_TABLES, RE
 from knowledge_content_index.domain.model import Blob, UploadHeader
 from knowledge_content_index.usecases import BlobUseCases
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.db.pool import Database
 
 from tests.integration.test_content_index_harness import (
     GRACE,
@@ -41,20 +40,6 @@ pytestmark = pytest.mark.integration
 
 SCOPE = Scope(tenant="gc-tenant", capabilities=frozenset({"blob.write", "blob.read", "blob.admin"}))
 HEADER = UploadHeader(extension=".pdf", mime_type="application/pdf")
-
-
-@pytest.fixture(scope="module")
-async def content_db(migrated_pg):
-    db = await Database.connect(migrated_pg.url(user="knowledge_content_index"), max_size=10)
-    yield db
-    await db.close()
-
-
-@pytest.fixture
-async def admin(migrated_pg):
-    connection = await asyncpg.connect(migrated_pg.url())
-    yield connection
-    await connection.close()
 
 
 class Gated(BlobUseCases):

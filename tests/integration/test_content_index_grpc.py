@@ -11,12 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import asyncpg
 import grpc
 import pytest
 from knowledge.v1 import content_index_pb2 as pb
 from knowledge_content_index.domain.naming import EXTENSIONS
-from knowledge_runtime.db.pool import Database
 
 from tests.integration.test_content_index_harness import (
     MAX_UPLOAD_BYTES,
@@ -35,20 +33,6 @@ from tests.integration.test_content_index_harness import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-async def content_db(migrated_pg):
-    db = await Database.connect(migrated_pg.url(user="knowledge_content_index"), max_size=10)
-    yield db
-    await db.close()
-
-
-@pytest.fixture
-async def admin(migrated_pg):
-    connection = await asyncpg.connect(migrated_pg.url())
-    yield connection
-    await connection.close()
 
 
 @pytest.fixture

@@ -25,6 +25,20 @@ def _mode(value: int) -> SearchMode:
     return parsed
 
 
+def _search_request(request, **extra) -> SearchRequest:
+    """Search and SearchDocuments take the same request fields (Search also per-request weights)."""
+    return SearchRequest.parse(
+        request.query,
+        corpus_id=request.corpus_id,
+        document_id=request.document_id,
+        top_k=request.top_k,
+        mode=_mode(request.mode),
+        default_top_k=SEARCH_TOP_K[0],
+        max_top_k=SEARCH_TOP_K[1],
+        **extra,
+    )
+
+
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     def __init__(self, searches: SearchUseCases, answers: AnswerUseCases) -> None:
         self._searches = searches
@@ -33,31 +47,13 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def Search(
         self, request: search_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchResponse:
-        parsed = SearchRequest.parse(
-            request.query,
-            corpus_id=request.corpus_id,
-            document_id=request.document_id,
-            top_k=request.top_k,
-            mode=_mode(request.mode),
-            weights=convert.weights(request.weights),
-            default_top_k=SEARCH_TOP_K[0],
-            max_top_k=SEARCH_TOP_K[1],
-        )
+        parsed = _search_request(request, weights=convert.weights(request.weights))
         return convert.search_response(await self._searches.search(current_scope(), parsed))
 
     async def SearchDocuments(
         self, request: search_pb2.SearchDocumentsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchDocumentsResponse:
-        parsed = SearchRequest.parse(
-            request.query,
-            corpus_id=request.corpus_id,
-            document_id=request.document_id,
-            top_k=request.top_k,
-            mode=_mode(request.mode),
-            default_top_k=SEARCH_TOP_K[0],
-            max_top_k=SEARCH_TOP_K[1],
-        )
-        outcome = await self._searches.search(current_scope(), parsed)
+        outcome = await self._searches.search(current_scope(), _search_request(request))
         return search_pb2.SearchDocumentsResponse(
             text=render(outcome.hits, outcome.relevance),
             relevance=convert.RELEVANCE[outcome.relevance],
