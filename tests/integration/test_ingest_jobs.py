@@ -315,15 +315,23 @@ async def test_move_delete_and_prompt_context(ingest, make_token):
 
 
 async def test_a_duplicate_of_a_file_still_ingesting_reports_its_real_outcome(ingest, make_token):
-    stub, _, embedder, _ = ingest
+    stub, _, embedder, db = ingest
     metadata = auth(make_token, "t-dup-running")
     corpus_id = await new_corpus(stub, metadata)
     embedder.gate = asyncio.Event()  # the first ingest stalls in embedding
     first = await upload(stub, metadata, corpus_id, document_text(3))
     second = await upload(stub, metadata, corpus_id, document_text(3))
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(2.5)  # the duplicate has looked at the running ingest at least twice
     waiting = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=second.job_id), metadata=metadata)
     assert waiting.state == ingest_pb2.DOCUMENT_STATE_QUEUED and "same file" in waiting.stage
+    assert waiting.attempt <= 1  # waiting is not an attempt: a later transient error keeps its retries
+    running = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=first.job_id), metadata=metadata)
+    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
+                                    uuid.UUID(first.job_id))
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(document_id)),
+                                      metadata=metadata)
+    # the document shows the running ingest's state, not the waiting duplicate's QUEUED
+    assert running.state == document.state == ingest_pb2.DOCUMENT_STATE_EMBEDDING
     embedder.gate.set()
     original = await wait_terminal(stub, metadata, first.job_id)
     duplicate = await wait_terminal(stub, metadata, second.job_id)
@@ -352,3 +360,45 @@ async def test_the_backlog_metric_counts_jobs_not_yet_ended(ingest, make_token):
     embedder.gate = None
     await asyncio.sleep(0.3)
     assert REGISTRY.get_sample_value("knowledge_ingest_jobs_backlog") == before
+
+
+async def dead_worker(db, job_id: str, **columns) -> None:
+    """Make an ended job look like one whose worker died mid-embedding (lease expired)."""
+    assignments = ", ".join(f"{name} = {value}" for name, value in columns.items())
+    await db.execute("t", f"UPDATE ingest_jobs SET state = 'EMBEDDING', stage = 'embedding 0/3', progress = 0.1, "
+                          f"result = NULL, lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second'"
+                          f"{', ' + assignments if assignments else ''} WHERE job_id = $1", uuid.UUID(job_id))
+    await db.execute("t", "UPDATE documents SET state = 'EMBEDDING' WHERE document_id = "
+                          "(SELECT document_id FROM ingest_jobs WHERE job_id = $1)", uuid.UUID(job_id))
+
+
+async def test_a_cancel_whose_worker_died_still_ends_and_can_be_retried(ingest, make_token):
+    stub, _, _, db = ingest
+    metadata = auth(make_token, "t-cancel-dead")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), document_text(2))
+    document_id = (await wait_terminal(stub, metadata, reply.job_id)).result.document_id
+    await dead_worker(db, reply.job_id, cancel_requested="true")  # nobody claims it: cancel was asked
+    job = await wait_terminal(stub, metadata, reply.job_id, timeout=10)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_CANCELLED and job.stage == "cancelled"
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id),
+                                      metadata=metadata)
+    assert document.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
+    retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
+    assert (await wait_terminal(stub, metadata, reply.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+
+
+async def test_a_job_whose_workers_keep_dying_ends_failed(ingest, make_token):
+    stub, _, _, db = ingest
+    metadata = auth(make_token, "t-takeovers")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), document_text(2))
+    document_id = (await wait_terminal(stub, metadata, reply.job_id)).result.document_id
+    await dead_worker(db, reply.job_id, attempts="5")  # the fifth attempt's worker died too (max is 5)
+    job = await wait_terminal(stub, metadata, reply.job_id, timeout=10)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "stopped unexpectedly 5 times" in job.error
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id),
+                                      metadata=metadata)
+    assert document.state == ingest_pb2.DOCUMENT_STATE_FAILED
+    await dead_worker(db, reply.job_id, attempts="1")
+    # below the limit a takeover simply finishes the job
+    assert (await wait_terminal(stub, metadata, reply.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE

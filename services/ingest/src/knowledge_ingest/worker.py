@@ -32,15 +32,22 @@ class Workers:
         base = f"{socket.gethostname()}:{os.getpid()}"
         self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}"))
                        for i in range(self.count)]
-        self._tasks.append(asyncio.create_task(self._measure_backlog()))
+        self._tasks.append(asyncio.create_task(self._housekeeping()))
 
-    async def _measure_backlog(self) -> None:
-        """Even a replica with no workers reports the backlog, so the autoscaler sees demand."""
+    async def _housekeeping(self) -> None:
+        """Even a replica with no workers reports the backlog, so the autoscaler sees demand; and
+        ends the cancelled jobs whose worker died (any replica may: the statement is idempotent)."""
         while not self._stopping.is_set():
             try:
                 JOBS_BACKLOG.set(await self.store.backlog())
             except Exception:
                 log.warning("ingest_backlog_unavailable")
+            try:
+                reaped = await self.store.reap_cancelled()
+                if reaped:
+                    log.info("ingest_cancelled_jobs_reaped", jobs=reaped)
+            except Exception:
+                log.warning("ingest_reap_cancelled_failed")
             try:
                 await asyncio.wait_for(self._stopping.wait(), timeout=self.backlog_every_s)
             except TimeoutError:
@@ -70,5 +77,9 @@ class Workers:
             structlog.contextvars.bind_contextvars(tenant=lease.job.tenant, job_id=str(lease.job.job_id))
             try:
                 await self.pipeline.run(lease)
+            except Exception:
+                # Even recording the outcome failed (the database went away, say): the job's lease
+                # expires and a worker takes it over; this worker carries on.
+                log.exception("ingest_job_unrecorded")
             finally:
                 structlog.contextvars.unbind_contextvars("tenant", "job_id")

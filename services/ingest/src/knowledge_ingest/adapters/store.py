@@ -134,6 +134,29 @@ UPDATE ingest_jobs SET state = 'QUEUED', stage = $3, progress = 0, lease_owner =
 WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {_TERMINAL}
 RETURNING document_id
 """
+# A duplicate waiting for the ingest of the same bytes: the job only, never the document (whose
+# state is the running ingest's), and the wait gives its attempt back (waiting is not trying).
+WAIT_FOR_ORIGINAL = f"""
+UPDATE ingest_jobs SET state = 'QUEUED', stage = $3, progress = 0, lease_owner = NULL, lease_expires_at = NULL,
+    not_before = now() + make_interval(secs => $4), attempts = greatest(attempts - 1, 0), update_time = now()
+WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {_TERMINAL}
+RETURNING 1
+"""
+# Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
+# cancel_requested), so once its lease has expired it is ended here, with its document.
+REAP_CANCELLED = f"""
+WITH reaped AS (
+    UPDATE ingest_jobs SET state = 'CANCELLED', stage = 'cancelled', progress = 1, lease_owner = NULL,
+        lease_expires_at = NULL, update_time = now()
+    WHERE cancel_requested AND state NOT IN {_TERMINAL}
+      AND (lease_expires_at IS NULL OR lease_expires_at < now())
+    RETURNING document_id
+), documents_reaped AS (
+    UPDATE documents SET state = 'CANCELLED', error = NULL, update_time = now()
+    WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
+)
+SELECT count(*) FROM reaped
+"""
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time,
@@ -298,6 +321,13 @@ class PostgresIngestStore:
                                             float(delay_s))
             if document_id is not None:
                 await tx.execute("document_state", SET_DOCUMENT_STATE, document_id, "QUEUED", None)
+
+    async def wait_for_original(self, lease: Lease, delay_s: float, stage: str) -> None:
+        await self._db.fetchval("wait_for_original", WAIT_FOR_ORIGINAL, lease.job.job_id, lease.owner, stage,
+                                float(delay_s))
+
+    async def reap_cancelled(self) -> int:
+        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED)
 
     async def document(self, tenant: str, document_id: int) -> Document | None:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)

@@ -87,6 +87,12 @@ class IngestStore(Protocol):
 
     async def postpone(self, lease: Lease, delay_s: float, stage: str) -> None: ...
 
+    async def wait_for_original(self, lease: Lease, delay_s: float, stage: str) -> None:
+        """Re-queue a duplicate job to look again later; its document and attempt count stay."""
+
+    async def reap_cancelled(self) -> int:
+        """End cancel-requested jobs whose worker is gone (lease expired); how many were ended."""
+
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]: ...

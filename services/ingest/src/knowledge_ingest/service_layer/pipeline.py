@@ -51,6 +51,14 @@ class Pipeline:
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
+        if job.attempts > self.settings.max_attempts:
+            # Each earlier attempt ended with its worker gone (killed, or its lease lost) and
+            # nothing recorded: a file that takes its worker down must not be retried forever.
+            log.warning("ingest_abandoned", job_id=str(job.job_id), attempts=job.attempts)
+            await self.store.finish(lease, State.FAILED, f"ingesting this file stopped unexpectedly "
+                                    f"{job.attempts - 1} times; retry the job, or contact the operators if it "
+                                    "fails again")
+            return
         if job.duplicate and await self._settled_as_duplicate(lease):
             return
         heartbeat = asyncio.create_task(self._heartbeat(lease))
@@ -97,7 +105,7 @@ class Pipeline:
             await self.store.finish(lease, State.CANCELLED, "the document was deleted")
             return True
         if not document.state.terminal:
-            await self.store.postpone(lease, DUPLICATE_WAIT_S, "queued (same file being ingested)")
+            await self.store.wait_for_original(lease, DUPLICATE_WAIT_S, "queued (same file being ingested)")
             return True
         if document.state is State.SEARCHABLE and document.chunk_count > 0:
             await self.store.complete_duplicate(lease, JobResult(document.document_id, document.chunk_count,

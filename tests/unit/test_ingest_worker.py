@@ -1,0 +1,66 @@
+"""The worker loop: a job whose outcome cannot even be recorded does not take its worker down."""
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+from knowledge_ingest.domain.documents import Job, State
+from knowledge_ingest.domain.ports import Lease
+from knowledge_ingest.worker import Workers
+
+
+def job() -> Job:
+    now = datetime.now(UTC)
+    return Job(job_id=uuid.uuid4(), tenant="t", corpus_id=1, document_id=1, blob_id=1, filename="a.txt",
+               mime_type="text/plain", state=State.QUEUED, stage="queued", progress=0.0, error=None, attempts=1,
+               cancel_requested=False, re_extract=False, create_time=now, update_time=now)
+
+
+class Store:
+    """Hands out ``jobs`` leases, then none; counts reaps."""
+
+    def __init__(self, jobs: int) -> None:
+        self.left = jobs
+        self.claims = 0
+        self.reaps = 0
+
+    async def claim(self, owner: str, lease_s: float) -> Lease | None:
+        self.claims += 1
+        if self.left == 0:
+            return None
+        self.left -= 1
+        return Lease(job(), owner)
+
+    async def backlog(self) -> int:
+        return self.left
+
+    async def reap_cancelled(self) -> int:
+        self.reaps += 1
+        return 0
+
+
+class FailingPipeline:
+    """Every run fails the way a lost database fails the recording of an outcome."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, lease: Lease) -> None:
+        self.runs += 1
+        raise ConnectionError("the database went away while the failure was being recorded")
+
+
+async def test_a_job_that_cannot_be_recorded_leaves_the_worker_claiming():
+    store, pipeline = Store(jobs=3), FailingPipeline()
+    workers = Workers(store=store, pipeline=pipeline, count=1, lease_s=5, poll_s=0.01, backlog_every_s=0.01)
+    await workers.start()
+    try:
+        for _ in range(200):
+            if pipeline.runs == 3 and store.claims > 3:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await workers.stop()
+    assert pipeline.runs == 3  # one worker ran all three: the first failure did not end it
+    assert store.claims > 3  # and it went on polling for more
+    assert store.reaps > 0  # housekeeping ends cancelled jobs whose worker died
