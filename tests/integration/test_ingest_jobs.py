@@ -295,9 +295,23 @@ async def test_move_delete_and_prompt_context(ingest, make_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(target_corpus_id=target), metadata=metadata)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and document_id in caught.value.details()
+    for wrong, reason in ((ingest_pb2.MoveDocumentsRequest(target_corpus_id=source, source_corpus_id=target,
+                                                            document_ids=[document_id]), "DOCUMENT_NOT_IN_SOURCE"),
+                          (ingest_pb2.MoveDocumentsRequest(target_corpus_id=target,
+                                                           document_ids=[str(i + 1) for i in range(1001)]),
+                           "INVALID_REQUEST"),
+                          (ingest_pb2.MoveDocumentsRequest(target_corpus_id=target, source_corpus_id=source,
+                                                           document_ids=[document_id], all_documents=True),
+                           "INVALID_REQUEST")):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.MoveDocuments(wrong, metadata=metadata)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and reason in repr(
+            caught.value.trailing_metadata())
+    assert await db.fetchval("t", "SELECT corpus_id FROM documents WHERE document_id = $1",
+                             int(document_id)) == int(source)  # nothing moved by the refused requests
     moved = await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(
         target_corpus_id=target, source_corpus_id=source, all_documents=True), metadata=metadata)
-    assert list(moved.moved_document_ids) == [document_id]
+    assert list(moved.moved_document_ids) == [document_id] and moved.moved_count == 1
     assert await db.fetchval("t", "SELECT count(DISTINCT corpus_id) FROM chunks WHERE document_id = $1",
                              int(document_id)) == 1
     assert await db.fetchval("t", "SELECT min(corpus_id) FROM chunks WHERE document_id = $1",
@@ -402,3 +416,42 @@ async def test_a_job_whose_workers_keep_dying_ends_failed(ingest, make_token):
     await dead_worker(db, reply.job_id, attempts="1")
     # below the limit a takeover simply finishes the job
     assert (await wait_terminal(stub, metadata, reply.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+
+
+async def test_moving_a_whole_corpus_moves_past_the_first_thousand(ingest, make_token):
+    stub, _, _, db = ingest
+    metadata = auth(make_token, "t-move-all")
+    source, target = await new_corpus(stub, metadata, "Many"), await new_corpus(stub, metadata, "Elsewhere")
+    await db.execute("t", "INSERT INTO documents (tenant_id, corpus_id, filename, mime_type, state) "
+                          "SELECT 't-move-all', $1, 'd' || n || '.txt', 'text/plain', 'SEARCHABLE' "
+                          "FROM generate_series(1, 1005) AS n", int(source))
+    moved = await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(
+        target_corpus_id=target, source_corpus_id=source, all_documents=True), metadata=metadata)
+    assert moved.moved_count == 1005 and len(moved.moved_document_ids) == 1000
+    counts = await db.fetch("t", "SELECT corpus_id, count(*) AS n FROM documents WHERE tenant_id = 't-move-all' "
+                                 "GROUP BY corpus_id")
+    assert {(r["corpus_id"], r["n"]) for r in counts} == {(int(target), 1005)}
+
+
+async def test_retry_of_a_searchable_job_is_a_failed_precondition(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-retry-ok")
+    reply = await upload(stub, metadata, await new_corpus(stub, metadata), b"Nothing wrong with this one.")
+    await wait_terminal(stub, metadata, reply.job_id)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "INGEST_JOB_SEARCHABLE" in repr(caught.value.trailing_metadata())
+
+
+async def test_ingest_text_titles_up_to_1000_characters(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-title")
+    corpus_id = await new_corpus(stub, metadata)
+    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Some page text.",
+                                                                  title="T" * 1000), metadata=metadata)
+    assert accepted.filename.startswith("T" * 100) and len(accepted.filename) <= 255
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.IngestText(ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Other page text.",
+                                                           title="T" * 1001), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "title" in caught.value.details()

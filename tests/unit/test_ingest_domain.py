@@ -5,7 +5,13 @@ from google.api import httpbody_pb2
 from knowledge.v1 import ingest_pb2
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.documents import JobResult, State, parse_id, progress_of, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest, UploadTooLarge
+from knowledge_ingest.domain.errors import (
+    CorpusNotFound,
+    DocumentNotFound,
+    InvalidRequest,
+    PageOutOfRange,
+    UploadTooLarge,
+)
 from knowledge_ingest.domain.text import PAGE_CHARS, paginate
 from knowledge_ingest.service_layer.uploads import capped
 from knowledge_runtime.chunking import TextChunk
@@ -68,8 +74,12 @@ def chunk(i: int, section: str, size: int, page: int | None = None, overlap: int
 def test_a_short_document_has_one_page_and_no_pagination_fields():
     page = paginate(7, [chunk(0, "A", 100), chunk(1, "A", 100)], 0)
     assert page.page is None and page.page_count is None and page.next_page is None
-    with pytest.raises(InvalidRequest):
+    assert paginate(7, [chunk(0, "A", 100)], 1).text == "<0>" + "x" * 100
+    with pytest.raises(PageOutOfRange) as past:  # OUT_OF_RANGE, as the contract says
         paginate(7, [chunk(0, "A", 100)], 2)
+    assert past.value.code == "OUT_OF_RANGE" and past.value.metadata["page_count"] == "1"
+    with pytest.raises(InvalidRequest):
+        paginate(7, [chunk(0, "A", 100)], -1)
 
 
 def test_pages_break_between_chunks_and_re_emit_the_section():
@@ -84,6 +94,8 @@ def test_pages_break_between_chunks_and_re_emit_the_section():
     everything = "".join(paginate(1, chunks, n).text for n in range(1, first.page_count + 1))
     assert all(f"<{i}>" in everything for i in range(20))
     assert "[Page 2]" in everything
+    with pytest.raises(PageOutOfRange):
+        paginate(1, chunks, first.page_count + 1)
 
 
 def test_overlaps_are_not_repeated_in_the_text():

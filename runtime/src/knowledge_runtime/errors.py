@@ -57,6 +57,13 @@ class FailedPrecondition(DomainError):
     reason = "FAILED_PRECONDITION"
 
 
+class OutOfRange(DomainError):
+    """A position past the end of something that exists (a page after the last)."""
+
+    code = "OUT_OF_RANGE"
+    reason = "OUT_OF_RANGE"
+
+
 class ResourceExhausted(DomainError):
     code = "RESOURCE_EXHAUSTED"
     reason = "RESOURCE_EXHAUSTED"

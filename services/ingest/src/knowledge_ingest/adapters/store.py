@@ -176,7 +176,13 @@ MOVABLE = """
 SELECT document_id FROM documents WHERE tenant_id = $1 AND ($2::bigint IS NULL OR corpus_id = $2)
 ORDER BY document_id LIMIT 1000
 """
-LOCK_OWNED = "SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = ANY($2::bigint[]) FOR UPDATE"
+LOCK_OWNED = """
+SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND document_id = ANY($2::bigint[])
+ORDER BY document_id FOR UPDATE
+"""
+LOCK_CORPUS_DOCUMENTS = """
+SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 ORDER BY document_id FOR UPDATE
+"""
 MOVE_DOCUMENTS = "UPDATE documents SET corpus_id = $2, update_time = now() WHERE document_id = ANY($1::bigint[])"
 MOVE_CHUNKS = "UPDATE chunks SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
 MOVE_JOBS = "UPDATE ingest_jobs SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
@@ -344,17 +350,26 @@ class PostgresIngestStore:
     async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]:
         return [r["document_id"] for r in await self._db.fetch("movable", MOVABLE, tenant, source_corpus_id)]
 
-    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int],
+                   source_corpus_id: int | None) -> tuple[list[int], list[int], list[int]]:
         wanted = sorted(set(document_ids))
         async with self._db.transaction() as tx:
-            owned = {r["document_id"] for r in await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted)}
+            owned = {r["document_id"]: r["corpus_id"] for r in await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted)}
             missing = [d for d in wanted if d not in owned]
-            if missing:
-                return [], missing
-            for name, sql in (("move_documents", MOVE_DOCUMENTS), ("move_chunks", MOVE_CHUNKS),
-                              ("move_jobs", MOVE_JOBS)):
-                await tx.execute(name, sql, wanted, target_corpus_id)
-        return wanted, []
+            elsewhere = [d for d in wanted if d in owned and source_corpus_id not in (None, owned[d])]
+            if missing or elsewhere:
+                return [], missing, elsewhere
+            await _move(tx, wanted, target_corpus_id)
+        return wanted, [], []
+
+    async def move_all(self, tenant: str, source_corpus_id: int, target_corpus_id: int,
+                       listed: int) -> tuple[int, list[int]]:
+        async with self._db.transaction() as tx:
+            ids = [r["document_id"] for r in await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant,
+                                                            source_corpus_id)]
+            if ids:
+                await _move(tx, ids, target_corpus_id)
+        return len(ids), ids[:listed]
 
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         async with self._db.transaction() as tx:
@@ -372,6 +387,12 @@ class PostgresIngestStore:
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)
         return [(r["corpus_id"], r["name"], r["documents"]) for r in rows]
+
+
+async def _move(tx: Transaction, document_ids: list[int], target_corpus_id: int) -> None:
+    """Documents, their chunks and their jobs change corpus together (rows already locked)."""
+    for name, sql in (("move_documents", MOVE_DOCUMENTS), ("move_chunks", MOVE_CHUNKS), ("move_jobs", MOVE_JOBS)):
+        await tx.execute(name, sql, document_ids, target_corpus_id)
 
 
 async def _insert_chunks(tx: Transaction, tenant: str, corpus_id: int, document_id: int, source: str,

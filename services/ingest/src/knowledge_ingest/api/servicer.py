@@ -53,7 +53,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         )
 
     async def UploadDocument(self, request_iterator, context: Context) -> ingest_pb2.UploadDocumentResponse:
-        job = await self._uploads.upload(current_scope(), await upload_source(request_iterator))
+        source = await upload_source(request_iterator, max_body_bytes=self._uploads.max_upload_bytes)
+        job = await self._uploads.upload(current_scope(), source)
         return ingest_pb2.UploadDocumentResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
                                                  corpus_id=str(job.corpus_id))
 
@@ -87,7 +88,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def MoveDocuments(self, request: ingest_pb2.MoveDocumentsRequest, context: Context):
         moved = await self._documents.move(current_scope(), request.target_corpus_id, list(request.document_ids),
                                            request.source_corpus_id, request.all_documents)
-        return ingest_pb2.MoveDocumentsResponse(moved_count=len(moved), moved_document_ids=[str(d) for d in moved])
+        return ingest_pb2.MoveDocumentsResponse(moved_count=moved.count,
+                                                 moved_document_ids=[str(d) for d in moved.document_ids])
 
     async def DeleteDocument(self, request, context: Context) -> ingest_pb2.DeleteDocumentResponse:
         deleted = await self._documents.delete(current_scope(), request.document_id)

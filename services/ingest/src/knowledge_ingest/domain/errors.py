@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from knowledge_runtime.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    ResourceExhausted,
+)
 
 
 class InvalidCorpus(InvalidArgument):
@@ -62,3 +69,18 @@ class JobFinished(FailedPrecondition):
 
     def __init__(self, state: str) -> None:
         super().__init__(f"the job already ended as {state}", metadata={"state": state})
+
+
+class PageOutOfRange(OutOfRange):
+    reason = "PAGE_OUT_OF_RANGE"
+
+    def __init__(self, page: int, page_count: int) -> None:
+        super().__init__(f"page {page} is past the last page ({page_count})",
+                         metadata={"page": str(page), "page_count": str(page_count)})
+
+
+class JobSucceeded(FailedPrecondition):
+    reason = "INGEST_JOB_SEARCHABLE"
+
+    def __init__(self) -> None:
+        super().__init__("the job already ended SEARCHABLE; nothing to retry (upload the file again to re-ingest it)")

@@ -101,8 +101,14 @@ class IngestStore(Protocol):
 
     async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]: ...
 
-    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int]) -> tuple[list[int], list[int]]:
-        """(moved, missing): nothing moves unless every document is the tenant's."""
+    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int],
+                   source_corpus_id: int | None) -> tuple[list[int], list[int], list[int]]:
+        """(moved, missing, outside the source): nothing moves unless every document is the
+        tenant's and, when a source is given, in it."""
+
+    async def move_all(self, tenant: str, source_corpus_id: int, target_corpus_id: int,
+                       listed: int) -> tuple[int, list[int]]:
+        """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""

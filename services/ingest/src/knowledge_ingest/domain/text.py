@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from knowledge_runtime.chunking import TextChunk
 
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import InvalidRequest, PageOutOfRange
 
 PAGE_CHARS = 25_000
 
@@ -47,13 +47,13 @@ def paginate(document_id: int, chunks: Sequence[TextChunk], page: int) -> TextPa
         pages[-1].append(body)
         size += len(body) + 2
     texts = ["\n\n".join(parts) for parts in pages]
-    if len(texts) == 1:
-        if page not in (0, 1):
-            raise InvalidRequest("page must be 1 for a one-page document", field="page")
-        return TextPage(document_id, texts[0], None, None, None, None)
+    if page < 0:
+        raise InvalidRequest("page must not be negative (0 or 1 is the first page)", field="page")
     number = page or 1
-    if not 1 <= number <= len(texts):
-        raise InvalidRequest(f"page must be between 1 and {len(texts)}", field="page")
+    if number > len(texts):
+        raise PageOutOfRange(number, len(texts))
+    if len(texts) == 1:
+        return TextPage(document_id, texts[0], None, None, None, None)
     return TextPage(
         document_id=document_id,
         text=texts[number - 1],

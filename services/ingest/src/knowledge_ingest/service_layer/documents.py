@@ -13,6 +13,15 @@ from knowledge_ingest.domain.ports import IngestStore
 from knowledge_ingest.domain.text import TextPage, paginate
 
 
+MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
+
+
+@dataclass(frozen=True)
+class Moved:
+    count: int
+    document_ids: list[int]  # the first MAX_MOVE_IDS
+
+
 @dataclass(frozen=True)
 class Deleted:
     document_id: int
@@ -47,17 +56,23 @@ class DocumentUseCases:
         return paginate(key, await self.store.document_chunks(scope.tenant, key), page)
 
     async def move(self, scope: Scope, target_corpus_id: str, document_ids: list[str],
-                   source_corpus_id: str, all_documents: bool) -> list[int]:
+                   source_corpus_id: str, all_documents: bool) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
         if not await self.store.corpus_accepts_uploads(scope.tenant, target):
             raise CorpusNotFound(target_corpus_id)
         source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
+        if source is not None and not await self.store.corpus_accepts_uploads(scope.tenant, source):
+            raise CorpusNotFound(source_corpus_id)
+        if document_ids and all_documents:
+            raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
+        if len(document_ids) > MAX_MOVE_IDS:
+            raise InvalidRequest(f"at most {MAX_MOVE_IDS} document_ids per request; to move a whole corpus, "
+                                 "set all_documents with its source_corpus_id", field="document_ids")
         if document_ids:
             keys = [parse_id(d, "document_ids") for d in document_ids]
         elif all_documents and source is not None:
-            if not await self.store.corpus_accepts_uploads(scope.tenant, source):
-                raise CorpusNotFound(source_corpus_id)
-            keys = await self.store.movable_documents(scope.tenant, source)
+            count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
+            return Moved(count, first)
         else:
             movable = await self.store.movable_documents(scope.tenant, source)
             listed = ",".join(str(d) for d in movable[:100])
@@ -66,10 +81,14 @@ class DocumentUseCases:
                 f"documents that could be moved: [{listed}]",
                 field="document_ids", reason="NOTHING_TO_MOVE", movable_document_ids=listed,
             )
-        moved, missing = await self.store.move(scope.tenant, target, keys)
+        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source)
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
-        return moved
+        if elsewhere:
+            listed = ",".join(str(d) for d in elsewhere[:20])
+            raise InvalidRequest(f"documents not in source corpus {source_corpus_id}: [{listed}]; nothing was moved",
+                                 field="document_ids", reason="DOCUMENT_NOT_IN_SOURCE", document_ids=listed)
+        return Moved(len(moved), moved)
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
         key = parse_id(document_id, "document_id")

@@ -11,7 +11,8 @@ from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest, UploadTooLarge
 from knowledge_ingest.domain.ports import BlobStore, IngestStore
 
-MAX_TITLE_CHARS = 200
+MAX_TITLE_CHARS = 1000
+FILENAME_TITLE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,10 @@ class UploadUseCases:
         data = text.encode("utf-8")
         if len(data) > self.max_upload_bytes:
             raise UploadTooLarge(self.max_upload_bytes)
-        name = (title.strip() or source_url.strip() or "text")[:MAX_TITLE_CHARS]
+        if len(title) > MAX_TITLE_CHARS:
+            raise InvalidRequest(f"title must be at most {MAX_TITLE_CHARS} characters", field="title")
+        # the filename keeps the first 200 characters (sanitised further by safe_filename)
+        name = (title.strip() or source_url.strip() or "text")[:FILENAME_TITLE_CHARS]
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
         source = UploadSource(corpus_id, filename, "text/plain; charset=utf-8", _one(data), source_url or None)
         return await self.upload(scope, source)
