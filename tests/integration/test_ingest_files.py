@@ -1,6 +1,7 @@
 """Real files through the real pipeline (the isolated extractor, PostgreSQL, a real gRPC server):
 bad files end FAILED or not extractable with a clear reason and the worker keeps working;
-a Word document's headings and table cells arrive in chunks with their sections."""
+a Word document's headings and table cells, and a PDF's ruled table, arrive in chunks with their
+sections."""
 
 import io
 import zipfile
@@ -18,6 +19,7 @@ from tests.integration.test_ingest_jobs import (
     CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal,
 )
 from tests.unit.test_extraction_formats import word_document
+from tests.unit.test_extraction_pdf_tables import regions_report
 from tests.unit.test_extraction_safety import SECRET, a_docx, a_pdf
 
 pytestmark = pytest.mark.integration
@@ -94,3 +96,19 @@ async def test_a_word_document_keeps_headings_and_table_cells(real_ingest, make_
         "t", "SELECT count(*) FROM chunks WHERE document_id = $1 AND lexemes @@ to_tsquery('english', 'grade')",
         int(job.result.document_id))
     assert searchable == 1  # the Word table's cells are in the lexical index
+
+
+async def test_a_pdf_tables_cell_finds_the_chunk_with_its_row(real_ingest, make_token):
+    stub, db = real_ingest
+    metadata = auth(make_token, "t-pdf-table")
+    corpus_id = await new_corpus(stub, metadata)
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, regions_report(),
+                                                            "regions.pdf")).job_id, timeout=90)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    found = await db.fetch(
+        "t", "SELECT section, page, content FROM chunks WHERE document_id = $1 "
+             "AND lexemes @@ plainto_tsquery('english', 'Zanzibar')", int(job.result.document_id))
+    assert len(found) == 1
+    assert (found[0]["section"], found[0]["page"]) == ("Revenue by region", 2)
+    assert "| Zanzibar | 4,250 | Amira Okafor |" in found[0]["content"]
+    assert "| Region | Revenue | Owner |" in found[0]["content"]
