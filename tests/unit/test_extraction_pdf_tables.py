@@ -7,7 +7,7 @@ import io
 
 import pytest
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor, pdf
+from knowledge_ingest.adapters.extraction import DocumentExtractor, pdf, pdf_tables
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.chunking import split_structural
 from pypdf import PdfReader, PdfWriter, Transformation
@@ -178,8 +178,8 @@ def test_a_table_on_a_turned_or_shifted_page_is_found_where_it_shows(extract, tu
 
 def test_pages_whose_rules_make_no_table_are_not_read_twice(extract, monkeypatch):
     opened = []
-    real_open = pdf.pdfplumber.open
-    monkeypatch.setattr(pdf.pdfplumber, "open", lambda *a, **k: opened.append(k.get("pages")) or real_open(*a, **k))
+    real_open = pdf_tables.pdfplumber.open
+    monkeypatch.setattr(pdf_tables.pdfplumber, "open", lambda *a, **k: opened.append(k.get("pages")) or real_open(*a, **k))
     extract(regions_report())
     assert opened == [[2]]  # page 1's rules could not make a table
 
@@ -188,7 +188,7 @@ def test_a_file_pdfminer_cannot_open_keeps_its_lines(extract, monkeypatch):
     def refuse(*_args, **_kwargs):
         raise ValueError("unreadable")
 
-    monkeypatch.setattr(pdf.pdfplumber, "open", refuse)
+    monkeypatch.setattr(pdf_tables.pdfplumber, "open", refuse)
     result = extract(regions_report())
     assert "Zanzibar 4,250 Amira Okafor" in result.text and "| Zanzibar |" not in result.text
     assert result.warnings == ("tables could not be read; they are written as lines of text",)

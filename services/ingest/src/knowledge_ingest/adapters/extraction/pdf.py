@@ -21,7 +21,6 @@ from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.adapters.extraction.pdf_tables import RuleCounter, Run, find_tables
 from knowledge_ingest.adapters.extraction.pdf_tables import Table as _Table
 from knowledge_ingest.adapters.extraction.pdf_tables import lines_around_tables as _lines_around_tables
-from knowledge_ingest.adapters.extraction.pdf_tables import pdfplumber as pdfplumber  # re-exported: tests patch it
 from knowledge_ingest.domain.extraction import ExtractionFailed
 
 _SPACES = re.compile(r"\s+")
