@@ -4,7 +4,9 @@ Through the gateway a raw body arrives as ``http_body`` chunks with ``?corpus_id
 bound to the first message; a browser's multipart/form-data body is parsed as it streams
 (fields ``corpus_id`` and ``file``). The corpus must be known before the file's first byte
 (a query parameter or a form field placed before the file), so nothing is written for a
-corpus the caller cannot use.
+corpus the caller cannot use. The whole body is capped as it streams, like the gateway caps a
+body from its Content-Length: a chunked body has none, and a form's parts other than the file
+would otherwise stream without limit.
 """
 
 from __future__ import annotations
@@ -14,44 +16,58 @@ from collections.abc import AsyncIterator
 from knowledge.v1 import ingest_pb2
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import InvalidRequest, UploadTooLarge
 from knowledge_ingest.service_layer.uploads import UploadSource
 
 MAX_FIELD_BYTES = 4096
 
 
-async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest]) -> UploadSource:
+async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
+                        max_body_bytes: int | None = None) -> UploadSource:
+    """``max_body_bytes``: UploadTooLarge as soon as the body crosses it (None: no cap here)."""
     first = await anext(aiter(requests), None)
     if first is None:
         raise InvalidRequest("the upload is empty", field="http_body")
+    bodies = _bodies(first, requests, max_body_bytes)
     content_type = first.http_body.content_type or "application/octet-stream"
     media_type, options = parse_options_header(content_type)
     if media_type == b"multipart/form-data":
         boundary = options.get(b"boundary")
         if not boundary:
             raise InvalidRequest("multipart/form-data needs a boundary", field="http_body")
-        return await _MultipartUpload(first, requests, boundary).source()
+        return await _MultipartUpload(first, bodies, boundary).source()
     if not first.filename:
         raise InvalidRequest("filename is required (query parameter ?filename=)", field="filename")
     if not first.corpus_id:
         raise InvalidRequest("corpus_id is required (query parameter ?corpus_id=)", field="corpus_id")
+    return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), bodies)
 
-    async def raw() -> AsyncIterator[bytes]:
-        if first.http_body.data:
-            yield first.http_body.data
-        async for message in requests:
-            if message.http_body.data:
-                yield message.http_body.data
 
-    return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), raw())
+async def _bodies(first: ingest_pb2.UploadDocumentRequest, requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
+                  limit: int | None) -> AsyncIterator[bytes]:
+    """The body's pieces in order, failing as soon as their total crosses ``limit``."""
+    seen = 0
+
+    def counted(data: bytes) -> bytes:
+        nonlocal seen
+        seen += len(data)
+        if limit is not None and seen > limit:
+            raise UploadTooLarge(limit)
+        return data
+
+    if first.http_body.data:
+        yield counted(first.http_body.data)
+    async for message in requests:
+        if message.http_body.data:
+            yield counted(message.http_body.data)
 
 
 class _MultipartUpload:
     """Feeds the body to a streaming multipart parser; yields the file part's bytes."""
 
-    def __init__(self, first, requests, boundary: bytes) -> None:
+    def __init__(self, first, bodies: AsyncIterator[bytes], boundary: bytes) -> None:
         self._first = first
-        self._requests = requests
+        self._bodies = bodies
         self._fields: dict[str, bytearray] = {}
         self._events: list[tuple[str, object]] = []
         self._name = ""
@@ -87,13 +103,6 @@ class _MultipartUpload:
         self._headers[self._header_field.lower()] = self._header_value
         self._header_field, self._header_value = b"", b""
 
-    async def _bodies(self) -> AsyncIterator[bytes]:
-        if self._first.http_body.data:
-            yield self._first.http_body.data
-        async for message in self._requests:
-            if message.http_body.data:
-                yield message.http_body.data
-
     def _describe_part(self, headers: dict[bytes, bytes]) -> None:
         """Headers travel with their event: the parser may already be several parts ahead."""
         disposition, params = parse_options_header(headers.get(b"content-disposition", b""))
@@ -102,9 +111,8 @@ class _MultipartUpload:
         self._part_type = headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
 
     async def source(self) -> UploadSource:
-        bodies = self._bodies()
         pending: list[bytes] = []
-        async for body in bodies:  # read fields until the file part starts
+        async for body in self._bodies:  # read fields until the file part starts
             self._parser.write(body)
             pending += self._drain_until_file()
             if self._file_started:
@@ -118,7 +126,7 @@ class _MultipartUpload:
         filename = self._filename or self._first.filename
         if not filename:
             raise InvalidRequest("the file part has no filename", field="file")
-        return UploadSource(corpus_id.strip(), filename, self._part_type, self._file_bytes(bodies, pending))
+        return UploadSource(corpus_id.strip(), filename, self._part_type, self._file_bytes(self._bodies, pending))
 
     def _drain_until_file(self) -> list[bytes]:
         """Handle parser events; once inside the file part, return the file bytes seen so far."""
