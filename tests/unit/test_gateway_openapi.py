@@ -42,7 +42,8 @@ def test_schemas_use_proto_field_names_and_the_transcoders_json():
     assert "page" not in text["required"] and "text" in text["required"]  # proto3 optional: may be absent
     upload = document["paths"]["/api/v1/knowledge/upload"]["post"]
     assert set(upload["requestBody"]["content"]) == {"application/octet-stream", "multipart/form-data"}
-    assert {"413", "411", "401", "403", "429"} <= set(upload["responses"])
+    assert {"413", "401", "403", "429"} <= set(upload["responses"])
+    assert "411" not in upload["responses"] and "chunked" in upload["requestBody"]["description"]
     assert "409" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["responses"]
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert "capability corpus.create" in document["paths"]["/api/v1/knowledge/corpora"]["post"]["description"].lower()

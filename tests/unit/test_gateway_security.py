@@ -1,17 +1,19 @@
-"""The gateway's security settings as rendered for Envoy: CORS, per-tenant rate limit, body cap,
-JSON local replies, what the access log may carry, and the OpenAPI route without a token."""
+"""The gateway's security settings as rendered for Envoy: CORS, per-tenant rate limit, body cap
+(from the Content-Length, or counted as a chunked body streams), JSON local replies, what the access log may carry, and the OpenAPI route without a token."""
 
 import json
 from pathlib import Path
 
 import pytest
 from knowledge_gateway.envoy import (
+    BODY_LIMIT_FILTER,
     OPENAPI_PATH,
     TENANT_HEADER,
     GatewayConfig,
     limits_from_env,
     parse_origins,
     render,
+    too_large_json,
 )
 from knowledge_gateway.render import gateway_config
 from knowledge_runtime.settings import Env, SettingsError
@@ -77,8 +79,64 @@ def test_rate_limit_is_a_bucket_per_verified_tenant():
 def test_body_cap_from_content_length_before_the_body_is_read():
     bootstrap = rendered(max_body_bytes=1234)
     lua = filters(bootstrap)["envoy.filters.http.lua"]["default_source_code"]["inline_string"]
-    assert "size > 1234" in lua and '"413"' in lua and '"411"' in lua
+    assert "size > 1234" in lua and '"413"' in lua
+    assert "411" not in json.dumps(bootstrap)  # a body without a Content-Length is capped as it streams
     assert filters(bootstrap)["envoy.filters.http.grpc_json_transcoder"]["max_request_body_size"] == 1234
+
+
+def test_a_chunked_body_is_counted_before_the_transcoder_except_a_streamed_call():
+    bootstrap = rendered(max_body_bytes=1234)
+    names = [f["name"] for f in manager(bootstrap)["http_filters"]]
+    assert names.index("envoy.filters.http.lua") < names.index(BODY_LIMIT_FILTER) < names.index(
+        "envoy.filters.http.grpc_json_transcoder")
+    assert filters(bootstrap)[BODY_LIMIT_FILTER]["max_request_bytes"] == 1234
+    routes = manager(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
+
+    def counted(method: str, path: str) -> bool:
+        """Whether the first route this request matches leaves the body limit on."""
+        import re
+
+        for route in routes:
+            match = route["match"]
+            if "path" in match and match["path"] != path.split("?")[0]:
+                continue
+            if "prefix" in match and not path.startswith(match["prefix"]):
+                continue
+            if "safe_regex" in match and not re.fullmatch(match["safe_regex"]["regex"], path.split("?")[0]):
+                continue
+            header = (match.get("headers") or [{}])[0]
+            if header:
+                expected = header["string_match"].get("exact") or header["string_match"]["safe_regex"]["regex"]
+                if bool(re.fullmatch(expected, method)) == bool(header.get("invert_match")):
+                    continue
+            config = route.get("typed_per_filter_config", {}).get(BODY_LIMIT_FILTER, {})
+            return not config.get("disabled", False)
+        raise AssertionError(f"no route for {method} {path}")
+
+    # REST JSON calls are counted; the upload is capped by ingest while it streams (a cut here
+    # would reach ingest as a reset stream that grpc.aio reports as a normal end).
+    assert counted("POST", "/api/v1/knowledge/search")
+    assert counted("POST", "/api/v1/knowledge/corpora")
+    assert not counted("POST", "/api/v1/knowledge/upload?corpus_id=1&filename=a.txt")
+    assert not counted("POST", "/api/v1/knowledge/upload/")
+    assert counted("OPTIONS", "/api/v1/knowledge/upload")  # a preflight has no body; the catch-all
+    # gRPC clients through the gateway: their messages are capped by the services.
+    assert not counted("POST", "/knowledge.v1.IngestService/UploadDocument")
+    assert not counted("POST", "/knowledge.v1.SearchService/Search")
+
+
+def test_ingest_refusing_a_streamed_upload_becomes_the_same_413():
+    bootstrap = rendered(max_body_bytes=1234)
+    lua = filters(bootstrap)["envoy.filters.http.lua"]["default_source_code"]["inline_string"]
+    assert "envoy_on_response" in lua and '"429"' in lua and "UPLOAD_TOO_LARGE" in lua
+    assert too_large_json(1234) in lua
+    mappers = manager(bootstrap)["local_reply_config"]["mappers"]
+    [too_large] = [m for m in mappers
+                   if m["filter"].get("status_code_filter", {}).get("comparison", {}).get("value", {})
+                   .get("default_value") == 413]
+    # Every 413, whichever filter answered, is the body Lua writes for ingest's refusal.
+    assert too_large["body_format_override"]["json_format"] == json.loads(too_large_json(1234))
+    assert json.loads(too_large_json(1234))["details"][0]["reason"] == "REQUEST_TOO_LARGE"
 
 
 def test_local_replies_are_json_status_and_jwt_rejections_are_401():

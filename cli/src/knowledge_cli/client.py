@@ -22,7 +22,7 @@ USAGE = 2  # bad arguments or configuration, or a request the server refused as 
 NOT_FOUND = 3  # 404: no such corpus, document or job in the caller's tenant
 AUTH = 4  # 401 / 403: no valid token, or the token lacks the capability
 CONFLICT = 5  # 409: e.g. the tenant already has a corpus with that name
-TOO_LARGE = 6  # 413 / 411: the file is over the upload cap
+TOO_LARGE = 6  # 413: the file is over the upload cap
 RATE_LIMITED = 7  # 429 still after honouring Retry-After a few times
 UNREACHABLE = 8  # the gateway could not be reached, or did not answer in time
 INTERRUPTED = 130  # Ctrl-C
@@ -39,7 +39,7 @@ EXIT_CODES = {
     UNREACHABLE: "the gateway cannot be reached",
     INTERRUPTED: "interrupted (Ctrl-C)",
 }
-_BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 411: TOO_LARGE, 413: TOO_LARGE,
+_BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE,
               429: RATE_LIMITED}
 _MAX_RATE_LIMIT_RETRIES = 3
 _CHUNK = 1024 * 1024

@@ -9,8 +9,10 @@ read the tenant and capabilities from it.
 Around that: CORS for the configured frontend origins, a token bucket per tenant (the
 verified ``tenant`` claim copied to a header by ``jwt_authn``) answering 429 with
 ``Retry-After``, a body limit equal to the upload cap (413 from the Content-Length before a
-byte of the body is read), local replies (401, 404, 413, 429, ...) as JSON ``google.rpc.Status``
-objects like the services' errors, and the OpenAPI description at ``/api/v1/knowledge/openapi.json``.
+byte of the body is read; a body without one is counted as it streams, here or, for an upload,
+by ingest, and answered the same 413), local replies (401, 404, 413, 429, ...) as JSON
+``google.rpc.Status`` objects like the services' errors, and the OpenAPI description at
+``/api/v1/knowledge/openapi.json``.
 """
 
 from __future__ import annotations
@@ -29,10 +31,14 @@ from knowledge_gateway.openapi import openapi_text
 REST_PREFIX = "/api/v1/knowledge"
 JWT_PROVIDER = "knowledge"
 OPENAPI_PATH = f"{REST_PREFIX}/openapi.json"
-UPLOAD_PATH = f"{REST_PREFIX}/upload"
 # The verified tenant claim, copied by jwt_authn; a client-sent value is removed first.
 TENANT_HEADER = "x-knowledge-tenant"
 UNROUTED_HEADER = "x-knowledge-unrouted"
+UPLOAD_PATH = f"{REST_PREFIX}/upload"
+BODY_LIMIT_FILTER = "envoy.filters.http.body_size_limit"
+# Ingest's reason for an upload that crossed the cap while streaming (RESOURCE_EXHAUSTED, so 429).
+UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
+MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason
 MAX_DYNAMIC_DESCRIPTORS = 10_000  # tenants with a live bucket; the least recently seen is evicted
 _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
@@ -110,6 +116,11 @@ def _cluster(service: str, address: str) -> dict:
     }
 
 
+# On a route: the body limit filter leaves its requests alone (see _body_limit).
+_WITHOUT_BODY_LIMIT = {"typed_per_filter_config": {BODY_LIMIT_FILTER: {
+    "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": True}}}
+
+
 def _routes(config: GatewayConfig) -> list[dict]:
     json_header = [{"header": {"key": "content-type", "value": "application/json"},
                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}]
@@ -120,10 +131,13 @@ def _routes(config: GatewayConfig) -> list[dict]:
             "direct_response": {"status": 200, "body": {"inline_string": openapi_text()}},
             "response_headers_to_add": json_header,
         },
-        # After transcoding the path is the gRPC method's; uploads get the long timeout.
+        # After transcoding the path is the gRPC method's; uploads get the long timeout. A gRPC
+        # client's call through the gateway (these routes before transcoding) is not counted by
+        # the body limit: its messages are capped by the service.
         {
             "match": {"path": "/knowledge.v1.IngestService/UploadDocument"},
             "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
+            **_WITHOUT_BODY_LIMIT,
         },
     ]
     for service in public_service_names():
@@ -131,14 +145,21 @@ def _routes(config: GatewayConfig) -> list[dict]:
             {
                 "match": {"prefix": f"/{service}/"},
                 "route": {"cluster": _cluster_name(service), "timeout": f"{config.request_timeout_s}s"},
+                **_WITHOUT_BODY_LIMIT,
             }
         )
     routes.extend(_method_not_allowed_routes())
     # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
     # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies
     # on one; it names its cluster by a header that Lua removes from every request, so it never
-    # reaches a cluster and Envoy answers 404 itself.
-    routes.append({"match": {"prefix": "/"}, "route": {"cluster_header": UNROUTED_HEADER}})
+    # reaches a cluster and Envoy answers 404 itself. Every REST path matches it before it is
+    # transcoded (and routed again); the REST upload has its own copy that is not counted by the
+    # body limit (see _body_limit).
+    unrouted = {"cluster_header": UNROUTED_HEADER}
+    upload = {"safe_regex": {"regex": re.escape(UPLOAD_PATH) + "/?"},  # the transcoder takes "upload/" too
+              "headers": [{"name": ":method", "string_match": {"exact": "POST"}}]}
+    routes.append({"match": upload, "route": unrouted, **_WITHOUT_BODY_LIMIT})
+    routes.append({"match": {"prefix": "/"}, "route": unrouted})
     return routes
 
 
@@ -232,7 +253,6 @@ _LOCAL_REPLIES = {
     401: (16, "UNAUTHENTICATED"),
     404: (5, "NOT_FOUND"),
     405: (12, "METHOD_NOT_ALLOWED"),
-    411: (3, "LENGTH_REQUIRED"),
     413: (8, "REQUEST_TOO_LARGE"),
     429: (8, "RATE_LIMITED"),
     431: (3, "HEADERS_TOO_LARGE"),
@@ -251,8 +271,10 @@ def _status_json(code: int, reason: str, message: str) -> dict:
     }
 
 
-def _local_reply_config() -> dict:
-    """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON."""
+def _local_reply_config(config: GatewayConfig) -> dict:
+    """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON.
+    Every 413 (Lua's from the Content-Length, the body limit's while streaming) says the same."""
+    messages = {413: too_large_message(config.max_body_bytes)}
     mappers = [{
         # The catch-all route's missing cluster ("NC"): a path the API does not have.
         "filter": {"response_flag_filter": {"flags": ["NC"]}},
@@ -277,32 +299,77 @@ def _local_reply_config() -> dict:
             "filter": {"status_code_filter": {"comparison": {
                 "op": "EQ", "value": {"default_value": status, "runtime_key": f"knowledge.local_reply.{status}"}}}},
             "body_format_override": {
-                "json_format": _status_json(code, reason, "%LOCAL_REPLY_BODY%"),
+                "json_format": _status_json(code, reason, messages.get(status, "%LOCAL_REPLY_BODY%")),
                 "content_type": "application/json",
             },
         })
     return {"mappers": mappers}
 
 
+def too_large_message(max_body_bytes: int) -> str:
+    return f"request body larger than {max_body_bytes} bytes"
+
+
+def too_large_json(max_body_bytes: int) -> str:
+    """The body of every 413, as the 413 local-reply mapper writes it."""
+    code, reason = _LOCAL_REPLIES[413]
+    return json.dumps(_status_json(code, reason, too_large_message(max_body_bytes)), separators=(",", ":"))
+
+
+def _body_limit(config: GatewayConfig) -> dict:
+    """The upload cap on a body sent without a Content-Length (chunked), counted as it streams.
+
+    Lua refuses a body from its Content-Length before reading it; a chunked body has none, and
+    Lua cannot answer once it has let the headers through to read the body. For a REST call that
+    the transcoder turns into one message (every route but the upload), this filter counts the
+    body and answers 413 as it crosses the cap, so the transcoder never holds more than the cap.
+
+    The REST upload is exempt (its route says so): ingest caps the streamed body itself and
+    answers RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE before it stores anything, and Lua turns that
+    answer into the same 413 (see _lua_source). A cut made here would reach ingest as a reset
+    stream, which grpc.aio hands a servicer as a normal end of stream: the upload could then be
+    stored, truncated, as if complete. Envoy never buffers an upload: the transcoder forwards it
+    message by message under flow control.
+    """
+    return {"@type": "type.googleapis.com/envoy.extensions.filters.http.body_size_limit.v3.BodySizeLimit",
+            "max_request_bytes": config.max_body_bytes}
+
+
 def _lua_source(config: GatewayConfig) -> str:
-    """Before anything else: drop client-sent internal headers; refuse a body over the cap by its
-    Content-Length before reading it, and a REST upload without one (the cap is then enforced
-    from the length, never by buffering)."""
+    """Before anything else: drop client-sent internal headers, and refuse a body over the cap by
+    its Content-Length before reading it.
+
+    On the way back, as the last filter to see the response: ingest's answer to a streamed upload
+    that crossed the cap (see _body_limit), which the transcoder made a 429 JSON status, becomes
+    the same 413 a sized upload gets. It is recognised by status 429 and the ErrorInfo reason
+    UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only a small JSON 429 is ever read.
+    """
+    body = too_large_json(config.max_body_bytes)
     return f"""
 function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove("{TENANT_HEADER}")
   headers:remove("{UNROUTED_HEADER}")
   local length = headers:get("content-length")
-  local path = headers:get(":path") or ""
   if length ~= nil then
     local size = tonumber(length)
     if size ~= nil and size > {config.max_body_bytes} then
-      handle:respond({{[":status"] = "413"}}, "request body larger than {config.max_body_bytes} bytes")
+      handle:respond({{[":status"] = "413"}}, "{too_large_message(config.max_body_bytes)}")
     end
-  elseif headers:get(":method") == "POST" and (path == "{UPLOAD_PATH}" or path:sub(1, {len(UPLOAD_PATH) + 1}) == "{UPLOAD_PATH}?") then
-    handle:respond({{[":status"] = "411"}}, "an upload needs a Content-Length header")
   end
+end
+
+function envoy_on_response(handle)
+  local length = tonumber(handle:headers():get("content-length") or "")
+  if handle:headers():get(":status") ~= "429" or length == nil or length > {MAX_ERROR_BODY_BYTES} then
+    return
+  end
+  local body = handle:body()
+  if body == nil or not string.find(body:getBytes(0, body:length()), '"reason"%s*:%s*"{UPLOAD_TOO_LARGE}"') then
+    return
+  end
+  body:setBytes([==[{body}]==])
+  handle:headers():replace(":status", "413")
 end
 """
 
@@ -341,6 +408,8 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                 "default_source_code": {"inline_string": _lua_source(config)},
             },
         },
+        # Before the transcoder, which would otherwise hold a chunked JSON body of any size.
+        {"name": BODY_LIMIT_FILTER, "typed_config": _body_limit(config)},
         {
             "name": "envoy.filters.http.cors",
             "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors"},
@@ -402,7 +471,7 @@ def render(config: GatewayConfig) -> dict:
         "codec_type": "AUTO",
         "generate_request_id": True,
         "access_log": [_access_log()],
-        "local_reply_config": _local_reply_config(),
+        "local_reply_config": _local_reply_config(config),
         # Any method token reaches routing, so an unknown one is 405 (with Allow), not a bare 400.
         "http_protocol_options": {"allow_custom_methods": True},
         "route_config": {

@@ -249,7 +249,9 @@ class _Builder:
             operation["requestBody"] = {
                 "required": True,
                 "description": "The file: the raw bytes (with ?corpus_id=&filename=) or a browser's multipart form "
-                               "(parts corpus_id, then file). A Content-Length is required; over the upload cap is 413.",
+                               "(parts corpus_id, then file), with a Content-Length or chunked. A body over the upload cap "
+                               "is 413: refused from its Content-Length before a byte is read, or cut off while it "
+                               "streams (no document, no job).",
                 "content": {
                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
                     "multipart/form-data": {"schema": {
@@ -259,7 +261,6 @@ class _Builder:
                     }},
                 },
             }
-            errors["411"] = "The upload has no Content-Length."
             errors["413"] = "The body is larger than the upload cap."
         elif rule.body == "*":
             body = self.message_schema(request, response=False, skip=frozenset(path_params))
