@@ -1,8 +1,9 @@
 """Garbage collection against concurrent uploads, on real PostgreSQL and real files.
 
 The deterministic tests stop GC or an upload at each boundary of the protocol described in
-``knowledge_content_index.usecases`` and run the other side in between; the race test runs both
-at full speed many times. A blob an upload returned must always keep its row and its bytes.
+``knowledge_content_index.usecases`` and run the other side in between; the race tests run both
+at full speed many times. A blob an upload returned must always keep its row and its bytes, and
+the orphan-file sweep removes only files no row names.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import asyncpg
 import pytest
 from google.protobuf.duration_pb2 import Duration
 from knowledge.v1 import content_index_pb2 as pb
 from knowledge_content_index.adapters.postgres import NON_REFERENCING_TABLES, REFERENCING_TABLES
-from knowledge_content_index.domain.model import Blob, UploadHeader
+from knowledge_content_index.domain.model import Blob, BlobKey, UploadHeader
 from knowledge_content_index.usecases import BlobUseCases
 from knowledge_runtime.auth import Scope
 
@@ -39,6 +42,7 @@ from tests.integration.test_content_index_harness import (
 pytestmark = pytest.mark.integration
 
 SCOPE = Scope(tenant="gc-tenant", capabilities=frozenset({"blob.write", "blob.read", "blob.admin"}))
+ISOLATED = Scope(tenant="gc-isolated-tenant", capabilities=SCOPE.capabilities)
 HEADER = UploadHeader(extension=".pdf", mime_type="application/pdf")
 
 
@@ -79,23 +83,65 @@ async def chunks_of(data: bytes, hold: asyncio.Event | None = None):
         await hold.wait()  # the upload is fully staged but not yet settled
 
 
-async def upload(cases: BlobUseCases, data: bytes, hold: asyncio.Event | None = None):
-    return await cases.write_blob(SCOPE, HEADER, chunks_of(data, hold))
+async def upload(cases: BlobUseCases, data: bytes, hold: asyncio.Event | None = None, scope: Scope = SCOPE):
+    return await cases.write_blob(scope, HEADER, chunks_of(data, hold))
 
 
 async def row(admin: asyncpg.Connection, blob_id: int):
     return await admin.fetchrow("SELECT * FROM content_blobs WHERE blob_id = $1", blob_id)
 
 
-async def assert_intact(cases: BlobUseCases, blob: Blob, data: bytes) -> None:
+async def assert_intact(cases: BlobUseCases, blob: Blob, data: bytes, scope: Scope = SCOPE) -> None:
     """The blob's row exists and its file holds exactly ``data``."""
-    stored, present = await cases.stat_blob(SCOPE, blob.blob_id)
+    stored, present = await cases.stat_blob(scope, blob.blob_id)
     assert present, "a blob an upload returned lost its file"
-    read = await cases.read_blob(SCOPE, blob.blob_id, 0, 0)
+    read = await cases.read_blob(scope, blob.blob_id, 0, 0)
     try:
         assert b"".join([chunk async for chunk in read.reader.chunks()]) == data
     finally:
         await read.reader.close()
+
+
+def backdate(path: Path, by: timedelta = timedelta(days=2)) -> Path:
+    """Make a file look last modified ``by`` ago."""
+    then = time.time() - by.total_seconds()
+    os.utime(path, (then, then))
+    return path
+
+
+def content_path(cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isolated: bool = False) -> Path:
+    """Where an upload of ``data`` by ``scope`` (HEADER's extension) puts its file."""
+    hasher = cases._keyring.hasher(scope.tenant, isolated=isolated)
+    hasher.update(data)
+    return cases._storage.path_for(BlobKey(hasher.finish().digest, HEADER.extension))
+
+
+def orphan_file(cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isolated: bool = False,
+                by: timedelta = timedelta(days=2)) -> Path:
+    """A file on the content path of ``data`` that no row names, last modified ``by`` ago."""
+    path = content_path(cases, data, scope, isolated=isolated)
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    return backdate(path, by)
+
+
+async def isolate(admin, tenant: str) -> None:
+    await admin.execute(
+        "INSERT INTO tenants (tenant_id, isolate_content) VALUES ($1, true) "
+        "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = true", tenant,
+    )
+
+
+async def waiting_for_a_lock(admin) -> bool:
+    return bool(await admin.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"))
+
+
+async def eventually_async(predicate, message: str, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.02)
 
 
 async def old_orphan(cases: BlobUseCases, admin, data: bytes) -> Blob:
@@ -302,3 +348,145 @@ async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier
     finally:
         await channel.close()
         await app.stop()
+
+
+async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, tmp_path, make_token, admin):
+    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
+    try:
+        token, isolated_token = make_token("gc-orphans"), make_token(ISOLATED.tenant)
+        await isolate(admin, ISOLATED.tenant)
+        named = await write(harness.stub, token, unique_bytes(3000))
+        keyed = await write(harness.stub, isolated_token, unique_bytes(3001))
+        assert keyed.blob.content_hash.startswith("hmac-sha256:")
+        for written in (named, keyed):  # old files whose (recent) rows name them
+            backdate(harness.storage.path_for(harness.storage.key_for(written.blob.storage_uri)))
+        old = orphan_file(harness.cases, unique_bytes(1234))
+        young = orphan_file(harness.cases, unique_bytes(100), by=timedelta(minutes=5))
+        strays = [harness.root / "lost+found.txt", old.parent / "quarterly report (final).pdf"]
+        for stray in strays:
+            stray.write_bytes(b"stray")
+            backdate(stray)
+        min_age = Duration()
+        min_age.FromTimedelta(GRACE)
+
+        dry = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(dry_run=True, min_age=min_age),
+                                                metadata=auth(token))
+        assert (dry.orphan_removed_count, dry.orphan_freed_bytes) == (1, 1234) and old.exists()
+
+        report = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(min_age=min_age), metadata=auth(token))
+        assert (report.orphan_removed_count, report.orphan_freed_bytes) == (1, 1234)
+        assert report.removed_count == 0 and report.freed_bytes == 0
+        assert not old.exists() and young.exists() and all(stray.read_bytes() == b"stray" for stray in strays)
+        for written, owner in ((named, token), (keyed, isolated_token)):
+            stat = await harness.stub.StatBlob(pb.StatBlobRequest(blob_id=written.blob.blob_id), metadata=auth(owner))
+            assert stat.file_present
+    finally:
+        await channel.close()
+        await app.stop()
+
+
+async def test_a_crash_between_row_deletion_and_file_removal_is_swept_by_a_later_pass(content_db, tmp_path, admin):
+    cases = build_cases(content_db, tmp_path / "blobs", os.urandom(32))
+    data = unique_bytes(5000)
+    old = await old_orphan(cases, admin, data)
+    path = cases._storage.path_for(cases._storage.key_for(old.storage_uri))
+
+    async def crash(removed):
+        raise RuntimeError("the process died before removing the file")
+
+    cases._release = crash
+    with pytest.raises(RuntimeError):
+        await cases.collect_garbage(GRACE, 0, dry_run=False)
+    del cases._release
+    assert await row(admin, old.blob_id) is None and path.exists()
+
+    report = await cases.collect_garbage(GRACE, 0, dry_run=False)
+    assert report.orphan_removed_count == 0 and path.exists(), "a young orphan may be an upload in progress"
+    backdate(path)
+    report = await cases.collect_garbage(GRACE, 0, dry_run=False)
+    assert (report.orphan_removed_count, report.orphan_freed_bytes) == (1, 5000) and not path.exists()
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["shared", "isolated"])
+async def test_the_orphan_sweep_waits_for_an_upload_settling_the_same_file(content_db, tmp_path, admin, isolated):
+    """An upload holds its hash's lock from placing its file to committing its row; a sweep that
+    listed the file meanwhile (and finds it old: the worst case) must wait, then keep it."""
+    cases = build_cases(content_db, tmp_path / "blobs", os.urandom(32))
+    scope = ISOLATED if isolated else SCOPE
+    if isolated:
+        await isolate(admin, scope.tenant)
+    data = unique_bytes(7000)
+    path = content_path(cases, data, scope, isolated=isolated)
+    storage, placed, resume = cases._storage, asyncio.Event(), asyncio.Event()
+    place = storage.place
+
+    async def place_then_hold(staged, key):
+        uri = await place(staged, key)
+        backdate(path)
+        placed.set()
+        await resume.wait()
+        return uri
+
+    storage.place = place_then_hold
+    uploading = asyncio.create_task(upload(cases, data, scope=scope))
+    try:
+        await placed.wait()
+        sweeping = asyncio.create_task(cases.collect_garbage(GRACE, 0, dry_run=False))
+        await eventually_async(lambda: waiting_for_a_lock(admin), "the sweep did not wait for the upload's lock")
+        assert not sweeping.done()
+    finally:
+        resume.set()  # never leave the upload (and its connection) hanging
+    settled = (await uploading).blob
+    report = await sweeping
+    assert report.orphan_removed_count == 0 and path.exists()
+    await assert_intact(cases, settled, data, scope)
+
+
+async def test_orphan_sweeps_raced_against_uploads_of_the_same_bytes_never_lose_an_uploaded_blob(
+    content_db, tmp_path, admin, migrated_pg
+):
+    """Each content starts as an old orphan file; uploads of most of them race sweeps at full
+    speed. At age zero every placed file looks old at once, so only the hash locks and the rows
+    re-read under them keep an upload's file (the blob pass is left out: at age zero it would
+    rightly remove rows before their reference)."""
+    cases = build_cases(content_db, tmp_path / "blobs", os.urandom(32))
+    await isolate(admin, ISOLATED.tenant)
+    rng = random.Random(11)
+    contents = [(unique_bytes(rng.randint(1, 120_000)), ISOLATED if i % 2 else SCOPE) for i in range(32)]
+    for data, scope in contents:
+        orphan_file(cases, data, scope, isolated=scope is ISOLATED)
+    uploaded, untouched = contents[:24], contents[24:]
+    settled: list[tuple[Blob, bytes, Scope]] = []
+    stop = asyncio.Event()
+
+    async def uploader(data: bytes, scope: Scope) -> None:
+        for _ in range(2):
+            await asyncio.sleep(rng.random() * 0.05)
+            blob = (await upload(cases, data, scope=scope)).blob
+            async with ingest.acquire() as connection:
+                await reference(connection, scope.tenant, blob.blob_id)
+            settled.append((blob, data, scope))
+
+    async def sweeper() -> int:
+        removed = 0
+        while not stop.is_set():
+            removed += (await cases._collect_orphans(timedelta(0), 0, dry_run=False))[0]
+            await asyncio.sleep(0)
+        return removed
+
+    ingest = await asyncpg.create_pool(migrated_pg.url(), min_size=1, max_size=8)
+    sweepers = [asyncio.create_task(sweeper()) for _ in range(2)]
+    try:
+        await asyncio.gather(*(uploader(data, scope) for data, scope in uploaded))
+    finally:
+        stop.set()
+        removed = sum([await task for task in sweepers])
+        await ingest.close()
+    removed += (await cases._collect_orphans(timedelta(0), 0, dry_run=False))[0]
+
+    assert len(settled) == 2 * len(uploaded)
+    for blob, data, scope in settled:
+        await assert_intact(cases, blob, data, scope)
+    expected = {content_path(cases, data, scope, isolated=scope is ISOLATED) for data, scope in uploaded}
+    assert set(files_under(cases._storage.root)) == expected
+    assert removed >= len(untouched)

@@ -120,3 +120,58 @@ async def test_the_sweep_removes_only_old_staged_leftovers(storage):
     os.utime(other, (0, 0))
     assert await storage.sweep_staging(timedelta(hours=1)) == 1
     assert not old.exists() and fresh.exists() and other.exists()
+
+
+def content_file(storage: LocalBlobStorage, name: str, data: bytes = b"x", *, old: bool = True) -> Path:
+    path = storage.root / name[:2] / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    if old:
+        os.utime(path, (0, 0))
+    return path
+
+
+async def test_listing_walks_content_files_in_key_order_and_only_counts_the_rest(storage):
+    names = sorted(f"{d * 64}{ext}" for d, ext in [("0", ".pdf"), ("a", ""), ("a", ".txt"), ("f", ".docx")])
+    for name in names:
+        content_file(storage, name, name.encode())
+    (storage.root / "0c").mkdir()
+    (storage.root / "0c" / ("0c" + "1" * 62)).mkdir()  # a directory under a content name
+    content_file(storage, "aa" + "1" * 62 + ".exe")  # not a whitelisted extension
+    (storage.root / "aa" / ("aa" + "2" * 62 + ".pdf")).symlink_to(storage.root / "aa" / names[1])
+    (storage.root / "bb").mkdir()
+    (storage.root / "bb" / f"{'c' * 64}.pdf").write_bytes(b"wrong shard")
+    (storage.root / "notes.txt").write_bytes(b"stray at the root")
+    (storage.root / "zz").mkdir()  # not a shard name
+    (storage.staging / f"{'e' * 64}.pdf").write_bytes(b"staging is never listed")
+
+    listing = await storage.list_content(None, 100)
+    assert [f"{f.key.digest}{f.key.extension}" for f in listing.files] == names
+    assert listing.complete and listing.stray_count == 6
+    first = listing.files[0]
+    assert first.storage_uri == storage.uri_for(first.key) and first.size_bytes == len(names[0])
+    assert first.modify_time.timestamp() == 0
+
+    head = await storage.list_content(None, 2)
+    assert [f.key for f in head.files] == [f.key for f in listing.files[:2]] and not head.complete
+    rest = await storage.list_content(head.files[-1].key, 2)
+    assert [f.key for f in rest.files] == [f.key for f in listing.files[2:]] and not rest.complete
+    end = await storage.list_content(rest.files[-1].key, 2)
+    assert end.files == () and end.complete
+
+
+async def test_remove_if_older_spares_young_files_links_and_anything_not_a_content_path(storage, tmp_path):
+    old = content_file(storage, "a" * 64 + ".pdf", b"12345")
+    young = content_file(storage, "b" * 64 + ".pdf", old=False)
+    link = storage.root / "cc" / ("c" * 64 + ".pdf")
+    link.parent.mkdir()
+    link.symlink_to(old)
+    outside = tmp_path / ("d" * 64 + ".pdf")
+    outside.write_bytes(b"keep")
+    os.utime(outside, (0, 0))
+    hour = timedelta(hours=1)
+    for kept in (young, link, outside):
+        assert await storage.remove_if_older(kept.as_uri(), hour) is None
+    assert young.exists() and link.is_symlink() and outside.exists() and old.exists()
+    assert await storage.remove_if_older(old.as_uri(), hour) == 5 and not old.exists()
+    assert await storage.remove_if_older(old.as_uri(), hour) is None

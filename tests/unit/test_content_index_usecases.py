@@ -6,11 +6,14 @@ import asyncio
 import hashlib
 import itertools
 import os
+import time
 from collections import defaultdict
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from knowledge_content_index import usecases
 from knowledge_content_index.adapters.local_storage import LocalBlobStorage
 from knowledge_content_index.domain.errors import (
     BlobInUse,
@@ -19,9 +22,10 @@ from knowledge_content_index.domain.errors import (
     UploadTooLarge,
 )
 from knowledge_content_index.domain.identity import ContentHash, ContentKeyring
-from knowledge_content_index.domain.model import Blob, NewBlob, ReferenceCounts, UploadHeader
+from knowledge_content_index.domain.model import Blob, BlobKey, NewBlob, ReferenceCounts, UploadHeader
 from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
 from knowledge_runtime.auth import Scope
+from structlog.testing import capture_logs
 
 SCOPE = Scope(tenant="t1", capabilities=frozenset())
 CAP = 100_000
@@ -79,6 +83,7 @@ class FakeBlobs:
         self.isolated: set[str] = set()
         self.events: list[tuple[str, int]] = []
         self.collect_ages: list[timedelta] = []
+        self.locked_together: list[tuple[str, ...]] = []
         self.fail_insert = False
         self.raise_in_use = False
 
@@ -87,11 +92,22 @@ class FakeBlobs:
         async with self.locks[str(content_hash)]:
             yield FakeLocked(self, content_hash)
 
+    @asynccontextmanager
+    async def locked_all(self, content_hashes: list[ContentHash]):
+        async with AsyncExitStack() as stack:
+            for key in sorted({str(h) for h in content_hashes}):
+                await stack.enter_async_context(self.locks[key])
+            self.locked_together.append(tuple(sorted(str(h) for h in content_hashes)))
+            yield [FakeLocked(self, h) for h in content_hashes]
+
     async def tenant_isolates_content(self, tenant: str) -> bool:
         return tenant in self.isolated
 
     async def peek(self, content_hash: ContentHash) -> Blob | None:
         return self.rows.get(str(content_hash))
+
+    async def peek_digests(self, digests: list[str]) -> list[Blob]:
+        return [blob for blob in self.rows.values() if blob.content_hash.digest in set(digests)]
 
     async def visible(self, blob_id: int, tenant: str) -> Blob | None:
         return next((b for b in self.rows.values() if b.blob_id == blob_id and tenant in self.writers[blob_id]), None)
@@ -142,6 +158,26 @@ async def chunks_of(data: bytes, size: int = 10_000, pulled: list | None = None)
 
 def age(repo: FakeBlobs, blob: Blob, by: timedelta = timedelta(days=2)) -> None:
     repo.touched[blob.blob_id] -= by
+
+
+def backdate(path: Path, by: timedelta = timedelta(days=2)) -> Path:
+    """Make a file look last modified ``by`` ago."""
+    then = time.time() - by.total_seconds()
+    os.utime(path, (then, then))
+    return path
+
+
+def place_orphan(storage: LocalBlobStorage, data: bytes, extension: str = ".pdf", digest: str | None = None,
+                 by: timedelta = timedelta(days=2)) -> Path:
+    """A file on a content path with no row, last modified ``by`` ago."""
+    path = storage.path_for(BlobKey(digest or hashlib.sha256(data).hexdigest(), extension))
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    return backdate(path, by)
+
+
+def stored_path(storage: LocalBlobStorage, blob: Blob) -> Path:
+    return storage.path_for(storage.key_for(blob.storage_uri))
 
 
 async def test_the_cap_stops_reading_at_the_chunk_that_crosses_it(cases, repo, storage):
@@ -267,3 +303,96 @@ async def test_reads_check_visibility_then_range(cases, repo):
     read = await cases.read_blob(SCOPE, blob.blob_id, 3, 4)
     assert b"".join([c async for c in read.reader.chunks()]) == b"3456"
     await read.reader.close()
+
+
+async def test_gc_removes_old_orphan_files_and_leaves_young_named_and_stray_ones(cases, repo, storage):
+    named = (await cases.write_blob(SCOPE, PDF, chunks_of(os.urandom(3000)))).blob
+    backdate(stored_path(storage, named))  # an old file, but its (recent) row names it
+    old = place_orphan(storage, os.urandom(1234))
+    young = place_orphan(storage, os.urandom(200), by=timedelta(minutes=5))
+    strays = [storage.root / "README", storage.root / old.parent.name / "notes from a client.pdf",
+              storage.root / old.parent.name / (old.stem + ".PDF"), storage.root / old.parent.name / (old.stem + ".exe")]
+    for stray in strays:
+        stray.write_bytes(b"not a blob")
+        backdate(stray)
+    link = storage.root / young.parent.name / (hashlib.sha256(b"link").hexdigest() + ".pdf")
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(old)  # a content name, but no plain file: never followed or removed
+    expected = sorted(files(storage)) + [link]
+
+    dry = await cases.collect_garbage(None, 0, dry_run=True)
+    assert (dry.orphan_removed_count, dry.orphan_freed_bytes) == (1, 1234) and dry.removed_count == 0
+    assert sorted(files(storage)) + [link] == expected
+
+    with capture_logs() as logs:
+        report = await cases.collect_garbage(None, 0, dry_run=False)
+    assert (report.orphan_removed_count, report.orphan_freed_bytes) == (1, 1234)
+    assert report.removed_count == 0 and report.freed_bytes == 0
+    assert not old.exists() and young.exists() and link.is_symlink()
+    assert all(stray.read_bytes() == b"not a blob" for stray in strays)
+    assert await storage.size_of(named.storage_uri) == 3000
+    stray_logs = [entry for entry in logs if entry["event"] == "blob_root_strays"]
+    assert stray_logs == [{"event": "blob_root_strays", "count": 5, "log_level": "warning"}]
+    summary = next(entry for entry in logs if entry["event"] == "garbage_collected")
+    assert summary["orphan_files_removed"] == 1 and summary["orphan_freed_bytes"] == 1234
+    assert "notes from" not in repr(logs)  # strays are counted, never named
+
+
+async def test_a_copy_beside_a_rows_file_is_an_orphan_unless_the_row_lacks_its_own(cases, repo, storage):
+    present = (await cases.write_blob(SCOPE, PDF, chunks_of(os.urandom(1000)))).blob
+    copy = place_orphan(storage, b"x" * 10, ".txt", digest=present.content_hash.digest)
+    missing = (await cases.write_blob(SCOPE, PDF, chunks_of(os.urandom(1001)))).blob
+    stored_path(storage, missing).unlink()
+    healer = place_orphan(storage, b"y" * 10, ".txt", digest=missing.content_hash.digest)
+    repo.isolated.add("secret")
+    keyed = (await cases.write_blob(Scope("secret", frozenset()), PDF, chunks_of(os.urandom(1002)))).blob
+    backdate(stored_path(storage, keyed))
+
+    report = await cases.collect_garbage(None, 0, dry_run=False)
+    assert report.orphan_removed_count == 1 and not copy.exists()
+    assert healer.exists(), "the only copy of a row's bytes must stay (it can heal the row)"
+    assert stored_path(storage, keyed).exists(), "a file named by an isolated tenant's row is not an orphan"
+    digest = present.content_hash.digest
+    assert (digest, f"hmac-sha256:{digest}") in repo.locked_together  # both schemes, one step
+
+
+async def test_the_sweep_decides_again_under_the_lock(cases, repo, storage):
+    data = os.urandom(4000)
+    orphan = place_orphan(storage, data)
+    original = repo.peek_digests
+    settled: list[Blob] = []
+
+    async def an_upload_lands_after_the_listing(digests):
+        found = await original(digests)
+        settled.append((await cases.write_blob(SCOPE, PDF, chunks_of(data))).blob)
+        backdate(orphan)  # only the row, read under the lock, can keep it now
+        return found
+
+    repo.peek_digests = an_upload_lands_after_the_listing
+    report = await cases.collect_garbage(None, 0, dry_run=False)
+    assert report.orphan_removed_count == 0
+    assert settled[0].storage_uri == orphan.as_uri() and orphan.read_bytes() == data
+
+
+async def test_the_orphan_sweep_is_bounded_resumes_and_honours_max_blobs(cases, storage, monkeypatch):
+    monkeypatch.setattr(usecases, "ORPHAN_SCAN_FILES", 2)
+    orphans = sorted((place_orphan(storage, os.urandom(100 + i)) for i in range(5)), key=lambda p: p.name)
+    remaining = list(orphans)
+
+    async def sweep(max_blobs: int = 0) -> list[Path]:
+        report = await cases.collect_garbage(None, max_blobs, dry_run=False)
+        gone = [p for p in remaining if not p.exists()]
+        assert report.orphan_removed_count == len(gone)
+        for path in gone:
+            remaining.remove(path)
+        return gone
+
+    assert await sweep(max_blobs=1) == orphans[:1]
+    dry = await cases.collect_garbage(None, 0, dry_run=True)  # the next stretch; it must not skip it
+    assert dry.orphan_removed_count == 2 and remaining == orphans[1:] and all(p.exists() for p in remaining)
+    assert await sweep() == orphans[1:3]
+    assert await sweep() == orphans[3:5]
+    assert await sweep() == []  # the walk reached the end: the next pass starts over
+    late = place_orphan(storage, b"late")
+    remaining.append(late)
+    assert await sweep() == [late]

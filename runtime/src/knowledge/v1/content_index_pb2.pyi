@@ -165,13 +165,17 @@ class CollectGarbageRequest(_message.Message):
     def __init__(self, dry_run: _Optional[bool] = ..., min_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_blobs: _Optional[int] = ...) -> None: ...
 
 class CollectGarbageResponse(_message.Message):
-    __slots__ = ("removed_count", "freed_bytes", "removed_blob_ids", "skipped_count")
+    __slots__ = ("removed_count", "freed_bytes", "removed_blob_ids", "skipped_count", "orphan_removed_count", "orphan_freed_bytes")
     REMOVED_COUNT_FIELD_NUMBER: _ClassVar[int]
     FREED_BYTES_FIELD_NUMBER: _ClassVar[int]
     REMOVED_BLOB_IDS_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ORPHAN_REMOVED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ORPHAN_FREED_BYTES_FIELD_NUMBER: _ClassVar[int]
     removed_count: int
     freed_bytes: int
     removed_blob_ids: _containers.RepeatedScalarFieldContainer[str]
     skipped_count: int
-    def __init__(self, removed_count: _Optional[int] = ..., freed_bytes: _Optional[int] = ..., removed_blob_ids: _Optional[_Iterable[str]] = ..., skipped_count: _Optional[int] = ...) -> None: ...
+    orphan_removed_count: int
+    orphan_freed_bytes: int
+    def __init__(self, removed_count: _Optional[int] = ..., freed_bytes: _Optional[int] = ..., removed_blob_ids: _Optional[_Iterable[str]] = ..., skipped_count: _Optional[int] = ..., orphan_removed_count: _Optional[int] = ..., orphan_freed_bytes: _Optional[int] = ...) -> None: ...

@@ -132,7 +132,8 @@ class ContentIndexServiceServicer:
     def CollectGarbage(self, request, context):
         """Removes blobs (file and row) that have no live reference and were last written longer than a
         grace period ago, in an order that never deletes a blob a concurrent upload has just written
-        or referenced. Spans every tenant (capability blob.admin).
+        or referenced; then removes orphan files (on a content path, named by no blob, last modified
+        longer than the grace period ago). Spans every tenant (capability blob.admin).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -6,7 +6,7 @@
   tenants' HMAC keys, hex or base64 of at least 32 bytes; set it, the same everywhere, when more
   than one replica runs.
 - ``KNOWLEDGE_BLOB_GC_GRACE_S`` (86400): GC removes unreferenced blobs last written longer ago
-  than this, unless a call asks otherwise.
+  than this, and orphan files last modified longer ago, unless a call asks otherwise.
 - ``KNOWLEDGE_BLOB_GC_MIN_AGE_S`` (3600): the least grace period a GC call may ask for; it must
   outlast the time between a write and the reference its caller then inserts.
 - ``KNOWLEDGE_CONTENT_INDEX_DATABASE_POOL_SIZE`` (10): connections to PostgreSQL.

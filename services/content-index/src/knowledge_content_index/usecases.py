@@ -22,14 +22,28 @@ re-creates the row and file, and (2) sees the row and leaves the file; one after
 file anew. A crash between (1) and (2) leaves an orphan file, never a row without its bytes.
 The grace period must therefore outlast the time between a WriteBlob and the reference its
 caller then inserts (hence a configured minimum).
+
+Orphan files
+------------
+Such a crash, or a commit that fails after an upload placed its file, leaves a file that no row
+names. After the blob pass, GC walks a bounded stretch of the content paths (key order, going on
+where the previous pass stopped) and, for each file last modified over the grace period ago that
+no row of its digest names, takes the locks of both hashes the digest could stand for (a file
+name does not say whether it is ``<hex>`` or ``hmac-sha256:<hex>``) in one transaction, re-reads
+their rows, and removes the file only if it is still unnamed and still old. An upload of either
+hash settles entirely inside its lock, so the sweep sees its row (and keeps the file) or runs
+before its placement (which writes the file anew). The age protects what no lock covers: an
+EnsureBlob caller stores its file first and asks for the row afterwards. A file is also kept while
+a row of its digest names a path outside this storage or lacks its own file (the copy may heal it).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from knowledge_runtime.auth import Scope
@@ -53,6 +67,7 @@ from knowledge_content_index.domain.model import (
     GarbageReport,
     NewBlob,
     ReferenceCounts,
+    StoredFile,
     UploadHeader,
 )
 from knowledge_content_index.domain.naming import normalise_mime_type
@@ -66,6 +81,8 @@ HASH_OFFLOAD_BYTES = 64 * 1024
 MAX_REPORTED_IDS = 1000
 # Staged files of crashed processes are swept once this old (live uploads keep theirs fresh).
 STAGING_MAX_AGE = timedelta(days=1)
+# Content files one GC pass examines for orphans; the next pass goes on after the last one.
+ORPHAN_SCAN_FILES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +106,8 @@ class BlobUseCases:
         self._storage = storage
         self._keyring = keyring
         self._policy = policy
+        # Where the next orphan sweep starts (per process; None: from the first content path).
+        self._orphan_cursor: BlobKey | None = None
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -239,7 +258,9 @@ class BlobUseCases:
             candidates = await self._blobs.collectable(age, max_blobs or None)
             if dry_run:
                 ids = tuple(c.blob_id for c in candidates)
-                return GarbageReport(len(ids), sum(c.size_bytes for c in candidates), ids[:MAX_REPORTED_IDS], 0)
+                orphans, orphan_bytes = await self._collect_orphans(age, max_blobs, dry_run=True)
+                return GarbageReport(len(ids), sum(c.size_bytes for c in candidates), ids[:MAX_REPORTED_IDS], 0,
+                                     orphans, orphan_bytes)
             swept = await self._storage.sweep_staging(max(age, STAGING_MAX_AGE))
             removed: list[int] = []
             freed = skipped = 0
@@ -253,8 +274,10 @@ class BlobUseCases:
                 removed.append(outcome.blob_id)
                 if await self._release(outcome):
                     freed += outcome.size_bytes
-        log.info("garbage_collected", removed=len(removed), freed_bytes=freed, skipped=skipped, swept_partials=swept)
-        return GarbageReport(len(removed), freed, tuple(removed[:MAX_REPORTED_IDS]), skipped)
+            orphans, orphan_bytes = await self._collect_orphans(age, max_blobs, dry_run=False)
+        log.info("garbage_collected", removed=len(removed), freed_bytes=freed, skipped=skipped, swept_partials=swept,
+                 orphan_files_removed=orphans, orphan_freed_bytes=orphan_bytes)
+        return GarbageReport(len(removed), freed, tuple(removed[:MAX_REPORTED_IDS]), skipped, orphans, orphan_bytes)
 
     async def _forget(self, candidate: Blob, age: timedelta) -> Blob | None | object:
         """Phase 1: the deleted row; None when it is kept (referenced or written since); _GONE when
@@ -275,6 +298,56 @@ class BlobUseCases:
             if current is not None and self._same_file(current.storage_uri, removed.storage_uri):
                 return False
             return await self._storage.delete(removed.storage_uri)
+
+    async def _collect_orphans(self, age: timedelta, max_files: int, dry_run: bool) -> tuple[int, int]:
+        """The orphan sweep (see the module docstring): files removed (or that would be) and their
+        bytes. A dry run decides without locks and leaves the cursor where it was."""
+        with _tracer.start_as_current_span("content_index.gc_orphans"):
+            listing = await self._storage.list_content(self._orphan_cursor, ORPHAN_SCAN_FILES)
+            if listing.stray_count:
+                log.warning("blob_root_strays", count=listing.stray_count)  # by count: names may be anyone's
+            rows: defaultdict[str, list[Blob]] = defaultdict(list)
+            for row in await self._blobs.peek_digests(sorted({f.key.digest for f in listing.files})):
+                rows[row.content_hash.digest].append(row)
+            cutoff = datetime.now(UTC) - age
+            count = freed = 0
+            cursor: BlobKey | None = None
+            for file in listing.files:
+                if max_files and count >= max_files:
+                    break  # the next pass goes on after the last file examined
+                cursor = file.key
+                if file.modify_time >= cutoff or not await self._orphaned(file, rows[file.key.digest]):
+                    continue
+                size = file.size_bytes if dry_run else await self._remove_orphan(file, age)
+                if size is not None:
+                    count += 1
+                    freed += size
+            else:
+                if listing.complete:
+                    cursor = None  # the walk reached the end: the next pass starts over
+            if not dry_run:
+                self._orphan_cursor = cursor
+        return count, freed
+
+    async def _remove_orphan(self, file: StoredFile, age: timedelta) -> int | None:
+        """The file's size once removed; None when, under its hashes' locks, it is named or young."""
+        schemes = [ContentHash(file.key.digest, keyed=False), ContentHash(file.key.digest, keyed=True)]
+        async with self._blobs.locked_all(schemes) as held:
+            rows = [row for tx in held if (row := await tx.find()) is not None]
+            if not await self._orphaned(file, rows):
+                return None
+            size = await self._storage.remove_if_older(file.storage_uri, age)
+        if size is not None:
+            log.info("orphan_file_removed", digest=file.key.digest, size_bytes=size)
+        return size
+
+    async def _orphaned(self, file: StoredFile, rows: Iterable[Blob]) -> bool:
+        """No row of the file's digest names it or may still need it as its only copy."""
+        for row in rows:
+            named = self._storage.key_for(row.storage_uri)
+            if named is None or named == file.key or not await self._holds(row):
+                return False
+        return True
 
     # -- helpers ---------------------------------------------------------------------------
 

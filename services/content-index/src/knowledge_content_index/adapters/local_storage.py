@@ -5,6 +5,9 @@ Layout::
     <root>/<hex[:2]>/<hex><ext>                 a blob's bytes: written once, never modified
     <root>/.staging/.partial.<pid>.<random>     bytes still being received (mode 0600)
 
+Anything else under the root is a stray: listings count it, nothing here reads, follows or
+removes it.
+
 The digest is only known once the last byte has arrived, so bytes are received under
 ``.staging`` (same filesystem, so the final move is one atomic ``os.replace``), fsynced, and only
 then placed on their content path, whose directory is fsynced too. A URI is trusted only when it
@@ -22,13 +25,13 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from knowledge_content_index.domain.errors import BlobContentMissing
-from knowledge_content_index.domain.model import BlobKey
+from knowledge_content_index.domain.model import BlobKey, ContentListing, StoredFile
 from knowledge_content_index.domain.naming import EXTENSIONS
 
 STAGING_DIR = ".staging"
@@ -37,6 +40,18 @@ PARTIAL_PREFIX = ".partial."
 OFFLOAD_BYTES = 64 * 1024
 DIGEST_BLOCK_BYTES = 1024 * 1024
 _FILE_NAME = re.compile(r"(?P<digest>[0-9a-f]{64})(?P<extension>\.[a-z0-9]{1,10})?")
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
+
+
+def content_key(shard: str, name: str) -> BlobKey | None:
+    """The key of the content path ``<shard>/<name>``, or None when that is no content path."""
+    match = _FILE_NAME.fullmatch(name)
+    if match is None:
+        return None
+    digest, extension = match["digest"], match["extension"] or ""
+    if shard != digest[:2] or (extension and extension[1:] not in EXTENSIONS):
+        return None
+    return BlobKey(digest, extension)
 
 
 def _fsync_directory(path: Path) -> None:
@@ -147,13 +162,9 @@ class LocalBlobStorage:
         if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
             return None
         path = PurePosixPath(unquote(parts.path))
-        match = _FILE_NAME.fullmatch(path.name)
-        if match is None or str(path.parent.parent) != str(self.root):
+        if str(path.parent.parent) != str(self.root):
             return None
-        digest, extension = match["digest"], match["extension"] or ""
-        if path.parent.name != digest[:2] or (extension and extension[1:] not in EXTENSIONS):
-            return None
-        return BlobKey(digest, extension)
+        return content_key(path.parent.name, path.name)
 
     def _path_of(self, storage_uri: str) -> Path | None:
         key = self.key_for(storage_uri)
@@ -251,3 +262,67 @@ class LocalBlobStorage:
                         os.unlink(entry.path)
                         removed += 1
         return removed
+
+    async def remove_if_older(self, storage_uri: str, older_than: timedelta) -> int | None:
+        path = self._path_of(storage_uri)
+        if path is None:
+            return None
+        return await asyncio.to_thread(self._remove_if_older, path, time.time() - older_than.total_seconds())
+
+    @staticmethod
+    def _remove_if_older(path: Path, cutoff: float) -> int | None:
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_mtime >= cutoff:
+                return None
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return info.st_size
+
+    # -- listing ---------------------------------------------------------------------------
+
+    async def list_content(self, after: BlobKey | None, limit: int) -> ContentListing:
+        start = "" if after is None else f"{after.digest}{after.extension}"
+        return await asyncio.to_thread(self._list, start, limit)
+
+    def _list(self, after: str, limit: int) -> ContentListing:
+        """Content files named after ``after`` in name order (a name starts with its shard, so
+        name order is key order across shards); shards before the cursor's are not read."""
+        files: list[StoredFile] = []
+        strays = 0
+        shards: list[str] = []
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if entry.name == STAGING_DIR:
+                    continue
+                if _SHARD_NAME.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
+                    shards.append(entry.name)
+                else:
+                    strays += 1
+        for shard in sorted(shards):
+            if shard < after[:2]:
+                continue
+            try:
+                names = sorted(os.listdir(self.root / shard))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if name <= after:
+                    continue
+                key = content_key(shard, name)
+                if key is None:
+                    strays += 1
+                    continue
+                try:
+                    info = os.lstat(self.path_for(key))
+                except FileNotFoundError:
+                    continue  # removed since the directory was read
+                if not stat.S_ISREG(info.st_mode):
+                    strays += 1  # a link or a directory under a content name
+                    continue
+                modified = datetime.fromtimestamp(info.st_mtime, UTC)
+                files.append(StoredFile(key, self.uri_for(key), info.st_size, modified))
+                if len(files) >= limit:
+                    return ContentListing(tuple(files), strays, complete=False)
+        return ContentListing(tuple(files), strays, complete=True)

@@ -3,9 +3,11 @@
 The per-hash lock is a transaction-level advisory lock, ``pg_advisory_xact_lock(namespace,
 int4 of the hash)``, taken first in every transaction that changes a hash's row or its file; it
 also covers the moment between a row's deletion and the removal of its file, which no row lock
-can (the row is gone). Row locks then order us against the other services: a row that gains a
-reference is ``FOR KEY SHARE``-locked by that insert's foreign-key check, which GC's
-``FOR UPDATE`` waits for before it re-checks for references.
+can (the row is gone). A transaction that needs several hashes' locks (the orphan-file sweep)
+takes them in ascending key order, so no two transactions ever wait for each other in a cycle.
+Row locks then order us against the other services: a row that gains a reference is
+``FOR KEY SHARE``-locked by that insert's foreign-key check, which GC's ``FOR UPDATE`` waits for
+before it re-checks for references.
 
 What references a blob is the :data:`REFERENCING_TABLES` registry, read live on every call; an
 integration test fails when the schema gains a foreign key to ``content_blobs`` it does not list.
@@ -14,7 +16,7 @@ integration test fails when the schema gains a foreign key to ``content_blobs`` 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -64,6 +66,7 @@ _SEEN_BY_TENANT = (
 HASH_LOCK = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)"
 FIND_FOR_WRITE = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.content_hash = $1 FOR NO KEY UPDATE"
 PEEK = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.content_hash = $1"
+PEEK_MANY = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.content_hash = ANY($1::text[])"
 INSERT_BLOB = """
 INSERT INTO content_blobs (content_hash, size_bytes, mime_type, storage_uri)
 VALUES ($1, $2, $3, $4)
@@ -171,10 +174,17 @@ class PostgresBlobs:
 
     @asynccontextmanager
     async def locked(self, content_hash: ContentHash) -> AsyncIterator[PostgresLockedHash]:
+        async with self.locked_all([content_hash]) as (held,):
+            yield held
+
+    @asynccontextmanager
+    async def locked_all(self, content_hashes: Sequence[ContentHash]) -> AsyncIterator[list[PostgresLockedHash]]:
         try:
             async with self._db.transaction() as tx:
-                await tx.execute("blob_hash_lock", HASH_LOCK, LOCK_NAMESPACE, lock_key(content_hash))
-                yield PostgresLockedHash(tx, content_hash)
+                # Ascending and once per key: two hashes whose keys collide share one lock.
+                for key in sorted({lock_key(h) for h in content_hashes}):
+                    await tx.execute("blob_hash_lock", HASH_LOCK, LOCK_NAMESPACE, key)
+                yield [PostgresLockedHash(tx, h) for h in content_hashes]
         except asyncpg.ForeignKeyViolationError:
             # A reference the registry does not know about; the transaction is rolled back.
             raise BlobInUse() from None
@@ -185,6 +195,13 @@ class PostgresBlobs:
     async def peek(self, content_hash: ContentHash) -> Blob | None:
         row = await self._db.fetchrow("blob_peek", PEEK, str(content_hash))
         return None if row is None else _blob(row)
+
+    async def peek_digests(self, digests: Sequence[str]) -> list[Blob]:
+        if not digests:
+            return []
+        hashes = [str(ContentHash(digest, keyed)) for digest in digests for keyed in (False, True)]
+        rows = await self._db.fetch("blob_peek_many", PEEK_MANY, hashes)
+        return [_blob(row) for row in rows]
 
     async def visible(self, blob_id: int, tenant: str) -> Blob | None:
         row = await self._db.fetchrow("blob_visible", VISIBLE, blob_id, tenant)

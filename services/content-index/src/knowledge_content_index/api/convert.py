@@ -65,6 +65,8 @@ def garbage_report(report: GarbageReport) -> content_index_pb2.CollectGarbageRes
         freed_bytes=report.freed_bytes,
         removed_blob_ids=[str(i) for i in report.removed_blob_ids],
         skipped_count=report.skipped_count,
+        orphan_removed_count=report.orphan_removed_count,
+        orphan_freed_bytes=report.orphan_freed_bytes,
     )
 
 

@@ -29,6 +29,27 @@ class BlobKey:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A file on a content path as a listing saw it: a hint, decided on under its hash's lock."""
+
+    key: BlobKey
+    storage_uri: str
+    size_bytes: int
+    modify_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ContentListing:
+    """One bounded stretch of the content paths, in key order."""
+
+    files: tuple[StoredFile, ...]
+    # Entries that are not content files (other names, links, directories): never touched.
+    stray_count: int
+    # True when the walk reached the last content path (the next stretch starts over).
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True)
 class NewBlob:
     content_hash: ContentHash
     size_bytes: int
@@ -85,3 +106,6 @@ class GarbageReport:
     freed_bytes: int
     removed_blob_ids: tuple[int, ...]
     skipped_count: int
+    # Files on content paths that no row names (see ``usecases``), and their bytes.
+    orphan_removed_count: int
+    orphan_freed_bytes: int

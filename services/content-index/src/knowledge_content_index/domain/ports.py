@@ -7,13 +7,20 @@ to a hash's row, and every placement or removal of that hash's file, happens ins
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Protocol
 
 from knowledge_content_index.domain.identity import ContentHash
-from knowledge_content_index.domain.model import Blob, BlobKey, BlobReference, NewBlob, ReferenceCounts
+from knowledge_content_index.domain.model import (
+    Blob,
+    BlobKey,
+    BlobReference,
+    ContentListing,
+    NewBlob,
+    ReferenceCounts,
+)
 
 
 class LockedHash(Protocol):
@@ -43,11 +50,20 @@ class BlobRepository(Protocol):
     def locked(self, content_hash: ContentHash) -> AbstractAsyncContextManager[LockedHash]:
         """A transaction holding the hash's lock; committed when the block ends without error."""
 
+    def locked_all(self, content_hashes: Sequence[ContentHash]) -> AbstractAsyncContextManager[list[LockedHash]]:
+        """One transaction holding every listed hash's lock, in the order given back.
+
+        The locks are taken in one global order, so two callers holding several never deadlock.
+        """
+
     async def tenant_isolates_content(self, tenant: str) -> bool:
         """``tenants.isolate_content``; a tenant without a row does not isolate."""
 
     async def peek(self, content_hash: ContentHash) -> Blob | None:
         """The hash's row without any lock (a hint; decisions are taken under ``locked``)."""
+
+    async def peek_digests(self, digests: Sequence[str]) -> list[Blob]:
+        """Rows whose hash has one of these digests, in either scheme, without any lock (a hint)."""
 
     async def visible(self, blob_id: int, tenant: str) -> Blob | None:
         """The blob if ``tenant`` wrote or references it, else None."""
@@ -113,3 +129,13 @@ class BlobStorage(Protocol):
 
     async def sweep_staging(self, older_than: timedelta) -> int:
         """Remove staged leftovers of crashed processes older than ``older_than``; their number."""
+
+    async def list_content(self, after: BlobKey | None, limit: int) -> ContentListing:
+        """At most ``limit`` files on content paths whose key follows ``after``, in key order (off
+        the event loop). Nothing else is listed by name, followed or touched; only counted."""
+
+    async def remove_if_older(self, storage_uri: str, older_than: timedelta) -> int | None:
+        """Remove the plain file at a content path if last modified over ``older_than`` ago.
+
+        Returns its size, or None when it was kept, missing, or not a plain file managed here.
+        """
