@@ -373,10 +373,6 @@ def test_a_chunked_upload_over_the_cap_is_the_same_413_and_stores_nothing(stack,
     assert not {"too-big.bin", "f.txt"} & {d["filename"] for d in listed}
 
 
-@pytest.mark.xfail(reason="ingest's ContentIndexClient.write (adapters/services.py) ends the WriteBlob stream "
-                          "normally after cancelling it; through the client interceptors content-index then sees "
-                          "a clean end of stream and keeps the partial blob (no document or job refers to it)",
-                   strict=False)
 def test_a_chunked_upload_over_the_cap_leaves_no_blob_row(stack, chunky):
     path = f"/api/v1/knowledge/upload?corpus_id={chunky['corpus_id']}&filename=partial.bin"
     before = asyncio.run(_stored(stack, "chunky", chunky["corpus_id"]))

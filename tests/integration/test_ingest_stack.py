@@ -159,13 +159,16 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(bac
             stub = ingest_pb2_grpc.IngestServiceStub(channel)
             metadata = [("authorization", f"Bearer {make_token('cap-tenant')}")]
             corpus_id = await new_corpus(stub, metadata)
-            started = asyncio.get_running_loop().time()
-            with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await asyncio.wait_for(upload(stub, metadata, corpus_id, b"x" * 5_000_000, piece=64 * 1024), 20)
-            elapsed = asyncio.get_running_loop().time() - started
-        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
-        assert elapsed < 10
+            for attempt in range(5):  # a truncated blob row came from a race: give it chances
+                started = asyncio.get_running_loop().time()
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await asyncio.wait_for(upload(stub, metadata, corpus_id, bytes([65 + attempt]) * 5_000_000,
+                                                  piece=64 * 1024), 20)
+                elapsed = asyncio.get_running_loop().time() - started
+                assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
+                assert elapsed < 10
+        await asyncio.sleep(0.5)
         assert await admin.fetchval("t", "SELECT count(*) FROM content_blobs") == blobs_before
         for _ in range(50):  # content-index removes the partial file once it sees the cancellation
             staged = list((tmp / "blobs").rglob("*.partial.*"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import grpc
-from opentelemetry.instrumentation.grpc import aio_client_interceptors
+from opentelemetry.instrumentation.grpc import aio_client_interceptors, filters
 
 from knowledge_runtime.auth import current_token
 
@@ -49,8 +49,15 @@ class _ForwardToken(
 CHANNEL_OPTIONS = (("grpc.lb_policy_name", "round_robin"),)
 
 
-def channel(target: str) -> grpc.aio.Channel:
-    """An insecure channel inside the cluster network (mTLS belongs to the mesh)."""
-    return grpc.aio.insecure_channel(
-        target, options=CHANNEL_OPTIONS, interceptors=[*aio_client_interceptors(), _ForwardToken()]
+def channel(target: str, *, untraced: tuple[str, ...] = ()) -> grpc.aio.Channel:
+    """An insecure channel inside the cluster network (mTLS belongs to the mesh).
+
+    ``untraced`` names methods that get no client span: OpenTelemetry's interceptor awaits a
+    client-streaming call to its end, so ``call.cancel()`` on such a call only cancels that
+    wait while the RPC itself runs on (and a source that stops is then half-closed as if it
+    were complete). A method that must be cancellable mid-stream is listed here.
+    """
+    tracing = aio_client_interceptors(
+        filter_=filters.negate(filters.any_of(*(filters.method_name(m) for m in untraced))) if untraced else None
     )
+    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=[*tracing, _ForwardToken()])

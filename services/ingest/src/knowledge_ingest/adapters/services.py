@@ -22,6 +22,7 @@ from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_ingest.domain.ports import StoredBlob
 
 WRITE_CHUNK_BYTES = 256 * 1024
+CANCEL_GRACE_S = 60.0
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED,
               grpc.StatusCode.ABORTED}
 
@@ -36,7 +37,7 @@ def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
 
 class ContentIndexClient:
     def __init__(self, address: str, signer: ServiceTokenSigner) -> None:
-        self._channel = channel(address)
+        self._channel = channel(address, untraced=("WriteBlob",))  # cancellable mid-stream (see channel)
         self._stub = content_index_pb2_grpc.ContentIndexServiceStub(self._channel)
         self._signer = signer
 
@@ -56,6 +57,10 @@ class ContentIndexClient:
             except Exception as error:
                 failure.append(error)
                 call.cancel()
+                # Returning would half-close the stream, which could look like a complete upload
+                # (a truncated blob row). The cancellation ends this iterator's task instead;
+                # the sleep is only a bound should it not.
+                await asyncio.sleep(CANCEL_GRACE_S)
 
         call = self._stub.WriteBlob(requests(), metadata=self._signer.metadata(tenant, ["blob.write"]))
         try:
