@@ -27,6 +27,7 @@ test: setup
 
 protos: setup
 	$(BIN)/python scripts/gen_protos.py
+	$(BIN)/python -m knowledge_gateway.openapi  # the served OpenAPI description follows the protos
 	$(MAKE) k8s-gateway  # the gateway's committed descriptor set follows the protos
 
 check-protos: setup
