@@ -33,7 +33,7 @@ class EmbedderSettings:
     max_seq_length: int
     max_batch_tokens: int
     max_queue: int
-    batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16; onnx-int8 4)
+    batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16; onnx-int8 8)
     price_per_1k_tokens: float
     currency: str
     metrics_port: int

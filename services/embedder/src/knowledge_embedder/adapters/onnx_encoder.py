@@ -18,10 +18,12 @@ from knowledge_embedder.adapters.onnx_export import ensure_int8_model
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
-# int8 kernels on CPU run fastest on small batches: on 2 cores all-MiniLM-L6-v2 encoded 134
-# passages/s at 2-4 per pass, 122 at 8 and 102 at 32 (bench/embedder.py's passages), while
-# torch was flat at 57 from 4 to 16. The queue still takes whole token budgets at a time.
-DEFAULT_BATCH_SIZE = 4
+# int8 kernels on CPU do not gain from big batches: on 2 cores all-MiniLM-L6-v2 encoded
+# bench/embedder.py's passages at 134/130/122/102 per s in passes of 2/4/8/32 in one run and
+# 78/83/89/89 (2/4/8/16) in another (the machine's speed for int8 varied between runs; torch
+# stayed at 51-57 from 4 to 16). 8 was best or near it in both. The queue still takes whole
+# token budgets at a time.
+DEFAULT_BATCH_SIZE = 8
 
 
 class OnnxEncoder:
