@@ -416,6 +416,10 @@ def test_cli_end_to_end_with_exit_codes(stack, tmp_path):
     rows = [line.split("\t") for line in uploaded.stdout.splitlines()]
     assert [row[2] for row in rows] == ["travel.md", "security.md"]
     security_id = rows[1][0]
+    blank = tmp_path / "blank.md"
+    blank.write_text("")
+    warned = knowledge(stack, "upload", str(blank), "--corpus", corpus_id, "--tenant", "cli")
+    assert warned.returncode == 0 and "knowledge: blank.md: warning: the file is empty" in warned.stderr
     found = knowledge(stack, "search", "wombat building badges", "--corpus", corpus_id, "--tenant", "cli")
     assert found.returncode == 0 and "security.md" in found.stdout.splitlines()[1]
     asked = knowledge(stack, "query", "Where must badges be worn?", "--tenant", "cli")

@@ -74,6 +74,10 @@ async def test_bad_files_end_cleanly_and_the_worker_goes_on(real_ingest, make_to
     else:
         assert job.result.extractable is False and job.result.chunk_count == 0
         assert "no text" in job.result.message
+        assert list(job.result.warnings) == ["the file is empty"]  # the extractor's own words
+        document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                          metadata=metadata)
+        assert list(document.warnings) == ["the file is empty"]
     # the worker survived: a good file right after is ingested
     after = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id,
                                                               f"fine text {filename}".encode())).job_id)

@@ -79,7 +79,8 @@ def extract(path: Path, filename: str, mime_type: str) -> Extracted:
     if data.startswith(b"%PDF-broken"):
         raise ExtractionFailed("the PDF is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT)
     text = data.decode("utf-8", "replace")
-    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
+    warnings = ("2 page(s) could not be read",) if text.startswith("PARTIAL") else ()
+    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text", warnings=warnings)
 
 
 def settings(**overrides: str) -> IngestSettings:
@@ -455,3 +456,20 @@ async def test_ingest_text_titles_up_to_1000_characters(ingest, make_token):
         await stub.IngestText(ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Other page text.",
                                                            title="T" * 1001), metadata=metadata)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "title" in caught.value.details()
+
+
+async def test_what_extraction_could_not_read_is_reported_and_kept(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-warnings")
+    corpus_id = await new_corpus(stub, metadata)
+    partly = b"PARTIAL scan: the readable pages say the budget is approved."
+    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, partly)).job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and list(job.result.warnings) == [
+        "2 page(s) could not be read"]
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                      metadata=metadata)
+    assert list(document.warnings) == ["2 page(s) could not be read"]  # kept after the result was delivered
+    duplicate = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, partly)).job_id)
+    assert duplicate.result.duplicate and list(duplicate.result.warnings) == ["2 page(s) could not be read"]
+    clean = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, b"All readable.")).job_id)
+    assert list(clean.result.warnings) == []

@@ -208,6 +208,8 @@ def _upload(client: Client, options, out: TextIO) -> int:
             if not options.json:
                 out.write(f"{result.get('document_id', '')}\t{result.get('chunk_count', 0)}\t{name}\t"
                           f"{result.get('message', '')}\n")
+                for warning in result.get("warnings", []):  # what extraction could not read
+                    print(f"knowledge: {name}: warning: {warning}", file=sys.stderr)
         else:
             failed += 1
             reason = job.get("error") or job["stage"]

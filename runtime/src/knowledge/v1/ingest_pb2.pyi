@@ -74,7 +74,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -88,6 +88,7 @@ class Document(_message.Message):
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -101,7 +102,8 @@ class Document(_message.Message):
     job_id: str
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("corpus_id", "page_size", "page_token")
@@ -242,20 +244,22 @@ class IngestJob(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., progress: _Optional[float] = ..., stage: _Optional[str] = ..., error: _Optional[str] = ..., result: _Optional[_Union[IngestResult, _Mapping]] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., attempt: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class IngestResult(_message.Message):
-    __slots__ = ("document_id", "chunk_count", "message", "duplicate", "re_extracted", "extractable")
+    __slots__ = ("document_id", "chunk_count", "message", "duplicate", "re_extracted", "extractable", "warnings")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     RE_EXTRACTED_FIELD_NUMBER: _ClassVar[int]
     EXTRACTABLE_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     chunk_count: int
     message: str
     duplicate: bool
     re_extracted: bool
     extractable: bool
-    def __init__(self, document_id: _Optional[str] = ..., chunk_count: _Optional[int] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ..., re_extracted: _Optional[bool] = ..., extractable: _Optional[bool] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., chunk_count: _Optional[int] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ..., re_extracted: _Optional[bool] = ..., extractable: _Optional[bool] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CancelIngestJobRequest(_message.Message):
     __slots__ = ("job_id",)

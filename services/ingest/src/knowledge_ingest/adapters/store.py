@@ -29,7 +29,7 @@ CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1
 ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
-SELECT document_id, state, chunk_count FROM documents
+SELECT document_id, state, chunk_count, warnings FROM documents
 WHERE tenant_id = $1 AND blob_id = $2 ORDER BY document_id LIMIT 1 FOR UPDATE
 """
 INSERT_DOCUMENT = """
@@ -113,7 +113,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         coalesce(array_length(regexp_split_to_array(btrim($7), '\\s+'), 1), 0), $9)
 """
 DOCUMENT_SEARCHABLE = """
-UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, error = NULL, update_time = now()
+UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
+    update_time = now()
 WHERE document_id = $1
 """
 COMPLETE_DUPLICATE = f"""
@@ -159,7 +160,7 @@ SELECT count(*) FROM reaped
 """
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
-       d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time,
+       d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
        (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id
         ORDER BY j.create_time DESC LIMIT 1) AS job_id
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
@@ -221,6 +222,7 @@ def _document(row: asyncpg.Record) -> Document:
         state=State(row["state"]), error=row["error"], chunk_count=row["chunk_count"], size_bytes=row["size_bytes"],
         mime_type=row["mime_type"], extractable=row["extractable"], source_url=row["source_url"],
         job_id=row["job_id"], create_time=row["create_time"], update_time=row["update_time"],
+        warnings=tuple(row["warnings"]),
     )
 
 
@@ -244,7 +246,8 @@ class PostgresIngestStore:
                 row = await tx.fetchrow("insert_job", INSERT_JOB, *base, document_id, blob.blob_id, filename,
                                         mime_type, False, "QUEUED", "queued", 0.0, None, False)
             elif State(existing["state"]) is State.SEARCHABLE and existing["chunk_count"] > 0:
-                result = JobResult(existing["document_id"], existing["chunk_count"], duplicate=True)
+                result = JobResult(existing["document_id"], existing["chunk_count"], duplicate=True,
+                                   warnings=tuple(existing["warnings"]))
                 row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
                                         filename, mime_type, False, "SEARCHABLE", "searchable (duplicate)", 1.0,
                                         json.dumps(result.as_json()), True)
@@ -308,7 +311,7 @@ class PostgresIngestStore:
             await _insert_chunks(tx, owned["tenant_id"], corpus_id, owned["document_id"], lease.job.filename,
                                  chunks, vectors)
             await tx.execute("document_searchable", DOCUMENT_SEARCHABLE, owned["document_id"], len(chunks),
-                             result.extractable)
+                             result.extractable, list(result.warnings))
         return True
 
     async def complete_duplicate(self, lease: Lease, result: JobResult) -> bool:

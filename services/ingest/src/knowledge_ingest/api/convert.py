@@ -46,6 +46,7 @@ def document_message(document: Document) -> ingest_pb2.Document:
         job_id=str(document.job_id) if document.job_id else "",
         create_time=timestamp(document.create_time),
         update_time=timestamp(document.update_time),
+        warnings=list(document.warnings),
     )
 
 
@@ -70,6 +71,7 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
             duplicate=job.result.duplicate,
             re_extracted=job.result.re_extracted,
             extractable=job.result.extractable,
+            warnings=list(job.result.warnings),
         ))
     return message
 

@@ -98,6 +98,7 @@ class Document:
     job_id: uuid.UUID | None
     create_time: datetime
     update_time: datetime
+    warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class JobResult:
     duplicate: bool = False
     re_extracted: bool = False
     extractable: bool = True
+    warnings: tuple[str, ...] = ()  # what extraction could not do
 
     @property
     def message(self) -> str:
@@ -128,6 +130,7 @@ class JobResult:
             "duplicate": self.duplicate,
             "re_extracted": self.re_extracted,
             "extractable": self.extractable,
+            "warnings": list(self.warnings),
         }
 
     @classmethod
@@ -138,6 +141,7 @@ class JobResult:
             duplicate=bool(data.get("duplicate", False)),
             re_extracted=bool(data.get("re_extracted", False)),
             extractable=bool(data.get("extractable", True)),
+            warnings=tuple(str(w) for w in data.get("warnings", ())),
         )
 
 

@@ -109,7 +109,7 @@ class Pipeline:
             return True
         if document.state is State.SEARCHABLE and document.chunk_count > 0:
             await self.store.complete_duplicate(lease, JobResult(document.document_id, document.chunk_count,
-                                                                 duplicate=True))
+                                                                 duplicate=True, warnings=document.warnings))
             return True
         return False
 
@@ -148,5 +148,6 @@ class Pipeline:
                 vectors += await self.embedder.embed(job.tenant, [c.content for c in batch])
             await self._report(lease, State.EMBEDDING, len(vectors), len(chunks))
         await self._report(lease, State.STORING)
-        result = JobResult(job.document_id, len(chunks), re_extracted=job.re_extract, extractable=bool(chunks))
+        result = JobResult(job.document_id, len(chunks), re_extracted=job.re_extract, extractable=bool(chunks),
+                           warnings=extracted.warnings)
         return chunks, vectors, result
