@@ -71,3 +71,41 @@ def test_a_model_that_would_need_a_download_stops_the_process_by_name(migrated_p
     assert "KNOWLEDGE_EMBEDDING_MODEL" in result.stderr and "bge-m3" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "hub").exists() or not any((tmp_path / "hub").rglob("*.safetensors"))
+
+
+@pytest.mark.parametrize(("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"),
+                                                        (False, False, "cpu")])
+def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    import torch
+    from knowledge_embedder.adapters.torch_encoder import pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert pick_device("auto") == expected
+    assert pick_device("cpu") == "cpu"  # configured wins
+
+
+def test_an_accelerator_that_is_not_there_fails_at_start(monkeypatch):
+    import torch
+    from knowledge_embedder.adapters.torch_encoder import pick_device
+    from knowledge_runtime.settings import SettingsError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    for configured in ("cuda", "mps"):
+        with pytest.raises(SettingsError, match=f"{configured} is not available"):
+            pick_device(configured)
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps", "cpu"])
+def test_the_accelerator_cache_is_released_after_each_sub_batch(model_dir, monkeypatch, device):
+    import torch
+
+    encoder = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=128, batch_size=4)
+    released = {"cuda": 0, "mps": 0}
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: released.__setitem__("cuda", released["cuda"] + 1))
+    monkeypatch.setattr(torch.mps, "empty_cache", lambda: released.__setitem__("mps", released["mps"] + 1))
+    encoder.device = device  # the model stays on the CPU; only the release policy is under test
+    vectors = encoder.encode(TEXTS)  # 10 texts in passes of 4: three sub-batches
+    assert vectors.shape == (10, 384)
+    assert released == {"cuda": 3 if device == "cuda" else 0, "mps": 3 if device == "mps" else 0}
