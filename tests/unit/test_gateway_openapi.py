@@ -2,9 +2,8 @@
 
 import json
 
-from knowledge_gateway.descriptors import PUBLIC_SERVICES
+from knowledge_gateway.descriptors import http_rules
 from knowledge_gateway.openapi import committed_path, generate, main, openapi_text
-from google.api import annotations_pb2
 
 
 def test_committed_description_matches_the_protos():
@@ -16,14 +15,7 @@ def test_every_http_rule_is_an_operation_with_the_rest_path():
     document = json.loads(openapi_text())
     operations = {op["operationId"]: (verb, path) for path, item in document["paths"].items()
                   for verb, op in item.items()}
-    expected = {}
-    for service in PUBLIC_SERVICES:
-        for method in service.methods:
-            options = method.GetOptions()
-            if options.HasExtension(annotations_pb2.http):
-                rule = options.Extensions[annotations_pb2.http]
-                verb = rule.WhichOneof("pattern")
-                expected[method.name] = (verb, getattr(rule, verb))
+    expected = {method.name: (verb, path) for method, verb, path in http_rules()}
     assert operations == expected
     assert operations["CreateCorpus"] == ("post", "/api/v1/knowledge/corpora")
     assert operations["GetDocumentText"] == ("get", "/api/v1/knowledge/documents/{document_id}/text")

@@ -6,8 +6,11 @@ matches the stubs the services run (which a test checks against the protos).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import FileDescriptor
+from google.protobuf.descriptor import FileDescriptor, MethodDescriptor
 from google.rpc import error_details_pb2, status_pb2
 from knowledge.v1 import ingest_pb2, search_pb2
 
@@ -44,3 +47,14 @@ def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
 
 def public_service_names() -> list[str]:
     return [service.full_name for service in PUBLIC_SERVICES]
+
+
+def http_rules() -> Iterator[tuple[MethodDescriptor, str, str]]:
+    """(method, verb, path template) of every public RPC with a ``google.api.http`` rule."""
+    for service in PUBLIC_SERVICES:
+        for method in service.methods:
+            options = method.GetOptions()
+            if options.HasExtension(annotations_pb2.http):
+                rule = options.Extensions[annotations_pb2.http]
+                verb = rule.WhichOneof("pattern")
+                yield method, verb, getattr(rule, verb)

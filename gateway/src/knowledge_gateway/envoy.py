@@ -25,7 +25,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import Env, SettingsError
 
-from knowledge_gateway.descriptors import descriptor_set, public_service_names
+from knowledge_gateway.descriptors import descriptor_set, http_rules, public_service_names
 from knowledge_gateway.openapi import openapi_text
 
 REST_PREFIX = "/api/v1/knowledge"
@@ -165,18 +165,9 @@ def _routes(config: GatewayConfig) -> list[dict]:
 
 def rest_methods() -> dict[str, list[str]]:
     """REST path template -> its HTTP methods, from the google.api.http rules."""
-    from google.api import annotations_pb2
-
-    from knowledge_gateway.descriptors import PUBLIC_SERVICES
-
     paths: dict[str, list[str]] = {}
-    for service in PUBLIC_SERVICES:
-        for method in service.methods:
-            options = method.GetOptions()
-            if options.HasExtension(annotations_pb2.http):
-                rule = options.Extensions[annotations_pb2.http]
-                verb = rule.WhichOneof("pattern")
-                paths.setdefault(getattr(rule, verb), []).append(verb.upper())
+    for _, verb, template in http_rules():
+        paths.setdefault(template, []).append(verb.upper())
     return paths
 
 
