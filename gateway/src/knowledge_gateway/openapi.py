@@ -27,11 +27,11 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 
-REST_PREFIX = "/api/v1/knowledge"
-PUBLIC_SERVICES = ("knowledge.v1.IngestService", "knowledge.v1.SearchService")
+from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
+
 COMMITTED_NAME = "openapi.json"
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PROTO_FILES = ("knowledge/v1/ingest.proto", "knowledge/v1/search.proto")
+PROTO_FILES = tuple(service.file.name for service in PUBLIC_SERVICES)  # compiled again, with comments
 
 FD = descriptor_pb2.FieldDescriptorProto
 _INTEGER32 = {FD.TYPE_INT32, FD.TYPE_SINT32, FD.TYPE_SFIXED32, FD.TYPE_UINT32, FD.TYPE_FIXED32}
@@ -294,7 +294,7 @@ class _Builder:
 
     def document(self) -> dict:
         paths: dict[str, dict] = {}
-        for service_name in PUBLIC_SERVICES:
+        for service_name in public_service_names():
             for method in self.services[service_name].method:
                 if not method.options.HasExtension(annotations_pb2.http):
                     continue  # gRPC only
