@@ -13,8 +13,8 @@ Here (it needs the package index once):
 
 There, from the repository's root:
 
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site OUT/wheels/*.whl
-    PYTHONPATH=/tmp/site:runtime/src:services/embedder/src \\
+    python3 -m pip install -q --no-index --no-deps --target OUT/site OUT/wheels/*.whl
+    PYTHONPATH=OUT/site:runtime/src:services/embedder/src \\
         python3 bench/embedder.py --queue-only --device cuda --model OUT/model --json result.json
 """
 
