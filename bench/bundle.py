@@ -43,7 +43,6 @@ def default_model() -> Path:
 
 def half_precision_copy(source: Path, target: Path) -> int:
     """The model directory with its float weights stored as float16; returns the weights' bytes."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     if not (source / WEIGHTS).exists():
@@ -53,7 +52,6 @@ def half_precision_copy(source: Path, target: Path) -> int:
                for name, tensor in load_file(str(source / WEIGHTS)).items()}
     save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(target / WEIGHTS),
               metadata={"format": "pt"})
-    del torch
     return (target / WEIGHTS).stat().st_size
 
 
