@@ -13,7 +13,7 @@ ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant
 INSERT_CORPUS = """
 INSERT INTO corpora (tenant_id, name, description)
 VALUES ($1, $2, $3)
-RETURNING corpus_id, name, description, create_time
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time
 """
 LIST_USER_CORPORA = """
 SELECT c.corpus_id, c.name, c.description, c.create_time,
@@ -40,25 +40,19 @@ class PostgresCorpora:
         except asyncpg.UniqueViolationError:
             raise CorpusNameTaken(corpus.name) from None
         assert row is not None
-        return Corpus(
-            corpus_id=row["corpus_id"],
-            name=row["name"],
-            description=row["description"],
-            document_count=0,
-            chunk_count=0,
-            create_time=row["create_time"],
-        )
+        return _corpus(row)
 
     async def list_user_corpora(self, tenant: str, page: Page) -> list[Corpus]:
         rows = await self._db.fetch("list_user_corpora", LIST_USER_CORPORA, tenant, page.after_id, page.size)
-        return [
-            Corpus(
-                corpus_id=row["corpus_id"],
-                name=row["name"],
-                description=row["description"],
-                document_count=row["document_count"],
-                chunk_count=row["chunk_count"],
-                create_time=row["create_time"],
-            )
-            for row in rows
-        ]
+        return [_corpus(row) for row in rows]
+
+
+def _corpus(row: asyncpg.Record) -> Corpus:
+    return Corpus(
+        corpus_id=row["corpus_id"],
+        name=row["name"],
+        description=row["description"],
+        document_count=row["document_count"],
+        chunk_count=row["chunk_count"],
+        create_time=row["create_time"],
+    )
