@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knowledge_gateway.render import DESCRIPTOR_NAME, descriptor_bytes, main, read_env_files
+from knowledge_gateway.descriptors import descriptor_bytes
+from knowledge_gateway.render import DESCRIPTOR_NAME, main, read_env_files
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVOY = Path(sys.executable).parent / "envoy"

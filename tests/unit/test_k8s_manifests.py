@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from knowledge_gateway.render import config_text, descriptor_bytes, gateway_config
+from knowledge_gateway.descriptors import descriptor_bytes
+from knowledge_gateway.envoy import config_text
+from knowledge_gateway.render import gateway_config
 from knowledge_runtime.settings import DEFAULT_PORTS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -45,6 +45,11 @@ def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
     return result
 
 
+def descriptor_bytes() -> bytes:
+    """The descriptor set as the file the transcoder reads."""
+    return descriptor_set().SerializeToString()
+
+
 def public_service_names() -> list[str]:
     return [service.full_name for service in PUBLIC_SERVICES]
 

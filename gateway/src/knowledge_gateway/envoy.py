@@ -25,7 +25,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import Env, SettingsError
 
-from knowledge_gateway.descriptors import descriptor_set, http_rules, public_service_names
+from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names
 from knowledge_gateway.openapi import openapi_text
 
 REST_PREFIX = "/api/v1/knowledge"
@@ -82,7 +82,7 @@ def limits_from_env(env: Env) -> dict:
 
 def write_descriptor_set(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(descriptor_set().SerializeToString())
+    path.write_bytes(descriptor_bytes())
     return path
 
 
@@ -493,7 +493,12 @@ def render(config: GatewayConfig) -> dict:
     }
 
 
+def config_text(config: GatewayConfig) -> str:
+    """Envoy's bootstrap as the file it reads."""
+    return json.dumps(render(config), indent=2) + "\n"
+
+
 def write_config(config: GatewayConfig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(render(config), indent=2))
+    path.write_text(config_text(config))
     return path

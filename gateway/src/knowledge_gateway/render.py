@@ -11,7 +11,6 @@ the ``config.env`` it was rendered from, and a test fails when the two drift apa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -19,8 +18,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import DEFAULT_HTTP_PORT, Env, SettingsError, service_address
 
-from knowledge_gateway.descriptors import descriptor_set
-from knowledge_gateway.envoy import GatewayConfig, limits_from_env, render
+from knowledge_gateway.envoy import GatewayConfig, limits_from_env, write_config, write_descriptor_set
 
 CONFIG_NAME = "envoy.json"
 DESCRIPTOR_NAME = "knowledge.pb"
@@ -64,23 +62,11 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
     )
 
 
-def config_text(config: GatewayConfig) -> str:
-    return json.dumps(render(config), indent=2) + "\n"
-
-
-def descriptor_bytes() -> bytes:
-    return descriptor_set().SerializeToString()
-
-
 def write(out: Path, config: GatewayConfig, *, descriptor: bool = True) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    config_path = out / CONFIG_NAME
-    config_path.write_text(config_text(config))
-    if not descriptor:
-        return [config_path]
-    descriptor_path = out / DESCRIPTOR_NAME
-    descriptor_path.write_bytes(descriptor_bytes())
-    return [config_path, descriptor_path]
+    written = [write_config(config, out / CONFIG_NAME)]
+    if descriptor:
+        written.append(write_descriptor_set(out / DESCRIPTOR_NAME))
+    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
