@@ -8,9 +8,11 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
-from knowledge_search.adapters.postgres import Bm25
-from knowledge_search.domain.model import Weights
+from knowledge_search.adapters.postgres import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
+from knowledge_search.domain.fusion import RRF_K
+from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
+from knowledge_search.usecases import CHANNEL_DEPTH
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -31,38 +33,39 @@ class SearchSettings:
     embedder_address: str
     database_pool_size: int = 10
     bm25: Bm25 = Bm25()
-    channel_depth: int = 300
-    rrf_k: int = 60
-    weights: Weights = Weights(vector=1.0, lexical=1.0)
+    channel_depth: int = CHANNEL_DEPTH
+    rrf_k: int = RRF_K
+    weights: Weights = EQUAL_WEIGHTS
     lexical_confidence: bool = True
-    ef_search: int = 100
-    max_scan_tuples: int = 20000
+    ef_search: int = DEFAULT_EF_SEARCH
+    max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES
     thresholds: Thresholds = Thresholds()
     anonymise_names: tuple[str, ...] = ()
     llm: LlmSettings | None = None
     sign_internal_calls: bool = False  # KNOWLEDGE_SERVICE_KEY_PATH is set
 
-
     @classmethod
     def from_env(cls, env: Env | None = None) -> SearchSettings:
+        """Each default is the one the configured object has, so the two cannot drift apart."""
         env = env or Env()
-        b = env.float("SEARCH_BM25_B", 0.75, minimum=0.0)
+        bm25, relevance, weights = Bm25(), Thresholds(), EQUAL_WEIGHTS
+        b = env.float("SEARCH_BM25_B", bm25.b, minimum=0.0)
         if b > 1.0:
             raise SettingsError(f"{PREFIX}SEARCH_BM25_B must be <= 1, got {b}")
-        text_config = env.str("SEARCH_TEXT_CONFIG", "english") or "english"
+        text_config = env.str("SEARCH_TEXT_CONFIG", bm25.text_config) or bm25.text_config
         if not _TEXT_CONFIG.match(text_config):
             raise SettingsError(f"{PREFIX}SEARCH_TEXT_CONFIG must be a text search configuration name, got {text_config!r}")
         try:
             thresholds = Thresholds(
-                high_top=env.float("SEARCH_RELEVANCE_HIGH", 0.6, minimum=0.0),
-                high_mean=env.float("SEARCH_RELEVANCE_HIGH_MEAN", 0.45, minimum=0.0),
-                moderate_top=env.float("SEARCH_RELEVANCE_MODERATE", 0.4, minimum=0.0),
-                lexical_coverage=env.float("SEARCH_RELEVANCE_LEXICAL_COVERAGE", 0.8, minimum=0.0),
+                high_top=env.float("SEARCH_RELEVANCE_HIGH", relevance.high_top, minimum=0.0),
+                high_mean=env.float("SEARCH_RELEVANCE_HIGH_MEAN", relevance.high_mean, minimum=0.0),
+                moderate_top=env.float("SEARCH_RELEVANCE_MODERATE", relevance.moderate_top, minimum=0.0),
+                lexical_coverage=env.float("SEARCH_RELEVANCE_LEXICAL_COVERAGE", relevance.lexical_coverage, minimum=0.0),
             )
         except ValueError as error:
             raise SettingsError(f"{PREFIX}SEARCH_RELEVANCE_*: {error}") from None
-        vector_weight = env.float("SEARCH_VECTOR_WEIGHT", 1.0, minimum=0.0)
-        lexical_weight = env.float("SEARCH_LEXICAL_WEIGHT", 1.0, minimum=0.0)
+        vector_weight = env.float("SEARCH_VECTOR_WEIGHT", weights.vector, minimum=0.0)
+        lexical_weight = env.float("SEARCH_LEXICAL_WEIGHT", weights.lexical, minimum=0.0)
         if vector_weight + lexical_weight <= 0:
             raise SettingsError(f"{PREFIX}SEARCH_VECTOR_WEIGHT and {PREFIX}SEARCH_LEXICAL_WEIGHT cannot both be 0")
         return cls(
@@ -70,19 +73,19 @@ class SearchSettings:
             embedder_address=service_address("embedder", env),
             database_pool_size=env.int("SEARCH_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
             bm25=Bm25(
-                k1=env.float("SEARCH_BM25_K1", 1.2, minimum=0.0),
+                k1=env.float("SEARCH_BM25_K1", bm25.k1, minimum=0.0),
                 b=b,
-                tiers=_tiers(env),
+                tiers=_tiers(env, bm25.tiers),
                 text_config=text_config,
-                common_fraction=env.float("SEARCH_BM25_COMMON_FRACTION", 0.05, minimum=0.0),
-                common_min_df=env.int("SEARCH_BM25_COMMON_MIN_DF", 1000, minimum=0),
+                common_fraction=env.float("SEARCH_BM25_COMMON_FRACTION", bm25.common_fraction, minimum=0.0),
+                common_min_df=env.int("SEARCH_BM25_COMMON_MIN_DF", bm25.common_min_df, minimum=0),
             ),
-            channel_depth=env.int("SEARCH_CHANNEL_DEPTH", 300, minimum=1, maximum=1000),
-            rrf_k=env.int("SEARCH_RRF_K", 60, minimum=1, maximum=10000),
+            channel_depth=env.int("SEARCH_CHANNEL_DEPTH", CHANNEL_DEPTH, minimum=1, maximum=1000),
+            rrf_k=env.int("SEARCH_RRF_K", RRF_K, minimum=1, maximum=10000),
             weights=Weights(vector=vector_weight, lexical=lexical_weight),
             lexical_confidence=env.bool("SEARCH_LEXICAL_CONFIDENCE", True),
-            ef_search=env.int("SEARCH_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000),
-            max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", 20000, minimum=1),
+            ef_search=env.int("SEARCH_HNSW_EF_SEARCH", DEFAULT_EF_SEARCH, minimum=1, maximum=1000),
+            max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", DEFAULT_MAX_SCAN_TUPLES, minimum=1),
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
@@ -90,8 +93,10 @@ class SearchSettings:
         )
 
 
-def _tiers(env: Env) -> tuple[float, float, float, float]:
-    raw = env.str("SEARCH_BM25_WEIGHTS", "0.05,0.1,0.2,1.0") or ""
+def _tiers(env: Env, default: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    raw = env.str("SEARCH_BM25_WEIGHTS")
+    if raw is None:
+        return default
     try:
         values = tuple(float(part) for part in raw.split(","))
     except ValueError:

@@ -103,6 +103,8 @@ ORDER BY s.score DESC, s.chunk_id
 CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
 DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
+DEFAULT_EF_SEARCH = 100
+DEFAULT_MAX_SCAN_TUPLES = 20000
 RECORD_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -149,7 +151,12 @@ class Bm25:
 
 class PostgresChunkIndex:
     def __init__(
-        self, db: Database, *, bm25: Bm25 = Bm25(), ef_search: int = 100, max_scan_tuples: int = 20000
+        self,
+        db: Database,
+        *,
+        bm25: Bm25 = Bm25(),
+        ef_search: int = DEFAULT_EF_SEARCH,
+        max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES,
     ) -> None:
         self._db = db
         self._bm25 = bm25
