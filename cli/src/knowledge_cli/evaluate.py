@@ -188,14 +188,10 @@ def main(options: argparse.Namespace) -> int:
 
 
 def _dev_token(tenant: str) -> str:
-    from knowledge_runtime.devkeys import mint_dev_token
-    from knowledge_runtime.settings import Env, default_data_dir
+    from knowledge_cli.devtoken import mint_local_token
 
-    data_dir = Env().path("DATA_DIR", default_data_dir())
-    assert data_dir is not None
     try:
-        return mint_dev_token(data_dir / "keys", tenant=tenant, capabilities=["corpus.create", "corpus.read",
-                                                                                "document.upload", "search"])
+        return mint_local_token(tenant, capabilities=["corpus.create", "corpus.read", "document.upload", "search"])
     except FileNotFoundError as error:
         raise EvalError(f"{error}; or pass --token") from None
 

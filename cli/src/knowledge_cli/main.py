@@ -12,7 +12,7 @@ import asyncio
 import sys
 
 from knowledge_runtime.auth import ALL_CAPABILITIES
-from knowledge_runtime.settings import Env, SettingsError, default_data_dir
+from knowledge_runtime.settings import Env, SettingsError
 
 
 def _up(options: argparse.Namespace) -> int:
@@ -56,11 +56,8 @@ def _environ() -> dict[str, str]:
 
 
 def _dev_token(options: argparse.Namespace) -> int:
-    from knowledge_runtime.devkeys import mint_dev_token
+    from knowledge_cli.devtoken import mint_local_token
 
-    env = Env()
-    data_dir = env.path("DATA_DIR", default_data_dir())
-    assert data_dir is not None
     capabilities = None
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
@@ -70,14 +67,7 @@ def _dev_token(options: argparse.Namespace) -> int:
                   f"(known: {', '.join(ALL_CAPABILITIES)})", file=sys.stderr)
             return 2
     try:
-        token = mint_dev_token(
-            data_dir / "keys",
-            tenant=options.tenant,
-            capabilities=capabilities,
-            issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-            audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
-            ttl_s=options.ttl,
-        )
+        token = mint_local_token(options.tenant, capabilities=capabilities, ttl_s=options.ttl)
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 1

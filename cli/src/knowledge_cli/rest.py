@@ -126,17 +126,10 @@ def _token(options: argparse.Namespace) -> str:
 
 
 def _dev_token(tenant: str) -> str:
-    from knowledge_runtime.devkeys import mint_dev_token
-    from knowledge_runtime.settings import Env, default_data_dir
+    from knowledge_cli.devtoken import mint_local_token
 
-    env = Env()
-    data_dir = env.path("DATA_DIR", default_data_dir())
     try:
-        return mint_dev_token(
-            data_dir / "keys", tenant=tenant,
-            issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-            audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
-        )
+        return mint_local_token(tenant)
     except FileNotFoundError as error:
         raise ApiError(str(error), AUTH) from None
 

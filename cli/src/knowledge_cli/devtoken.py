@@ -1,0 +1,27 @@
+"""Development tokens for the local stack (``knowledge up``): signed with its key, for its issuer
+and audience, read from the same ``KNOWLEDGE_*`` variables the stack itself reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from knowledge_runtime.devkeys import mint_dev_token
+from knowledge_runtime.settings import Env, default_data_dir
+
+
+def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600) -> str:
+    """A token the local stack accepts; all capabilities when none are named.
+
+    Raises FileNotFoundError when the stack has not made its key yet.
+    """
+    env = Env()
+    data_dir = env.path("DATA_DIR", default_data_dir())
+    assert data_dir is not None
+    return mint_dev_token(
+        data_dir / "keys",
+        tenant=tenant,
+        capabilities=capabilities,
+        issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
+        audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+        ttl_s=ttl_s,
+    )
