@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
 from knowledge_runtime.db.connect import service_role
 from knowledge_runtime.db.migrate import migrate
-from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys
+from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
 from knowledge_runtime.settings import DEFAULT_HTTP_PORT, DEFAULT_PORTS, Env, default_data_dir
 
@@ -129,7 +129,7 @@ class Stack:
                 "KNOWLEDGE_JWKS_PATH": str(jwks_path),
                 # Services sign their internal calls with the development key in the embedded stack.
                 "KNOWLEDGE_SERVICE_KEY_PATH": str(jwks_path.parent / PRIVATE_KEY_FILE),
-                "KNOWLEDGE_SERVICE_KEY_ID": (jwks_path.parent / "dev-signing-key.kid").read_text().strip(),
+                "KNOWLEDGE_SERVICE_KEY_ID": (jwks_path.parent / KEY_ID_FILE).read_text().strip(),
                 "KNOWLEDGE_JWT_ISSUER": self.settings.issuer,
                 "KNOWLEDGE_JWT_AUDIENCE": self.settings.audience,
                 "KNOWLEDGE_DATABASE_URL": database_url,

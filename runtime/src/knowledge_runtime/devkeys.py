@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from knowledge_runtime.auth import ALL_CAPABILITIES, CAPABILITIES_CLAIM, TENANT_CLAIM
 
 PRIVATE_KEY_FILE = "dev-signing-key.pem"
+KEY_ID_FILE = "dev-signing-key.kid"
 JWKS_FILE = "jwks.json"
 
 
@@ -38,7 +39,7 @@ def ensure_dev_keys(keys_dir: Path) -> Path:
     public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     public_jwk.update({"kid": kid, "alg": "RS256", "use": "sig"})
     _write_private(private_path, pem)
-    (keys_dir / "dev-signing-key.kid").write_text(kid)
+    (keys_dir / KEY_ID_FILE).write_text(kid)
     tmp = jwks_path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"keys": [public_jwk]}, indent=2))
     os.replace(tmp, jwks_path)
@@ -66,7 +67,7 @@ def mint_dev_token(
     private_path = keys_dir / PRIVATE_KEY_FILE
     if not private_path.exists():
         raise FileNotFoundError(f"no development key under {keys_dir}; run `knowledge up` once first")
-    kid = (keys_dir / "dev-signing-key.kid").read_text().strip()
+    kid = (keys_dir / KEY_ID_FILE).read_text().strip()
     now = int(time.time())
     claims = {
         "iss": issuer,
