@@ -25,16 +25,16 @@ def _mode(value: int) -> SearchMode:
     return parsed
 
 
-def _search_request(request, **extra) -> SearchRequest:
-    """Search and SearchDocuments take the same request fields (Search also per-request weights)."""
+def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
+    """The fields all three requests share; ``extra`` adds Search's mode and weights."""
+    default_top_k, max_top_k = top_k
     return SearchRequest.parse(
         request.query,
         corpus_id=request.corpus_id,
         document_id=request.document_id,
         top_k=request.top_k,
-        mode=_mode(request.mode),
-        default_top_k=SEARCH_TOP_K[0],
-        max_top_k=SEARCH_TOP_K[1],
+        default_top_k=default_top_k,
+        max_top_k=max_top_k,
         **extra,
     )
 
@@ -47,13 +47,16 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def Search(
         self, request: search_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchResponse:
-        parsed = _search_request(request, weights=convert.weights(request.weights))
+        parsed = _search_request(
+            request, SEARCH_TOP_K, mode=_mode(request.mode), weights=convert.weights(request.weights)
+        )
         return convert.search_response(await self._searches.search(current_scope(), parsed))
 
     async def SearchDocuments(
         self, request: search_pb2.SearchDocumentsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchDocumentsResponse:
-        outcome = await self._searches.search(current_scope(), _search_request(request))
+        parsed = _search_request(request, SEARCH_TOP_K, mode=_mode(request.mode))
+        outcome = await self._searches.search(current_scope(), parsed)
         return search_pb2.SearchDocumentsResponse(
             text=render(outcome.hits, outcome.relevance),
             relevance=convert.RELEVANCE[outcome.relevance],
@@ -61,14 +64,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         )
 
     async def Query(self, request: search_pb2.QueryRequest, context: grpc.aio.ServicerContext) -> search_pb2.QueryResponse:
-        parsed = SearchRequest.parse(
-            request.query,
-            corpus_id=request.corpus_id,
-            document_id=request.document_id,
-            top_k=request.top_k,
-            default_top_k=QUERY_TOP_K[0],
-            max_top_k=QUERY_TOP_K[1],
-        )
+        parsed = _search_request(request, QUERY_TOP_K)
         return convert.query_response(await self._answers.query(current_scope(), parsed))
 
 
