@@ -67,11 +67,10 @@ class ServiceTokenSigner:
             raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: not a usable signing key ({type(error).__name__})") from None
 
     @classmethod
-    def for_service(cls, common: CommonSettings, key: ServiceKey | None = None,
-                    env: Env | None = None) -> ServiceTokenSigner:
+    def for_service(cls, common: CommonSettings, key: ServiceKey | None = None) -> ServiceTokenSigner:
         """The signer of ``common.service``; the key from settings, else from the environment."""
         return cls(
-            key or ServiceKey.from_env(env),
+            key or ServiceKey.from_env(),
             issuer=common.jwt_issuer,
             audience=common.jwt_audience,
             subject=f"service:{common.service}",
