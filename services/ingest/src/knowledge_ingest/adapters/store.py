@@ -239,26 +239,24 @@ class PostgresIngestStore:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
             existing = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
-            base = (tenant, corpus_id)
+            # (re_extract, state, stage, progress, result, duplicate) of the new job
             if existing is None:
                 document_id = await tx.fetchval("insert_document", INSERT_DOCUMENT, tenant, corpus_id,
                                                 blob.blob_id, filename, mime_type, source_url)
-                row = await tx.fetchrow("insert_job", INSERT_JOB, *base, document_id, blob.blob_id, filename,
-                                        mime_type, False, "QUEUED", "queued", 0.0, None, False)
-            elif State(existing["state"]) is State.SEARCHABLE and existing["chunk_count"] > 0:
-                result = JobResult(existing["document_id"], existing["chunk_count"], duplicate=True,
-                                   warnings=tuple(existing["warnings"]))
-                row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
-                                        filename, mime_type, False, "SEARCHABLE", "searchable (duplicate)", 1.0,
-                                        json.dumps(result.as_json()), True)
-            elif not State(existing["state"]).terminal:  # being ingested now: wait for its outcome
-                row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
-                                        filename, mime_type, False, "QUEUED", "queued (same file being ingested)",
-                                        0.0, None, True)
-            else:  # an earlier ingest of these bytes failed or found no text: extract again into that document
-                await tx.execute("requeue_document", REQUEUE_DOCUMENT, existing["document_id"])
-                row = await tx.fetchrow("insert_job", INSERT_JOB, *base, existing["document_id"], blob.blob_id,
-                                        filename, mime_type, True, "QUEUED", "queued", 0.0, None, False)
+                fields = (False, "QUEUED", "queued", 0.0, None, False)
+            else:
+                document_id, state = existing["document_id"], State(existing["state"])
+                if state is State.SEARCHABLE and existing["chunk_count"] > 0:
+                    result = JobResult(document_id, existing["chunk_count"], duplicate=True,
+                                       warnings=tuple(existing["warnings"]))
+                    fields = (False, "SEARCHABLE", "searchable (duplicate)", 1.0, json.dumps(result.as_json()), True)
+                elif not state.terminal:  # being ingested now: wait for its outcome
+                    fields = (False, "QUEUED", "queued (same file being ingested)", 0.0, None, True)
+                else:  # an earlier ingest of these bytes failed or found no text: extract again into that document
+                    await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+                    fields = (True, "QUEUED", "queued", 0.0, None, False)
+            row = await tx.fetchrow("insert_job", INSERT_JOB, tenant, corpus_id, document_id, blob.blob_id, filename,
+                                    mime_type, *fields)
         return _job(row)
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
