@@ -44,6 +44,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
 
 
+def _retrieval_scope(parser: argparse.ArgumentParser) -> None:
+    """What search and query look in, and how many hits they take."""
+    parser.add_argument("--corpus", default="")
+    parser.add_argument("--document", default="")
+    parser.add_argument("--top-k", type=int, default=0)
+
+
 def add_parsers(commands) -> None:
     epilog = "exit codes: " + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items())
     corpora = commands.add_parser("corpora", help="create or list corpora", epilog=epilog)
@@ -68,18 +75,14 @@ def add_parsers(commands) -> None:
 
     search = commands.add_parser("search", help="hybrid search over the tenant's documents", epilog=epilog)
     search.add_argument("query")
-    search.add_argument("--corpus", default="")
-    search.add_argument("--document", default="")
-    search.add_argument("--top-k", type=int, default=0)
+    _retrieval_scope(search)
     search.add_argument("--mode", choices=("hybrid", "vector", "lexical"), default="")
     _common(search)
     search.set_defaults(run=_run(_search))
 
     query = commands.add_parser("query", help="a cited answer to a question", epilog=epilog)
     query.add_argument("question")
-    query.add_argument("--corpus", default="")
-    query.add_argument("--document", default="")
-    query.add_argument("--top-k", type=int, default=0)
+    _retrieval_scope(query)
     _common(query)
     query.set_defaults(run=_run(_query))
 
