@@ -133,7 +133,7 @@ def _hit(row) -> ChannelHit:
         page=row["page"],
         content=row["content"],
     )
-    coverage = row.get("coverage") if "coverage" in row.keys() else None
+    coverage = row.get("coverage")  # only the lexical channel selects it
     return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))
 
 
