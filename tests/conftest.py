@@ -6,7 +6,9 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
 
@@ -31,6 +33,21 @@ def make_token(keys_dir: Path) -> Callable[..., str]:
         return mint_dev_token(keys_dir, tenant=tenant, capabilities=capabilities, **kwargs)
 
     return make
+
+
+def auth(token: str) -> list[tuple[str, str]]:
+    """gRPC call metadata carrying ``token`` as the bearer."""
+    return [("authorization", f"Bearer {token}")]
+
+
+def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
+    """The one ErrorInfo of a failed call's google.rpc.Status (the house style allows no other)."""
+    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
+    status = status_pb2.Status.FromString(raw)
+    assert len(status.details) == 1
+    info = error_details_pb2.ErrorInfo()
+    status.details[0].Unpack(info)
+    return info
 
 
 def free_port() -> int:

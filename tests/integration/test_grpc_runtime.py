@@ -4,7 +4,6 @@ import json
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
@@ -18,6 +17,8 @@ from knowledge_runtime.logging import configure_logging
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 from knowledge_runtime.tracing import configure_tracing, tracer
+
+from tests.conftest import auth, error_info
 
 pytestmark = pytest.mark.integration
 
@@ -53,19 +54,6 @@ async def ingest_server(migrated_pg, verifier):
 async def stub(ingest_server):
     async with grpc.aio.insecure_channel(ingest_server) as channel:
         yield ingest_pb2_grpc.IngestServiceStub(channel)
-
-
-def auth(token: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {token}")]
-
-
-def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
-    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
-    status = status_pb2.Status.FromString(raw)
-    assert len(status.details) == 1
-    info = error_details_pb2.ErrorInfo()
-    status.details[0].Unpack(info)
-    return info
 
 
 async def test_health_and_reflection(ingest_server):
