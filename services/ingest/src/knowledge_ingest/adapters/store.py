@@ -16,6 +16,7 @@ import numpy as np
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 
+from knowledge_ingest.adapters.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State
 from knowledge_ingest.domain.errors import JobFinished
 from knowledge_ingest.domain.model import Page
@@ -24,9 +25,9 @@ from knowledge_ingest.domain.ports import Lease, StoredBlob
 _TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
 _JOB_COLUMNS = """job_id, tenant_id, corpus_id, document_id, blob_id, filename, mime_type, state, stage, progress,
     error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time"""
+_J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in _JOB_COLUMNS.split(","))  # where the table is aliased j
 
 CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
-ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
 SELECT document_id, state, chunk_count, warnings FROM documents
@@ -49,7 +50,7 @@ WITH delivered AS (
     WHERE job_id = $2 AND tenant_id = $1 AND $3 AND result IS NOT NULL AND NOT result_delivered
     RETURNING job_id, result
 )
-SELECT {", ".join("j." + c.strip() for c in _JOB_COLUMNS.split(","))}, d.result AS delivered
+SELECT {_J_JOB_COLUMNS}, d.result AS delivered
 FROM ingest_jobs j LEFT JOIN delivered d USING (job_id)
 WHERE j.job_id = $2 AND j.tenant_id = $1
 """
@@ -83,7 +84,7 @@ WITH next AS (
 UPDATE ingest_jobs j SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2),
     attempts = j.attempts + 1, update_time = now()
 FROM next WHERE j.job_id = next.job_id
-RETURNING {", ".join("j." + c.strip() for c in _JOB_COLUMNS.split(","))}
+RETURNING {_J_JOB_COLUMNS}
 """
 REPORT = f"""
 UPDATE ingest_jobs SET state = $3, progress = $4, stage = $5,
