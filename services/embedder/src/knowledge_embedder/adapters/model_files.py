@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import structlog
 from knowledge_runtime.settings import SettingsError
 
+log = structlog.get_logger("knowledge.embedder.model")
 VARIABLE = "KNOWLEDGE_EMBEDDING_MODEL"
 # Models whose position ids start after the padding index (RoBERTa family, e.g. bge-m3).
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
@@ -50,6 +52,15 @@ def position_limit(model_dir: Path) -> int | None:
     if config.get("model_type") in _OFFSET_POSITIONS:
         positions -= int(config.get("pad_token_id", 1)) + 1
     return positions
+
+
+def capped_max_seq_length(model_dir: Path, configured: int) -> int:
+    """The configured input length, or the model's limit when that is shorter (said in a warning)."""
+    limit = position_limit(model_dir)
+    if limit is not None and configured > limit:
+        log.warning("max_seq_length_capped", configured=configured, model_limit=limit)
+        return limit
+    return configured
 
 
 def pooling_mode(model_dir: Path) -> str:

@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 
 from knowledge_runtime.settings import SettingsError
 
-from knowledge_embedder.adapters.model_files import has_extra_modules, pooling_mode, position_limit
+from knowledge_embedder.adapters.model_files import capped_max_seq_length, has_extra_modules, pooling_mode
 from knowledge_embedder.adapters.onnx_export import ensure_int8_model
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
@@ -38,8 +38,7 @@ class OnnxEncoder:
         if has_extra_modules(model_dir):
             raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 supports transformer + pooling models only")
         self.model_id = model_id
-        limit = position_limit(model_dir)
-        self.max_seq_length = min(max_seq_length, limit) if limit else max_seq_length
+        self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
         self._pooling = pooling_mode(model_dir)
         options = ort.SessionOptions()

@@ -10,17 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import structlog
 import torch
 from sentence_transformers import SentenceTransformer
 
 from knowledge_runtime.settings import SettingsError
 
-from knowledge_embedder.adapters.model_files import position_limit
+from knowledge_embedder.adapters.model_files import capped_max_seq_length
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
-log = structlog.get_logger("knowledge.embedder.torch")
 DEFAULT_BATCH_SIZES = {"cuda": 32, "mps": 8, "cpu": 16}
 
 
@@ -33,14 +31,6 @@ def pick_device(configured: str) -> str:
     return configured
 
 
-def effective_max_seq_length(model_dir: Path, configured: int) -> int:
-    limit = position_limit(model_dir)
-    if limit is not None and configured > limit:
-        log.warning("max_seq_length_capped", configured=configured, model_limit=limit)
-        return limit
-    return configured
-
-
 class TorchEncoder:
     backend = "torch"
 
@@ -48,7 +38,7 @@ class TorchEncoder:
         self.model_id = model_id
         self.device = pick_device(device)
         self._model = SentenceTransformer(str(model_dir), device=self.device, local_files_only=True)
-        self.max_seq_length = effective_max_seq_length(model_dir, max_seq_length)
+        self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
         self._model.max_seq_length = self.max_seq_length
         self.dimension = int(self._model.get_embedding_dimension())
         self.batch_size = batch_size or DEFAULT_BATCH_SIZES[self.device.split(":")[0]]
