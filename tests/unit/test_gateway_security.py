@@ -162,7 +162,7 @@ def test_openapi_is_served_without_a_token():
     assert rules[0] == {"match": {"path": OPENAPI_PATH}}  # first match wins: no `requires`
     routes = manager(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
     served = next(r for r in routes if r["match"].get("path") == OPENAPI_PATH)
-    assert json.loads(served["direct_response"]["body"]["inline_string"])["openapi"].startswith("3.")
+    assert json.loads(Path(served["direct_response"]["body"]["filename"]).read_text())["openapi"].startswith("3.")
 
 
 def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from knowledge_gateway.descriptors import descriptor_bytes
-from knowledge_gateway.render import DESCRIPTOR_NAME, main, read_env_files
+from knowledge_gateway.openapi import committed_path, openapi_text
+from knowledge_gateway.render import DESCRIPTOR_NAME, OPENAPI_NAME, main, read_env_files
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVOY = Path(sys.executable).parent / "envoy"
@@ -48,6 +49,8 @@ def test_renders_kubernetes_upstreams_from_env_files(tmp_path, capsys):
     assert '"issuer": "https://idp/"' in text
     assert '"proto_descriptor": "/etc/envoy/knowledge.pb"' in text
     assert (out / DESCRIPTOR_NAME).read_bytes() == descriptor_bytes()
+    assert '"filename": "/etc/envoy/openapi.json"' in text
+    assert (out / OPENAPI_NAME).read_text() == openapi_text()
     assert str(out / "envoy.json") in capsys.readouterr().out
 
 
@@ -79,6 +82,7 @@ def test_envoy_accepts_the_committed_kubernetes_configs(tmp_path, keys_dir):
     for name, path in COMMITTED.items():
         text = path.read_text()
         text = text.replace("/etc/envoy/knowledge.pb", str(descriptor))
+        text = text.replace("/etc/envoy/openapi.json", str(committed_path()))
         text = text.replace("/etc/knowledge/jwks/jwks.json", str(keys_dir / "jwks.json"))
         local = tmp_path / f"{name}.json"
         local.write_text(text)

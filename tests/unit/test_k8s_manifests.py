@@ -21,6 +21,7 @@ import pytest
 import yaml
 from knowledge_gateway.descriptors import descriptor_bytes
 from knowledge_gateway.envoy import config_text
+from knowledge_gateway.openapi import openapi_text
 from knowledge_gateway.render import gateway_config
 from knowledge_runtime.settings import DEFAULT_PORTS
 
@@ -534,17 +535,19 @@ def test_service_addresses_point_at_the_services(overlay):
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_gateway_config_is_rendered_from_the_overlays_settings(overlay):
-    """envoy.json/knowledge.pb in the ConfigMap are what the render command gives for this overlay."""
+    """envoy.json/knowledge.pb/openapi.json in the ConfigMap are what the render command gives for this overlay."""
     gateway = config_map(overlay, "knowledge-gateway")
     settings = config_map(overlay, "knowledge-config")["data"]
     fix = "the gateway's files in k8s/ are stale (protos or config.env changed): run `make k8s-gateway`"
     assert gateway["data"]["envoy.json"] == config_text(gateway_config(settings)), fix
     assert base64.b64decode(gateway["binaryData"]["knowledge.pb"]) == descriptor_bytes(), fix
+    assert gateway["data"]["openapi.json"] == openapi_text(), fix
     deployment_spec = one(overlay, "Deployment", "knowledge-gateway")["spec"]["template"]["spec"]
     mounts = {m["name"]: m["mountPath"] for m in deployment_spec["containers"][0]["volumeMounts"]}
     bootstrap = json.loads(gateway["data"]["envoy.json"])
     text = json.dumps(bootstrap)
     assert f'"{mounts["config"]}/knowledge.pb"' in text
+    assert f'"{mounts["config"]}/openapi.json"' in text
     assert f'"{settings["KNOWLEDGE_JWKS_PATH"]}"' in text
     assert settings["KNOWLEDGE_JWKS_PATH"].startswith(mounts["jwks"] + "/")
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowledge_runtime.settings import Env, SettingsError
 
 from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names
-from knowledge_gateway.openapi import openapi_text
+from knowledge_gateway.openapi import committed_path
 
 REST_PREFIX = "/api/v1/knowledge"
 JWT_PROVIDER = "knowledge"
@@ -53,6 +53,8 @@ class GatewayConfig:
     issuer: str
     audience: str
     descriptor_path: Path
+    # The OpenAPI description Envoy reads at start and serves: a file, not inlined in the bootstrap.
+    openapi_path: Path = field(default_factory=committed_path)
     max_body_bytes: int = 100 * 1024 * 1024
     request_timeout_s: int = 30
     upload_timeout_s: int = 600
@@ -128,7 +130,7 @@ def _routes(config: GatewayConfig) -> list[dict]:
         {"match": {"path": "/healthz"}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
         {
             "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"safe_regex": {"regex": "GET|HEAD"}}}]},
-            "direct_response": {"status": 200, "body": {"inline_string": openapi_text()}},
+            "direct_response": {"status": 200, "body": {"filename": str(config.openapi_path)}},
             "response_headers_to_add": json_header,
         },
         # After transcoding the path is the gRPC method's; uploads get the long timeout. A gRPC

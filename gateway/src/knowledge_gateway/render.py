@@ -1,8 +1,8 @@
 """``python -m knowledge_gateway.render --out DIR``: Envoy's files for a deployment.
 
-Writes ``envoy.json`` (the bootstrap) and ``knowledge.pb`` (the descriptor set the
-transcoder reads) for Envoy running in a container, e.g. a Kubernetes pod that mounts both
-at ``/etc/envoy``. The upstreams, issuer and audience come from the same ``KNOWLEDGE_*``
+Writes ``envoy.json`` (the bootstrap), ``knowledge.pb`` (the descriptor set the
+transcoder reads) and ``openapi.json`` (the description the gateway serves) for Envoy running
+in a container, e.g. a Kubernetes pod that mounts all three at ``/etc/envoy``. The upstreams, issuer and audience come from the same ``KNOWLEDGE_*``
 settings the services read: from the ``--env-file`` files in order (later ones win), or,
 when none is given, from the environment. ``k8s/`` keeps the output of this command next to
 the ``config.env`` it was rendered from, and a test fails when the two drift apart.
@@ -19,9 +19,11 @@ from pathlib import Path
 from knowledge_runtime.settings import DEFAULT_HTTP_PORT, Env, SettingsError, service_address
 
 from knowledge_gateway.envoy import GatewayConfig, limits_from_env, write_config, write_descriptor_set
+from knowledge_gateway.openapi import openapi_text
 
 CONFIG_NAME = "envoy.json"
 DESCRIPTOR_NAME = "knowledge.pb"
+OPENAPI_NAME = "openapi.json"
 # Where the container finds its files: the gateway's ConfigMap is mounted at /etc/envoy.
 DEFAULT_CONFIG_DIR = "/etc/envoy"
 DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
@@ -57,6 +59,7 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
         issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
         audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
         descriptor_path=Path(config_dir) / DESCRIPTOR_NAME,
+        openapi_path=Path(config_dir) / OPENAPI_NAME,
         max_body_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
         **limits_from_env(env),
     )
@@ -66,6 +69,9 @@ def write(out: Path, config: GatewayConfig, *, descriptor: bool = True) -> list[
     written = [write_config(config, out / CONFIG_NAME)]
     if descriptor:
         written.append(write_descriptor_set(out / DESCRIPTOR_NAME))
+        openapi = out / OPENAPI_NAME
+        openapi.write_text(openapi_text())
+        written.append(openapi)
     return written
 
 
@@ -73,18 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m knowledge_gateway.render", description="Write Envoy's bootstrap and descriptor set."
     )
-    parser.add_argument("--out", type=Path, required=True, help="folder for envoy.json and knowledge.pb")
+    parser.add_argument("--out", type=Path, required=True, help="folder for envoy.json, knowledge.pb and openapi.json")
     parser.add_argument(
         "--env-file", type=Path, action="append", default=[],
         help="KEY=VALUE file with KNOWLEDGE_* settings (repeatable, later wins); default: the environment",
     )
     parser.add_argument(
         "--config-dir", default=DEFAULT_CONFIG_DIR,
-        help=f"where Envoy finds knowledge.pb at run time (default {DEFAULT_CONFIG_DIR})",
+        help=f"where Envoy finds knowledge.pb and openapi.json at run time (default {DEFAULT_CONFIG_DIR})",
     )
     parser.add_argument(
         "--skip-descriptor", action="store_true",
-        help="write envoy.json only (an overlay that keeps the base's knowledge.pb)",
+        help="write envoy.json only (an overlay that keeps the base's knowledge.pb and openapi.json)",
     )
     options = parser.parse_args(argv)
     try:
