@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from knowledge_ingest.domain.errors import InvalidCorpus
 
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2000
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +53,14 @@ class Page:
 
     size: int
     after_id: int = 0
+
+    def probe(self) -> Page:
+        """One item more than the page holds: whether another page follows."""
+        return Page(size=self.size + 1, after_id=self.after_id)
+
+    def cut(self, found: list[T], key: Callable[[T], int]) -> tuple[list[T], int | None]:
+        """The page out of what ``probe`` found, and the id to continue after (None on the last page)."""
+        if len(found) > self.size:
+            items = found[: self.size]
+            return items, key(items[-1])
+        return found, None

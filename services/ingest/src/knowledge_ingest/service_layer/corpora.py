@@ -27,9 +27,5 @@ class CorpusUseCases:
 
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
         """One page and the id to continue after (None on the last page)."""
-        probe = Page(size=page.size + 1, after_id=page.after_id)
-        found = await self.corpora.list_user_corpora(scope.tenant, probe)
-        if len(found) > page.size:
-            items = found[: page.size]
-            return items, items[-1].corpus_id
-        return found, None
+        found = await self.corpora.list_user_corpora(scope.tenant, page.probe())
+        return page.cut(found, lambda corpus: corpus.corpus_id)

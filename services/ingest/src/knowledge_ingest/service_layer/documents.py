@@ -43,11 +43,8 @@ class DocumentUseCases:
         key = parse_id(corpus_id, "corpus_id")
         if not await self.store.corpus_accepts_uploads(scope.tenant, key):
             raise CorpusNotFound(corpus_id)
-        found = await self.store.list_documents(scope.tenant, key, Page(size=page.size + 1, after_id=page.after_id))
-        if len(found) > page.size:
-            items = found[: page.size]
-            return items, items[-1].document_id
-        return found, None
+        found = await self.store.list_documents(scope.tenant, key, page.probe())
+        return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
