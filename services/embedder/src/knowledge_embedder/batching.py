@@ -27,6 +27,7 @@ from knowledge_embedder import metrics
 from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
 
 log = structlog.get_logger("knowledge.embedder.queue")
+_tracer = tracer("knowledge.embedder")
 
 
 @dataclass(eq=False)
@@ -136,7 +137,7 @@ class BatchQueue:
                 metrics.STAGE_SECONDS.labels(stage="queue").observe(started - item.enqueued)
             tokens = sum(item.tokens for item in batch)
             try:
-                with tracer("knowledge.embedder").start_as_current_span("embedder.batch") as span:
+                with _tracer.start_as_current_span("embedder.batch") as span:
                     span.set_attribute("embedder.batch_size", len(batch))
                     span.set_attribute("embedder.batch_tokens", tokens)
                     vectors = await loop.run_in_executor(self._executor, self._encode, [i.text for i in batch])

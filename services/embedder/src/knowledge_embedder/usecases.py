@@ -38,6 +38,7 @@ from knowledge_embedder.domain.model import (
 from knowledge_embedder.domain.ports import EmbeddingStore, Encoder
 
 log = structlog.get_logger("knowledge.embedder")
+_tracer = tracer("knowledge.embedder")
 T = TypeVar("T")
 OPERATION = "embed"
 
@@ -135,7 +136,7 @@ class EmbedderUseCases:
         return embedded, mean_pool(embedded.vectors)
 
     def _chunk(self, content: str, source: str) -> list[TextChunk]:
-        with tracer("knowledge.embedder").start_as_current_span("embedder.chunk"):
+        with _tracer.start_as_current_span("embedder.chunk"):
             try:
                 return split_structural(content, source=source)
             except Exception as error:  # malformed structure must not lose the document: split it plainly
@@ -145,7 +146,7 @@ class EmbedderUseCases:
 
     async def _embed(self, texts: list[str]) -> Embedded:
         started = time.perf_counter()
-        with tracer("knowledge.embedder").start_as_current_span("embedder.tokenize"):
+        with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
         vectors = await self.queue.embed(texts, [m.tokens for m in measured])
@@ -158,7 +159,7 @@ class EmbedderUseCases:
 
     async def _stored(self, write: Awaitable[T]) -> T:
         started = time.perf_counter()
-        with tracer("knowledge.embedder").start_as_current_span("embedder.store"):
+        with _tracer.start_as_current_span("embedder.store"):
             result = await write
         metrics.STAGE_SECONDS.labels(stage="store").observe(time.perf_counter() - started)
         return result
