@@ -12,7 +12,7 @@ import asyncio
 import sys
 
 from knowledge_runtime.auth import ALL_CAPABILITIES
-from knowledge_runtime.settings import Env, SettingsError
+from knowledge_runtime.settings import SettingsError
 
 
 def _up(options: argparse.Namespace) -> int:
@@ -23,12 +23,11 @@ def _up(options: argparse.Namespace) -> int:
 
 def _migrate(options: argparse.Namespace) -> int:
     from knowledge_runtime.db.migrate import MigrationError, migrate
-    from knowledge_runtime.model_config import embedding_dimension
 
     from knowledge_cli.stack import StackSettings
 
     settings = StackSettings.from_env()
-    dimension = embedding_dimension(Env({"KNOWLEDGE_EMBEDDING_MODEL": settings.embedding_model, **_environ()}))
+    dimension = settings.embedding_dimension()
     embedded = None
     if settings.database_url:
         url = settings.database_url
@@ -47,12 +46,6 @@ def _migrate(options: argparse.Namespace) -> int:
             embedded.stop()
     print("knowledge: applied " + (", ".join(applied) if applied else "nothing (up to date)"))
     return 0
-
-
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def _dev_token(options: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ class StackSettings:
     ports: Mapping[str, int]
     database_url: str | None
     embedding_model: str
+    embedding_model_id: str  # the name Info and cost records give; "" lets the embedder derive it from the path
     issuer: str
     audience: str
     max_upload_bytes: int
@@ -55,6 +56,7 @@ class StackSettings:
         env = env or Env()
         data_dir = env.path("DATA_DIR", default_data_dir())
         assert data_dir is not None
+        model = env.str("EMBEDDING_MODEL")
         return cls(
             data_dir=data_dir.resolve(),
             host="127.0.0.1",
@@ -62,7 +64,8 @@ class StackSettings:
             admin_port=env.port("ENVOY_ADMIN_PORT", 0),
             ports={name: env.port(f"{name.upper().replace('-', '_')}_PORT", DEFAULT_PORTS[name]) for name in SERVICES},
             database_url=env.str("DATABASE_URL"),
-            embedding_model=env.str("EMBEDDING_MODEL") or default_embedding_model(),
+            embedding_model=model or default_embedding_model(),
+            embedding_model_id=env.str("EMBEDDING_MODEL_ID") or ("" if model else DEFAULT_EMBEDDING_MODEL_ID),
             issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
             audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
             max_upload_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
@@ -72,6 +75,13 @@ class StackSettings:
     @property
     def rest_url(self) -> str:
         return f"http://{self.host}:{self.http_port}{REST_PREFIX}"
+
+    def embedding_dimension(self) -> int:
+        """The schema's vector dimension for the model the stack runs (no model is loaded)."""
+        return embedding_dimension(Env({"KNOWLEDGE_EMBEDDING_MODEL": self.embedding_model, **os.environ}))
+
+
+DEFAULT_EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def default_embedding_model() -> str:
@@ -120,7 +130,7 @@ class Stack:
     def run_dir(self) -> Path:
         return self.settings.data_dir / "run"
 
-    def _service_env(self, name: str, jwks_path: Path, database_url: str) -> dict[str, str]:
+    def _service_env(self, jwks_path: Path, database_url: str) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             {
@@ -134,9 +144,7 @@ class Stack:
                 "KNOWLEDGE_JWT_AUDIENCE": self.settings.audience,
                 "KNOWLEDGE_DATABASE_URL": database_url,
                 "KNOWLEDGE_EMBEDDING_MODEL": self.settings.embedding_model,
-                "KNOWLEDGE_EMBEDDING_MODEL_ID": os.environ.get("KNOWLEDGE_EMBEDDING_MODEL_ID")
-                or ("sentence-transformers/all-MiniLM-L6-v2" if not os.environ.get("KNOWLEDGE_EMBEDDING_MODEL")
-                    else ""),
+                "KNOWLEDGE_EMBEDDING_MODEL_ID": self.settings.embedding_model_id,
                 "KNOWLEDGE_MAX_UPLOAD_BYTES": str(self.settings.max_upload_bytes),
                 "HF_HUB_OFFLINE": "1",
                 "DO_NOT_TRACK": "true",
@@ -176,11 +184,10 @@ class Stack:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         jwks_path = ensure_dev_keys(self.settings.data_dir / "keys")
         admin_url, service_urls = self._database()
-        dimension = embedding_dimension(Env({"KNOWLEDGE_EMBEDDING_MODEL": self.settings.embedding_model, **os.environ}))
-        await migrate(admin_url, embedding_dimension=dimension)
+        await migrate(admin_url, embedding_dimension=self.settings.embedding_dimension())
         for name in SERVICES:
             module = "knowledge_" + name.replace("-", "_")
-            self._spawn(name, [sys.executable, "-m", module], self._service_env(name, jwks_path, service_urls[name]))
+            self._spawn(name, [sys.executable, "-m", module], self._service_env(jwks_path, service_urls[name]))
         await self._wait_serving()
         self._start_gateway(jwks_path)
         await self._wait_gateway()
