@@ -98,9 +98,28 @@ def test_follow_draws_each_stage_and_keeps_the_once_delivered_result():
     assert progress_line("a.pdf", {"progress": 0.5, "stage": "chunking"}).startswith("[" + "#" * 12 + "-" * 12 + "]")
 
 
-def test_commands_exit_with_the_codes(monkeypatch, capsys, tmp_path):
+@pytest.fixture
+def knowledge(monkeypatch):
+    """``knowledge ARGS...`` in this process against a fake gateway: given the gateway's handler,
+    a function that runs a command line and returns its exit code."""
     from knowledge_cli.main import parser
 
+    def against(handler):
+        real = httpx.Client.__init__
+        monkeypatch.setattr(httpx.Client, "__init__",
+                            lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
+        monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
+
+        def run(*argv: str) -> int:
+            options = parser().parse_args(list(argv))
+            return options.run(options)
+
+        return run
+
+    return against
+
+
+def test_commands_exit_with_the_codes(knowledge, monkeypatch, capsys, tmp_path):
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/corpora") and request.method == "POST":
             return httpx.Response(409, json=status(6, "a corpus with this name already exists", "CORPUS_ALREADY_EXISTS"))
@@ -109,15 +128,7 @@ def test_commands_exit_with_the_codes(monkeypatch, capsys, tmp_path):
         return httpx.Response(200, json={"corpora": [{"corpus_id": "1", "name": "HR", "document_count": 2,
                                                       "chunk_count": 9}], "next_page_token": ""})
 
-    real = httpx.Client.__init__
-    monkeypatch.setattr(httpx.Client, "__init__",
-                        lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
-    monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
-
-    def run(*argv: str) -> int:
-        options = parser().parse_args(list(argv))
-        return options.run(options)
-
+    run = knowledge(handler)
     assert run("corpora", "list") == codes.OK
     assert capsys.readouterr().out.splitlines()[1] == "1\t2\t9\tHR"
     assert run("corpora", "list", "--json") == codes.OK
@@ -133,9 +144,8 @@ def test_commands_exit_with_the_codes(monkeypatch, capsys, tmp_path):
     assert "no token" in capsys.readouterr().err
 
 
-def test_ctrl_c_while_following_cancels_only_when_asked(monkeypatch, capsys, tmp_path):
+def test_ctrl_c_while_following_cancels_only_when_asked(knowledge, monkeypatch, capsys, tmp_path):
     from knowledge_cli import rest
-    from knowledge_cli.main import parser
 
     cancelled = []
 
@@ -150,16 +160,9 @@ def test_ctrl_c_while_following_cancels_only_when_asked(monkeypatch, capsys, tmp
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    real = httpx.Client.__init__
-    monkeypatch.setattr(httpx.Client, "__init__",
-                        lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
+    run = knowledge(handler)
     monkeypatch.setattr(rest, "follow", interrupted)
-    monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
     (tmp_path / "a.txt").write_text("hello")
-
-    def run(*argv: str) -> int:
-        options = parser().parse_args(list(argv))
-        return options.run(options)
 
     assert run("upload", str(tmp_path / "a.txt"), "--corpus", "1") == codes.INTERRUPTED
     assert cancelled == [] and "j9 go on" in capsys.readouterr().err
