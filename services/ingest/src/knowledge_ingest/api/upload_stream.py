@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from knowledge.v1 import ingest_pb2
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from knowledge_ingest.domain.errors import InvalidRequest, UploadTooLarge
-from knowledge_ingest.service_layer.uploads import UploadSource
+from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.service_layer.uploads import UploadSource, capped
 
 MAX_FIELD_BYTES = 4096
 
@@ -43,23 +43,20 @@ async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest
     return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), bodies)
 
 
-async def _bodies(first: ingest_pb2.UploadDocumentRequest, requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
-                  limit: int | None) -> AsyncIterator[bytes]:
+def _bodies(first: ingest_pb2.UploadDocumentRequest, requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
+            limit: int | None) -> AsyncIterator[bytes]:
     """The body's pieces in order, failing as soon as their total crosses ``limit``."""
-    seen = 0
+    pieces = _pieces(first, requests)
+    return pieces if limit is None else capped(pieces, limit)
 
-    def counted(data: bytes) -> bytes:
-        nonlocal seen
-        seen += len(data)
-        if limit is not None and seen > limit:
-            raise UploadTooLarge(limit)
-        return data
 
+async def _pieces(first: ingest_pb2.UploadDocumentRequest,
+                  requests: AsyncIterator[ingest_pb2.UploadDocumentRequest]) -> AsyncIterator[bytes]:
     if first.http_body.data:
-        yield counted(first.http_body.data)
+        yield first.http_body.data
     async for message in requests:
         if message.http_body.data:
-            yield counted(message.http_body.data)
+            yield message.http_body.data
 
 
 class _MultipartUpload:
