@@ -31,7 +31,6 @@ class State(enum.StrEnum):
 
 
 TERMINAL = frozenset({State.SEARCHABLE, State.FAILED, State.CANCELLED})
-RUNNING = frozenset({State.EXTRACTING, State.CHUNKING, State.EMBEDDING, State.STORING})
 
 
 def progress_of(state: State, done: int = 0, total: int = 0) -> tuple[float, str]:
@@ -164,4 +163,4 @@ class Job:
     create_time: datetime
     update_time: datetime
     result: JobResult | None = None  # set only on the one poll that delivers it
-    duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it  # set only on the one poll that delivers it
+    duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it

@@ -26,7 +26,6 @@ class CorpusNameTaken(AlreadyExists):
         super().__init__("a corpus with this name already exists", metadata={"name": name[:200]})
 
 
-
 class InvalidRequest(InvalidArgument):
     reason = "INVALID_REQUEST"
 

@@ -16,16 +16,13 @@ from typing import Protocol
 
 from knowledge_runtime.errors import InvalidArgument
 
-# Formats an extractor reports in ``Extracted.format``.
-FORMATS = ("pdf", "docx", "pptx", "xlsx", "xls", "xlsb", "text")
-
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
     text: str
     page_count: int | None
     extractable: bool
-    format: str
+    format: str  # pdf, docx, pptx, xlsx, xls, xlsb or text
     warnings: tuple[str, ...] = ()
 
 
