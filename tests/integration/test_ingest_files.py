@@ -84,12 +84,16 @@ async def test_bad_files_end_cleanly_and_the_worker_goes_on(real_ingest, make_to
     assert after.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
 
 
+async def ingest_into_new_corpus(stub, metadata, data: bytes, filename: str) -> ingest_pb2.IngestJob:
+    """The file uploaded into a corpus of its own; its job once it has ended."""
+    corpus_id = await new_corpus(stub, metadata)
+    return await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, data, filename)).job_id,
+                               timeout=90)
+
+
 async def test_a_word_document_keeps_headings_and_table_cells(real_ingest, make_token):
     stub, db = real_ingest
-    metadata = auth(make_token, "t-word")
-    corpus_id = await new_corpus(stub, metadata)
-    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, word_document(),
-                                                            "handbook.docx")).job_id, timeout=90)
+    job = await ingest_into_new_corpus(stub, auth(make_token, "t-word"), word_document(), "handbook.docx")
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     rows = await db.fetch("t", "SELECT section, content FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
                           int(job.result.document_id))
@@ -104,10 +108,7 @@ async def test_a_word_document_keeps_headings_and_table_cells(real_ingest, make_
 
 async def test_a_pdf_tables_cell_finds_the_chunk_with_its_row(real_ingest, make_token):
     stub, db = real_ingest
-    metadata = auth(make_token, "t-pdf-table")
-    corpus_id = await new_corpus(stub, metadata)
-    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, regions_report(),
-                                                            "regions.pdf")).job_id, timeout=90)
+    job = await ingest_into_new_corpus(stub, auth(make_token, "t-pdf-table"), regions_report(), "regions.pdf")
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     found = await db.fetch(
         "t", "SELECT section, page, content FROM chunks WHERE document_id = $1 "
