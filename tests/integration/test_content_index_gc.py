@@ -34,7 +34,7 @@ from tests.integration.test_content_index_harness import (
     read_all,
     reference,
     sha256_hex,
-    start_content_index,
+    running_content_index,
     unique_bytes,
     write,
 )
@@ -154,8 +154,7 @@ async def old_orphan(cases: BlobUseCases, admin, data: bytes) -> Blob:
 
 
 async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, verifier, tmp_path, make_token, admin):
-    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
-    try:
+    async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
         token = make_token("gc-grpc")
         old, referenced, fresh = [await write(harness.stub, token, unique_bytes(1000 * (i + 1))) for i in range(3)]
         for written in (old, referenced):
@@ -179,9 +178,6 @@ async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, veri
         for kept in (referenced, fresh):
             stat = await harness.stub.StatBlob(pb.StatBlobRequest(blob_id=kept.blob.blob_id), metadata=auth(token))
             assert stat.file_present
-    finally:
-        await channel.close()
-        await app.stop()
 
 
 async def test_the_configured_minimum_age_wins_over_a_smaller_request(content_db, tmp_path, admin):
@@ -336,8 +332,7 @@ async def test_every_table_referencing_blobs_is_counted(admin):
 
 
 async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier, tmp_path, make_token, admin):
-    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
-    try:
+    async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
         token = make_token("gc-tenant")
         blob = (await write(harness.stub, token, unique_bytes(5000))).blob
         await age(admin, blob.blob_id)
@@ -345,14 +340,10 @@ async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier
         with pytest.raises(Exception) as caught:
             await read_all(harness.stub, token, blob.blob_id)
         assert caught.value.code().name == "NOT_FOUND"
-    finally:
-        await channel.close()
-        await app.stop()
 
 
 async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, tmp_path, make_token, admin):
-    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
-    try:
+    async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
         token, isolated_token = make_token("gc-orphans"), make_token(ISOLATED.tenant)
         await isolate(admin, ISOLATED.tenant)
         named = await write(harness.stub, token, unique_bytes(3000))
@@ -380,9 +371,6 @@ async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, t
         for written, owner in ((named, token), (keyed, isolated_token)):
             stat = await harness.stub.StatBlob(pb.StatBlobRequest(blob_id=written.blob.blob_id), metadata=auth(owner))
             assert stat.file_present
-    finally:
-        await channel.close()
-        await app.stop()
 
 
 async def test_a_crash_between_row_deletion_and_file_removal_is_swept_by_a_later_pass(content_db, tmp_path, admin):

@@ -26,7 +26,7 @@ from tests.integration.test_content_index_harness import (
     reference,
     rows_with_hash,
     sha256_hex,
-    start_content_index,
+    running_content_index,
     write_with_sync_client,
     unique_bytes,
     write,
@@ -37,10 +37,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def service(content_db, verifier, tmp_path):
-    harness, app, channel = await start_content_index(content_db, tmp_path / "blobs", verifier)
-    yield harness
-    await channel.close()
-    await app.stop()
+    async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
+        yield harness
 
 
 def content_files(root: Path) -> list[Path]:

@@ -8,6 +8,7 @@ import hashlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -48,16 +49,21 @@ def build_cases(db: Database, root: Path, master: bytes, cls: type[BlobUseCases]
     return cls(PostgresBlobs(db), storage, ContentKeyring(master), policy)
 
 
-async def start_content_index(db: Database, root: Path, verifier) -> tuple[ContentIndex, GrpcApp, grpc.aio.Channel]:
+@asynccontextmanager
+async def running_content_index(db: Database, root: Path, verifier) -> AsyncIterator[ContentIndex]:
+    """A content-index serving gRPC on a free port, with a client channel; both closed on exit."""
     master = os.urandom(32)
     cases = build_cases(db, root, master)
     app = GrpcApp(services=[service_spec(ContentIndexServicer(cases))], verifier=verifier)
     port = await app.start()
     address = f"127.0.0.1:{port}"
-    channel = grpc.aio.insecure_channel(address)
-    stub = content_index_pb2_grpc.ContentIndexServiceStub(channel)
-    storage = cases._storage  # noqa: SLF001 - the same adapter the service uses
-    return ContentIndex(cases, storage, ContentKeyring(master), storage.root, address, stub), app, channel
+    try:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = content_index_pb2_grpc.ContentIndexServiceStub(channel)
+            storage = cases._storage  # noqa: SLF001 - the same adapter the service uses
+            yield ContentIndex(cases, storage, ContentKeyring(master), storage.root, address, stub)
+    finally:
+        await app.stop()
 
 
 def auth(token: str) -> list[tuple[str, str]]:
