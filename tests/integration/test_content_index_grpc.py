@@ -45,6 +45,14 @@ def content_files(root: Path) -> list[Path]:
     return [p for p in files_under(root) if ".staging" not in p.parts]
 
 
+def place(root: Path, digest: str, content: bytes) -> Path:
+    """A caller's own file for EnsureBlob, where the blob layout puts it: <root>/<hash[:2]>/<hash>.txt."""
+    path = root / digest[:2] / f"{digest}.txt"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
 def staged(root: Path) -> list[Path]:
     return [p for p in files_under(root) if ".staging" in p.parts]
 
@@ -293,9 +301,7 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
     token = make_token("ci-ensure")
     data = unique_bytes(80_000)
     digest = sha256_hex(data)
-    placed = service.root / digest[:2] / f"{digest}.txt"
-    placed.parent.mkdir(exist_ok=True)
-    placed.write_bytes(data)
+    placed = place(service.root, digest, data)
     request = pb.EnsureBlobRequest(content_hash=digest, storage_uri=placed.as_uri(), size_bytes=len(data),
                                    mime_type="text/plain; charset=utf-8")
     first = await service.stub.EnsureBlob(request, metadata=auth(token))
@@ -338,9 +344,7 @@ async def test_ensure_blob_stores_one_spelling_per_path(service, make_token):
     token = make_token("ci-ensure-spelling")
     data = unique_bytes(3_000)
     digest = sha256_hex(data)
-    path = service.root / digest[:2] / f"{digest}.txt"
-    path.parent.mkdir(exist_ok=True)
-    path.write_bytes(data)
+    path = place(service.root, digest, data)
     respelled = "file://localhost" + path.as_uri()[len("file://"):]
     ensured = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=respelled, size_bytes=len(data)), metadata=auth(token)
@@ -364,9 +368,7 @@ async def test_ensure_blob_refuses_what_it_cannot_verify(service, make_token, ad
     token = make_token("ci-ensure-bad")
     data = unique_bytes(5_000)
     digest = sha256_hex(data)
-    path = service.root / digest[:2] / f"{digest}.txt"
-    path.parent.mkdir(exist_ok=True)
-    path.write_bytes(b"not the content" if case == "wrong-bytes" else data)
+    path = place(service.root, digest, b"not the content" if case == "wrong-bytes" else data)
     request = pb.EnsureBlobRequest(content_hash=digest, storage_uri=path.as_uri(), size_bytes=len(data))
     if case == "wrong-size":
         request.size_bytes = len(data) - 1
