@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge_cli.client import DEFAULT_URL
+
 MODES = ("VECTOR", "LEXICAL", "HYBRID")
 NDCG_AT = 10
 RECALL_AT = 100
@@ -199,7 +201,7 @@ def _dev_token(tenant: str) -> str:
 def add_parser(commands) -> None:
     parser = commands.add_parser("eval", help="nDCG@10 and Recall@100 per search mode on a BEIR-layout dataset")
     parser.add_argument("directory", help="folder with corpus.jsonl, queries.jsonl and qrels/test.tsv")
-    parser.add_argument("--base-url", default="http://127.0.0.1:8080/api/v1/knowledge", help="the REST API base URL")
+    parser.add_argument("--base-url", default=DEFAULT_URL, help="the REST API base URL")
     parser.add_argument("--token", help="bearer token; default: a development token for a fresh tenant")
     parser.add_argument("--tenant", help="tenant of the development token (default: a fresh eval-* tenant)")
     parser.set_defaults(run=_run)
