@@ -15,7 +15,6 @@ from pathlib import Path
 
 import asyncpg
 import grpc
-from google.rpc import error_details_pb2, status_pb2
 from knowledge.v1 import content_index_pb2 as pb
 from knowledge.v1 import content_index_pb2_grpc
 from knowledge_content_index.adapters.local_storage import LocalBlobStorage
@@ -25,6 +24,8 @@ from knowledge_content_index.domain.identity import ContentKeyring
 from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
+
+from tests.conftest import auth, error_info  # noqa: F401 - the content-index tests import them from here
 
 MAX_UPLOAD_BYTES = 1024 * 1024
 GRACE = timedelta(hours=1)
@@ -64,18 +65,6 @@ async def running_content_index(db: Database, root: Path, verifier) -> AsyncIter
             yield ContentIndex(cases, storage, ContentKeyring(master), storage.root, address, stub)
     finally:
         await app.stop()
-
-
-def auth(token: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {token}")]
-
-
-def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
-    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
-    status = status_pb2.Status.FromString(raw)
-    info = error_details_pb2.ErrorInfo()
-    status.details[0].Unpack(info)
-    return info
 
 
 def unique_bytes(size: int = 200_000) -> bytes:

@@ -9,7 +9,6 @@ import asyncpg
 import grpc
 import numpy as np
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
@@ -25,7 +24,7 @@ from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.tracing import configure_tracing
 
-from tests.conftest import TEST_DIMENSION, free_port
+from tests.conftest import TEST_DIMENSION, auth, error_info, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -80,17 +79,6 @@ async def admin(migrated_pg):
     connection = await asyncpg.connect(migrated_pg.url())
     yield connection
     await connection.close()
-
-
-def auth(token: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {token}")]
-
-
-def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
-    status = status_pb2.Status.FromString(dict(error.trailing_metadata())["grpc-status-details-bin"])
-    info = error_details_pb2.ErrorInfo()
-    status.details[0].Unpack(info)
-    return info
 
 
 def matrix(vectors) -> np.ndarray:
