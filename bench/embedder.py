@@ -187,7 +187,7 @@ async def through_service(args, model: str, texts: list[str], reference, max_seq
     with tempfile.TemporaryDirectory(prefix="bench-embedder-") as tmp:
         work = Path(tmp)
         pg = await start_database(work, model)
-        token = mint_dev_token(work / "keys", tenant="bench", capabilities=["embed"], ttl_s=24 * 3600)
+        token = mint_dev_token(work / "keys", tenant="bench", capabilities=["embed"], ttl_s=24 * 3600, service="bench")
         metadata = [("authorization", f"Bearer {token}")]
         # The same service twice: batching as configured, and one text per forward pass.
         batched_service, batched_address = await start_service(work, pg, model, max_seq_length)

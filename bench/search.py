@@ -245,7 +245,7 @@ async def latency(options: argparse.Namespace) -> None:
         app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
                       verifier=verifier)
         port = await app.start()
-        token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"])
+        token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"], service="bench")
         metadata = [("authorization", f"Bearer {token}")]
         results: dict[str, list[float]] = {}
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -345,7 +345,7 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
             "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
         embedder_app = await build_app(settings)
         address = f"127.0.0.1:{await embedder_app.start()}"
-        token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"])
+        token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"], service="bench")
         admin = await asyncpg.connect(pg.url())
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
         corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'eval') RETURNING corpus_id", TENANT)

@@ -29,8 +29,20 @@ def verifier(keys_dir: Path) -> TokenVerifier:
 
 @pytest.fixture(scope="session")
 def make_token(keys_dir: Path) -> Callable[..., str]:
+    """A user's token: the public capabilities unless named (an internal one is refused)."""
+
     def make(tenant: str = "tenant-a", capabilities: list[str] | None = None, **kwargs) -> str:
         return mint_dev_token(keys_dir, tenant=tenant, capabilities=capabilities, **kwargs)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def make_service_token(keys_dir: Path) -> Callable[..., str]:
+    """A service token (subject ``service:tests``): every capability, internal ones too, unless named."""
+
+    def make(tenant: str = "tenant-a", capabilities: list[str] | None = None, **kwargs) -> str:
+        return mint_dev_token(keys_dir, tenant=tenant, capabilities=capabilities, service="tests", **kwargs)
 
     return make
 

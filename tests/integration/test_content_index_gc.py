@@ -153,9 +153,9 @@ async def old_orphan(cases: BlobUseCases, admin, data: bytes) -> Blob:
     return blob
 
 
-async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, verifier, tmp_path, make_token, admin):
+async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, verifier, tmp_path, make_service_token, admin):
     async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
-        token = make_token("gc-grpc")
+        token = make_service_token("gc-grpc")
         old, referenced, fresh = [await write(harness.stub, token, unique_bytes(1000 * (i + 1))) for i in range(3)]
         for written in (old, referenced):
             await age(admin, written.blob.blob_id)
@@ -173,7 +173,7 @@ async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, veri
         assert list(report.removed_blob_ids) == [old.blob.blob_id]
         assert report.removed_count == 1 and report.freed_bytes == old.blob.size_bytes
         assert await row(admin, int(old.blob.blob_id)) is None
-        assert not harness.storage.path_for(harness.storage.key_for(old.blob.storage_uri)).exists()
+        assert not (harness.root / old.blob.storage_uri).exists()
         assert len(files_under(harness.root)) == 2
         for kept in (referenced, fresh):
             stat = await harness.stub.StatBlob(pb.StatBlobRequest(blob_id=kept.blob.blob_id), metadata=auth(token))
@@ -331,9 +331,9 @@ async def test_every_table_referencing_blobs_is_counted(admin):
     assert {r["name"] for r in tables} == {t.table for t in REFERENCING_TABLES} | set(NON_REFERENCING_TABLES)
 
 
-async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier, tmp_path, make_token, admin):
+async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier, tmp_path, make_service_token, admin):
     async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
-        token = make_token("gc-tenant")
+        token = make_service_token("gc-tenant")
         blob = (await write(harness.stub, token, unique_bytes(5000))).blob
         await age(admin, blob.blob_id)
         await harness.cases.collect_garbage(GRACE, 0, dry_run=False)
@@ -342,15 +342,15 @@ async def test_a_grpc_read_of_a_collected_blob_is_not_found(content_db, verifier
         assert caught.value.code().name == "NOT_FOUND"
 
 
-async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, tmp_path, make_token, admin):
+async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, tmp_path, make_service_token, admin):
     async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
-        token, isolated_token = make_token("gc-orphans"), make_token(ISOLATED.tenant)
+        token, isolated_token = make_service_token("gc-orphans"), make_service_token(ISOLATED.tenant)
         await isolate(admin, ISOLATED.tenant)
         named = await write(harness.stub, token, unique_bytes(3000))
         keyed = await write(harness.stub, isolated_token, unique_bytes(3001))
         assert keyed.blob.content_hash.startswith("hmac-sha256:")
         for written in (named, keyed):  # old files whose (recent) rows name them
-            backdate(harness.storage.path_for(harness.storage.key_for(written.blob.storage_uri)))
+            backdate(harness.root / written.blob.storage_uri)  # storage_uri: the path under the root
         old = orphan_file(harness.cases, unique_bytes(1234))
         young = orphan_file(harness.cases, unique_bytes(100), by=timedelta(minutes=5))
         strays = [harness.root / "lost+found.txt", old.parent / "quarterly report (final).pdf"]

@@ -9,12 +9,16 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
+import jwt
 import pytest
 from knowledge.v1 import content_index_pb2 as pb
 from knowledge_content_index.domain.naming import EXTENSIONS
+from knowledge_runtime.auth import ALL_CAPABILITIES
+from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
 
 from tests.integration.test_content_index_harness import (
     MAX_UPLOAD_BYTES,
@@ -53,12 +57,17 @@ def place(root: Path, digest: str, content: bytes) -> Path:
     return path
 
 
+def located(service, path: Path) -> str:
+    """A blob's storage_uri as callers see it: its path under the blob root."""
+    return path.relative_to(service.root).as_posix()
+
+
 def staged(root: Path) -> list[Path]:
     return [p for p in files_under(root) if ".staging" in p.parts]
 
 
-async def test_a_blob_round_trips_with_its_identity(service, make_token):
-    token = make_token("ci-roundtrip")
+async def test_a_blob_round_trips_with_its_identity(service, make_service_token):
+    token = make_service_token("ci-roundtrip")
     data = unique_bytes(300_000)
     written = await write(service.stub, token, data, filename="Quarterly Report.PDF", mime_type="application/pdf")
     blob = written.blob
@@ -66,7 +75,7 @@ async def test_a_blob_round_trips_with_its_identity(service, make_token):
     assert blob.content_hash == sha256_hex(data) and blob.size_bytes == len(data)
     assert blob.mime_type == "application/pdf" and blob.create_time.seconds > 0
     expected = service.root / blob.content_hash[:2] / f"{blob.content_hash}.pdf"
-    assert blob.storage_uri == expected.as_uri()
+    assert blob.storage_uri == located(service, expected)  # never the server's absolute path
     assert content_files(service.root) == [expected] and staged(service.root) == []
     meta, content = await read_all(service.stub, token, blob.blob_id)
     assert meta == blob and content == data
@@ -78,20 +87,21 @@ async def test_a_blob_round_trips_with_its_identity(service, make_token):
     assert stat.blob == blob and stat.file_present
 
 
-async def test_fifty_concurrent_writes_of_the_same_bytes_make_one_row_and_one_file(service, make_token, admin):
+async def test_fifty_concurrent_writes_of_the_same_bytes_make_one_row_and_one_file(service, make_service_token, admin):
     data = unique_bytes(300_000)
-    tokens = [make_token(f"ci-fifty-{i % 5}") for i in range(50)]
+    tokens = [make_service_token(f"ci-fifty-{i % 5}") for i in range(50)]
     results = await asyncio.gather(*(write(service.stub, token, data) for token in tokens))
     assert len({r.blob.blob_id for r in results}) == 1
-    assert sorted(r.already_existed for r in results) == [False] + [True] * 49
+    # Each tenant is told of its own dedup hits only: a first write of bytes another holds looks new.
+    assert sorted(r.already_existed for r in results) == [False] * 5 + [True] * 45
     assert await rows_with_hash(admin, sha256_hex(data)) == 1
     files = content_files(service.root)
     assert len(files) == 1 and files[0].read_bytes() == data
     assert staged(service.root) == []
 
 
-async def test_crossing_the_size_cap_fails_at_once_leaving_nothing(service, make_token, admin):
-    token = make_token("ci-cap")
+async def test_crossing_the_size_cap_fails_at_once_leaving_nothing(service, make_service_token, admin):
+    token = make_service_token("ci-cap")
     rows_before = await admin.fetchval("SELECT count(*) FROM content_blobs")
 
     def endless():
@@ -107,8 +117,8 @@ async def test_crossing_the_size_cap_fails_at_once_leaving_nothing(service, make
     assert await admin.fetchval("SELECT count(*) FROM content_blobs") == rows_before
 
 
-async def test_a_declared_size_above_the_cap_is_refused_before_any_byte(service, make_token):
-    call = service.stub.WriteBlob(metadata=auth(make_token("ci-cap2")))
+async def test_a_declared_size_above_the_cap_is_refused_before_any_byte(service, make_service_token):
+    call = service.stub.WriteBlob(metadata=auth(make_service_token("ci-cap2")))
     await call.write(pb.WriteBlobRequest(header=pb.WriteBlobHeader(expected_size_bytes=MAX_UPLOAD_BYTES + 1)))
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await asyncio.wait_for(call, 30)  # no byte sent and the stream still open: the header alone is refused
@@ -117,13 +127,13 @@ async def test_a_declared_size_above_the_cap_is_refused_before_any_byte(service,
     assert files_under(service.root) == []
 
 
-async def test_exactly_the_cap_is_accepted(service, make_token):
+async def test_exactly_the_cap_is_accepted(service, make_service_token):
     data = unique_bytes(MAX_UPLOAD_BYTES)
-    written = await write(service.stub, make_token("ci-cap3"), data)
+    written = await write(service.stub, make_service_token("ci-cap3"), data)
     assert written.blob.size_bytes == MAX_UPLOAD_BYTES
 
 
-async def test_a_writer_that_disconnects_mid_stream_leaves_no_file_and_no_row(service, make_token, admin):
+async def test_a_writer_that_disconnects_mid_stream_leaves_no_file_and_no_row(service, make_service_token, admin):
     rows_before = await admin.fetchval("SELECT count(*) FROM content_blobs")
 
     async def half_then_hang():
@@ -131,7 +141,7 @@ async def test_a_writer_that_disconnects_mid_stream_leaves_no_file_and_no_row(se
         yield pb.WriteBlobRequest(chunk=os.urandom(200_000))
         await asyncio.Event().wait()
 
-    call = service.stub.WriteBlob(half_then_hang(), metadata=auth(make_token("ci-disconnect")))
+    call = service.stub.WriteBlob(half_then_hang(), metadata=auth(make_service_token("ci-disconnect")))
     await eventually(lambda: any(p.stat().st_size == 200_000 for p in staged(service.root)))
     call.cancel()
     await eventually(lambda: files_under(service.root) == [])
@@ -154,11 +164,11 @@ stub.WriteBlob(requests(), metadata=[("authorization", "Bearer " + os.environ["T
 """
 
 
-async def test_a_writer_killed_mid_stream_leaves_no_file_and_no_row(service, make_token, admin):
+async def test_a_writer_killed_mid_stream_leaves_no_file_and_no_row(service, make_service_token, admin):
     rows_before = await admin.fetchval("SELECT count(*) FROM content_blobs")
     client = subprocess.Popen(
         [sys.executable, "-c", KILLED_CLIENT, service.address],
-        env={**os.environ, "TOKEN": make_token("ci-killed")}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TOKEN": make_service_token("ci-killed")}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
         await eventually(lambda: any(p.stat().st_size == 200_000 for p in staged(service.root)), timeout=60)
@@ -180,28 +190,28 @@ async def test_a_writer_killed_mid_stream_leaves_no_file_and_no_row(service, mak
     ],
     ids=["chunk-first", "two-headers", "empty"],
 )
-async def test_a_malformed_stream_is_invalid_argument_and_leaves_nothing(service, make_token, messages):
+async def test_a_malformed_stream_is_invalid_argument_and_leaves_nothing(service, make_service_token, messages):
     async def stream():
         for message in messages:
             yield message
 
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await service.stub.WriteBlob(stream(), metadata=auth(make_token("ci-malformed")))
+        await service.stub.WriteBlob(stream(), metadata=auth(make_service_token("ci-malformed")))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).reason == "WRITE_STREAM_INVALID"
     assert files_under(service.root) == []
 
 
-async def test_isolated_tenants_never_share_and_the_others_do(service, make_token, admin):
+async def test_isolated_tenants_never_share_and_the_others_do(service, make_service_token, admin):
     for tenant, isolated in [("ci-iso-a", True), ("ci-iso-b", True), ("ci-plain-c", False), ("ci-plain-d", False)]:
         await admin.execute(
             "INSERT INTO tenants (tenant_id, isolate_content) VALUES ($1, $2) "
             "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = $2", tenant, isolated,
         )
     data = unique_bytes(100_000)
-    iso_a = await write(service.stub, make_token("ci-iso-a"), data)
-    iso_b = await write(service.stub, make_token("ci-iso-b"), data)
-    plain = [await write(service.stub, make_token(t), data) for t in ("ci-plain-c", "ci-plain-d", "ci-no-row")]
+    iso_a = await write(service.stub, make_service_token("ci-iso-a"), data)
+    iso_b = await write(service.stub, make_service_token("ci-iso-b"), data)
+    plain = [await write(service.stub, make_service_token(t), data) for t in ("ci-plain-c", "ci-plain-d", "ci-no-row")]
 
     # Each isolated tenant gets its own blob, named by its own keyed hash.
     for result, tenant in [(iso_a, "ci-iso-a"), (iso_b, "ci-iso-b")]:
@@ -213,16 +223,16 @@ async def test_isolated_tenants_never_share_and_the_others_do(service, make_toke
     # Tenants that do not isolate (a missing tenant row included) share one plain SHA-256 blob.
     assert {p.blob.blob_id for p in plain} == {plain[0].blob.blob_id}
     assert plain[0].blob.content_hash == sha256_hex(data)
-    assert [p.already_existed for p in plain] == [False, True, True]
+    assert [p.already_existed for p in plain] == [False, False, False]  # none is told of the others
     assert plain[0].blob.blob_id not in {iso_a.blob.blob_id, iso_b.blob.blob_id}
     assert len(content_files(service.root)) == 3
     # The same isolated tenant writing again dedups with itself.
-    again = await write(service.stub, make_token("ci-iso-a"), data)
+    again = await write(service.stub, make_service_token("ci-iso-a"), data)
     assert again.already_existed and again.blob.blob_id == iso_a.blob.blob_id
 
 
-async def test_other_tenants_see_nothing_of_yours(service, make_token, admin):
-    owner, other = make_token("ci-owner"), make_token("ci-other")
+async def test_other_tenants_see_nothing_of_yours(service, make_service_token, admin):
+    owner, other = make_service_token("ci-owner"), make_service_token("ci-other")
     data = unique_bytes(50_000)
     blob = (await write(service.stub, owner, data)).blob
     document_id = await reference(admin, "ci-owner", blob.blob_id)
@@ -250,8 +260,54 @@ async def test_other_tenants_see_nothing_of_yours(service, make_token, admin):
     assert shared.blob.blob_id == blob.blob_id and list(shared.references) == []
 
 
-async def test_reference_counts_are_live_across_tables_and_tenants(service, make_token, admin):
-    token = make_token("ci-counts")
+async def test_no_tenant_reaches_another_tenants_blob_or_learns_that_it_exists(service, make_service_token,
+                                                                               make_token, keys_dir):
+    """Issue 12, item 1: a user's token (any of them) has no blob capability; a service working for
+    another tenant cannot claim the blob by naming its hash and path, and is told nothing by a write."""
+    owner, intruder = make_service_token("ci-victim"), make_service_token("ci-intruder")
+    data = unique_bytes(40_000)
+    written = await write(service.stub, owner, data, filename="secret.pdf")
+    blob = written.blob
+    path = service.root / blob.content_hash[:2] / f"{blob.content_hash}.pdf"
+
+    # A user's token: no internal capability, even when its issuer listed them all.
+    user = make_token("ci-intruder")
+    kid = (keys_dir / KEY_ID_FILE).read_text().strip()
+    forged = jwt.encode({"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "sub": "alice",
+                         "tenant": "ci-intruder", "capabilities": list(ALL_CAPABILITIES)},
+                        (keys_dir / PRIVATE_KEY_FILE).read_bytes(), algorithm="RS256", headers={"kid": kid})
+    for token in (user, forged):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await read_all(service.stub, token, blob.blob_id)
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+    # EnsureBlob of the victim's hash and its very file: NOT_FOUND, and it grants nothing after.
+    ensure = pb.EnsureBlobRequest(content_hash=blob.content_hash, storage_uri=path.as_uri(), size_bytes=len(data))
+    for call in (
+        service.stub.EnsureBlob(ensure, metadata=auth(intruder)),
+        service.stub.StatBlob(pb.StatBlobRequest(blob_id=blob.blob_id), metadata=auth(intruder)),
+        read_all(service.stub, intruder, blob.blob_id),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND, caught.value
+        assert error_info(caught.value).reason == "BLOB_NOT_FOUND"
+    assert path.read_bytes() == data
+
+    # Writing the same bytes (which it then holds) is answered as a new blob: no existence oracle.
+    await asyncio.sleep(1.1)
+    mine = await write(service.stub, intruder, data, filename="guess.pdf")
+    assert not mine.already_existed and mine.blob.blob_id == blob.blob_id  # still stored once
+    assert mine.blob.create_time.seconds > blob.create_time.seconds
+    stat = await service.stub.StatBlob(pb.StatBlobRequest(blob_id=blob.blob_id), metadata=auth(intruder))
+    assert stat.blob.create_time.seconds > blob.create_time.seconds
+    for reply in (written, mine, stat):
+        assert reply.blob.storage_uri == f"{blob.content_hash[:2]}/{blob.content_hash}.pdf"
+        assert str(service.root) not in str(reply)
+
+
+async def test_reference_counts_are_live_across_tables_and_per_tenant(service, make_service_token, admin):
+    token = make_service_token("ci-counts")
     blob = (await write(service.stub, token, unique_bytes(10_000))).blob
 
     async def counts():
@@ -263,13 +319,14 @@ async def test_reference_counts_are_live_across_tables_and_tenants(service, make
     first = await reference(admin, "ci-counts", blob.blob_id)
     await reference(admin, "ci-counts-elsewhere", blob.blob_id)
     await reference(admin, "ci-counts", blob.blob_id, job=True)
-    assert await counts() == (3, {"document": 2, "ingest_job": 1})
-    await admin.execute("DELETE FROM documents WHERE document_id = $1", int(first))
+    # Another tenant's reference to the same (shared) blob is not counted for this one.
     assert await counts() == (2, {"document": 1, "ingest_job": 1})
+    await admin.execute("DELETE FROM documents WHERE document_id = $1", int(first))
+    assert await counts() == (1, {"document": 0, "ingest_job": 1})
 
 
-async def test_heal_on_write_repairs_a_row_whose_file_vanished(service, make_token):
-    token = make_token("ci-heal")
+async def test_heal_on_write_repairs_a_row_whose_file_vanished(service, make_service_token):
+    token = make_service_token("ci-heal")
     data = unique_bytes(120_000)
     blob = (await write(service.stub, token, data, filename="a.pdf")).blob
     path = content_files(service.root)[0]
@@ -287,8 +344,8 @@ async def test_heal_on_write_repairs_a_row_whose_file_vanished(service, make_tok
     assert (await read_all(service.stub, token, blob.blob_id))[1] == data
 
 
-async def test_a_truncated_file_is_healed_like_a_missing_one(service, make_token):
-    token = make_token("ci-heal-truncated")
+async def test_a_truncated_file_is_healed_like_a_missing_one(service, make_service_token):
+    token = make_service_token("ci-heal-truncated")
     data = unique_bytes(120_000)
     blob = (await write(service.stub, token, data)).blob
     path = content_files(service.root)[0]
@@ -297,8 +354,8 @@ async def test_a_truncated_file_is_healed_like_a_missing_one(service, make_token
     assert again.blob.blob_id == blob.blob_id and path.read_bytes() == data
 
 
-async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service, make_token):
-    token = make_token("ci-ensure")
+async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service, make_service_token):
+    token = make_service_token("ci-ensure")
     data = unique_bytes(80_000)
     digest = sha256_hex(data)
     placed = place(service.root, digest, data)
@@ -306,7 +363,7 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
                                    mime_type="text/plain; charset=utf-8")
     first = await service.stub.EnsureBlob(request, metadata=auth(token))
     assert not first.already_existed and not first.healed
-    assert first.blob.storage_uri == placed.as_uri() and first.blob.mime_type == "text/plain"
+    assert first.blob.storage_uri == located(service, placed) and first.blob.mime_type == "text/plain"
     second = await service.stub.EnsureBlob(request, metadata=auth(token))
     assert second.already_existed and not second.healed and second.blob.blob_id == first.blob.blob_id
 
@@ -319,7 +376,7 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
         metadata=auth(token),
     )
     assert healed.healed and healed.already_existed and healed.blob.blob_id == first.blob.blob_id
-    assert healed.blob.storage_uri == other.as_uri()
+    assert healed.blob.storage_uri == located(service, other)
 
     # A redundant copy under yet another name is dropped: one file per hash.
     copy = placed.with_suffix(".csv")
@@ -327,7 +384,7 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
     kept = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=copy.as_uri(), size_bytes=len(data)), metadata=auth(token)
     )
-    assert kept.blob.storage_uri == other.as_uri() and not copy.exists()
+    assert kept.blob.storage_uri == located(service, other) and not copy.exists()
     assert content_files(service.root) == [other]
 
     # Another spelling of the row's own path is the same file: kept, never removed as a copy.
@@ -337,11 +394,11 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
     same = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=respelled, size_bytes=len(data)), metadata=auth(token)
     )
-    assert same.blob.storage_uri == other.as_uri() and other.read_bytes() == data
+    assert same.blob.storage_uri == located(service, other) and other.read_bytes() == data
 
 
-async def test_ensure_blob_stores_one_spelling_per_path(service, make_token):
-    token = make_token("ci-ensure-spelling")
+async def test_ensure_blob_stores_one_spelling_per_path(service, make_service_token, admin):
+    token = make_service_token("ci-ensure-spelling")
     data = unique_bytes(3_000)
     digest = sha256_hex(data)
     path = place(service.root, digest, data)
@@ -349,7 +406,9 @@ async def test_ensure_blob_stores_one_spelling_per_path(service, make_token):
     ensured = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=respelled, size_bytes=len(data)), metadata=auth(token)
     )
-    assert ensured.blob.storage_uri == path.as_uri()
+    assert ensured.blob.storage_uri == located(service, path)
+    stored = await admin.fetchval("SELECT storage_uri FROM content_blobs WHERE blob_id = $1", int(ensured.blob.blob_id))
+    assert stored == path.as_uri()  # one spelling in the row
 
 
 @pytest.mark.parametrize(
@@ -364,8 +423,8 @@ async def test_ensure_blob_stores_one_spelling_per_path(service, make_token):
         ("missing-file", "BLOB_FILE_MISSING"),
     ],
 )
-async def test_ensure_blob_refuses_what_it_cannot_verify(service, make_token, admin, case, reason):
-    token = make_token("ci-ensure-bad")
+async def test_ensure_blob_refuses_what_it_cannot_verify(service, make_service_token, admin, case, reason):
+    token = make_service_token("ci-ensure-bad")
     data = unique_bytes(5_000)
     digest = sha256_hex(data)
     path = place(service.root, digest, b"not the content" if case == "wrong-bytes" else data)
@@ -406,14 +465,14 @@ NASTY_NAMES = {
 }
 
 
-async def test_hostile_filenames_are_stored_safely(service, make_token, tmp_path):
-    token = make_token("ci-names")
+async def test_hostile_filenames_are_stored_safely(service, make_service_token, tmp_path):
+    token = make_service_token("ci-names")
     before = set(tmp_path.parent.iterdir())
     for name, extension in NASTY_NAMES.items():
         data = unique_bytes(2_000)
         blob = (await write(service.stub, token, data, filename=name)).blob
         expected = service.root / blob.content_hash[:2] / f"{blob.content_hash}{extension}"
-        assert blob.storage_uri == expected.as_uri(), repr(name[:40])
+        assert blob.storage_uri == located(service, expected), repr(name[:40])
         assert expected.read_bytes() == data
         assert (await read_all(service.stub, token, blob.blob_id))[1] == data
     for path in content_files(service.root):
@@ -424,8 +483,8 @@ async def test_hostile_filenames_are_stored_safely(service, make_token, tmp_path
     assert not (service.root / "etc").exists() and not Path("/tmp/x.pdf").exists()
 
 
-async def test_a_read_out_of_range_or_of_an_unknown_blob_says_so(service, make_token):
-    token = make_token("ci-ranges")
+async def test_a_read_out_of_range_or_of_an_unknown_blob_says_so(service, make_service_token):
+    token = make_service_token("ci-ranges")
     blob = (await write(service.stub, token, unique_bytes(1000))).blob
     for offset, limit in [(-1, 0), (1001, 0), (0, -5)]:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -439,8 +498,8 @@ async def test_a_read_out_of_range_or_of_an_unknown_blob_says_so(service, make_t
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-async def test_each_rpc_needs_its_capability(service, make_token):
-    reader = auth(make_token("ci-caps", ["blob.read"]))
+async def test_each_rpc_needs_its_capability(service, make_service_token):
+    reader = auth(make_service_token("ci-caps", ["blob.read"]))
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await service.stub.WriteBlob(
             iter_once(pb.WriteBlobRequest(header=pb.WriteBlobHeader())), metadata=reader

@@ -99,19 +99,19 @@ async def make_document(admin, tenant: str, name: str) -> tuple[str, str]:
     return str(document), str(corpus)
 
 
-async def test_info_describes_the_loaded_model(stub, make_token, model_dir):
-    info = await stub.Info(embedder_pb2.InfoRequest(), metadata=auth(make_token("t-info", ["embed"])))
+async def test_info_describes_the_loaded_model(stub, make_service_token, model_dir):
+    info = await stub.Info(embedder_pb2.InfoRequest(), metadata=auth(make_service_token("t-info", ["embed"])))
     assert (info.model_id, info.dimension, info.device, info.backend) == (str(model_dir), 384, "cpu", "torch")
     # 1,024 configured, capped to what the model's position embeddings allow.
     assert info.max_seq_length == 512 and info.max_batch_tokens == 2048
 
 
-async def test_vectors_agree_with_encode_of_the_same_model(stub, make_token, model_dir, admin):
+async def test_vectors_agree_with_encode_of_the_same_model(stub, make_service_token, model_dir, admin):
     from sentence_transformers import SentenceTransformer
 
     reference = SentenceTransformer(str(model_dir), device="cpu").encode(PASSAGES, normalize_embeddings=True)
     reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES),
-                                  metadata=auth(make_token("t-embed", ["embed"])))
+                                  metadata=auth(make_service_token("t-embed", ["embed"])))
     vectors = matrix(reply.vectors)
     assert vectors.shape == (4, TEST_DIMENSION)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -124,21 +124,21 @@ async def test_vectors_agree_with_encode_of_the_same_model(stub, make_token, mod
     assert float(record["cost"]) == pytest.approx(reply.cost.amount, abs=1e-6)
 
 
-async def test_over_long_texts_are_reported_truncated(stub, make_token):
+async def test_over_long_texts_are_reported_truncated(stub, make_service_token):
     reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["short", "word " * 800]),
-                                  metadata=auth(make_token("t-long", ["embed"])))
+                                  metadata=auth(make_service_token("t-long", ["embed"])))
     assert list(reply.token_counts) == [3, 512] and list(reply.truncated_indexes) == [1]
 
 
-async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log(stub, make_token, capsys):
+async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log(stub, make_service_token, capsys):
     configure_logging("embedder", "info")
     query = "How do backups work? " * 200  # 4,200 characters
     reply = await stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=query),
-                                  metadata=auth(make_token("t-query", ["embed"])))
+                                  metadata=auth(make_service_token("t-query", ["embed"])))
     assert reply.truncated_characters == len(query) - 3500
     assert reply.warnings and "truncated" in reply.warnings[0]
     same = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[query[:3500]]),
-                                 metadata=auth(make_token("t-query", ["embed"])))
+                                 metadata=auth(make_service_token("t-query", ["embed"])))
     assert float(np.dot(reply.vector.values, same.vectors[0].values)) > 0.9999
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     warned = [line for line in lines if line.get("event") == "query_truncated"]
@@ -162,14 +162,14 @@ Remote work is allowed three days a week with manager approval.
 """
 
 
-async def test_index_chunk_writes_rows_for_the_callers_document(stub, make_token, admin):
+async def test_index_chunk_writes_rows_for_the_callers_document(stub, make_service_token, admin):
     document_id, corpus_id = await make_document(admin, "t-chunks", "handbook")
     reply = await stub.Index(
         embedder_pb2.IndexRequest(
             content=CHUNKED_DOCUMENT, kind=embedder_pb2.INDEX_KIND_CHUNK, return_vectors=True,
             document=embedder_pb2.DocumentBinding(document_id=document_id, corpus_id=corpus_id, source="handbook.md"),
         ),
-        metadata=auth(make_token("t-chunks", ["embed"])),
+        metadata=auth(make_service_token("t-chunks", ["embed"])),
     )
     rows = await admin.fetch(
         "SELECT chunk_id, tenant_id, corpus_id, chunk_index, section, page, content, embedding::text AS embedding, "
@@ -192,17 +192,17 @@ async def test_index_chunk_writes_rows_for_the_callers_document(stub, make_token
     with pytest.raises(grpc.aio.AioRpcError) as again:
         await stub.Index(embedder_pb2.IndexRequest(content="More text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
                                                    document=embedder_pb2.DocumentBinding(document_id=document_id)),
-                         metadata=auth(make_token("t-chunks", ["embed"])))
+                         metadata=auth(make_service_token("t-chunks", ["embed"])))
     assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
 
 
-async def test_another_tenants_document_is_not_found(stub, make_token, admin):
+async def test_another_tenants_document_is_not_found(stub, make_service_token, admin):
     document_id, _ = await make_document(admin, "t-owner", "private")
     for tenant, document in (("t-intruder", document_id), ("t-owner", "999999999")):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.Index(embedder_pb2.IndexRequest(content="Text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
                                                        document=embedder_pb2.DocumentBinding(document_id=document)),
-                             metadata=auth(make_token(tenant, ["embed"])))
+                             metadata=auth(make_service_token(tenant, ["embed"])))
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
         assert error_info(caught.value).reason == "DOCUMENT_NOT_FOUND"
     assert await admin.fetchval("SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
@@ -223,14 +223,14 @@ async def test_another_tenants_document_is_not_found(stub, make_token, admin):
                                   document=embedder_pb2.DocumentBinding(document_id="not-an-id")),
     ],
 )
-async def test_bad_index_requests_are_invalid_arguments(stub, make_token, request_):
+async def test_bad_index_requests_are_invalid_arguments(stub, make_service_token, request_):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.Index(request_, metadata=auth(make_token("t-bad", ["embed"])))
+        await stub.Index(request_, metadata=auth(make_service_token("t-bad", ["embed"])))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_token, admin):
-    metadata = auth(make_token("t-anchor", ["embed"]))
+async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_service_token, admin):
+    metadata = auth(make_service_token("t-anchor", ["embed"]))
     content = " ".join(f"Sentence {i} explains how the PDF parser tool extracts tables and text." for i in range(150))
     pieces = split_plain(content, max_chars=3500, overlap=200)
     assert len(pieces) >= 3
@@ -254,8 +254,8 @@ async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_tok
     assert np.allclose(again.vectors[0].values, single.vectors[0].values, atol=1e-6)
 
 
-async def test_refresh_anchor_replaces_an_existing_anchor_only(stub, make_token, admin):
-    owner, other = auth(make_token("t-refresh", ["embed"])), auth(make_token("t-refresh-other", ["embed"]))
+async def test_refresh_anchor_replaces_an_existing_anchor_only(stub, make_service_token, admin):
+    owner, other = auth(make_service_token("t-refresh", ["embed"])), auth(make_service_token("t-refresh-other", ["embed"]))
     target = embedder_pb2.AnchorTarget(entity_type="kit", entity_id="onboarding")
     with pytest.raises(grpc.aio.AioRpcError) as missing:
         await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content="New text."), metadata=owner)
@@ -274,8 +274,8 @@ async def test_refresh_anchor_replaces_an_existing_anchor_only(stub, make_token,
     assert np.allclose(stored, expected.values, atol=1e-6)
 
 
-async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make_token):
-    owner = auth(make_token("t-search", ["embed"]))
+async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make_service_token):
+    owner = auth(make_service_token("t-search", ["embed"]))
     tools = {"pdf": "Extracts text and tables from PDF documents.",
              "weather": "Gives the weather forecast for a city.",
              "calendar": "Books meetings in the team calendar."}
@@ -294,17 +294,17 @@ async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make
     everything = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"), metadata=owner)
     assert {m.target.entity_type for m in everything.matches} == {"tool", "kit"}
     stranger = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"),
-                                        metadata=auth(make_token("t-stranger", ["embed"])))
+                                        metadata=auth(make_service_token("t-stranger", ["embed"])))
     assert list(stranger.matches) == []
 
 
-async def test_every_rpc_needs_the_embed_capability(stub, make_token):
+async def test_every_rpc_needs_the_embed_capability(stub, make_service_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["x"]), metadata=auth(make_token("t", ["search"])))
+        await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["x"]), metadata=auth(make_service_token("t", ["search"])))
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
-async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier, encoder, make_token):
+async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier, encoder, make_service_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
     app, queue = await serve(db, encoder, max_queue=2)
     app.verifier = verifier
@@ -313,7 +313,7 @@ async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await embedder_pb2_grpc.EmbedderServiceStub(channel).EmbedTexts(
-                    embedder_pb2.EmbedTextsRequest(texts=PASSAGES[:3]), metadata=auth(make_token("t", ["embed"])),
+                    embedder_pb2.EmbedTextsRequest(texts=PASSAGES[:3]), metadata=auth(make_service_token("t", ["embed"])),
                     timeout=5)
     finally:
         await app.stop()
@@ -334,8 +334,8 @@ async def test_the_model_dimension_must_match_the_database(migrated_pg):
         await db.close()
 
 
-async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make_token):
-    await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_token("t-m", ["embed"])))
+async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make_service_token):
+    await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_service_token("t-m", ["embed"])))
     server = start_metrics_server(free_port(), "127.0.0.1")
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
@@ -348,8 +348,8 @@ async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make
         assert name in body
 
 
-async def test_concurrent_callers_each_get_their_cost_record(stub, make_token, admin):
-    metadata = auth(make_token("t-burst", ["embed"]))
+async def test_concurrent_callers_each_get_their_cost_record(stub, make_service_token, admin):
+    metadata = auth(make_service_token("t-burst", ["embed"]))
     replies = await asyncio.gather(*(stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=f"question {i}"),
                                                      metadata=metadata) for i in range(20)))
     rows = await admin.fetch("SELECT texts, tokens FROM cost_records WHERE tenant_id = 't-burst'")

@@ -49,11 +49,11 @@ async def embedder_address(migrated_pg, keys_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-async def indexed(migrated_pg, embedder_address, make_token):
+async def indexed(migrated_pg, embedder_address, make_service_token):
     """Each BEIR document as one document row, indexed by the real embedder."""
     dataset = Dataset.load(DATASET)
     admin = await asyncpg.connect(migrated_pg.url())
-    metadata = [("authorization", f"Bearer {make_token(TENANT, ['embed'])}")]
+    metadata = [("authorization", f"Bearer {make_service_token(TENANT, ['embed'])}")]
     by_row: dict[str, str] = {}
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
@@ -79,10 +79,10 @@ async def indexed(migrated_pg, embedder_address, make_token):
     return dataset, corpus_id, by_row
 
 
-async def test_hybrid_is_not_worse_than_the_better_channel(migrated_pg, indexed, embedder_address, make_token):
+async def test_hybrid_is_not_worse_than_the_better_channel(migrated_pg, indexed, embedder_address, make_service_token):
     dataset, corpus_id, by_row = indexed
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
-    embedder = GrpcQueryEmbedder(embedder_address, token_for=lambda tenant: make_token(tenant, ["embed"]))
+    embedder = GrpcQueryEmbedder(embedder_address, token_for=lambda tenant: make_service_token(tenant, ["embed"]))
     searches = SearchUseCases(PostgresChunkIndex(db), embedder)
     scope = Scope(tenant=TENANT, capabilities=frozenset({"search"}))
     rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}

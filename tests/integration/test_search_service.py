@@ -114,7 +114,7 @@ async def seed(admin_url: str, embedder_url: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-async def stack(migrated_pg, verifier):
+async def stack(migrated_pg, verifier, make_service_token):
     ids = await seed(migrated_pg.url(), migrated_pg.url(user="knowledge_embedder"))
     embedder_servicer = HashingEmbedder()
     embedder_app = GrpcApp(
@@ -129,7 +129,8 @@ async def stack(migrated_pg, verifier):
     )
     embedder_port = await embedder_app.start()
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
-    embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
+    embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}",
+                                 token_for=lambda tenant: make_service_token(tenant, ["embed"]))
     searches = SearchUseCases(PostgresChunkIndex(db), embedder, Thresholds(high_top=0.6, high_mean=0.3, moderate_top=0.3))
     answers = AnswerUseCases(searches, ExtractiveSynthesiser(), ledger=PostgresCostLedger(db))
     app = GrpcApp(services=[service_spec(SearchServicer(searches, answers))], verifier=verifier)

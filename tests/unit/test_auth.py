@@ -2,15 +2,73 @@ import time
 
 import jwt
 import pytest
-from knowledge_runtime.auth import ALL_CAPABILITIES, Scope, bearer_token, scope_from_claims
-from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys
+from cryptography.hazmat.primitives.asymmetric import ec
+from knowledge_runtime.auth import (
+    ALL_CAPABILITIES,
+    INTERNAL_CAPABILITIES,
+    PUBLIC_CAPABILITIES,
+    Scope,
+    bearer_token,
+    scope_from_claims,
+)
+from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys, mint_dev_token
 from knowledge_runtime.errors import PermissionDenied, Unauthenticated
 
 
-def test_a_dev_token_verifies_to_its_tenant_and_all_capabilities(verifier, make_token):
+def test_a_dev_token_verifies_to_its_tenant_and_the_public_capabilities(verifier, make_token):
     scope = verifier.verify(make_token("acme"))
     assert scope.tenant == "acme"
-    assert scope.capabilities == frozenset(ALL_CAPABILITIES)
+    assert scope.capabilities == frozenset(PUBLIC_CAPABILITIES)
+
+
+def test_only_a_service_token_carries_internal_capabilities(verifier, make_service_token, keys_dir):
+    assert verifier.verify(make_service_token("acme")).capabilities == frozenset(ALL_CAPABILITIES)
+    with pytest.raises(ValueError, match="only for service tokens"):
+        mint_dev_token(keys_dir, tenant="acme", capabilities=["search", "blob.read"])
+    # A user's token whose issuer put internal capabilities in it anyway: they are not granted.
+    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
+              "sub": "alice", "capabilities": list(ALL_CAPABILITIES)}
+    forged = _signed(keys_dir, claims)
+    assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES)
+    for subject in ("service:", "services:ingest", "Service:ingest"):
+        assert not verifier.verify(_signed(keys_dir, {**claims, "sub": subject})).capabilities & set(INTERNAL_CAPABILITIES)
+
+
+def _signed(keys_dir, claims: dict, headers: dict | None = None) -> str:
+    kid = (keys_dir / KEY_ID_FILE).read_text().strip()
+    return jwt.encode(claims, (keys_dir / PRIVATE_KEY_FILE).read_bytes(), algorithm="RS256",
+                      headers={"kid": kid, **(headers or {})})
+
+
+@pytest.mark.parametrize("capabilities", [
+    {"search": False}, {"search": True}, 1, True, None, ["search", 1], ["search", ["corpus.read"]], [{"search": 1}],
+])
+def test_capabilities_of_any_other_shape_are_unauthenticated(capabilities):
+    with pytest.raises(Unauthenticated) as caught:
+        scope_from_claims({"tenant": "t", "capabilities": capabilities})
+    assert caught.value.code == "UNAUTHENTICATED"
+
+
+def test_an_es256_token_with_the_real_key_id_is_unauthenticated(verifier, keys_dir):
+    kid = (keys_dir / KEY_ID_FILE).read_text().strip()
+    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme"}
+    for algorithm, key in (("ES256", ec.generate_private_key(ec.SECP256R1())), ("HS256", "secret" * 6)):
+        token = jwt.encode(claims, key, algorithm=algorithm, headers={"kid": kid})
+        with pytest.raises(Unauthenticated) as caught:
+            verifier.verify(token)
+        assert caught.value.reason == "TOKEN_INVALID"
+
+
+@pytest.mark.parametrize(("claim", "value"), [
+    ("tenant", "acme\x00"), ("tenant", "acme\r\nx-tenant: other"), ("tenant", "a\nb"), ("sub", "alice\r\n"),
+    ("capabilities", ["search\x00"]), ("sub", 5),
+])
+def test_control_characters_in_a_signed_claim_are_unauthenticated(verifier, keys_dir, claim, value):
+    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
+              claim: value}
+    with pytest.raises(Unauthenticated) as caught:
+        verifier.verify(_signed(keys_dir, claims))
+    assert caught.value.reason == "TOKEN_INVALID"
 
 
 def test_named_capabilities_only(verifier, make_token):
@@ -73,3 +131,26 @@ def test_bearer_token_parsing():
     assert bearer_token([("authorization", "Bearer abc")]) == "abc"
     assert bearer_token([("authorization", "Basic abc")]) is None
     assert bearer_token([]) is None
+
+
+def test_the_cli_dev_token_is_a_users_unless_internal_is_asked_for(tmp_path, monkeypatch, capsys):
+    from knowledge_cli.main import main
+    from knowledge_runtime.auth import TokenVerifier
+
+    verifier = TokenVerifier.from_file(ensure_dev_keys(tmp_path / "keys"), issuer="knowledge-dev", audience="knowledge")
+    monkeypatch.setenv("KNOWLEDGE_DATA_DIR", str(tmp_path))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["dev-token", "--tenant", "acme", *args])
+        out, err = capsys.readouterr()
+        return ended.value.code, out.strip(), err
+
+    code, token, _ = run()
+    assert code == 0 and verifier.verify(token).capabilities == frozenset(PUBLIC_CAPABILITIES)
+    code, _, err = run("--capabilities", "search,blob.read")
+    assert code == 2 and "--internal" in err
+    code, token, _ = run("--internal")
+    assert code == 0 and verifier.verify(token).capabilities == frozenset(ALL_CAPABILITIES)
+    code, token, _ = run("--internal", "--capabilities", "blob.read")
+    assert code == 0 and verifier.verify(token).capabilities == {"blob.read"}

@@ -50,6 +50,9 @@ class FakeLocked:
         await self.touch(blob.blob_id, tenant)
         return blob, True
 
+    async def seen_by(self, blob_id: int, tenant: str) -> bool:
+        return tenant in self.repo.writers[blob_id]
+
     async def touch(self, blob_id: int, tenant: str) -> None:
         self.repo.touched[blob_id] = datetime.now(UTC)
         self.repo.writers[blob_id].add(tenant)
@@ -116,7 +119,7 @@ class FakeBlobs:
         blob = self.rows.get(str(content_hash))
         return blob if blob is not None and tenant in self.writers[blob.blob_id] else None
 
-    async def count_references(self, blob_id: int) -> ReferenceCounts:
+    async def count_references(self, blob_id: int, tenant: str) -> ReferenceCounts:
         return ReferenceCounts((("document", len(self.refs[blob_id])), ("ingest_job", 0)))
 
     async def tenant_references(self, blob_id, tenant):
@@ -211,7 +214,7 @@ async def test_the_same_bytes_under_another_name_are_not_written_twice(cases, re
     data = os.urandom(5000)
     first = await cases.write_blob(SCOPE, PDF, chunks_of(data))
     second = await cases.write_blob(Scope("t2", frozenset()), UploadHeader(".txt", "text/plain"), chunks_of(data))
-    assert second.already_existed and second.blob == first.blob
+    assert not second.already_existed and second.blob.blob_id == first.blob.blob_id  # t2 never had it
     assert [p.name for p in files(storage)] == [f"{hashlib.sha256(data).hexdigest()}.pdf"]
     assert repo.writers[first.blob.blob_id] == {"t1", "t2"}
 
@@ -239,6 +242,18 @@ async def test_isolated_tenants_hash_with_their_own_key(cases, repo):
     shared = await cases.write_blob(SCOPE, PDF, chunks_of(data))
     assert mine.blob.content_hash.keyed and not shared.blob.content_hash.keyed
     assert mine.blob.blob_id != shared.blob.blob_id and not shared.already_existed
+
+
+async def test_a_dedup_hit_on_another_tenants_blob_tells_the_caller_nothing(cases, repo, storage):
+    data = os.urandom(5000)
+    first = await cases.write_blob(SCOPE, PDF, chunks_of(data))
+    await asyncio.sleep(0.01)
+    other = await cases.write_blob(Scope("t2", frozenset()), PDF, chunks_of(data))
+    assert other.blob.blob_id == first.blob.blob_id and len(files(storage)) == 1  # still stored once
+    assert not other.already_existed and not other.healed
+    assert other.blob.create_time > first.blob.create_time  # not when t1 stored it
+    again = await cases.write_blob(Scope("t2", frozenset()), PDF, chunks_of(data))
+    assert again.already_existed  # its own second write is a dedup hit it may know of
 
 
 async def test_gc_removes_the_row_before_the_file_and_spares_a_recreated_path(cases, repo, storage):

@@ -9,8 +9,10 @@ from knowledge_runtime.devkeys import mint_dev_token
 from knowledge_runtime.settings import Env, default_data_dir
 
 
-def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600) -> str:
-    """A token the local stack accepts; all capabilities when none are named.
+def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600,
+                     service: str | None = None) -> str:
+    """A token the local stack accepts: a user's, with the public capabilities when none are
+    named; with ``service``, a service token that may carry the internal ones (all when none are named).
 
     Raises FileNotFoundError when the stack has not made its key yet.
     """
@@ -24,4 +26,5 @@ def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, 
         issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
         audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
         ttl_s=ttl_s,
+        service=service,
     )

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import sys
 
-from knowledge_runtime.auth import ALL_CAPABILITIES
+from knowledge_runtime.auth import ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
 from knowledge_runtime.settings import SettingsError
 
 
@@ -52,15 +52,18 @@ def _dev_token(options: argparse.Namespace) -> int:
     from knowledge_cli.devtoken import mint_local_token
 
     capabilities = None
+    known = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
-        unknown = sorted(set(capabilities) - set(ALL_CAPABILITIES))
+        unknown = sorted(set(capabilities) - set(known))
         if unknown:
-            print(f"knowledge: unknown capabilities: {', '.join(unknown)} "
-                  f"(known: {', '.join(ALL_CAPABILITIES)})", file=sys.stderr)
+            hint = " (internal ones need --internal)" if set(unknown) & set(INTERNAL_CAPABILITIES) else ""
+            print(f"knowledge: unknown capabilities: {', '.join(unknown)}{hint} "
+                  f"(known: {', '.join(known)})", file=sys.stderr)
             return 2
     try:
-        token = mint_local_token(options.tenant, capabilities=capabilities, ttl_s=options.ttl)
+        token = mint_local_token(options.tenant, capabilities=capabilities, ttl_s=options.ttl,
+                                 service="dev" if options.internal else None)
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 1
@@ -77,7 +80,11 @@ def parser() -> argparse.ArgumentParser:
     mig.set_defaults(run=_migrate)
     token = commands.add_parser("dev-token", help="print a JWT signed with the local development key")
     token.add_argument("--tenant", required=True, help="the tenant claim")
-    token.add_argument("--capabilities", help="comma-separated; all capabilities when omitted")
+    token.add_argument("--capabilities", help="comma-separated; the public capabilities when omitted")
+    token.add_argument("--internal", action="store_true",
+                       help="a service token (subject service:dev) that may carry the internal capabilities "
+                            "(blob.*, embed), all of them when --capabilities is omitted; for calling "
+                            "content-index or the embedder directly")
     token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
     token.set_defaults(run=_dev_token)
     from knowledge_cli.evaluate import add_parser as add_eval

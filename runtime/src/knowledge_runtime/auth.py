@@ -4,12 +4,19 @@ The gateway verifies the bearer token and forwards it; the services verify it ag
 against the same key set, so a header that anything inside the network could set is
 never trusted on its own. Internal callers send their own bearer token. A request field
 never chooses the tenant.
+
+Capabilities come in two kinds. The public ones are what a user's token may carry. The
+internal ones (``blob.*``, ``embed``) open the backend services' own RPCs; only a service token
+carries them: one whose subject is ``service:<name>`` (``service_tokens.py`` signs those). An
+internal capability in any other token is ignored, so a user's token never reaches content-index
+or the embedder directly, whatever its issuer put in it.
 """
 
 from __future__ import annotations
 
 import contextvars
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +33,14 @@ ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
 TENANT_CLAIM = "tenant"
 CAPABILITIES_CLAIM = "capabilities"
 ALGORITHMS = ("RS256", "ES256")
+# The subject of a token a service signs for its own calls (the only holder of internal capabilities).
+SERVICE_SUBJECT_PREFIX = "service:"
+# No claim we read may hold a control character (NUL, CR, LF...): they would reach headers and logs.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def is_service_subject(subject: str) -> bool:
+    return subject.startswith(SERVICE_SUBJECT_PREFIX) and len(subject) > len(SERVICE_SUBJECT_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,41 +106,54 @@ class TokenVerifier:
     def verify(self, token: str) -> Scope:
         try:
             header = jwt.get_unverified_header(token)
-            key = self._keys.get(header.get("kid", "")) or (
-                next(iter(self._keys.values())) if len(self._keys) == 1 else None
-            )
+            key = self._keys.get(header.get("kid", "")) or (next(iter(self._keys.values())) if len(self._keys) == 1 else None)
             if key is None:
                 raise Unauthenticated("token signed by an unknown key", reason="TOKEN_INVALID")
             claims = jwt.decode(
                 token,
                 key=key.key,
-                algorithms=list(ALGORITHMS),
+                # Only the algorithm of the key that was picked: a token naming another one (ES256
+                # against an RSA key) is invalid, never a key-type error deep inside PyJWT.
+                algorithms=[key.algorithm_name] if key.algorithm_name in ALGORITHMS else [],
                 issuer=self._issuer,
                 audience=self._audience,
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.ExpiredSignatureError:
             raise Unauthenticated("token expired", reason="TOKEN_EXPIRED") from None
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, TypeError, ValueError):
             raise Unauthenticated("token invalid", reason="TOKEN_INVALID") from None
         return scope_from_claims(claims)
 
 
 def scope_from_claims(claims: dict) -> Scope:
+    """The scope a verified token's claims grant; a claim of the wrong shape is UNAUTHENTICATED."""
     tenant = claims.get(TENANT_CLAIM)
     if not isinstance(tenant, str) or not tenant.strip():
         raise Unauthenticated("token carries no tenant", reason="TENANT_UNRESOLVED")
-    raw = claims.get(CAPABILITIES_CLAIM, [])
+    subject = claims.get("sub", "")
+    if not isinstance(subject, str):
+        raise Unauthenticated("the token's sub claim must be a string", reason="TOKEN_INVALID")
+    capabilities = _capabilities(claims.get(CAPABILITIES_CLAIM, []))
+    for name, value in ((TENANT_CLAIM, tenant), ("sub", subject), *((CAPABILITIES_CLAIM, c) for c in capabilities)):
+        if _CONTROL.search(value):
+            raise Unauthenticated(f"the token's {name} claim holds a control character", reason="TOKEN_INVALID")
+    if not is_service_subject(subject):
+        capabilities = capabilities - frozenset(INTERNAL_CAPABILITIES)
+    return Scope(tenant=tenant.strip(), capabilities=capabilities, subject=subject)
+
+
+def _capabilities(raw: object) -> frozenset[str]:
+    """A list of strings, or one space-separated string; anything else (an object, a number,
+    a list holding a non-string) is refused rather than read as something it is not."""
     if isinstance(raw, str):
-        raw = raw.split()
-    capabilities = frozenset(c for c in _strings(raw))
-    return Scope(tenant=tenant.strip(), capabilities=capabilities, subject=str(claims.get("sub", "")))
-
-
-def _strings(values: Iterable) -> Iterable[str]:
-    for value in values:
-        if isinstance(value, str) and value:
-            yield value
+        return frozenset(raw.split())
+    if isinstance(raw, list) and all(isinstance(c, str) for c in raw):
+        return frozenset(c for c in raw if c)
+    raise Unauthenticated(
+        "the token's capabilities claim must be a list of strings or a space-separated string",
+        reason="TOKEN_INVALID",
+    )
 
 
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:

@@ -17,7 +17,14 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from knowledge_runtime.auth import ALL_CAPABILITIES, CAPABILITIES_CLAIM, TENANT_CLAIM
+from knowledge_runtime.auth import (
+    ALL_CAPABILITIES,
+    CAPABILITIES_CLAIM,
+    INTERNAL_CAPABILITIES,
+    PUBLIC_CAPABILITIES,
+    SERVICE_SUBJECT_PREFIX,
+    TENANT_CLAIM,
+)
 
 PRIVATE_KEY_FILE = "dev-signing-key.pem"
 KEY_ID_FILE = "dev-signing-key.kid"
@@ -62,8 +69,22 @@ def mint_dev_token(
     audience: str = "knowledge",
     ttl_s: int = 3600,
     subject: str = "dev",
+    service: str | None = None,
 ) -> str:
-    """A JWT signed with the development key; all capabilities when none are named."""
+    """A JWT signed with the development key.
+
+    A user's token by default: the public capabilities when none are named, and never an
+    internal one. ``service="name"`` mints a service token instead (subject ``service:name``),
+    all capabilities when none are named: what a backend service signs for its own calls.
+    """
+    if service is not None:
+        subject = SERVICE_SUBJECT_PREFIX + service
+        granted = list(capabilities) if capabilities is not None else list(ALL_CAPABILITIES)
+    else:
+        granted = list(capabilities) if capabilities is not None else list(PUBLIC_CAPABILITIES)
+        internal = sorted(set(granted) & set(INTERNAL_CAPABILITIES))
+        if internal:
+            raise ValueError(f"internal capabilities ({', '.join(internal)}) are only for service tokens")
     private_path = keys_dir / PRIVATE_KEY_FILE
     if not private_path.exists():
         raise FileNotFoundError(f"no development key under {keys_dir}; run `knowledge up` once first")
@@ -76,6 +97,6 @@ def mint_dev_token(
         "iat": now,
         "exp": now + ttl_s,
         TENANT_CLAIM: tenant,
-        CAPABILITIES_CLAIM: list(capabilities) if capabilities is not None else list(ALL_CAPABILITIES),
+        CAPABILITIES_CLAIM: granted,
     }
     return jwt.encode(claims, private_path.read_bytes(), algorithm="RS256", headers={"kid": kid})

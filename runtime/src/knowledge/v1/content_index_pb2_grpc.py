@@ -92,7 +92,9 @@ class ContentIndexServiceServicer:
 
     def EnsureBlob(self, request, context):
         """Atomic insert-or-find of a blob row for a file the caller already stored; repairs a row whose
-        file has vanished when the caller's file exists (heal-on-write).
+        file has vanished when the caller's file exists (heal-on-write). A blob the caller's tenant
+        does not see yet is only ensured with the caller's own copy at another path (verified against
+        the hash); naming the path of that blob's own file answers NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -115,8 +117,8 @@ class ContentIndexServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CountReferences(self, request, context):
-        """Live count of the rows that reference a blob, computed on demand across every referencing
-        table (never a stored counter).
+        """Live count of the caller tenant's rows that reference a blob, computed on demand across every
+        referencing table (never a stored counter).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -35,6 +35,17 @@ hash settles entirely inside its lock, so the sweep sees its row (and keeps the 
 before its placement (which writes the file anew). The age protects what no lock covers: an
 EnsureBlob caller stores its file first and asks for the row afterwards. A file is also kept while
 a row of its digest names a path outside this storage or lacks its own file (the copy may heal it).
+
+What a tenant is told
+---------------------
+Tenants that do not isolate content share a blob per SHA-256, but none learns from this service
+that another holds the same bytes. A write of bytes whose blob only other tenants have answers as if
+it were new to the caller (``already_existed`` and ``healed`` false, the blob's ``create_time`` when
+the caller first wrote it); references are counted per tenant. EnsureBlob cannot tell a file the
+caller placed from the one the blob's row already names (they are the same content path), so a
+tenant that does not see a blob yet may only ensure it with its own copy at another path, which is
+verified against the hash before the tenant becomes a writer; naming the row's own file is
+NOT_FOUND, like a read of it.
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -141,9 +152,10 @@ class BlobUseCases:
     async def _settle_staged(self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey) -> Ensured:
         async with self._blobs.locked(new.content_hash) as tx:
             existing = await tx.find()
+            seen = existing is not None and await tx.seen_by(existing.blob_id, tenant)
             if existing is not None and await self._holds(existing):
                 await tx.touch(existing.blob_id, tenant)
-                return Ensured(existing, already_existed=True)
+                return _told(Ensured(existing, already_existed=True), seen)
             uri = await self._storage.place(staged, key)
             try:
                 ensured = await self._insert_or_heal(tx, tenant, existing, _with_uri(new, uri))
@@ -153,7 +165,7 @@ class BlobUseCases:
                 raise
             if not self._same_file(ensured.blob.storage_uri, uri):
                 await self._storage.delete(uri)  # a row made without the lock won; ours is redundant
-            return ensured
+            return _told(ensured, seen)
 
     async def ensure_blob(
         self, scope: Scope, content_hash_text: str, storage_uri: str, size_bytes: int, mime_type: str
@@ -179,16 +191,24 @@ class BlobUseCases:
                 await self._verify(scope.tenant, isolated, new)
             async with self._blobs.locked(content_hash) as tx:
                 existing = await tx.find()
+                seen = existing is not None and await tx.seen_by(existing.blob_id, scope.tenant)
                 if existing is not None and await self._holds(existing):
+                    own_copy = not self._same_file(existing.storage_uri, storage_uri)
+                    if not seen:
+                        if not own_copy:
+                            raise BlobNotFound()  # the row's own file proves nothing about the caller
+                        if not verified:
+                            await self._verify(scope.tenant, isolated, new)  # it holds the bytes itself
                     await tx.touch(existing.blob_id, scope.tenant)
-                    if not self._same_file(existing.storage_uri, storage_uri):
+                    if own_copy:
                         await self._storage.delete(storage_uri)  # one file per hash
-                    return Ensured(existing, already_existed=True)
+                    return _told(Ensured(existing, already_existed=True), seen)
                 if not verified:
                     await self._verify(scope.tenant, isolated, new)
                 elif await self._storage.size_of(storage_uri) != size_bytes:
                     raise BlobFileMissing()
-                return await self._insert_or_heal(tx, scope.tenant, existing, new)
+                ensured = await self._insert_or_heal(tx, scope.tenant, existing, new)
+                return _told(ensured, seen)
 
     async def _insert_or_heal(self, tx: LockedHash, tenant: str, existing: Blob | None, new: NewBlob) -> Ensured:
         """Under the hash lock, with ``new``'s file in place: a new row, or the old one repointed."""
@@ -232,7 +252,7 @@ class BlobUseCases:
 
     async def count_references(self, scope: Scope, blob_id: int) -> ReferenceCounts:
         blob = await self._visible(scope, blob_id)
-        return await self._blobs.count_references(blob.blob_id)
+        return await self._blobs.count_references(blob.blob_id, scope.tenant)
 
     async def find_by_hash(self, scope: Scope, content_hash_text: str) -> tuple[Blob | None, list[BlobReference]]:
         blob = await self._blobs.visible_by_hash(_parse_hash(content_hash_text), scope.tenant)
@@ -366,6 +386,14 @@ class BlobUseCases:
 
 
 _GONE = object()
+
+
+def _told(ensured: Ensured, seen: bool) -> Ensured:
+    """What the caller learns: all of it for a blob it already had or that this call created; for
+    one that only other tenants had, that it is new (no dedup hit, no heal, created now)."""
+    if seen or not ensured.already_existed:
+        return ensured
+    return Ensured(replace(ensured.blob, create_time=datetime.now(UTC)), already_existed=False)
 
 
 def _with_uri(new: NewBlob, storage_uri: str) -> NewBlob:

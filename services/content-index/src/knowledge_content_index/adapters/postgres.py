@@ -57,6 +57,12 @@ def _referenced(by_tenant: str | None = None) -> str:
 
 
 _COLUMNS = "b.blob_id, b.content_hash, b.size_bytes, b.storage_uri, b.mime_type, b.create_time"
+# What tenant $2 is shown: the blob as it first came to that tenant, not when another tenant stored it.
+_TENANT_COLUMNS = _COLUMNS.replace(
+    "b.create_time",
+    "COALESCE((SELECT w.first_write_time FROM content_blob_writers w WHERE w.blob_id = b.blob_id "
+    "AND w.tenant_id = $2), b.create_time) AS create_time",
+)
 _SEEN_BY_TENANT = (
     "(EXISTS (SELECT 1 FROM content_blob_writers w WHERE w.blob_id = b.blob_id AND w.tenant_id = $2) OR "
     + _referenced(by_tenant="$2")
@@ -91,11 +97,14 @@ DELETE FROM content_blobs AS b
 WHERE b.blob_id = $1 AND b.last_write_time < now() - $2::interval AND NOT ({_referenced()})
 RETURNING {_COLUMNS}
 """
+SEEN_BY = f"SELECT {_SEEN_BY_TENANT} FROM content_blobs b WHERE b.blob_id = $1"
 TENANT_ISOLATES = "SELECT isolate_content FROM tenants WHERE tenant_id = $1"
-VISIBLE = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.blob_id = $1 AND {_SEEN_BY_TENANT}"
-VISIBLE_BY_HASH = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.content_hash = $1 AND {_SEEN_BY_TENANT}"
+VISIBLE = f"SELECT {_TENANT_COLUMNS} FROM content_blobs b WHERE b.blob_id = $1 AND {_SEEN_BY_TENANT}"
+VISIBLE_BY_HASH = f"SELECT {_TENANT_COLUMNS} FROM content_blobs b WHERE b.content_hash = $1 AND {_SEEN_BY_TENANT}"
+# The caller tenant's references only: another tenant's are none of its business (shared blobs).
 COUNT_REFERENCES = "SELECT " + ", ".join(
-    f"(SELECT count(*) FROM {t.table} WHERE blob_id = $1) AS {t.entity_type}" for t in REFERENCING_TABLES
+    f"(SELECT count(*) FROM {t.table} WHERE blob_id = $1 AND tenant_id = $2) AS {t.entity_type}"
+    for t in REFERENCING_TABLES
 )
 TENANT_REFERENCES = (
     " UNION ALL ".join(
@@ -150,6 +159,9 @@ class PostgresLockedHash:
         assert found is not None
         await self._tx.execute("blob_record_writer", RECORD_WRITER, found.blob_id, tenant)
         return found, inserted is not None
+
+    async def seen_by(self, blob_id: int, tenant: str) -> bool:
+        return bool(await self._tx.fetchval("blob_seen_by", SEEN_BY, blob_id, tenant))
 
     async def touch(self, blob_id: int, tenant: str) -> None:
         await self._tx.execute("blob_touch", TOUCH, blob_id)
@@ -211,8 +223,8 @@ class PostgresBlobs:
         row = await self._db.fetchrow("blob_visible_by_hash", VISIBLE_BY_HASH, str(content_hash), tenant)
         return None if row is None else _blob(row)
 
-    async def count_references(self, blob_id: int) -> ReferenceCounts:
-        row = await self._db.fetchrow("blob_count_references", COUNT_REFERENCES, blob_id)
+    async def count_references(self, blob_id: int, tenant: str) -> ReferenceCounts:
+        row = await self._db.fetchrow("blob_count_references", COUNT_REFERENCES, blob_id, tenant)
         assert row is not None
         return ReferenceCounts(tuple((t.entity_type, row[t.entity_type]) for t in REFERENCING_TABLES))
 

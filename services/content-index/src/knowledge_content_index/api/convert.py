@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import content_index_pb2
@@ -34,10 +36,16 @@ def blob_message(blob: Blob) -> content_index_pb2.Blob:
         blob_id=str(blob.blob_id),
         content_hash=str(blob.content_hash),
         size_bytes=blob.size_bytes,
-        storage_uri=blob.storage_uri,
+        storage_uri=location(blob.storage_uri),
         mime_type=blob.mime_type,
         create_time=timestamp(blob.create_time),
     )
+
+
+def location(storage_uri: str) -> str:
+    """Where a blob lives as callers see it: ``<hex[:2]>/<hex><ext>`` under the blob root. The
+    server's absolute path never leaves the service."""
+    return "/".join(PurePosixPath(unquote(urlsplit(storage_uri).path)).parts[-2:])
 
 
 def reference_counts(counts: ReferenceCounts) -> content_index_pb2.CountReferencesResponse:

@@ -32,6 +32,9 @@ class LockedHash(Protocol):
     async def insert(self, blob: NewBlob, tenant: str) -> tuple[Blob, bool]:
         """Insert-or-find the hash's row, record ``tenant`` as a writer; True when inserted now."""
 
+    async def seen_by(self, blob_id: int, tenant: str) -> bool:
+        """Whether ``tenant`` already wrote or references the blob (what it may be told about it)."""
+
     async def touch(self, blob_id: int, tenant: str) -> None:
         """Restart the blob's grace period (a write just used it) and record the writer."""
 
@@ -71,8 +74,8 @@ class BlobRepository(Protocol):
     async def visible_by_hash(self, content_hash: ContentHash, tenant: str) -> Blob | None:
         """The hash's blob if ``tenant`` wrote or references it, else None."""
 
-    async def count_references(self, blob_id: int) -> ReferenceCounts:
-        """Live references across every referencing table and tenant, computed now."""
+    async def count_references(self, blob_id: int, tenant: str) -> ReferenceCounts:
+        """``tenant``'s live references across every referencing table, computed now."""
 
     async def tenant_references(self, blob_id: int, tenant: str) -> list[BlobReference]:
         """``tenant``'s entities that reference the blob, oldest first."""
