@@ -4,6 +4,7 @@ import json
 
 import grpc
 import pytest
+from google.rpc import code_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
@@ -147,6 +148,10 @@ async def test_an_unexpected_exception_is_internal_without_internals(migrated_pg
     assert error.code() == grpc.StatusCode.INTERNAL
     assert error.details() == "internal error"
     assert error_info(error).reason == "INTERNAL"
+    # The google.rpc.Status the gateway turns into the JSON body: its code is the call's (13, 12), never 9.
+    for failed, code in ((error, code_pb2.INTERNAL), (unimplemented.value, code_pb2.UNIMPLEMENTED)):
+        status = status_pb2.Status.FromString(dict(failed.trailing_metadata())["grpc-status-details-bin"])
+        assert status.code == code == failed.code().value[0]
     everything = error.details() + repr(error.trailing_metadata()) + repr(error.debug_error_string())
     assert "hunter2" not in everything and "Traceback" not in everything
 

@@ -86,6 +86,18 @@ class Unavailable(DomainError):
     reason = "DEPENDENCY_UNAVAILABLE"
 
 
+class Internal(DomainError):
+    """What an unexpected exception becomes; its message never says more than this."""
+
+    code = "INTERNAL"
+    reason = "INTERNAL"
+
+
+class Unimplemented(DomainError):
+    code = "UNIMPLEMENTED"
+    reason = "NOT_IMPLEMENTED"
+
+
 class Cancelled(DomainError):
     code = "CANCELLED"
     reason = "CANCELLED"

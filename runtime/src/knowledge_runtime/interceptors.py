@@ -21,7 +21,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from knowledge_runtime.auth import TokenVerifier, bearer_token, bind_scope, reset_scope
-from knowledge_runtime.errors import ERROR_DOMAIN, DomainError, PermissionDenied, Unauthenticated
+from knowledge_runtime.errors import (
+    ERROR_DOMAIN,
+    DomainError,
+    Internal,
+    PermissionDenied,
+    Unauthenticated,
+    Unimplemented,
+)
 from knowledge_runtime.tracing import current_trace_id
 
 log = structlog.get_logger("knowledge.rpc")
@@ -136,14 +143,14 @@ class ErrorInterceptor(_GuardInterceptor):
             status = status_for(error)
             await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
         except NotImplementedError:
-            status = status_for(
-                DomainError("this method is not implemented yet", reason="NOT_IMPLEMENTED")
-            )
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, status.details, trailing_metadata=status.trailing_metadata)
+            status = status_for(Unimplemented("this method is not implemented yet"))
+            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
         except Exception:
             log.exception("rpc_failed")
-            status = status_for(DomainError(INTERNAL_MESSAGE, reason="INTERNAL"))
-            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE, trailing_metadata=status.trailing_metadata)
+            # The status in the trailer carries the code of the call's status (INTERNAL, 13), as
+            # every status here does: both come from the error's one declared code.
+            status = status_for(Internal(INTERNAL_MESSAGE))
+            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
 
 
 class ScopeInterceptor(_GuardInterceptor):
