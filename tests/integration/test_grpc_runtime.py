@@ -4,6 +4,7 @@ import json
 
 import grpc
 import pytest
+from google.api import httpbody_pb2
 from google.rpc import code_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -182,3 +183,106 @@ async def test_logs_carry_request_context_and_the_propagated_trace(ingest_server
     assert entry["code"] == "OK"
     assert entry["trace_id"] == trace_id
     assert token not in json.dumps(lines)
+
+
+def with_unknown_field(message, number: int = 111):
+    """``message`` as a client built from another proto (a misspelt or newer field) sends it."""
+    tag, encoded = number << 3, b""  # wire type 0 (varint)
+    while tag >= 0x80:
+        encoded, tag = encoded + bytes([tag & 0x7F | 0x80]), tag >> 7
+    return type(message).FromString(message.SerializeToString() + encoded + bytes([tag, 1]))
+
+
+async def test_a_request_with_an_unknown_field_is_invalid_argument(stub, make_token):
+    """Issue 12 item 3 (gRPC callers): told, not ignored; and nothing is written."""
+    metadata = auth(make_token("tenant-unknown-field"))
+    for request, call in (
+        (with_unknown_field(ingest_pb2.CreateCorpusRequest(name="Unknown")), stub.CreateCorpus),
+        (with_unknown_field(ingest_pb2.ListCorporaRequest(page_size=5), number=7), stub.ListCorpora),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(request, metadata=metadata)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_info(caught.value).reason == "UNKNOWN_FIELD"
+        assert error_info(caught.value).metadata["field"].startswith("#")
+    assert not (await stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=metadata)).corpora
+
+
+async def test_a_stream_message_with_an_unknown_field_is_invalid_argument(stub, make_token):
+    async def messages():
+        yield with_unknown_field(ingest_pb2.UploadDocumentRequest(corpus_id="1", filename="a.txt"))
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.UploadDocument(messages(), metadata=auth(make_token("tenant-unknown-stream")))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "UNKNOWN_FIELD"
+
+
+@pytest.mark.parametrize(("call", "request_", "field"), [
+    ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="a\x00b"), "name"),
+    ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="ok", description="\x00"), "description"),
+    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="t", source_url="https://x/\x00"), "source_url"),
+    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="a\x00b"), "text"),
+    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="t", title="\x00"), "title"),
+    ("MoveDocuments", ingest_pb2.MoveDocumentsRequest(target_corpus_id="1", document_ids=["1", "2\x00"]),
+     "document_ids[1]"),
+    ("GetDocument", ingest_pb2.GetDocumentRequest(document_id="1\x00"), "document_id"),
+])
+async def test_a_nul_in_any_text_field_is_invalid_argument_naming_it(stub, make_token, call, request_, field):
+    """Issue 12 item 10: PostgreSQL cannot store 0x00; the caller is told which field holds one."""
+    metadata = auth(make_token("tenant-nul"))
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await getattr(stub, call)(request_, metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "NUL_CHARACTER"
+    assert error_info(caught.value).metadata["field"] == field
+
+
+async def test_a_nul_in_an_uploads_filename_is_invalid_argument(stub, make_token):
+    async def messages():
+        yield ingest_pb2.UploadDocumentRequest(corpus_id="1", filename="a\x00.txt")
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.UploadDocument(messages(), metadata=auth(make_token("tenant-nul-upload")))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).metadata["field"] == "filename"
+
+
+@pytest.mark.parametrize("body", [
+    b'--B\r\nContent-Disposition: form-data; name="file"\rfilename="x.txt"\r\n\r\nabc\r\n--B--\r\n',  # bare CR
+    b'--B\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\n\r\nabc\r\n--B--\r\n',  # bare LF
+    b"--B\r\n\x00\r\n\r\nabc\r\n--B--\r\n",
+    b"--C\r\nnot the boundary\r\n",
+])
+async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, body):
+    """Issue 12 item 11: the parser's refusal is the caller's error, not an internal one."""
+    metadata = auth(make_token("tenant-multipart"))
+    corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=f"m{hash(body)}"), metadata=metadata)
+
+    async def messages():
+        yield ingest_pb2.UploadDocumentRequest(
+            corpus_id=corpus.corpus_id,
+            http_body=httpbody_pb2.HttpBody(content_type="multipart/form-data; boundary=B", data=body))
+
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.UploadDocument(messages(), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+    listed = await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus.corpus_id), metadata=metadata)
+    assert not listed.documents
+
+
+@pytest.mark.parametrize("spelling", ["²", "١", "１", "0{id}", "+{id}", " {id}", "{id} ", "-1", "0",
+                                      "9223372036854775808", "{id}\n"])
+async def test_an_id_has_one_spelling_through_the_real_service(stub, make_token, spelling):
+    """Issue 12 item 9: other spellings of a corpus id name nothing (404), never a 500 or that corpus."""
+    metadata = auth(make_token("tenant-ids"))
+    name = f"ids-{abs(hash(spelling))}"
+    corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name), metadata=metadata)
+    await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus.corpus_id), metadata=metadata)
+    for call, request in (
+        (stub.ListDocuments, ingest_pb2.ListDocumentsRequest(corpus_id=spelling.format(id=corpus.corpus_id))),
+        (stub.GetDocument, ingest_pb2.GetDocumentRequest(document_id=spelling.format(id=corpus.corpus_id))),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(request, metadata=metadata)
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND

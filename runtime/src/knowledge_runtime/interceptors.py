@@ -2,8 +2,9 @@
 
 Each interceptor contributes an async context manager ("guard") that runs around the
 RPC's behaviour, for all four call shapes. Order (outermost first): OpenTelemetry span,
-:class:`LoggingInterceptor`, :class:`ErrorInterceptor`, :class:`ScopeInterceptor`, so a
-scope failure is a domain error that the error map turns into a status.
+:class:`LoggingInterceptor`, :class:`ErrorInterceptor`, :class:`ScopeInterceptor`,
+:class:`RequestValidationInterceptor`, so a scope failure or a malformed request is a domain
+error that the error map turns into a status.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from knowledge_runtime.errors import (
     Unimplemented,
 )
 from knowledge_runtime.tracing import current_trace_id
+from knowledge_runtime.validation import check_request
 
 log = structlog.get_logger("knowledge.rpc")
 
@@ -183,6 +185,44 @@ class ScopeInterceptor(_GuardInterceptor):
             yield
         finally:
             reset_scope(tokens)
+
+
+class RequestValidationInterceptor(grpc.aio.ServerInterceptor):
+    """Every ``knowledge.v1`` request message (each one of a stream) passes ``check_request``
+    before the servicer reads it: no unknown field, no NUL in a string (``validation.py``)."""
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or not handler_call_details.method.startswith(KNOWLEDGE_PREFIX):
+            return handler
+        kwargs = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_unary or handler.unary_stream:
+            inner = handler.unary_unary or handler.unary_stream
+
+            def checked(request, context):
+                check_request(request)
+                return inner(request, context)
+
+            factory = (grpc.unary_unary_rpc_method_handler if handler.unary_unary
+                       else grpc.unary_stream_rpc_method_handler)
+            return factory(checked, **kwargs)
+
+        inner = handler.stream_unary or handler.stream_stream
+
+        def checked_stream(requests, context):
+            return inner(_checked_each(requests), context)
+
+        factory = grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
+        return factory(checked_stream, **kwargs)
+
+
+async def _checked_each(requests):
+    async for request in requests:
+        check_request(request)
+        yield request
 
 
 def domain_error_from(error: grpc.aio.AioRpcError) -> DomainError:

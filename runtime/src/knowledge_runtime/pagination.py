@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from knowledge_runtime import ids
 from knowledge_runtime.errors import InvalidArgument
 
 _PREFIX = "k1:"
@@ -31,6 +32,7 @@ def decode_page_token(token: str) -> int:
         text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidPageToken() from None
-    if not text.startswith(_PREFIX) or not text[len(_PREFIX):].isdigit():
+    after = ids.parse_id(text[len(_PREFIX):]) if text.startswith(_PREFIX) else None
+    if after is None:
         raise InvalidPageToken()
-    return int(text[len(_PREFIX):])
+    return after

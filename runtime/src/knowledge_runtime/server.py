@@ -22,7 +22,12 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from knowledge_runtime.auth import TokenVerifier
-from knowledge_runtime.interceptors import ErrorInterceptor, LoggingInterceptor, ScopeInterceptor
+from knowledge_runtime.interceptors import (
+    ErrorInterceptor,
+    LoggingInterceptor,
+    RequestValidationInterceptor,
+    ScopeInterceptor,
+)
 from knowledge_runtime.settings import CommonSettings, SettingsError
 
 log = structlog.get_logger("knowledge.server")
@@ -86,6 +91,7 @@ class GrpcApp:
                 LoggingInterceptor(),
                 ErrorInterceptor(),
                 ScopeInterceptor(self.verifier, capabilities),
+                RequestValidationInterceptor(),
             ],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),

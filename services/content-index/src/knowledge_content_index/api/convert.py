@@ -9,12 +9,10 @@ from urllib.parse import unquote, urlsplit
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import content_index_pb2
+from knowledge_runtime import ids
 
 from knowledge_content_index.domain.errors import BlobNotFound, InvalidBlobRequest, InvalidWriteStream
 from knowledge_content_index.domain.model import Blob, BlobReference, GarbageReport, ReferenceCounts, UploadHeader
-
-MAX_BLOB_ID = 2**63 - 1
-
 
 def timestamp(value) -> Timestamp:
     stamp = Timestamp()
@@ -26,9 +24,10 @@ def blob_id(text: str) -> int:
     """A blob id as the database knows it; a malformed one names no blob."""
     if not text:
         raise InvalidBlobRequest("blob_id is required", field="blob_id")
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= MAX_BLOB_ID:
+    parsed = ids.parse_id(text)
+    if parsed is None:
         raise BlobNotFound()
-    return int(text)
+    return parsed
 
 
 def blob_message(blob: Blob) -> content_index_pb2.Blob:

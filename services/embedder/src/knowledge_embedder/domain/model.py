@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from knowledge_runtime import ids
 
 from knowledge_embedder.domain.errors import InvalidInput
 
@@ -108,12 +109,13 @@ class DocumentBinding:
 
 
 def _identifier(value: str, field: str) -> int | None:
-    value = value.strip()
+    """A body id: empty is unset; one that spells no id is INVALID_ARGUMENT naming the field."""
     if not value:
         return None
-    if not value.isdigit() or len(value) > 18:
+    parsed = ids.parse_id(value)
+    if parsed is None:
         raise InvalidInput(f"{field} is not a valid identifier", field=field)
-    return int(value)
+    return parsed
 
 
 @dataclass(frozen=True, slots=True)

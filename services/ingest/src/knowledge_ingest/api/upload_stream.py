@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from knowledge.v1 import ingest_pb2
+from python_multipart.exceptions import ParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from knowledge_ingest.domain.errors import InvalidRequest
@@ -86,6 +87,15 @@ class _MultipartUpload:
         self._file_started = False
         self._file_done = False
 
+    def _feed(self, body: bytes) -> None:
+        """The parser's refusal (a bare CR in a part header, a broken boundary) is the caller's
+        malformed body: INVALID_ARGUMENT, never an internal error."""
+        try:
+            self._parser.write(body)
+        except ParseError:
+            raise InvalidRequest("the multipart/form-data body is malformed", field="http_body",
+                                 reason="MULTIPART_MALFORMED") from None
+
     def _part_begin(self) -> None:
         self._headers = {}
         self._events.append(("begin", b""))
@@ -110,7 +120,7 @@ class _MultipartUpload:
     async def source(self) -> UploadSource:
         pending: list[bytes] = []
         async for body in self._bodies:  # read fields until the file part starts
-            self._parser.write(body)
+            self._feed(body)
             pending += self._drain_until_file()
             if self._file_started:
                 break
@@ -156,7 +166,7 @@ class _MultipartUpload:
         if self._file_done:
             return
         async for body in bodies:
-            self._parser.write(body)
+            self._feed(body)
             for data in self._drain_until_file():
                 yield data
             if self._file_done:

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from knowledge_runtime import ids
+
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest, JobNotFound
 
 MAX_FILENAME_CHARS = 255
@@ -68,18 +70,22 @@ def parse_id(value: str, field: str) -> int:
     cannot exist is simply not found (like another tenant's)."""
     if not value:
         raise InvalidRequest(f"{field} is required", field=field)
-    if not value.isdigit() or len(value) > 18 or int(value) <= 0:
+    parsed = ids.parse_id(value)  # the one parser; the treatment (404, or 400 when missing) is ours
+    if parsed is None:
         raise (DocumentNotFound if field.startswith("document") else CorpusNotFound)(value)
-    return int(value)
+    return parsed
 
 
 def parse_job_id(value: str) -> uuid.UUID:
     if not value:
         raise InvalidRequest("job_id is required", field="job_id")
     try:
-        return uuid.UUID(value)
+        parsed = uuid.UUID(value)
     except ValueError:
         raise JobNotFound(value) from None
+    if str(parsed) != value:  # one spelling per job: no braces, "urn:uuid:", capitals or missing hyphens
+        raise JobNotFound(value)
+    return parsed
 
 
 @dataclass(frozen=True, slots=True)

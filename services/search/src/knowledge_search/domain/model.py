@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from knowledge_runtime import ids
+
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
 
 MAX_QUERY_CHARS = 100_000  # what a caller may send; the embedder sees at most 3,500 of them
 LEXICAL_QUERY_CHARS = 3_500  # the same budget for the lexical channel's query
-_MAX_ID = 2**63 - 1
 
 
 class SearchMode(enum.Enum):
@@ -104,12 +105,10 @@ class SearchRequest:
 
 def _parse_id(value: str) -> int | None:
     """An opaque identifier: empty means unset; anything that cannot be ours does not exist."""
-    value = value.strip()
     if not value:
         return None
-    if not value.isascii() or not value.isdigit() or not 0 < int(value) <= _MAX_ID:
-        return -1
-    return int(value)
+    parsed = ids.parse_id(value)
+    return -1 if parsed is None else parsed
 
 
 def _corpus_id(value: str) -> int | None:
