@@ -34,6 +34,13 @@ class EmbeddedPostgres:
         if "(1 row)" not in exists:
             self.server.psql(f"CREATE DATABASE {DATABASE};")
 
+    def keep_row_values_out_of_the_log(self) -> None:
+        """``log_error_verbosity = terse``: the server's log keeps an error's message and statement
+        (parameters are never logged) but not its DETAIL, CONTEXT or HINT lines, which quote row
+        values such as tenant ids and corpus names. Idempotent; applied by a configuration reload."""
+        self.server.psql("ALTER SYSTEM SET log_error_verbosity = 'terse';")
+        self.server.psql("SELECT pg_reload_conf();")
+
     def stop(self) -> None:
         self.server.cleanup()
 
@@ -45,4 +52,5 @@ def start_embedded(data_dir: Path) -> EmbeddedPostgres:
     info = server.get_postmaster_info()
     embedded = EmbeddedPostgres(server=server, socket_dir=str(info.socket_dir))
     embedded.ensure_database()
+    embedded.keep_row_values_out_of_the_log()
     return embedded

@@ -2,7 +2,10 @@
 
 SQL lives in the adapters as named module constants; every call names its statement, so
 spans read ``db.<name>`` and no SQL text or parameter ends up in a span or a log.
-Connection failures become :class:`Unavailable`, which callers may retry.
+Connection failures become :class:`Unavailable`, which callers may retry. A PostgreSQL error's
+DETAIL (``Key (tenant_id, name)=(acme, Handbook) already exists``) and CONTEXT quote row values,
+so they are dropped from every error passing through here: its type, SQLSTATE, message and
+constraint name still say what happened, and a traceback in the logs carries no tenant's data.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ class _Queries:
                 return await getattr(self._conn, method)(sql, *args)
             except _UNAVAILABLE as error:
                 raise Unavailable("the database is unavailable") from error
+            except asyncpg.PostgresError as error:
+                _drop_row_values(error)
+                raise
 
     async def fetch(self, name: str, sql: str, *args: Any) -> list[asyncpg.Record]:
         return await self._call("fetch", name, sql, *args)
@@ -53,6 +59,12 @@ class _Queries:
 
     async def executemany(self, name: str, sql: str, rows: list[tuple]) -> None:
         await self._call("executemany", name, sql, rows)
+
+
+def _drop_row_values(error: asyncpg.PostgresError) -> None:
+    """Keep the error (callers catch it by type) but not the parts that quote row values."""
+    for attribute in ("detail", "context", "internal_query"):
+        setattr(error, attribute, None)
 
 
 class Transaction(_Queries):
@@ -82,6 +94,9 @@ class Database(_Queries):
                 yield Transaction(connection)
         except _UNAVAILABLE as error:
             raise Unavailable("the database is unavailable") from error
+        except asyncpg.PostgresError as error:  # e.g. a deferred constraint failing at commit
+            _drop_row_values(error)
+            raise
 
     async def close(self) -> None:
         await self.pool.close()
