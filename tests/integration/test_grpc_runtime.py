@@ -1,9 +1,12 @@
 """The shared runtime around a real service: a gRPC server on port 0 over real PostgreSQL."""
 
 import json
+import time
 
 import grpc
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 from google.api import httpbody_pb2
 from google.rpc import code_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -15,6 +18,7 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_runtime import clients
 from knowledge_runtime.auth import bind_scope, reset_scope, scope_from_claims
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
 from knowledge_runtime.logging import configure_logging
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
@@ -87,6 +91,29 @@ async def test_a_forged_token_is_unauthenticated(stub, make_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=auth(f"{header}.{payload}.{signature[::-1]}"))
     assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_hostile_signed_tokens_are_unauthenticated_without_a_traceback(stub, keys_dir, capsys):
+    """Issue 12 items 4, 12, 13 at a real service: each is 401, none an INTERNAL with a traceback."""
+    kid = (keys_dir / KEY_ID_FILE).read_text().strip()
+    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
+              "capabilities": ["corpus.read"]}
+    rsa = (keys_dir / PRIVATE_KEY_FILE).read_bytes()
+    tokens = {
+        "es256-real-kid": jwt.encode(claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256",
+                                     headers={"kid": kid}),
+        "capabilities-object": jwt.encode({**claims, "capabilities": {"corpus.read": False}}, rsa,
+                                          algorithm="RS256", headers={"kid": kid}),
+        "nul-tenant": jwt.encode({**claims, "tenant": "acme\x00"}, rsa, algorithm="RS256", headers={"kid": kid}),
+        "crlf-tenant": jwt.encode({**claims, "tenant": "acme\r\nx-evil: 1"}, rsa, algorithm="RS256",
+                                  headers={"kid": kid}),
+    }
+    for name, token in tokens.items():
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=auth(token))
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED, name
+        assert error_info(caught.value).reason == "TOKEN_INVALID", name
+    assert "Traceback" not in capsys.readouterr().err
 
 
 async def test_a_missing_capability_is_permission_denied_naming_it(stub, make_token):
