@@ -40,6 +40,19 @@ BODY_LIMIT_FILTER = "envoy.filters.http.body_size_limit"
 UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
 MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason
 MAX_DYNAMIC_DESCRIPTORS = 10_000  # tenants with a live bucket; the least recently seen is evicted
+# Every request's headers together (URL, bearer token and the rest): over this is 431. The services'
+# gRPC metadata limit (knowledge_runtime.server.MAX_METADATA_BYTES) is above what Envoy forwards
+# for a request under it (its headers, the original path again, a few of its own), so a request
+# the gateway takes is never refused (or, between gRPC's soft and hard limits, sometimes refused)
+# for its size upstream.
+MAX_REQUEST_HEADERS_KB = 8
+MAX_REQUEST_HEADERS = 100  # headers per request
+RATE_LIMITED_MESSAGE = "the tenant's request rate is over its limit; retry after 1 second"
+HEADERS_TOO_LARGE_MESSAGE = (f"request headers too large: the URL, the bearer token and the other headers "
+                             f"must fit in {MAX_REQUEST_HEADERS_KB} KiB together")
+# Headers the transcoder sets for the services and the access log: a client-sent copy is removed.
+ORIGINAL_HEADERS = ("x-envoy-original-path", "x-envoy-original-method")
+LOG_NAMESPACE = "knowledge.log"  # dynamic metadata the Lua filter writes for the access log
 _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
 
@@ -61,6 +74,18 @@ class GatewayConfig:
     cors_origins: tuple[str, ...] = ()  # exact origins, e.g. "https://app.example.com"; none: no CORS
     rate_limit_rps: int = 50  # per tenant, refilled every second
     rate_limit_burst: int = 200  # per tenant, the bucket's size
+    # A slow client (a byte a second) holds a connection only this long: its headers must arrive
+    # within request_headers_timeout_s, its whole request (body included) within
+    # request_body_timeout_s (default: the upload timeout), and a connection with no request open
+    # closes after idle_timeout_s; a stream with no bytes either way is reset after
+    # stream_idle_timeout_s (above the route timeouts, so a slow answer still comes).
+    request_headers_timeout_s: int = 10
+    request_body_timeout_s: int | None = None
+    idle_timeout_s: int = 60
+    stream_idle_timeout_s: int = 300
+    max_concurrent_streams: int = 100  # per HTTP/2 connection
+    max_requests_per_connection: int = 10_000
+    max_connections: int = 10_000  # every downstream connection of the gateway together
 
 
 def parse_origins(value: str | None, name: str = "KNOWLEDGE_CORS_ORIGINS") -> tuple[str, ...]:
@@ -215,11 +240,17 @@ def _virtual_host(config: GatewayConfig) -> dict:
 
 
 def _access_log() -> dict:
+    """One JSON line per request. The method and path are the client's (the transcoder keeps them
+    in x-envoy-original-*, which Lua removes from the client's request first; a REST GET is logged
+    GET, not the upstream gRPC POST). The path has no query string: its values (an uploaded
+    file's name, an id, a credential a client put there) never reach the log; ``query`` lists
+    the parameter names only."""
     fields = {
         "time": "%START_TIME%",
-        "method": "%REQ(:METHOD)%",
-        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
-        "grpc_method": "%REQ(:PATH)%",
+        "method": "%REQ(X-ENVOY-ORIGINAL-METHOD?:METHOD)%",
+        "path": "%REQ_WITHOUT_QUERY(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+        "query": f"%DYNAMIC_METADATA({LOG_NAMESPACE}:query)%",
+        "grpc_method": "%REQ_WITHOUT_QUERY(:PATH)%",
         "status": "%RESPONSE_CODE%",
         "grpc_status": "%GRPC_STATUS%",
         "flags": "%RESPONSE_FLAGS%",
@@ -229,13 +260,17 @@ def _access_log() -> dict:
         "request_id": "%REQ(X-REQUEST-ID)%",
         "traceparent": "%REQ(TRACEPARENT)%",
         "tenant": f"%REQ({TENANT_HEADER.upper()})%",
-        # Never the Authorization header nor any body: tokens and documents stay out of logs.
+        # Never the Authorization header, a query value nor any body: tokens, file names and
+        # documents stay out of logs.
     }
     return {
         "name": "envoy.access_loggers.stdout",
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
-            "log_format": {"json_format": fields},
+            "log_format": {"json_format": fields, "formatters": [{
+                "name": "envoy.formatter.req_without_query",
+                "typed_config": {"@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery"},
+            }]},
         },
     }
 
@@ -267,8 +302,23 @@ def _status_json(code: int, reason: str, message: str) -> dict:
 def _local_reply_config(config: GatewayConfig) -> dict:
     """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON.
     Every 413 (Lua's from the Content-Length, the body limit's while streaming) says the same."""
-    messages = {413: too_large_message(config.max_body_bytes)}
+    messages = {413: too_large_message(config.max_body_bytes), 429: RATE_LIMITED_MESSAGE,
+                431: HEADERS_TOO_LARGE_MESSAGE}
+    # A gRPC caller's own request; a transcoded REST one has the gRPC content type too once the
+    # transcoder has seen it, and the original path the transcoder keeps (see _lua_source).
+    grpc_request = {"and_filter": {"filters": [
+        {"header_filter": {"header": {"name": "content-type", "string_match": {"prefix": "application/grpc"}}}},
+        {"header_filter": {"header": {"name": ORIGINAL_HEADERS[0], "present_match": True, "invert_match": True}}},
+    ]}}
     mappers = [{
+        # A gRPC caller through the gateway gets its status with a plain message, not JSON.
+        "filter": {"and_filter": {"filters": [*grpc_request["and_filter"]["filters"], {"status_code_filter": {"comparison": {
+            "op": "EQ", "value": {"default_value": 429, "runtime_key": "knowledge.local_reply.grpc_429"}}}}]}},
+        "body_format_override": {"text_format": RATE_LIMITED_MESSAGE},
+    }, {
+        "filter": grpc_request,
+        "body_format_override": {"text_format": "%LOCAL_REPLY_BODY%"},
+    }, {
         # The catch-all route's missing cluster ("NC"): a path the API does not have.
         "filter": {"response_flag_filter": {"flags": ["NC"]}},
         "status_code": 404,
@@ -338,11 +388,30 @@ def _lua_source(config: GatewayConfig) -> str:
     UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only a small JSON 429 is ever read.
     """
     body = too_large_json(config.max_body_bytes)
+    removals = "\n".join(f'  headers:remove("{name}")' for name in ORIGINAL_HEADERS)
     return f"""
 function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove("{TENANT_HEADER}")
   headers:remove("{UNROUTED_HEADER}")
+{removals}
+  -- For the access log: the query's parameter names, never their values.
+  local query = string.match(headers:get(":path") or "", "%?(.*)$")
+  if query ~= nil and query ~= "" then
+    local names = {{}}
+    for pair in string.gmatch(query, "[^&]+") do
+      local name = string.match(pair, "^[^=]*")
+      if string.match(name, "^[%w_.%-]+$") == nil then
+        name = "?"
+      end
+      names[#names + 1] = name
+      if #names == 20 then
+        names[#names + 1] = "..."
+        break
+      end
+    end
+    handle:streamInfo():dynamicMetadata():set("{LOG_NAMESPACE}", "query", table.concat(names, ","))
+  end
   local length = headers:get("content-length")
   if length ~= nil then
     local size = tonumber(length)
@@ -388,6 +457,9 @@ def _rate_limit(config: GatewayConfig) -> dict:
         "response_headers_to_add": [{"header": {"key": "retry-after", "value": "1"},
                                      "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
         "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
+        # A gRPC caller through the gateway gets RESOURCE_EXHAUSTED (with retry-after in its
+        # metadata), not UNAVAILABLE, which gRPC clients retry at once.
+        "rate_limited_as_resource_exhausted": True,
     }
 
 
@@ -417,6 +489,9 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                         "audiences": [config.audience],
                         "local_jwks": {"filename": str(config.jwks_path)},
                         "forward": True,
+                        # The Authorization header only: not jwt_authn's default `access_token`
+                        # query parameter (a URL is logged, cached and shared; a header is not).
+                        "from_headers": [{"name": "Authorization", "value_prefix": "Bearer "}],
                         "clock_skew_seconds": 30,
                         "claim_to_headers": [{"header_name": TENANT_HEADER, "claim_name": "tenant"}],
                     }
@@ -467,6 +542,17 @@ def render(config: GatewayConfig) -> dict:
         "local_reply_config": _local_reply_config(config),
         # Any method token reaches routing, so an unknown one is 405 (with Allow), not a bare 400.
         "http_protocol_options": {"allow_custom_methods": True},
+        # Explicit, so that the gateway and the services agree (see MAX_REQUEST_HEADERS_KB).
+        "max_request_headers_kb": MAX_REQUEST_HEADERS_KB,
+        "common_http_protocol_options": {
+            "idle_timeout": f"{config.idle_timeout_s}s",
+            "max_headers_count": MAX_REQUEST_HEADERS,
+            "max_requests_per_connection": config.max_requests_per_connection,
+        },
+        "http2_protocol_options": {"max_concurrent_streams": config.max_concurrent_streams},
+        "request_headers_timeout": f"{config.request_headers_timeout_s}s",
+        "request_timeout": f"{config.request_body_timeout_s or config.upload_timeout_s}s",
+        "stream_idle_timeout": f"{config.stream_idle_timeout_s}s",
         "route_config": {
             "name": "knowledge",
             "virtual_hosts": [_virtual_host(config)],
@@ -476,6 +562,15 @@ def render(config: GatewayConfig) -> dict:
     }
     return {
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": config.admin_port}}},
+        # Connections beyond this are closed as they arrive: slow clients cannot take every socket.
+        "overload_manager": {"resource_monitors": [{
+            "name": "envoy.resource_monitors.global_downstream_max_connections",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3."
+                         "DownstreamConnectionsConfig",
+                "max_active_downstream_connections": config.max_connections,
+            },
+        }]},
         "static_resources": {
             "listeners": [
                 {

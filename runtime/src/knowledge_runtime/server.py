@@ -33,6 +33,17 @@ from knowledge_runtime.settings import CommonSettings, SettingsError
 log = structlog.get_logger("knowledge.server")
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# A call's metadata (headers), one limit for gRPC's soft and hard bounds: between the two gRPC
+# refuses at random, so a request could pass once and fail the next time. It is above what the
+# gateway forwards for a request it takes (its headers are capped at MAX_REQUEST_HEADERS_KB of
+# knowledge_gateway.envoy; Envoy adds the original path again and a few of its own).
+MAX_METADATA_BYTES = 32 * 1024
+SERVER_OPTIONS = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+    ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+)
 
 
 @dataclass(frozen=True)
@@ -93,10 +104,7 @@ class GrpcApp:
                 ScopeInterceptor(self.verifier, capabilities),
                 RequestValidationInterceptor(),
             ],
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ],
+            options=list(SERVER_OPTIONS),
         )
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

@@ -1,0 +1,268 @@
+"""The gateway's hardening through the real Envoy with the rendered configuration, in front of a
+gRPC server that records what reaches it (every public RPC, answered with an empty message):
+tokens from the Authorization header only, an access log without query values and with the
+client's method, header sizes refused the same way every time as a JSON 431, rate-limited gRPC
+callers answered RESOURCE_EXHAUSTED, and slow clients cut off while others are served."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from google.protobuf import message_factory
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
+from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
+from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS
+
+from tests.conftest import free_port
+
+ENVOY = Path(sys.executable).parent / "envoy"
+SERVICES = (ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
+            search_pb2.DESCRIPTOR.services_by_name["SearchService"])
+API = "/api/v1/knowledge"
+
+
+class Recorder:
+    """Every public RPC: records (method, metadata, request messages), answers an empty message."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str], list]] = []
+
+    def handler(self, method):
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+
+        if method.client_streaming:
+            async def streamed(iterator, context):
+                self.calls.append((method.name, dict(context.invocation_metadata()), [m async for m in iterator]))
+                return response()
+
+            return grpc.stream_unary_rpc_method_handler(streamed, request.FromString, response.SerializeToString)
+
+        async def unary(message, context):
+            self.calls.append((method.name, dict(context.invocation_metadata()), [message]))
+            return response()
+
+        return grpc.unary_unary_rpc_method_handler(unary, request.FromString, response.SerializeToString)
+
+
+@asynccontextmanager
+async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncIterator[dict]:
+    recorder = Recorder()
+    server = grpc.aio.server(options=list(SERVER_OPTIONS))  # the services' limits
+    for service in SERVICES:
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+            service.full_name, {m.name: recorder.handler(m) for m in service.methods})])
+    upstream = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    port = free_port()
+    config = GatewayConfig(
+        listen_host="127.0.0.1", listen_port=port, admin_port=free_port(),
+        upstreams={service.full_name: f"127.0.0.1:{upstream}" for service in SERVICES},
+        jwks_path=keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge",
+        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"), **overrides,
+    )
+    path = write_config(config, tmp_path / "envoy.json")
+    log_path = tmp_path / "access.log"
+    with log_path.open("w") as log:
+        envoy = subprocess.Popen([str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
+                                 stdout=log, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            while True:
+                assert envoy.poll() is None, envoy.stderr.read().decode()
+                try:
+                    if (await client.get("/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "envoy did not start"
+                await asyncio.sleep(0.1)
+            yield {"client": client, "recorder": recorder, "port": port, "log": log_path}
+    finally:
+        envoy.terminate()
+        envoy.wait(30)
+        await server.stop(None)
+
+
+@pytest.fixture
+async def gateway(tmp_path, keys_dir) -> AsyncIterator[dict]:
+    async with running_gateway(tmp_path, keys_dir) as running:
+        yield running
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def access_log(gateway: dict, count: int) -> list[dict]:
+    """The access log's lines once it has ``count`` of them (Envoy flushes it every second)."""
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [json.loads(line) for line in gateway["log"].read_text().splitlines() if line.startswith("{")]
+        requests = [line for line in lines if line["path"] != "/healthz"]
+        if len(requests) >= count or time.monotonic() > deadline:
+            return requests
+        await asyncio.sleep(0.2)
+
+
+# -- item 2: credentials from the Authorization header only, and never logged ------------------------
+async def test_a_token_in_the_query_string_is_not_accepted(gateway, make_token):
+    client, token = gateway["client"], make_token("acme")
+    for name in ("access_token", "token"):
+        reply = await client.get(f"{API}/corpora", params={name: token})
+        assert reply.status_code == 401, reply.text
+        assert reply.json()["details"][0]["reason"] == "UNAUTHENTICATED"
+    assert gateway["recorder"].calls == []  # nothing reached a service
+    assert (await client.get(f"{API}/corpora", headers=bearer(token))).status_code == 200
+
+
+async def test_the_access_log_has_no_query_values_and_the_clients_method(gateway, make_token):
+    client, token = gateway["client"], make_token("acme")
+    secret_name = "salary-review-of-jane-doe.pdf"
+    await client.get(f"{API}/corpora", params={"access_token": token, "key": "k-123456"})
+    await client.post(f"{API}/upload", params={"corpus_id": "1", "filename": secret_name}, content=b"x",
+                      headers=bearer(token))
+    await client.get(f"{API}/corpora", params={"page_size": "5"}, headers=bearer(token))
+    await client.get(f"{API}/nothing-here", params={"token": token}, headers=bearer(token))
+    lines = await access_log(gateway, 4)
+    text = gateway["log"].read_text()
+    assert token not in text and token.split(".")[1] not in text and "k-123456" not in text
+    assert secret_name not in text and "salary" not in text
+    by_path = {(line["method"], line["path"]): line for line in lines}
+    assert by_path[("GET", f"{API}/corpora")]["query"] in {"access_token,key", "page_size"}
+    upload = by_path[("POST", f"{API}/upload")]
+    assert upload["query"] == "corpus_id,filename" and upload["grpc_method"].endswith("/UploadDocument")
+    listed = [line for line in lines if line["grpc_method"] == "/knowledge.v1.IngestService/ListCorpora"]
+    assert listed and all(line["method"] == "GET" for line in listed)  # not the upstream gRPC POST
+    assert by_path[("GET", f"{API}/nothing-here")]["status"] == 404
+
+
+async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make_token):
+    await gateway["client"].get(f"{API}/corpora", headers={
+        **bearer(make_token("acme")), "x-envoy-original-method": "FAKE", "x-envoy-original-path": "/fake?x=1"})
+    [line] = await access_log(gateway, 1)
+    assert (line["method"], line["path"]) == ("GET", f"{API}/corpora")
+    _, metadata, _ = gateway["recorder"].calls[-1]
+    assert metadata["x-envoy-original-path"] == f"{API}/corpora"
+
+
+# -- item 5: header sizes, refused the same way every time -------------------------------------------
+async def test_a_long_filename_or_a_huge_token_is_a_json_431_every_time(gateway, make_token):
+    client = gateway["client"]
+    long_name = await client.post(f"{API}/upload", params={"corpus_id": "1", "filename": "a" * 10_000},
+                                  content=b"x", headers=bearer(make_token("acme")))
+    huge = make_token("acme", subject="n" * 10_000)  # a 10,000-character claim
+    huge_token = await client.get(f"{API}/corpora", headers=bearer(huge))
+    for reply in (long_name, huge_token):
+        assert reply.status_code == 431, reply.text
+        assert reply.headers["content-type"] == "application/json" and "retry-after" not in reply.headers
+        body = reply.json()
+        assert body["code"] == 3 and body["details"][0]["reason"] == "HEADERS_TOO_LARGE"
+        assert "header" in body["message"] and "x-envoy" not in body["message"] and "vs." not in body["message"]
+    assert gateway["recorder"].calls == []
+
+
+async def test_header_sizes_around_the_limit_always_get_the_same_answer(gateway, make_token):
+    """Each size, sent five times, gets one status; every size the gateway takes reaches the service."""
+    token = make_token("acme")
+    limit = MAX_REQUEST_HEADERS_KB * 1024
+    answers: dict[int, set[int]] = {}
+    for size in range(limit - 2048, limit + 2048, 256):
+        padding = "p" * (size - len(token))
+        for _ in range(5):
+            reply = await gateway["client"].get(f"{API}/corpora", headers={**bearer(token), "x-padding": padding})
+            answers.setdefault(size, set()).add(reply.status_code)
+    assert all(len(statuses) == 1 for statuses in answers.values()), str(sorted(answers.items()))
+    assert {next(iter(s)) for s in answers.values()} == {200, 431}
+    taken = sum(5 for statuses in answers.values() if statuses == {200})
+    assert len(gateway["recorder"].calls) == taken
+    # What Envoy forwards for the largest request it takes fits the services' metadata limit.
+    largest = max(len(k) + len(v) + 32 for _, metadata, _ in gateway["recorder"].calls for k, v in metadata.items())
+    assert sum(len(k) + len(v) + 32 for k, v in gateway["recorder"].calls[-1][1].items()) < MAX_METADATA_BYTES
+    assert largest < MAX_METADATA_BYTES
+
+
+# -- item 6: rate-limited gRPC callers -----------------------------------------------------------------
+async def test_a_rate_limited_grpc_caller_gets_resource_exhausted_with_retry_after(tmp_path, keys_dir, make_token):
+    async with running_gateway(tmp_path, keys_dir, rate_limit_rps=1, rate_limit_burst=2) as gateway:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway['port']}") as channel:
+            stub = search_pb2_grpc.SearchServiceStub(channel)
+            metadata = [("authorization", f"Bearer {make_token('grpc-caller')}")]
+            errors = []
+            for _ in range(6):
+                try:
+                    await stub.Search(search_pb2.SearchRequest(query="x"), metadata=metadata)
+                except grpc.aio.AioRpcError as error:
+                    errors.append(error)
+        assert errors, "never rate limited"
+        assert {error.code() for error in errors} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+        trailing = dict(errors[0].trailing_metadata())
+        assert trailing["retry-after"] == "1"
+        assert "rate" in errors[0].details() and not errors[0].details().startswith("{")
+
+
+# -- item 7: slow clients --------------------------------------------------------------------------
+def _trickle(port: int, data: bytes, seconds: float) -> tuple[float, bytes]:
+    """Sends ``data`` a byte a second (at most ``seconds`` long); returns when the gateway closed
+    the connection (or the time ran out) and what it answered."""
+    start = time.monotonic()
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.settimeout(1.0)
+    answer = b""
+    try:
+        for byte in data:
+            if time.monotonic() - start > seconds:
+                break
+            try:
+                sock.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            try:
+                more = sock.recv(65536)
+                if not more:
+                    break
+                answer += more
+            except TimeoutError:
+                continue
+            except ConnectionResetError:
+                break
+    finally:
+        sock.close()
+    return time.monotonic() - start, answer
+
+
+async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_dir, make_token):
+    async with running_gateway(tmp_path, keys_dir, request_headers_timeout_s=2, request_body_timeout_s=4) as gateway:
+        port, token = gateway["port"], make_token("acme")
+        slow_headers = (f"GET {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                        + "X-Slow: " + "s" * 100 + "\r\n\r\n").encode()
+        slow_body = (f"POST {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n").encode() + b" " * 200
+        trickles = [asyncio.to_thread(_trickle, port, data, 30) for data in (slow_headers, slow_body)]
+
+        async def others() -> list[tuple[int, float]]:
+            served = []
+            for _ in range(20):
+                start = time.monotonic()
+                reply = await gateway["client"].get(f"{API}/corpora", headers=bearer(token))
+                served.append((reply.status_code, time.monotonic() - start))
+                await asyncio.sleep(0.1)
+            return served
+
+        (headers_cut, _), (body_cut, body_answer), served = await asyncio.gather(*trickles, others())
+        assert headers_cut < 6, f"a client sending its headers a byte a second kept its connection {headers_cut:.1f} s"
+        assert body_cut < 8, f"a client sending its body a byte a second kept its connection {body_cut:.1f} s"
+        assert b" 408 " in body_answer.split(b"\r\n", 1)[0], body_answer[:200]
+        assert all(status == 200 and seconds < 1 for status, seconds in served), served
