@@ -1,7 +1,7 @@
 """The gateway's hardening through the real Envoy with the rendered configuration, in front of a
 gRPC server that records what reaches it (every public RPC, answered with an empty message):
 tokens from the Authorization header only, an access log without query values and with the
-client's method, header sizes refused the same way every time as a JSON 431, rate-limited gRPC
+client's method, unknown JSON fields refused before they are dropped by the transcoder, header sizes refused the same way every time as a JSON 431, rate-limited gRPC
 callers answered RESOURCE_EXHAUSTED, and slow clients cut off while others are served."""
 
 from __future__ import annotations
@@ -156,6 +156,52 @@ async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make
     assert (line["method"], line["path"]) == ("GET", f"{API}/corpora")
     _, metadata, _ = gateway["recorder"].calls[-1]
     assert metadata["x-envoy-original-path"] == f"{API}/corpora"
+
+
+# -- item 3: unknown JSON fields ---------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/search", {"query": "x", "corpus": "9"}, "corpus"),  # a misspelt corpus_id
+    ("/corpora", {"name": "x", "admin": True}, "admin"),
+    ("/search", {"query": "x", "weights": {"vector": 1, "bogus": 2}}, "weights.bogus"),
+    ("/documents:move", {"target_corpus_id": "1", "document_ids": ["1"], "all": True}, "all"),
+    ("/ingest/0b1c:cancel", {"force": 1}, "force"),
+    ("/texts", {"corpus_id": "1", "text": "t", "extra": {"nested": [1, {"a": None}]}}, "extra"),
+])
+async def test_an_unknown_json_field_is_400_naming_it_and_reaches_no_service(gateway, make_token, path, body, field):
+    reply = await gateway["client"].post(f"{API}{path}", json=body, headers=bearer(make_token("acme")))
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    assert reply.json()["message"] == f"unknown field {field} in the request body"
+    assert gateway["recorder"].calls == []
+
+
+async def test_known_fields_in_either_spelling_and_large_bodies_pass(gateway, make_token):
+    client, headers = gateway["client"], bearer(make_token("acme"))
+    cases = [
+        ("/search", {"query": 'a "quoted" \\ {x}', "topK": 3, "weights": {"vector": 1, "lexical": 0.5},
+                     "mode": "SEARCH_MODE_HYBRID"}),
+        ("/corpora", {"name": "n", "description": "d"}),
+        ("/documents:move", {"target_corpus_id": "1", "document_ids": ["1", "2"]}),
+        ("/texts", {"corpus_id": "1", "text": "word " * 600_000, "title": "t"}),  # 3 MB, over Envoy's 1 MiB buffer
+    ]
+    for path, body in cases:
+        reply = await client.post(f"{API}{path}", json=body, headers=headers)
+        assert reply.status_code == 200, (path, reply.text)
+    names = [name for name, _, _ in gateway["recorder"].calls]
+    assert names == ["Search", "CreateCorpus", "MoveDocuments", "IngestText"]
+    search = gateway["recorder"].calls[0][2][0]
+    assert search.top_k == 3 and search.weights.lexical == 0.5
+    assert len(gateway["recorder"].calls[3][2][0].text) == 3_000_000
+
+
+async def test_a_null_field_is_400_and_malformed_json_stays_400(gateway, make_token):
+    client, headers = gateway["client"], bearer(make_token("acme"))
+    null = await client.post(f"{API}/query", json={"query": "x", "document_id": None}, headers=headers)
+    assert null.status_code == 400 and "document_id" in null.json()["message"]
+    for body in (b"{not json", b'{"query": "x",', b"[" * 5000):
+        reply = await client.post(f"{API}/search", content=body, headers={**headers, "content-type": "application/json"})
+        assert reply.status_code == 400, (body[:20], reply.text)
+    assert gateway["recorder"].calls == []
 
 
 # -- item 5: header sizes, refused the same way every time -------------------------------------------

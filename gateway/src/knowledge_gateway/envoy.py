@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from google.api import annotations_pb2
+from google.protobuf.descriptor import Descriptor
 from knowledge_runtime.settings import Env, SettingsError
 
 from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names
@@ -186,7 +188,8 @@ def _routes(config: GatewayConfig) -> list[dict]:
     upload = {"safe_regex": {"regex": re.escape(UPLOAD_PATH) + "/?"},  # the transcoder takes "upload/" too
               "headers": [{"name": ":method", "string_match": {"exact": "POST"}}]}
     routes.append({"match": upload, "route": unrouted, **_WITHOUT_BODY_LIMIT})
-    routes.append({"match": {"prefix": "/"}, "route": unrouted})
+    # Lua reads a JSON body whole to check its fields (see _JSON_CHECK_LUA): up to the cap.
+    routes.append({"match": {"prefix": "/"}, "route": unrouted, "per_request_buffer_limit_bytes": config.max_body_bytes})
     return routes
 
 
@@ -389,7 +392,7 @@ def _lua_source(config: GatewayConfig) -> str:
     """
     body = too_large_json(config.max_body_bytes)
     removals = "\n".join(f'  headers:remove("{name}")' for name in ORIGINAL_HEADERS)
-    return f"""
+    return _JSON_CHECK_LUA % {"schemas": _body_schemas_lua()} + f"""
 function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove("{TENANT_HEADER}")
@@ -417,7 +420,12 @@ function envoy_on_request(handle)
     local size = tonumber(length)
     if size ~= nil and size > {config.max_body_bytes} then
       handle:respond({{[":status"] = "413"}}, "{too_large_message(config.max_body_bytes)}")
+      return
     end
+  end
+  local problem = unknown_field(handle, headers:get(":method"), string.match(headers:get(":path") or "", "^[^?]*"))
+  if problem ~= nil then
+    handle:respond({{[":status"] = "400"}}, problem)
   end
 end
 
@@ -432,6 +440,159 @@ function envoy_on_response(handle)
   end
   body:setBytes([==[{body}]==])
   handle:headers():replace(":status", "413")
+end
+"""
+
+
+def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
+    """(method, Lua pattern of the path, request message) of every REST call with a JSON body."""
+    routes = []
+    for method, verb, template in http_rules():
+        if method.GetOptions().Extensions[annotations_pb2.http].body != "*":
+            continue
+        pattern = "".join("[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
+                          for part in re.split(r"(\{[^}]+\})", template))
+        routes.append((verb.upper(), f"^{pattern}$", method.input_type))
+    return routes
+
+
+def _body_schemas_lua() -> str:
+    """The fields each request message takes, as Lua tables: ``true`` for a value whose inside is
+    not checked (a scalar, an enum, a map, a well-known type), another message's table for a
+    message. Both spellings the transcoder accepts (proto name and lowerCamel JSON name)."""
+    messages: dict[str, Descriptor] = {}
+
+    def visit(message: Descriptor) -> None:
+        if message.full_name in messages or message.full_name.startswith("google."):
+            return
+        messages[message.full_name] = message
+        for field in message.fields:
+            if field.message_type is not None and not field.message_type.GetOptions().map_entry:
+                visit(field.message_type)
+
+    for _, _, message in _json_body_routes():
+        visit(message)
+    lines = [f"schemas[{json.dumps(name)}] = {{}}" for name in sorted(messages)]
+    for name in sorted(messages):
+        for field in messages[name].fields:
+            nested = field.message_type
+            value = (f"schemas[{json.dumps(nested.full_name)}]" if nested is not None and nested.full_name in messages
+                     else "true")
+            for spelling in sorted({field.name, field.json_name}):
+                lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
+    for verb, pattern, message in _json_body_routes():
+        lines.append(f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "
+                     f"schemas[{json.dumps(message.full_name)}]}}")
+    return "\n".join(lines)
+
+
+# A JSON body's keys against the request message's fields: the transcoder drops a key it does not
+# know (proto3 JSON parsing) and has no option to refuse one, so a misspelt field (`corpus` for
+# `corpus_id`) would be ignored without a word. This walks the body once, skipping strings with
+# string.find, and answers 400 naming the first unknown field (or a null, which proto3 JSON
+# reads as "absent"). A body it cannot read as JSON is left to the transcoder, which refuses it.
+_JSON_CHECK_LUA = r"""
+local schemas = {}
+local json_routes = {}
+%(schemas)s
+
+local function skip_space(s, i)
+  return string.find(s, "[^ \t\r\n]", i) or (#s + 1)
+end
+
+local function string_end(s, i)  -- s[i] is the opening quote: the index after the closing one
+  local j = i + 1
+  while true do
+    local k = string.find(s, '["\\]', j)
+    if k == nil then error("syntax", 0) end
+    if string.byte(s, k) == 92 then j = k + 2 else return k + 1 end
+  end
+end
+
+local function field_name(path, key)
+  if #key > 64 or string.match(key, "^[%%w_]+$") == nil then
+    return path .. "?"
+  end
+  return path .. key
+end
+
+local check_value
+local function check_object(s, i, schema, path, depth)
+  i = skip_space(s, i + 1)
+  if string.byte(s, i) == 125 then return i + 1 end
+  while true do
+    if string.byte(s, i) ~= 34 then error("syntax", 0) end
+    local after = string_end(s, i)
+    local key = string.sub(s, i + 1, after - 2)
+    local inner = true
+    if schema ~= nil then
+      inner = schema[key]
+      if inner == nil then error({field = field_name(path, key)}, 0) end
+    end
+    local colon = skip_space(s, after)
+    if string.byte(s, colon) ~= 58 then error("syntax", 0) end
+    local j = check_value(s, skip_space(s, colon + 1), schema ~= nil and inner or nil, path .. key .. ".", depth)
+    j = skip_space(s, j)
+    local c = string.byte(s, j)
+    if c == 44 then
+      i = skip_space(s, j + 1)
+    elseif c == 125 then
+      return j + 1
+    else
+      error("syntax", 0)
+    end
+  end
+end
+
+check_value = function(s, i, schema, path, depth)
+  if depth > 32 then error("syntax", 0) end
+  local c = string.byte(s, i)
+  if c == 123 then
+    return check_object(s, i, type(schema) == "table" and schema or nil, path, depth + 1)
+  elseif c == 91 then
+    i = skip_space(s, i + 1)
+    if string.byte(s, i) == 93 then return i + 1 end
+    while true do
+      i = skip_space(s, check_value(s, i, schema, path, depth + 1))
+      local d = string.byte(s, i)
+      if d == 44 then
+        i = skip_space(s, i + 1)
+      elseif d == 93 then
+        return i + 1
+      else
+        error("syntax", 0)
+      end
+    end
+  elseif c == 34 then
+    return string_end(s, i)
+  elseif schema ~= nil and string.sub(s, i, i + 3) == "null" then
+    error({field = string.sub(path, 1, -2), null = true}, 0)
+  end
+  local j = string.find(s, "[,%%]} \t\r\n]", i)
+  if j == nil then return #s + 1 end
+  if j == i then error("syntax", 0) end
+  return j
+end
+
+-- nil when the body is fine (or not JSON: the transcoder answers that), else the 400's message.
+local function unknown_field(handle, method, path)
+  local schema = nil
+  for _, route in ipairs(json_routes) do
+    if route[1] == method and string.match(path, route[2]) then
+      schema = route[3]
+      break
+    end
+  end
+  if schema == nil then return nil end
+  local body = handle:body()
+  if body == nil or body:length() == 0 then return nil end
+  local s = body:getBytes(0, body:length())
+  local ok, problem = pcall(check_value, s, skip_space(s, 1), schema, "", 0)
+  if ok or type(problem) ~= "table" then return nil end
+  if problem.null then
+    return "field " .. problem.field .. " is null: leave it out instead"
+  end
+  return "unknown field " .. problem.field .. " in the request body"
 end
 """
 
