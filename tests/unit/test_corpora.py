@@ -7,6 +7,7 @@ from knowledge_ingest.domain.errors import InvalidCorpus
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.service_layer.corpora import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.pagination import InvalidPageSize
 
 
 class FakeCorpora:
@@ -53,5 +54,7 @@ async def test_pages_end_with_no_continuation():
 
 def test_page_size_defaults_and_clamps():
     assert page_of(0, 0).size == DEFAULT_PAGE_SIZE
-    assert page_of(-3, 0).size == DEFAULT_PAGE_SIZE
     assert page_of(10**6, 0).size == MAX_PAGE_SIZE
+    with pytest.raises(InvalidPageSize) as caught:  # the description says page_size >= 0: so does the server
+        page_of(-1, 0)
+    assert caught.value.code == "INVALID_ARGUMENT"

@@ -312,3 +312,15 @@ async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_d
         assert body_cut < 8, f"a client sending its body a byte a second kept its connection {body_cut:.1f} s"
         assert b" 408 " in body_answer.split(b"\r\n", 1)[0], body_answer[:200]
         assert all(status == 200 and seconds < 1 for status, seconds in served), served
+
+
+# -- item 15: an undeclared method is 405 -------------------------------------------------------------
+async def test_query_and_other_undeclared_methods_are_405_with_allow(gateway, make_token):
+    headers = bearer(make_token("acme"))
+    for method, path, allow in [("QUERY", "/documents/0", "DELETE, GET"), ("QUERY", "/corpora?page_size=1", "GET, POST"),
+                                ("PUT", "/corpora", "GET, POST"), ("PATCH", "/search", "POST")]:
+        reply = await gateway["client"].request(method, f"{API}{path}", headers=headers)
+        assert reply.status_code == 405, (method, path, reply.text)
+        assert reply.headers["allow"] == allow
+        assert reply.json()["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
+    assert gateway["recorder"].calls == []

@@ -42,7 +42,7 @@ def test_schemas_use_proto_field_names_and_the_transcoders_json():
 
 
 def test_request_constraints_name_real_fields_and_reach_the_schemas():
-    from knowledge_gateway.openapi import REQUEST_CONSTRAINTS, _Builder, proto_descriptor_set
+    from knowledge_gateway.openapi import MESSAGE_CONSTRAINTS, REQUEST_CONSTRAINTS, _Builder, proto_descriptor_set
 
     builder = _Builder(proto_descriptor_set())
     for key in REQUEST_CONSTRAINTS:
@@ -52,3 +52,12 @@ def test_request_constraints_name_real_fields_and_reach_the_schemas():
     name = schemas["knowledge.v1.CreateCorpusRequest.Input"]
     assert name["required"] == ["name"] and name["properties"]["name"]["maxLength"] == 200
     assert schemas["knowledge.v1.SearchRequest.Input"]["properties"]["query"]["minLength"] == 1
+    for message, constraint in MESSAGE_CONSTRAINTS.items():
+        assert message in builder.messages
+        assert schemas[f"{message}.Input"].items() >= constraint.items()
+    # What the server checks, the description states: page tokens' format, page_size >= 0.
+    from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+
+    listed = json.loads(openapi_text())["paths"]["/api/v1/knowledge/corpora"]["get"]["parameters"]
+    params = {p["name"]: p["schema"] for p in listed}
+    assert params["page_token"]["pattern"] == PAGE_TOKEN_PATTERN and params["page_size"]["minimum"] == 0

@@ -201,13 +201,42 @@ def rest_methods() -> dict[str, list[str]]:
     return paths
 
 
+def _path_regex(template: str) -> str:
+    return "".join("[^/:]+" if part.startswith("{") else re.escape(part)  # ":verb" is not an id
+                   for part in re.split(r"(\{[^}]+\})", template))
+
+
+def _query_method_mappers() -> list[dict]:
+    """405 with ``Allow`` for QUERY on a REST path, as for any other method it lacks. Envoy refuses
+    a QUERY request without a Content-Type (400) before routing, so the 405 route never sees it:
+    that local reply is rewritten here instead."""
+    mappers = []
+    for template, methods in sorted(rest_methods().items()):
+        allowed = ", ".join(sorted(set(methods)))
+        code, reason = _LOCAL_REPLIES[405]
+        mappers.append({
+            "filter": {"and_filter": {"filters": [
+                {"status_code_filter": {"comparison": {
+                    "op": "EQ", "value": {"default_value": 400, "runtime_key": "knowledge.local_reply.query_400"}}}},
+                {"header_filter": {"header": {"name": ":method", "string_match": {"exact": "QUERY"}}}},
+                {"header_filter": {"header": {"name": ":path", "string_match": {
+                    "safe_regex": {"regex": _path_regex(template) + r"(\?.*)?"}}}}},
+            ]}},
+            "status_code": 405,
+            "headers_to_add": [{"header": {"key": "allow", "value": allowed},
+                                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
+            "body_format_override": {"json_format": _status_json(code, reason, f"{template} allows {allowed}"),
+                                     "content_type": "application/json"},
+        })
+    return mappers
+
+
 def _method_not_allowed_routes() -> list[dict]:
     """405 with ``Allow`` for a REST path asked with a method it does not have. Its own methods and
     OPTIONS (CORS preflights) fall through to the catch-all route entry and the transcoder."""
     routes = []
     for template, methods in sorted(rest_methods().items()):
-        regex = "".join("[^/:]+" if part.startswith("{") else re.escape(part)  # ":verb" is not an id
-                        for part in re.split(r"(\{[^}]+\})", template))
+        regex = _path_regex(template)
         allowed = sorted(set(methods))
         routes.append({
             "match": {
@@ -339,7 +368,7 @@ def _local_reply_config(config: GatewayConfig) -> dict:
             "json_format": _status_json(16, "UNAUTHENTICATED", "%LOCAL_REPLY_BODY%"),
             "content_type": "application/json",
         },
-    }]
+    }, *_query_method_mappers()]
     for status, (code, reason) in _LOCAL_REPLIES.items():
         mappers.append({
             "filter": {"status_code_filter": {"comparison": {

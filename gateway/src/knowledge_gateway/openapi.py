@@ -27,6 +27,8 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 
+from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
 COMMITTED_NAME = "openapi.json"
@@ -49,11 +51,18 @@ _COMMON_ERRORS = {
 # Request constraints the protos state in words (their comments), as JSON Schema; a test checks
 # that every entry names a real field. Responses are described as the transcoder prints them.
 _NON_BLANK = {"minLength": 1, "pattern": "\\S"}
+_CONTROL = "\\x00-\\x1f\\x7f-\\x9f"  # what the services refuse in a name (Unicode category Cc)
+_PAGE_TOKEN = {"pattern": PAGE_TOKEN_PATTERN, "description": "Opaque token from a previous response's "
+               "next_page_token; empty for the first page. Any other value is 400 PAGE_TOKEN_INVALID."}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
-    "knowledge.v1.CreateCorpusRequest.name": {**_NON_BLANK, "maxLength": 200},
-    "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000},
+    "knowledge.v1.CreateCorpusRequest.name": {"minLength": 1, "maxLength": 200,
+                                              "pattern": f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"},
+    "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000, "pattern": "^[^\\x00]*$"},
     "knowledge.v1.ListCorporaRequest.page_size": {"minimum": 0},
+    "knowledge.v1.ListCorporaRequest.page_token": _PAGE_TOKEN,
     "knowledge.v1.ListDocumentsRequest.page_size": {"minimum": 0},
+    "knowledge.v1.ListDocumentsRequest.page_token": _PAGE_TOKEN,
+    "knowledge.v1.MoveDocumentsRequest.target_corpus_id": {"minLength": 1},
     "knowledge.v1.GetDocumentTextRequest.page": {"minimum": 0},
     "knowledge.v1.MoveDocumentsRequest.document_ids": {"maxItems": 1000},
     "knowledge.v1.IngestTextRequest.corpus_id": _NON_BLANK,
@@ -65,6 +74,12 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.QueryRequest.top_k": {"minimum": 0},
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
+}
+# Rules across a request message's fields, as JSON Schema merged into its input schema.
+MESSAGE_CONSTRAINTS: dict[str, dict] = {
+    # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
+    "knowledge.v1.ChannelWeights": {"not": {"type": "object", "required": ["vector", "lexical"],
+                                            "properties": {"vector": {"enum": [0]}, "lexical": {"enum": [0]}}}},
 }
 _REQUIRED_INPUT = {"knowledge.v1.CreateCorpusRequest": ["name"], "knowledge.v1.SearchRequest": ["query"],
                    "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["corpus_id", "text"],
@@ -209,6 +224,8 @@ class _Builder:
             elif response and field.label == FD.LABEL_REPEATED:
                 required.append(field.name)
         schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
+        if not response and full_name in MESSAGE_CONSTRAINTS:
+            schema.update(MESSAGE_CONSTRAINTS[full_name])
         if not response:
             required = [name for name in _REQUIRED_INPUT.get(full_name, []) if name in properties]
         if required:
@@ -256,8 +273,12 @@ class _Builder:
                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
                     "multipart/form-data": {"schema": {
                         "type": "object",
-                        "properties": {"corpus_id": {"type": "string"}, "file": {"type": "string", "format": "binary"}},
-                        "required": ["corpus_id", "file"],
+                        "properties": {
+                            "corpus_id": {"type": "string", "description": "A part before the file, or the "
+                                          "?corpus_id= query parameter."},
+                            "file": {"type": "string", "format": "binary"},
+                        },
+                        "required": ["file"],
                     }},
                 },
             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.pagination import check_page_size
 
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.ports import CorpusRepository
@@ -14,7 +15,7 @@ MAX_PAGE_SIZE = 1000
 
 
 def page_of(page_size: int, after_id: int) -> Page:
-    size = DEFAULT_PAGE_SIZE if page_size <= 0 else min(page_size, MAX_PAGE_SIZE)
+    size = DEFAULT_PAGE_SIZE if check_page_size(page_size) == 0 else min(page_size, MAX_PAGE_SIZE)
     return Page(size=size, after_id=after_id)
 
 
