@@ -61,3 +61,14 @@ def test_request_constraints_name_real_fields_and_reach_the_schemas():
     listed = json.loads(openapi_text())["paths"]["/api/v1/knowledge/corpora"]["get"]["parameters"]
     params = {p["name"]: p["schema"] for p in listed}
     assert params["page_token"]["pattern"] == PAGE_TOKEN_PATTERN and params["page_size"]["minimum"] == 0
+
+
+def test_non_blank_means_what_the_services_strip():
+    """The services strip with str.strip() before checking a value is not blank; the description's
+    "not blank" pattern counts the same characters as space (JSON Schema's \\s does not)."""
+    import re
+
+    from knowledge_gateway.openapi import _NON_BLANK
+
+    blank_char = re.compile(_NON_BLANK["pattern"])
+    assert [hex(c) for c in range(0x110000) if chr(c).isspace() != (blank_char.fullmatch(chr(c)) is None)] == []

@@ -50,13 +50,19 @@ _COMMON_ERRORS = {
 
 # Request constraints the protos state in words (their comments), as JSON Schema; a test checks
 # that every entry names a real field. Responses are described as the transcoder prints them.
-_NON_BLANK = {"minLength": 1, "pattern": "\\S"}
+# The characters Python's str.strip() removes (str.isspace), which the services strip before
+# checking that a value is not blank: JSON Schema's \s differs (e.g. \x1c-\x1f).
+_SPACE = ("\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+          "\\u202f\\u205f\\u3000")
+_NON_BLANK = {"minLength": 1, "pattern": f"[^{_SPACE}]"}
 _CONTROL = "\\x00-\\x1f\\x7f-\\x9f"  # what the services refuse in a name (Unicode category Cc)
 _PAGE_TOKEN = {"pattern": PAGE_TOKEN_PATTERN, "description": "Opaque token from a previous response's "
                "next_page_token; empty for the first page. Any other value is 400 PAGE_TOKEN_INVALID."}
+# Search's query: not blank, no NUL, at most 100,000 characters (knowledge_search.domain.model).
+_QUERY = {"minLength": 1, "maxLength": 100_000, "pattern": f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.CreateCorpusRequest.name": {"minLength": 1, "maxLength": 200,
-                                              "pattern": f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"},
+                                              "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$"},
     "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000, "pattern": "^[^\\x00]*$"},
     "knowledge.v1.ListCorporaRequest.page_size": {"minimum": 0},
     "knowledge.v1.ListCorporaRequest.page_token": _PAGE_TOKEN,
@@ -68,9 +74,9 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.IngestTextRequest.corpus_id": _NON_BLANK,
     "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
     "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
-    "knowledge.v1.SearchRequest.query": _NON_BLANK,
+    "knowledge.v1.SearchRequest.query": _QUERY,
     "knowledge.v1.SearchRequest.top_k": {"minimum": 0},
-    "knowledge.v1.QueryRequest.query": _NON_BLANK,
+    "knowledge.v1.QueryRequest.query": _QUERY,
     "knowledge.v1.QueryRequest.top_k": {"minimum": 0},
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
@@ -274,8 +280,9 @@ class _Builder:
                     "multipart/form-data": {"schema": {
                         "type": "object",
                         "properties": {
-                            "corpus_id": {"type": "string", "description": "A part before the file, or the "
-                                          "?corpus_id= query parameter."},
+                            # Any text (a part is text); unused when ?corpus_id= is given.
+                            "corpus_id": {"description": "A part before the file, or the ?corpus_id= query "
+                                          "parameter (which wins when both are given)."},
                             "file": {"type": "string", "format": "binary"},
                         },
                         "required": ["file"],
