@@ -229,6 +229,40 @@ def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
     assert custom.status_code == 405 and custom.headers["allow"] == "GET"
 
 
+def test_hardening_through_the_whole_stack(stack, token, handbook):
+    """Issue 12 through Envoy and the real services: a query-string token is not one, an unknown
+    body field is 400 (not a tenant-wide search), a negative page_size is 400, oversized headers
+    are a JSON 431 every time, and a REST GET is logged as GET."""
+    base, headers = stack["base"], handbook["headers"]
+    secret = headers["Authorization"].removeprefix("Bearer ")
+    assert httpx.get(f"{base}/corpora", params={"access_token": secret}).status_code == 401
+    misspelt = httpx.post(f"{base}/search", json={"query": "quokka", "corpus": "999"}, headers=headers)
+    assert misspelt.status_code == 400 and misspelt.json()["message"] == "unknown field corpus in the request body"
+    assert httpx.post(f"{base}/corpora", json={"name": "x", "admin": True}, headers=headers).status_code == 400
+    negative = httpx.get(f"{base}/corpora", params={"page_size": -1}, headers=headers)
+    assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "PAGE_SIZE_INVALID"
+    params = {"corpus_id": handbook["corpus"]["corpus_id"], "filename": "f" * 10_000}
+    statuses = {httpx.post(f"{base}/upload", params=params, content=b"x", headers=headers).status_code
+                for _ in range(5)}
+    assert statuses == {431}
+    huge = token("acme", subject="s" * 10_000)
+    too_large = httpx.get(f"{base}/corpora", headers=auth(huge))
+    assert too_large.status_code == 431 and too_large.json()["details"][0]["reason"] == "HEADERS_TOO_LARGE"
+    # Just under the gateway's limit, every time: the services take what the gateway forwards.
+    padding = {"x-padding": "p" * (7 * 1024 - len(secret))}
+    assert {httpx.get(f"{base}/corpora", headers={**headers, **padding}).status_code for _ in range(5)} == {200}
+    log, deadline = "", time.monotonic() + 20
+    while time.monotonic() < deadline:
+        log = (stack["data_dir"] / "logs" / "gateway.log").read_text()
+        if '"status":431' in log and '"query":"access_token"' in log:
+            break
+        time.sleep(0.5)
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    listed = [line for line in lines if line["grpc_method"] == "/knowledge.v1.IngestService/ListCorpora"]
+    assert listed and {line["method"] for line in listed} == {"GET"}
+    assert secret not in log and "f" * 100 not in log
+
+
 # -- limits --------------------------------------------------------------------------------------
 def test_a_tenant_over_its_rate_is_429_with_retry_after_while_others_pass(stack, token):
     noisy, quiet = auth(token("noisy")), auth(token("quiet"))
