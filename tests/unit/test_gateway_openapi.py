@@ -71,4 +71,8 @@ def test_non_blank_means_what_the_services_strip():
     from knowledge_gateway.openapi import _NON_BLANK
 
     blank_char = re.compile(_NON_BLANK["pattern"])
-    assert [hex(c) for c in range(0x110000) if chr(c).isspace() != (blank_char.fullmatch(chr(c)) is None)] == []
+    assert [hex(c) for c in range(1, 0x110000) if chr(c).isspace() != (blank_char.fullmatch(chr(c)) is None)] == []
+    assert blank_char.fullmatch("a\x00b") is None  # and no NUL, as every request text field
+    schemas = json.loads(openapi_text())["components"]["schemas"]
+    texts = schemas["knowledge.v1.IngestTextRequest.Input"]["properties"]
+    assert texts["title"]["pattern"] == texts["source_url"]["pattern"] == "^[^\\x00]*$"

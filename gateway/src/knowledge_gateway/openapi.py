@@ -54,16 +54,18 @@ _COMMON_ERRORS = {
 # checking that a value is not blank: JSON Schema's \s differs (e.g. \x1c-\x1f).
 _SPACE = ("\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
           "\\u202f\\u205f\\u3000")
-_NON_BLANK = {"minLength": 1, "pattern": f"[^{_SPACE}]"}
+# Every text field of a request refuses NUL (the services' request check, NUL_CHARACTER).
+_NO_NUL = "^[^\\x00]*$"
+_NON_BLANK = {"minLength": 1, "pattern": f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"}
 _CONTROL = "\\x00-\\x1f\\x7f-\\x9f"  # what the services refuse in a name (Unicode category Cc)
 _PAGE_TOKEN = {"pattern": PAGE_TOKEN_PATTERN, "description": "Opaque token from a previous response's "
                "next_page_token; empty for the first page. Any other value is 400 PAGE_TOKEN_INVALID."}
 # Search's query: not blank, no NUL, at most 100,000 characters (knowledge_search.domain.model).
-_QUERY = {"minLength": 1, "maxLength": 100_000, "pattern": f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"}
+_QUERY = {**_NON_BLANK, "maxLength": 100_000}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.CreateCorpusRequest.name": {"minLength": 1, "maxLength": 200,
                                               "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$"},
-    "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000, "pattern": "^[^\\x00]*$"},
+    "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000},
     "knowledge.v1.ListCorporaRequest.page_size": {"minimum": 0},
     "knowledge.v1.ListCorporaRequest.page_token": _PAGE_TOKEN,
     "knowledge.v1.ListDocumentsRequest.page_size": {"minimum": 0},
@@ -183,7 +185,7 @@ class _Builder:
         elif field.type == FD.TYPE_BYTES:
             schema = {"type": "string", "format": "byte"}
         else:
-            schema = {"type": "string"}
+            schema = {"type": "string"} if response else {"type": "string", "pattern": _NO_NUL}
         if field.label == FD.LABEL_REPEATED:
             schema = {"type": "array", "items": schema}
         return schema
