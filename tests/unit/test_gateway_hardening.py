@@ -22,7 +22,7 @@ import pytest
 from google.protobuf import message_factory
 from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
-from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS
+from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
 from tests.conftest import free_port
 
@@ -238,6 +238,42 @@ async def test_header_sizes_around_the_limit_always_get_the_same_answer(gateway,
     largest = max(len(k) + len(v) + 32 for _, metadata, _ in gateway["recorder"].calls for k, v in metadata.items())
     assert sum(len(k) + len(v) + 32 for k, v in gateway["recorder"].calls[-1][1].items()) < MAX_METADATA_BYTES
     assert largest < MAX_METADATA_BYTES
+
+
+async def test_the_services_take_metadata_up_to_one_limit_every_time(verifier, make_token):
+    """A service's gRPC server (GrpcApp) has one metadata bound: under it every call passes (with
+    gRPC's defaults, 8 KiB to 16 KiB passed at random and more never did), over it none does."""
+    recorder, search = Recorder(), SERVICES[1]
+    spec = ServiceSpec(
+        descriptor=search,
+        register=lambda server: server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+            search.full_name, {m.name: recorder.handler(m) for m in search.methods})]),
+        capabilities={m.name: "search" for m in search.methods},
+    )
+    app = GrpcApp(services=[spec], verifier=verifier)
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = search_pb2_grpc.SearchServiceStub(channel)
+
+            token = make_token("acme")
+
+            async def outcomes(size: int) -> set:
+                seen = set()
+                for _ in range(10):
+                    metadata = [("authorization", f"Bearer {token}"), ("x-padding", "p" * size)]
+                    try:
+                        await stub.Search(search_pb2.SearchRequest(query="x"), metadata=metadata)
+                        seen.add("ok")
+                    except grpc.aio.AioRpcError as error:
+                        seen.add(error.code())
+                return seen
+
+            for size in (12 * 1024, 20 * 1024, MAX_METADATA_BYTES - 4096):
+                assert await outcomes(size) == {"ok"}, size
+            assert "ok" not in await outcomes(MAX_METADATA_BYTES + 1024)
+    finally:
+        await app.stop()
 
 
 # -- item 6: rate-limited gRPC callers -----------------------------------------------------------------
