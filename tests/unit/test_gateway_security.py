@@ -186,3 +186,18 @@ def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():
     assert refused("POST", "/api/v1/knowledge/ingest/0b1c:cancel") is None  # not the GET job route
     assert refused("GET", "/api/v1/knowledge/ingest/0b1c:cancel") == "POST"
     assert routes[-1]["match"] == {"prefix": "/"}  # the catch-all stays last
+
+
+def test_slow_clients_and_header_sizes_have_explicit_limits():
+    from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB
+
+    hcm = manager(rendered(upload_timeout_s=600))
+    assert hcm["request_headers_timeout"] == "10s" and hcm["request_timeout"] == "600s"
+    assert hcm["stream_idle_timeout"] == "300s" and hcm["common_http_protocol_options"]["idle_timeout"] == "60s"
+    assert hcm["http2_protocol_options"]["max_concurrent_streams"] == 100
+    assert hcm["max_request_headers_kb"] == MAX_REQUEST_HEADERS_KB
+    [monitor] = rendered()["overload_manager"]["resource_monitors"]
+    assert monitor["typed_config"]["max_active_downstream_connections"] == 10_000
+    jwt = filters(rendered())["envoy.filters.http.jwt_authn"]["providers"]["knowledge"]
+    assert jwt["from_headers"] == [{"name": "Authorization", "value_prefix": "Bearer "}] and "from_params" not in jwt
+    assert filters(rendered())["envoy.filters.http.local_ratelimit"]["rate_limited_as_resource_exhausted"] is True

@@ -13,6 +13,12 @@ byte of the body is read; a body without one is counted as it streams, here or, 
 by ingest, and answered the same 413), local replies (401, 404, 413, 429, ...) as JSON
 ``google.rpc.Status`` objects like the services' errors, and the OpenAPI description at
 ``/api/v1/knowledge/openapi.json``.
+
+Hardening: the token is read from ``Authorization: Bearer`` only (never a query parameter); a
+JSON body's unknown fields (which the transcoder would drop) are a 400 from Lua; headers over
+MAX_REQUEST_HEADERS_KB are a 431, below the services' gRPC metadata limit; a rate-limited gRPC
+caller gets RESOURCE_EXHAUSTED; header, request, idle and stream timeouts and connection limits
+cut slow clients off; the access log has the client's method and no query-string values.
 """
 
 from __future__ import annotations
