@@ -347,7 +347,7 @@ async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_d
         assert headers_cut < 6, f"a client sending its headers a byte a second kept its connection {headers_cut:.1f} s"
         assert body_cut < 8, f"a client sending its body a byte a second kept its connection {body_cut:.1f} s"
         assert b" 408 " in body_answer.split(b"\r\n", 1)[0], body_answer[:200]
-        assert all(status == 200 and seconds < 1 for status, seconds in served), served
+        assert all(status == 200 and seconds < 2 for status, seconds in served), served
 
 
 # -- item 15: an undeclared method is 405 -------------------------------------------------------------
