@@ -1,18 +1,17 @@
-"""Shared fixtures: development keys, tokens, and one embedded PostgreSQL for the session."""
+"""Shared fixtures: development keys, tokens, and one embedded PostgreSQL for the session.
+
+Plain helpers shared by test modules are in ``tests/support/``."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
 
-TEST_DIMENSION = 384  # all-MiniLM-L6-v2, the model the tests and the embedded stack use
+from tests.support.db import TEST_DIMENSION
 
 
 @pytest.fixture(scope="session")
@@ -45,27 +44,6 @@ def make_service_token(keys_dir: Path) -> Callable[..., str]:
         return mint_dev_token(keys_dir, tenant=tenant, capabilities=capabilities, service="tests", **kwargs)
 
     return make
-
-
-def auth(token: str) -> list[tuple[str, str]]:
-    """gRPC call metadata carrying ``token`` as the bearer."""
-    return [("authorization", f"Bearer {token}")]
-
-
-def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
-    """The one ErrorInfo of a failed call's google.rpc.Status (the house style allows no other)."""
-    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
-    status = status_pb2.Status.FromString(raw)
-    assert len(status.details) == 1
-    info = error_details_pb2.ErrorInfo()
-    status.details[0].Unpack(info)
-    return info
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ import pytest
 from knowledge_gateway.openapi import openapi_text
 from knowledge_runtime.devkeys import mint_dev_token
 
-from tests.e2e.conftest import post_body, running_stack, zeros
+from tests.support.stack import post_body, running_stack, zeros
 
 pytestmark = pytest.mark.e2e
 

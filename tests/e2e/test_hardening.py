@@ -8,7 +8,7 @@ import httpx
 import pytest
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
 
-from tests.e2e.conftest import BIN, running_stack
+from tests.support.stack import BIN, running_stack
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.e2e.conftest import running_stack
+from tests.support.stack import running_stack
 
 pytestmark = pytest.mark.e2e
 

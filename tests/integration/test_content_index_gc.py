@@ -24,10 +24,9 @@ from knowledge_content_index.domain.model import Blob, BlobKey, UploadHeader
 from knowledge_content_index.usecases import BlobUseCases
 from knowledge_runtime.auth import Scope
 
-from tests.integration.test_content_index_harness import (
+from tests.support.content_index import (
     GRACE,
     age,
-    auth,
     build_cases,
     eventually,
     files_under,
@@ -38,6 +37,7 @@ from tests.integration.test_content_index_harness import (
     unique_bytes,
     write,
 )
+from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
 

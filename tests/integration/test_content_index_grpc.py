@@ -20,10 +20,8 @@ from knowledge_content_index.domain.naming import EXTENSIONS
 from knowledge_runtime.auth import ALL_CAPABILITIES
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
 
-from tests.integration.test_content_index_harness import (
+from tests.support.content_index import (
     MAX_UPLOAD_BYTES,
-    auth,
-    error_info,
     eventually,
     files_under,
     read_all,
@@ -35,6 +33,7 @@ from tests.integration.test_content_index_harness import (
     unique_bytes,
     write,
 )
+from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 from knowledge_embedder.adapters.onnx_export import cache_path
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,9 @@ from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.tracing import configure_tracing
 
-from tests.conftest import TEST_DIMENSION, auth, error_info, free_port
+from tests.support.db import TEST_DIMENSION
+from tests.support.net import free_port
+from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
 

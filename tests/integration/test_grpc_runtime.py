@@ -24,7 +24,7 @@ from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 from knowledge_runtime.tracing import configure_tracing, tracer
 
-from tests.conftest import auth, error_info
+from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
 

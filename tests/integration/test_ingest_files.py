@@ -15,12 +15,8 @@ from knowledge_ingest.bootstrap import wire
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 
-from tests.integration.test_ingest_jobs import (
-    CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal,
-)
-from tests.unit.test_extraction_formats import word_document
-from tests.unit.test_extraction_pdf_tables import regions_report
-from tests.unit.test_extraction_safety import SECRET, a_docx, a_pdf
+from tests.support.documents import SECRET, a_docx, a_pdf, regions_report, word_document
+from tests.support.ingest import CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal
 
 pytestmark = pytest.mark.integration
 

@@ -2,76 +2,31 @@
 their ports (the whole chain with the real services is in test_ingest_stack.py)."""
 
 import asyncio
-import hashlib
 import uuid
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import grpc
 import pytest
-from google.api import httpbody_pb2
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_ingest.bootstrap import wire
-from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
-from knowledge_ingest.domain.ports import StoredBlob
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.server import GrpcApp
-from knowledge_runtime.settings import Env
 
 from knowledge_ingest.api.servicer import service_spec
 
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    auth,
+    document_text,
+    new_corpus,
+    settings,
+    upload,
+    wait_terminal,
+)
+
 pytestmark = pytest.mark.integration
-DIMENSION = 384
-
-
-class MemoryBlobs:
-    """Bytes in memory; the content_blobs row that documents reference is written as admin."""
-
-    def __init__(self, admin: Database) -> None:
-        self.admin = admin
-        self.blobs: dict[int, bytes] = {}
-        self.writes = 0
-
-    async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
-        self.writes += 1
-        data = b"".join([c async for c in chunks])
-        digest = hashlib.sha256(data).hexdigest()
-        blob_id = await self.admin.fetchval(
-            "blob", "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ($1, $2, 'memory:') "
-            "ON CONFLICT (content_hash) DO UPDATE SET size_bytes = EXCLUDED.size_bytes RETURNING blob_id",
-            digest, len(data))
-        existed = blob_id in self.blobs
-        self.blobs[blob_id] = data
-        return StoredBlob(blob_id, len(data), existed)
-
-    async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
-        target.write_bytes(self.blobs[blob_id])
-        return len(self.blobs[blob_id])
-
-
-class CountingEmbedder:
-    """Deterministic vectors; can fail the first calls as if the embedder were down, or stall."""
-
-    def __init__(self) -> None:
-        self.failures_left = 0
-        self.calls = 0
-        self.gate: asyncio.Event | None = None
-
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        if self.gate is not None:
-            await self.gate.wait()
-        if self.failures_left > 0:
-            self.failures_left -= 1
-            raise Unavailable("the embedder is unavailable")
-        vectors = []
-        for text in texts:
-            seed = hashlib.sha256(text.encode()).digest()
-            vector = [(seed[i % 32] - 128) / 128.0 + 0.01 for i in range(DIMENSION)]
-            vectors.append(vector)
-        return vectors
 
 
 def extract(path: Path, filename: str, mime_type: str) -> Extracted:
@@ -81,13 +36,6 @@ def extract(path: Path, filename: str, mime_type: str) -> Extracted:
     text = data.decode("utf-8", "replace")
     warnings = ("2 page(s) could not be read",) if text.startswith("PARTIAL") else ()
     return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text", warnings=warnings)
-
-
-def settings(**overrides: str) -> IngestSettings:
-    values = {"KNOWLEDGE_INGEST_WORKERS": "2", "KNOWLEDGE_INGEST_LEASE_S": "5", "KNOWLEDGE_INGEST_RETRY_BASE_S": "0.1",
-              "KNOWLEDGE_MAX_UPLOAD_BYTES": "100000", "KNOWLEDGE_INGEST_EMBED_BATCH": "4",
-              "KNOWLEDGE_CHUNK_MAX_CHARS": "400", **overrides}
-    return IngestSettings.from_env(Env(values))
 
 
 @pytest.fixture
@@ -106,45 +54,6 @@ async def ingest(migrated_pg, verifier):
     await app.stop()
     await db.close()
     await admin.close()
-
-
-def auth(make_token, tenant: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {make_token(tenant)}")]
-
-
-async def new_corpus(stub, metadata, name: str | None = None) -> str:
-    reply = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name or uuid.uuid4().hex[:12]),
-                                    metadata=metadata)
-    return reply.corpus_id
-
-
-async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str = "notes.txt", piece: int = 1000):
-    async def requests():
-        for start in range(0, max(len(data), 1), piece):
-            yield ingest_pb2.UploadDocumentRequest(
-                corpus_id=corpus_id if start == 0 else "", filename=filename if start == 0 else "",
-                http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=data[start:start + piece]))
-    return await stub.UploadDocument(requests(), metadata=metadata)
-
-
-async def wait_terminal(stub, metadata, job_id: str, timeout: float = 30.0) -> ingest_pb2.IngestJob:
-    deadline = asyncio.get_running_loop().time() + timeout
-    seen = []
-    while asyncio.get_running_loop().time() < deadline:
-        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job_id), metadata=metadata)
-        seen.append(job)
-        if job.state in (ingest_pb2.DOCUMENT_STATE_SEARCHABLE, ingest_pb2.DOCUMENT_STATE_FAILED,
-                         ingest_pb2.DOCUMENT_STATE_CANCELLED):
-            return job
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"job never ended: {seen[-1] if seen else None}")
-
-
-def document_text(sections: int = 6) -> bytes:
-    parts = []
-    for i in range(sections):
-        parts.append(f"# Section {i}\n\n" + " ".join(f"Sentence {i}.{j} about topic {i}." for j in range(20)))
-    return "\n\n".join(parts).encode()
 
 
 async def test_upload_answers_at_once_then_the_job_ends_searchable(ingest, make_token):

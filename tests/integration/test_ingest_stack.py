@@ -21,8 +21,8 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
-from tests.conftest import free_port
-from tests.integration.test_ingest_jobs import document_text, new_corpus, upload, wait_terminal
+from tests.support.ingest import document_text, new_corpus, upload, wait_terminal
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 

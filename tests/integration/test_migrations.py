@@ -6,7 +6,7 @@ import asyncpg
 import pytest
 from knowledge_runtime.db.migrate import MigrationError, load_migrations, migrate
 
-from tests.conftest import TEST_DIMENSION
+from tests.support.db import TEST_DIMENSION
 
 pytestmark = pytest.mark.integration
 

@@ -298,7 +298,7 @@ async def test_query_through_a_chat_completions_model(stack):
     from knowledge_search.domain.anonymise import Anonymiser
     from knowledge_search.domain.model import SearchRequest
 
-    from tests.integration.test_search_llm import ChatServer
+    from tests.support.chat import ChatServer
 
     db = stack["db"]
     searches = SearchUseCases(PostgresChunkIndex(db), _DirectEmbedder(), Thresholds(0.6, 0.3, 0.05))

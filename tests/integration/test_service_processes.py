@@ -11,7 +11,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_cli.stack import default_embedding_model
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.chunking import split_structural
 from pptx.util import Inches
 
-LINE = {"new_x": "LMARGIN", "new_y": "NEXT"}
+from tests.support.documents import LINE, word_document
 
 
 @pytest.fixture(scope="module")
@@ -137,28 +137,6 @@ def test_pdf_page_limit_cuts_and_warns():
 
 
 # --- DOCX --------------------------------------------------------------------------------
-
-
-def word_document() -> bytes:
-    document = docx.Document()
-    document.add_heading("Employee handbook", 0)  # the Title style
-    document.add_paragraph("Welcome to the company.")
-    document.add_heading("Leave", 1)
-    document.add_paragraph("Leave rules follow.")
-    document.add_paragraph("Ask your manager", style="List Bullet")
-    document.add_heading("Allowances", 2)
-    document.add_paragraph("Table 1: allowances by grade")
-    table = document.add_table(rows=3, cols=3)
-    for r, row in enumerate([["Grade", "Days", "Note"], ["A", "25", "pipe | inside"], ["B", "30", "two\nlines"]]):
-        for c, value in enumerate(row):
-            table.cell(r, c).text = value
-    table.cell(2, 2).tables  # noqa: B018 - touch: nested content is read through iter_inner_content
-    document.add_paragraph("# not a heading, just text")
-    document.add_heading("Closing", 1)
-    document.add_paragraph("The end.")
-    buffer = io.BytesIO()
-    document.save(buffer)
-    return buffer.getvalue()
 
 
 def test_docx_headings_paragraphs_and_tables_in_document_order(extract):

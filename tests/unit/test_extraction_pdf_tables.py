@@ -13,12 +13,7 @@ from knowledge_runtime.chunking import split_structural
 from pypdf import PdfReader, PdfWriter, Transformation
 from pypdf.generic import RectangleObject
 
-LINE = {"new_x": "LMARGIN", "new_y": "NEXT"}
-REGIONS = [
-    ["Region", "Revenue", "Owner"],
-    ["Zanzibar", "4,250", "Amira Okafor"],
-    ["Tasmania", "1,075", "Bo with a name long enough to wrap onto a second line inside its cell"],
-]
+from tests.support.documents import LINE, regions_report
 
 
 @pytest.fixture(scope="module")
@@ -29,36 +24,6 @@ def extract():
         return extractor.extract(data, filename, "application/pdf")
 
     return run
-
-
-def ruled_table(pdf: FPDF, rows: list[list[str]]) -> None:
-    with pdf.table() as table:
-        for cells in rows:
-            row = table.row()
-            for text in cells:
-                row.cell(text)
-
-
-def regions_report() -> bytes:
-    """Page 1 text and rules that make no table; page 2 a heading, a paragraph, the regions
-    table, a closing paragraph."""
-    pdf = FPDF()
-    pdf.add_page()
-    pdf.set_font("helvetica", "B", 18)
-    pdf.cell(0, 10, "Overview", **LINE)
-    pdf.set_font("helvetica", size=11)
-    pdf.multi_cell(0, 6, "The year in brief, with no table on this page. " * 4, **LINE)
-    pdf.line(10, 21, 200, 21)  # a rule under the heading, a footer rule and a logo's box: no table
-    pdf.line(10, 280, 200, 280)
-    pdf.rect(180, 282, 20, 10)
-    pdf.add_page()
-    pdf.set_font("helvetica", "B", 18)
-    pdf.cell(0, 10, "Revenue by region", **LINE)
-    pdf.set_font("helvetica", size=11)
-    pdf.multi_cell(0, 6, "Opening words before the figures. " * 3, **LINE)
-    ruled_table(pdf, REGIONS)
-    pdf.multi_cell(0, 6, "Closing words after the figures.", **LINE)
-    return bytes(pdf.output())
 
 
 def test_a_ruled_table_is_a_markdown_table_in_its_place(extract):

@@ -7,39 +7,18 @@ import io
 import random
 import zipfile
 
-import docx
 import pytest
 import xlsxwriter
-from fpdf import FPDF
 from knowledge_ingest.adapters.extraction import DocumentExtractor
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
 from knowledge_runtime.errors import InvalidArgument
 
-SECRET = "Zanzibar"  # document text that must never appear in an error message
+from tests.support.documents import SECRET, a_docx, a_pdf
 
 
 @pytest.fixture(scope="module")
 def extractor() -> DocumentExtractor:
     return DocumentExtractor(use_unstructured=False)
-
-
-def a_pdf(pages: int = 2, **encryption) -> bytes:
-    pdf = FPDF()
-    if encryption:
-        pdf.set_encryption(**encryption)
-    pdf.set_font("helvetica", size=11)
-    for page in range(pages):
-        pdf.add_page()
-        pdf.cell(0, 6, f"{SECRET} page {page + 1}")
-    return bytes(pdf.output())
-
-
-def a_docx(text: str = f"{SECRET} handbook") -> bytes:
-    document = docx.Document()
-    document.add_paragraph(text)
-    buffer = io.BytesIO()
-    document.save(buffer)
-    return buffer.getvalue()
 
 
 def failure(extractor: DocumentExtractor, data: bytes, filename: str, mime_type: str = "") -> ExtractionFailed:

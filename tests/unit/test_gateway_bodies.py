@@ -21,8 +21,8 @@ from knowledge_ingest.domain.errors import UploadTooLarge
 from knowledge_runtime.errors import ResourceExhausted
 from knowledge_runtime.interceptors import status_for
 
-from tests.conftest import free_port
-from tests.e2e.conftest import post_body, zeros
+from tests.support.net import free_port
+from tests.support.stack import post_body, zeros
 
 ENVOY = Path(sys.executable).parent / "envoy"
 CAP = 2 * 1024 * 1024  # over the 1 MiB a stream buffers by default, as real caps are

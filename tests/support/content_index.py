@@ -1,5 +1,5 @@
-"""Helpers shared by the content-index integration tests (no tests here): a real service over real
-PostgreSQL and real files."""
+"""What the content-index integration tests share: a real service over real PostgreSQL and real
+files, and helpers to write, read and inspect its blobs."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 
-from tests.conftest import auth, error_info  # noqa: F401 - the content-index tests import them from here
+from tests.support.rpc import auth
 
 MAX_UPLOAD_BYTES = 1024 * 1024
 GRACE = timedelta(hours=1)

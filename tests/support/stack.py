@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 BIN = Path(sys.executable).parent
 READY_TIMEOUT_S = 180
