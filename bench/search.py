@@ -449,7 +449,7 @@ def main() -> None:
     if options.command == "latency":
         asyncio.run(latency(options))
     else:
-        from knowledge_search.adapters.postgres import Bm25
+        from knowledge_search.domain.retrieval import Bm25
 
         tiers = tuple(float(t) for t in options.tiers.split(",")) if options.tiers else Bm25().tiers
         asyncio.run(evaluate(options.directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
+from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER
 
 from tests.support.db import TEST_DIMENSION
 
@@ -23,7 +24,7 @@ def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def verifier(keys_dir: Path) -> TokenVerifier:
-    return TokenVerifier.from_file(keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge")
+    return TokenVerifier.from_file(keys_dir / "jwks.json", issuer=DEFAULT_JWT_ISSUER, audience=DEFAULT_JWT_AUDIENCE)
 
 
 @pytest.fixture(scope="session")

@@ -330,8 +330,8 @@ class _DirectEmbedder:
 
 
 async def test_common_terms_score_but_do_not_select(stack):
-    from knowledge_search.adapters.postgres import Bm25
     from knowledge_search.domain.model import Filters
+    from knowledge_search.domain.retrieval import Bm25
 
     ids = stack["ids"]
     filters = Filters(corpus_id=ids["corpora"][("acme", "handbook")])

@@ -19,7 +19,7 @@ def settings(tmp_path, **values: str) -> ContentIndexSettings:
 
 def test_defaults(tmp_path):
     s = settings(tmp_path)
-    assert s.blob_root == tmp_path / "blobs" and s.max_upload_bytes == 100 * 1024 * 1024
+    assert s.blob_root == tmp_path / "blobs" and s.common.max_upload_bytes == 100 * 1024 * 1024
     assert s.gc_grace.total_seconds() == 86400 and s.gc_min_age.total_seconds() == 3600
     assert s.content_key is None and s.key_file == tmp_path / "keys" / "content-key"
 

@@ -131,7 +131,7 @@ def test_settings_read_the_embedder_variables():
         "KNOWLEDGE_EMBEDDING_MODEL": "/models/bge-m3", "KNOWLEDGE_EMBEDDING_BACKEND": "onnx-int8",
         "KNOWLEDGE_EMBEDDING_PRICE_PER_1K": "0.02", "KNOWLEDGE_METRICS_PORT": "9464",
     }))
-    assert (settings.backend, settings.max_seq_length, settings.price_per_1k_tokens, settings.metrics_port) == (
+    assert (settings.backend, settings.max_seq_length, settings.price_per_1k_tokens, settings.common.metrics_port) == (
         "onnx-int8", 1024, 0.02, 9464)
     with pytest.raises(SettingsError, match="KNOWLEDGE_EMBEDDING_BACKEND"):
         EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "m", "KNOWLEDGE_EMBEDDING_BACKEND": "tf"}))

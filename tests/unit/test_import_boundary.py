@@ -55,3 +55,36 @@ def test_the_walk_sees_every_package_and_the_detector_works():
         assert forbidden_imports(snippet), snippet
     for snippet in ("import torchvision_like_name_is_fine", "from .torch import x", "import numpy"):
         assert not forbidden_imports(snippet), snippet
+
+
+def package_imports(path: Path, package: str) -> list[str]:
+    """The modules of ``package`` that ``path`` imports (absolute imports, at any depth)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [name for name in names if name == package or name.startswith(package + ".")]
+    return found
+
+
+def test_settings_depend_on_the_domain_at_most():
+    """A service's config.py reads the environment into values its domain defines: it never
+    imports adapters, use cases or the API (search's did, for its defaults)."""
+    configs = sorted((ROOT / "services").glob("*/src/*/config.py"))
+    assert len(configs) == 4
+    offenders = {}
+    for path in configs:
+        package = path.parent.name
+        allowed = (f"{package}.domain",)
+        outside = [name for name in package_imports(path, package)
+                   if not any(name == a or name.startswith(a + ".") for a in allowed)]
+        if outside:
+            offenders[str(path.relative_to(ROOT))] = outside
+    assert offenders == {}
+    # the check sees an import of an adapter
+    probe = ROOT / "services" / "search" / "src" / "knowledge_search" / "bootstrap.py"
+    assert "knowledge_search.adapters.postgres" in package_imports(probe, "knowledge_search")

@@ -1,7 +1,8 @@
 from pathlib import Path
 
 import pytest
-from knowledge_runtime.settings import CommonSettings, Env, SettingsError, service_address
+from knowledge_runtime.devkeys import PRIVATE_KEY_FILE
+from knowledge_runtime.settings import DEFAULT_MAX_UPLOAD_BYTES, CommonSettings, Env, SettingsError, service_address
 
 
 def env(**values: str) -> Env:
@@ -42,3 +43,58 @@ def test_booleans_and_required_values():
 def test_service_address_follows_the_port_or_an_explicit_address():
     assert service_address("embedder", env(EMBEDDER_PORT="6000")) == "127.0.0.1:6000"
     assert service_address("embedder", env(EMBEDDER_ADDRESS="embedder:50052")) == "embedder:50052"
+
+
+def test_what_every_service_has_is_in_the_common_settings(keys_dir):
+    settings = CommonSettings.from_env("search", env(
+        MAX_UPLOAD_BYTES="1000", METRICS_PORT="9464", SERVICE_KEY_PATH=str(keys_dir / PRIVATE_KEY_FILE),
+        SERVICE_KEY_ID="kid-1"))
+    assert (settings.max_upload_bytes, settings.metrics_port) == (1000, 9464)
+    assert settings.service_key is not None and settings.service_key.key_id == "kid-1"
+    assert settings.service_key.private_pem == (keys_dir / PRIVATE_KEY_FILE).read_bytes()
+    assert "PRIVATE" not in repr(settings)  # the key never shows in a log line of the settings
+    defaults = CommonSettings.from_env("search", env())
+    assert (defaults.max_upload_bytes, defaults.metrics_port, defaults.service_key) == (100 * 1024 * 1024, 0, None)
+    assert (defaults.jwt_issuer, defaults.jwt_audience) == ("knowledge-dev", "knowledge")
+
+
+@pytest.mark.parametrize(("values", "variable"), [
+    ({"MAX_UPLOAD_BYTES": "0"}, "KNOWLEDGE_MAX_UPLOAD_BYTES"),
+    ({"METRICS_PORT": "-1"}, "KNOWLEDGE_METRICS_PORT"),
+    ({"SERVICE_KEY_PATH": "/nonexistent/key.pem"}, "KNOWLEDGE_SERVICE_KEY_PATH"),
+])
+def test_a_bad_common_value_names_its_variable(values, variable):
+    with pytest.raises(SettingsError, match=variable):
+        CommonSettings.from_env("content-index", env(**values))
+
+
+def test_a_service_key_that_is_not_a_key_is_refused_at_start(tmp_path):
+    (tmp_path / "key.pem").write_text("not a key")
+    with pytest.raises(SettingsError, match="not an unencrypted PEM private key"):
+        CommonSettings.from_env("ingest", env(SERVICE_KEY_PATH=str(tmp_path / "key.pem")))
+
+
+def test_every_reader_of_the_upload_cap_and_the_token_audience_agrees(tmp_path):
+    """One default each, read one way, by the services, the gateway and the local stack."""
+    from knowledge_cli.stack import StackSettings
+    from knowledge_content_index.config import ContentIndexSettings
+    from knowledge_gateway.envoy import GatewayConfig
+    from knowledge_gateway.render import gateway_config
+    from knowledge_ingest.config import IngestSettings
+
+    def caps(values: dict[str, str]) -> set:
+        environ = {"KNOWLEDGE_DATA_DIR": str(tmp_path), **values}
+        return {
+            ContentIndexSettings.from_env(Env(environ)).common.max_upload_bytes,
+            IngestSettings.from_env(Env(environ)).common.max_upload_bytes,
+            gateway_config(environ).max_body_bytes,
+            StackSettings.from_env(Env(environ)).max_upload_bytes,
+        }
+
+    assert caps({}) == {DEFAULT_MAX_UPLOAD_BYTES} == {GatewayConfig.__dataclass_fields__["max_body_bytes"].default}
+    assert caps({"KNOWLEDGE_MAX_UPLOAD_BYTES": "4096"}) == {4096}
+    audience = {"KNOWLEDGE_DATA_DIR": str(tmp_path), "KNOWLEDGE_JWT_AUDIENCE": "aud", "KNOWLEDGE_JWT_ISSUER": "iss"}
+    stack = StackSettings.from_env(Env(audience))
+    common = CommonSettings.from_env("ingest", Env(audience))
+    assert (stack.issuer, stack.audience) == (common.jwt_issuer, common.jwt_audience) == ("iss", "aud")
+    assert (gateway_config(audience).issuer, gateway_config(audience).audience) == ("iss", "aud")

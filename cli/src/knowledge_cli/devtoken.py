@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from knowledge_runtime.devkeys import mint_dev_token
-from knowledge_runtime.settings import Env, default_data_dir
+from knowledge_runtime.settings import Env, default_data_dir, jwt_audience, jwt_issuer
 
 
 def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600,
@@ -23,8 +23,8 @@ def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, 
         data_dir / "keys",
         tenant=tenant,
         capabilities=capabilities,
-        issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-        audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+        issuer=jwt_issuer(env),
+        audience=jwt_audience(env),
         ttl_s=ttl_s,
         service=service,
     )

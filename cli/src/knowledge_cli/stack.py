@@ -28,7 +28,15 @@ from knowledge_runtime.db.connect import service_role
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
-from knowledge_runtime.settings import DEFAULT_HTTP_PORT, DEFAULT_PORTS, Env, default_data_dir
+from knowledge_runtime.settings import (
+    DEFAULT_HTTP_PORT,
+    DEFAULT_PORTS,
+    Env,
+    default_data_dir,
+    jwt_audience,
+    jwt_issuer,
+    max_upload_bytes,
+)
 
 SERVICES = ("content-index", "embedder", "ingest", "search")
 GRPC_NAMES = {"ingest": "knowledge.v1.IngestService", "search": "knowledge.v1.SearchService"}
@@ -66,9 +74,9 @@ class StackSettings:
             database_url=env.str("DATABASE_URL"),
             embedding_model=model or default_embedding_model(),
             embedding_model_id=env.str("EMBEDDING_MODEL_ID") or ("" if model else DEFAULT_EMBEDDING_MODEL_ID),
-            issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-            audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
-            max_upload_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+            issuer=jwt_issuer(env),
+            audience=jwt_audience(env),
+            max_upload_bytes=max_upload_bytes(env),
             gateway_limits=limits_from_env(env),
         )
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor
-from knowledge_runtime.settings import Env, SettingsError
+from knowledge_runtime.settings import DEFAULT_MAX_UPLOAD_BYTES, Env, SettingsError
 
 from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names
 from knowledge_gateway.openapi import committed_path
@@ -76,7 +76,7 @@ class GatewayConfig:
     descriptor_path: Path
     # The OpenAPI description Envoy reads at start and serves: a file, not inlined in the bootstrap.
     openapi_path: Path = field(default_factory=committed_path)
-    max_body_bytes: int = 100 * 1024 * 1024
+    max_body_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     request_timeout_s: int = 30
     upload_timeout_s: int = 600
     cors_origins: tuple[str, ...] = ()  # exact origins, e.g. "https://app.example.com"; none: no CORS

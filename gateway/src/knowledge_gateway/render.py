@@ -16,7 +16,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from knowledge_runtime.settings import DEFAULT_HTTP_PORT, Env, SettingsError, service_address
+from knowledge_runtime.settings import (
+    DEFAULT_HTTP_PORT,
+    Env,
+    SettingsError,
+    jwt_audience,
+    jwt_issuer,
+    max_upload_bytes,
+    service_address,
+)
 
 from knowledge_gateway.envoy import GatewayConfig, limits_from_env, write_config, write_descriptor_set
 from knowledge_gateway.openapi import openapi_text
@@ -56,11 +64,11 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
         admin_port=env.port("ENVOY_ADMIN_PORT", DEFAULT_ADMIN_PORT),
         upstreams={full: service_address(key, env) for full, key in UPSTREAMS.items()},
         jwks_path=Path(env.str("JWKS_PATH", DEFAULT_JWKS_PATH) or DEFAULT_JWKS_PATH),
-        issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-        audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+        issuer=jwt_issuer(env),
+        audience=jwt_audience(env),
         descriptor_path=Path(config_dir) / DESCRIPTOR_NAME,
         openapi_path=Path(config_dir) / OPENAPI_NAME,
-        max_body_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
+        max_body_bytes=max_upload_bytes(env),
         **limits_from_env(env),
     )
 

@@ -25,6 +25,7 @@ from knowledge_runtime.auth import (
     SERVICE_SUBJECT_PREFIX,
     TENANT_CLAIM,
 )
+from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER
 
 PRIVATE_KEY_FILE = "dev-signing-key.pem"
 KEY_ID_FILE = "dev-signing-key.kid"
@@ -65,8 +66,8 @@ def mint_dev_token(
     *,
     tenant: str,
     capabilities: Iterable[str] | None = None,
-    issuer: str = "knowledge-dev",
-    audience: str = "knowledge",
+    issuer: str = DEFAULT_JWT_ISSUER,
+    audience: str = DEFAULT_JWT_AUDIENCE,
     ttl_s: int = 3600,
     subject: str = "dev",
     service: str | None = None,

@@ -1,4 +1,4 @@
-"""Prometheus metrics over HTTP, on ``KNOWLEDGE_METRICS_PORT`` (0 = disabled).
+"""Prometheus metrics over HTTP, on ``KNOWLEDGE_METRICS_PORT`` (0 = disabled; ``CommonSettings.metrics_port``).
 
 A service defines its own metric objects (names ``knowledge_<service>_*``) on a registry and
 calls :func:`start_metrics_server` once at start; the returned :class:`MetricsServer` stops
@@ -11,12 +11,7 @@ from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
-from knowledge_runtime.settings import Env, SettingsError
-
-
-def metrics_port(env: Env | None = None) -> int:
-    """``KNOWLEDGE_METRICS_PORT``: where ``/metrics`` listens; 0 (the default) turns it off."""
-    return (env or Env()).port("METRICS_PORT", 0)
+from knowledge_runtime.settings import SettingsError
 
 
 @dataclass

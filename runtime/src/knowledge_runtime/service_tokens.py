@@ -13,41 +13,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 
 import jwt
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from knowledge_runtime.auth import CAPABILITIES_CLAIM, TENANT_CLAIM
-from knowledge_runtime.settings import CommonSettings, Env, SettingsError
+from knowledge_runtime.settings import CommonSettings, ServiceKey, SettingsError
 
 DEFAULT_TTL_S = 300
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceKey:
-    private_pem: bytes
-    key_id: str | None
-    algorithm: str = "RS256"
-
-    @classmethod
-    def from_env(cls, env: Env | None = None) -> ServiceKey:
-        env = env or Env()
-        path = env.path("SERVICE_KEY_PATH")
-        if path is None:
-            raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key this service signs internal calls with)")
-        try:
-            pem = Path(path).read_bytes()
-        except OSError as error:
-            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: cannot read {path} ({error.strerror})") from None
-        try:
-            key = load_pem_private_key(pem, password=None)
-        except (ValueError, TypeError):
-            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: {path} is not an unencrypted PEM private key") from None
-        algorithm = "ES256" if isinstance(key, ec.EllipticCurvePrivateKey) else "RS256"
-        return cls(private_pem=pem, key_id=env.str("SERVICE_KEY_ID"), algorithm=algorithm)
 
 
 class ServiceTokenSigner:
@@ -67,10 +39,14 @@ class ServiceTokenSigner:
             raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: not a usable signing key ({type(error).__name__})") from None
 
     @classmethod
-    def for_service(cls, common: CommonSettings, key: ServiceKey | None = None) -> ServiceTokenSigner:
-        """The signer of ``common.service``; the key from settings, else from the environment."""
+    def for_service(cls, common: CommonSettings) -> ServiceTokenSigner:
+        """The signer of ``common.service``, with the key of its settings (required here)."""
+        if common.service_key is None:
+            raise SettingsError(
+                f"KNOWLEDGE_SERVICE_KEY_PATH is required (the key {common.service} signs internal calls with)"
+            )
         return cls(
-            key or ServiceKey.from_env(),
+            common.service_key,
             issuer=common.jwt_issuer,
             audience=common.jwt_audience,
             subject=f"service:{common.service}",

@@ -3,16 +3,23 @@
 Every service builds one frozen settings dataclass at start through an :class:`Env`
 reader; any invalid value raises :class:`SettingsError` naming the variable, and the
 entry point turns that into a one-line message and exit status 2 before anything runs.
+What every service has (where it listens, its database, auth, the upload cap, the metrics
+port, its signing key) is :class:`CommonSettings`; each service's settings build on it.
+A default that more than one process reads (the upload cap, the token issuer and audience)
+is one constant here, read through one function, so the gateway, the CLI's stack and the
+services cannot disagree.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 PREFIX = "KNOWLEDGE_"
 
@@ -25,6 +32,10 @@ DEFAULT_PORTS = {
     "search": 50154,
 }
 DEFAULT_HTTP_PORT = 8080
+
+DEFAULT_MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # 100 MiB: a blob's cap, an upload's, the gateway's body limit
+DEFAULT_JWT_ISSUER = "knowledge-dev"  # the development key's issuer (runtime.devkeys)
+DEFAULT_JWT_AUDIENCE = "knowledge"
 
 
 class SettingsError(ValueError):
@@ -108,9 +119,65 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("knowledge", appauthor=False))
 
 
+def max_upload_bytes(env: Env) -> int:
+    """``KNOWLEDGE_MAX_UPLOAD_BYTES``: the cap of one upload, blob and gateway request body."""
+    return env.int("MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, minimum=1)
+
+
+def jwt_issuer(env: Env) -> str:
+    return env.str("JWT_ISSUER", DEFAULT_JWT_ISSUER) or DEFAULT_JWT_ISSUER
+
+
+def jwt_audience(env: Env) -> str:
+    return env.str("JWT_AUDIENCE", DEFAULT_JWT_AUDIENCE) or DEFAULT_JWT_AUDIENCE
+
+
+def metrics_port(env: Env) -> int:
+    """``KNOWLEDGE_METRICS_PORT``: where ``/metrics`` listens; 0 (the default) turns it off."""
+    return env.port("METRICS_PORT", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceKey:
+    """The private key a service signs its internal calls with (runtime ``service_tokens``).
+
+    ``KNOWLEDGE_SERVICE_KEY_PATH`` (PEM, unencrypted; RSA or EC), its public half in the JWKS
+    under ``KNOWLEDGE_SERVICE_KEY_ID``. Never shown by repr.
+    """
+
+    private_pem: bytes = field(repr=False)
+    key_id: str | None
+    algorithm: str = "RS256"
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> ServiceKey:
+        env = env or Env()
+        key = cls.optional(env)
+        if key is None:
+            raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key this service signs internal calls with)")
+        return key
+
+    @classmethod
+    def optional(cls, env: Env) -> ServiceKey | None:
+        """The key when ``KNOWLEDGE_SERVICE_KEY_PATH`` is set (and usable), else None."""
+        path = env.path("SERVICE_KEY_PATH")
+        if path is None:
+            return None
+        try:
+            pem = Path(path).read_bytes()
+        except OSError as error:
+            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: cannot read {path} ({error.strerror})") from None
+        try:
+            key = load_pem_private_key(pem, password=None)
+        except (ValueError, TypeError):
+            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: {path} is not an unencrypted PEM private key") from None
+        algorithm = "ES256" if isinstance(key, ec.EllipticCurvePrivateKey) else "RS256"
+        return cls(private_pem=pem, key_id=env.str("SERVICE_KEY_ID"), algorithm=algorithm)
+
+
 @dataclass(frozen=True, slots=True)
 class CommonSettings:
-    """What every service reads: where it listens, its database, auth and telemetry."""
+    """What every service reads: where it listens, its database, auth, limits and telemetry."""
 
     service: str
     host: str
@@ -123,6 +190,10 @@ class CommonSettings:
     otlp_endpoint: str | None
     log_level: str
     shutdown_grace_s: float
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    metrics_port: int = 0  # 0: no /metrics
+    # The key this service signs internal calls with; None when KNOWLEDGE_SERVICE_KEY_PATH is unset.
+    service_key: ServiceKey | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, service: str, env: Env | None = None) -> CommonSettings:
@@ -139,11 +210,14 @@ class CommonSettings:
             data_dir=data_dir,
             database_url=env.str("DATABASE_URL"),
             jwks_path=jwks_path,
-            jwt_issuer=env.str("JWT_ISSUER", "knowledge-dev") or "knowledge-dev",
-            jwt_audience=env.str("JWT_AUDIENCE", "knowledge") or "knowledge",
+            jwt_issuer=jwt_issuer(env),
+            jwt_audience=jwt_audience(env),
             otlp_endpoint=env.str("OTLP_ENDPOINT"),
             log_level=env.choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
             shutdown_grace_s=env.float("SHUTDOWN_GRACE_S", 10.0, minimum=0.0),
+            max_upload_bytes=max_upload_bytes(env),
+            metrics_port=metrics_port(env),
+            service_key=ServiceKey.optional(env),
         )
 
 

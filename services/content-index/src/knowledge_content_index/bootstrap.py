@@ -1,10 +1,17 @@
-"""The one place that reads content-index's configuration and wires its adapters."""
+"""The one place that reads content-index's configuration and wires its adapters.
+
+What it opens joins one ``AsyncExitStack``: a step that fails half-way through closes what
+the steps before it opened, and a started app closes all of it, newest first, as it stops.
+"""
 
 from __future__ import annotations
+
+from contextlib import AsyncExitStack
 
 import structlog
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
+from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import SettingsError
 
@@ -38,7 +45,12 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
     except OSError as error:
         raise SettingsError(f"KNOWLEDGE_BLOB_ROOT: cannot create {settings.blob_root} ({error.strerror})") from None
     keyring = content_keyring(settings)
-    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
-    policy = BlobPolicy(settings.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
-    servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
-    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier, on_stop=[db.close])
+    async with AsyncExitStack() as resources:
+        db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+        resources.push_async_callback(db.close)
+        metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
+        resources.push_async_callback(metrics.stop)
+        policy = BlobPolicy(settings.common.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
+        servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
+        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
+                                   on_stop=[resources.pop_all().aclose])

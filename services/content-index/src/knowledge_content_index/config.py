@@ -1,7 +1,8 @@
 """The content-index service's settings, read once from ``KNOWLEDGE_*`` at start.
 
 - ``KNOWLEDGE_BLOB_ROOT`` (``<data dir>/blobs``): where blob files live (local filesystem).
-- ``KNOWLEDGE_MAX_UPLOAD_BYTES`` (100 MiB): the size cap of one blob, enforced while streaming.
+- ``KNOWLEDGE_MAX_UPLOAD_BYTES`` (100 MiB, ``CommonSettings.max_upload_bytes``): the size cap of
+  one blob, enforced while streaming.
 - ``KNOWLEDGE_CONTENT_KEY`` (a key file under ``<data dir>/keys``): master secret of isolated
   tenants' HMAC keys, hex or base64 of at least 32 bytes; set it, the same everywhere, when more
   than one replica runs.
@@ -27,7 +28,6 @@ from knowledge_content_index.domain.identity import MIN_MASTER_KEY_BYTES, decode
 class ContentIndexSettings:
     common: CommonSettings
     blob_root: Path
-    max_upload_bytes: int
     gc_grace: timedelta
     gc_min_age: timedelta
     database_pool_size: int
@@ -53,7 +53,6 @@ class ContentIndexSettings:
         return cls(
             common=common,
             blob_root=blob_root,
-            max_upload_bytes=env.int("MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1),
             gc_grace=timedelta(seconds=grace),
             gc_min_age=timedelta(seconds=min_age),
             database_pool_size=env.int("CONTENT_INDEX_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),

@@ -1,9 +1,14 @@
-"""The one place that reads the embedder's configuration and wires its adapters."""
+"""The one place that reads the embedder's configuration and wires its adapters.
+
+What it opens joins one ``AsyncExitStack``: a step that fails half-way through closes what
+the steps before it opened, and a started app closes all of it, newest first, as it stops.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import AsyncExitStack
 
 import structlog
 from knowledge_runtime.db.connect import connect_service_database
@@ -48,22 +53,18 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
     encoder = await asyncio.to_thread(load_encoder, settings)
     log.info("model_loaded", model=settings.model_id, backend=encoder.backend, device=encoder.device,
              dimension=encoder.dimension, max_seq_length=encoder.max_seq_length)
-    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
-    try:
+    async with AsyncExitStack() as resources:
+        db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+        resources.push_async_callback(db.close)
         await check_dimension(db, encoder.dimension)
-        metrics_server = start_metrics_server(settings.metrics_port, settings.common.host)
-    except BaseException:
-        await db.close()
-        raise
-    queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue)
-    queue.start()
-    usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
-                                Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
-    servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
-
-    async def stop_batching() -> None:
-        await queue.stop()
-        usecases.close()
-
-    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                               on_stop=[stop_batching, metrics_server.stop, db.close])
+        metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
+        resources.push_async_callback(metrics.stop)
+        queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue)
+        usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
+                                    Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
+        resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
+        queue.start()
+        resources.push_async_callback(queue.stop)
+        servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
+        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
+                                   on_stop=[resources.pop_all().aclose])

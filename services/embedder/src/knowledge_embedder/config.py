@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge_runtime.metrics import metrics_port
 from knowledge_runtime.settings import CommonSettings, Env
 
 BACKENDS = ("torch", "onnx-int8")
@@ -36,7 +35,6 @@ class EmbedderSettings:
     batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16; onnx-int8 8)
     price_per_1k_tokens: float
     currency: str
-    metrics_port: int
     database_pool_size: int
 
     @classmethod
@@ -56,6 +54,5 @@ class EmbedderSettings:
             batch_size=env.int("EMBEDDING_BATCH_SIZE", 0, minimum=0, maximum=4096),
             price_per_1k_tokens=env.float("EMBEDDING_PRICE_PER_1K", 0.0, minimum=0.0),
             currency=env.str("EMBEDDING_CURRENCY", "USD") or "USD",
-            metrics_port=metrics_port(env),
             database_pool_size=env.int("EMBEDDER_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
         )

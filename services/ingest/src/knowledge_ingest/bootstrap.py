@@ -1,8 +1,14 @@
-"""The one place that reads ingest's configuration and wires its adapters."""
+"""The one place that reads ingest's configuration and wires its adapters.
+
+What it opens joins one ``AsyncExitStack``: a step that fails half-way through closes what
+the steps before it opened, and a started app closes all of it, newest first, as it stops
+(the workers first, then the clients and the metrics server, the pool last).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from knowledge_runtime.db.connect import connect_service_database
@@ -11,7 +17,6 @@ from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
-from knowledge_runtime.settings import SettingsError
 
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient
@@ -34,7 +39,7 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
         documents=DocumentUseCases(store),
-        uploads=UploadUseCases(store, blobs, settings.max_upload_bytes),
+        uploads=UploadUseCases(store, blobs, settings.common.max_upload_bytes),
         jobs=JobUseCases(store),
     )
     pipeline = Pipeline(
@@ -54,15 +59,19 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
 
     settings = settings or IngestSettings.from_env()
     verifier = prepare(settings.common)
-    if settings.service_key is None:
-        raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key ingest signs internal calls with)")
-    signer = ServiceTokenSigner.for_service(settings.common, settings.service_key)
-    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
-    blobs = ContentIndexClient(settings.content_index_address, signer)
-    embedder = EmbedderClient(settings.embedder_address, signer)
-    servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
-    metrics = start_metrics_server(settings.metrics_port, settings.common.host)
-    app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                              on_stop=[workers.stop, metrics.stop, blobs.close, embedder.close, db.close])
+    signer = ServiceTokenSigner.for_service(settings.common)  # ingest signs every internal call
+    async with AsyncExitStack() as resources:
+        db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+        resources.push_async_callback(db.close)
+        blobs = ContentIndexClient(settings.content_index_address, signer)
+        resources.push_async_callback(blobs.close)
+        embedder = EmbedderClient(settings.embedder_address, signer)
+        resources.push_async_callback(embedder.close)
+        metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
+        resources.push_async_callback(metrics.stop)
+        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
+        resources.push_async_callback(workers.stop)
+        app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
+                                  on_stop=[resources.pop_all().aclose])
     app.on_start.append(workers.start)
     return app

@@ -1,9 +1,17 @@
-"""The one place that reads search's configuration and wires its adapters."""
+"""The one place that reads search's configuration and wires its adapters.
+
+What it opens joins one ``AsyncExitStack``: a step that fails half-way through closes what
+the steps before it opened, and a started app closes all of it, newest first, as it stops.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
+from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -13,10 +21,11 @@ from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.ports import Synthesiser
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 
-def _embed_tokens(settings: SearchSettings):
+def _embed_tokens(settings: SearchSettings) -> Callable[[str], str] | None:
     """Tokens for EmbedQuery signed by this service, when it has a key; else the caller's is forwarded."""
     if not settings.sign_internal_calls:
         return None
@@ -29,39 +38,46 @@ def _embed_tokens(settings: SearchSettings):
 async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
     settings = settings or SearchSettings.from_env()
     verifier = prepare(settings.common)
-    db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
-    embedder = GrpcQueryEmbedder(settings.embedder_address, token_for=_embed_tokens(settings))
-    index = PostgresChunkIndex(
-        db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
-    )
-    searches = SearchUseCases(
-        index=index,
-        embedder=embedder,
-        thresholds=settings.thresholds,
-        channel_depth=settings.channel_depth,
-        rrf_k=settings.rrf_k,
-        default_weights=settings.weights,
-        lexical_confidence=settings.lexical_confidence,
-    )
-    on_stop = [embedder.close, db.close]
-    if settings.llm is not None:
-        llm = ChatCompletionsSynthesiser(
-            settings.llm.url,
-            settings.llm.model,
-            api_key=settings.llm.api_key,
-            timeout_s=settings.llm.timeout_s,
-            price_input_per_1k=settings.llm.price_input_per_1k,
-            price_output_per_1k=settings.llm.price_output_per_1k,
+    token_for = _embed_tokens(settings)
+    async with AsyncExitStack() as resources:
+        db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+        resources.push_async_callback(db.close)
+        embedder = GrpcQueryEmbedder(settings.embedder_address, token_for=token_for)
+        resources.push_async_callback(embedder.close)
+        index = PostgresChunkIndex(
+            db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
         )
-        synthesiser = llm
-        on_stop.insert(0, llm.close)
-    else:
-        synthesiser = ExtractiveSynthesiser()
-    answers = AnswerUseCases(
-        searcher=searches,
-        synthesiser=synthesiser,
-        anonymiser=Anonymiser(settings.anonymise_names),
-        ledger=PostgresCostLedger(db),
-    )
-    servicer = SearchServicer(searches, answers)
-    return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier, on_stop=on_stop)
+        searches = SearchUseCases(
+            index=index,
+            embedder=embedder,
+            thresholds=settings.thresholds,
+            channel_depth=settings.channel_depth,
+            rrf_k=settings.rrf_k,
+            default_weights=settings.weights,
+            lexical_confidence=settings.lexical_confidence,
+        )
+        synthesiser: Synthesiser
+        if settings.llm is not None:
+            llm = ChatCompletionsSynthesiser(
+                settings.llm.url,
+                settings.llm.model,
+                api_key=settings.llm.api_key,
+                timeout_s=settings.llm.timeout_s,
+                price_input_per_1k=settings.llm.price_input_per_1k,
+                price_output_per_1k=settings.llm.price_output_per_1k,
+            )
+            resources.push_async_callback(llm.close)
+            synthesiser = llm
+        else:
+            synthesiser = ExtractiveSynthesiser()
+        metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
+        resources.push_async_callback(metrics.stop)
+        answers = AnswerUseCases(
+            searcher=searches,
+            synthesiser=synthesiser,
+            anonymiser=Anonymiser(settings.anonymise_names),
+            ledger=PostgresCostLedger(db),
+        )
+        servicer = SearchServicer(searches, answers)
+        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
+                                   on_stop=[resources.pop_all().aclose])

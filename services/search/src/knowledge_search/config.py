@@ -1,4 +1,7 @@
-"""The search service's settings, read once from ``KNOWLEDGE_*`` at start."""
+"""The search service's settings, read once from ``KNOWLEDGE_*`` at start.
+
+Settings depend on the domain only: every default is the domain's own value.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,10 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
-from knowledge_search.adapters.postgres import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 from knowledge_search.domain.fusion import RRF_K
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
-from knowledge_search.usecases import CHANNEL_DEPTH
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -42,7 +44,11 @@ class SearchSettings:
     thresholds: Thresholds = Thresholds()
     anonymise_names: tuple[str, ...] = ()
     llm: LlmSettings | None = None
-    sign_internal_calls: bool = False  # KNOWLEDGE_SERVICE_KEY_PATH is set
+
+    @property
+    def sign_internal_calls(self) -> bool:
+        """KNOWLEDGE_SERVICE_KEY_PATH is set: EmbedQuery carries a token search signs itself."""
+        return self.common.service_key is not None
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> SearchSettings:
@@ -89,7 +95,6 @@ class SearchSettings:
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
-            sign_internal_calls=env.path("SERVICE_KEY_PATH") is not None,
         )
 
 

@@ -30,10 +30,10 @@ from knowledge_search.domain.model import (
 )
 from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
-CHANNEL_DEPTH = 300
 
 
 @dataclass

@@ -19,13 +19,12 @@ of the tenant; when every term is that frequent, a candidate must hold them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 from knowledge_runtime.db.pool import Database
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
 from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, Filters, Weights
+from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
 VECTOR_SEARCH = """
@@ -103,8 +102,6 @@ ORDER BY s.score DESC, s.chunk_id
 CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
 DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
-DEFAULT_EF_SEARCH = 100
-DEFAULT_MAX_SCAN_TUPLES = 20000
 RECORD_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -135,18 +132,6 @@ def _hit(row) -> ChannelHit:
     )
     coverage = row.get("coverage")  # only the lexical channel selects it
     return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))
-
-
-@dataclass(frozen=True, slots=True)
-class Bm25:
-    """BM25 parameters and the tsvector weight tiers (D, C, B, A)."""
-
-    k1: float = 1.2
-    b: float = 0.75
-    tiers: tuple[float, float, float, float] = (0.05, 0.1, 0.2, 1.0)
-    text_config: str = "english"
-    common_fraction: float = 0.05
-    common_min_df: int = 1000
 
 
 class PostgresChunkIndex:
