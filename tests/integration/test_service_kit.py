@@ -1,5 +1,6 @@
-"""The runtime's service kit with real parts: bootstraps that close what they opened when a
-later step fails (real pool, real channels), and every service's metrics port."""
+"""The runtime's service kit with real parts: a callee's gRPC error as the caller's domain error
+(through a real server, its error map and both clients that use the translation), and
+bootstraps that close what they opened when a later step fails (real pool, real channels)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,163 @@ import urllib.request
 
 import grpc
 import pytest
-from knowledge_runtime.devkeys import PRIVATE_KEY_FILE
-from knowledge_runtime.settings import Env, SettingsError
+from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge_embedder.domain.errors import DocumentNotFound, EmbedderStopping, InvalidInput, QueueFull
+from knowledge_ingest.adapters.services import EmbedderClient
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
+from knowledge_runtime.errors import (
+    DependencyUnavailable,
+    DomainError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+    UploadTooLarge,
+)
+from knowledge_runtime.server import GrpcApp, ServiceSpec
+from knowledge_runtime.service_tokens import ServiceTokenSigner
+from knowledge_runtime.settings import CommonSettings, Env, SettingsError
+from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+from knowledge_search.adapters.postgres import PostgresChunkIndex
+from knowledge_search.api.servicer import SearchServicer, service_spec
+from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 from tests.support.net import free_port
+from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
+
+SECRET = "password=hunter2 at /srv/secret/path"
+REFUSALS: dict[str, Exception] = {
+    "cap": UploadTooLarge(1000),
+    "busy": QueueFull(10, 8),
+    "stopping": EmbedderStopping(),
+    "bad": InvalidInput("the query is empty", field="query"),
+    "gone": DocumentNotFound("7"),
+    "crash": RuntimeError(SECRET),
+}
+
+
+class RefusingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    """Refuses every call with the error its input names, through the real error map."""
+
+    async def EmbedQuery(self, request, context):
+        raise REFUSALS[request.query]
+
+    async def EmbedTexts(self, request, context):
+        raise REFUSALS[request.texts[0]]
+
+
+@pytest.fixture(scope="module")
+async def refusing_embedder(verifier):
+    descriptor = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"]
+    servicer = RefusingEmbedder()
+    app = GrpcApp(services=[ServiceSpec(
+        descriptor=descriptor,
+        register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
+        capabilities={m.name: "embed" for m in descriptor.methods},
+    )], verifier=verifier)
+    port = await app.start()
+    yield f"127.0.0.1:{port}"
+    await app.stop()
+
+
+def ingest_signer(keys_dir) -> ServiceTokenSigner:
+    common = CommonSettings.from_env("ingest", Env({
+        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
+        "KNOWLEDGE_SERVICE_KEY_ID": (keys_dir / KEY_ID_FILE).read_text().strip(),
+    }))
+    return ServiceTokenSigner.for_service(common)
+
+
+async def refusal(client, what: str) -> DomainError:
+    """What the client raises for the callee's refusal ``what``: search's and ingest's clients."""
+    with pytest.raises(DomainError) as caught:
+        if isinstance(client, GrpcQueryEmbedder):
+            await client.embed_query("kit-tenant", what)
+        else:
+            await client.embed("kit-tenant", [what])
+    return caught.value
+
+
+@pytest.fixture(params=["search", "ingest"])
+async def client(request, refusing_embedder, keys_dir, make_token):
+    if request.param == "search":
+        embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["embed"]))
+    else:
+        embedder = EmbedderClient(refusing_embedder, ingest_signer(keys_dir))
+    yield embedder
+    await embedder.close()
+
+
+@pytest.mark.parametrize(("what", "kind", "code", "reason", "metadata"), [
+    ("cap", UploadTooLarge, "RESOURCE_EXHAUSTED", "UPLOAD_TOO_LARGE", {"max_bytes": "1000"}),
+    ("busy", DependencyUnavailable, "RESOURCE_EXHAUSTED", "EMBEDDER_OVERLOADED", {"waiting": "10", "limit": "8"}),
+    ("stopping", DependencyUnavailable, "UNAVAILABLE", "EMBEDDER_STOPPING", {}),
+    ("bad", InvalidArgument, "INVALID_ARGUMENT", "EMBEDDING_INPUT_INVALID", {"field": "query"}),
+    ("gone", NotFound, "NOT_FOUND", "DOCUMENT_NOT_FOUND", {"document_id": "7"}),
+    ("crash", DomainError, "INTERNAL", "INTERNAL", {}),
+])
+async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(client, what, kind, code, reason,
+                                                                              metadata):
+    error = await refusal(client, what)
+    assert type(error) is kind or (kind is DomainError and not isinstance(error, Unavailable))
+    assert (error.code, error.reason, error.metadata) == (code, reason, metadata)
+    # Only what may pass is retryable: ingest's pipeline retries Unavailable, and nothing else.
+    assert isinstance(error, Unavailable) == (what in ("busy", "stopping"))
+    assert SECRET not in error.message
+    if what == "bad":
+        assert error.message == "the query is empty"
+
+
+async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, make_token):
+    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["search"]))
+    try:
+        error = await refusal(embedder, "cap")
+    finally:
+        await embedder.close()
+    assert isinstance(error, PermissionDenied)
+    assert (error.code, error.reason, error.metadata) == ("PERMISSION_DENIED", "CAPABILITY_MISSING",
+                                                          {"capability": "embed"})
+
+
+async def test_an_unreachable_callee_is_unavailable_without_its_address(keys_dir):
+    port = free_port()  # nothing listens there
+    for embedder in (GrpcQueryEmbedder(f"127.0.0.1:{port}", timeout_s=5),
+                     EmbedderClient(f"127.0.0.1:{port}", ingest_signer(keys_dir), timeout_s=5)):
+        try:
+            error = await refusal(embedder, "anything")
+        finally:
+            await embedder.close()
+        assert isinstance(error, DependencyUnavailable)
+        assert (error.code, error.reason, error.message) == ("UNAVAILABLE", "EMBEDDER_UNAVAILABLE",
+                                                             "the embedder is unavailable")
+        assert str(port) not in repr(error.metadata)
+
+
+async def test_the_callers_caller_sees_the_callees_reason(refusing_embedder, migrated_pg, verifier, make_token):
+    """Search over real PostgreSQL with the refusing embedder: its answer carries the embedder's cause."""
+    db = await Database.connect(migrated_pg.url(user="knowledge_search"))
+    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["embed"]))
+    searches = SearchUseCases(PostgresChunkIndex(db), embedder)
+    app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+                  verifier=verifier)
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = search_pb2_grpc.SearchServiceStub(channel)
+            for query, code, reason in (("busy", grpc.StatusCode.RESOURCE_EXHAUSTED, "EMBEDDER_OVERLOADED"),
+                                        ("bad", grpc.StatusCode.INVALID_ARGUMENT, "EMBEDDING_INPUT_INVALID"),
+                                        ("stopping", grpc.StatusCode.UNAVAILABLE, "EMBEDDER_STOPPING")):
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.Search(search_pb2.SearchRequest(query=query), metadata=auth(make_token("kit-tenant")))
+                assert (caught.value.code(), error_info(caught.value).reason) == (code, reason)
+    finally:
+        await app.stop()
+        await embedder.close()
+        await db.close()
 
 
 # --- bootstraps -------------------------------------------------------------------------------

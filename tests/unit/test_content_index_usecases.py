@@ -19,12 +19,12 @@ from knowledge_content_index.domain.errors import (
     BlobInUse,
     BlobNotFound,
     InvalidBlobRequest,
-    UploadTooLarge,
 )
 from knowledge_content_index.domain.identity import ContentHash, ContentKeyring
 from knowledge_content_index.domain.model import Blob, BlobKey, NewBlob, ReferenceCounts, UploadHeader
 from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import UploadTooLarge
 from structlog.testing import capture_logs
 
 SCOPE = Scope(tenant="t1", capabilities=frozenset())

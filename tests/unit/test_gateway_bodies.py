@@ -17,8 +17,7 @@ import httpx
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_gateway.envoy import GatewayConfig, too_large_json, write_config, write_descriptor_set
-from knowledge_ingest.domain.errors import UploadTooLarge
-from knowledge_runtime.errors import ResourceExhausted
+from knowledge_runtime.errors import ResourceExhausted, UploadTooLarge
 from knowledge_runtime.interceptors import status_for
 
 from tests.support.net import free_port

@@ -10,11 +10,11 @@ from knowledge_ingest.domain.errors import (
     DocumentNotFound,
     InvalidRequest,
     PageOutOfRange,
-    UploadTooLarge,
 )
 from knowledge_ingest.domain.text import PAGE_CHARS, paginate
 from knowledge_ingest.service_layer.uploads import capped
 from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.errors import UploadTooLarge
 
 
 @pytest.mark.parametrize(("given", "expected"), [

@@ -101,3 +101,42 @@ class Unimplemented(DomainError):
 class Cancelled(DomainError):
     code = "CANCELLED"
     reason = "CANCELLED"
+
+
+class InvalidField(InvalidArgument):
+    """One request field holds a value this service refuses; ``metadata["field"]`` names it.
+
+    Each service's refusals of its own requests subclass this with their reason
+    (``CORPUS_INVALID``, ``SEARCH_INVALID``...), so every one has the same shape.
+    """
+
+    def __init__(self, field: str, message: str, *, reason: str | None = None, **metadata: str) -> None:
+        super().__init__(message, reason=reason, metadata={"field": field, **metadata})
+        self.field = field
+
+
+class UploadTooLarge(ResourceExhausted):
+    """An upload, blob or text past ``KNOWLEDGE_MAX_UPLOAD_BYTES``; the same error in every service."""
+
+    reason = "UPLOAD_TOO_LARGE"
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(f"the upload exceeds the limit of {max_bytes} bytes", metadata={"max_bytes": str(max_bytes)})
+        self.max_bytes = max_bytes
+
+
+class DependencyUnavailable(Unavailable):
+    """Another service cannot answer now (down, timed out, aborted or overloaded): the caller may retry.
+
+    An :class:`Unavailable` whatever the callee answered, so a caller's retry rule (ingest's
+    pipeline) has one type to catch; an overloaded callee keeps RESOURCE_EXHAUSTED for the
+    caller's own caller, so it backs off instead of retrying at once.
+    """
+
+    def __init__(self, dependency: str, *, overloaded: bool = False, reason: str | None = None,
+                 metadata: Mapping[str, str] | None = None) -> None:
+        message = f"the {dependency} is overloaded; retry later" if overloaded else f"the {dependency} is unavailable"
+        default_reason = dependency.upper().replace(" ", "_").replace("-", "_") + "_UNAVAILABLE"
+        super().__init__(message, reason=reason or default_reason, metadata=metadata)
+        if overloaded:
+            self.code = "RESOURCE_EXHAUSTED"

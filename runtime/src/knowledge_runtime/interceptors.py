@@ -224,22 +224,3 @@ async def _checked_each(requests):
         check_request(request)
         yield request
 
-
-def domain_error_from(error: grpc.aio.AioRpcError) -> DomainError:
-    """Another service's status as a domain error with the same code, reason and metadata,
-    so a caller sees the original cause (e.g. UPLOAD_TOO_LARGE) through this service."""
-    reason, metadata = error.code().name, {}
-    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
-    if raw:
-        status = status_pb2.Status.FromString(raw)
-        for detail in status.details:
-            info = error_details_pb2.ErrorInfo()
-            if detail.Unpack(info):
-                reason, metadata = info.reason, dict(info.metadata)
-                break
-    try:
-        translated = DomainError(error.details() or "a dependency failed", reason=reason, metadata=metadata)
-    except ValueError:  # a reason that is not ours
-        translated = DomainError(error.details() or "a dependency failed", reason=error.code().name)
-    translated.code = error.code().name if error.code().name in code_pb2.Code.keys() else "UNKNOWN"
-    return translated

@@ -58,6 +58,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import UploadTooLarge
 from knowledge_runtime.tracing import tracer
 
 from knowledge_content_index.domain.errors import (
@@ -67,7 +68,6 @@ from knowledge_content_index.domain.errors import (
     BlobNotFound,
     ContentHashMismatch,
     InvalidBlobRequest,
-    UploadTooLarge,
 )
 from knowledge_content_index.domain.identity import ContentHash, ContentHasher, ContentKeyring
 from knowledge_content_index.domain.model import (

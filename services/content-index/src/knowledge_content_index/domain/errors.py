@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import DomainError, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from knowledge_runtime.errors import DomainError, FailedPrecondition, InvalidArgument, InvalidField, NotFound
 
-
-class UploadTooLarge(ResourceExhausted):
-    reason = "UPLOAD_TOO_LARGE"
-
-    def __init__(self, max_bytes: int) -> None:
-        super().__init__(f"the upload exceeds the limit of {max_bytes} bytes", metadata={"max_bytes": str(max_bytes)})
+# An upload over the cap is the runtime's UploadTooLarge, the same error ingest raises.
 
 
 class InvalidWriteStream(InvalidArgument):
@@ -18,11 +13,11 @@ class InvalidWriteStream(InvalidArgument):
     reason = "WRITE_STREAM_INVALID"
 
 
-class InvalidBlobRequest(InvalidArgument):
+class InvalidBlobRequest(InvalidField):
     reason = "BLOB_REQUEST_INVALID"
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message, metadata={"field": field})
+        super().__init__(field, message)
 
 
 class ContentHashMismatch(InvalidArgument):

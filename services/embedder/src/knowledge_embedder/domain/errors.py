@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import AlreadyExists, InvalidArgument, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.errors import AlreadyExists, InvalidField, NotFound, ResourceExhausted, Unavailable
 
 
-class InvalidInput(InvalidArgument):
+class InvalidInput(InvalidField):
     reason = "EMBEDDING_INPUT_INVALID"
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message, metadata={"field": field})
+        super().__init__(field, message)
 
 
 class QueueFull(ResourceExhausted):

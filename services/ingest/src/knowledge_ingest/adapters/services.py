@@ -15,24 +15,13 @@ from pathlib import Path
 import grpc
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.errors import DomainError, Unavailable
-from knowledge_runtime.interceptors import domain_error_from
+from knowledge_runtime.rpc_errors import domain_error_from
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.domain.ports import StoredBlob
 
 WRITE_CHUNK_BYTES = 256 * 1024
 CANCEL_GRACE_S = 60.0
-_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED,
-              grpc.StatusCode.ABORTED}
-
-
-def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
-    """A transient failure of a dependency is Unavailable (retried); others keep their reason."""
-    translated = domain_error_from(error)
-    if error.code() in _TRANSIENT and translated.reason != "UPLOAD_TOO_LARGE":
-        return Unavailable(f"the {what} is unavailable")
-    return translated
 
 
 class ContentIndexClient:
@@ -72,7 +61,7 @@ class ContentIndexClient:
         except grpc.aio.AioRpcError as error:
             if failure:
                 raise failure[0] from None
-            raise _translate(error, "content index") from None
+            raise domain_error_from(error, "content index") from None
         return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
 
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
@@ -87,7 +76,7 @@ class ContentIndexClient:
                 handle.flush()
                 os.fsync(handle.fileno())
         except grpc.aio.AioRpcError as error:
-            raise _translate(error, "content index") from None
+            raise domain_error_from(error, "content index") from None
         return size
 
     async def close(self) -> None:
@@ -109,7 +98,7 @@ class EmbedderClient:
                 timeout=self._timeout_s,
             )
         except grpc.aio.AioRpcError as error:
-            raise _translate(error, "embedder") from None
+            raise domain_error_from(error, "embedder") from None
         return [list(vector.values) for vector in reply.vectors]
 
     async def close(self) -> None:

@@ -5,18 +5,19 @@ from __future__ import annotations
 from knowledge_runtime.errors import (
     AlreadyExists,
     FailedPrecondition,
-    InvalidArgument,
+    InvalidField,
     NotFound,
     OutOfRange,
-    ResourceExhausted,
 )
 
+# An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises.
 
-class InvalidCorpus(InvalidArgument):
+
+class InvalidCorpus(InvalidField):
     reason = "CORPUS_INVALID"
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message, metadata={"field": field})
+        super().__init__(field, message)
 
 
 class CorpusNameTaken(AlreadyExists):
@@ -26,11 +27,11 @@ class CorpusNameTaken(AlreadyExists):
         super().__init__("a corpus with this name already exists", metadata={"name": name[:200]})
 
 
-class InvalidRequest(InvalidArgument):
+class InvalidRequest(InvalidField):
     reason = "INVALID_REQUEST"
 
     def __init__(self, message: str, *, field: str, reason: str | None = None, **metadata: str) -> None:
-        super().__init__(message, reason=reason, metadata={"field": field, **metadata})
+        super().__init__(field, message, reason=reason, **metadata)
 
 
 class CorpusNotFound(NotFound):
@@ -54,13 +55,6 @@ class JobNotFound(NotFound):
 
     def __init__(self, job_id: str) -> None:
         super().__init__("ingest job not found", metadata={"job_id": job_id[:40]})
-
-
-class UploadTooLarge(ResourceExhausted):
-    reason = "UPLOAD_TOO_LARGE"
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the upload exceeds the limit of {limit} bytes", metadata={"limit_bytes": str(limit)})
 
 
 class JobFinished(FailedPrecondition):

@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import UploadTooLarge
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest, UploadTooLarge
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, IngestStore
 
 MAX_TITLE_CHARS = 1000

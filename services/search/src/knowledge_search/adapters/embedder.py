@@ -3,18 +3,19 @@
 The channel forwards trace context (runtime ``clients``). A user's token rightly lacks the
 internal ``embed`` capability, so when the service has a signing key it calls with a
 short-lived token of its own for the caller's tenant; without one the caller's token is
-forwarded. Statuses the caller can act on keep their meaning; anything else means the
-embedder is unavailable.
+forwarded. The embedder's errors reach search's callers through the runtime's one
+translation (``rpc_errors``): its code and reason (``EMBEDDER_OVERLOADED``,
+``CAPABILITY_MISSING``...), or ``EMBEDDER_UNAVAILABLE`` when it cannot be reached.
 """
 
 from __future__ import annotations
 
-import grpc
-from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from collections.abc import Callable
 
+import grpc
+from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.errors import InvalidArgument, PermissionDenied, ResourceExhausted, Unauthenticated
+from knowledge_runtime.rpc_errors import domain_error_from
 
 from knowledge_search.domain.errors import EmbedderUnavailable
 from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery
@@ -55,7 +56,7 @@ class GrpcQueryEmbedder:
                 embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s, metadata=metadata
             )
         except grpc.aio.AioRpcError as error:
-            raise _domain_error(error) from None
+            raise domain_error_from(error, "embedder") from None
         if not reply.vector.values:
             raise EmbedderUnavailable()
         return EmbeddedQuery(
@@ -64,16 +65,3 @@ class GrpcQueryEmbedder:
 
     async def close(self) -> None:
         await self._channel.close()
-
-
-def _domain_error(error: grpc.aio.AioRpcError):
-    code = error.code()
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return ResourceExhausted("the embedder is overloaded; retry later", reason="EMBEDDER_OVERLOADED")
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        return PermissionDenied("the caller may not embed queries", reason="EMBEDDER_PERMISSION_DENIED")
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return Unauthenticated("the embedder refused the caller's token", reason="EMBEDDER_UNAUTHENTICATED")
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgument("the embedder refused the query", reason="QUERY_NOT_EMBEDDABLE")
-    return EmbedderUnavailable()

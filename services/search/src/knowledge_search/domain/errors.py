@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import InvalidArgument, NotFound, Unavailable
+from knowledge_runtime.errors import InvalidField, NotFound, Unavailable
 
 
-class InvalidSearch(InvalidArgument):
+class InvalidSearch(InvalidField):
     reason = "SEARCH_INVALID"
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message, metadata={"field": field})
+        super().__init__(field, message)
 
 
 class CorpusNotFound(NotFound):

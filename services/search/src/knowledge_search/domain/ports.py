@@ -11,7 +11,7 @@ from knowledge_search.domain.model import ChannelHit, CostItem, EmbeddedQuery, F
 
 class QueryEmbedder(Protocol):
     async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        """The query's unit vector, embedded for the tenant; EmbedderUnavailable when the embedder is down."""
+        """The query's unit vector, embedded for the tenant; an ``Unavailable`` when the embedder is down."""
 
 
 class ChunkIndex(Protocol):

@@ -1,0 +1,92 @@
+"""A callee's gRPC error as the caller's domain error: the one translation every client uses.
+
+A service that calls another one (ingest → content-index and the embedder, search → the
+embedder) raises what this returns, so its own callers see the callee's cause through it:
+the same code, and the callee's ``ErrorInfo`` reason and metadata (``UPLOAD_TOO_LARGE``,
+``EMBEDDER_OVERLOADED``, ``CAPABILITY_MISSING``...). Two exceptions to "the same":
+
+- a failure that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED other
+  than an upload over the cap) is a :class:`DependencyUnavailable`, which callers retry;
+- a status without our ``ErrorInfo`` (the channel's own, e.g. "failed to connect to all
+  addresses; ..." with the callee's address) keeps its code but not its text, which is not
+  written for callers: the message names the dependency, the reason is the code's name.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from knowledge_runtime.errors import (
+    ERROR_DOMAIN,
+    AlreadyExists,
+    Cancelled,
+    DependencyUnavailable,
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+    UploadTooLarge,
+)
+
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
+_BY_CODE: dict[grpc.StatusCode, type[DomainError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.CANCELLED: Cancelled,
+}
+
+
+def callee_error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ``ErrorInfo`` of our domain in the callee's ``google.rpc.Status``, if it sent one."""
+    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
+    if not raw:
+        return None
+    try:
+        status = status_pb2.Status.FromString(raw)
+    except Exception:  # noqa: BLE001 - a malformed trailer is as good as none
+        return None
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+            return info
+    return None
+
+
+def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainError:
+    """``error``, raised by a call to ``dependency`` ("content index", "embedder"), as a domain error."""
+    code = error.code()
+    info = callee_error_info(error)
+    reason = info.reason if info is not None and _is_reason(info.reason) else None
+    metadata = dict(info.metadata) if info is not None and reason is not None else {}
+    if reason == UploadTooLarge.reason and _is_count(metadata.get("max_bytes", "")):
+        return UploadTooLarge(int(metadata["max_bytes"]))  # a cap, not a passing failure: never retried
+    if code in _RETRYABLE or (code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason != UploadTooLarge.reason):
+        return DependencyUnavailable(dependency, overloaded=code == grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                     reason=reason, metadata=metadata)
+    if reason is None:
+        message, reason = f"the {dependency} failed ({code.name})", code.name
+    else:
+        message = error.details() or f"the {dependency} failed"
+    kind = _BY_CODE.get(code, DomainError)
+    translated: DomainError = kind(message, reason=reason, metadata=metadata)
+    translated.code = code.name if code.name in code_pb2.Code.keys() else "UNKNOWN"
+    return translated
+
+
+def _is_count(value: str) -> bool:
+    return value.isascii() and value.isdigit()
+
+
+def _is_reason(value: str) -> bool:
+    return bool(value) and value.isupper() and value.replace("_", "").isalnum()
