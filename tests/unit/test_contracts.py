@@ -1,5 +1,6 @@
-"""The contracts: buf passes offline, the stubs match the protos, REST paths match ARCHITECTURE."""
+"""The contracts: buf passes offline, the stubs match the protos, REST paths match docs/architecture.md."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from knowledge.v1 import ingest_pb2, search_pb2
 ROOT = Path(__file__).resolve().parents[2]
 BUF = Path(sys.executable).parent / "buf"
 
-# ARCHITECTURE.md, "Public REST API": (method, path) -> RPC.
+# docs/architecture.md, "Public REST API": (method, path) -> RPC.
 REST_API = {
     ("post", "/api/v1/knowledge/corpora"): "IngestService.CreateCorpus",
     ("get", "/api/v1/knowledge/corpora"): "IngestService.ListCorpora",
@@ -42,6 +43,31 @@ def test_every_architecture_path_maps_to_its_rpc():
     for route, rpc in REST_API.items():
         assert rules.get(route) == rpc, route
     assert all(path.startswith("/api/v1/knowledge/") for _, path in rules)
+
+
+def architecture_routes() -> dict[tuple[str, str], str]:
+    """(method, path) -> capability, from the REST table of docs/architecture.md."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Public REST API", 1)[1].split("\n## ", 1)[0]
+    routes = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0] in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            for path in re.findall(r"`([^`]+)`", cells[1]):
+                routes[(cells[0].lower(), "/api/v1/knowledge" + path.split("?")[0])] = cells[2]
+    return routes
+
+
+def test_the_architecture_document_lists_every_rest_route_with_its_capability():
+    from knowledge_ingest.api.servicer import CAPABILITIES as INGEST
+    from knowledge_search.api.servicer import CAPABILITIES as SEARCH
+
+    capabilities = {f"IngestService.{m}": c for m, c in INGEST.items()} | {
+        f"SearchService.{m}": c for m, c in SEARCH.items()}
+    documented, rules = architecture_routes(), http_rules()
+    assert len(documented) >= len(REST_API)
+    assert set(documented) == set(rules)
+    assert {route: capabilities[rpc] for route, rpc in rules.items()} == documented
 
 
 def test_committed_stubs_equal_a_fresh_generation():

@@ -25,7 +25,7 @@ import jwt
 
 from knowledge_runtime.errors import PermissionDenied, Unauthenticated
 
-# Public capabilities (ARCHITECTURE.md) and the internal ones of the backend services.
+# Public capabilities (docs/architecture.md) and the internal ones of the backend services.
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search")
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
