@@ -4,6 +4,7 @@ bootstraps that close what they opened when a later step fails (real pool, real 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import urllib.request
 
@@ -62,21 +63,31 @@ class RefusingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
 async def refusing_embedder(verifier):
     descriptor = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"]
     servicer = RefusingEmbedder()
-    app = GrpcApp(services=[ServiceSpec(
-        descriptor=descriptor,
-        register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
-        capabilities={m.name: "embed" for m in descriptor.methods},
-    )], verifier=verifier)
+    app = GrpcApp(
+        services=[
+            ServiceSpec(
+                descriptor=descriptor,
+                register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
+                capabilities={m.name: "embed" for m in descriptor.methods},
+            )
+        ],
+        verifier=verifier,
+    )
     port = await app.start()
     yield f"127.0.0.1:{port}"
     await app.stop()
 
 
 def ingest_signer(keys_dir) -> ServiceTokenSigner:
-    common = CommonSettings.from_env("ingest", Env({
-        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
-        "KNOWLEDGE_SERVICE_KEY_ID": (keys_dir / KEY_ID_FILE).read_text().strip(),
-    }))
+    common = CommonSettings.from_env(
+        "ingest",
+        Env(
+            {
+                "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
+                "KNOWLEDGE_SERVICE_KEY_ID": (keys_dir / KEY_ID_FILE).read_text().strip(),
+            }
+        ),
+    )
     return ServiceTokenSigner.for_service(common)
 
 
@@ -100,16 +111,20 @@ async def client(request, refusing_embedder, keys_dir, make_token):
     await embedder.close()
 
 
-@pytest.mark.parametrize(("what", "kind", "code", "reason", "metadata"), [
-    ("cap", UploadTooLarge, "RESOURCE_EXHAUSTED", "UPLOAD_TOO_LARGE", {"max_bytes": "1000"}),
-    ("busy", DependencyUnavailable, "RESOURCE_EXHAUSTED", "EMBEDDER_OVERLOADED", {"waiting": "10", "limit": "8"}),
-    ("stopping", DependencyUnavailable, "UNAVAILABLE", "EMBEDDER_STOPPING", {}),
-    ("bad", InvalidArgument, "INVALID_ARGUMENT", "EMBEDDING_INPUT_INVALID", {"field": "query"}),
-    ("gone", NotFound, "NOT_FOUND", "DOCUMENT_NOT_FOUND", {"document_id": "7"}),
-    ("crash", DomainError, "INTERNAL", "INTERNAL", {}),
-])
-async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(client, what, kind, code, reason,
-                                                                              metadata):
+@pytest.mark.parametrize(
+    ("what", "kind", "code", "reason", "metadata"),
+    [
+        ("cap", UploadTooLarge, "RESOURCE_EXHAUSTED", "UPLOAD_TOO_LARGE", {"max_bytes": "1000"}),
+        ("busy", DependencyUnavailable, "RESOURCE_EXHAUSTED", "EMBEDDER_OVERLOADED", {"waiting": "10", "limit": "8"}),
+        ("stopping", DependencyUnavailable, "UNAVAILABLE", "EMBEDDER_STOPPING", {}),
+        ("bad", InvalidArgument, "INVALID_ARGUMENT", "EMBEDDING_INPUT_INVALID", {"field": "query"}),
+        ("gone", NotFound, "NOT_FOUND", "DOCUMENT_NOT_FOUND", {"document_id": "7"}),
+        ("crash", DomainError, "INTERNAL", "INTERNAL", {}),
+    ],
+)
+async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(
+    client, what, kind, code, reason, metadata
+):
     error = await refusal(client, what)
     assert type(error) is kind or (kind is DomainError and not isinstance(error, Unavailable))
     assert (error.code, error.reason, error.metadata) == (code, reason, metadata)
@@ -127,21 +142,29 @@ async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, ma
     finally:
         await embedder.close()
     assert isinstance(error, PermissionDenied)
-    assert (error.code, error.reason, error.metadata) == ("PERMISSION_DENIED", "CAPABILITY_MISSING",
-                                                          {"capability": "embed"})
+    assert (error.code, error.reason, error.metadata) == (
+        "PERMISSION_DENIED",
+        "CAPABILITY_MISSING",
+        {"capability": "embed"},
+    )
 
 
 async def test_an_unreachable_callee_is_unavailable_without_its_address(keys_dir):
     port = free_port()  # nothing listens there
-    for embedder in (GrpcQueryEmbedder(f"127.0.0.1:{port}", timeout_s=5),
-                     EmbedderClient(f"127.0.0.1:{port}", ingest_signer(keys_dir), timeout_s=5)):
+    for embedder in (
+        GrpcQueryEmbedder(f"127.0.0.1:{port}", timeout_s=5),
+        EmbedderClient(f"127.0.0.1:{port}", ingest_signer(keys_dir), timeout_s=5),
+    ):
         try:
             error = await refusal(embedder, "anything")
         finally:
             await embedder.close()
         assert isinstance(error, DependencyUnavailable)
-        assert (error.code, error.reason, error.message) == ("UNAVAILABLE", "EMBEDDER_UNAVAILABLE",
-                                                             "the embedder is unavailable")
+        assert (error.code, error.reason, error.message) == (
+            "UNAVAILABLE",
+            "EMBEDDER_UNAVAILABLE",
+            "the embedder is unavailable",
+        )
         assert str(port) not in repr(error.metadata)
 
 
@@ -150,15 +173,19 @@ async def test_the_callers_caller_sees_the_callees_reason(refusing_embedder, mig
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["embed"]))
     searches = SearchUseCases(PostgresChunkIndex(db), embedder)
-    app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
-                  verifier=verifier)
+    app = GrpcApp(
+        services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+        verifier=verifier,
+    )
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = search_pb2_grpc.SearchServiceStub(channel)
-            for query, code, reason in (("busy", grpc.StatusCode.RESOURCE_EXHAUSTED, "EMBEDDER_OVERLOADED"),
-                                        ("bad", grpc.StatusCode.INVALID_ARGUMENT, "EMBEDDING_INPUT_INVALID"),
-                                        ("stopping", grpc.StatusCode.UNAVAILABLE, "EMBEDDER_STOPPING")):
+            for query, code, reason in (
+                ("busy", grpc.StatusCode.RESOURCE_EXHAUSTED, "EMBEDDER_OVERLOADED"),
+                ("bad", grpc.StatusCode.INVALID_ARGUMENT, "EMBEDDING_INPUT_INVALID"),
+                ("stopping", grpc.StatusCode.UNAVAILABLE, "EMBEDDER_STOPPING"),
+            ):
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
                     await stub.Search(search_pb2.SearchRequest(query=query), metadata=auth(make_token("kit-tenant")))
                 assert (caught.value.code(), error_info(caught.value).reason) == (code, reason)
@@ -173,19 +200,21 @@ async def test_the_callers_caller_sees_the_callees_reason(refusing_embedder, mig
 
 def service_env(pg, keys_dir, tmp_path, service: str, metrics_port: int) -> Env:
     key = service.upper().replace("-", "_")
-    return Env({
-        "KNOWLEDGE_DATA_DIR": str(tmp_path),
-        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
-        "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
-        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
-        "KNOWLEDGE_BLOB_ROOT": str(tmp_path / "blobs"),
-        "KNOWLEDGE_LOG_LEVEL": "warning",
-        f"KNOWLEDGE_{key}_PORT": "0",
-        "KNOWLEDGE_INGEST_WORKERS": "1",
-        "KNOWLEDGE_METRICS_PORT": str(metrics_port),
-        "KNOWLEDGE_CONTENT_INDEX_ADDRESS": f"127.0.0.1:{free_port()}",
-        "KNOWLEDGE_EMBEDDER_ADDRESS": f"127.0.0.1:{free_port()}",
-    })
+    return Env(
+        {
+            "KNOWLEDGE_DATA_DIR": str(tmp_path),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
+            "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+            "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
+            "KNOWLEDGE_BLOB_ROOT": str(tmp_path / "blobs"),
+            "KNOWLEDGE_LOG_LEVEL": "warning",
+            f"KNOWLEDGE_{key}_PORT": "0",
+            "KNOWLEDGE_INGEST_WORKERS": "1",
+            "KNOWLEDGE_METRICS_PORT": str(metrics_port),
+            "KNOWLEDGE_CONTENT_INDEX_ADDRESS": f"127.0.0.1:{free_port()}",
+            "KNOWLEDGE_EMBEDDER_ADDRESS": f"127.0.0.1:{free_port()}",
+        }
+    )
 
 
 def build(service: str, env: Env):
@@ -238,6 +267,11 @@ def opened(monkeypatch):
 CHANNELS = {"content-index": 0, "ingest": 2, "search": 1}
 
 
+def scrape(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.status, reply.read()
+
+
 @pytest.mark.parametrize("service", ["content-index", "ingest", "search"])
 async def test_a_bootstrap_that_fails_late_closes_what_it_opened(service, opened, migrated_pg, keys_dir, tmp_path):
     with socket.socket() as taken:  # the metrics port, one of the last steps, is in use
@@ -252,14 +286,15 @@ async def test_a_bootstrap_that_fails_late_closes_what_it_opened(service, opened
 
 
 @pytest.mark.parametrize("service", ["content-index", "ingest", "search"])
-async def test_every_service_serves_metrics_and_closes_everything_when_it_stops(service, opened, migrated_pg,
-                                                                                keys_dir, tmp_path):
+async def test_every_service_serves_metrics_and_closes_everything_when_it_stops(
+    service, opened, migrated_pg, keys_dir, tmp_path
+):
     metrics_port = free_port()
     app = await build(service, service_env(migrated_pg, keys_dir, tmp_path, service, metrics_port))
     await app.start()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as reply:
-            assert reply.status == 200 and b"# TYPE" in reply.read()
+        status, body = await asyncio.to_thread(scrape, f"http://127.0.0.1:{metrics_port}/metrics")
+        assert status == 200 and b"# TYPE" in body
         assert not opened["pools"][0].is_closing()
     finally:
         await app.stop()

@@ -13,8 +13,11 @@ def imported_test_modules(path: Path) -> list[str]:
             names.append("." * node.level + node.module)
         elif isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
-    return [n for n in names if n.startswith(".") or (n.startswith("tests.") and not n.startswith("tests.support"))
-            or n == "tests"]
+    return [
+        n
+        for n in names
+        if n.startswith(".") or (n.startswith("tests.") and not n.startswith("tests.support")) or n == "tests"
+    ]
 
 
 def test_only_the_support_package_is_imported_across_test_files():

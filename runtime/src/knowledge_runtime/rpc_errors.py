@@ -15,7 +15,7 @@ the same code, and the callee's ``ErrorInfo`` reason and metadata (``UPLOAD_TOO_
 from __future__ import annotations
 
 import grpc
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
@@ -72,15 +72,16 @@ def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainErr
     if reason == UploadTooLarge.reason and _is_count(metadata.get("max_bytes", "")):
         return UploadTooLarge(int(metadata["max_bytes"]))  # a cap, not a passing failure: never retried
     if code in _RETRYABLE or (code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason != UploadTooLarge.reason):
-        return DependencyUnavailable(dependency, overloaded=code == grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                     reason=reason, metadata=metadata)
+        return DependencyUnavailable(
+            dependency, overloaded=code == grpc.StatusCode.RESOURCE_EXHAUSTED, reason=reason, metadata=metadata
+        )
     if reason is None:
         message, reason = f"the {dependency} failed ({code.name})", code.name
     else:
         message = error.details() or f"the {dependency} failed"
     kind = _BY_CODE.get(code, DomainError)
     translated: DomainError = kind(message, reason=reason, metadata=metadata)
-    translated.code = code.name if code.name in code_pb2.Code.keys() else "UNKNOWN"
+    translated.code = code.name  # grpc's status codes are google.rpc.Code's, name for name
     return translated
 
 

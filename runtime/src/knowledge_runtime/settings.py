@@ -12,6 +12,7 @@ services cannot disagree.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,7 +63,10 @@ class Env:
             return default
         return value
 
-    def int(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    # The methods are named after the types they read; inside the class those names are the
+    # methods, so their annotations name the builtins.
+    def int(self, name: builtins.str, default: builtins.int, *, minimum: builtins.int | None = None,
+            maximum: builtins.int | None = None) -> builtins.int:
         value = self._raw(name)
         if value is None:
             return default
@@ -76,7 +80,8 @@ class Env:
             raise SettingsError(f"{PREFIX}{name} must be <= {maximum}, got {number}")
         return number
 
-    def float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+    def float(self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
+              ) -> builtins.float:
         value = self._raw(name)
         if value is None:
             return default
@@ -88,7 +93,7 @@ class Env:
             raise SettingsError(f"{PREFIX}{name} must be >= {minimum}, got {number}")
         return number
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self._raw(name)
         if value is None:
             return default
@@ -99,7 +104,7 @@ class Env:
             return False
         raise SettingsError(f"{PREFIX}{name} must be true or false, got {value!r}")
 
-    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+    def choice(self, name: builtins.str, default: builtins.str, choices: tuple[builtins.str, ...]) -> builtins.str:
         value = self._raw(name)
         if value is None:
             return default
@@ -107,11 +112,11 @@ class Env:
             raise SettingsError(f"{PREFIX}{name} must be one of {', '.join(choices)}, got {value!r}")
         return value
 
-    def path(self, name: str, default: Path | None = None) -> Path | None:
+    def path(self, name: builtins.str, default: Path | None = None) -> Path | None:
         value = self._raw(name)
         return Path(value).expanduser() if value is not None else default
 
-    def port(self, name: str, default: int) -> int:
+    def port(self, name: builtins.str, default: builtins.int) -> builtins.int:
         return self.int(name, default, minimum=0, maximum=65535)
 
 

@@ -286,7 +286,7 @@ class BlobUseCases:
             freed = skipped = 0
             for candidate in candidates:
                 outcome = await self._forget(candidate, age)
-                if outcome is _GONE:
+                if isinstance(outcome, _Gone):
                     continue
                 if outcome is None:
                     skipped += 1
@@ -299,7 +299,7 @@ class BlobUseCases:
                  orphan_files_removed=orphans, orphan_freed_bytes=orphan_bytes)
         return GarbageReport(len(removed), freed, tuple(removed[:MAX_REPORTED_IDS]), skipped, orphans, orphan_bytes)
 
-    async def _forget(self, candidate: Blob, age: timedelta) -> Blob | None | object:
+    async def _forget(self, candidate: Blob, age: timedelta) -> Blob | None | _Gone:
         """Phase 1: the deleted row; None when it is kept (referenced or written since); _GONE when
         another pass already removed it."""
         try:
@@ -385,7 +385,11 @@ class BlobUseCases:
         return await self._storage.size_of(blob.storage_uri) == blob.size_bytes
 
 
-_GONE = object()
+class _Gone:
+    """What _forget answers for a row another pass already removed."""
+
+
+_GONE = _Gone()
 
 
 def _told(ensured: Ensured, seen: bool) -> Ensured:

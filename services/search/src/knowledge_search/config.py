@@ -70,6 +70,7 @@ class SearchSettings:
             )
         except ValueError as error:
             raise SettingsError(f"{PREFIX}SEARCH_RELEVANCE_*: {error}") from None
+        assert weights.vector is not None and weights.lexical is not None  # EQUAL_WEIGHTS sets both
         vector_weight = env.float("SEARCH_VECTOR_WEIGHT", weights.vector, minimum=0.0)
         lexical_weight = env.float("SEARCH_LEXICAL_WEIGHT", weights.lexical, minimum=0.0)
         if vector_weight + lexical_weight <= 0:
@@ -108,7 +109,7 @@ def _tiers(env: Env, default: tuple[float, float, float, float]) -> tuple[float,
         values = ()
     if len(values) != 4 or not all(0 < v < float("inf") for v in values):
         raise SettingsError(f"{PREFIX}SEARCH_BM25_WEIGHTS must be four positive numbers for D,C,B,A, got {raw!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _names(env: Env) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
     Answer,
     ChannelHit,
+    Chunk,
     Citation,
     Cost,
     SearchMode,
@@ -147,7 +148,7 @@ class AnswerUseCases:
         )
 
 
-def _title(chunk) -> str:
+def _title(chunk: Chunk) -> str:
     parts = [chunk.filename or f"document {chunk.document_id}"]
     if chunk.section:
         parts.append(chunk.section)

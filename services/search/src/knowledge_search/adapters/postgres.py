@@ -19,6 +19,7 @@ of the tenant; when every term is that frequent, a candidate must hold them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 from knowledge_runtime.db.pool import Database
 
@@ -134,12 +135,15 @@ def _hit(row) -> ChannelHit:
     return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))
 
 
+_DEFAULT_BM25 = Bm25()
+
+
 class PostgresChunkIndex:
     def __init__(
         self,
         db: Database,
         *,
-        bm25: Bm25 = Bm25(),
+        bm25: Bm25 = _DEFAULT_BM25,
         ef_search: int = DEFAULT_EF_SEARCH,
         max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES,
     ) -> None:
