@@ -11,6 +11,7 @@ import urllib.request
 import grpc
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge_cli.stack import default_embedding_model
 from knowledge_embedder.domain.errors import DocumentNotFound, EmbedderStopping, InvalidInput, QueueFull
 from knowledge_ingest.adapters.services import EmbedderClient
 from knowledge_runtime.db.pool import Database
@@ -213,11 +214,17 @@ def service_env(pg, keys_dir, tmp_path, service: str, metrics_port: int) -> Env:
             "KNOWLEDGE_METRICS_PORT": str(metrics_port),
             "KNOWLEDGE_CONTENT_INDEX_ADDRESS": f"127.0.0.1:{free_port()}",
             "KNOWLEDGE_EMBEDDER_ADDRESS": f"127.0.0.1:{free_port()}",
+            "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
         }
     )
 
 
 def build(service: str, env: Env):
+    if service == "embedder":
+        from knowledge_embedder.bootstrap import build_app
+        from knowledge_embedder.config import EmbedderSettings
+
+        return build_app(EmbedderSettings.from_env(env))
     if service == "content-index":
         from knowledge_content_index.bootstrap import build_app
         from knowledge_content_index.config import ContentIndexSettings
@@ -238,6 +245,7 @@ def build(service: str, env: Env):
 def opened(monkeypatch):
     """Every pool and channel a bootstrap opens, through the real functions."""
     import knowledge_content_index.bootstrap
+    import knowledge_embedder.bootstrap
     import knowledge_ingest.adapters.services
     import knowledge_ingest.bootstrap
     import knowledge_search.adapters.embedder
@@ -257,14 +265,19 @@ def opened(monkeypatch):
         seen["channels"].append(opened_channel)
         return opened_channel
 
-    for module in (knowledge_content_index.bootstrap, knowledge_ingest.bootstrap, knowledge_search.bootstrap):
+    for module in (
+        knowledge_content_index.bootstrap,
+        knowledge_embedder.bootstrap,
+        knowledge_ingest.bootstrap,
+        knowledge_search.bootstrap,
+    ):
         monkeypatch.setattr(module, "connect_service_database", connect)
     for module in (knowledge_ingest.adapters.services, knowledge_search.adapters.embedder):
         monkeypatch.setattr(module, "channel", channel)
     return seen
 
 
-CHANNELS = {"content-index": 0, "ingest": 2, "search": 1}
+CHANNELS = {"content-index": 0, "embedder": 0, "ingest": 2, "search": 1}
 
 
 def scrape(url: str) -> tuple[int, bytes]:
@@ -272,7 +285,7 @@ def scrape(url: str) -> tuple[int, bytes]:
         return reply.status, reply.read()
 
 
-@pytest.mark.parametrize("service", ["content-index", "ingest", "search"])
+@pytest.mark.parametrize("service", ["content-index", "embedder", "ingest", "search"])
 async def test_a_bootstrap_that_fails_late_closes_what_it_opened(service, opened, migrated_pg, keys_dir, tmp_path):
     with socket.socket() as taken:  # the metrics port, one of the last steps, is in use
         taken.bind(("127.0.0.1", 0))
