@@ -103,9 +103,9 @@ async def refusal(client, what: str) -> DomainError:
 
 
 @pytest.fixture(params=["search", "ingest"])
-async def client(request, refusing_embedder, keys_dir, make_token):
+async def client(request, refusing_embedder, keys_dir, make_service_token):
     if request.param == "search":
-        embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["embed"]))
+        embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_service_token(tenant, ["embed"]))
     else:
         embedder = EmbedderClient(refusing_embedder, ingest_signer(keys_dir))
     yield embedder
@@ -136,8 +136,8 @@ async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(
         assert error.message == "the query is empty"
 
 
-async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, make_token):
-    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["search"]))
+async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, make_service_token):
+    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_service_token(tenant, ["search"]))
     try:
         error = await refusal(embedder, "cap")
     finally:
@@ -169,10 +169,12 @@ async def test_an_unreachable_callee_is_unavailable_without_its_address(keys_dir
         assert str(port) not in repr(error.metadata)
 
 
-async def test_the_callers_caller_sees_the_callees_reason(refusing_embedder, migrated_pg, verifier, make_token):
+async def test_the_callers_caller_sees_the_callees_reason(
+    refusing_embedder, migrated_pg, verifier, make_token, make_service_token
+):
     """Search over real PostgreSQL with the refusing embedder: its answer carries the embedder's cause."""
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
-    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_token(tenant, ["embed"]))
+    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_service_token(tenant, ["embed"]))
     searches = SearchUseCases(PostgresChunkIndex(db), embedder)
     app = GrpcApp(
         services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
