@@ -5,11 +5,13 @@ bootstraps that close what they opened when a later step fails (real pool, real 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import urllib.request
 
 import grpc
 import pytest
+import structlog
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_cli.stack import default_embedding_model
 from knowledge_embedder.domain.errors import DocumentNotFound, EmbedderStopping, InvalidInput, QueueFull
@@ -199,6 +201,15 @@ async def test_the_callers_caller_sees_the_callees_reason(
 
 
 # --- bootstraps -------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def logging_restored():
+    """A bootstrap configures logging (at warning here): the tests after these get theirs back."""
+    saved, level = structlog.get_config(), logging.getLogger().level
+    yield
+    structlog.configure(**saved)
+    logging.getLogger().setLevel(level)
 
 
 def service_env(pg, keys_dir, tmp_path, service: str, metrics_port: int) -> Env:
