@@ -24,7 +24,7 @@ from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
 SERVICES = (ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
