@@ -243,6 +243,22 @@ def test_images_are_pinned():
     assert gateway["image"].endswith(f"v{envoy_version}"), gateway["image"]
 
 
+def test_each_overlay_runs_the_image_tags_it_sets():
+    """An overlay's `images:` entry names the image as the base left it; by any other name
+    kustomize ignores it silently (dev ran 0.1.0, production's embedder lacked its model)."""
+    for overlay in OVERLAYS:
+        entries = yaml.safe_load((K8S / "overlays" / overlay / "kustomization.yaml").read_text())["images"]
+        wanted = {e["name"]: f"{e.get('newName', e['name'])}:{e['newTag']}" for e in entries}
+        seen = set()
+        for workload, spec in pod_specs(overlay).items():
+            for box in spec["containers"]:
+                name = box["image"].rsplit(":", 1)[0]
+                if name in wanted:
+                    assert box["image"] == wanted[name], (overlay, workload, box["image"])
+                    seen.add(name)
+        assert seen == set(wanted), (overlay, set(wanted) - seen)
+
+
 # ---- GPUs and autoscaling ------------------------------------------------------------------
 
 def gpus(box: dict) -> dict:
