@@ -506,13 +506,29 @@ def token(work: Path, tenant: str) -> str:
                           capture_output=True, check=True, text=True).stdout.strip()
 
 
-def wait_jobs(client, job_ids: list[str], timeout_s: float) -> dict[str, dict]:
+def retrying(call, retried: list[str] | None, timeout_s: float = 60):
+    """A call that a replica's crash may answer 503 (the gateway still resolves the dead pod
+    until its DNS entry goes), retried as a client would; each retry is recorded."""
+    from knowledge_cli.client import ApiError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except ApiError as error:
+            if retried is None or error.status != 503 or time.monotonic() > deadline:
+                raise
+            retried.append(error.reason or "503")
+            time.sleep(1)
+
+
+def wait_jobs(client, job_ids: list[str], timeout_s: float, retried: list[str] | None = None) -> dict[str, dict]:
     finals: dict[str, dict] = {}
     deadline = time.monotonic() + timeout_s
     while len(finals) < len(job_ids) and time.monotonic() < deadline:
         for job_id in job_ids:
             if job_id not in finals:
-                job = client.job(job_id)
+                job = retrying(lambda: client.job(job_id), retried)  # noqa: B023
                 if job["state"] in ("DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"):
                     finals[job_id] = job
         time.sleep(1)
@@ -560,6 +576,21 @@ def user_flow(cluster: Cluster, port: int) -> None:
                       "delete: the text is 404 and search no longer finds it")
 
 
+def job_events(log: str, counted: bool = False) -> dict:
+    """job ids per event (extraction_done, document_ingested) of an ingest container's JSON log."""
+    events: dict = {"extraction_done": [] if counted else set(), "document_ingested": [] if counted else set()}
+    for line in log.splitlines():
+        if line.startswith("{") and '"job_id"' in line:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") in events:
+                add = events[record["event"]].append if counted else events[record["event"]].add
+                add(record["job_id"])
+    return events
+
+
 def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
     """Exactly-once processing across the ingest replicas, a killed replica losing nothing, and
     searches answered by every search replica."""
@@ -571,38 +602,49 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
     search = [f"{pod}-search" for pod in cluster.pods["knowledge-search"]]
     import docx
 
+    retried: list[str] = []
     with Client(base, token(cluster.work, "replicas")) as client:
         corpus = client.create_corpus("replicas", "")["corpus_id"]
         jobs = []
         for i in range(uploads):
             document = docx.Document()
-            for paragraph in range(40):
+            for paragraph in range(12):
                 document.add_paragraph(f"Replica document {i} (code rx{i:03d}q), paragraph {paragraph}: "
                                        "the quarterly report covers inventory, shipping and returns. " * 3)
             path = cluster.work / f"replica-{i:03d}.docx"
             document.save(path)
-            jobs.append(client.upload(path, corpus)["job_id"])
+            jobs.append(retrying(lambda: client.upload(path, corpus), retried)["job_id"])
             if i == uploads // 2:
-                # Kill one ingest replica mid-job (SIGKILL of its process, as a node loss or OOM would).
-                deadline = time.monotonic() + 60
-                while "document_ingested" not in cluster.logs(ingest[0]) and time.monotonic() < deadline:
-                    time.sleep(0.5)
+                # Kill one ingest replica mid-job (SIGKILL, as a node loss or the OOM killer would):
+                # once it has finished a job and extracted one it has not finished.
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    log = job_events(cluster.logs(ingest[0]))
+                    in_flight = log["extraction_done"] - log["document_ingested"]
+                    if log["document_ingested"] and in_flight:
+                        break
+                    time.sleep(0.2)
                 pid = json.loads(podman("inspect", ingest[0]).stdout)[0]["State"]["Pid"]
                 sh("kill", "-KILL", str(pid))
-                summary.check(True, f"killed {ingest[0]} (pid {pid}) with jobs in flight")
+                summary.check(bool(in_flight), f"killed {ingest[0]} mid-job",
+                              f"pid {pid}, {len(in_flight)} job(s) extracted and not finished")
         # Kubernetes restarts the killed container (restartPolicy Always); podman does too.
-        finals = wait_jobs(client, jobs, 900)
+        finals = wait_jobs(client, jobs, 900, retried)
+        summary.check(True, "calls answered 503 while the killed pod was still in the gateway's DNS, retried",
+                      f"{len(retried)}: {sorted(set(retried))}")
         states = Counter(job["state"] for job in finals.values())
         summary.check(len(finals) == uploads and states["DOCUMENT_STATE_SEARCHABLE"] == uploads,
                       f"all {uploads} uploads SEARCHABLE after the kill", str(dict(states)))
+        restarts = json.loads(podman("inspect", ingest[0]).stdout)[0].get("RestartCount", 0)
+        summary.check(restarts >= 1, f"{ingest[0]} restarted after the kill", f"{restarts} restart(s)")
         ingested: Counter[str] = Counter()
         per_replica: dict[str, int] = {}
         for name in ingest:
-            lines = [json.loads(line) for line in cluster.logs(name).splitlines()
-                     if line.startswith("{") and '"document_ingested"' in line]
-            ids = [line["job_id"] for line in lines if line.get("job_id") in jobs]
+            ids = [j for j in job_events(cluster.logs(name), counted=True)["document_ingested"] if j in jobs]
             per_replica[name] = len(ids)
             ingested.update(ids)
+        summary.check(not (in_flight - set(ingested)), "the killed replica's jobs were finished by a replica",
+                      f"{len(in_flight & set(ingested))} of {len(in_flight)}")
         twice = [job for job, n in ingested.items() if n > 1]
         summary.check(len(ingested) == uploads and not twice,
                       "each upload processed exactly once across the ingest replicas",
@@ -612,7 +654,7 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
 
         before = {name: cluster.logs(name).count('"search_done"') for name in search}
         for i in range(20):
-            client.search(f"code rx{i:03d}q quarterly report", corpus_id=corpus)
+            retrying(lambda: client.search(f"code rx{i:03d}q quarterly report", corpus_id=corpus), retried)  # noqa: B023
         answered = {name: cluster.logs(name).count('"search_done"') - before[name] for name in search}
         summary.check(all(n > 0 for n in answered.values()) and sum(answered.values()) >= 20,
                       "searches answered by every search replica", str(answered))

@@ -21,7 +21,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
         for pair in ${KNOWLEDGE_DB_ROLES:-}; do
             echo "CREATE ROLE \"${pair%%=*}\" LOGIN PASSWORD '${pair#*=}';"
         done
-        echo "\\connect knowledge"
+        printf '%s\n' '\connect knowledge' # (printf: dash's echo reads "\c" as an escape)
         echo "CREATE EXTENSION IF NOT EXISTS vector;"
     } | psql -h /tmp -U postgres -d postgres -v ON_ERROR_STOP=1 -q
     pg_ctl -D "$PGDATA" -m fast -w stop
