@@ -6,6 +6,9 @@
 #   docker buildx build --target embedder -t registry.example.com/knowledge/knowledge-embedder:0.1.0-bge-m3 \
 #     --build-arg MODEL_SOURCE=baked --build-arg EMBEDDING_MODEL_DIR=models/bge-m3 .
 #
+# Without a registry, `make images` (scripts/build_images.sh) builds both with podman from a
+# debootstrapped Debian 12 base (docs/operations.md, "Build the images without a registry").
+#
 # "service" runs content-index, ingest, search and `knowledge migrate` (the Deployment names
 # the command) and has no torch; "embedder" adds torch, sentence-transformers and the model at
 # /models/embedding.

@@ -254,9 +254,13 @@ class Cluster:
         for name in order:
             grace = int(self.specs[name].get("terminationGracePeriodSeconds", 30))
             for pod in self.pods.get(name, []):
+                # The containers first, as the kubelet does: `podman pod stop` stops the pod's
+                # infra container at the same time, which takes the network away from a service
+                # still closing its connections (it then waits on them until SIGKILL).
                 started = time.monotonic()
-                podman("pod", "stop", "-t", str(grace), pod, check=False, timeout=grace + 60)
+                podman("stop", "-t", str(grace), *self.containers(pod), check=False, timeout=grace + 60)
                 seconds = time.monotonic() - started
+                podman("pod", "stop", pod, check=False, timeout=120)
                 codes = {}
                 for container in self.containers(pod):
                     state = json.loads(podman("inspect", container).stdout)[0]["State"]
