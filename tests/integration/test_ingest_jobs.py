@@ -382,3 +382,48 @@ async def test_what_extraction_could_not_read_is_reported_and_kept(ingest, make_
     assert duplicate.result.duplicate and list(duplicate.result.warnings) == ["2 page(s) could not be read"]
     clean = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, b"All readable.")).job_id)
     assert list(clean.result.warnings) == []
+
+
+async def test_ingest_text_into_a_document_replaces_its_chunks_as_a_durable_job(ingest, make_token):
+    stub, _blobs, embedder, db = ingest
+    metadata = auth(make_token, "t-bound")
+    corpus_id = await new_corpus(stub, metadata)
+    first = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, document_text(2),
+                                                              "page.md")).job_id)
+    document_id = first.result.document_id
+    new_text = "# Fresh page\n\nThe quokka migration is scheduled for spring."
+    gate = embedder.gate = asyncio.Event()
+    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text,
+                                                                  source_url="https://example.com/page"),
+                                     metadata=metadata)
+    assert accepted.corpus_id == corpus_id and accepted.filename == "page.md"
+    # another bound text while that job runs is refused, naming the running job
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text="Other."), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "DOCUMENT_BUSY" in repr(caught.value.trailing_metadata()) and accepted.job_id in caught.value.details()
+    gate.set()
+    embedder.gate = None
+    job = await wait_terminal(stub, metadata, accepted.job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    assert job.result.document_id == document_id and job.result.re_extracted and job.result.chunk_count == 1
+    rows = await db.fetch("t", "SELECT content, lexemes::text AS lexemes FROM chunks WHERE document_id = $1",
+                          int(document_id))
+    assert [r["content"] for r in rows] == [new_text]
+    assert "'quokka':" in rows[0]["lexemes"] and "'fresh':1A" in rows[0]["lexemes"]  # the database's rule
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
+    assert document.chunk_count == 1 and document.source_url == "https://example.com/page"
+    assert document.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+    # the same content again is a duplicate; a wrong corpus, another tenant's document: refused
+    again = await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text),
+                                  metadata=metadata)
+    assert (await wait_terminal(stub, metadata, again.job_id)).result.duplicate
+    other_corpus = await new_corpus(stub, metadata)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, corpus_id=other_corpus,
+                                                           text="Moved?"), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text="Mine now."),
+                              metadata=auth(make_token, "t-bound-other"))
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND

@@ -35,7 +35,7 @@ async def test_statistics_follow_inserts_updates_deletes_and_rollbacks(migrated_
     admin = await asyncpg.connect(migrated_pg.url())
     embedder = await asyncpg.connect(migrated_pg.url(user="knowledge_embedder"))
     ingest = await asyncpg.connect(migrated_pg.url(user="knowledge_ingest"))
-    await register_vector(embedder)
+    await register_vector(ingest)
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
         corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id", TENANT)
@@ -49,22 +49,21 @@ async def test_statistics_follow_inserts_updates_deletes_and_rollbacks(migrated_
             "FROM generate_series($5::int, $6::int) AS i"
         )
         vector = np.ones(384, dtype=np.float32)
-        await embedder.execute(insert, TENANT, corpus, document, vector, 0, 4)
+        await ingest.execute(insert, TENANT, corpus, document, vector, 0, 4)
         assert await stats(admin) == await truth(admin)
         tenant, lexemes = await stats(admin)
         assert tenant["chunk_count"] == 5 and lexemes["cat"] == 5 and lexemes["head"] == 5
 
         # A rolled-back write leaves no trace in the statistics.
-        transaction = embedder.transaction()
+        transaction = ingest.transaction()
         await transaction.start()
-        await embedder.execute(insert, TENANT, corpus, document, vector, 5, 9)
+        await ingest.execute(insert, TENANT, corpus, document, vector, 5, 9)
         await transaction.rollback()
         assert (await stats(admin))[0]["chunk_count"] == 5
 
-        # The writer's own tsvector is kept; a corpus move changes nothing; a re-write of lexemes does.
+        # A re-written text re-computes the lexemes (the database's rule); a corpus move changes nothing.
         await ingest.execute(
-            "UPDATE chunks SET lexemes = setweight(to_tsvector('english', 'dogs bark'), 'D') "
-            "WHERE tenant_id = $1 AND chunk_index = 0", TENANT)
+            "UPDATE chunks SET section = '', content = 'dogs bark' WHERE tenant_id = $1 AND chunk_index = 0", TENANT)
         await ingest.execute("UPDATE chunks SET corpus_id = corpus_id WHERE tenant_id = $1", TENANT)
         await ingest.execute("DELETE FROM chunks WHERE tenant_id = $1 AND chunk_index IN (1, 2)", TENANT)
         assert await stats(admin) == await truth(admin)

@@ -77,10 +77,10 @@ DOCS = [
 ]
 
 
-async def seed(admin_url: str, embedder_url: str) -> dict:
-    """Documents as an admin; chunks through the embedder's role, lexemes left to the trigger."""
+async def seed(admin_url: str, writer_url: str) -> dict:
+    """Documents as an admin; chunks through ingest's role (their only writer), lexemes by the trigger."""
     admin = await asyncpg.connect(admin_url)
-    writer = await asyncpg.connect(embedder_url)
+    writer = await asyncpg.connect(writer_url)
     from pgvector.asyncpg import register_vector
 
     await register_vector(writer)
@@ -115,7 +115,7 @@ async def seed(admin_url: str, embedder_url: str) -> dict:
 
 @pytest.fixture(scope="module")
 async def stack(migrated_pg, verifier, make_service_token):
-    ids = await seed(migrated_pg.url(), migrated_pg.url(user="knowledge_embedder"))
+    ids = await seed(migrated_pg.url(), migrated_pg.url(user="knowledge_ingest"))
     embedder_servicer = HashingEmbedder()
     embedder_app = GrpcApp(
         services=[

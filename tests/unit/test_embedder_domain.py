@@ -13,7 +13,6 @@ from knowledge_embedder.domain.errors import InvalidInput
 from knowledge_embedder.domain.model import (
     MAX_QUERY_CHARS,
     AnchorTarget,
-    DocumentBinding,
     Price,
     mean_pool,
     require_texts,
@@ -72,13 +71,6 @@ def test_anchor_targets_are_validated(entity_type, entity_id, field):
     with pytest.raises(InvalidInput) as caught:
         AnchorTarget.parse(entity_type, entity_id)
     assert caught.value.metadata["field"] == field
-
-
-def test_document_bindings_take_opaque_numeric_ids():
-    assert DocumentBinding.parse("12", "", "a.pdf") == DocumentBinding(12, None, "a.pdf")
-    for bad in ("", "abc", "-1"):
-        with pytest.raises(InvalidInput):
-            DocumentBinding.parse(bad, "", "")
 
 
 def test_top_k_defaults_and_bounds():

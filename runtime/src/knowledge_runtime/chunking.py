@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-DEFAULT_MAX_CHARS = 3500
+DEFAULT_MAX_CHARS = 1500  # the one chunk size: KNOWLEDGE_CHUNK_MAX_CHARS's default (ingest)
 DEFAULT_OVERLAP_CHARS = 200
 CAPTION_MAX_CHARS = 200
 _SEPARATOR = "\n\n"

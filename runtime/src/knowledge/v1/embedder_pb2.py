@@ -25,15 +25,19 @@ _sym_db = _symbol_database.Default()
 from knowledge.v1 import common_pb2 as knowledge_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bknowledge/v1/embedder.proto\x12\x0cknowledge.v1\x1a\x19knowledge/v1/common.proto\"\r\n\x0bInfoRequest\"\x86\x01\n\x0cInfoResponse\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x16\n\x0emax_seq_length\x18\x04 \x01(\x05\x12\x0f\n\x07\x62\x61\x63kend\x18\x05 \x01(\t\x12\x18\n\x10max_batch_tokens\x18\x06 \x01(\x05\"\"\n\x11\x45mbedTextsRequest\x12\r\n\x05texts\x18\x01 \x03(\t\"\x8e\x01\n\x12\x45mbedTextsResponse\x12%\n\x07vectors\x18\x01 \x03(\x0b\x32\x14.knowledge.v1.Vector\x12\x14\n\x0ctoken_counts\x18\x02 \x03(\x05\x12\x19\n\x11truncated_indexes\x18\x03 \x03(\x05\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"\"\n\x11\x45mbedQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\"\x8c\x01\n\x12\x45mbedQueryResponse\x12$\n\x06vector\x18\x01 \x01(\x0b\x32\x14.knowledge.v1.Vector\x12\x1c\n\x14truncated_characters\x18\x02 \x01(\x05\x12\x10\n\x08warnings\x18\x03 \x03(\t\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"I\n\x0f\x44ocumentBinding\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"6\n\x0c\x41nchorTarget\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\x11\n\tentity_id\x18\x02 \x01(\t\"\xca\x01\n\x0cIndexRequest\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12%\n\x04kind\x18\x02 \x01(\x0e\x32\x17.knowledge.v1.IndexKind\x12\x31\n\x08\x64ocument\x18\x03 \x01(\x0b\x32\x1d.knowledge.v1.DocumentBindingH\x00\x12,\n\x06\x61nchor\x18\x04 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTargetH\x00\x12\x16\n\x0ereturn_vectors\x18\x05 \x01(\x08\x42\t\n\x07\x62inding\"\x9e\x01\n\rIndexResponse\x12\x11\n\tchunk_ids\x18\x01 \x03(\t\x12\x13\n\x0b\x63hunk_count\x18\x02 \x01(\x05\x12\x1c\n\x14truncated_characters\x18\x03 \x01(\x03\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\x12%\n\x07vectors\x18\x05 \x03(\x0b\x32\x14.knowledge.v1.Vector\"S\n\x14RefreshAnchorRequest\x12*\n\x06target\x18\x01 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTarget\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x7f\n\x15RefreshAnchorResponse\x12\x11\n\tanchor_id\x18\x01 \x01(\t\x12\x13\n\x0bpiece_count\x18\x02 \x01(\x05\x12\x1c\n\x14truncated_characters\x18\x03 \x01(\x03\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"I\n\x14SearchAnchorsRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x13\n\x0b\x65ntity_type\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\"C\n\x15SearchAnchorsResponse\x12*\n\x07matches\x18\x01 \x03(\x0b\x32\x19.knowledge.v1.AnchorMatch\"H\n\x0b\x41nchorMatch\x12*\n\x06target\x18\x01 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTarget\x12\r\n\x05score\x18\x02 \x01(\x01*T\n\tIndexKind\x12\x1a\n\x16INDEX_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10INDEX_KIND_CHUNK\x10\x01\x12\x15\n\x11INDEX_KIND_ANCHOR\x10\x02\x32\xe8\x03\n\x0f\x45mbedderService\x12=\n\x04Info\x12\x19.knowledge.v1.InfoRequest\x1a\x1a.knowledge.v1.InfoResponse\x12O\n\nEmbedTexts\x12\x1f.knowledge.v1.EmbedTextsRequest\x1a .knowledge.v1.EmbedTextsResponse\x12O\n\nEmbedQuery\x12\x1f.knowledge.v1.EmbedQueryRequest\x1a .knowledge.v1.EmbedQueryResponse\x12@\n\x05Index\x12\x1a.knowledge.v1.IndexRequest\x1a\x1b.knowledge.v1.IndexResponse\x12X\n\rRefreshAnchor\x12\".knowledge.v1.RefreshAnchorRequest\x1a#.knowledge.v1.RefreshAnchorResponse\x12X\n\rSearchAnchors\x12\".knowledge.v1.SearchAnchorsRequest\x1a#.knowledge.v1.SearchAnchorsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bknowledge/v1/embedder.proto\x12\x0cknowledge.v1\x1a\x19knowledge/v1/common.proto\"\r\n\x0bInfoRequest\"\x86\x01\n\x0cInfoResponse\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x16\n\x0emax_seq_length\x18\x04 \x01(\x05\x12\x0f\n\x07\x62\x61\x63kend\x18\x05 \x01(\t\x12\x18\n\x10max_batch_tokens\x18\x06 \x01(\x05\"\"\n\x11\x45mbedTextsRequest\x12\r\n\x05texts\x18\x01 \x03(\t\"\x8e\x01\n\x12\x45mbedTextsResponse\x12%\n\x07vectors\x18\x01 \x03(\x0b\x32\x14.knowledge.v1.Vector\x12\x14\n\x0ctoken_counts\x18\x02 \x03(\x05\x12\x19\n\x11truncated_indexes\x18\x03 \x03(\x05\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"\"\n\x11\x45mbedQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\"\x8c\x01\n\x12\x45mbedQueryResponse\x12$\n\x06vector\x18\x01 \x01(\x0b\x32\x14.knowledge.v1.Vector\x12\x1c\n\x14truncated_characters\x18\x02 \x01(\x05\x12\x10\n\x08warnings\x18\x03 \x03(\t\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"I\n\x0f\x44ocumentBinding\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"6\n\x0c\x41nchorTarget\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\x11\n\tentity_id\x18\x02 \x01(\t\"\xce\x01\n\x0cIndexRequest\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12%\n\x04kind\x18\x02 \x01(\x0e\x32\x17.knowledge.v1.IndexKind\x12\x35\n\x08\x64ocument\x18\x03 \x01(\x0b\x32\x1d.knowledge.v1.DocumentBindingB\x02\x18\x01H\x00\x12,\n\x06\x61nchor\x18\x04 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTargetH\x00\x12\x16\n\x0ereturn_vectors\x18\x05 \x01(\x08\x42\t\n\x07\x62inding\"\x9e\x01\n\rIndexResponse\x12\x11\n\tchunk_ids\x18\x01 \x03(\t\x12\x13\n\x0b\x63hunk_count\x18\x02 \x01(\x05\x12\x1c\n\x14truncated_characters\x18\x03 \x01(\x03\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\x12%\n\x07vectors\x18\x05 \x03(\x0b\x32\x14.knowledge.v1.Vector\"S\n\x14RefreshAnchorRequest\x12*\n\x06target\x18\x01 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTarget\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x7f\n\x15RefreshAnchorResponse\x12\x11\n\tanchor_id\x18\x01 \x01(\t\x12\x13\n\x0bpiece_count\x18\x02 \x01(\x05\x12\x1c\n\x14truncated_characters\x18\x03 \x01(\x03\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\"I\n\x14SearchAnchorsRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x13\n\x0b\x65ntity_type\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\"C\n\x15SearchAnchorsResponse\x12*\n\x07matches\x18\x01 \x03(\x0b\x32\x19.knowledge.v1.AnchorMatch\"H\n\x0b\x41nchorMatch\x12*\n\x06target\x18\x01 \x01(\x0b\x32\x1a.knowledge.v1.AnchorTarget\x12\r\n\x05score\x18\x02 \x01(\x01*X\n\tIndexKind\x12\x1a\n\x16INDEX_KIND_UNSPECIFIED\x10\x00\x12\x18\n\x10INDEX_KIND_CHUNK\x10\x01\x1a\x02\x08\x01\x12\x15\n\x11INDEX_KIND_ANCHOR\x10\x02\x32\xe8\x03\n\x0f\x45mbedderService\x12=\n\x04Info\x12\x19.knowledge.v1.InfoRequest\x1a\x1a.knowledge.v1.InfoResponse\x12O\n\nEmbedTexts\x12\x1f.knowledge.v1.EmbedTextsRequest\x1a .knowledge.v1.EmbedTextsResponse\x12O\n\nEmbedQuery\x12\x1f.knowledge.v1.EmbedQueryRequest\x1a .knowledge.v1.EmbedQueryResponse\x12@\n\x05Index\x12\x1a.knowledge.v1.IndexRequest\x1a\x1b.knowledge.v1.IndexResponse\x12X\n\rRefreshAnchor\x12\".knowledge.v1.RefreshAnchorRequest\x1a#.knowledge.v1.RefreshAnchorResponse\x12X\n\rSearchAnchors\x12\".knowledge.v1.SearchAnchorsRequest\x1a#.knowledge.v1.SearchAnchorsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'knowledge.v1.embedder_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_INDEXKIND']._serialized_start=1513
-  _globals['_INDEXKIND']._serialized_end=1597
+  _globals['_INDEXKIND'].values_by_name["INDEX_KIND_CHUNK"]._loaded_options = None
+  _globals['_INDEXKIND'].values_by_name["INDEX_KIND_CHUNK"]._serialized_options = b'\010\001'
+  _globals['_INDEXREQUEST'].fields_by_name['document']._loaded_options = None
+  _globals['_INDEXREQUEST'].fields_by_name['document']._serialized_options = b'\030\001'
+  _globals['_INDEXKIND']._serialized_start=1517
+  _globals['_INDEXKIND']._serialized_end=1605
   _globals['_INFOREQUEST']._serialized_start=72
   _globals['_INFOREQUEST']._serialized_end=85
   _globals['_INFORESPONSE']._serialized_start=88
@@ -51,19 +55,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ANCHORTARGET']._serialized_start=659
   _globals['_ANCHORTARGET']._serialized_end=713
   _globals['_INDEXREQUEST']._serialized_start=716
-  _globals['_INDEXREQUEST']._serialized_end=918
-  _globals['_INDEXRESPONSE']._serialized_start=921
-  _globals['_INDEXRESPONSE']._serialized_end=1079
-  _globals['_REFRESHANCHORREQUEST']._serialized_start=1081
-  _globals['_REFRESHANCHORREQUEST']._serialized_end=1164
-  _globals['_REFRESHANCHORRESPONSE']._serialized_start=1166
-  _globals['_REFRESHANCHORRESPONSE']._serialized_end=1293
-  _globals['_SEARCHANCHORSREQUEST']._serialized_start=1295
-  _globals['_SEARCHANCHORSREQUEST']._serialized_end=1368
-  _globals['_SEARCHANCHORSRESPONSE']._serialized_start=1370
-  _globals['_SEARCHANCHORSRESPONSE']._serialized_end=1437
-  _globals['_ANCHORMATCH']._serialized_start=1439
-  _globals['_ANCHORMATCH']._serialized_end=1511
-  _globals['_EMBEDDERSERVICE']._serialized_start=1600
-  _globals['_EMBEDDERSERVICE']._serialized_end=2088
+  _globals['_INDEXREQUEST']._serialized_end=922
+  _globals['_INDEXRESPONSE']._serialized_start=925
+  _globals['_INDEXRESPONSE']._serialized_end=1083
+  _globals['_REFRESHANCHORREQUEST']._serialized_start=1085
+  _globals['_REFRESHANCHORREQUEST']._serialized_end=1168
+  _globals['_REFRESHANCHORRESPONSE']._serialized_start=1170
+  _globals['_REFRESHANCHORRESPONSE']._serialized_end=1297
+  _globals['_SEARCHANCHORSREQUEST']._serialized_start=1299
+  _globals['_SEARCHANCHORSREQUEST']._serialized_end=1372
+  _globals['_SEARCHANCHORSRESPONSE']._serialized_start=1374
+  _globals['_SEARCHANCHORSRESPONSE']._serialized_end=1441
+  _globals['_ANCHORMATCH']._serialized_start=1443
+  _globals['_ANCHORMATCH']._serialized_end=1515
+  _globals['_EMBEDDERSERVICE']._serialized_start=1608
+  _globals['_EMBEDDERSERVICE']._serialized_end=2096
 # @@protoc_insertion_point(module_scope)

@@ -97,8 +97,9 @@ class EmbedderServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Index(self, request, context):
-        """Indexes content: CHUNK writes the chunk rows of a document; ANCHOR writes one mean-pooled
-        vector on the anchor of an entity.
+        """Indexes content: ANCHOR writes one mean-pooled vector on the anchor of an entity. CHUNK is
+        refused (INVALID_ARGUMENT, reason CHUNK_INDEXING_MOVED): ingest is the only writer of chunk
+        rows; index a document's content with IngestService.IngestText.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -208,7 +208,9 @@ class IngestServiceServicer:
 
     def IngestText(self, request, context):
         """Ingests text the caller already has (the web-page path), with the same dedup on the text's
-        hash as an upload. Capability document.upload.
+        hash as an upload: as a new document in corpus_id, or, with document_id, as the new content
+        of that document (its chunks are replaced when the job ends SEARCHABLE). Either way a durable
+        job; ingest is the only writer of chunks. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

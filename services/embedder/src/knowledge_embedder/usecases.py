@@ -12,20 +12,18 @@ from typing import TypeVar
 import numpy as np
 import structlog
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.chunking import TextChunk, split_plain, split_structural
+from knowledge_runtime.chunking import split_plain
 from knowledge_runtime.tracing import tracer
 
 from knowledge_embedder import metrics
 from knowledge_embedder.batching import BatchQueue
-from knowledge_embedder.domain.errors import AnchorNotFound, ChunksAlreadyExist, DocumentNotFound, InvalidInput
+from knowledge_embedder.domain.errors import AnchorNotFound
 from knowledge_embedder.domain.model import (
     ANCHOR_OVERLAP_CHARS,
     ANCHOR_PIECE_CHARS,
     AnchorMatch,
     AnchorTarget,
-    ChunkRow,
     CostLine,
-    DocumentBinding,
     Embedded,
     IndexResult,
     Price,
@@ -79,29 +77,6 @@ class EmbedderUseCases:
         await self._stored(self.store.record_cost(scope.tenant, cost))
         return QueryVector(embedded=embedded, truncated_chars=dropped, warnings=warnings, cost=cost)
 
-    async def index_chunks(self, scope: Scope, content: str, binding: DocumentBinding) -> IndexResult:
-        require_content(content)
-        corpus_id = await self.store.document_corpus(scope.tenant, binding.document_id)
-        if corpus_id is None:
-            raise DocumentNotFound(str(binding.document_id))
-        if binding.corpus_id is not None and binding.corpus_id != corpus_id:
-            raise InvalidInput("document.corpus_id is not the document's corpus", field="document.corpus_id")
-        if await self.store.has_chunks(binding.document_id):  # before spending a forward pass on it
-            raise ChunksAlreadyExist(str(binding.document_id))
-        chunks = self._chunk(content, binding.source)
-        if not chunks:
-            raise InvalidInput("content has no text to index", field="content")
-        embedded = await self._embed([chunk.content for chunk in chunks])
-        rows = [
-            ChunkRow(chunk_index=c.chunk_index, section=c.section, page=c.page, content=c.content, vector=v)
-            for c, v in zip(chunks, embedded.vectors)
-        ]
-        cost = self._cost(embedded)
-        ids = await self._stored(self.store.write_chunks(scope.tenant, corpus_id, binding, rows, cost))
-        log.info("chunks_indexed", document_id=binding.document_id, chunks=len(rows), tokens=embedded.tokens)
-        return IndexResult(ids=tuple(ids), count=len(rows), truncated_chars=embedded.truncated_chars, cost=cost,
-                           vectors=embedded.vectors)
-
     async def index_anchor(self, scope: Scope, content: str, target: AnchorTarget) -> IndexResult:
         embedded, vector = await self._anchor_vector(content)
         cost = self._cost(embedded)
@@ -134,15 +109,6 @@ class EmbedderUseCases:
         pieces = split_plain(content, max_chars=ANCHOR_PIECE_CHARS, overlap=ANCHOR_OVERLAP_CHARS)
         embedded = await self._embed(pieces)
         return embedded, mean_pool(embedded.vectors)
-
-    def _chunk(self, content: str, source: str) -> list[TextChunk]:
-        with _tracer.start_as_current_span("embedder.chunk"):
-            try:
-                return split_structural(content, source=source)
-            except Exception as error:  # malformed structure must not lose the document: split it plainly
-                log.warning("structural_chunking_failed", error_type=type(error).__name__)
-                return [TextChunk(content=piece, section="", page=None, chunk_index=index)
-                        for index, piece in enumerate(split_plain(content))]
 
     async def _embed(self, texts: list[str]) -> Embedded:
         started = time.perf_counter()

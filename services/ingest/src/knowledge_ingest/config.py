@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 
@@ -36,6 +37,6 @@ class IngestSettings:
             lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
-            chunk_max_chars=env.int("CHUNK_MAX_CHARS", 1500, minimum=200, maximum=20000),
+            chunk_max_chars=env.int("CHUNK_MAX_CHARS", DEFAULT_MAX_CHARS, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
         )

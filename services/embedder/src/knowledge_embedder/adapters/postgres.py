@@ -1,46 +1,20 @@
-"""Chunk rows, anchors and cost records in PostgreSQL (role knowledge_embedder)."""
+"""Anchors and cost records in PostgreSQL (role knowledge_embedder); it never writes chunks."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Sequence
 from decimal import Decimal
 
-import asyncpg
 import numpy as np
-from pgvector import Vector
 from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.settings import SettingsError
 
-from knowledge_embedder.domain.errors import ChunksAlreadyExist
-from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, ChunkRow, CostLine, DocumentBinding
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine
 
 EMBEDDING_TYPE = """
 SELECT format_type(a.atttypid, a.atttypmod)
 FROM pg_attribute a
 WHERE a.attrelid = to_regclass('chunks') AND a.attname = 'embedding'
-"""
-DOCUMENT_CORPUS = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
-HAS_CHUNKS = "SELECT EXISTS (SELECT 1 FROM chunks WHERE document_id = $1)"
-# Lexemes: headings weight A, body D. A chunk's length is its number of lexeme positions, the
-# measure the search service's BM25 uses.
-INSERT_CHUNKS = """
-WITH rows AS (
-    SELECT u.*,
-           setweight(to_tsvector('english', u.section), 'A') || setweight(to_tsvector('english', u.content), 'D')
-               AS lexemes
-    FROM unnest($4::int[], $5::text[], $6::int[], $7::text[], $8::vector[], $9::jsonb[])
-         AS u (chunk_index, section, page, content, embedding, metadata)
-)
-INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, lexemes,
-                    length, metadata)
-SELECT $1, $2, $3, r.chunk_index, r.section, r.page, r.content, r.embedding, r.lexemes,
-       (SELECT coalesce(sum(coalesce(array_length(l.positions, 1), 1)), 0)::integer FROM unnest(r.lexemes) AS l),
-       r.metadata
-FROM rows r
-ORDER BY r.chunk_index
-RETURNING chunk_id, chunk_index
 """
 UPSERT_ANCHOR = """
 INSERT INTO anchors (tenant_id, entity_type, entity_id, embedding, content_chars)
@@ -126,33 +100,6 @@ class PostgresEmbeddings:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._ledger = CostLedger(db)
-
-    async def document_corpus(self, tenant: str, document_id: int) -> int | None:
-        return await self._db.fetchval("document_corpus", DOCUMENT_CORPUS, document_id, tenant)
-
-    async def has_chunks(self, document_id: int) -> bool:
-        return bool(await self._db.fetchval("has_chunks", HAS_CHUNKS, document_id))
-
-    async def write_chunks(
-        self, tenant: str, corpus_id: int, binding: DocumentBinding, rows: Sequence[ChunkRow], cost: CostLine
-    ) -> list[int]:
-        metadata = [
-            json.dumps({"source": binding.source, "section": r.section, "page": r.page, "chunk_index": r.chunk_index,
-                        "document_id": str(binding.document_id)})
-            for r in rows
-        ]
-        try:
-            async with self._db.transaction() as tx:
-                written = await tx.fetch(
-                    "insert_chunks", INSERT_CHUNKS, tenant, corpus_id, binding.document_id,
-                    [r.chunk_index for r in rows], [r.section for r in rows], [r.page for r in rows],
-                    [r.content for r in rows], [Vector(r.vector) for r in rows], metadata,
-                )
-                await _record(tx, tenant, cost)
-        except asyncpg.UniqueViolationError:
-            raise ChunksAlreadyExist(str(binding.document_id)) from None
-        by_index = {row["chunk_index"]: row["chunk_id"] for row in written}
-        return [by_index[r.chunk_index] for r in rows]
 
     async def upsert_anchor(
         self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine

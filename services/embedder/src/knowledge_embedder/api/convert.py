@@ -6,7 +6,7 @@ import numpy as np
 from knowledge.v1 import common_pb2, embedder_pb2
 
 from knowledge_embedder.domain.errors import InvalidInput
-from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine, DocumentBinding
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine
 
 
 def vector(row: np.ndarray) -> common_pb2.Vector:
@@ -24,10 +24,6 @@ def anchor_target(message: embedder_pb2.AnchorTarget, field: str) -> AnchorTarge
         return AnchorTarget.parse(message.entity_type, message.entity_id)
     except InvalidInput as error:
         raise InvalidInput(f"{field}.{error.message}", field=f"{field}.{error.metadata['field']}") from None
-
-
-def document_binding(message: embedder_pb2.DocumentBinding) -> DocumentBinding:
-    return DocumentBinding.parse(message.document_id, message.corpus_id, message.source)
 
 
 def anchor_match(match: AnchorMatch) -> embedder_pb2.AnchorMatch:

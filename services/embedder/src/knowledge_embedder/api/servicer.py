@@ -8,7 +8,7 @@ from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_embedder.api import convert
-from knowledge_embedder.domain.errors import InvalidInput
+from knowledge_embedder.domain.errors import ChunkIndexingMoved, InvalidInput
 from knowledge_embedder.usecases import EmbedderUseCases
 
 CAPABILITIES = {
@@ -56,16 +56,14 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     async def Index(self, request: embedder_pb2.IndexRequest, context: grpc.aio.ServicerContext
                     ) -> embedder_pb2.IndexResponse:
         binding = request.WhichOneof("binding")
-        if request.kind == embedder_pb2.INDEX_KIND_CHUNK and binding == "document":
-            result = await self._usecases.index_chunks(
-                current_scope(), request.content, convert.document_binding(request.document))
-        elif request.kind == embedder_pb2.INDEX_KIND_ANCHOR and binding == "anchor":
-            result = await self._usecases.index_anchor(
-                current_scope(), request.content, convert.anchor_target(request.anchor, "anchor"))
-        elif request.kind == embedder_pb2.INDEX_KIND_UNSPECIFIED:
-            raise InvalidInput("kind must be INDEX_KIND_CHUNK or INDEX_KIND_ANCHOR", field="kind")
-        else:
-            raise InvalidInput("CHUNK needs a document binding and ANCHOR an anchor binding", field="binding")
+        if request.kind == embedder_pb2.INDEX_KIND_CHUNK or binding == "document":
+            raise ChunkIndexingMoved()
+        if request.kind != embedder_pb2.INDEX_KIND_ANCHOR:
+            raise InvalidInput("kind must be INDEX_KIND_ANCHOR", field="kind")
+        if binding != "anchor":
+            raise InvalidInput("INDEX_KIND_ANCHOR needs an anchor binding", field="binding")
+        result = await self._usecases.index_anchor(
+            current_scope(), request.content, convert.anchor_target(request.anchor, "anchor"))
         return embedder_pb2.IndexResponse(
             chunk_ids=[str(i) for i in result.ids], chunk_count=result.count,
             truncated_characters=result.truncated_chars, cost=convert.cost(result.cost),

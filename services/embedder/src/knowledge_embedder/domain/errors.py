@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import AlreadyExists, InvalidField, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.errors import InvalidField, NotFound, ResourceExhausted, Unavailable
 
 
 class InvalidInput(InvalidField):
@@ -30,22 +30,18 @@ class EmbedderStopping(Unavailable):
         super().__init__("the embedder is shutting down; retry on another replica")
 
 
-class DocumentNotFound(NotFound):
-    """Also what a document of another tenant answers."""
+class ChunkIndexingMoved(InvalidField):
+    """Index kind CHUNK: ingest is the only writer of chunk rows."""
 
-    reason = "DOCUMENT_NOT_FOUND"
+    reason = "CHUNK_INDEXING_MOVED"
 
-    def __init__(self, document_id: str) -> None:
-        super().__init__("document not found", metadata={"document_id": document_id[:64]})
-
-
-class ChunksAlreadyExist(AlreadyExists):
-    reason = "CHUNKS_ALREADY_EXIST"
-
-    def __init__(self, document_id: str) -> None:
+    def __init__(self) -> None:
         super().__init__(
-            "the document already has chunks; delete them before indexing it again",
-            metadata={"document_id": document_id[:64]},
+            "kind",
+            "INDEX_KIND_CHUNK is not served by the embedder: chunks are written by ingest only; call "
+            "knowledge.v1.IngestService/IngestText (POST /api/v1/knowledge/texts) with document_id, or with "
+            "corpus_id for a new document",
+            rpc="knowledge.v1.IngestService/IngestText",
         )
 
 

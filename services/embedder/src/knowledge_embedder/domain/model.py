@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from knowledge_runtime import ids
 
 from knowledge_embedder.domain.errors import InvalidInput
 
@@ -16,7 +15,6 @@ ANCHOR_PIECE_CHARS = 3500
 ANCHOR_OVERLAP_CHARS = 200
 MAX_ENTITY_TYPE_CHARS = 64
 MAX_ENTITY_ID_CHARS = 256
-MAX_SOURCE_CHARS = 1000
 DEFAULT_TOP_K = 10
 MAX_TOP_K = 100
 _ENTITY_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -93,49 +91,12 @@ class AnchorTarget:
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentBinding:
-    document_id: int
-    corpus_id: int | None  # None: the document's own corpus
-    source: str
-
-    @classmethod
-    def parse(cls, document_id: str, corpus_id: str, source: str) -> DocumentBinding:
-        document = _identifier(document_id, "document.document_id")
-        if document is None:
-            raise InvalidInput("document.document_id must be set", field="document.document_id")
-        if len(source) > MAX_SOURCE_CHARS or "\x00" in source:
-            raise InvalidInput(f"document.source must be at most {MAX_SOURCE_CHARS} characters", field="document.source")
-        return cls(document_id=document, corpus_id=_identifier(corpus_id, "document.corpus_id"), source=source)
-
-
-def _identifier(value: str, field: str) -> int | None:
-    """A body id: empty is unset; one that spells no id is INVALID_ARGUMENT naming the field."""
-    if not value:
-        return None
-    parsed = ids.parse_id(value)
-    if parsed is None:
-        raise InvalidInput(f"{field} is not a valid identifier", field=field)
-    return parsed
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRow:
-    """One chunk as written: its place in the document and its vector."""
-
-    chunk_index: int
-    section: str
-    page: int | None
-    content: str
-    vector: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
 class IndexResult:
     ids: tuple[int, ...]
     count: int
     truncated_chars: int
     cost: CostLine
-    vectors: np.ndarray  # one row per chunk, or the single anchor vector
+    vectors: np.ndarray  # the single anchor vector, as one row
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
-from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, ChunkRow, CostLine, DocumentBinding, Measured
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine, Measured
 
 
 class Encoder(Protocol):
@@ -27,16 +27,7 @@ class Encoder(Protocol):
 
 
 class EmbeddingStore(Protocol):
-    async def document_corpus(self, tenant: str, document_id: int) -> int | None:
-        """The corpus of the tenant's document, None when it has none by that id."""
-
-    async def has_chunks(self, document_id: int) -> bool: ...
-
-    async def write_chunks(
-        self, tenant: str, corpus_id: int, binding: DocumentBinding, rows: Sequence[ChunkRow], cost: CostLine
-    ) -> list[int]:
-        """Insert the rows and the cost record in one transaction; the new chunk ids in row order.
-        Raises ChunksAlreadyExist when the document has chunks already."""
+    """Anchors and cost records (role knowledge_embedder); chunk rows are ingest's alone."""
 
     async def upsert_anchor(
         self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine

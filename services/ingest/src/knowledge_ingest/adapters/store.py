@@ -17,6 +17,7 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 
 from knowledge_ingest.adapters.postgres import ENSURE_TENANT
+from knowledge_ingest.domain.admission import ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State
 from knowledge_ingest.domain.errors import JobFinished
 from knowledge_ingest.domain.model import Page
@@ -30,8 +31,19 @@ _J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in _JOB_COLUMNS.split(","))  #
 CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
-SELECT document_id, state, chunk_count, warnings FROM documents
+SELECT document_id, corpus_id, blob_id, state, chunk_count, warnings FROM documents
 WHERE tenant_id = $1 AND blob_id = $2 ORDER BY document_id LIMIT 1 FOR UPDATE
+"""
+LOCK_BOUND_DOCUMENT = f"""
+SELECT d.document_id, d.corpus_id, d.blob_id, d.state, d.chunk_count, d.warnings, d.filename,
+       (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id AND j.state NOT IN {_TERMINAL}
+        LIMIT 1) AS unended_job
+FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 FOR UPDATE
+"""
+REBIND_DOCUMENT = """
+UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
+    error = NULL, update_time = now()
+WHERE document_id = $1
 """
 INSERT_DOCUMENT = """
 INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url)
@@ -106,12 +118,10 @@ RETURNING tenant_id, document_id
 """
 LOCK_DOCUMENT = "SELECT corpus_id FROM documents WHERE document_id = $1 FOR UPDATE"
 DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
+# Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013).
 INSERT_CHUNK = """
-INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding,
-                    lexemes, length, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        setweight(to_tsvector('english', $5), 'A') || setweight(to_tsvector('english', $7), 'D'),
-        coalesce(array_length(regexp_split_to_array(btrim($7), '\\s+'), 1), 0), $9)
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 DOCUMENT_SEARCHABLE = """
 UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
@@ -217,6 +227,19 @@ def _job(row: asyncpg.Record, result: str | None = None) -> Job:
     )
 
 
+def _existing(row: asyncpg.Record) -> ExistingDocument:
+    return ExistingDocument(document_id=row["document_id"], corpus_id=row["corpus_id"], blob_id=row["blob_id"],
+                            state=State(row["state"]), chunk_count=row["chunk_count"], warnings=tuple(row["warnings"]))
+
+
+async def _insert_job(tx: Transaction, tenant: str, corpus_id: int, document_id: int, blob_id: int, filename: str,
+                      mime_type: str, new: NewJob) -> Job:
+    result = json.dumps(new.result.as_json()) if new.result is not None else None
+    row = await tx.fetchrow("insert_job", INSERT_JOB, tenant, corpus_id, document_id, blob_id, filename, mime_type,
+                            new.re_extract, new.state.value, new.stage, new.progress, result, new.duplicate)
+    return _job(row)
+
+
 def _document(row: asyncpg.Record) -> Document:
     return Document(
         document_id=row["document_id"], corpus_id=row["corpus_id"], filename=row["filename"],
@@ -239,26 +262,29 @@ class PostgresIngestStore:
         async with self._db.transaction() as tx:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
-            existing = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
-            # (re_extract, state, stage, progress, result, duplicate) of the new job
-            if existing is None:
+            row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
+            new = admit(None if row is None else _existing(row))
+            if new.creates_document:
                 document_id = await tx.fetchval("insert_document", INSERT_DOCUMENT, tenant, corpus_id,
                                                 blob.blob_id, filename, mime_type, source_url)
-                fields = (False, "QUEUED", "queued", 0.0, None, False)
             else:
-                document_id, state = existing["document_id"], State(existing["state"])
-                if state is State.SEARCHABLE and existing["chunk_count"] > 0:
-                    result = JobResult(document_id, existing["chunk_count"], duplicate=True,
-                                       warnings=tuple(existing["warnings"]))
-                    fields = (False, "SEARCHABLE", "searchable (duplicate)", 1.0, json.dumps(result.as_json()), True)
-                elif not state.terminal:  # being ingested now: wait for its outcome
-                    fields = (False, "QUEUED", "queued (same file being ingested)", 0.0, None, True)
-                else:  # an earlier ingest of these bytes failed or found no text: extract again into that document
+                document_id = row["document_id"]
+                if new.requeues_document:
                     await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
-                    fields = (True, "QUEUED", "queued", 0.0, None, False)
-            row = await tx.fetchrow("insert_job", INSERT_JOB, tenant, corpus_id, document_id, blob.blob_id, filename,
-                                    mime_type, *fields)
-        return _job(row)
+            return await _insert_job(tx, tenant, corpus_id, document_id, blob.blob_id, filename, mime_type, new)
+
+    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
+                           mime_type: str, source_url: str | None) -> Job | None:
+        async with self._db.transaction() as tx:
+            await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
+            row = await tx.fetchrow("lock_bound_document", LOCK_BOUND_DOCUMENT, tenant, document_id)
+            if row is None:
+                return None
+            new = admit_into(_existing(row), blob.blob_id, corpus_id, row["unended_job"])
+            if new.requeues_document:
+                await tx.execute("rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url)
+            return await _insert_job(tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"],
+                                     mime_type, new)
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
         row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result)

@@ -60,7 +60,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def IngestText(self, request: ingest_pb2.IngestTextRequest, context: Context) -> ingest_pb2.IngestTextResponse:
         job = await self._uploads.ingest_text(current_scope(), request.corpus_id, request.text, request.title,
-                                              request.source_url)
+                                              request.source_url, request.document_id)
         return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
                                              corpus_id=str(job.corpus_id))
 

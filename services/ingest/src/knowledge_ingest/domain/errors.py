@@ -77,3 +77,20 @@ class JobSucceeded(FailedPrecondition):
 
     def __init__(self) -> None:
         super().__init__("the job already ended SEARCHABLE; nothing to retry (upload the file again to re-ingest it)")
+
+
+class DocumentBusy(FailedPrecondition):
+    reason = "DOCUMENT_BUSY"
+
+    def __init__(self, document_id: int, job_id: object) -> None:
+        super().__init__(f"document {document_id} is being ingested by job {job_id}; wait for it to end or cancel it, "
+                         "then send the content again",
+                         metadata={"document_id": str(document_id), "job_id": str(job_id)})
+
+
+class DocumentNotInCorpus(InvalidField):
+    reason = "DOCUMENT_NOT_IN_CORPUS"
+
+    def __init__(self, document_id: int, corpus_id: int) -> None:
+        super().__init__("corpus_id", f"document {document_id} is not in corpus {corpus_id}; leave corpus_id empty or "
+                         "give its own", document_id=str(document_id), corpus_id=str(corpus_id))

@@ -62,6 +62,11 @@ class IngestStore(Protocol):
                       source_url: str | None) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob)."""
 
+    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
+                           mime_type: str, source_url: str | None) -> Job | None:
+        """Create a job that makes ``blob`` the content of the tenant's document (None: no such
+        document); raises what ``admit_into`` raises."""
+
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None: ...

@@ -9,10 +9,11 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import UploadTooLarge
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, IngestStore
 
 MAX_TITLE_CHARS = 1000
+TEXT_MIME_TYPE = "text/plain; charset=utf-8"
 FILENAME_TITLE_CHARS = 200
 
 
@@ -57,8 +58,10 @@ class UploadUseCases:
                                       capped(source.chunks, self.max_upload_bytes))
         return await self.store.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
 
-    async def ingest_text(self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str) -> Job:
-        """The web-page path: the text is a blob like any upload, so dedup works on its hash."""
+    async def ingest_text(self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str,
+                          document_id: str = "") -> Job:
+        """The web-page path: the text is a blob like any upload, so dedup works on its hash. With
+        ``document_id`` the text becomes that document's content (its chunks replaced)."""
         if not text.strip():
             raise InvalidRequest("text must not be empty", field="text")
         data = text.encode("utf-8")
@@ -66,8 +69,22 @@ class UploadUseCases:
             raise UploadTooLarge(self.max_upload_bytes)
         if len(title) > MAX_TITLE_CHARS:
             raise InvalidRequest(f"title must be at most {MAX_TITLE_CHARS} characters", field="title")
+        if document_id:
+            return await self._ingest_into(scope, document_id, corpus_id, data, source_url)
         # the filename keeps the first 200 characters (sanitised further by safe_filename)
         name = (title.strip() or source_url.strip() or "text")[:FILENAME_TITLE_CHARS]
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
-        source = UploadSource(corpus_id, filename, "text/plain; charset=utf-8", _one(data), source_url or None)
+        source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None)
         return await self.upload(scope, source)
+
+    async def _ingest_into(self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str) -> Job:
+        key = parse_id(document_id, "document_id")
+        corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
+        document = await self.store.document(scope.tenant, key)
+        if document is None:  # before any write; checked again under the lock
+            raise DocumentNotFound(document_id)
+        blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
+        job = await self.store.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
+        if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC
+            raise DocumentNotFound(document_id)
+        return job
