@@ -52,7 +52,7 @@ class FailingPipeline:
 
 async def test_a_job_that_cannot_be_recorded_leaves_the_worker_claiming():
     store, pipeline = Store(jobs=3), FailingPipeline()
-    workers = Workers(store=store, pipeline=pipeline, count=1, lease_s=5, poll_s=0.01, backlog_every_s=0.01)
+    workers = Workers(queue=store, pipeline=pipeline, count=1, lease_s=5, poll_s=0.01, backlog_every_s=0.01)
     await workers.start()
     try:
         for _ in range(200):

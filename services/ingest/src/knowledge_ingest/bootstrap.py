@@ -18,12 +18,15 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.adapters.documents import PostgresDocuments
+from knowledge_ingest.adapters.job_queue import PostgresJobQueue
+from knowledge_ingest.adapters.jobs import PostgresJobs
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient
-from knowledge_ingest.adapters.store import PostgresIngestStore
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.domain.jobs import RetryPolicy
 from knowledge_ingest.domain.ports import BlobStore, Embedder
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
@@ -35,20 +38,20 @@ from knowledge_ingest.worker import Workers
 
 def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Embedder,
          extract: Callable[[Path, str, str], Extracted]) -> tuple[IngestServicer, Workers]:
-    store = PostgresIngestStore(db)
+    documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
-        documents=DocumentUseCases(store),
-        uploads=UploadUseCases(store, blobs, settings.common.max_upload_bytes),
-        jobs=JobUseCases(store),
+        documents=DocumentUseCases(documents),
+        uploads=UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes),
+        jobs=JobUseCases(jobs),
     )
     pipeline = Pipeline(
-        store=store, blobs=blobs, embedder=embedder, extract=extract,
+        queue=queue, documents=documents, blobs=blobs, embedder=embedder, extract=extract,
         settings=PipelineSettings(chunk_max_chars=settings.chunk_max_chars, embed_batch=settings.embed_batch,
-                                  lease_s=settings.lease_s, max_attempts=settings.max_attempts,
-                                  retry_base_s=settings.retry_base_s),
+                                  lease_s=settings.lease_s,
+                                  retry=RetryPolicy(settings.max_attempts, settings.retry_base_s)),
     )
-    workers = Workers(store=store, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s)
+    workers = Workers(queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s)
     return servicer, workers
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.domain.ports import JobQueue
 from knowledge_ingest.metrics import JOBS_BACKLOG
 from knowledge_ingest.service_layer.pipeline import Pipeline
 
@@ -19,7 +19,7 @@ log = structlog.get_logger("knowledge.ingest.worker")
 
 @dataclass
 class Workers:
-    store: IngestStore
+    queue: JobQueue
     pipeline: Pipeline
     count: int
     lease_s: float
@@ -39,11 +39,11 @@ class Workers:
         ends the cancelled jobs whose worker died (any replica may: the statement is idempotent)."""
         while not self._stopping.is_set():
             try:
-                JOBS_BACKLOG.set(await self.store.backlog())
+                JOBS_BACKLOG.set(await self.queue.backlog())
             except Exception:
                 log.warning("ingest_backlog_unavailable")
             try:
-                reaped = await self.store.reap_cancelled()
+                reaped = await self.queue.reap_cancelled()
                 if reaped:
                     log.info("ingest_cancelled_jobs_reaped", jobs=reaped)
             except Exception:
@@ -64,7 +64,7 @@ class Workers:
     async def _loop(self, owner: str) -> None:
         while not self._stopping.is_set():
             try:
-                lease = await self.store.claim(owner, self.lease_s)
+                lease = await self.queue.claim(owner, self.lease_s)
             except Exception:
                 log.exception("ingest_claim_failed")
                 lease = None

@@ -10,7 +10,8 @@ from typing import Protocol
 
 from knowledge_runtime.chunking import TextChunk
 
-from knowledge_ingest.domain.documents import Document, Job, JobResult, State
+from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 
 
@@ -52,51 +53,11 @@ class Lease:
     owner: str
 
 
-class IngestStore(Protocol):
-    """Documents, jobs and chunks in PostgreSQL."""
+class DocumentRepository(Protocol):
+    """Documents and their chunks as the API reads and changes them (role knowledge_ingest)."""
 
     async def corpus_accepts_uploads(self, tenant: str, corpus_id: int) -> bool:
         """The corpus is the tenant's own or a system corpus."""
-
-    async def enqueue(self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str,
-                      source_url: str | None) -> Job:
-        """Create the job (and the document, unless the tenant already has one on this blob)."""
-
-    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
-                           mime_type: str, source_url: str | None) -> Job | None:
-        """Create a job that makes ``blob`` the content of the tenant's document (None: no such
-        document); raises what ``admit_into`` raises."""
-
-    async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
-
-    async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None: ...
-
-    async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None: ...
-
-    async def claim(self, owner: str, lease_s: float) -> Lease | None: ...
-
-    async def report(self, lease: Lease, state: State, progress: float, stage: str, lease_s: float) -> bool:
-        """Record progress and renew the lease; False when the lease was lost or cancel was asked."""
-
-    async def renew(self, lease: Lease, lease_s: float) -> bool:
-        """Extend the lease; False when it was lost or cancel was asked."""
-
-    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
-                    result: JobResult) -> bool:
-        """Chunks, document and job become SEARCHABLE in one transaction; False if the lease was lost."""
-
-    async def complete_duplicate(self, lease: Lease, result: JobResult) -> bool:
-        """End a duplicate job with the outcome of the document it waited for."""
-
-    async def finish(self, lease: Lease, state: State, error: str | None) -> None: ...
-
-    async def postpone(self, lease: Lease, delay_s: float, stage: str) -> None: ...
-
-    async def wait_for_original(self, lease: Lease, delay_s: float, stage: str) -> None:
-        """Re-queue a duplicate job to look again later; its document and attempt count stay."""
-
-    async def reap_cancelled(self) -> int:
-        """End cancel-requested jobs whose worker is gone (lease expired); how many were ended."""
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
@@ -118,8 +79,54 @@ class IngestStore(Protocol):
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
 
-    async def backlog(self) -> int:
-        """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""
-
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         """(corpus_id, name, document_count) of the tenant's user corpora."""
+
+
+class JobRepository(Protocol):
+    """Jobs as the API creates and changes them; each change is a ``domain.jobs``/``admission``
+    decision taken under the rows' locks."""
+
+    async def enqueue(self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str,
+                      source_url: str | None) -> Job:
+        """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+
+    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
+                           mime_type: str, source_url: str | None) -> Job | None:
+        """Create a job that makes ``blob`` the content of the tenant's document (None: no such
+        document); raises what ``admit_into`` raises."""
+
+    async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
+
+    async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:
+        """Apply ``cancel_request``; the job after it (None: not the tenant's)."""
+
+    async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:
+        """Apply ``retry_request`` (which may raise); the job after it (None: not the tenant's)."""
+
+
+class JobQueue(Protocol):
+    """The workers' side: claims under a lease, and writes conditioned on still holding it (and the
+    job being unended), so a job taken over after its worker died is never written twice."""
+
+    async def claim(self, owner: str, lease_s: float) -> Lease | None: ...
+
+    async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
+        """Write the transition (and its document effect); False when the lease was lost, the job
+        ended, or, for a transition ``unless_cancelled``, cancel was asked."""
+
+    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
+                    transition: Transition) -> bool:
+        """The chunks replace the document's and the transition is written, in one transaction."""
+
+    async def renew(self, lease: Lease, lease_s: float) -> bool:
+        """Extend the lease; False when it was lost or cancel was asked."""
+
+    async def cancel_requested(self, lease: Lease) -> bool:
+        """The job is still this lease's, unended, and cancel was asked of it."""
+
+    async def reap_cancelled(self) -> int:
+        """End cancel-requested jobs whose worker is gone (lease expired); how many were ended."""
+
+    async def backlog(self) -> int:
+        """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""

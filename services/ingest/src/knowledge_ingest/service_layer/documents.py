@@ -9,7 +9,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
-from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.domain.ports import DocumentRepository
 from knowledge_ingest.domain.text import TextPage, paginate
 
 
@@ -31,7 +31,7 @@ class Deleted:
 
 @dataclass
 class DocumentUseCases:
-    store: IngestStore
+    store: DocumentRepository
 
     async def get(self, scope: Scope, document_id: str) -> Document:
         document = await self.store.document(scope.tenant, parse_id(document_id, "document_id"))

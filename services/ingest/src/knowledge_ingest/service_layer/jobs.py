@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 
-from knowledge_ingest.domain.documents import Job, State, parse_job_id
-from knowledge_ingest.domain.errors import JobNotFound, JobSucceeded
-from knowledge_ingest.domain.ports import IngestStore
+from knowledge_ingest.domain.documents import Job, parse_job_id
+from knowledge_ingest.domain.errors import JobNotFound
+from knowledge_ingest.domain.ports import JobRepository
 
 CANCEL_WAIT_S = 5.0
 
 
 @dataclass
 class JobUseCases:
-    store: IngestStore
+    store: JobRepository
     cancel_wait_s: float = CANCEL_WAIT_S
 
     async def get(self, scope: Scope, job_id: str) -> Job:
@@ -43,9 +43,7 @@ class JobUseCases:
     async def retry(self, scope: Scope, job_id: str) -> Job:
         """A failed or cancelled job is queued again from the start; a queued or running one is
         returned as is; a SEARCHABLE one has nothing to retry."""
-        job = await self.store.retry(scope.tenant, parse_job_id(job_id))
+        job = await self.store.retry(scope.tenant, parse_job_id(job_id))  # domain.jobs.retry_request decides
         if job is None:
             raise JobNotFound(job_id)
-        if job.state is State.SEARCHABLE:
-            raise JobSucceeded()
         return job

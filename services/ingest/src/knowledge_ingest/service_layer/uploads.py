@@ -10,7 +10,7 @@ from knowledge_runtime.errors import UploadTooLarge
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
-from knowledge_ingest.domain.ports import BlobStore, IngestStore
+from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
 
 MAX_TITLE_CHARS = 1000
 TEXT_MIME_TYPE = "text/plain; charset=utf-8"
@@ -44,19 +44,20 @@ async def _one(data: bytes) -> AsyncIterator[bytes]:
 
 @dataclass
 class UploadUseCases:
-    store: IngestStore
+    documents: DocumentRepository
+    jobs: JobRepository
     blobs: BlobStore
     max_upload_bytes: int
 
     async def upload(self, scope: Scope, source: UploadSource) -> Job:
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         corpus_id = parse_id(source.corpus_id, "corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
+        if not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
             raise CorpusNotFound(source.corpus_id)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
         blob = await self.blobs.write(scope.tenant, filename, source.mime_type,
                                       capped(source.chunks, self.max_upload_bytes))
-        return await self.store.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
+        return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
 
     async def ingest_text(self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str,
                           document_id: str = "") -> Job:
@@ -80,11 +81,11 @@ class UploadUseCases:
     async def _ingest_into(self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str) -> Job:
         key = parse_id(document_id, "document_id")
         corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
-        document = await self.store.document(scope.tenant, key)
+        document = await self.documents.document(scope.tenant, key)
         if document is None:  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
-        job = await self.store.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
+        job = await self.jobs.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC
             raise DocumentNotFound(document_id)
         return job

@@ -1,0 +1,135 @@
+"""Documents and their chunks as the API reads and changes them, in PostgreSQL (role knowledge_ingest)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import asyncpg
+from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.db.pool import Database, Transaction
+
+from knowledge_ingest.adapters.job_rows import TERMINAL
+from knowledge_ingest.domain.documents import Document, State
+from knowledge_ingest.domain.model import Page
+
+CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
+DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
+_DOCUMENT_SELECT = """
+SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
+       d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
+       (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id
+        ORDER BY j.create_time DESC LIMIT 1) AS job_id
+FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
+"""
+GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2"
+LIST_DOCUMENTS = _DOCUMENT_SELECT + """
+WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 ORDER BY d.document_id LIMIT $4
+"""
+DOCUMENT_CHUNKS = """
+SELECT content, section, page, chunk_index, coalesce((metadata->>'overlap_chars')::int, 0) AS overlap_chars
+FROM chunks WHERE tenant_id = $1 AND document_id = $2 ORDER BY chunk_index
+"""
+MOVABLE = """
+SELECT document_id FROM documents WHERE tenant_id = $1 AND ($2::bigint IS NULL OR corpus_id = $2)
+ORDER BY document_id LIMIT 1000
+"""
+LOCK_OWNED = """
+SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND document_id = ANY($2::bigint[])
+ORDER BY document_id FOR UPDATE
+"""
+LOCK_CORPUS_DOCUMENTS = """
+SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 ORDER BY document_id FOR UPDATE
+"""
+MOVE_DOCUMENTS = "UPDATE documents SET corpus_id = $2, update_time = now() WHERE document_id = ANY($1::bigint[])"
+MOVE_CHUNKS = "UPDATE chunks SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
+MOVE_JOBS = "UPDATE ingest_jobs SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
+LOCK_FOR_DELETE = "SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE"
+CANCEL_FOR_DELETE = f"""
+UPDATE ingest_jobs SET cancel_requested = true, state = 'CANCELLED', stage = 'cancelled (document deleted)',
+    progress = 1, lease_owner = NULL, lease_expires_at = NULL, update_time = now()
+WHERE document_id = $1 AND state NOT IN {TERMINAL}
+RETURNING job_id
+"""
+RELEASE_BLOB = "UPDATE ingest_jobs SET blob_id = NULL WHERE document_id = $1"
+DELETE_DOCUMENT = "DELETE FROM documents WHERE document_id = $1"
+CORPUS_SUMMARY = """
+SELECT c.corpus_id, c.name, count(d.document_id) AS documents
+FROM corpora c LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1
+WHERE c.tenant_id = $1 AND NOT c.is_system
+GROUP BY c.corpus_id ORDER BY c.corpus_id
+"""
+
+
+def _document(row: asyncpg.Record) -> Document:
+    return Document(
+        document_id=row["document_id"], corpus_id=row["corpus_id"], filename=row["filename"],
+        state=State(row["state"]), error=row["error"], chunk_count=row["chunk_count"], size_bytes=row["size_bytes"],
+        mime_type=row["mime_type"], extractable=row["extractable"], source_url=row["source_url"],
+        job_id=row["job_id"], create_time=row["create_time"], update_time=row["update_time"],
+        warnings=tuple(row["warnings"]),
+    )
+
+
+class PostgresDocuments:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def corpus_accepts_uploads(self, tenant: str, corpus_id: int) -> bool:
+        return await self._db.fetchval("corpus_accepts", CORPUS_ACCEPTS, tenant, corpus_id) is not None
+
+    async def document(self, tenant: str, document_id: int) -> Document | None:
+        row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)
+        return None if row is None else _document(row)
+
+    async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]:
+        rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, tenant, corpus_id, page.after_id, page.size)
+        return [_document(row) for row in rows]
+
+    async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]:
+        rows = await self._db.fetch("document_chunks", DOCUMENT_CHUNKS, tenant, document_id)
+        return [TextChunk(r["content"], r["section"], r["page"], r["chunk_index"], r["overlap_chars"]) for r in rows]
+
+    async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]:
+        return [r["document_id"] for r in await self._db.fetch("movable", MOVABLE, tenant, source_corpus_id)]
+
+    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int],
+                   source_corpus_id: int | None) -> tuple[list[int], list[int], list[int]]:
+        wanted = sorted(set(document_ids))
+        async with self._db.transaction() as tx:
+            owned = {r["document_id"]: r["corpus_id"] for r in await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted)}
+            missing = [d for d in wanted if d not in owned]
+            elsewhere = [d for d in wanted if d in owned and source_corpus_id not in (None, owned[d])]
+            if missing or elsewhere:
+                return [], missing, elsewhere
+            await _move(tx, wanted, target_corpus_id)
+        return wanted, [], []
+
+    async def move_all(self, tenant: str, source_corpus_id: int, target_corpus_id: int,
+                       listed: int) -> tuple[int, list[int]]:
+        async with self._db.transaction() as tx:
+            ids = [r["document_id"] for r in await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant,
+                                                            source_corpus_id)]
+            if ids:
+                await _move(tx, ids, target_corpus_id)
+        return len(ids), ids[:listed]
+
+    async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
+        async with self._db.transaction() as tx:
+            if await tx.fetchval("lock_for_delete", LOCK_FOR_DELETE, tenant, document_id) is None:
+                return None
+            cancelled = await tx.fetchval("cancel_for_delete", CANCEL_FOR_DELETE, document_id)
+            await tx.execute("release_blob", RELEASE_BLOB, document_id)
+            deleted = await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
+            await tx.execute("delete_document", DELETE_DOCUMENT, document_id)
+        return int(deleted.split()[-1]), cancelled
+
+    async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
+        rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)
+        return [(r["corpus_id"], r["name"], r["documents"]) for r in rows]
+
+
+async def _move(tx: Transaction, document_ids: list[int], target_corpus_id: int) -> None:
+    """Documents, their chunks and their jobs change corpus together (rows already locked)."""
+    for name, sql in (("move_documents", MOVE_DOCUMENTS), ("move_chunks", MOVE_CHUNKS), ("move_jobs", MOVE_JOBS)):
+        await tx.execute(name, sql, document_ids, target_corpus_id)

@@ -1,0 +1,154 @@
+"""The workers' job queue in PostgreSQL (role knowledge_ingest).
+
+Jobs are claimed with ``FOR UPDATE SKIP LOCKED`` under a lease; every write a worker makes is a
+``domain.jobs.Transition`` conditioned on still holding it, so a job taken over after its worker
+died is never written twice. Chunks, document state and job result change in ONE transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.db.pool import Database, Transaction
+
+from knowledge_ingest.adapters.job_rows import J_JOB_COLUMNS, TERMINAL, follow, job_from_row, result_json
+from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
+from knowledge_ingest.domain.ports import Lease
+
+CLAIM_JOB = f"""
+WITH next AS (
+    SELECT job_id FROM ingest_jobs
+    WHERE state NOT IN {TERMINAL} AND NOT cancel_requested AND not_before <= now()
+      AND (lease_expires_at IS NULL OR lease_expires_at < now())
+      AND document_id IS NOT NULL AND blob_id IS NOT NULL
+    ORDER BY not_before, create_time
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1
+)
+UPDATE ingest_jobs j SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2),
+    attempts = j.attempts + 1, update_time = now()
+FROM next WHERE j.job_id = next.job_id
+RETURNING {J_JOB_COLUMNS}
+"""
+# A transition: written only by the lease's holder, on an unended job, and (when it says so) not
+# once cancel was asked; it keeps and renews the lease unless it ends the job or re-queues it.
+APPLY = f"""
+UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
+    result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
+    lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
+    not_before = CASE WHEN $10::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $10::float8) END,
+    attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
+    update_time = now()
+WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
+RETURNING tenant_id, document_id
+"""
+RENEW = f"""
+UPDATE ingest_jobs SET lease_expires_at = now() + make_interval(secs => $3)
+WHERE job_id = $1 AND lease_owner = $2 AND NOT cancel_requested AND state NOT IN {TERMINAL}
+RETURNING 1
+"""
+CANCEL_REQUESTED = f"""
+SELECT cancel_requested FROM ingest_jobs WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL}
+"""
+LOCK_DOCUMENT = "SELECT corpus_id FROM documents WHERE document_id = $1 FOR UPDATE"
+DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
+# Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013).
+INSERT_CHUNK = """
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+"""
+DOCUMENT_SEARCHABLE = """
+UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
+    update_time = now()
+WHERE document_id = $1
+"""
+# Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
+# cancel_requested), so once its lease has expired it is ended here, with its document.
+REAP_CANCELLED = f"""
+WITH reaped AS (
+    UPDATE ingest_jobs SET state = $1, stage = $2, progress = $3, lease_owner = NULL,
+        lease_expires_at = NULL, update_time = now()
+    WHERE cancel_requested AND state NOT IN {TERMINAL}
+      AND (lease_expires_at IS NULL OR lease_expires_at < now())
+    RETURNING document_id
+), documents_reaped AS (
+    UPDATE documents SET state = $1, error = NULL, update_time = now()
+    WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
+)
+SELECT count(*) FROM reaped
+"""
+BACKLOG = f"SELECT count(*) FROM ingest_jobs WHERE state NOT IN {TERMINAL} AND NOT cancel_requested"
+
+
+class PostgresJobQueue:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def claim(self, owner: str, lease_s: float) -> Lease | None:
+        row = await self._db.fetchrow("claim_job", CLAIM_JOB, owner, float(lease_s))
+        return None if row is None else Lease(job_from_row(row), owner)
+
+    async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
+        async with self._db.transaction() as tx:
+            return await _apply(tx, lease, transition, lease_s) is not None
+
+    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
+                    transition: Transition) -> bool:
+        assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
+        async with self._db.transaction() as tx:
+            owned = await _apply(tx, lease, transition, 0.0)
+            if owned is None:
+                return False
+            tenant, document_id = owned
+            corpus_id = await tx.fetchval("lock_document", LOCK_DOCUMENT, document_id)
+            await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
+            await _insert_chunks(tx, tenant, corpus_id, document_id, lease.job.filename, chunks, vectors)
+            await tx.execute("document_searchable", DOCUMENT_SEARCHABLE, document_id, len(chunks),
+                             transition.result.extractable, list(transition.result.warnings))
+        return True
+
+    async def renew(self, lease: Lease, lease_s: float) -> bool:
+        return await self._db.fetchval("renew_lease", RENEW, lease.job.job_id, lease.owner, float(lease_s)) is not None
+
+    async def cancel_requested(self, lease: Lease) -> bool:
+        return bool(await self._db.fetchval("cancel_requested", CANCEL_REQUESTED, lease.job.job_id, lease.owner))
+
+    async def reap_cancelled(self) -> int:
+        ended = cancelled()
+        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage,
+                                       ended.progress)
+
+    async def backlog(self) -> int:
+        return await self._db.fetchval("jobs_backlog", BACKLOG)
+
+
+async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s: float) -> tuple[str, int] | None:
+    """(tenant, document_id) of the job written, None when the lease no longer allows it."""
+    row = await tx.fetchrow(
+        "apply_transition", APPLY, lease.job.job_id, lease.owner, transition.state.value, transition.stage,
+        transition.progress, transition.error, result_json(transition), transition.releases_lease, float(lease_s),
+        transition.requeue_after_s, transition.refund_attempt, transition.unless_cancelled)
+    if row is None:
+        return None
+    await follow(tx, row["document_id"], transition)
+    return row["tenant_id"], row["document_id"]
+
+
+async def _insert_chunks(tx: Transaction, tenant: str, corpus_id: int, document_id: int, source: str,
+                         chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]]) -> None:
+    if len(chunks) != len(vectors):
+        raise ValueError("one vector per chunk")
+    rows = [
+        (tenant, corpus_id, document_id, chunk.chunk_index, chunk.section, chunk.page, chunk.content,
+         np.asarray(vector, dtype=np.float32),
+         json.dumps({"source": source, "section": chunk.section, "page": chunk.page,
+                     "chunk_index": chunk.chunk_index, "document_id": str(document_id),
+                     "overlap_chars": chunk.overlap_chars}))
+        for chunk, vector in zip(chunks, vectors)
+    ]
+    if rows:
+        await tx.executemany("insert_chunks", INSERT_CHUNK, rows)
