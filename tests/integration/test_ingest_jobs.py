@@ -317,15 +317,18 @@ async def test_a_job_whose_workers_keep_dying_ends_failed(ingest, make_token):
     metadata = auth(make_token, "t-takeovers")
     reply = await upload(stub, metadata, await new_corpus(stub, metadata), document_text(2))
     document_id = (await wait_terminal(stub, metadata, reply.job_id)).result.document_id
-    await dead_worker(db, reply.job_id, attempts="5")  # the fifth attempt's worker died too (max is 5)
+    # ten takeovers already (the limit): this one's worker died too
+    await dead_worker(db, reply.job_id, attempts="1", interruptions="10")
     job = await wait_terminal(stub, metadata, reply.job_id, timeout=10)
-    assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "stopped unexpectedly 5 times" in job.error
+    assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "stopped unexpectedly 11 times" in job.error
+    assert (job.attempt, job.interruptions) == (1, 11)  # taking a lost lease over spends no attempt
     document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id),
                                       metadata=metadata)
     assert document.state == ingest_pb2.DOCUMENT_STATE_FAILED
-    await dead_worker(db, reply.job_id, attempts="1")
-    # below the limit a takeover simply finishes the job
-    assert (await wait_terminal(stub, metadata, reply.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+    await dead_worker(db, reply.job_id, attempts="1", interruptions="0")
+    # below the limit a takeover simply finishes the job, in the same attempt
+    job = await wait_terminal(stub, metadata, reply.job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and (job.attempt, job.interruptions) == (1, 1)
 
 
 async def test_moving_a_whole_corpus_moves_past_the_first_thousand(ingest, make_token):

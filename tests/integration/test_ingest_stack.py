@@ -135,7 +135,8 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     finally:
         if first.poll() is None:
             first.kill()
-    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.attempt >= 2
+    # the second process took the lost lease over: an interruption, not an attempt of the job's
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and (job.attempt, job.interruptions) == (1, 1)
     admin = await Database.connect(migrated_pg.url())
     try:
         counts = await admin.fetchrow(
@@ -179,3 +180,52 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(bac
     finally:
         await admin.close()
         await app.stop()
+
+
+async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attempt(migrated_pg, keys_dir, make_token,
+                                                                                  tmp_path):
+    """Issue 13: a dependency that is starting or restarting is not the job's failure."""
+    content = await content_index_app(ContentIndexSettings.from_env(Env({
+        **base_env(migrated_pg, keys_dir, tmp_path, "content-index"), "KNOWLEDGE_CONTENT_INDEX_PORT": "0"})))
+    embedder_port = free_port()  # nothing listens there yet
+    addresses = {"content-index": f"127.0.0.1:{await content.start()}", "embedder": f"127.0.0.1:{embedder_port}"}
+    env = {**ingest_env(migrated_pg, keys_dir, tmp_path, addresses, 0), "KNOWLEDGE_INGEST_EMBED_BATCH": "1",
+           "KNOWLEDGE_INGEST_MAX_ATTEMPTS": "1"}  # a single spent attempt would end a job FAILED
+    ingest = await ingest_app(IngestSettings.from_env(Env(env)))
+    embedder_env = Env({**base_env(migrated_pg, keys_dir, tmp_path, "embedder"),
+                        "KNOWLEDGE_EMBEDDER_PORT": str(embedder_port)})
+    embedder = None
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{await ingest.start()}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            metadata = [("authorization", f"Bearer {make_token('restart-tenant')}")]
+            corpus_id = await new_corpus(stub, metadata)
+            early = await upload(stub, metadata, corpus_id, document_text(2), "early.md")
+            await asyncio.sleep(3)  # the workers wait for the embedder: nothing claimed, nothing spent
+            job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=early.job_id), metadata=metadata)
+            assert (job.state, job.attempt, job.stage) == (ingest_pb2.DOCUMENT_STATE_QUEUED, 0, "queued")
+            embedder = await embedder_app(EmbedderSettings.from_env(embedder_env))
+            await embedder.start()
+            job = await wait_terminal(stub, metadata, early.job_id, timeout=120)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+            assert (job.attempt, job.interruptions) == (1, 0)
+
+            long = await upload(stub, metadata, corpus_id, document_text(40), "long.md")
+            for _ in range(1200):
+                job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=long.job_id), metadata=metadata)
+                done, _, total = job.stage.partition(" ")[2].partition("/")
+                if job.stage.startswith("embedding") and done.isdigit() and 0 < int(done) < int(total):
+                    break
+                await asyncio.sleep(0.02)
+            assert job.stage.startswith("embedding"), job.stage
+            await embedder.stop()  # the embedder restarts in the middle of the job
+            embedder = await embedder_app(EmbedderSettings.from_env(embedder_env))
+            await embedder.start()
+            job = await wait_terminal(stub, metadata, long.job_id, timeout=180)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+            assert job.attempt == 1 and job.interruptions <= 1
+    finally:
+        await ingest.stop()
+        if embedder is not None:
+            await embedder.stop()
+        await content.stop()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from knowledge_ingest.domain.admission import Admission, ExistingDocument, admit
 from knowledge_ingest.domain.documents import Document, Job, State
+from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.jobs import DocumentEffect, RetryPolicy, Transition
 from knowledge_ingest.domain.ports import Lease
@@ -49,10 +50,14 @@ class FakeQueue:
             self.documents[document.document_id] = document
 
     def claim_now(self, job_id: uuid.UUID, owner: str = "worker-1") -> Lease:
+        """As PostgresJobQueue.claim: a lease still set has expired, and taking it over is an
+        interruption, not an attempt."""
         row = self.rows[job_id]
-        assert not row.job.state.terminal and not row.cancel_requested and row.owner is None
+        assert not row.job.state.terminal and not row.cancel_requested
+        takeover = row.owner is not None
         row.owner, row.due_after_s = owner, None
-        row.job = replace(row.job, attempts=row.job.attempts + 1)
+        row.job = replace(row.job, attempts=row.job.attempts + (not takeover),
+                          interruptions=row.job.interruptions + takeover)
         return Lease(row.job, owner)
 
     def _held(self, lease: Lease, transition: Transition | None = None) -> Row | None:
@@ -70,7 +75,8 @@ class FakeQueue:
         self.written.append(transition)
         attempts = row.job.attempts - 1 if transition.refund_attempt else row.job.attempts
         row.job = replace(row.job, state=transition.state, stage=transition.stage, progress=transition.progress,
-                          error=transition.error, result=transition.result or row.job.result, attempts=attempts)
+                          error=transition.error, result=transition.result or row.job.result, attempts=attempts,
+                          interruptions=row.job.interruptions + transition.interrupted)
         if transition.releases_lease:
             row.owner, row.due_after_s = None, transition.requeue_after_s
         document_id = row.job.document_id
@@ -117,6 +123,7 @@ class Embedder:
 
     fail_calls: set[int] = field(default_factory=set)
     always_fail: bool = False
+    restarting_calls: set[int] = field(default_factory=set)
     on_call: dict[int, object] = field(default_factory=dict)
     calls: int = 0
 
@@ -124,6 +131,8 @@ class Embedder:
         self.calls += 1
         if self.calls in self.on_call:
             self.on_call[self.calls]()  # type: ignore[operator]
+        if self.calls in self.restarting_calls:
+            raise DependencyNotReady("embedder")
         if self.always_fail or self.calls in self.fail_calls:
             raise Unavailable("the embedder is unavailable")
         return [[float(len(text)), 1.0, 0.0] for text in texts]
@@ -306,12 +315,32 @@ async def test_a_lease_lost_to_another_worker_writes_nothing_more():
     assert [t.state for t in queue.written][-1] is State.EMBEDDING  # no CANCELLED, no FAILED, no store
 
 
-async def test_a_job_whose_workers_keep_dying_ends_failed():
+async def test_a_takeover_spends_no_attempt_but_a_job_whose_workers_keep_dying_ends_failed():
     queue = FakeQueue()
-    job = fresh(queue, attempts=3)  # three claims ended with nothing recorded
-    await pipeline(queue, max_attempts=3).run(queue.claim_now(job.job_id))
+    job = fresh(queue)
+    queue.claim_now(job.job_id)  # its worker then died: the lease is left to expire
+    await pipeline(queue).run(queue.claim_now(job.job_id, "worker-2"))
     row = queue.rows[job.job_id]
-    assert row.job.state is State.FAILED and "stopped unexpectedly 3 times" in row.job.error
+    assert row.job.state is State.SEARCHABLE and (row.job.attempts, row.job.interruptions) == (1, 1)
+    dying = fresh(queue, document_id=8, interruptions=10)  # ten takeovers already (the limit)
+    queue.documents[8] = make_document(8)
+    queue.claim_now(dying.job_id)
+    await pipeline(queue).run(queue.claim_now(dying.job_id, "worker-3"))
+    row = queue.rows[dying.job_id]
+    assert row.job.state is State.FAILED and "stopped unexpectedly 11 times" in row.job.error
+
+
+async def test_a_dependency_restarting_mid_job_requeues_it_without_spending_an_attempt():
+    queue = FakeQueue()
+    job = fresh(queue)
+    embedder = Embedder(restarting_calls={2})
+    await pipeline(queue, embedder, max_attempts=1).run(queue.claim_now(job.job_id))
+    row = queue.rows[job.job_id]
+    assert row.job.state is State.QUEUED and row.owner is None and row.due_after_s == 0.0
+    assert (row.job.attempts, row.job.interruptions) == (0, 1)
+    assert row.job.stage == "waiting for the embedder (starting or restarting)"
+    await pipeline(queue, embedder, max_attempts=1).run(queue.claim_now(job.job_id))
+    assert row.job.state is State.SEARCHABLE and (row.job.attempts, row.job.interruptions) == (1, 1)
 
 
 async def test_the_heartbeat_keeps_the_lease_through_a_long_step():

@@ -64,3 +64,43 @@ async def test_a_job_that_cannot_be_recorded_leaves_the_worker_claiming():
     assert pipeline.runs == 3  # one worker ran all three: the first failure did not end it
     assert store.claims > 3  # and it went on polling for more
     assert store.reaps > 0  # housekeeping ends cancelled jobs whose worker died
+
+
+class Gate:
+    """Dependencies that are down until ``open`` is set."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+
+    async def wait_ready(self) -> None:
+        await self.open.wait()
+
+    def waiting_for(self) -> list[str]:
+        return [] if self.open.is_set() else ["embedder"]
+
+
+class CountingPipeline:
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, lease: Lease) -> None:
+        self.runs += 1
+
+
+async def test_no_job_is_claimed_until_the_services_it_needs_are_ready():
+    store, pipeline, gate = Store(jobs=2), CountingPipeline(), Gate()
+    workers = Workers(queue=store, pipeline=pipeline, count=2, lease_s=5, readiness=gate, poll_s=0.01,
+                      backlog_every_s=0.01, ready_log_after_s=0.01)
+    await workers.start()
+    try:
+        await asyncio.sleep(0.2)
+        assert store.claims == 0 and pipeline.runs == 0  # queued jobs keep their attempts
+        assert store.reaps > 0  # housekeeping needs only the database and goes on
+        gate.open.set()
+        for _ in range(200):
+            if pipeline.runs == 2:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await workers.stop()
+    assert pipeline.runs == 2

@@ -218,7 +218,7 @@ class GetIngestJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class IngestJob(_message.Message):
-    __slots__ = ("job_id", "state", "progress", "stage", "error", "result", "corpus_id", "filename", "attempt", "create_time", "update_time")
+    __slots__ = ("job_id", "state", "progress", "stage", "error", "result", "corpus_id", "filename", "attempt", "create_time", "update_time", "interruptions")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
@@ -230,6 +230,7 @@ class IngestJob(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    INTERRUPTIONS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: DocumentState
     progress: float
@@ -241,7 +242,8 @@ class IngestJob(_message.Message):
     attempt: int
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., progress: _Optional[float] = ..., stage: _Optional[str] = ..., error: _Optional[str] = ..., result: _Optional[_Union[IngestResult, _Mapping]] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., attempt: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    interruptions: int
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., progress: _Optional[float] = ..., stage: _Optional[str] = ..., error: _Optional[str] = ..., result: _Optional[_Union[IngestResult, _Mapping]] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., attempt: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., interruptions: _Optional[int] = ...) -> None: ...
 
 class IngestResult(_message.Message):
     __slots__ = ("document_id", "chunk_count", "message", "duplicate", "re_extracted", "extractable", "warnings")

@@ -22,12 +22,12 @@ from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
 from knowledge_ingest.adapters.postgres import PostgresCorpora
-from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient
+from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder
+from knowledge_ingest.domain.ports import BlobStore, Embedder, Readiness
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
@@ -37,7 +37,8 @@ from knowledge_ingest.worker import Workers
 
 
 def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Embedder,
-         extract: Callable[[Path, str, str], Extracted]) -> tuple[IngestServicer, Workers]:
+         extract: Callable[[Path, str, str], Extracted],
+         readiness: Readiness | None = None) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
@@ -49,9 +50,11 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
         queue=queue, documents=documents, blobs=blobs, embedder=embedder, extract=extract,
         settings=PipelineSettings(chunk_max_chars=settings.chunk_max_chars, embed_batch=settings.embed_batch,
                                   lease_s=settings.lease_s,
-                                  retry=RetryPolicy(settings.max_attempts, settings.retry_base_s)),
+                                  retry=RetryPolicy(settings.max_attempts, settings.retry_base_s,
+                                                    settings.max_interruptions)),
     )
-    workers = Workers(queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s)
+    workers = Workers(queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s,
+                      readiness=readiness)
     return servicer, workers
 
 
@@ -72,7 +75,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(embedder.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
+        readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
+        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract, readiness)
         resources.push_async_callback(workers.stop)
         app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
                                   on_stop=[resources.pop_all().aclose])

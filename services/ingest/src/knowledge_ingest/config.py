@@ -21,6 +21,7 @@ class IngestSettings:
     workers: int
     lease_s: float
     max_attempts: int
+    max_interruptions: int
     retry_base_s: float
     chunk_max_chars: int
     embed_batch: int
@@ -36,6 +37,7 @@ class IngestSettings:
             workers=env.int("INGEST_WORKERS", 2, minimum=0, maximum=64),
             lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
+            max_interruptions=env.int("INGEST_MAX_INTERRUPTIONS", 10, minimum=1, maximum=1000),
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
             chunk_max_chars=env.int("CHUNK_MAX_CHARS", DEFAULT_MAX_CHARS, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from knowledge_ingest.domain.ports import JobQueue
+from knowledge_ingest.domain.ports import JobQueue, Readiness
 from knowledge_ingest.metrics import JOBS_BACKLOG
 from knowledge_ingest.service_layer.pipeline import Pipeline
 
@@ -23,8 +23,10 @@ class Workers:
     pipeline: Pipeline
     count: int
     lease_s: float
+    readiness: Readiness | None = None  # None: nothing to wait for (tests of the loop itself)
     poll_s: float = 0.5
     backlog_every_s: float = 5.0
+    ready_log_after_s: float = 1.0
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -61,8 +63,21 @@ class Workers:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
+    async def _ready(self) -> None:
+        """A job is claimed only once the services it needs answer: one that is starting or
+        restarting (its channel still reconnecting) would otherwise cost queued jobs attempts."""
+        if self.readiness is None or not self.readiness.waiting_for():
+            return
+        try:
+            await asyncio.wait_for(self.readiness.wait_ready(), timeout=self.ready_log_after_s)
+        except TimeoutError:
+            log.info("ingest_waiting_for_dependencies", services=self.readiness.waiting_for())
+            await self.readiness.wait_ready()
+            log.info("ingest_dependencies_ready")
+
     async def _loop(self, owner: str) -> None:
         while not self._stopping.is_set():
+            await self._ready()
             try:
                 lease = await self.queue.claim(owner, self.lease_s)
             except Exception:

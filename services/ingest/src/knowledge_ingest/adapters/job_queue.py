@@ -29,7 +29,9 @@ WITH next AS (
     LIMIT 1
 )
 UPDATE ingest_jobs j SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2),
-    attempts = j.attempts + 1, update_time = now()
+    -- a lease still set has expired: its worker stopped; taking over is an interruption, not an attempt
+    attempts = j.attempts + (j.lease_owner IS NULL)::int,
+    interruptions = j.interruptions + (j.lease_owner IS NOT NULL)::int, update_time = now()
 FROM next WHERE j.job_id = next.job_id
 RETURNING {J_JOB_COLUMNS}
 """
@@ -42,7 +44,7 @@ UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
     lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
     not_before = CASE WHEN $10::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $10::float8) END,
     attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
-    update_time = now()
+    interruptions = interruptions + $13::int, update_time = now()
 WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
 RETURNING tenant_id, document_id
 """
@@ -131,7 +133,7 @@ async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s:
     row = await tx.fetchrow(
         "apply_transition", APPLY, lease.job.job_id, lease.owner, transition.state.value, transition.stage,
         transition.progress, transition.error, result_json(transition), transition.releases_lease, float(lease_s),
-        transition.requeue_after_s, transition.refund_attempt, transition.unless_cancelled)
+        transition.requeue_after_s, transition.refund_attempt, transition.unless_cancelled, int(transition.interrupted))
     if row is None:
         return None
     await follow(tx, row["document_id"], transition)

@@ -12,7 +12,7 @@ from knowledge_ingest.domain.jobs import DocumentEffect, Transition
 
 TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
 JOB_COLUMNS = """job_id, tenant_id, corpus_id, document_id, blob_id, filename, mime_type, state, stage, progress,
-    error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time"""
+    error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time, interruptions"""
 J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in JOB_COLUMNS.split(","))  # where the table is aliased j
 SET_DOCUMENT_STATE = "UPDATE documents SET state = $2, error = $3, update_time = now() WHERE document_id = $1"
 
@@ -24,7 +24,7 @@ def job_from_row(row: asyncpg.Record, result: str | None = None) -> Job:
         stage=row["stage"], progress=row["progress"], error=row["error"], attempts=row["attempts"],
         cancel_requested=row["cancel_requested"], re_extract=row["re_extract"], create_time=row["create_time"],
         update_time=row["update_time"], result=JobResult.from_json(json.loads(result)) if result else None,
-        duplicate=row["duplicate"],
+        duplicate=row["duplicate"], interruptions=row["interruptions"],
     )
 
 

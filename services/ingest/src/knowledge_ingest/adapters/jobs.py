@@ -77,7 +77,7 @@ WHERE job_id = $1
 RETURNING {JOB_COLUMNS}
 """
 REQUEUE_JOB = f"""
-UPDATE ingest_jobs SET state = $2, stage = $3, progress = $4, error = NULL, attempts = 0,
+UPDATE ingest_jobs SET state = $2, stage = $3, progress = $4, error = NULL, attempts = 0, interruptions = 0,
     cancel_requested = false, not_before = now(), lease_owner = NULL, lease_expires_at = NULL,
     result = NULL, result_delivered = false, update_time = now()
 WHERE job_id = $1

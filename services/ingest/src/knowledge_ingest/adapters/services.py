@@ -15,18 +15,63 @@ from pathlib import Path
 import grpc
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.rpc_errors import domain_error_from
+from knowledge_runtime.errors import DomainError
+from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.ports import StoredBlob
 
 WRITE_CHUNK_BYTES = 256 * 1024
 CANCEL_GRACE_S = 60.0
 
 
+def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
+    """The runtime's one translation, except for a dependency that went away under the call: that
+    is DependencyNotReady (the job spends no attempt), not a failure to retry later."""
+    if _restarting(error):
+        return DependencyNotReady(what)
+    return domain_error_from(error, what)
+
+
+def _restarting(error: grpc.aio.AioRpcError) -> bool:
+    """The service went away under the call: its connection failed or dropped (UNAVAILABLE with
+    no status of the service's own), it answered that it is stopping, or it cancelled the call
+    as it stopped (this client never cancels through here)."""
+    if error.code() == grpc.StatusCode.CANCELLED:
+        return True
+    if error.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    info = callee_error_info(error)
+    return info is None or info.reason.endswith("_STOPPING")
+
+
+async def wait_connected(channel: grpc.aio.Channel) -> None:
+    """Until the channel is READY (connected), however long the service takes to come up."""
+    state = channel.get_state(try_to_connect=True)
+    while state != grpc.ChannelConnectivity.READY:
+        await channel.wait_for_state_change(state)
+        state = channel.get_state(try_to_connect=True)
+
+
+class ServicesReadiness:
+    """The readiness gate of the workers: content-index's and the embedder's channels."""
+
+    def __init__(self, **channels: grpc.aio.Channel) -> None:
+        self._channels = channels
+
+    async def wait_ready(self) -> None:
+        await asyncio.gather(*(wait_connected(channel) for channel in self._channels.values()))
+
+    def waiting_for(self) -> list[str]:
+        return [name for name, channel in self._channels.items()
+                if channel.get_state(try_to_connect=True) != grpc.ChannelConnectivity.READY]
+
+
 class ContentIndexClient:
-    def __init__(self, address: str, signer: ServiceTokenSigner) -> None:
+    def __init__(self, address: str, signer: ServiceTokenSigner, read_timeout_s: float = 300.0) -> None:
         self._channel = channel(address, untraced=("WriteBlob",))  # cancellable mid-stream (see channel)
+        self._read_timeout_s = read_timeout_s
         self._stub = content_index_pb2_grpc.ContentIndexServiceStub(self._channel)
         self._signer = signer
 
@@ -61,22 +106,28 @@ class ContentIndexClient:
         except grpc.aio.AioRpcError as error:
             if failure:
                 raise failure[0] from None
-            raise domain_error_from(error, "content index") from None
+            raise _translate(error, "content index") from None
         return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+
+    @property
+    def grpc_channel(self) -> grpc.aio.Channel:
+        return self._channel
 
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
         request = content_index_pb2.ReadBlobRequest(blob_id=str(blob_id))
         size = 0
         try:
             with open(target, "wb") as handle:
-                async for reply in self._stub.ReadBlob(request, metadata=self._signer.metadata(tenant, ["blob.read"])):
+                # wait_for_ready: a content-index that is (re)starting delays the read, not fails it
+                async for reply in self._stub.ReadBlob(request, metadata=self._signer.metadata(tenant, ["blob.read"]),
+                                                       wait_for_ready=True, timeout=self._read_timeout_s):
                     if reply.WhichOneof("payload") == "chunk":
                         handle.write(reply.chunk)
                         size += len(reply.chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
         except grpc.aio.AioRpcError as error:
-            raise domain_error_from(error, "content index") from None
+            raise _translate(error, "content index") from None
         return size
 
     async def close(self) -> None:
@@ -90,15 +141,20 @@ class EmbedderClient:
         self._signer = signer
         self._timeout_s = timeout_s
 
+    @property
+    def grpc_channel(self) -> grpc.aio.Channel:
+        return self._channel
+
     async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
         try:
             reply = await self._stub.EmbedTexts(
                 embedder_pb2.EmbedTextsRequest(texts=list(texts)),
                 metadata=self._signer.metadata(tenant, ["embed"]),
                 timeout=self._timeout_s,
+                wait_for_ready=True,  # an embedder restarting between two batches delays the next one
             )
         except grpc.aio.AioRpcError as error:
-            raise domain_error_from(error, "embedder") from None
+            raise _translate(error, "embedder") from None
         return [list(vector.values) for vector in reply.vectors]
 
     async def close(self) -> None:

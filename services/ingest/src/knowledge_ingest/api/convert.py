@@ -60,6 +60,7 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
         corpus_id=str(job.corpus_id),
         filename=job.filename,
         attempt=job.attempts,
+        interruptions=job.interruptions,
         create_time=timestamp(job.create_time),
         update_time=timestamp(job.update_time),
     )

@@ -170,3 +170,4 @@ class Job:
     update_time: datetime
     result: JobResult | None = None  # set only on the one poll that delivers it
     duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it
+    interruptions: int = 0  # takeovers and dependency restarts of this run: no attempt spent

@@ -8,6 +8,7 @@ from knowledge_runtime.errors import (
     InvalidField,
     NotFound,
     OutOfRange,
+    Unavailable,
 )
 
 # An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises.
@@ -94,3 +95,14 @@ class DocumentNotInCorpus(InvalidField):
     def __init__(self, document_id: int, corpus_id: int) -> None:
         super().__init__("corpus_id", f"document {document_id} is not in corpus {corpus_id}; leave corpus_id empty or "
                          "give its own", document_id=str(document_id), corpus_id=str(corpus_id))
+
+
+class DependencyNotReady(Unavailable):
+    """A service a job needs is starting or restarting (its connection is down, or it is stopping):
+    not the job's failure, so it spends no attempt; workers wait for it to be ready."""
+
+    reason = "DEPENDENCY_NOT_READY"
+
+    def __init__(self, service: str) -> None:
+        super().__init__(f"the {service} is starting or restarting", metadata={"service": service})
+        self.service = service

@@ -28,6 +28,7 @@ class DocumentEffect(enum.Enum):
 class RetryPolicy:
     max_attempts: int
     retry_base_s: float
+    max_interruptions: int = 10
 
     def delay_after(self, attempt: int) -> float:
         return self.retry_base_s * 2 ** (attempt - 1)
@@ -43,7 +44,8 @@ class Transition:
     error: str | None = None
     result: JobResult | None = None
     requeue_after_s: float | None = None  # back to QUEUED, due after this many seconds
-    refund_attempt: bool = False  # this claim was no try (waiting for another ingest)
+    refund_attempt: bool = False  # this claim was no try (waiting for another ingest, a dependency restarting)
+    interrupted: bool = False  # counts one interruption (a dependency restarted under the job)
     document: DocumentEffect = DocumentEffect.FOLLOW
     unless_cancelled: bool = True  # not written once cancel was asked (the worker then ends it CANCELLED)
 
@@ -62,11 +64,20 @@ def reached(state: State, done: int = 0, total: int = 0) -> Transition:
 
 
 def abandoned(job: Job, policy: RetryPolicy) -> Transition | None:
-    """Claimed once too often with nothing recorded (its workers kept dying): end it, or None."""
-    if job.attempts <= policy.max_attempts:
+    """Interrupted too often (its workers kept dying, or what it needs kept restarting under it):
+    end it, or None. The claim that took over a lost lease counted one interruption, no attempt."""
+    if job.interruptions <= policy.max_interruptions:
         return None
-    return _failed(f"ingesting this file stopped unexpectedly {job.attempts - 1} times; retry the job, or contact "
+    return _failed(f"ingesting this file stopped unexpectedly {job.interruptions} times; retry the job, or contact "
                    "the operators if it fails again")
+
+
+def interrupted(service: str) -> Transition:
+    """A service the job needs went away mid-job (starting or restarting): not the job's failure.
+    Back to the queue at once with the attempt given back; workers claim it again once that
+    service is ready."""
+    return Transition(State.QUEUED, f"waiting for the {service} (starting or restarting)", 0.0, requeue_after_s=0.0,
+                      refund_attempt=True, interrupted=True, unless_cancelled=False)
 
 
 def settle_duplicate(job: Job, document: Document | None) -> Transition | None:

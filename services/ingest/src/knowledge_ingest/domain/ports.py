@@ -45,6 +45,16 @@ class Embedder(Protocol):
     async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+class Readiness(Protocol):
+    """Whether the services a job needs (content-index, embedder) can answer now."""
+
+    async def wait_ready(self) -> None:
+        """Return once every one of them is ready (its connection is up); wait meanwhile."""
+
+    def waiting_for(self) -> list[str]:
+        """The services not ready at this moment (empty when all are)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """A worker's claim on a job; every write of the worker is conditioned on it."""

@@ -20,6 +20,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_ingest.domain import jobs
 from knowledge_ingest.domain.documents import State
+from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, JobQueue, Lease
@@ -53,9 +54,9 @@ class Pipeline:
         job = lease.job
         abandon = jobs.abandoned(job, self.settings.retry)
         if abandon is not None:
-            # Each earlier attempt ended with its worker gone (killed, or its lease lost) and
-            # nothing recorded: a file that takes its worker down must not be retried forever.
-            log.warning("ingest_abandoned", job_id=str(job.job_id), attempts=job.attempts)
+            # Its workers kept dying (or what it needs kept restarting) with nothing recorded: a
+            # file that takes its worker down must not be retried forever.
+            log.warning("ingest_abandoned", job_id=str(job.job_id), interruptions=job.interruptions)
             await self._write(lease, abandon)
             return
         if job.duplicate:
@@ -77,6 +78,9 @@ class Pipeline:
                 log.info("ingest_cancelled", job_id=str(job.job_id))
             else:
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
+        except DependencyNotReady as error:
+            log.info("ingest_interrupted", job_id=str(job.job_id), service=error.service)
+            await self._write(lease, jobs.interrupted(error.service))
         except Unavailable as error:
             retry = jobs.after_transient(job, error.message, self.settings.retry)
             if retry.state is State.QUEUED:

@@ -1,0 +1,86 @@
+"""Ingest's clients against real gRPC servers: a dependency that goes away under a call is
+``DependencyNotReady`` (no attempt spent), one that answers a transient error is ``Unavailable``."""
+
+import asyncio
+
+import pytest
+from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
+from knowledge_ingest.adapters.services import EmbedderClient, ServicesReadiness
+from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.server import GrpcApp, ServiceSpec
+from knowledge_runtime.service_tokens import ServiceKey, ServiceTokenSigner
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+
+class Embedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    """Answers as told: stops its own server mid-call, says it is stopping, or is overloaded."""
+
+    def __init__(self) -> None:
+        self.behaviour = "vanish"
+        self.app: GrpcApp | None = None
+
+    async def EmbedTexts(self, request, context):
+        if self.behaviour == "vanish":
+            asyncio.get_running_loop().create_task(self.app.server.stop(0))
+            await asyncio.sleep(30)
+        if self.behaviour == "stopping":
+            raise EmbedderStopping()
+        raise QueueFull(5000, 4096)
+
+
+async def serve(servicer: Embedder, port: int, verifier) -> GrpcApp:
+    app = GrpcApp(services=[ServiceSpec(
+        descriptor=embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"],
+        register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
+        capabilities={m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods})],
+        verifier=verifier, port=port)
+    servicer.app = app
+    await app.start()
+    return app
+
+
+@pytest.fixture
+def signer(keys_dir):
+    key = ServiceKey((keys_dir / "dev-signing-key.pem").read_bytes(), None)
+    return ServiceTokenSigner(key, issuer="knowledge-dev", audience="knowledge", subject="service:ingest")
+
+
+@pytest.mark.parametrize(("behaviour", "expected"), [
+    ("vanish", DependencyNotReady), ("stopping", DependencyNotReady), ("overloaded", Unavailable)])
+async def test_a_dependency_going_away_is_told_apart_from_a_transient_failure(signer, verifier, behaviour, expected):
+    port = free_port()
+    servicer = Embedder()
+    servicer.behaviour = behaviour
+    app = await serve(servicer, port, verifier)
+    client = EmbedderClient(f"127.0.0.1:{port}", signer, timeout_s=10)
+    try:
+        with pytest.raises(Unavailable) as caught:
+            await client.embed("t", ["text"])
+        assert type(caught.value) is expected
+    finally:
+        await client.close()
+        await app.stop()
+
+
+async def test_the_readiness_gate_opens_when_the_service_comes_up(signer, verifier):
+    port = free_port()
+    client = EmbedderClient(f"127.0.0.1:{port}", signer)
+    readiness = ServicesReadiness(embedder=client.grpc_channel)
+    app = None
+    try:
+        assert readiness.waiting_for() == ["embedder"]
+        waiting = asyncio.create_task(readiness.wait_ready())
+        await asyncio.sleep(1.0)
+        assert not waiting.done()  # nothing listens yet
+        app = await serve(Embedder(), port, verifier)
+        await asyncio.wait_for(waiting, 30)
+        assert readiness.waiting_for() == []
+    finally:
+        await client.close()
+        if app is not None:
+            await app.stop()
