@@ -215,6 +215,34 @@ def test_search_query_text_and_delete(stack, token, handbook):
     assert missing.status_code == 404 and missing.json()["details"][0]["reason"] == "DOCUMENT_NOT_FOUND"
 
 
+def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
+    base, headers = stack["base"], auth(token("batcher"))
+    corpus_id = httpx.post(f"{base}/corpora", json={"name": "Catalog"}, headers=headers).json()["corpus_id"]
+    items = [{"corpus_id": corpus_id, "text": f"Catalog entry {i}: the {colour} enamel kettle.", "title": f"entry {i}"}
+             for i, colour in enumerate(("blue", "red", "white"))] + [{"corpus_id": corpus_id, "text": ""}]
+    reply = httpx.post(f"{base}/texts:batch", json={"items": items}, headers=headers)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["accepted_count"] == 3 and answer["rejected_count"] == 1
+    assert answer["items"][3]["error_reason"] == "INVALID_REQUEST" and "job" not in answer["items"][3]
+    jobs = [wait_for_job(base, headers, item["job"]["job_id"])[1] for item in answer["items"][:3]]
+    results = [next(p["result"] for p in polls if p.get("result")) for polls in jobs]
+    assert len({r["document_id"] for r in results}) == 3
+    too_many = httpx.post(f"{base}/texts:batch", json={"items": [items[0]] * 1001}, headers=headers)
+    assert too_many.status_code == 400 and too_many.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    # the text of a document replaced through ingest, the only writer of chunks
+    document_id = results[0]["document_id"]
+    bound = httpx.post(f"{base}/texts", json={"document_id": document_id,
+                                             "text": "# Entry 0\n\nThe green cast-iron kettle replaced it."},
+                       headers=headers)
+    assert bound.status_code == 200, bound.text
+    job, polls = wait_for_job(base, headers, bound.json()["job_id"])
+    result = next(p["result"] for p in polls if p.get("result"))
+    assert job["state"] == SEARCHABLE and result["document_id"] == document_id and result["re_extracted"]
+    text = httpx.get(f"{base}/documents/{document_id}/text", headers=headers).json()["text"]
+    assert "green cast-iron kettle" in text and "blue enamel" not in text
+
+
 def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
     headers = auth(token("acme"))
     unknown = httpx.get(f"{stack['base']}/nothing-here", headers=headers)

@@ -430,3 +430,40 @@ async def test_ingest_text_into_a_document_replaces_its_chunks_as_a_durable_job(
         await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text="Mine now."),
                               metadata=auth(make_token, "t-bound-other"))
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_token):
+    stub, *_ = ingest
+    metadata = auth(make_token, "t-batch")
+    corpus_id = await new_corpus(stub, metadata)
+    other_corpus = await new_corpus(stub, auth(make_token, "t-batch-other"))
+
+    async def stream():
+        yield ingest_pb2.IngestTextsRequest(items=[
+            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=f"Catalog entry {i}: a blue kettle.", title=f"e{i}")
+            for i in range(3)])
+        yield ingest_pb2.IngestTextsRequest(items=[
+            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="   "),
+            ingest_pb2.IngestTextRequest(corpus_id=other_corpus, text="Not yours."),
+            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Catalog entry 0: a blue kettle.", title="again")])
+
+    reply = await stub.IngestTexts(stream(), metadata=metadata)
+    assert [item.index for item in reply.items] == list(range(6))
+    assert (reply.accepted_count, reply.rejected_count) == (4, 2)
+    assert [item.error_reason for item in reply.items[3:5]] == ["INVALID_REQUEST", "CORPUS_NOT_FOUND"]
+    assert [item.error_code for item in reply.items[3:5]] == ["INVALID_ARGUMENT", "NOT_FOUND"]
+    jobs = [await wait_terminal(stub, metadata, reply.items[i].job.job_id) for i in (0, 1, 2, 5)]
+    assert all(job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE for job in jobs)
+    assert len({job.result.document_id for job in jobs[1:]}) == 3  # a document each
+    # the same bytes twice in one batch (stored concurrently): one document, the other a duplicate
+    assert jobs[0].result.document_id == jobs[3].result.document_id
+    assert sorted([jobs[0].result.duplicate, jobs[3].result.duplicate]) == [False, True]
+    assert reply.items[0].job.filename == "e0.txt" and reply.items[0].job.corpus_id == corpus_id
+
+    batch = await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=[
+        ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="A red teapot.")]), metadata=metadata)
+    assert batch.accepted_count == 1 and batch.items[0].job.job_id
+    for too_many in ([], [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x")] * 1001):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=too_many), metadata=metadata)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

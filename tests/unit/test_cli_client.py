@@ -75,6 +75,21 @@ def test_upload_streams_the_file_with_its_length(tmp_path):
     assert len(sent) == 4  # read and sent a megabyte at a time
 
 
+def test_ingest_texts_sends_batches_of_a_thousand_and_numbers_answers_over_all_items():
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        items = json.loads(request.read())["items"]
+        bodies.append((request.url.path, len(items)))
+        return httpx.Response(200, json={"items": [{"index": i, "job": {"job_id": item["title"]}}
+                                                   for i, item in enumerate(items)]})
+
+    items = [{"corpus_id": "1", "text": f"t{i}", "title": f"j{i}"} for i in range(2500)]
+    answers = list(Client("http://gw", "t", transport=httpx.MockTransport(handler)).ingest_texts(items))
+    assert bodies == [("/texts:batch", 1000), ("/texts:batch", 1000), ("/texts:batch", 500)]
+    assert [a["index"] for a in answers] == list(range(2500)) and answers[2499]["job"]["job_id"] == "j2499"
+
+
 def test_follow_draws_each_stage_and_keeps_the_once_delivered_result():
     stages = iter([
         {"state": "DOCUMENT_STATE_QUEUED", "progress": 0.0, "stage": "queued"},

@@ -8,7 +8,7 @@ with (see :data:`EXIT_CODES`) and a one-line message naming the HTTP status and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -43,6 +43,7 @@ _BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 4
               429: RATE_LIMITED}
 _MAX_RATE_LIMIT_RETRIES = 3
 _CHUNK = 1024 * 1024
+BATCH_TEXTS = 1000  # items per POST /texts:batch (the server's limit)
 
 
 class ApiError(Exception):
@@ -136,6 +137,16 @@ class Client:
         return self._call("POST", "/upload", params={"corpus_id": corpus_id, "filename": path.name},
                           content=chunks(),
                           headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"})
+
+    def ingest_texts(self, items: Sequence[Mapping[str, str]]) -> Iterator[dict]:
+        """Texts the caller has (``corpus_id``, ``text``, optional ``title``, ``source_url``,
+        ``document_id``), each its own job, sent BATCH_TEXTS at a time (``POST /texts:batch``):
+        one answer per item in order, ``{"index", "job": {...}}`` or ``{"index", "error_reason",
+        "error", "error_code"}``, ``index`` counting over every item given."""
+        for start in range(0, len(items), BATCH_TEXTS):
+            reply = self._call("POST", "/texts:batch", json={"items": [dict(i) for i in items[start:start + BATCH_TEXTS]]})
+            for answer in reply.get("items", []):
+                yield {**answer, "index": start + int(answer.get("index", 0))}
 
     def job(self, job_id: str) -> dict:
         return self._call("GET", f"/ingest/{quote(job_id, safe='')}")

@@ -73,8 +73,8 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.MoveDocumentsRequest.target_corpus_id": {"minLength": 1},
     "knowledge.v1.GetDocumentTextRequest.page": {"minimum": 0},
     "knowledge.v1.MoveDocumentsRequest.document_ids": {"maxItems": 1000},
-    "knowledge.v1.IngestTextRequest.corpus_id": _NON_BLANK,
     "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
+    "knowledge.v1.BatchIngestTextsRequest.items": {"minItems": 1, "maxItems": 1000},
     "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
     "knowledge.v1.SearchRequest.query": _QUERY,
     "knowledge.v1.SearchRequest.top_k": {"minimum": 0},
@@ -90,7 +90,8 @@ MESSAGE_CONSTRAINTS: dict[str, dict] = {
                                             "properties": {"vector": {"enum": [0]}, "lexical": {"enum": [0]}}}},
 }
 _REQUIRED_INPUT = {"knowledge.v1.CreateCorpusRequest": ["name"], "knowledge.v1.SearchRequest": ["query"],
-                   "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["corpus_id", "text"],
+                   "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["text"],
+                   "knowledge.v1.BatchIngestTextsRequest": ["items"],
                    "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"]}
 
 

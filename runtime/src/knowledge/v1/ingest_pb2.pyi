@@ -313,6 +313,52 @@ class IngestTextResponse(_message.Message):
     corpus_id: str
     def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
 
+class IngestTextsRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[IngestTextRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[IngestTextRequest, _Mapping]]] = ...) -> None: ...
+
+class IngestTextsResponse(_message.Message):
+    __slots__ = ("items", "accepted_count", "rejected_count")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[IngestTextsItem]
+    accepted_count: int
+    rejected_count: int
+    def __init__(self, items: _Optional[_Iterable[_Union[IngestTextsItem, _Mapping]]] = ..., accepted_count: _Optional[int] = ..., rejected_count: _Optional[int] = ...) -> None: ...
+
+class BatchIngestTextsRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[IngestTextRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[IngestTextRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchIngestTextsResponse(_message.Message):
+    __slots__ = ("items", "accepted_count", "rejected_count")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[IngestTextsItem]
+    accepted_count: int
+    rejected_count: int
+    def __init__(self, items: _Optional[_Iterable[_Union[IngestTextsItem, _Mapping]]] = ..., accepted_count: _Optional[int] = ..., rejected_count: _Optional[int] = ...) -> None: ...
+
+class IngestTextsItem(_message.Message):
+    __slots__ = ("index", "job", "error_reason", "error", "error_code")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    ERROR_REASON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    job: IngestTextResponse
+    error_reason: str
+    error: str
+    error_code: str
+    def __init__(self, index: _Optional[int] = ..., job: _Optional[_Union[IngestTextResponse, _Mapping]] = ..., error_reason: _Optional[str] = ..., error: _Optional[str] = ..., error_code: _Optional[str] = ...) -> None: ...
+
 class GetPromptContextRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

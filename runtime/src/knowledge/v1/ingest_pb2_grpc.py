@@ -98,6 +98,16 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
                 _registered_method=True)
+        self.IngestTexts = channel.stream_unary(
+                '/knowledge.v1.IngestService/IngestTexts',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
+                _registered_method=True)
+        self.BatchIngestTexts = channel.unary_unary(
+                '/knowledge.v1.IngestService/BatchIngestTexts',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
+                _registered_method=True)
         self.GetPromptContext = channel.unary_unary(
                 '/knowledge.v1.IngestService/GetPromptContext',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
@@ -216,6 +226,26 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IngestTexts(self, request_iterator, context):
+        """Many texts in one call, for platforms that index many small ones (web pages, catalog
+        entries): a client stream of batches, at most 1,000 items over the whole stream (more is
+        INVALID_ARGUMENT, nothing accepted). Each item is what IngestText takes and becomes its own
+        durable job and document, deduplicated as usual, with its own answer in the request's order:
+        accepted with its job, or rejected with the reason IngestText would have answered. gRPC only;
+        REST: BatchIngestTexts. Capability document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchIngestTexts(self, request, context):
+        """IngestTexts over REST: POST /api/v1/knowledge/texts:batch with {"items": [...]} (at most
+        1,000). Capability document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetPromptContext(self, request, context):
         """A short paragraph for an agent's system prompt describing the tenant's knowledge, e.g.
         "- Knowledge: 14 documents across 3 corpora: a (corpus_id=2), ... Use `search_documents` to
@@ -287,6 +317,16 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.IngestText,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.SerializeToString,
+            ),
+            'IngestTexts': grpc.stream_unary_rpc_method_handler(
+                    servicer.IngestTexts,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.SerializeToString,
+            ),
+            'BatchIngestTexts': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchIngestTexts,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.SerializeToString,
             ),
             'GetPromptContext': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPromptContext,
@@ -622,6 +662,60 @@ class IngestService:
             '/knowledge.v1.IngestService/IngestText',
             knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestTexts(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/knowledge.v1.IngestService/IngestTexts',
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchIngestTexts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/BatchIngestTexts',
+            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -8,6 +8,7 @@ from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
+from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
 
 
 def timestamp(value) -> Timestamp:
@@ -87,3 +88,26 @@ def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
     if page.previous_page is not None:
         message.previous_page = page.previous_page
     return message
+
+
+def text_accepted(job: Job) -> ingest_pb2.IngestTextResponse:
+    return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
+                                         corpus_id=str(job.corpus_id))
+
+
+def text_item(message: ingest_pb2.IngestTextRequest) -> TextItem:
+    return TextItem(corpus_id=message.corpus_id, text=message.text, title=message.title,
+                    source_url=message.source_url, document_id=message.document_id)
+
+
+def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestTextsItem], int]:
+    """Each item's answer in order, and how many were accepted."""
+    items = []
+    for outcome in outcomes:
+        if outcome.job is not None:
+            items.append(ingest_pb2.IngestTextsItem(index=outcome.index, job=text_accepted(outcome.job)))
+        else:
+            assert outcome.error is not None
+            items.append(ingest_pb2.IngestTextsItem(index=outcome.index, error_reason=outcome.error.reason,
+                                                    error=outcome.error.message, error_code=outcome.error.code))
+    return items, sum(1 for outcome in outcomes if outcome.job is not None)

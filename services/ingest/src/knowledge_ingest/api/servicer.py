@@ -8,12 +8,21 @@ from knowledge_runtime.auth import current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.api.convert import corpus_message, document_message, job_message, text_message
+from knowledge_ingest.api.convert import (
+    batch_items,
+    corpus_message,
+    document_message,
+    job_message,
+    text_accepted,
+    text_item,
+    text_message,
+)
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
-from knowledge_ingest.service_layer.uploads import UploadUseCases
+from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",
@@ -29,6 +38,8 @@ CAPABILITIES = {
     "CancelIngestJob": "document.upload",
     "RetryIngestJob": "document.upload",
     "IngestText": "document.upload",
+    "IngestTexts": "document.upload",
+    "BatchIngestTexts": "document.upload",
 }
 Context = grpc.aio.ServicerContext
 
@@ -61,8 +72,24 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def IngestText(self, request: ingest_pb2.IngestTextRequest, context: Context) -> ingest_pb2.IngestTextResponse:
         job = await self._uploads.ingest_text(current_scope(), request.corpus_id, request.text, request.title,
                                               request.source_url, request.document_id)
-        return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
-                                             corpus_id=str(job.corpus_id))
+        return text_accepted(job)
+
+    async def IngestTexts(self, request_iterator, context: Context) -> ingest_pb2.IngestTextsResponse:
+        items = []
+        async for message in request_iterator:
+            items += [text_item(item) for item in message.items]
+            if len(items) > MAX_BATCH_ITEMS:  # refused before anything is stored
+                raise InvalidRequest(f"at most {MAX_BATCH_ITEMS} items per call; split the batch", field="items")
+        answers, accepted = batch_items(await self._uploads.ingest_texts(current_scope(), items))
+        return ingest_pb2.IngestTextsResponse(items=answers, accepted_count=accepted,
+                                              rejected_count=len(answers) - accepted)
+
+    async def BatchIngestTexts(self, request: ingest_pb2.BatchIngestTextsRequest,
+                               context: Context) -> ingest_pb2.BatchIngestTextsResponse:
+        outcomes = await self._uploads.ingest_texts(current_scope(), [text_item(item) for item in request.items])
+        answers, accepted = batch_items(outcomes)
+        return ingest_pb2.BatchIngestTextsResponse(items=answers, accepted_count=accepted,
+                                                   rejected_count=len(answers) - accepted)
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
         return job_message(await self._jobs.get(current_scope(), request.job_id))

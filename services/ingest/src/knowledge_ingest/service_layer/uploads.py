@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.errors import UploadTooLarge
+from knowledge_runtime.errors import DomainError, UploadTooLarge
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
 
 MAX_TITLE_CHARS = 1000
+MAX_BATCH_ITEMS = 1000  # texts per IngestTexts / BatchIngestTexts call
+BATCH_CONCURRENCY = 16  # items of one batch stored and queued at the same time
 TEXT_MIME_TYPE = "text/plain; charset=utf-8"
 FILENAME_TITLE_CHARS = 200
 
@@ -26,6 +29,26 @@ class UploadSource:
     mime_type: str
     chunks: AsyncIterator[bytes]
     source_url: str | None = None
+
+
+@dataclass(frozen=True)
+class TextItem:
+    """One text of a batch, as IngestText takes it."""
+
+    corpus_id: str
+    text: str
+    title: str = ""
+    source_url: str = ""
+    document_id: str = ""
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """A batch item's own answer: its job, or why it was rejected (nothing stored for it)."""
+
+    index: int
+    job: Job | None = None
+    error: DomainError | None = None
 
 
 async def capped(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
@@ -89,3 +112,23 @@ class UploadUseCases:
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC
             raise DocumentNotFound(document_id)
         return job
+
+    async def ingest_texts(self, scope: Scope, items: Sequence[TextItem]) -> list[ItemOutcome]:
+        """Many texts, each its own durable job and document (dedup as usual) with its own answer,
+        in order; one item's refusal does not refuse the others."""
+        if not items:
+            raise InvalidRequest("items must not be empty", field="items")
+        if len(items) > MAX_BATCH_ITEMS:
+            raise InvalidRequest(f"at most {MAX_BATCH_ITEMS} items per call; split the batch", field="items")
+        slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+
+        async def one(index: int, item: TextItem) -> ItemOutcome:
+            async with slots:
+                try:
+                    job = await self.ingest_text(scope, item.corpus_id, item.text, item.title, item.source_url,
+                                                 item.document_id)
+                except DomainError as error:
+                    return ItemOutcome(index, error=error)
+                return ItemOutcome(index, job=job)
+
+        return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
