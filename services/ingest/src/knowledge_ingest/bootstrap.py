@@ -49,7 +49,7 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
     pipeline = Pipeline(
         queue=queue, documents=documents, blobs=blobs, embedder=embedder, extract=extract,
         settings=PipelineSettings(chunk_max_chars=settings.chunk_max_chars, embed_batch=settings.embed_batch,
-                                  lease_s=settings.lease_s,
+                                  lease_s=settings.lease_s, embed_window=settings.embed_window,
                                   retry=RetryPolicy(settings.max_attempts, settings.retry_base_s,
                                                     settings.max_interruptions)),
     )

@@ -25,6 +25,7 @@ class IngestSettings:
     retry_base_s: float
     chunk_max_chars: int
     embed_batch: int
+    embed_window: int
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -41,4 +42,5 @@ class IngestSettings:
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
             chunk_max_chars=env.int("CHUNK_MAX_CHARS", DEFAULT_MAX_CHARS, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
+            embed_window=env.int("INGEST_EMBED_WINDOW", 4, minimum=1, maximum=64),
         )

@@ -33,12 +33,16 @@ class Stopped(Exception):
     """The job was cancelled or its lease was lost: stop without writing anything more."""
 
 
+PROGRESS_STEP = 0.1  # while embedding, progress is written at most every 10% of the chunks (and at the end)
+
+
 @dataclass(frozen=True)
 class PipelineSettings:
     chunk_max_chars: int
     embed_batch: int
     lease_s: float
     retry: RetryPolicy
+    embed_window: int = 4  # EmbedTexts calls in flight per document, so the embedder forms full batches
 
 
 @dataclass
@@ -125,12 +129,36 @@ class Pipeline:
         with _tracer.start_as_current_span("ingest.chunk"):
             chunks = split_structural(extracted.text, source=job.filename, max_chars=self.settings.chunk_max_chars) \
                 if extracted.extractable else []
-        vectors: list[list[float]] = []
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
-        for start in range(0, len(chunks), self.settings.embed_batch):
-            batch = chunks[start:start + self.settings.embed_batch]
-            with _tracer.start_as_current_span("ingest.embed"):
-                vectors += await self.embedder.embed(job.tenant, [c.content for c in batch])
-            await self._report(lease, State.EMBEDDING, len(vectors), len(chunks))
+        vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)
         return chunks, vectors, extracted.warnings
+
+    async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
+        """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
+        when another tenth of the chunks is embedded (a cancel is seen there, or at STORING)."""
+        size = self.settings.embed_batch
+        batches = [chunks[start:start + size] for start in range(0, len(chunks), size)]
+        window = asyncio.Semaphore(self.settings.embed_window)
+
+        async def embedded(index: int) -> tuple[int, list[list[float]]]:
+            async with window:
+                with _tracer.start_as_current_span("ingest.embed"):
+                    return index, await self.embedder.embed(lease.job.tenant, [c.content for c in batches[index]])
+
+        results: list[list[list[float]]] = [[] for _ in batches]
+        done, reported = 0, 0
+        tasks = [asyncio.create_task(embedded(index)) for index in range(len(batches))]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                index, vectors = await finished
+                results[index] = vectors
+                done += len(batches[index])
+                if done == len(chunks) or done - reported >= PROGRESS_STEP * len(chunks):
+                    reported = done
+                    await self._report(lease, State.EMBEDDING, done, len(chunks))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [vector for batch in results for vector in batch]
