@@ -64,3 +64,22 @@ def test_past_the_time_limit_the_child_is_killed():
 
 def test_the_hard_time_limit_defaults_to_the_soft_one_plus_a_minute():
     assert IsolatedExtractor(ExtractionLimits(max_seconds=30)).timeout_s == 90
+
+
+def test_small_plain_text_and_markdown_are_read_without_a_child_under_the_same_limits(monkeypatch):
+    from knowledge_ingest.adapters.extraction import isolated as module
+
+    def no_child(*args, **kwargs):
+        raise AssertionError("a child process was started")
+
+    monkeypatch.setattr(module._context, "Process", no_child)
+    limits = ExtractionLimits(max_chars=40)
+    text = b"# Notes\n\n" + b"Plain words about the leave policy. " * 20
+    expected = DocumentExtractor(limits, use_unstructured=False).extract(text, "notes.md", "text/markdown")
+    assert IsolatedExtractor(limits, use_unstructured=False).extract(text, "notes.md", "text/markdown") == expected
+    assert expected.warnings and len(expected.text) <= 60  # the limit cut it, in-process as in a child
+    # a PDF, a claimed document format, or a large text still goes to a child
+    for data, name in ((b"%PDF-1.7 not really", "a.pdf"), (b"text", "a.docx"),
+                       (b"word " * (module.IN_PROCESS_TEXT_BYTES // 5 + 1), "big.txt")):
+        with pytest.raises(AssertionError, match="child process"):
+            IsolatedExtractor(use_unstructured=False).extract(data, name, "")

@@ -45,6 +45,13 @@ def claimed_format(filename: str, mime_type: str) -> str | None:
     return _CLAIMS.get(mime) or _CLAIMS.get(extension)
 
 
+def plain_text(head: bytes, filename: str, mime_type: str) -> bool:
+    """What ``detect_format`` reads as text without opening any container: no PDF header, no zip
+    or OLE container, and neither the name nor the media type claims a document format."""
+    return (b"%PDF-" not in head and not head.startswith(_ZIP_HEADS) and not head.startswith(_OLE)
+            and claimed_format(filename, mime_type) is None)
+
+
 def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
     """One of ``Extracted.format``'s values, or ExtractionFailed (unsupported, encrypted, bomb)."""
     stream.seek(0)

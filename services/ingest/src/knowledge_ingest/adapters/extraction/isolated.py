@@ -6,6 +6,10 @@ single pathological page or XML part can still spin or allocate past them. Here 
 a hard wall-clock limit (killed when it is past) and an address-space limit (``RLIMIT_AS``).
 Children come from a fork server that has imported the parsers once, so a file costs a fork,
 not an interpreter start, and no gRPC or event-loop state is ever forked.
+
+Small plain text and markdown (the common case of bulk text ingestion) need no child: their
+reading is one linear decode under the same ``ExtractionLimits``, with no parser that could hang
+or explode; larger text files still go to a child, under its memory bound.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from knowledge_ingest.adapters.extraction.detect import plain_text
 from knowledge_ingest.adapters.extraction.extractor import DocumentExtractor, log_result
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
 
 DEFAULT_MEMORY_BYTES = 3 * 1024**3
+IN_PROCESS_TEXT_BYTES = 1024 * 1024  # plain text up to this size is read without a child process
 _GRACE_S = 60.0  # past the soft time bound, before the child is killed
 
 _context = multiprocessing.get_context("forkserver")
@@ -53,6 +59,8 @@ class IsolatedExtractor:
         return self._timeout_s
 
     def extract(self, data: Source, filename: str, mime_type: str) -> Extracted:
+        if _small_plain_text(data, filename, mime_type):
+            return DocumentExtractor(self._limits, use_unstructured=False).extract(data, filename, mime_type)
         started = time.monotonic()
         payload = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else os.fspath(data)
         receiver, sender = _context.Pipe(duplex=False)
@@ -97,6 +105,16 @@ class IsolatedExtractor:
                 reason=ExtractionFailed.FILE_CORRUPT,
             )
         raise RuntimeError(f"extraction failed in the child process: {outcome[1]}")
+
+
+def _small_plain_text(data: Source, filename: str, mime_type: str) -> bool:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        size, head = len(data), bytes(data[:1024])
+    else:
+        size = os.path.getsize(data)
+        with open(os.fspath(data), "rb") as handle:
+            head = handle.read(1024)
+    return size <= IN_PROCESS_TEXT_BYTES and plain_text(head, filename, mime_type)
 
 
 def _receive(receiver: Connection, timeout_s: float) -> tuple[Any, ...] | None:
