@@ -219,12 +219,15 @@ def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
     base, headers = stack["base"], auth(token("batcher"))
     corpus_id = httpx.post(f"{base}/corpora", json={"name": "Catalog"}, headers=headers).json()["corpus_id"]
     items = [{"corpus_id": corpus_id, "text": f"Catalog entry {i}: the {colour} enamel kettle.", "title": f"entry {i}"}
-             for i, colour in enumerate(("blue", "red", "white"))] + [{"corpus_id": corpus_id, "text": ""}]
+             for i, colour in enumerate(("blue", "red", "white"))] + [{"corpus_id": "999999999", "text": "Lost."}]
     reply = httpx.post(f"{base}/texts:batch", json={"items": items}, headers=headers)
     assert reply.status_code == 200, reply.text
     answer = reply.json()
     assert answer["accepted_count"] == 3 and answer["rejected_count"] == 1
-    assert answer["items"][3]["error_reason"] == "INVALID_REQUEST" and "job" not in answer["items"][3]
+    assert answer["items"][3]["error_reason"] == "CORPUS_NOT_FOUND" and "job" not in answer["items"][3]
+    blank = httpx.post(f"{base}/texts:batch", json={"items": [items[0], {"corpus_id": corpus_id, "text": " "}]},
+                       headers=headers)  # a malformed item refuses the whole batch
+    assert blank.status_code == 400 and blank.json()["details"][0]["metadata"]["field"] == "items[1].text"
     jobs = [wait_for_job(base, headers, item["job"]["job_id"])[1] for item in answer["items"][:3]]
     results = [next(p["result"] for p in polls if p.get("result")) for polls in jobs]
     assert len({r["document_id"] for r in results}) == 3
@@ -520,4 +523,4 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
-    assert summary and "failure" not in summary[-1] and "14 selected / 14 total" in result.stdout
+    assert summary and "failure" not in summary[-1] and "15 selected / 15 total" in result.stdout

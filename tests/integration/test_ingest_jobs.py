@@ -443,15 +443,15 @@ async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_
             ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=f"Catalog entry {i}: a blue kettle.", title=f"e{i}")
             for i in range(3)])
         yield ingest_pb2.IngestTextsRequest(items=[
-            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="   "),
+            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x" * 100_001),  # over the cap
             ingest_pb2.IngestTextRequest(corpus_id=other_corpus, text="Not yours."),
             ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Catalog entry 0: a blue kettle.", title="again")])
 
     reply = await stub.IngestTexts(stream(), metadata=metadata)
     assert [item.index for item in reply.items] == list(range(6))
     assert (reply.accepted_count, reply.rejected_count) == (4, 2)
-    assert [item.error_reason for item in reply.items[3:5]] == ["INVALID_REQUEST", "CORPUS_NOT_FOUND"]
-    assert [item.error_code for item in reply.items[3:5]] == ["INVALID_ARGUMENT", "NOT_FOUND"]
+    assert [item.error_reason for item in reply.items[3:5]] == ["UPLOAD_TOO_LARGE", "CORPUS_NOT_FOUND"]
+    assert [item.error_code for item in reply.items[3:5]] == ["RESOURCE_EXHAUSTED", "NOT_FOUND"]
     jobs = [await wait_terminal(stub, metadata, reply.items[i].job.job_id) for i in (0, 1, 2, 5)]
     assert all(job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE for job in jobs)
     assert len({job.result.document_id for job in jobs[1:]}) == 3  # a document each
@@ -463,7 +463,9 @@ async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_
     batch = await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=[
         ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="A red teapot.")]), metadata=metadata)
     assert batch.accepted_count == 1 and batch.items[0].job.job_id
-    for too_many in ([], [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x")] * 1001):
+    malformed = [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Fine."),
+                 ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="  ")]
+    for too_many in ([], [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x")] * 1001, malformed):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=too_many), metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

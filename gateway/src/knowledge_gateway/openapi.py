@@ -85,6 +85,11 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
 }
 # Rules across a request message's fields, as JSON Schema merged into its input schema.
 MESSAGE_CONSTRAINTS: dict[str, dict] = {
+    # A new document's corpus, or the document whose content the text becomes (IngestText refuses
+    # neither; in a batch, such an item refuses the whole batch).
+    "knowledge.v1.IngestTextRequest": {"anyOf": [{"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK}},
+                                                 {"required": ["document_id"],
+                                                  "properties": {"document_id": _NON_BLANK}}]},
     # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
     "knowledge.v1.ChannelWeights": {"not": {"type": "object", "required": ["vector", "lexical"],
                                             "properties": {"vector": {"enum": [0]}, "lexical": {"enum": [0]}}}},

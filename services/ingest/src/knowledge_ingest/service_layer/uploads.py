@@ -120,6 +120,8 @@ class UploadUseCases:
             raise InvalidRequest("items must not be empty", field="items")
         if len(items) > MAX_BATCH_ITEMS:
             raise InvalidRequest(f"at most {MAX_BATCH_ITEMS} items per call; split the batch", field="items")
+        for index, item in enumerate(items):  # a malformed item refuses the batch; nothing is stored
+            _check_shape(index, item)
         slots = asyncio.Semaphore(BATCH_CONCURRENCY)
 
         async def one(index: int, item: TextItem) -> ItemOutcome:
@@ -132,3 +134,15 @@ class UploadUseCases:
                 return ItemOutcome(index, job=job)
 
         return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
+
+
+def _check_shape(index: int, item: TextItem) -> None:
+    """What a request's description already refuses (no text, a title too long, neither a corpus
+    nor a document): INVALID_ARGUMENT for the whole batch, naming the item."""
+    if not item.text.strip():
+        raise InvalidRequest(f"items[{index}].text must not be empty", field=f"items[{index}].text")
+    if len(item.title) > MAX_TITLE_CHARS:
+        raise InvalidRequest(f"items[{index}].title must be at most {MAX_TITLE_CHARS} characters",
+                             field=f"items[{index}].title")
+    if not (item.corpus_id.strip() or item.document_id.strip()):
+        raise InvalidRequest(f"items[{index}] needs a corpus_id or a document_id", field=f"items[{index}].corpus_id")
