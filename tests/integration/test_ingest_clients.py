@@ -8,11 +8,11 @@ from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
 from knowledge_ingest.adapters.services import EmbedderClient, ServicesReadiness
 from knowledge_ingest.domain.errors import DependencyNotReady
-from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.errors import DependencyUnavailable, Unavailable
 from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceKey, ServiceTokenSigner
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def signer(keys_dir):
 
 
 @pytest.mark.parametrize(("behaviour", "expected"), [
-    ("vanish", DependencyNotReady), ("stopping", DependencyNotReady), ("overloaded", Unavailable)])
+    ("vanish", DependencyNotReady), ("stopping", DependencyNotReady), ("overloaded", DependencyUnavailable)])
 async def test_a_dependency_going_away_is_told_apart_from_a_transient_failure(signer, verifier, behaviour, expected):
     port = free_port()
     servicer = Embedder()
