@@ -620,3 +620,11 @@ def test_only_the_signing_services_get_the_service_key(overlay):
         (mount,) = [m for m in box["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
         assert secrets[mount["name"]] == "knowledge-service-key" and mount["readOnly"] is True, name
     assert signing == {"knowledge-ingest", "knowledge-search"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_database_logs_no_row_values(overlay):
+    """DETAIL/CONTEXT lines quote row values (tenant ids, corpus names): every overlay keeps them
+    out of the server log, whatever sizes it patches."""
+    parameters = one(overlay, "Cluster", "knowledge-db")["spec"]["postgresql"]["parameters"]
+    assert parameters["log_error_verbosity"] == "terse"
