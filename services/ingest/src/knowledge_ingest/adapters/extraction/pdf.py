@@ -18,7 +18,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink, one_line, plain
-from knowledge_ingest.adapters.extraction.pdf_tables import RuleCounter, Run, find_tables
+from knowledge_ingest.adapters.extraction.pdf_tables import RuleCounter, Run, find_tables, join_continued_tables
 from knowledge_ingest.adapters.extraction.pdf_tables import Table as _Table
 from knowledge_ingest.adapters.extraction.pdf_tables import lines_around_tables as _lines_around_tables
 from knowledge_ingest.domain.extraction import ExtractionFailed
@@ -29,6 +29,7 @@ HEADING_MIN_RATIO = 1.15  # a line this much larger than the body text is a head
 HEADING_MAX_CHARS = 150
 _MAX_HEADING_LEVELS = 3
 _TABLE = -1  # the level an output line has when it is a rendered table
+_PAGE_NUMBER = re.compile(r"^\s*(page\s*)?\d{1,5}(\s*(of|/)\s*\d{1,5})?\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -80,9 +81,14 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
     body = _body_size(pages) if not outline else None
     levels = _size_levels(pages, body) if body else {}
     running = _running_lines(pages) if levels else set()
+    lines = [_lines_around_tables(page) if page.tables else _lines(page.text) for page in pages]
+    if any(page.tables for page in pages):
+        between = _running_lines(pages)
+        join_continued_tables(lines, lambda line: _key(line) in between or bool(_PAGE_NUMBER.match(line)),
+                              lambda index: bool(outline.get(index)))
     try:
         for number, page in enumerate(pages, start=1):
-            _write_page(sink, number, page, outline.get(number - 1, []), levels, running)
+            _write_page(sink, number, page, lines[number - 1], outline.get(number - 1, []), levels, running)
     except LimitReached as stop:
         sink.warnings.append(stop.warning)
     return page_count
@@ -200,9 +206,8 @@ def _running_lines(pages: list[_Page]) -> set[str]:
     return {key for key, count in counts.items() if key and count >= floor}
 
 
-def _write_page(sink: TextSink, number: int, page: _Page, marks: list[tuple[int, str]],
+def _write_page(sink: TextSink, number: int, page: _Page, lines: list[str | _Table], marks: list[tuple[int, str]],
                 levels: dict[float, int], running: set[str]) -> None:
-    lines = _lines_around_tables(page) if page.tables else _lines(page.text)
     keys = {_key(line) for line in lines if isinstance(line, str)}
     # An outline entry whose title is a line of the page becomes that line; the others start the page.
     placed = {_key(title): (level, title) for level, title in marks if _key(title) in keys}
