@@ -69,7 +69,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(embedder.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract)
+        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract)
         resources.push_async_callback(workers.stop)
         app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
                                   on_stop=[resources.pop_all().aclose])

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
+from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
+
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
@@ -23,6 +25,8 @@ class IngestSettings:
     retry_base_s: float
     chunk_max_chars: int
     embed_batch: int
+    ocr_max_pages: int  # PDF pages without a usable text layer that one file may have read by OCR
+    ocr_page_seconds: float  # one page's OCR
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -38,4 +42,9 @@ class IngestSettings:
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
             chunk_max_chars=env.int("CHUNK_MAX_CHARS", 1500, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
+            ocr_max_pages=env.int("OCR_MAX_PAGES", DEFAULT_OCR_MAX_PAGES, minimum=0, maximum=5000),
+            ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
         )
+
+    def extraction_limits(self) -> ExtractionLimits:
+        return ExtractionLimits(max_ocr_pages=self.ocr_max_pages, ocr_page_seconds=self.ocr_page_seconds)

@@ -30,8 +30,10 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "xlsb": sheets.extract_xlsb,
     "text": text.extract_text,
 }
+_READERS = {"pdf": "pypdf", "docx": "python-docx", "pptx": "python-pptx", "xlsx": "openpyxl", "xls": "xlrd",
+            "xlsb": "pyxlsb", "text": "text"}
 _NOTHING_FOUND = {
-    "pdf": "no text was found in the PDF; a scanned PDF needs OCR, which is not available",
+    "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
 }
 
@@ -58,8 +60,9 @@ class DocumentExtractor:
             file_format = detect_format(stream, filename, mime_type, self._limits)
             sink = TextSink(self._limits)
             page_count: int | None = None
+            reader = _READERS.get(file_format, file_format)
             try:
-                page_count = self._read(file_format, stream, sink)
+                page_count, reader = self._read(file_format, stream, sink)
             except LimitReached as stop:
                 sink.warnings.append(stop.warning)
         extractable = sink.has_content()
@@ -73,9 +76,11 @@ class DocumentExtractor:
             extractable=extractable,
             format=file_format,
             warnings=tuple(warnings),
+            extractor=_extractor(reader, sink, page_count),
         )
 
-    def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> int | None:
+    def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:
+        """The page count, and the name of what read the file."""
         partition = self._partitioner(file_format)
         if partition is not None:
             pages = None
@@ -89,9 +94,9 @@ class DocumentExtractor:
                 stream.seek(0)
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
-                return pages or (last_page if file_format == "pptx" else None)
+                return pages or (last_page if file_format == "pptx" else None), "unstructured"
         try:
-            return _NATIVE[file_format](stream, sink)
+            return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
         except (ExtractionFailed, LimitReached, MemoryError):
             raise
         except (zipfile.BadZipFile, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
@@ -112,9 +117,30 @@ class DocumentExtractor:
         return found
 
 
+def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
+    """The reader, and OCR's engine with the pages it read: "pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
+    if not sink.ocr_pages:
+        return reader
+    if page_count is not None and len(sink.ocr_pages) == page_count:
+        return f"OCR ({sink.ocr_engine}) on every page"
+    pages = "page" if len(sink.ocr_pages) == 1 else "pages"
+    return f"{reader}; OCR ({sink.ocr_engine}) on {pages} {page_ranges(sink.ocr_pages)}"
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """1, 2, 3, 5 → "1-3, 5"."""
+    ranges: list[list[int]] = []
+    for number in sorted(numbers):
+        if ranges and number == ranges[-1][1] + 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
 def log_result(result: Extracted, seconds: float) -> None:
     log.info("extraction_done", format=result.format, chars=len(result.text), pages=result.page_count,
-             extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
+             extractor=result.extractor, extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
 
 
 @contextlib.contextmanager
