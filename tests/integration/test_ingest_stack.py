@@ -179,3 +179,55 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(bac
     finally:
         await admin.close()
         await app.stop()
+
+
+async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrated_pg, keys_dir, make_token):
+    """A scanned PDF ingested without OCR (the budget 0, as before OCR existed) is SEARCHABLE
+    with no chunks; Retry reads it again, by OCR, from the kept blob: its words are in the
+    lexical index with their page."""
+    from tests.unit.test_extraction_ocr import PUMPS, VALVES, scanned_pdf
+
+    tmp, addresses = backends
+    metadata = [("authorization", f"Bearer {make_token('ocr-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    env = ingest_env(migrated_pg, keys_dir, tmp, addresses, 0)
+    without_ocr = await ingest_app(IngestSettings.from_env(Env({**env, "KNOWLEDGE_OCR_MAX_PAGES": "0"})))
+    port = await without_ocr.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus_id = await new_corpus(stub, metadata)
+            reply = await upload(stub, metadata, corpus_id, scanned_pdf([PUMPS, VALVES]), "scan.pdf")
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
+    finally:
+        await without_ocr.stop()
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.result.chunk_count == 0
+    assert not job.result.extractable
+    app = await ingest_app(IngestSettings.from_env(Env(env)))
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+            assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
+            document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                              metadata=metadata)
+            # A document with chunks has nothing more to retry.
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    finally:
+        await app.stop()
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    assert job.result.chunk_count >= 2 and job.result.re_extracted and job.result.extractable
+    assert any("read by OCR" in w for w in document.warnings)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        pages = {word: await admin.fetch(
+            "t", "SELECT (metadata->>'page')::int AS page FROM chunks WHERE document_id = $1 "
+                 "AND lexemes @@ plainto_tsquery('english', $2)", int(job.result.document_id), word)
+            for word in ("zanzibar", "valves")}
+    finally:
+        await admin.close()
+    assert [r["page"] for r in pages["zanzibar"]] == [1]
+    assert [r["page"] for r in pages["valves"]] == [2]

@@ -66,8 +66,13 @@ RETURNING {_JOB_COLUMNS}
 RETRY_JOB = f"""
 UPDATE ingest_jobs SET state = 'QUEUED', stage = 'queued', progress = 0, error = NULL, attempts = 0,
     cancel_requested = false, not_before = now(), lease_owner = NULL, lease_expires_at = NULL,
-    result = NULL, result_delivered = false, update_time = now()
-WHERE job_id = $2 AND tenant_id = $1 AND state IN ('FAILED', 'CANCELLED')
+    result = NULL, result_delivered = false, update_time = now(), re_extract = re_extract OR state = 'SEARCHABLE'
+WHERE job_id = $2 AND tenant_id = $1
+  AND (state IN ('FAILED', 'CANCELLED')
+       -- a file that gave no text (a scan read before OCR) is read again from its kept blob
+       OR (state = 'SEARCHABLE' AND NOT duplicate AND EXISTS (
+           SELECT 1 FROM documents d WHERE d.document_id = ingest_jobs.document_id
+             AND d.state = 'SEARCHABLE' AND d.chunk_count = 0)))
   AND document_id IS NOT NULL AND blob_id IS NOT NULL
 RETURNING {_JOB_COLUMNS}
 """
