@@ -215,6 +215,23 @@ def test_search_query_text_and_delete(stack, token, handbook):
     assert missing.status_code == 404 and missing.json()["details"][0]["reason"] == "DOCUMENT_NOT_FOUND"
 
 
+def test_a_scanned_pdf_is_read_by_ocr_and_found_on_its_page(stack, handbook):
+    from tests.unit.test_extraction_ocr import PUMPS, VALVES, scanned_pdf
+
+    base, headers = stack["base"], handbook["headers"]
+    upload = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "scan.pdf"},
+                        content=scanned_pdf([PUMPS, VALVES]), headers={**headers, "Content-Type": "application/pdf"})
+    assert upload.status_code == 200, upload.text
+    job, polls = wait_for_job(base, headers, upload.json()["job_id"])
+    assert job["state"] == SEARCHABLE, job
+    result = next(p["result"] for p in polls if p.get("result"))
+    assert int(result["chunk_count"]) >= 2 and any("read by OCR" in w for w in result["warnings"])
+    found = httpx.post(f"{base}/search", json={"query": "valves replaced autumn maintenance window", "top_k": 3},
+                       headers=headers).json()["results"]
+    assert found[0]["document_id"] == result["document_id"] and found[0]["page"] == 2
+    assert "Valves older than twelve years" in found[0]["content"]
+
+
 def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
     headers = auth(token("acme"))
     unknown = httpx.get(f"{stack['base']}/nothing-here", headers=headers)
