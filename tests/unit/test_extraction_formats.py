@@ -490,3 +490,44 @@ def test_the_name_does_not_decide_the_format(extract):
     assert extract(b"\r\n" + pdf_with_font_headings(), "late-header.pdf").format == "pdf"
     result = extract(b"just words, named like a PDF", "fake.pdf", "application/pdf")
     assert (result.format, result.text) == ("text", "just words, named like a PDF")
+
+
+# --- Web pages ---------------------------------------------------------------------------
+
+WEB_PAGE = """<!doctype html><html><head><title>Pump maintenance</title>
+<script>var tracking = "do not index me";</script><style>p { color: red }</style></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About us</a> | <a href="/contact">Contact sales</a></nav>
+<main><article><h1>Pump maintenance guide</h1>
+<p>Zanzibar pump stations are inspected every quarter by a certified technician. The inspection
+covers valves, seals and the pressure logs kept on site.</p>
+<h2>Replacement rules</h2>
+<p>Valves older than twelve years are replaced during the autumn maintenance window.</p>
+<ul><li>Check the seals monthly.</li><li>Archive the pressure logs for seven years.</li></ul>
+<h3>Costs</h3>
+<table><tr><th>Part</th><th>Price</th></tr><tr><td>Valve</td><td>120</td></tr><tr><td>Seal</td><td>8</td></tr></table>
+<p>[Page 7]</p>
+<p>Questions go to the operations desk at extension 4471, open on weekdays.</p>
+</article></main>
+<footer><p>Copyright 2026 Example Water Ltd. All rights reserved. Cookie settings.</p></footer></body></html>"""
+
+
+@pytest.mark.parametrize(("filename", "mime_type"), [("page.html", "text/html"), ("page", ""), ("index.htm", "")])
+def test_html_is_structured_text_without_boilerplate(extract, filename, mime_type):
+    result = extract(WEB_PAGE.encode(), filename, mime_type)
+    assert result.format == "html" and result.extractor == "trafilatura"
+    text = result.text
+    assert text.startswith("# Pump maintenance guide\n\nZanzibar pump stations")
+    assert "## Replacement rules" in text and "### Costs" in text
+    assert "- Check the seals monthly.\n- Archive the pressure logs for seven years." in text
+    assert "| Part | Price |\n|---|---|\n| Valve | 120 |\n| Seal | 8 |" in text
+    for boilerplate in ("About us", "Contact sales", "do not index me", "color: red", "Cookie settings"):
+        assert boilerplate not in text
+    assert "\\[Page 7\\]" in text  # body text that looks like a marker is escaped, never a page
+    chunks = split_structural(text)
+    assert [c.section for c in chunks] == ["Pump maintenance guide", "Replacement rules", "Costs"]
+    assert all(c.page is None for c in chunks)
+
+
+def test_html_without_main_content_keeps_its_visible_text(extract):
+    result = extract(b"<html><body><div>Opening hours: nine to four.</div></body></html>", "hours.html")
+    assert result.format == "html" and "Opening hours: nine to four." in result.text

@@ -22,7 +22,7 @@ class Extracted:
     text: str
     page_count: int | None
     extractable: bool
-    format: str  # pdf, docx, pptx, xlsx, xls, xlsb or text
+    format: str  # pdf, docx, pptx, xlsx, xls, xlsb, html or text
     warnings: tuple[str, ...] = ()
     # What read the text: the reader, and OCR's engine with the pages it read where it read some
     # ("pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").

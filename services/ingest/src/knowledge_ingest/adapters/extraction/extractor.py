@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 import structlog
 
-from knowledge_ingest.adapters.extraction import pdf, sheets, slides, text, unstructured_path, word
+from knowledge_ingest.adapters.extraction import pdf, sheets, slides, text, unstructured_path, web, word
 from knowledge_ingest.adapters.extraction.detect import detect_format
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
@@ -29,9 +29,10 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "xls": sheets.extract_xls,
     "xlsb": sheets.extract_xlsb,
     "text": text.extract_text,
+    "html": web.extract_html,
 }
 _READERS = {"pdf": "pypdf", "docx": "python-docx", "pptx": "python-pptx", "xlsx": "openpyxl", "xls": "xlrd",
-            "xlsb": "pyxlsb", "text": "text"}
+            "xlsb": "pyxlsb", "text": "text", "html": "trafilatura"}
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
