@@ -231,3 +231,105 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
         await admin.close()
     assert [r["page"] for r in pages["zanzibar"]] == [1]
     assert [r["page"] for r in pages["valves"]] == [2]
+
+
+class _Site:
+    """A local web site on a free port: pages, a redirect to one, redirects to refused addresses."""
+
+    def __init__(self, pages: dict[str, tuple[str, bytes]]) -> None:
+        import http.server
+        import threading
+
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+                site.requests.append(self.path)
+                if self.path in site.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", site.redirects[self.path])
+                    self.end_headers()
+                    return
+                if self.path not in site.pages:
+                    self.send_error(404)
+                    return
+                content_type, body = site.pages[self.path]
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.pages = pages
+        self.redirects: dict[str, str] = {}
+        self.requests: list[str] = []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrated_pg, keys_dir, make_token):
+    from tests.unit.test_extraction_formats import WEB_PAGE
+
+    site = _Site({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
+                  "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n")})
+    site.redirects = {"/moved": "/guide.html", "/to-loopback": f"http://localhost:{site.port}/guide.html",
+                      "/to-metadata": "http://169.254.169.254/latest/meta-data/"}
+    tmp, addresses = backends
+    env = {**ingest_env(migrated_pg, keys_dir, tmp, addresses, 0), "KNOWLEDGE_FETCH_ALLOW_HOSTS": f"127.0.0.1:{site.port}"}
+    app = await ingest_app(IngestSettings.from_env(Env(env)))
+    port = await app.start()
+    metadata = [("authorization", f"Bearer {make_token('web-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus_id = await new_corpus(stub, metadata)
+
+            async def ingest(url: str):
+                return await stub.IngestUrl(ingest_pb2.IngestUrlRequest(url=url, corpus_id=corpus_id), metadata=metadata)
+
+            reply = await ingest(site.url("/moved"))
+            assert reply.source_url == site.url("/guide.html") and reply.filename == "guide.html"
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+            document_id = job.result.document_id
+            document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
+            assert document.source_url == site.url("/guide.html")
+            text = (await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id),
+                                               metadata=metadata)).text
+            assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
+            again = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=60)
+            assert again.result.duplicate and again.result.document_id == document_id  # unchanged page
+            plain = await wait_terminal(stub, metadata, (await ingest(site.url("/notes"))).job_id, timeout=60)
+            assert plain.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and plain.result.chunk_count == 1
+
+            refused = {}
+            for url in (site.url("/to-loopback"), site.url("/to-metadata"), "ftp://127.0.0.1/x", "file:///etc/passwd",
+                        f"http://localhost:{site.port}/guide.html", "http://10.1.2.3/"):
+                with pytest.raises(grpc.aio.AioRpcError) as error:
+                    await ingest(url)
+                assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                refused[url] = error.value.details()
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await ingest(site.url("/nowhere"))
+    finally:
+        await app.stop()
+        site.close()
+    assert "localhost is a loopback address" in refused[site.url("/to-loopback")]
+    assert "link-local" in refused[site.url("/to-metadata")]
+    assert "only http and https" in refused["ftp://127.0.0.1/x"] and "only http and https" in refused["file:///etc/passwd"]
+    assert "private network" in refused["http://10.1.2.3/"]
+    assert "answered 404" in missing.value.details()
+    # The redirects to refused addresses were followed no further: nothing else was asked for.
+    assert site.requests.count("/guide.html") == 2 and "/latest/meta-data/" not in site.requests

@@ -309,6 +309,28 @@ class IngestTextResponse(_message.Message):
     corpus_id: str
     def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
 
+class IngestUrlRequest(_message.Message):
+    __slots__ = ("url", "corpus_id")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    corpus_id: str
+    def __init__(self, url: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+
+class IngestUrlResponse(_message.Message):
+    __slots__ = ("job_id", "filename", "status", "corpus_id", "source_url")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    filename: str
+    status: str
+    corpus_id: str
+    source_url: str
+    def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
+
 class GetPromptContextRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -18,6 +18,7 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient
 from knowledge_ingest.adapters.store import PostgresIngestStore
@@ -30,17 +31,20 @@ from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.service_layer.uploads import UploadUseCases
+from knowledge_ingest.service_layer.web import WebPageUseCases
 from knowledge_ingest.worker import Workers
 
 
 def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Embedder,
          extract: Callable[[Path, str, str], Extracted]) -> tuple[IngestServicer, Workers]:
     store = PostgresIngestStore(db)
+    uploads = UploadUseCases(store, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
         documents=DocumentUseCases(store),
-        uploads=UploadUseCases(store, blobs, settings.common.max_upload_bytes),
+        uploads=uploads,
         jobs=JobUseCases(store),
+        web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
     )
     pipeline = Pipeline(
         store=store, blobs=blobs, embedder=embedder, extract=extract,

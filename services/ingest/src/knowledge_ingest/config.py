@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
+from knowledge_ingest.domain.fetching import parse_allow_hosts
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,8 @@ class IngestSettings:
     embed_batch: int
     ocr_max_pages: int  # PDF pages without a usable text layer that one file may have read by OCR
     ocr_page_seconds: float  # one page's OCR
+    fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
+    fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -44,6 +47,8 @@ class IngestSettings:
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
             ocr_max_pages=env.int("OCR_MAX_PAGES", DEFAULT_OCR_MAX_PAGES, minimum=0, maximum=5000),
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
+            fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
+            fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -14,6 +14,7 @@ from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.uploads import UploadUseCases
+from knowledge_ingest.service_layer.web import WebPageUseCases
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",
@@ -29,17 +30,19 @@ CAPABILITIES = {
     "CancelIngestJob": "document.upload",
     "RetryIngestJob": "document.upload",
     "IngestText": "document.upload",
+    "IngestUrl": "document.upload",
 }
 Context = grpc.aio.ServicerContext
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     def __init__(self, corpora: CorpusUseCases, documents: DocumentUseCases, uploads: UploadUseCases,
-                 jobs: JobUseCases) -> None:
+                 jobs: JobUseCases, web: WebPageUseCases | None = None) -> None:
         self._corpora = corpora
         self._documents = documents
         self._uploads = uploads
         self._jobs = jobs
+        self._web = web
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
@@ -63,6 +66,14 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                               request.source_url)
         return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
                                              corpus_id=str(job.corpus_id))
+
+    async def IngestUrl(self, request: ingest_pb2.IngestUrlRequest, context: Context) -> ingest_pb2.IngestUrlResponse:
+        if self._web is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not fetch web pages")
+        assert self._web is not None
+        job, final_url = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
+        return ingest_pb2.IngestUrlResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
+                                            corpus_id=str(job.corpus_id), source_url=final_url)
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
         return job_message(await self._jobs.get(current_scope(), request.job_id))

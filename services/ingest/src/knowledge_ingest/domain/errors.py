@@ -77,3 +77,21 @@ class JobSucceeded(FailedPrecondition):
 
     def __init__(self) -> None:
         super().__init__("the job already ended SEARCHABLE; nothing to retry (upload the file again to re-ingest it)")
+
+
+class UrlRefused(InvalidArgument):
+    """A URL ingest will not fetch (scheme, host, a private or loopback address)."""
+
+    reason = "URL_REFUSED"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the URL is refused: {why}")
+
+
+class FetchFailed(InvalidArgument):
+    """The page could not be fetched: the site did not answer, answered an error, or too slowly."""
+
+    reason = "URL_FETCH_FAILED"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the page could not be fetched: {why}")
