@@ -22,7 +22,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
 from tests.support.ingest import document_text, new_corpus, upload, wait_terminal
-from tests.support.net import free_port
+from tests.support.net import LocalSite, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -233,56 +233,10 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     assert [r["page"] for r in pages["valves"]] == [2]
 
 
-class _Site:
-    """A local web site on a free port: pages, a redirect to one, redirects to refused addresses."""
-
-    def __init__(self, pages: dict[str, tuple[str, bytes]]) -> None:
-        import http.server
-        import threading
-
-        site = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
-                site.requests.append(self.path)
-                if self.path in site.redirects:
-                    self.send_response(302)
-                    self.send_header("Location", site.redirects[self.path])
-                    self.end_headers()
-                    return
-                if self.path not in site.pages:
-                    self.send_error(404)
-                    return
-                content_type, body = site.pages[self.path]
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.pages = pages
-        self.redirects: dict[str, str] = {}
-        self.requests: list[str] = []
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrated_pg, keys_dir, make_token):
     from tests.unit.test_extraction_formats import WEB_PAGE
 
-    site = _Site({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
+    site = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
                   "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n")})
     site.redirects = {"/moved": "/guide.html", "/to-loopback": f"http://localhost:{site.port}/guide.html",
                       "/to-metadata": "http://169.254.169.254/latest/meta-data/"}
