@@ -260,8 +260,10 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
             document_id = job.result.document_id
             document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
             assert document.source_url == site.url("/guide.html")
-            text = (await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id),
-                                               metadata=metadata)).text
+            page = await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id),
+                                              metadata=metadata)
+            text = page.text
+            assert page.source_url == site.url("/guide.html")
             assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
             again = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=60)
             assert again.result.duplicate and again.result.document_id == document_id  # unchanged page

@@ -174,20 +174,22 @@ class GetDocumentTextRequest(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ...) -> None: ...
 
 class GetDocumentTextResponse(_message.Message):
-    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page")
+    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_PAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     text: str
     page: int
     page_count: int
     next_page: int
     previous_page: int
-    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ...) -> None: ...
+    source_url: str
+    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("corpus_id", "filename", "http_body")
