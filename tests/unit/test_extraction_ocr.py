@@ -67,7 +67,7 @@ def test_an_image_only_pdf_is_read_by_ocr_page_by_page(extract):
     assert PUMPS in result.text and VALVES in result.text  # clean scans come back word for word
     assert result.text.index("[Page 1]") < result.text.index(PUMPS) < result.text.index("[Page 2]") < result.text.index(VALVES)
     assert [c.page for c in split_structural(result.text)] == [1, 2]
-    assert result.warnings == (f"2 page(s) read by OCR ({ocr.engine_version()})",)
+    assert result.warnings == (f"2 page(s) read by OCR ({ocr.engine_version()}): pages 1-2",)
     assert result.extractor == f"OCR ({ocr.engine_version()}) on every page"
 
 
@@ -80,13 +80,14 @@ def test_a_mixed_pdf_reads_only_the_pages_without_text_by_ocr(extract, monkeypat
     assert [c.page for c in split_structural(result.text) if "Valves" in c.content] == [2]
     assert RESERVOIR in result.text.split("[Page 3]")[1]
     assert result.extractor == f"pypdf; OCR ({ocr.engine_version()}) on pages 1, 3"
+    assert f"2 page(s) read by OCR ({ocr.engine_version()}): pages 1, 3" in result.warnings  # kept on the document
 
 
 def test_a_page_ocr_cannot_read_ends_with_a_warning_not_a_failure(extract):
     result = extract(scanned_pdf([PUMPS, noise_page()]))
     assert result.extractable and PUMPS in result.text
     assert "page 2: OCR found no readable text" in result.warnings
-    assert "1 page(s) read by OCR" in " ".join(result.warnings)
+    assert f"1 page(s) read by OCR ({ocr.engine_version()}): page 1" in result.warnings
 
 
 def test_the_page_budget_and_the_per_page_time_limit_are_kept():

@@ -17,6 +17,7 @@ import structlog
 from knowledge_ingest.adapters.extraction import pdf, sheets, slides, text, unstructured_path, web, word
 from knowledge_ingest.adapters.extraction.detect import detect_format
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink
+from knowledge_ingest.adapters.extraction.ocr import page_ranges
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
 
 log = structlog.get_logger("knowledge.ingest.extraction")
@@ -126,17 +127,6 @@ def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
         return f"OCR ({sink.ocr_engine}) on every page"
     pages = "page" if len(sink.ocr_pages) == 1 else "pages"
     return f"{reader}; OCR ({sink.ocr_engine}) on {pages} {page_ranges(sink.ocr_pages)}"
-
-
-def page_ranges(numbers: list[int]) -> str:
-    """1, 2, 3, 5 → "1-3, 5"."""
-    ranges: list[list[int]] = []
-    for number in sorted(numbers):
-        if ranges and number == ranges[-1][1] + 1:
-            ranges[-1][1] = number
-        else:
-            ranges.append([number, number])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
 def log_result(result: Extracted, seconds: float) -> None:

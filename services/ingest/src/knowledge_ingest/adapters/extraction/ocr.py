@@ -122,8 +122,20 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
     finally:
         document.close()
     if outcome.read:
-        sink.warnings.append(f"{len(outcome.read)} page(s) read by OCR ({version})")
+        pages = "page" if len(outcome.read) == 1 else "pages"
+        sink.warnings.append(f"{len(outcome.read)} page(s) read by OCR ({version}): {pages} {page_ranges(outcome.read)}")
     return outcome
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """1, 2, 3, 5 → "1-3, 5"."""
+    ranges: list[list[int]] = []
+    for number in sorted(numbers):
+        if ranges and number == ranges[-1][1] + 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
 def _read_page(document: Any, index: int, seconds: float) -> str | None:
