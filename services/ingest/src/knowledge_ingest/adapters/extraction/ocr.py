@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import math
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from knowledge_ingest.adapters.extraction.markdown import TextSink
 
 ENGINE = "tesseract"
 DPI = 300
+MAX_PIXELS = 40_000_000  # an A4 page at 300 dpi is 8.7 million; larger pages are rendered coarser
 MIN_TEXT_CHARS = 20  # a page whose text layer has fewer letters and digits is read by OCR
 MIN_READABLE_SHARE = 0.6  # ... and so is one where fewer of its characters are readable
 MIN_WORD_CONFIDENCE = 30.0  # Tesseract's 0-100; below it a "word" is noise from a picture
@@ -143,7 +145,9 @@ def _read_page(document: Any, index: int, seconds: float) -> str | None:
     try:
         page = document[index]
         try:
-            image = page.render(scale=DPI / 72, grayscale=True).to_pil()
+            width, height = page.get_size()  # points; a poster-sized page is rendered coarser
+            scale = min(DPI / 72, math.sqrt(MAX_PIXELS / max(width * height, 1.0)))
+            image = page.render(scale=scale, grayscale=True).to_pil()
         finally:
             page.close()
     except Exception:  # noqa: BLE001 - pdfium raises assorted errors on damaged pages
@@ -153,9 +157,11 @@ def _read_page(document: Any, index: int, seconds: float) -> str | None:
         return None
     png = io.BytesIO()
     image.save(png, "PNG", compress_level=1)
-    environment = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # one thread: 5x faster than many on few cores
+    # Only what Tesseract needs; one thread: 5x faster than many on few shared cores.
+    environment = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TESSDATA_PREFIX")}
+    environment["OMP_THREAD_LIMIT"] = "1"
     finished = subprocess.run(
-        ["tesseract", "-", "-", "--dpi", str(DPI), "--psm", "3", "-l", "eng", "tsv"],
+        ["tesseract", "-", "-", "--dpi", str(max(round(scale * 72), 1)), "--psm", "3", "-l", "eng", "tsv"],
         input=png.getvalue(), capture_output=True, timeout=seconds, env=environment, check=False,
     )
     if finished.returncode != 0:
