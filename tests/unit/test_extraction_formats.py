@@ -404,10 +404,16 @@ def openpyxl_report() -> bytes:
     sheet.append(["Total", "=SUM(B2:B3)", None])
     sheet.append(["Share", "=B2/B4", None])
     sheet.append(["Elsewhere", "=Rates!A1*2", "=NOSUCHFUNCTION(1)"])
+    sheet.append(["Summary", "='Q1 data'!B3+Later!A1", "=[other.xlsx]Data!A1"])
     sheet.append(["Broken", "=B2/0", None])
     sheet.append(["Region", "Q1", None])
     sheet.merge_cells("A9:A10")
     sheet["A9"], sheet["B9"], sheet["B10"] = "North", 10, 12
+    quarter = book.create_sheet("Q1 data")
+    quarter.append(["Month", "Sales"])
+    quarter.append(["Jan", 40])
+    quarter.append(["Feb", "=B2*2"])  # itself a formula without a cached value
+    book.create_sheet("Later").append([7])  # a sheet after the one that refers to it
     wide = book.create_sheet("Wide")
     wide.append(["Name", *[f"m{i}" for i in range(1, 26)]])
     wide.append(["Ada", *range(1, 26)])
@@ -423,9 +429,12 @@ def test_xlsx_formulas_without_cached_values_are_evaluated_else_shown(extract):
     assert "| Ink | 3.5 | 2024-02-01 |" in rows  # a date formula keeps its date format
     assert any(row.startswith("| Share | 0.36363636") for row in rows)  # depends on another formula
     assert "| Broken | #DIV/0! |  |" in rows  # what Excel shows
-    # Another sheet's cell and an unknown function cannot be evaluated: the formula, never empty.
+    # Other sheets of the workbook are read (before and after this one, formulas there too).
+    assert "| Summary | 87 | =[other.xlsx]Data!A1 |" in rows
+    assert "| Feb | 80 |" in rows
+    # A missing sheet, another workbook and an unknown function: the formula, never empty.
     assert "| Elsewhere | =Rates!A1*2 | =NOSUCHFUNCTION(1) |" in rows
-    assert "2 formulas could not be evaluated and show their text" in result.warnings
+    assert "3 formulas could not be evaluated and show their text" in result.warnings
     assert "| North | 10 |  |" in rows and "| North | 12 |  |" in rows  # a merged cell in each row
 
 

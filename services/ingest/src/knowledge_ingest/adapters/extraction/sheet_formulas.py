@@ -1,7 +1,8 @@
 """Formula cells a program wrote without a cached value (openpyxl, pandas, most report
-generators), evaluated with the ``formulas`` library (EUPL-1.1) from the values of the same
-sheet. What cannot be evaluated (another sheet, a function it lacks, a cycle, a range too
-large, past the budget) keeps its formula text, so a cell is never silently empty."""
+generators), evaluated with the ``formulas`` library (EUPL-1.1) from the values of the workbook
+(its other sheets too). What cannot be evaluated (another workbook, a function it lacks, a
+cycle, a range too large, past the budget) keeps its formula text, so a cell is never silently
+empty."""
 
 from __future__ import annotations
 
@@ -37,62 +38,74 @@ class Formula:
         return self.text
 
 
-def evaluate_sheet(grid: list[list[object]], check_time: Callable[[], None]) -> int:
-    """Replace every ``Formula`` in ``grid`` (rows of values, row 1 column A at [0][0]) by its
-    value where it can be computed; the rest stay ``Formula`` (shown as their text). Returns
-    how many were left as text."""
-    pending = [(r, c) for r, row in enumerate(grid) for c, v in enumerate(row) if isinstance(v, Formula)]
+Grid = list[list[object]]  # a sheet's rows of values, row 1 column A at [0][0]
+Cell = tuple[str, int, int]  # (sheet name in upper case, 0-based row, 0-based column)
+
+
+def evaluate_workbook(sheets: dict[str, Grid], check_time: Callable[[], None]) -> dict[str, int]:
+    """Replace every ``Formula`` in the sheets (by name) with its value where it can be
+    computed, references to other sheets of the workbook included; the rest stay ``Formula``
+    (shown as their text). Returns, per sheet, how many were left as text."""
+    book = {name.upper(): grid for name, grid in sheets.items()}
+    pending = [(name.upper(), r, c) for name, grid in sheets.items()
+               for r, row in enumerate(grid) for c, v in enumerate(row) if isinstance(v, Formula)]
     if not pending:
-        return 0
+        return {}
     logging.getLogger("schedula").setLevel(logging.CRITICAL)  # it logs every failed formula
-    evaluator = _Evaluator(grid, check_time)
-    for count, (r, c) in enumerate(pending, start=1):
-        if count > MAX_FORMULAS_PER_SHEET:
-            break
+    evaluator = _Evaluator(book, check_time)
+    for cell in pending[:MAX_FORMULAS_PER_SHEET * max(len(book), 1)]:
         try:
-            evaluator.value(r, c, 0)
+            evaluator.value(cell, 0)
         except _Unevaluable:
-            evaluator.failed.add((r, c))
-    return sum(1 for r, c in pending if isinstance(grid[r][c], Formula))
+            evaluator.failed.add(cell)
+    left: dict[str, int] = {}
+    for name in sheets:
+        grid = book[name.upper()]
+        count = sum(1 for row in grid for v in row if isinstance(v, Formula))
+        if count:
+            left[name] = count
+    return left
 
 
 class _Evaluator:
-    def __init__(self, grid: list[list[object]], check_time: Callable[[], None]) -> None:
-        self._grid = grid
+    def __init__(self, book: dict[str, Grid], check_time: Callable[[], None]) -> None:
+        self._book = book
         self._check_time = check_time
         self._compiled: dict[str, Any] = {}
-        self._active: set[tuple[int, int]] = set()
-        self.failed: set[tuple[int, int]] = set()
+        self._active: set[Cell] = set()
+        self.failed: set[Cell] = set()
         self._evaluated = 0
+        self._budget = MAX_FORMULAS_PER_SHEET * max(len(book), 1)
 
-    def value(self, r: int, c: int, depth: int) -> object:
-        cell = self._cell(r, c)
-        if not isinstance(cell, Formula):
-            return cell
-        if (r, c) in self.failed or (r, c) in self._active or depth > _MAX_DEPTH:
+    def value(self, at: Cell, depth: int) -> object:
+        value = self._cell(at)
+        if not isinstance(value, Formula):
+            return value
+        if at in self.failed or at in self._active or depth > _MAX_DEPTH:
             raise _Unevaluable
         self._evaluated += 1
-        if self._evaluated > MAX_FORMULAS_PER_SHEET:
+        if self._evaluated > self._budget:
             raise _Unevaluable
         if self._evaluated % 500 == 0:
             self._check_time()
-        self._active.add((r, c))
+        self._active.add(at)
         try:
-            result = self._compute(cell, depth)
+            result = self._compute(at[0], value, depth)
         except _Unevaluable:
-            self.failed.add((r, c))
+            self.failed.add(at)
             raise
         finally:
-            self._active.discard((r, c))
-        self._grid[r][c] = result
+            self._active.discard(at)
+        self._book[at[0]][at[1]][at[2]] = result
         return result
 
-    def _cell(self, r: int, c: int) -> object:
-        if r < len(self._grid) and c < len(self._grid[r]):
-            return self._grid[r][c]
+    def _cell(self, at: Cell) -> object:
+        grid = self._book.get(at[0])
+        if grid is not None and at[1] < len(grid) and at[2] < len(grid[at[1]]):
+            return grid[at[1]][at[2]]
         return None
 
-    def _compute(self, cell: Formula, depth: int) -> object:
+    def _compute(self, sheet: str, cell: Formula, depth: int) -> object:
         import formulas
         import numpy as np
         import schedula
@@ -106,11 +119,11 @@ class _Evaluator:
             self._compiled[cell.text] = function
         arguments = []
         for reference in function.inputs:
-            top, left, bottom, right = self._bounds(reference)
+            name, (top, left, bottom, right) = self._bounds(sheet, reference)
             block = np.empty((bottom - top + 1, right - left + 1), dtype=object)
             for r in range(top, bottom + 1):
                 for c in range(left, right + 1):
-                    value = self.value(r, c, depth + 1)
+                    value = self.value((name, r, c), depth + 1)
                     block[r - top, c - left] = schedula.EMPTY if value is None else _excel_value(value)
             arguments.append(block)
         try:
@@ -136,12 +149,17 @@ class _Evaluator:
                 return value
         return value
 
-    def _bounds(self, reference: str) -> tuple[int, int, int, int]:
-        """0-based (top, left, bottom, right) of a reference on this sheet."""
-        if "!" in reference:  # another sheet: not read at this point
-            raise _Unevaluable
-        height = len(self._grid)
-        width = max((len(row) for row in self._grid), default=0)
+    def _bounds(self, sheet: str, reference: str) -> tuple[str, tuple[int, int, int, int]]:
+        """The sheet a reference is on and its 0-based (top, left, bottom, right)."""
+        if "!" in reference:  # 'SHEET NAME'!A1:B2, as the library spells it (upper case)
+            sheet, reference = reference.rsplit("!", 1)
+            if sheet.startswith("'") and sheet.endswith("'"):
+                sheet = sheet[1:-1].replace("''", "'")
+            if sheet.startswith("[") or sheet not in self._book:  # another workbook, or no such sheet
+                raise _Unevaluable
+        grid = self._book[sheet]
+        height = len(grid)
+        width = max((len(row) for row in grid), default=0)
         whole_columns, whole_rows = _WHOLE_COLUMNS.match(reference), _WHOLE_ROWS.match(reference)
         try:
             if whole_columns:
@@ -157,7 +175,7 @@ class _Evaluator:
             raise _Unevaluable from None
         if None in (left, top, right, bottom) or (bottom - top + 1) * (right - left + 1) > MAX_RANGE_CELLS:
             raise _Unevaluable
-        return top - 1, left - 1, bottom - 1, right - 1
+        return sheet, (top - 1, left - 1, bottom - 1, right - 1)
 
 
 def _excel_value(value: object) -> object:

@@ -9,13 +9,13 @@ that each repeat the key (first) column."""
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import zip_longest
 from typing import Any, BinaryIO
 from xml.etree.ElementTree import ParseError
 
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink, trim_rows
-from knowledge_ingest.adapters.extraction.sheet_formulas import Formula, evaluate_sheet
+from knowledge_ingest.adapters.extraction.sheet_formulas import Formula, evaluate_workbook
 from knowledge_ingest.domain.extraction import ExtractionFailed
 
 _TIME_CHECK_ROWS = 1000
@@ -32,22 +32,33 @@ def extract_xlsx(stream: BinaryIO, sink: TextSink) -> None:
         formulas = openpyxl.load_workbook(stream, read_only=True, data_only=False)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, TypeError, ParseError, OSError):
         raise _corrupt("xlsx") from None
+    read: list[tuple[str, list[list[object]], Any]] = []  # every sheet's rows first: formulas reach across
+    stopped: LimitReached | None = None
     try:
+        budget = sink.remaining()
         for sheet, formula_sheet in zip(workbook.worksheets, formulas.worksheets, strict=True):
             sheet.reset_dimensions()  # a wrong stored dimension must not hide rows
             formula_sheet.reset_dimensions()
             rows = _xlsx_rows(sheet.iter_rows(values_only=True), formula_sheet.iter_rows())
-
-            def complete(grid: list[list[object]], sheet: Any = sheet) -> None:
-                unevaluated = evaluate_sheet(grid, sink.check_time)
-                if unevaluated:
-                    sink.warnings.append(f"{unevaluated} formulas could not be evaluated and show their text")
-                _fill_merged(grid, _merged_ranges(workbook, sheet))
-
-            _write_sheet(sink, sheet.title, rows, "xlsx", complete)
+            grid, stopped = _collect(sink, rows, "xlsx", budget)
+            budget -= sum(len(str(v)) + 3 for row in grid for v in row if v is not None)
+            read.append((sheet.title, grid, sheet))
+            if stopped is not None:
+                break
+        try:
+            unevaluated = evaluate_workbook({title: grid for title, grid, _ in read}, sink.check_time)
+        except LimitReached as stop:  # out of time: what was computed shows, the rest its text
+            stopped, unevaluated = stopped or stop, {}
+        if unevaluated:
+            sink.warnings.append(f"{sum(unevaluated.values())} formulas could not be evaluated and show their text")
+        for title, grid, sheet in read:
+            _fill_merged(grid, _merged_ranges(workbook, sheet))
+            _write_table(sink, title, grid)
     finally:
         workbook.close()
         formulas.close()
+    if stopped is not None:
+        raise stopped
 
 
 def is_date_format(number_format: str) -> bool:
@@ -175,25 +186,29 @@ def extract_xlsb(stream: BinaryIO, sink: TextSink) -> None:
         workbook.close()
 
 
-def _write_sheet(
-    sink: TextSink, name: str, rows: Iterable[Sequence[object]], file_format: str,
-    complete: Callable[[list[list[object]], ], None] | None = None,
-) -> None:
+def _write_sheet(sink: TextSink, name: str, rows: Iterable[Sequence[object]], file_format: str) -> None:
+    grid, stopped = _collect(sink, rows, file_format, sink.remaining())
+    _write_table(sink, name, grid)
+    if stopped is not None:
+        raise stopped
+
+
+def _collect(sink: TextSink, rows: Iterable[Sequence[object]], file_format: str,
+             budget: int) -> tuple[list[list[object]], LimitReached | None]:
+    """The sheet's rows, up to the limits (the limit reached, if one was, besides)."""
     collected: list[list[object]] = []
-    stopped: LimitReached | None = None
     try:
-        for row in _bounded(rows, sink):
+        for row in _bounded(rows, sink, budget):
             collected.append(list(row))
     except LimitReached as stop:  # the rows read so far are still written
-        stopped = stop
+        return collected, stop
     except (KeyError, ValueError, IndexError, TypeError, ParseError, zipfile.BadZipFile):
         raise _corrupt(file_format) from None
-    if complete is not None:
-        try:
-            complete(collected)
-        except LimitReached as stop:
-            stopped = stopped or stop
-    kept = trim_rows(collected)
+    return collected, None
+
+
+def _write_table(sink: TextSink, name: str, grid: list[list[object]]) -> None:
+    kept = trim_rows(grid)
     if kept:  # an empty sheet adds nothing, not even its marker
         sink.sheet(name)
         sink.heading(2, f"Sheet: {name}")
@@ -201,8 +216,6 @@ def _write_sheet(
             if caption:
                 sink.paragraph(caption)
             sink.table(table)
-    if stopped is not None:
-        raise stopped
 
 
 def column_groups(rows: list[list[str]]) -> list[tuple[str, list[list[str]]]]:
@@ -220,9 +233,8 @@ def column_groups(rows: list[list[str]]) -> list[tuple[str, list[list[str]]]]:
     return groups
 
 
-def _bounded(rows: Iterable[Sequence[object]], sink: TextSink) -> Iterator[Sequence[object]]:
-    """Rows until the row limit or the remaining character budget; time checked as it goes."""
-    budget = sink.remaining()
+def _bounded(rows: Iterable[Sequence[object]], sink: TextSink, budget: int) -> Iterator[Sequence[object]]:
+    """Rows until the row limit or the character budget; time checked as it goes."""
     for count, row in enumerate(rows, start=1):
         if count > sink.limits.max_rows_per_sheet:
             sink.warnings.append(f"a sheet was cut at {sink.limits.max_rows_per_sheet:,} rows")
