@@ -38,11 +38,14 @@ def extract_xlsx(stream: BinaryIO, sink: TextSink) -> None:
         budget = sink.remaining()
         for sheet, formula_sheet in zip(workbook.worksheets, formulas.worksheets, strict=True):
             sheet.reset_dimensions()  # a wrong stored dimension must not hide rows
-            formula_sheet.reset_dimensions()
-            rows = _xlsx_rows(sheet.iter_rows(values_only=True), formula_sheet.iter_rows())
+            has_formulas, has_merges = _scan(workbook, sheet)
+            rows: Iterable[Sequence[object]] = sheet.iter_rows(values_only=True)
+            if has_formulas:  # read in step with the formulas, for those without a cached value
+                formula_sheet.reset_dimensions()
+                rows = _xlsx_rows(rows, formula_sheet.iter_rows())
             grid, stopped = _collect(sink, rows, "xlsx", budget)
             budget -= sum(len(str(v)) + 3 for row in grid for v in row if v is not None)
-            read.append((sheet.title, grid, sheet))
+            read.append((sheet.title, grid, sheet if has_merges else None))
             if stopped is not None:
                 break
         try:
@@ -51,14 +54,38 @@ def extract_xlsx(stream: BinaryIO, sink: TextSink) -> None:
             stopped, unevaluated = stopped or stop, {}
         if unevaluated:
             sink.warnings.append(f"{sum(unevaluated.values())} formulas could not be evaluated and show their text")
-        for title, grid, sheet in read:
-            _fill_merged(grid, _merged_ranges(workbook, sheet))
+        for title, grid, merged in read:
+            if merged is not None:
+                _fill_merged(grid, _merged_ranges(workbook, merged))
             _write_table(sink, title, grid)
     finally:
         workbook.close()
         formulas.close()
     if stopped is not None:
         raise stopped
+
+
+def _scan(workbook: Any, sheet: Any) -> tuple[bool, bool]:
+    """Whether the sheet's XML holds formulas and merged ranges: a byte scan, far cheaper than
+    parsing it again (done only when it does). Unknown (no path): both, to be safe."""
+    path = getattr(sheet, "_worksheet_path", None)
+    archive = getattr(workbook, "_archive", None)
+    if not path or archive is None:
+        return True, True
+    formulas = merges = False
+    tail = b""
+    try:
+        with archive.open(path) as source:
+            while piece := source.read(1 << 20):
+                window = tail + piece
+                formulas = formulas or b"<f>" in window or b"<f " in window
+                merges = merges or b"<mergeCell " in window
+                if formulas and merges:
+                    break
+                tail = window[-16:]
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return True, True
+    return formulas, merges
 
 
 def is_date_format(number_format: str) -> bool:
