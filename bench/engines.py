@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' docum
 
 from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path  # noqa: E402
 
-from tests.unit.test_extraction_formats import pdf_with_font_headings, presentation, word_document  # noqa: E402
-from tests.unit.test_extraction_pdf_tables import regions_report, two_page_table  # noqa: E402
+from tests.support.documents import regions_report, word_document  # noqa: E402
+from tests.unit.test_extraction_formats import pdf_with_font_headings, presentation  # noqa: E402
+from tests.unit.test_extraction_pdf_tables import two_page_table  # noqa: E402
 
 DOCUMENTS = {
     "handbook.docx": (word_document, ["# Employee handbook", "- Ask your manager", "| Grade | Days | Note |"]),

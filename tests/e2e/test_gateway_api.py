@@ -41,7 +41,7 @@ HANDBOOK = (
 @pytest.fixture(scope="module")
 def site():
     """A local web site the stack may fetch from (KNOWLEDGE_FETCH_ALLOW_HOSTS)."""
-    from tests.unit.test_extraction_formats import WEB_PAGE
+    from tests.support.documents import WEB_PAGE
 
     local = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode())})
     local.redirects = {"/pumps": "/guide.html"}
@@ -228,7 +228,7 @@ def test_search_query_text_and_delete(stack, token, handbook):
 
 
 def test_a_scanned_pdf_is_read_by_ocr_and_found_on_its_page(stack, handbook):
-    from tests.unit.test_extraction_ocr import PUMPS, VALVES, scanned_pdf
+    from tests.support.documents import PUMPS, VALVES, scanned_pdf
 
     base, headers = stack["base"], handbook["headers"]
     upload = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "scan.pdf"},

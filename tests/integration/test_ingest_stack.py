@@ -185,7 +185,7 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     """A scanned PDF ingested without OCR (the budget 0, as before OCR existed) is SEARCHABLE
     with no chunks; Retry reads it again, by OCR, from the kept blob: its words are in the
     lexical index with their page."""
-    from tests.unit.test_extraction_ocr import PUMPS, VALVES, scanned_pdf
+    from tests.support.documents import PUMPS, VALVES, scanned_pdf
 
     tmp, addresses = backends
     metadata = [("authorization", f"Bearer {make_token('ocr-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
@@ -234,7 +234,7 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
 
 
 async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrated_pg, keys_dir, make_token):
-    from tests.unit.test_extraction_formats import WEB_PAGE
+    from tests.support.documents import WEB_PAGE
 
     site = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
                   "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n")})

@@ -18,7 +18,7 @@ from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.chunking import split_structural
 from pptx.util import Inches
 
-from tests.support.documents import LINE, word_document
+from tests.support.documents import LINE, WEB_PAGE, word_document
 
 
 @pytest.fixture(scope="module")
@@ -503,21 +503,6 @@ def test_the_name_does_not_decide_the_format(extract):
 
 # --- Web pages ---------------------------------------------------------------------------
 
-WEB_PAGE = """<!doctype html><html><head><title>Pump maintenance</title>
-<script>var tracking = "do not index me";</script><style>p { color: red }</style></head>
-<body><nav><a href="/">Home</a> | <a href="/about">About us</a> | <a href="/contact">Contact sales</a></nav>
-<main><article><h1>Pump maintenance guide</h1>
-<p>Zanzibar pump stations are inspected every quarter by a certified technician. The inspection
-covers valves, seals and the pressure logs kept on site.</p>
-<h2>Replacement rules</h2>
-<p>Valves older than twelve years are replaced during the autumn maintenance window.</p>
-<ul><li>Check the seals monthly.</li><li>Archive the pressure logs for seven years.</li></ul>
-<h3>Costs</h3>
-<table><tr><th>Part</th><th>Price</th></tr><tr><td>Valve</td><td>120</td></tr><tr><td>Seal</td><td>8</td></tr></table>
-<p>[Page 7]</p>
-<p>Questions go to the operations desk at extension 4471, open on weekdays.</p>
-</article></main>
-<footer><p>Copyright 2026 Example Water Ltd. All rights reserved. Cookie settings.</p></footer></body></html>"""
 
 
 @pytest.mark.parametrize(("filename", "mime_type"), [("page.html", "text/html"), ("page", ""), ("index.htm", "")])

@@ -3,56 +3,12 @@ made here, a text PDF written with fpdf2, rendered by pdfium and wrapped back as
 
 from __future__ import annotations
 
-import random
-
-import pypdfium2 as pdfium
 import pytest
-from fpdf import FPDF
 from knowledge_ingest.adapters.extraction import DocumentExtractor, ocr
 from knowledge_ingest.domain.extraction import ExtractionLimits
 from knowledge_runtime.chunking import split_structural
-from PIL import Image
 
-A4 = (595.28, 841.89)
-PUMPS = "Zanzibar pump stations are inspected every quarter by a certified technician."
-VALVES = "Valves older than twelve years are replaced during the autumn maintenance window."
-RESERVOIR = "The northern reservoir opens to visitors on weekdays between nine and four."
-
-
-def text_pdf(pages: list[str]) -> bytes:
-    document = FPDF()
-    document.set_font("helvetica", size=12)
-    for text in pages:
-        document.add_page()
-        document.multi_cell(0, 7, text)
-    return bytes(document.output())
-
-
-def scanned_pdf(pages: list[str | Image.Image], *, text_layer: tuple[int, ...] = ()) -> bytes:
-    """Each page an image of its text at 200 dpi (no text layer), except the 0-based pages in
-    ``text_layer``, written as text; an ``Image`` is placed as the page as it is."""
-    rendered = pdfium.PdfDocument(text_pdf([p if isinstance(p, str) else "" for p in pages]))
-    document = FPDF(unit="pt")
-    for index, page in enumerate(pages):
-        document.add_page(format=A4)
-        if index in text_layer:
-            assert isinstance(page, str)
-            document.set_font("helvetica", size=12)
-            document.set_xy(56, 56)
-            document.multi_cell(480, 16, page)
-            continue
-        image = page if isinstance(page, Image.Image) else rendered[index].render(scale=200 / 72, grayscale=True).to_pil()
-        document.image(image, x=0, y=0, w=A4[0], h=A4[1])
-    return bytes(document.output())
-
-
-def noise_page() -> Image.Image:
-    """A photograph-like page of grey noise: something to render, nothing to read."""
-    rng = random.Random(7)
-    image = Image.new("L", (400, 560))
-    image.putdata([rng.randrange(90, 170) for _ in range(400 * 560)])
-    return image
-
+from tests.support.documents import PUMPS, RESERVOIR, VALVES, noise_page, scanned_pdf
 
 @pytest.fixture(scope="module")
 def extract():

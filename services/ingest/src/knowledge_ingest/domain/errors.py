@@ -5,6 +5,7 @@ from __future__ import annotations
 from knowledge_runtime.errors import (
     AlreadyExists,
     FailedPrecondition,
+    InvalidArgument,
     InvalidField,
     NotFound,
     OutOfRange,
