@@ -96,6 +96,10 @@ EXPOSE 50152 9464
 CMD ["knowledge-embedder"]
 
 FROM runtime AS service
+# Ingest reads scanned PDF pages with Tesseract (Debian's engine and its English data).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 USER 10001:10001
 EXPOSE 50151 50153 50154 9464

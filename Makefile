@@ -7,9 +7,19 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 # torch is pinned to the CPU wheel on disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup run test protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+# Debian packages the services need: Tesseract and its English data (ingest's OCR of scanned
+# PDF pages). Installed once; quiet when they are present.
+DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-setup: $(STAMP)
+.PHONY: setup system-packages run test protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+
+setup: system-packages $(STAMP)
+
+system-packages:
+	@dpkg-query -W -f='$${Status}\n' $(DEBIAN_PACKAGES) 2>/dev/null | grep -c "ok installed" | grep -qx $(words $(DEBIAN_PACKAGES)) \
+		|| { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+			--no-install-recommends $(DEBIAN_PACKAGES) >/dev/null; }
 
 $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.toml,$(PACKAGES))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -21,6 +21,7 @@ import pytest
 from knowledge_gateway.openapi import openapi_text
 from knowledge_runtime.devkeys import mint_dev_token
 
+from tests.support.net import LocalSite
 from tests.support.stack import post_body, running_stack, zeros
 
 pytestmark = pytest.mark.e2e
@@ -38,9 +39,20 @@ HANDBOOK = (
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def site():
+    """A local web site the stack may fetch from (KNOWLEDGE_FETCH_ALLOW_HOSTS)."""
+    from tests.support.documents import WEB_PAGE
+
+    local = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode())})
+    local.redirects = {"/pumps": "/guide.html"}
+    yield local
+    local.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, site):
     with running_stack(tmp_path_factory.mktemp("gateway-stack"), MAX_UPLOAD_BYTES=str(CAP),
-                       CORS_ORIGINS=ORIGIN) as running:
+                       CORS_ORIGINS=ORIGIN, FETCH_ALLOW_HOSTS=f"127.0.0.1:{site.port}") as running:
         yield running
 
 
@@ -244,6 +256,48 @@ def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
     assert job["state"] == SEARCHABLE and result["document_id"] == document_id and result["re_extracted"]
     text = httpx.get(f"{base}/documents/{document_id}/text", headers=headers).json()["text"]
     assert "green cast-iron kettle" in text and "blue enamel" not in text
+
+
+def test_a_scanned_pdf_is_read_by_ocr_and_found_on_its_page(stack, handbook):
+    from tests.support.documents import PUMPS, VALVES, scanned_pdf
+
+    base, headers = stack["base"], handbook["headers"]
+    upload = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "scan.pdf"},
+                        content=scanned_pdf([PUMPS, VALVES]), headers={**headers, "Content-Type": "application/pdf"})
+    assert upload.status_code == 200, upload.text
+    job, polls = wait_for_job(base, headers, upload.json()["job_id"])
+    assert job["state"] == SEARCHABLE, job
+    result = next(p["result"] for p in polls if p.get("result"))
+    assert int(result["chunk_count"]) >= 2 and any("read by OCR" in w for w in result["warnings"])
+    found = httpx.post(f"{base}/search", json={"query": "valves replaced autumn maintenance window", "top_k": 3},
+                       headers=headers).json()["results"]
+    assert found[0]["document_id"] == result["document_id"] and found[0]["page"] == 2
+    assert "Valves older than twelve years" in found[0]["content"]
+
+
+def test_a_web_page_by_url_is_searchable_and_cited_with_its_source_url(stack, handbook, site, token):
+    base, headers = stack["base"], handbook["headers"]
+    corpus_id = handbook["corpus"]["corpus_id"]
+    reply = httpx.post(f"{base}/urls", json={"url": site.url("/pumps"), "corpus_id": corpus_id}, headers=headers)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["source_url"] == site.url("/guide.html") and reply.json()["status"] == "ingesting"
+    job, polls = wait_for_job(base, headers, reply.json()["job_id"])
+    assert job["state"] == SEARCHABLE, job
+    document_id = next(p["result"]["document_id"] for p in polls if p.get("result"))
+    found = httpx.post(f"{base}/search", json={"query": "operations desk extension 4471 weekdays", "top_k": 3},
+                       headers=headers).json()["results"]
+    assert found[0]["document_id"] == document_id and found[0]["source_url"] == site.url("/guide.html")
+    answer = httpx.post(f"{base}/query", json={"query": "At which extension is the operations desk?"},
+                        headers=headers).json()
+    cited = [c for c in answer["citations"] if c["document_id"] == document_id]
+    assert cited and all(c["source_url"] == site.url("/guide.html") for c in cited)
+    assert httpx.get(f"{base}/documents/{document_id}", headers=headers).json()["source_url"] == site.url("/guide.html")
+    # Fenced: a loopback address the setting does not allow, and a non-http scheme, are 400 with the reason.
+    for url in (f"http://localhost:{site.port}/guide.html", "file:///etc/passwd"):
+        refused = httpx.post(f"{base}/urls", json={"url": url, "corpus_id": corpus_id}, headers=headers)
+        assert refused.status_code == 400 and refused.json()["details"][0]["reason"] == "URL_REFUSED", refused.text
+    assert httpx.post(f"{base}/urls", json={"url": site.url("/guide.html"), "corpus_id": corpus_id},
+                      headers=auth(token("globex"))).status_code == 404  # another tenant's corpus
 
 
 def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):

@@ -22,7 +22,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
 from tests.support.ingest import document_text, new_corpus, upload, wait_terminal
-from tests.support.net import free_port
+from tests.support.net import LocalSite, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -229,3 +229,113 @@ async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attem
         if embedder is not None:
             await embedder.stop()
         await content.stop()
+
+
+async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrated_pg, keys_dir, make_token):
+    """A scanned PDF ingested without OCR (the budget 0, as before OCR existed) is SEARCHABLE
+    with no chunks; Retry reads it again, by OCR, from the kept blob: its words are in the
+    lexical index with their page."""
+    from tests.support.documents import PUMPS, VALVES, scanned_pdf
+
+    tmp, addresses = backends
+    metadata = [("authorization", f"Bearer {make_token('ocr-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    env = ingest_env(migrated_pg, keys_dir, tmp, addresses, 0)
+    without_ocr = await ingest_app(IngestSettings.from_env(Env({**env, "KNOWLEDGE_OCR_MAX_PAGES": "0"})))
+    port = await without_ocr.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus_id = await new_corpus(stub, metadata)
+            reply = await upload(stub, metadata, corpus_id, scanned_pdf([PUMPS, VALVES]), "scan.pdf")
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
+    finally:
+        await without_ocr.stop()
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.result.chunk_count == 0
+    assert not job.result.extractable
+    app = await ingest_app(IngestSettings.from_env(Env(env)))
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+            assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
+            document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
+                                              metadata=metadata)
+            # A document with chunks has nothing more to retry.
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+    finally:
+        await app.stop()
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    assert job.result.chunk_count >= 2 and job.result.re_extracted and job.result.extractable
+    assert any("read by OCR" in w for w in document.warnings)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        pages = {word: await admin.fetch(
+            "t", "SELECT (metadata->>'page')::int AS page FROM chunks WHERE document_id = $1 "
+                 "AND lexemes @@ plainto_tsquery('english', $2)", int(job.result.document_id), word)
+            for word in ("zanzibar", "valves")}
+    finally:
+        await admin.close()
+    assert [r["page"] for r in pages["zanzibar"]] == [1]
+    assert [r["page"] for r in pages["valves"]] == [2]
+
+
+async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrated_pg, keys_dir, make_token):
+    from tests.support.documents import WEB_PAGE
+
+    site = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
+                  "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n")})
+    site.redirects = {"/moved": "/guide.html", "/to-loopback": f"http://localhost:{site.port}/guide.html",
+                      "/to-metadata": "http://169.254.169.254/latest/meta-data/"}
+    tmp, addresses = backends
+    env = {**ingest_env(migrated_pg, keys_dir, tmp, addresses, 0), "KNOWLEDGE_FETCH_ALLOW_HOSTS": f"127.0.0.1:{site.port}"}
+    app = await ingest_app(IngestSettings.from_env(Env(env)))
+    port = await app.start()
+    metadata = [("authorization", f"Bearer {make_token('web-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus_id = await new_corpus(stub, metadata)
+
+            async def ingest(url: str):
+                return await stub.IngestUrl(ingest_pb2.IngestUrlRequest(url=url, corpus_id=corpus_id), metadata=metadata)
+
+            reply = await ingest(site.url("/moved"))
+            assert reply.source_url == site.url("/guide.html") and reply.filename == "guide.html"
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+            document_id = job.result.document_id
+            document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
+            assert document.source_url == site.url("/guide.html")
+            page = await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id),
+                                              metadata=metadata)
+            text = page.text
+            assert page.source_url == site.url("/guide.html")
+            assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
+            again = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=60)
+            assert again.result.duplicate and again.result.document_id == document_id  # unchanged page
+            plain = await wait_terminal(stub, metadata, (await ingest(site.url("/notes"))).job_id, timeout=60)
+            assert plain.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and plain.result.chunk_count == 1
+
+            refused = {}
+            for url in (site.url("/to-loopback"), site.url("/to-metadata"), "ftp://127.0.0.1/x", "file:///etc/passwd",
+                        f"http://localhost:{site.port}/guide.html", "http://10.1.2.3/"):
+                with pytest.raises(grpc.aio.AioRpcError) as error:
+                    await ingest(url)
+                assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                refused[url] = error.value.details()
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await ingest(site.url("/nowhere"))
+    finally:
+        await app.stop()
+        site.close()
+    assert "localhost is a loopback address" in refused[site.url("/to-loopback")]
+    assert "link-local" in refused[site.url("/to-metadata")]
+    assert "only http and https" in refused["ftp://127.0.0.1/x"] and "only http and https" in refused["file:///etc/passwd"]
+    assert "private network" in refused["http://10.1.2.3/"]
+    assert "answered 404" in missing.value.details()
+    # The redirects to refused addresses were followed no further: nothing else was asked for.
+    assert site.requests.count("/guide.html") == 2 and "/latest/meta-data/" not in site.requests

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+import random
 
 import docx
+import pypdfium2 as pdfium
 from fpdf import FPDF
+from PIL import Image
 
 LINE = {"new_x": "LMARGIN", "new_y": "NEXT"}
 REGIONS = [
@@ -87,3 +90,63 @@ def regions_report() -> bytes:
     ruled_table(pdf, REGIONS)
     pdf.multi_cell(0, 6, "Closing words after the figures.", **LINE)
     return bytes(pdf.output())
+
+
+# --- scans (image-only PDF pages) and a web page -------------------------------------------
+
+A4 = (595.28, 841.89)
+PUMPS = "Zanzibar pump stations are inspected every quarter by a certified technician."
+VALVES = "Valves older than twelve years are replaced during the autumn maintenance window."
+RESERVOIR = "The northern reservoir opens to visitors on weekdays between nine and four."
+
+
+def text_pdf(pages: list[str]) -> bytes:
+    document = FPDF()
+    document.set_font("helvetica", size=12)
+    for text in pages:
+        document.add_page()
+        document.multi_cell(0, 7, text)
+    return bytes(document.output())
+
+
+def scanned_pdf(pages: list[str | Image.Image], *, text_layer: tuple[int, ...] = ()) -> bytes:
+    """Each page an image of its text at 200 dpi (no text layer), except the 0-based pages in
+    ``text_layer``, written as text; an ``Image`` is placed as the page as it is."""
+    rendered = pdfium.PdfDocument(text_pdf([p if isinstance(p, str) else "" for p in pages]))
+    document = FPDF(unit="pt")
+    for index, page in enumerate(pages):
+        document.add_page(format=A4)
+        if index in text_layer:
+            assert isinstance(page, str)
+            document.set_font("helvetica", size=12)
+            document.set_xy(56, 56)
+            document.multi_cell(480, 16, page)
+            continue
+        image = page if isinstance(page, Image.Image) else rendered[index].render(scale=200 / 72, grayscale=True).to_pil()
+        document.image(image, x=0, y=0, w=A4[0], h=A4[1])
+    return bytes(document.output())
+
+
+def noise_page() -> Image.Image:
+    """A photograph-like page of grey noise: something to render, nothing to read."""
+    rng = random.Random(7)
+    image = Image.new("L", (400, 560))
+    image.putdata([rng.randrange(90, 170) for _ in range(400 * 560)])
+    return image
+
+
+WEB_PAGE = """<!doctype html><html><head><title>Pump maintenance</title>
+<script>var tracking = "do not index me";</script><style>p { color: red }</style></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About us</a> | <a href="/contact">Contact sales</a></nav>
+<main><article><h1>Pump maintenance guide</h1>
+<p>Zanzibar pump stations are inspected every quarter by a certified technician. The inspection
+covers valves, seals and the pressure logs kept on site.</p>
+<h2>Replacement rules</h2>
+<p>Valves older than twelve years are replaced during the autumn maintenance window.</p>
+<ul><li>Check the seals monthly.</li><li>Archive the pressure logs for seven years.</li></ul>
+<h3>Costs</h3>
+<table><tr><th>Part</th><th>Price</th></tr><tr><td>Valve</td><td>120</td></tr><tr><td>Seal</td><td>8</td></tr></table>
+<p>[Page 7]</p>
+<p>Questions go to the operations desk at extension 4471, open on weekdays.</p>
+</article></main>
+<footer><p>Copyright 2026 Example Water Ltd. All rights reserved. Cookie settings.</p></footer></body></html>"""

@@ -183,3 +183,25 @@ def test_ctrl_c_while_following_cancels_only_when_asked(knowledge, monkeypatch, 
     assert cancelled == [] and "j9 go on" in capsys.readouterr().err
     assert run("upload", str(tmp_path / "a.txt"), "--corpus", "1", "--cancel-on-interrupt") == codes.INTERRUPTED
     assert cancelled == ["/api/v1/knowledge/ingest/j9:cancel"]
+
+
+def test_upload_of_a_url_asks_the_service_to_fetch_it(knowledge, capsys, tmp_path):
+    import json as json_module
+
+    asked = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/urls"):
+            asked.append(json_module.loads(request.content))
+            return httpx.Response(200, json={"job_id": "u1", "filename": "guide.html", "status": "ingesting",
+                                             "source_url": "https://example.com/guide"})
+        if request.url.path.endswith("/upload"):
+            asked.append(request.url.params["filename"])
+            return httpx.Response(200, json={"job_id": "f1", "filename": "a.txt", "status": "ingesting"})
+        raise AssertionError(request.url)
+
+    (tmp_path / "a.txt").write_text("hello")
+    run = knowledge(handler)
+    assert run("upload", "https://example.com/guide", str(tmp_path / "a.txt"), "--corpus", "3", "--no-wait") == codes.OK
+    assert asked == [{"url": "https://example.com/guide", "corpus_id": "3"}, "a.txt"]
+    assert capsys.readouterr().out == "u1\thttps://example.com/guide\nf1\ta.txt\n"

@@ -18,7 +18,7 @@ from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.chunking import split_structural
 from pptx.util import Inches
 
-from tests.support.documents import LINE, word_document
+from tests.support.documents import LINE, WEB_PAGE, word_document
 
 
 @pytest.fixture(scope="module")
@@ -288,15 +288,15 @@ def test_xlsx_each_sheet_is_a_table_with_formula_values(extract):
     result = extract(workbook(), "budget.xlsx")
     assert (result.format, result.extractable) == ("xlsx", True)
     assert result.text == (
-        "[Sheet: Costs]\n\n"
+        "[Sheet: Costs]\n\n## Sheet: Costs\n\n"
         "| Item | Price | Comment |\n| --- | --- | --- |\n| Paper | 2.5 | a \\| b |\n| Ink | 10 |  |\n| Total | 12.5 |  |"
-        "\n\n[Sheet: Staff]\n\n"
+        "\n\n[Sheet: Staff]\n\n## Sheet: Staff\n\n"
         "| Name | Start |\n| --- | --- |\n| Ada | line one<br>line two |"
     )
     assert "C4" not in result.text  # the value, never the formula
     chunks = split_structural(result.text)
-    assert [c.section for c in chunks] == ["Costs", "Staff"]
-    assert chunks[0].content.startswith("| Item | Price | Comment |")
+    assert [c.section for c in chunks] == ["Sheet: Costs", "Sheet: Staff"]
+    assert chunks[0].content.startswith("## Sheet: Costs\n\n| Item | Price | Comment |")
 
 
 def test_xls_sheets_through_xlrd(extract):
@@ -311,8 +311,8 @@ def test_xls_sheets_through_xlrd(extract):
     book.save(buffer)
     result = extract(buffer.getvalue(), "old.xls", "application/vnd.ms-excel")
     assert result.format == "xls"
-    assert result.text.startswith("[Sheet: Legacy]\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |")
-    assert split_structural(result.text)[0].section == "Legacy"
+    assert result.text.startswith("[Sheet: Legacy]\n\n## Sheet: Legacy\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |")
+    assert split_structural(result.text)[0].section == "Sheet: Legacy"
 
 
 def _record(record_id: int, data: bytes = b"") -> bytes:
@@ -369,8 +369,8 @@ def xlsb_workbook() -> bytes:
 def test_xlsb_sheets_through_pyxlsb(extract):
     result = extract(xlsb_workbook(), "ledger.xlsb")
     assert (result.format, result.extractable) == ("xlsb", True)
-    assert result.text == "[Sheet: Ledger]\n\n| Amount | Doubled |\n| --- | --- |\n| 7.5 | 15 |"
-    assert split_structural(result.text)[0].section == "Ledger"
+    assert result.text == "[Sheet: Ledger]\n\n## Sheet: Ledger\n\n| Amount | Doubled |\n| --- | --- |\n| 7.5 | 15 |"
+    assert split_structural(result.text)[0].section == "Sheet: Ledger"
 
 
 def test_large_sheet_is_cut_at_the_row_limit():
@@ -386,6 +386,76 @@ def test_large_sheet_is_cut_at_the_row_limit():
     result = extractor.extract(buffer.getvalue(), "big.xlsx", "")
     assert "| r9 | 9 |" in result.text and "r10" not in result.text
     assert result.warnings == ("a sheet was cut at 10 rows",)
+
+
+def openpyxl_report() -> bytes:
+    """A workbook as a program writes it (openpyxl stores formulas without cached values)."""
+    import datetime as dt
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Budget"
+    sheet.append(["Item", "Amount", "Due"])
+    sheet.append(["Paper", 2, dt.date(2024, 1, 2)])
+    sheet.append(["Ink", 3.5, "=C2+30"])
+    sheet["C3"].number_format = "yyyy-mm-dd"
+    sheet.append(["Total", "=SUM(B2:B3)", None])
+    sheet.append(["Share", "=B2/B4", None])
+    sheet.append(["Elsewhere", "=Rates!A1*2", "=NOSUCHFUNCTION(1)"])
+    sheet.append(["Summary", "='Q1 data'!B3+Later!A1", "=[other.xlsx]Data!A1"])
+    sheet.append(["Broken", "=B2/0", None])
+    sheet.append(["Region", "Q1", None])
+    sheet.merge_cells("A9:A10")
+    sheet["A9"], sheet["B9"], sheet["B10"] = "North", 10, 12
+    quarter = book.create_sheet("Q1 data")
+    quarter.append(["Month", "Sales"])
+    quarter.append(["Jan", 40])
+    quarter.append(["Feb", "=B2*2"])  # itself a formula without a cached value
+    book.create_sheet("Later").append([7])  # a sheet after the one that refers to it
+    wide = book.create_sheet("Wide")
+    wide.append(["Name", *[f"m{i}" for i in range(1, 26)]])
+    wide.append(["Ada", *range(1, 26)])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_xlsx_formulas_without_cached_values_are_evaluated_else_shown(extract):
+    result = extract(openpyxl_report(), "report.xlsx")
+    rows = result.text.split("\n")
+    assert "| Total | 5.5 |  |" in rows  # =SUM(B2:B3), computed: openpyxl stored no value
+    assert "| Ink | 3.5 | 2024-02-01 |" in rows  # a date formula keeps its date format
+    assert any(row.startswith("| Share | 0.36363636") for row in rows)  # depends on another formula
+    assert "| Broken | #DIV/0! |  |" in rows  # what Excel shows
+    # Other sheets of the workbook are read (before and after this one, formulas there too).
+    assert "| Summary | 87 | =[other.xlsx]Data!A1 |" in rows
+    assert "| Feb | 80 |" in rows
+    # A missing sheet, another workbook and an unknown function: the formula, never empty.
+    assert "| Elsewhere | =Rates!A1*2 | =NOSUCHFUNCTION(1) |" in rows
+    assert "3 formulas could not be evaluated and show their text" in result.warnings
+    assert "| North | 10 |  |" in rows and "| North | 12 |  |" in rows  # a merged cell in each row
+
+
+def test_sheet_name_is_a_heading_in_the_text_and_the_chunk_it_starts(extract):
+    result = extract(openpyxl_report(), "report.xlsx")
+    assert "[Sheet: Budget]\n\n## Sheet: Budget\n\n| Item | Amount | Due |" in result.text
+    chunks = split_structural(result.text, max_chars=400)
+    budget = [c for c in chunks if c.section == "Sheet: Budget"]
+    assert budget[0].content.startswith("## Sheet: Budget\n\n| Item | Amount | Due |")
+    assert all(c.content.count("| Item | Amount | Due |") == 1 for c in budget)  # split: header repeated
+
+
+def test_wide_sheet_is_split_into_column_groups_repeating_the_key_column(extract):
+    result = extract(openpyxl_report(), "report.xlsx")
+    wide = result.text.split("## Sheet: Wide", 1)[1]
+    tables = [block for block in wide.split("\n\n") if block.startswith("|")]
+    assert len(tables) == 3  # 26 columns: the key and 11, 11 and 3 more
+    assert [t.split("\n")[0].split(" | ")[0] for t in tables] == ["| Name"] * 3
+    assert all(t.split("\n")[2].startswith("| Ada | ") for t in tables)
+    assert "Columns 2–12 of 26 (with column 1)" in wide and "| m25 |" in tables[2]
+    assert max(t.split("\n")[0].count("|") for t in tables) <= 13
 
 
 # --- Text --------------------------------------------------------------------------------
@@ -429,3 +499,29 @@ def test_the_name_does_not_decide_the_format(extract):
     assert extract(b"\r\n" + pdf_with_font_headings(), "late-header.pdf").format == "pdf"
     result = extract(b"just words, named like a PDF", "fake.pdf", "application/pdf")
     assert (result.format, result.text) == ("text", "just words, named like a PDF")
+
+
+# --- Web pages ---------------------------------------------------------------------------
+
+
+
+@pytest.mark.parametrize(("filename", "mime_type"), [("page.html", "text/html"), ("page", ""), ("index.htm", "")])
+def test_html_is_structured_text_without_boilerplate(extract, filename, mime_type):
+    result = extract(WEB_PAGE.encode(), filename, mime_type)
+    assert result.format == "html" and result.extractor == "trafilatura"
+    text = result.text
+    assert text.startswith("# Pump maintenance guide\n\nZanzibar pump stations")
+    assert "## Replacement rules" in text and "### Costs" in text
+    assert "- Check the seals monthly.\n- Archive the pressure logs for seven years." in text
+    assert "| Part | Price |\n|---|---|\n| Valve | 120 |\n| Seal | 8 |" in text
+    for boilerplate in ("About us", "Contact sales", "do not index me", "color: red", "Cookie settings"):
+        assert boilerplate not in text
+    assert "\\[Page 7\\]" in text  # body text that looks like a marker is escaped, never a page
+    chunks = split_structural(text)
+    assert [c.section for c in chunks] == ["Pump maintenance guide", "Replacement rules", "Costs"]
+    assert all(c.page is None for c in chunks)
+
+
+def test_html_without_main_content_keeps_its_visible_text(extract):
+    result = extract(b"<html><body><div>Opening hours: nine to four.</div></body></html>", "hours.html")
+    assert result.format == "html" and "Opening hours: nine to four." in result.text

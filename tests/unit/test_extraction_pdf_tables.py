@@ -164,3 +164,55 @@ def test_a_table_whose_words_pypdf_did_not_read_goes_where_its_top_is():
     page.runs = [("Above the table", 10.0, 90.0), ("\n", 0.0, 0.0), ("Below the table", 10.0, 175.0)]
     lines = pdf._lines_around_tables(page)
     assert lines == ["Above the table", page.tables[0], "Below the table"]
+
+
+def two_page_table(*, repeat_header: bool, caption_between: bool = False) -> bytes:
+    """A ruled table of 45 rows that fpdf2 breaks over two pages, its header repeated on the
+    second page or not; optionally a heading-like caption starts the second page instead."""
+    from fpdf.enums import TableHeadingsDisplay
+
+    document = FPDF()
+    document.set_font("helvetica", size=11)
+    document.add_page()
+    document.cell(text="Inventory report", **LINE)
+    document.ln(6)
+    headings = TableHeadingsDisplay.ON_TOP_OF_EVERY_PAGE if repeat_header else TableHeadingsDisplay.NONE
+    rows = [["Part", "Count", "Bin"]] + [[f"part-{i}", str(i * 3), f"B{i % 7}"] for i in range(1, 46)]
+    if caption_between:
+        with document.table(repeat_headings=headings) as table:
+            for cells in rows[:25]:
+                row = table.row()
+                for text in cells:
+                    row.cell(text)
+        document.add_page()
+        document.cell(text="Table 2: spare parts", **LINE)
+        rows = [rows[0], *rows[25:]]
+    with document.table(repeat_headings=headings) as table:
+        for cells in rows:
+            row = table.row()
+            for text in cells:
+                row.cell(text)
+    document.ln(4)
+    document.cell(text="End of report.", **LINE)
+    return bytes(document.output())
+
+
+@pytest.mark.parametrize("repeat_header", [True, False])
+def test_a_table_continued_on_the_next_page_is_one_table_whose_chunks_repeat_its_header(extract, repeat_header):
+    result = extract(two_page_table(repeat_header=repeat_header))
+    assert result.page_count == 2
+    assert result.text.count("| Part | Count | Bin |") == 1  # one table, its header once
+    table = result.text.split("| Part | Count | Bin |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.split("\n") if line.startswith("| part-")]
+    assert rows == [f"| part-{i} | {i * 3} | B{i % 7} |" for i in range(1, 46)]  # in order, none lost
+    assert result.text.index("| part-45 |") < result.text.index("[Page 2]") < result.text.index("End of report.")
+    chunks = split_structural(result.text, max_chars=400)
+    parts = [c for c in chunks if "| part-" in c.content]
+    assert len(parts) >= 3
+    assert all("| Part | Count | Bin |\n| --- | --- | --- |" in c.content for c in parts)
+
+
+def test_a_caption_between_pages_keeps_two_tables(extract):
+    result = extract(two_page_table(repeat_header=True, caption_between=True))
+    assert result.text.count("| Part | Count | Bin |") == 2
+    assert "[Page 2]\n\nTable 2: spare parts\n\n| Part | Count | Bin |" in result.text

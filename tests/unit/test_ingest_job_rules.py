@@ -78,6 +78,15 @@ def test_retry_requeues_an_ended_job_only_when_there_is_something_to_retry():
         retry_request(replace(JOB, state=State.SEARCHABLE))
     with pytest.raises(JobFinished, match="document was deleted"):
         retry_request(replace(JOB, state=State.CANCELLED, document_id=None))
+    assert not again.re_extract
+
+
+def test_retry_reads_again_a_searchable_file_that_gave_no_text():
+    """A scan ingested before OCR existed: SEARCHABLE with no chunks; Retry extracts it again."""
+    again = retry_request(replace(JOB, state=State.SEARCHABLE), gave_no_text=True)
+    assert again.state is State.QUEUED and again.re_extract
+    with pytest.raises(JobSucceeded):  # a duplicate reports another job's document: nothing of its own to redo
+        retry_request(replace(JOB, state=State.SEARCHABLE, duplicate=True), gave_no_text=True)
 
 
 def test_transient_failures_back_off_then_fail():

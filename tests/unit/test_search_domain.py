@@ -155,6 +155,14 @@ def test_render_has_the_banner_then_every_chunk_in_full():
     assert "LOW" in render([], Relevance.LOW) and "will not help" in render([], Relevance.LOW)
 
 
+def test_render_names_the_web_address_a_source_was_fetched_from():
+    import dataclasses
+
+    fetched = dataclasses.replace(chunk(1, "Pumps are inspected quarterly."), source_url="https://example.com/pumps")
+    text = render([SearchHit(fetched, 0.5, 1, 1, 0.03)], Relevance.HIGH)
+    assert "[Source 1 (document_id=10, url=https://example.com/pumps), relevance: 50%, vec#1/lex#1]\n" in text
+
+
 # --- citations -------------------------------------------------------------------------------
 
 

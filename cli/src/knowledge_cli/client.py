@@ -148,6 +148,10 @@ class Client:
             for answer in reply.get("items", []):
                 yield {**answer, "index": start + int(answer.get("index", 0))}
 
+    def ingest_url(self, url: str, corpus_id: str) -> dict:
+        """The service fetches the page (POST /urls); the job handle, with the final URL."""
+        return self._call("POST", "/urls", json={"url": url, "corpus_id": corpus_id})
+
     def job(self, job_id: str) -> dict:
         return self._call("GET", f"/ingest/{quote(job_id, safe='')}")
 

@@ -64,8 +64,10 @@ def add_parsers(commands) -> None:
     _common(listing)
     listing.set_defaults(run=_run(_corpora_list))
 
-    upload = commands.add_parser("upload", help="upload files and follow their ingestion", epilog=epilog)
-    upload.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    upload = commands.add_parser("upload", help="upload files (or fetch web pages by URL) and follow their ingestion",
+                                 epilog=epilog)
+    upload.add_argument("files", nargs="+", metavar="FILE|URL",
+                        help="a file to upload, or an http(s) URL for the service to fetch (POST /urls)")
     upload.add_argument("--corpus", required=True, help="target corpus id")
     upload.add_argument("--no-wait", action="store_true", help="print the job ids and return at once")
     upload.add_argument("--cancel-on-interrupt", action="store_true",
@@ -163,26 +165,33 @@ def _corpora_list(client: Client, options, out: TextIO) -> int:
 
 
 # -- upload --------------------------------------------------------------------------------------
+def _is_url(argument: str) -> bool:
+    return argument.lower().startswith(("http://", "https://"))
+
+
 def _upload(client: Client, options, out: TextIO) -> int:
-    for path in options.files:
-        if not path.is_file():
-            raise ApiError(f"{path}: no such file", USAGE)
-    jobs: list[tuple[Path, dict]] = []
-    for path in options.files:
-        handle = client.upload(path, options.corpus)
-        jobs.append((path, handle))
+    for argument in options.files:
+        if not _is_url(argument) and not Path(argument).is_file():
+            raise ApiError(f"{argument}: no such file", USAGE)
+    jobs: list[tuple[str, dict]] = []  # what each job is shown as (a file's name, a URL), its handle
+    for argument in options.files:
+        if _is_url(argument):
+            jobs.append((argument, client.ingest_url(argument, options.corpus)))
+        else:
+            jobs.append((Path(argument).name, client.upload(Path(argument), options.corpus)))
         if options.no_wait or options.json:
             continue
-        print(f"knowledge: {path.name} stored, job {handle['job_id']}", file=sys.stderr)
+        print(f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
+              file=sys.stderr)
     if options.no_wait:
         if options.json:
             _print_json(out, [handle for _, handle in jobs])
         else:
-            for path, handle in jobs:
-                out.write(f"{handle['job_id']}\t{path.name}\n")
+            for name, handle in jobs:
+                out.write(f"{handle['job_id']}\t{name}\n")
         return OK
     try:
-        finals = follow(client, [handle["job_id"] for _, handle in jobs], [p.name for p, _ in jobs], sys.stderr)
+        finals = follow(client, [handle["job_id"] for _, handle in jobs], [name for name, _ in jobs], sys.stderr)
     except KeyboardInterrupt:
         running = [h["job_id"] for _, h in jobs]
         if options.cancel_on_interrupt:
@@ -198,7 +207,7 @@ def _upload(client: Client, options, out: TextIO) -> int:
     if options.json:
         _print_json(out, finals)
     failed = 0
-    for name, job in zip((p.name for p, _ in jobs), finals):
+    for name, job in zip((name for name, _ in jobs), finals):
         result = job.get("result") or {}
         if job["state"] == "DOCUMENT_STATE_SEARCHABLE":
             if not options.json:

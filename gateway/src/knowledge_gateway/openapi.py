@@ -76,6 +76,8 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
     "knowledge.v1.BatchIngestTextsRequest.items": {"minItems": 1, "maxItems": 1000},
     "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
+    "knowledge.v1.IngestUrlRequest.url": {**_NON_BLANK, "maxLength": 2048},
+    "knowledge.v1.IngestUrlRequest.corpus_id": _NON_BLANK,
     "knowledge.v1.SearchRequest.query": _QUERY,
     "knowledge.v1.SearchRequest.top_k": {"minimum": 0},
     "knowledge.v1.QueryRequest.query": _QUERY,
@@ -97,6 +99,7 @@ MESSAGE_CONSTRAINTS: dict[str, dict] = {
 _REQUIRED_INPUT = {"knowledge.v1.CreateCorpusRequest": ["name"], "knowledge.v1.SearchRequest": ["query"],
                    "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["text"],
                    "knowledge.v1.BatchIngestTextsRequest": ["items"],
+                   "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
                    "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"]}
 
 

@@ -174,20 +174,22 @@ class GetDocumentTextRequest(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ...) -> None: ...
 
 class GetDocumentTextResponse(_message.Message):
-    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page")
+    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_PAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     text: str
     page: int
     page_count: int
     next_page: int
     previous_page: int
-    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ...) -> None: ...
+    source_url: str
+    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("corpus_id", "filename", "http_body")
@@ -358,6 +360,28 @@ class IngestTextsItem(_message.Message):
     error: str
     error_code: str
     def __init__(self, index: _Optional[int] = ..., job: _Optional[_Union[IngestTextResponse, _Mapping]] = ..., error_reason: _Optional[str] = ..., error: _Optional[str] = ..., error_code: _Optional[str] = ...) -> None: ...
+
+class IngestUrlRequest(_message.Message):
+    __slots__ = ("url", "corpus_id")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    corpus_id: str
+    def __init__(self, url: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+
+class IngestUrlResponse(_message.Message):
+    __slots__ = ("job_id", "filename", "status", "corpus_id", "source_url")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    filename: str
+    status: str
+    corpus_id: str
+    source_url: str
+    def __init__(self, job_id: _Optional[str] = ..., filename: _Optional[str] = ..., status: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class GetPromptContextRequest(_message.Message):
     __slots__ = ()

@@ -108,6 +108,11 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
                 _registered_method=True)
+        self.IngestUrl = channel.unary_unary(
+                '/knowledge.v1.IngestService/IngestUrl',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
+                _registered_method=True)
         self.GetPromptContext = channel.unary_unary(
                 '/knowledge.v1.IngestService/GetPromptContext',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
@@ -208,9 +213,10 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RetryIngestJob(self, request, context):
-        """Re-queues a FAILED or CANCELLED job under the same job_id; idempotent (a queued or running
-        job is returned unchanged; a SEARCHABLE one is FAILED_PRECONDITION). Capability
-        document.upload.
+        """Re-queues a FAILED or CANCELLED job under the same job_id, or a SEARCHABLE one whose file
+        gave no text (e.g. a scan ingested before OCR: extracted again from its kept blob);
+        idempotent (a queued or running job is returned unchanged; another SEARCHABLE one is
+        FAILED_PRECONDITION). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -241,6 +247,21 @@ class IngestServiceServicer:
     def BatchIngestTexts(self, request, context):
         """IngestTexts over REST: POST /api/v1/knowledge/texts:batch with {"items": [...]} (at most
         1,000). Capability document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IngestUrl(self, request, context):
+        """Fetches a web page (HTML, PDF, plain text, or any format an upload takes) and ingests it
+        like an upload, its final URL (after at most 5 redirects) kept as the document's
+        source_url. Fenced: http and https only, and no loopback, private, link-local (metadata) or
+        other non-public address unless the host is allowed by KNOWLEDGE_FETCH_ALLOW_HOSTS; the host
+        is resolved once and the connection made to the checked address, again after each redirect.
+        A refused URL is INVALID_ARGUMENT / URL_REFUSED with the reason; a site that does not answer
+        (or answers an error, or too slowly) is INVALID_ARGUMENT / URL_FETCH_FAILED; a page over the
+        upload cap is RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE. The same page again (same bytes) is a
+        duplicate, as for an upload. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -327,6 +348,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.BatchIngestTexts,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.SerializeToString,
+            ),
+            'IngestUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.IngestUrl,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.SerializeToString,
             ),
             'GetPromptContext': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPromptContext,
@@ -716,6 +742,33 @@ class IngestService:
             '/knowledge.v1.IngestService/BatchIngestTexts',
             knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/IngestUrl',
+            knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
             options,
             channel_credentials,
             insecure,

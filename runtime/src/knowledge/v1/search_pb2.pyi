@@ -68,7 +68,7 @@ class SearchResponse(_message.Message):
     def __init__(self, relevance: _Optional[_Union[Relevance, str]] = ..., results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id")
+    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id", "source_url")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,7 @@ class SearchResult(_message.Message):
     FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     chunk_id: str
@@ -91,7 +92,8 @@ class SearchResult(_message.Message):
     fused_score: float
     content: str
     corpus_id: str
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+    source_url: str
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
     __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode")
@@ -142,17 +144,19 @@ class QueryResponse(_message.Message):
     def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ...) -> None: ...
 
 class Citation(_message.Message):
-    __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id")
+    __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id", "source_url")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     SECTION_FIELD_NUMBER: _ClassVar[int]
     EXCERPT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     page: int
     section: str
     excerpt: str
     chunk_id: str
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ...) -> None: ...
+    source_url: str
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...

@@ -21,6 +21,7 @@ from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
+from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
@@ -33,6 +34,7 @@ from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.service_layer.uploads import UploadUseCases
+from knowledge_ingest.service_layer.web import WebPageUseCases
 from knowledge_ingest.worker import Workers
 
 
@@ -40,11 +42,13 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
          extract: Callable[[Path, str, str], Extracted],
          readiness: Readiness | None = None) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
+    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
         documents=DocumentUseCases(documents),
-        uploads=UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes),
+        uploads=uploads,
         jobs=JobUseCases(jobs),
+        web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
     )
     pipeline = Pipeline(
         queue=queue, documents=documents, blobs=blobs, embedder=embedder, extract=extract,
@@ -76,7 +80,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
-        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor().extract, readiness)
+        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract,
+                                 readiness)
         resources.push_async_callback(workers.stop)
         app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
                                   on_stop=[resources.pop_all().aclose])

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
+from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
+from knowledge_ingest.domain.fetching import parse_allow_hosts
+
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
@@ -26,6 +29,10 @@ class IngestSettings:
     chunk_max_chars: int
     embed_batch: int
     embed_window: int
+    ocr_max_pages: int  # PDF pages without a usable text layer that one file may have read by OCR
+    ocr_page_seconds: float  # one page's OCR
+    fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
+    fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -43,4 +50,11 @@ class IngestSettings:
             chunk_max_chars=env.int("CHUNK_MAX_CHARS", DEFAULT_MAX_CHARS, minimum=200, maximum=20000),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
             embed_window=env.int("INGEST_EMBED_WINDOW", 4, minimum=1, maximum=64),
+            ocr_max_pages=env.int("OCR_MAX_PAGES", DEFAULT_OCR_MAX_PAGES, minimum=0, maximum=5000),
+            ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
+            fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
+            fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
         )
+
+    def extraction_limits(self) -> ExtractionLimits:
+        return ExtractionLimits(max_ocr_pages=self.ocr_max_pages, ocr_page_seconds=self.ocr_page_seconds)

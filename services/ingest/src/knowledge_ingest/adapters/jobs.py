@@ -79,10 +79,13 @@ RETURNING {JOB_COLUMNS}
 REQUEUE_JOB = f"""
 UPDATE ingest_jobs SET state = $2, stage = $3, progress = $4, error = NULL, attempts = 0, interruptions = 0,
     cancel_requested = false, not_before = now(), lease_owner = NULL, lease_expires_at = NULL,
-    result = NULL, result_delivered = false, update_time = now()
+    result = NULL, result_delivered = false, update_time = now(), re_extract = re_extract OR $5
 WHERE job_id = $1
 RETURNING {JOB_COLUMNS}
 """
+
+# Whether a job's document is SEARCHABLE with no chunks: its file gave no text (retry reads it again).
+GAVE_NO_TEXT = "SELECT state = 'SEARCHABLE' AND chunk_count = 0 FROM documents WHERE document_id = $1"
 
 
 class PostgresJobs:
@@ -140,11 +143,13 @@ class PostgresJobs:
     async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
             job = await _locked(tx, tenant, job_id)
-            change = None if job is None else retry_request(job)
+            gave_no_text = job is not None and job.document_id is not None and bool(
+                await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
+            change = None if job is None else retry_request(job, gave_no_text=gave_no_text)
             if job is None or change is None:
                 return job
             row = await tx.fetchrow("requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage,
-                                    change.progress)
+                                    change.progress, change.re_extract)
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
         return job_from_row(row)
 

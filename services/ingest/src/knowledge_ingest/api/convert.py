@@ -79,7 +79,8 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
 
 
 def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
-    message = ingest_pb2.GetDocumentTextResponse(document_id=str(page.document_id), text=page.text)
+    message = ingest_pb2.GetDocumentTextResponse(document_id=str(page.document_id), text=page.text,
+                                                 source_url=page.source_url)
     if page.page is not None:
         message.page = page.page
         message.page_count = page.page_count

@@ -23,6 +23,8 @@ from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
+from knowledge_ingest.service_layer.uploads import UploadUseCases
+from knowledge_ingest.service_layer.web import WebPageUseCases
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",
@@ -40,17 +42,19 @@ CAPABILITIES = {
     "IngestText": "document.upload",
     "IngestTexts": "document.upload",
     "BatchIngestTexts": "document.upload",
+    "IngestUrl": "document.upload",
 }
 Context = grpc.aio.ServicerContext
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     def __init__(self, corpora: CorpusUseCases, documents: DocumentUseCases, uploads: UploadUseCases,
-                 jobs: JobUseCases) -> None:
+                 jobs: JobUseCases, web: WebPageUseCases | None = None) -> None:
         self._corpora = corpora
         self._documents = documents
         self._uploads = uploads
         self._jobs = jobs
+        self._web = web
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
@@ -90,6 +94,14 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         answers, accepted = batch_items(outcomes)
         return ingest_pb2.BatchIngestTextsResponse(items=answers, accepted_count=accepted,
                                                    rejected_count=len(answers) - accepted)
+
+    async def IngestUrl(self, request: ingest_pb2.IngestUrlRequest, context: Context) -> ingest_pb2.IngestUrlResponse:
+        if self._web is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not fetch web pages")
+        assert self._web is not None
+        job, final_url = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
+        return ingest_pb2.IngestUrlResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
+                                            corpus_id=str(job.corpus_id), source_url=final_url)
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
         return job_message(await self._jobs.get(current_scope(), request.job_id))

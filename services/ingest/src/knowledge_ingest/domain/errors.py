@@ -5,6 +5,7 @@ from __future__ import annotations
 from knowledge_runtime.errors import (
     AlreadyExists,
     FailedPrecondition,
+    InvalidArgument,
     InvalidField,
     NotFound,
     OutOfRange,
@@ -106,3 +107,19 @@ class DependencyNotReady(Unavailable):
     def __init__(self, service: str) -> None:
         super().__init__(f"the {service} is starting or restarting", metadata={"service": service})
         self.service = service
+class UrlRefused(InvalidArgument):
+    """A URL ingest will not fetch (scheme, host, a private or loopback address)."""
+
+    reason = "URL_REFUSED"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the URL is refused: {why}")
+
+
+class FetchFailed(InvalidArgument):
+    """The page could not be fetched: the site did not answer, answered an error, or too slowly."""
+
+    reason = "URL_FETCH_FAILED"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the page could not be fetched: {why}")

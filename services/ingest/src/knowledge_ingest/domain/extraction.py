@@ -22,8 +22,15 @@ class Extracted:
     text: str
     page_count: int | None
     extractable: bool
-    format: str  # pdf, docx, pptx, xlsx, xls, xlsb or text
+    format: str  # pdf, docx, pptx, xlsx, xls, xlsb, html or text
     warnings: tuple[str, ...] = ()
+    # What read the text: the reader, and OCR's engine with the pages it read where it read some
+    # ("pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").
+    extractor: str = ""
+
+
+DEFAULT_OCR_MAX_PAGES = 100  # about 2.5 s a page: within the 300 s bound
+DEFAULT_OCR_PAGE_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,8 @@ class ExtractionLimits:
     max_pages: int = 5_000  # PDF pages and slides
     max_rows_per_sheet: int = 200_000
     max_seconds: float = 300.0  # checked between pages, slides, paragraphs and rows
+    max_ocr_pages: int = DEFAULT_OCR_MAX_PAGES  # PDF pages without a usable text layer read by OCR
+    ocr_page_seconds: float = DEFAULT_OCR_PAGE_SECONDS  # one page's OCR; past it the page is warned about
     max_archive_entries: int = 10_000
     max_archive_uncompressed_bytes: int = 512 * 1024 * 1024
     max_archive_ratio: int = 200  # uncompressed / compressed, once past ratio_floor_bytes
@@ -48,8 +57,10 @@ class ExtractionLimits:
                      "max_archive_uncompressed_bytes", "max_archive_ratio"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
-        if self.max_seconds <= 0:
-            raise ValueError("max_seconds must be positive")
+        if self.max_ocr_pages < 0:
+            raise ValueError("max_ocr_pages must not be negative")
+        if self.max_seconds <= 0 or self.ocr_page_seconds <= 0:
+            raise ValueError("max_seconds and ocr_page_seconds must be positive")
 
 
 class ExtractionFailed(InvalidArgument):

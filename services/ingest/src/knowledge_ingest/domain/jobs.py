@@ -48,6 +48,7 @@ class Transition:
     interrupted: bool = False  # counts one interruption (a dependency restarted under the job)
     document: DocumentEffect = DocumentEffect.FOLLOW
     unless_cancelled: bool = True  # not written once cancel was asked (the worker then ends it CANCELLED)
+    re_extract: bool = False  # a retry of a SEARCHABLE job: its document's chunks are replaced
 
     @property
     def releases_lease(self) -> bool:
@@ -154,13 +155,16 @@ def cancel_request(job: Job) -> CancelDecision | None:
                                                      document=DocumentEffect.KEEP))
 
 
-def retry_request(job: Job) -> Transition | None:
+def retry_request(job: Job, *, gave_no_text: bool = False) -> Transition | None:
     """A FAILED or CANCELLED job is queued again from the start (None: queued or running, returned
-    unchanged); a SEARCHABLE one has nothing to retry; one whose document is gone cannot be."""
-    if job.state is State.SEARCHABLE:
+    unchanged); so is a SEARCHABLE one whose file gave no text (``gave_no_text``: its own document
+    is SEARCHABLE with no chunks, e.g. a scan read before OCR), extracted again from its kept blob;
+    another SEARCHABLE one has nothing to retry; one whose document is gone cannot be."""
+    again = job.state is State.SEARCHABLE and gave_no_text and not job.duplicate
+    if job.state is State.SEARCHABLE and not again:
         raise JobSucceeded()
     if not job.state.terminal:
         return None
     if job.document_id is None or job.blob_id is None:
         raise JobFinished(f"{job.state.value} and its document was deleted; upload the file again")
-    return Transition(State.QUEUED, "queued", 0.0, requeue_after_s=0.0, unless_cancelled=False)
+    return Transition(State.QUEUED, "queued", 0.0, requeue_after_s=0.0, unless_cancelled=False, re_extract=again)

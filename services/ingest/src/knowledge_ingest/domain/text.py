@@ -20,6 +20,7 @@ class TextPage:
     page_count: int | None
     next_page: int | None
     previous_page: int | None
+    source_url: str = ""  # where a fetched page came from
 
 
 def _blocks(chunks: Sequence[TextChunk]) -> list[tuple[str, str, bool]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
@@ -48,9 +49,11 @@ class DocumentUseCases:
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
-        if await self.store.document(scope.tenant, key) is None:
+        document = await self.store.document(scope.tenant, key)
+        if document is None:
             raise DocumentNotFound(document_id)
-        return paginate(key, await self.store.document_chunks(scope.tenant, key), page)
+        text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
+        return dataclasses.replace(text, source_url=document.source_url or "")
 
     async def move(self, scope: Scope, target_corpus_id: str, document_ids: list[str],
                    source_corpus_id: str, all_documents: bool) -> Moved:

@@ -41,8 +41,9 @@ class JobUseCases:
         return job
 
     async def retry(self, scope: Scope, job_id: str) -> Job:
-        """A failed or cancelled job is queued again from the start; a queued or running one is
-        returned as is; a SEARCHABLE one has nothing to retry."""
+        """A failed or cancelled job is queued again from the start, and so is a SEARCHABLE one
+        whose file gave no text (extracted again: a scan read before OCR); a queued or running
+        one is returned as is; another SEARCHABLE one has nothing to retry."""
         job = await self.store.retry(scope.tenant, parse_job_id(job_id))  # domain.jobs.retry_request decides
         if job is None:
             raise JobNotFound(job_id)

@@ -36,7 +36,7 @@ WITH nearest AS MATERIALIZED (
     ORDER BY c.embedding <=> $1
     LIMIT $3
 )
-SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename,
+SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url,
        greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
 FROM nearest n
 JOIN chunks c ON c.chunk_id = n.chunk_id
@@ -93,7 +93,7 @@ scored AS (
     ORDER BY score DESC, m.chunk_id
     LIMIT $9
 )
-SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score,
+SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, s.score,
        least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
 FROM scored s
 JOIN chunks c ON c.chunk_id = s.chunk_id
@@ -130,6 +130,7 @@ def _hit(row) -> ChannelHit:
         section=row["section"],
         page=row["page"],
         content=row["content"],
+        source_url=row["source_url"] or "",
     )
     coverage = row.get("coverage")  # only the lexical channel selects it
     return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))

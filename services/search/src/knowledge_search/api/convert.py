@@ -47,6 +47,7 @@ def result(hit: SearchHit) -> search_pb2.SearchResult:
         fused_score=hit.fused_score,
         content=chunk.content,
         corpus_id=str(chunk.corpus_id),
+        source_url=chunk.source_url,
     )
 
 
@@ -89,6 +90,7 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
                 section=c.chunk.section,
                 excerpt=c.excerpt,
                 chunk_id=str(c.chunk.chunk_id),
+                source_url=c.chunk.source_url,
             )
             for c in answer.citations
         ],

@@ -136,6 +136,7 @@ class Chunk:
     section: str
     page: int | None
     content: str
+    source_url: str = ""  # where a fetched page came from; empty for an upload
 
 
 @dataclass(frozen=True, slots=True)

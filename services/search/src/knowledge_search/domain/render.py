@@ -12,7 +12,8 @@ def source_line(number: int, hit: SearchHit) -> str:
     vec = f"vec#{hit.vector_rank}" if hit.vector_rank else "vec#-"
     lex = f"lex#{hit.lexical_rank}" if hit.lexical_rank else "lex#-"
     percent = round(hit.score * 100)
-    return f"[Source {number} (document_id={hit.chunk.document_id}), relevance: {percent}%, {vec}/{lex}]"
+    url = f", url={hit.chunk.source_url}" if hit.chunk.source_url else ""
+    return f"[Source {number} (document_id={hit.chunk.document_id}{url}), relevance: {percent}%, {vec}/{lex}]"
 
 
 def render(hits: Sequence[SearchHit], relevance: Relevance) -> str:

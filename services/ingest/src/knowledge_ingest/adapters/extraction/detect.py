@@ -32,7 +32,9 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     ".xls": "xls", "application/vnd.ms-excel": "xls",
     ".doc": "doc", "application/msword": "doc",
     ".ppt": "ppt", "application/vnd.ms-powerpoint": "ppt",
+    ".html": "html", ".htm": "html", ".xhtml": "html", "text/html": "html", "application/xhtml+xml": "html",
 }
+_HTML_STARTS = (b"<!doctype html", b"<html")
 _NAMES = {"pdf": "PDF", "docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel", "xlsb": "Excel binary",
           "xls": "Excel 97-2003", "doc": "Word 97-2003", "ppt": "PowerPoint 97-2003"}
 
@@ -69,7 +71,18 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
         raise ExtractionFailed(
             f"the file is not a valid {_NAMES[claim]} file", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim
         )
+    if _looks_html(head, claim):
+        return "html"
     return "text"
+
+
+def _looks_html(head: bytes, claim: str | None) -> bool:
+    """A page that says it is HTML (doctype or root element), or is named or typed so and
+    starts with markup; ``<?xml`` only with such a claim (XHTML)."""
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if start.startswith(_HTML_STARTS):
+        return True
+    return claim == "html" and start.startswith(b"<") and not _looks_binary(head)
 
 
 def _looks_binary(head: bytes) -> bool:

@@ -14,9 +14,10 @@ from typing import BinaryIO
 
 import structlog
 
-from knowledge_ingest.adapters.extraction import pdf, sheets, slides, text, unstructured_path, word
+from knowledge_ingest.adapters.extraction import pdf, sheets, slides, text, unstructured_path, web, word
 from knowledge_ingest.adapters.extraction.detect import detect_format
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink
+from knowledge_ingest.adapters.extraction.ocr import page_ranges
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
 
 log = structlog.get_logger("knowledge.ingest.extraction")
@@ -29,9 +30,12 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "xls": sheets.extract_xls,
     "xlsb": sheets.extract_xlsb,
     "text": text.extract_text,
+    "html": web.extract_html,
 }
+_READERS = {"pdf": "pypdf", "docx": "python-docx", "pptx": "python-pptx", "xlsx": "openpyxl", "xls": "xlrd",
+            "xlsb": "pyxlsb", "text": "text", "html": "trafilatura"}
 _NOTHING_FOUND = {
-    "pdf": "no text was found in the PDF; a scanned PDF needs OCR, which is not available",
+    "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
 }
 
@@ -58,8 +62,9 @@ class DocumentExtractor:
             file_format = detect_format(stream, filename, mime_type, self._limits)
             sink = TextSink(self._limits)
             page_count: int | None = None
+            reader = _READERS.get(file_format, file_format)
             try:
-                page_count = self._read(file_format, stream, sink)
+                page_count, reader = self._read(file_format, stream, sink)
             except LimitReached as stop:
                 sink.warnings.append(stop.warning)
         extractable = sink.has_content()
@@ -73,9 +78,11 @@ class DocumentExtractor:
             extractable=extractable,
             format=file_format,
             warnings=tuple(warnings),
+            extractor=_extractor(reader, sink, page_count),
         )
 
-    def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> int | None:
+    def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:
+        """The page count, and the name of what read the file."""
         partition = self._partitioner(file_format)
         if partition is not None:
             pages = None
@@ -89,9 +96,9 @@ class DocumentExtractor:
                 stream.seek(0)
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
-                return pages or (last_page if file_format == "pptx" else None)
+                return pages or (last_page if file_format == "pptx" else None), "unstructured"
         try:
-            return _NATIVE[file_format](stream, sink)
+            return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
         except (ExtractionFailed, LimitReached, MemoryError):
             raise
         except (zipfile.BadZipFile, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
@@ -112,9 +119,19 @@ class DocumentExtractor:
         return found
 
 
+def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
+    """The reader, and OCR's engine with the pages it read: "pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
+    if not sink.ocr_pages:
+        return reader
+    if page_count is not None and len(sink.ocr_pages) == page_count:
+        return f"OCR ({sink.ocr_engine}) on every page"
+    pages = "page" if len(sink.ocr_pages) == 1 else "pages"
+    return f"{reader}; OCR ({sink.ocr_engine}) on {pages} {page_ranges(sink.ocr_pages)}"
+
+
 def log_result(result: Extracted, seconds: float) -> None:
     log.info("extraction_done", format=result.format, chars=len(result.text), pages=result.page_count,
-             extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
+             extractor=result.extractor, extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
 
 
 @contextlib.contextmanager

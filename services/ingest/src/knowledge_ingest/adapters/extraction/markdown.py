@@ -33,6 +33,8 @@ class TextSink:
         self._chars = 0
         self._deadline = time.monotonic() + limits.max_seconds
         self.warnings: list[str] = []
+        self.ocr_pages: list[int] = []  # the pages OCR read (PDF), with its engine
+        self.ocr_engine = ""
 
     @property
     def limits(self) -> ExtractionLimits:

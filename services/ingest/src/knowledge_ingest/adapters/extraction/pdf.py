@@ -18,7 +18,8 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink, one_line, plain
-from knowledge_ingest.adapters.extraction.pdf_tables import RuleCounter, Run, find_tables
+from knowledge_ingest.adapters.extraction.ocr import ocr_pages
+from knowledge_ingest.adapters.extraction.pdf_tables import RuleCounter, Run, find_tables, join_continued_tables
 from knowledge_ingest.adapters.extraction.pdf_tables import Table as _Table
 from knowledge_ingest.adapters.extraction.pdf_tables import lines_around_tables as _lines_around_tables
 from knowledge_ingest.domain.extraction import ExtractionFailed
@@ -29,6 +30,7 @@ HEADING_MIN_RATIO = 1.15  # a line this much larger than the body text is a head
 HEADING_MAX_CHARS = 150
 _MAX_HEADING_LEVELS = 3
 _TABLE = -1  # the level an output line has when it is a rendered table
+_PAGE_NUMBER = re.compile(r"^\s*(page\s*)?\d{1,5}(\s*(of|/)\s*\d{1,5})?\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -38,6 +40,8 @@ class _Page:
     weights: Counter[float] = field(default_factory=Counter)  # font size → characters
     runs: list[Run] = field(default_factory=list)  # pypdf's text pieces, each where it starts (ruled pages only)
     tables: list[_Table] = field(default_factory=list)
+    extractor: str = ""  # the OCR engine where OCR read the page
+    has_image: bool = False  # the page draws an image (a scan): a near-empty text layer is read by OCR
 
 
 def open_pdf(stream: BinaryIO) -> PdfReader:
@@ -76,16 +80,36 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
     except LimitReached as stop:  # what was read before the limit is still written
         sink.warnings.append(stop.warning)
     else:
+        _read_by_ocr(stream, pages, sink)
         find_tables(stream, pages, sink)
     body = _body_size(pages) if not outline else None
     levels = _size_levels(pages, body) if body else {}
     running = _running_lines(pages) if levels else set()
+    lines = [_lines_around_tables(page) if page.tables else _lines(page.text) for page in pages]
+    if any(page.tables for page in pages):
+        between = _running_lines(pages)
+        join_continued_tables(lines, lambda line: _key(line) in between or bool(_PAGE_NUMBER.match(line)),
+                              lambda index: bool(outline.get(index)))
     try:
         for number, page in enumerate(pages, start=1):
-            _write_page(sink, number, page, outline.get(number - 1, []), levels, running)
+            _write_page(sink, number, page, lines[number - 1], outline.get(number - 1, []), levels, running)
     except LimitReached as stop:
         sink.warnings.append(stop.warning)
     return page_count
+
+
+def _read_by_ocr(stream: BinaryIO, pages: list[_Page], sink: TextSink) -> None:
+    """Pages without a usable text layer get OCR's text; what pypdf saw there (no text, or
+    garbage) no longer counts for fonts or tables."""
+    try:
+        ocr_pages(stream, pages, sink)
+    except LimitReached as stop:  # the pages read so far keep their text
+        sink.warnings.append(stop.warning)
+    for number, page in enumerate(pages, start=1):
+        if page.extractor:
+            page.sizes, page.weights, page.runs = {}, Counter(), []
+            sink.ocr_pages.append(number)
+            sink.ocr_engine = page.extractor
 
 
 def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
@@ -100,8 +124,10 @@ def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
         rules = RuleCounter()
         try:
             visitor = _PageRecorder(page)
-            page.text = reader.pages[index].extract_text(visitor_text=visitor, visitor_operand_before=rules)
+            source = reader.pages[index]
+            page.text = source.extract_text(visitor_text=visitor, visitor_operand_before=rules)
             visitor.flush()
+            page.has_image = _draws_image(source)
         except Exception:  # noqa: BLE001 - pypdf raises assorted errors on damaged pages; skip the page
             failed += 1
             page = _Page()
@@ -113,6 +139,26 @@ def _read_pages(reader: PdfReader, sink: TextSink) -> Iterator[_Page]:
             break
     if failed:
         sink.warnings.append(f"{failed} page(s) could not be read")
+
+
+def _draws_image(page: Any) -> bool:
+    """Whether the page's resources (or those of a form it draws) hold an image XObject."""
+    try:
+        resources = page.get("/Resources")
+        stack = [resources.get_object()] if resources is not None else []
+        for _ in range(50):  # forms inside forms: a bounded look
+            if not stack:
+                return False
+            objects = stack.pop().get("/XObject")
+            for item in (objects.get_object().values() if objects is not None else ()):
+                item = item.get_object()
+                if item.get("/Subtype") == "/Image":
+                    return True
+                if item.get("/Subtype") == "/Form" and item.get("/Resources") is not None:
+                    stack.append(item["/Resources"].get_object())
+    except Exception:  # noqa: BLE001 - damaged resources: take it as drawing one (OCR decides)
+        return True
+    return False
 
 
 class _PageRecorder:
@@ -200,9 +246,8 @@ def _running_lines(pages: list[_Page]) -> set[str]:
     return {key for key, count in counts.items() if key and count >= floor}
 
 
-def _write_page(sink: TextSink, number: int, page: _Page, marks: list[tuple[int, str]],
+def _write_page(sink: TextSink, number: int, page: _Page, lines: list[str | _Table], marks: list[tuple[int, str]],
                 levels: dict[float, int], running: set[str]) -> None:
-    lines = _lines_around_tables(page) if page.tables else _lines(page.text)
     keys = {_key(line) for line in lines if isinstance(line, str)}
     # An outline entry whose title is a line of the page becomes that line; the others start the page.
     placed = {_key(title): (level, title) for level, title in marks if _key(title) in keys}

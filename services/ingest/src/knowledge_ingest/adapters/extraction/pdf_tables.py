@@ -35,6 +35,11 @@ Run = tuple[str, float, float]  # a piece of text pypdf read, with where it star
 class Table:
     box: tuple[float, float, float, float]  # x0, top, x1, bottom in pdfplumber's page space
     markdown: str
+    rows: tuple[tuple[str, ...], ...] = ()  # the rendered cells, the header first
+
+    @property
+    def width(self) -> int:
+        return max((len(row) for row in self.rows), default=0)
 
 
 class RuledPage(Protocol):
@@ -134,10 +139,10 @@ def _page_tables(plumbed: Any, page: RuledPage) -> list[Table]:
     for found in plumbed.find_tables():
         if len(found.rows) < 2 or len(found.columns) < 2:
             continue
-        rows = [[_cell(cell) for cell in row] for row in found.extract()]
-        rendered = markdown_table(trim_rows(rows))
+        rows = trim_rows([[_cell(cell) for cell in row] for row in found.extract()])
+        rendered = markdown_table(rows)
         if rendered:
-            tables.append(Table(tuple(float(v) for v in found.bbox), rendered))
+            tables.append(Table(tuple(float(v) for v in found.bbox), rendered, tuple(tuple(r) for r in rows)))
     if tables:
         place = _to_plumber_space(plumbed)
         page.runs = [(text, *place(x, y)) for text, x, y in page.runs]
@@ -222,3 +227,37 @@ def _table_at(tables: list[Table], x: float, top: float) -> int | None:
         if x0 - 1 <= x <= x1 + 1 and y0 - 1 <= top <= y1 + 1:
             return index
     return None
+
+
+def join_continued_tables(pages: list[list[str | Table]], ignorable: Callable[[str], bool],
+                          starts_with_caption: Callable[[int], bool]) -> int:
+    """A table that ends its page (only ``ignorable`` lines after it: blanks, running headers,
+    page numbers) and continues as the first thing on the next page with as many columns (no
+    caption, heading or text in between) becomes one table on the page where it starts: the next
+    page's part leaves that page, a header row it repeats is dropped. ``pages`` are each page's
+    lines in order, changed in place; returns how many parts were joined."""
+    joined = 0
+    open_table: tuple[int, int] | None = None  # (page, line) of a table that ended its page
+    for number, lines in enumerate(pages):
+        first = next((i for i, line in enumerate(lines) if not _skippable(line, ignorable)), None)
+        if open_table is not None and first is not None and isinstance(lines[first], Table) \
+                and not starts_with_caption(number):
+            page, index = open_table
+            head = pages[page][index]
+            part = lines[first]
+            assert isinstance(head, Table) and isinstance(part, Table)
+            if head.width == part.width and head.rows:
+                rows = part.rows[1:] if part.rows[0] == head.rows[0] else part.rows
+                merged = head.rows + rows
+                pages[page][index] = Table(head.box, markdown_table([list(r) for r in merged]), merged)
+                del lines[first]
+                joined += 1
+                if all(_skippable(line, ignorable) for line in lines):
+                    continue  # the whole page was the table's: it may go on over the next one
+        last = next((i for i in range(len(lines) - 1, -1, -1) if not _skippable(lines[i], ignorable)), None)
+        open_table = (number, last) if last is not None and isinstance(lines[last], Table) else None
+    return joined
+
+
+def _skippable(line: str | Table, ignorable: Callable[[str], bool]) -> bool:
+    return not isinstance(line, Table) and (not line.strip() or ignorable(line))

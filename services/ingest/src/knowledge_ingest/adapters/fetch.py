@@ -1,0 +1,108 @@
+"""Fetching a web page for ``IngestUrl``, fenced: each URL (the first and every redirect's) is
+checked by ``domain.fetching``, its host resolved once, the address checked, and the connection
+made to that address (the Host header and TLS server name stay the URL's host, so a second DNS
+answer can never point the request elsewhere). At most ``max_redirects`` redirects, a total time
+limit, and no proxies from the environment; the body streams out as it arrives (the caller caps
+its size)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from knowledge_ingest.domain.errors import FetchFailed, UrlRefused
+from knowledge_ingest.domain.fetching import Target, address_refusal, target
+
+_REDIRECTS = {301, 302, 303, 307, 308}
+USER_AGENT = "knowledge-ingest/0.1 (+IngestUrl)"
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    final_url: str
+    content_type: str
+    chunks: AsyncIterator[bytes]
+
+
+class WebFetcher:
+    def __init__(self, allowed: frozenset[str], *, timeout_s: float = 30.0, max_redirects: int = 5) -> None:
+        self._allowed = allowed
+        self._timeout_s = timeout_s
+        self._max_redirects = max_redirects
+
+    @contextlib.asynccontextmanager
+    async def open(self, url: str) -> AsyncIterator[FetchedPage]:
+        deadline = time.monotonic() + self._timeout_s
+        async with httpx.AsyncClient(trust_env=False, follow_redirects=False, verify=True,
+                                     timeout=httpx.Timeout(self._timeout_s)) as client:
+            for _ in range(self._max_redirects + 1):
+                where = target(url)
+                address = await self._resolve(where)
+                request = client.build_request("GET", _at_address(url, address), headers={
+                    "Host": _host_header(where), "User-Agent": USER_AGENT,
+                    "Accept": "text/html, application/xhtml+xml, application/pdf, text/plain;q=0.9, */*;q=0.5",
+                }, extensions={"sni_hostname": where.host} if where.scheme == "https" else {})
+                try:
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                        response = await client.send(request, stream=True)
+                except TimeoutError:
+                    raise FetchFailed(f"no answer within {self._timeout_s:g} s") from None
+                except httpx.HTTPError as error:
+                    raise FetchFailed(f"the connection failed ({type(error).__name__})") from None
+                try:
+                    if response.status_code in _REDIRECTS and response.headers.get("location"):
+                        url = urljoin(url, response.headers["location"])
+                        continue
+                    if response.status_code >= 400:
+                        raise FetchFailed(f"the site answered {response.status_code}")
+                    content_type = response.headers.get("content-type", "application/octet-stream")
+                    yield FetchedPage(url, content_type.split(";", 1)[0].strip().lower(),
+                                      _body(response, deadline, self._timeout_s))
+                    return
+                finally:
+                    await response.aclose()
+            raise FetchFailed(f"more than {self._max_redirects} redirects")
+
+    async def _resolve(self, where: Target) -> str:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(where.host, where.port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            raise FetchFailed(f"{where.host} cannot be resolved") from None
+        if not infos:
+            raise FetchFailed(f"{where.host} cannot be resolved")
+        address = str(infos[0][4][0])
+        refusal = address_refusal(where, address, self._allowed)
+        if refusal is not None:
+            raise UrlRefused(refusal)
+        return address
+
+
+async def _body(response: httpx.Response, deadline: float, timeout_s: float) -> AsyncIterator[bytes]:
+    try:
+        async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+            async for chunk in response.aiter_bytes(256 * 1024):
+                yield chunk
+    except TimeoutError:
+        raise FetchFailed(f"the page did not arrive within {timeout_s:g} s") from None
+    except httpx.HTTPError as error:
+        raise FetchFailed(f"the connection failed ({type(error).__name__})") from None
+
+
+def _at_address(url: str, address: str) -> str:
+    parts = urlsplit(url)
+    host = f"[{address}]" if ":" in address else address
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def _host_header(where: Target) -> str:
+    host = f"[{where.host}]" if ":" in where.host else where.host
+    default = 443 if where.scheme == "https" else 80
+    return host if where.port == default else f"{host}:{where.port}"
