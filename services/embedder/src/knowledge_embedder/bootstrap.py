@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 
 import structlog
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime import health
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -67,4 +68,5 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         resources.push_async_callback(queue.stop)
         servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
         return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose])
+                                   on_stop=[resources.pop_all().aclose],
+                                   readiness=[health.database(db)])
