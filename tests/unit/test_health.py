@@ -2,10 +2,19 @@
 
 import asyncio
 
+import pytest
 from knowledge_ingest.worker import Workers
+from knowledge_runtime import health
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.health import Dependency, Outage, ReadinessProbe
 from structlog.testing import capture_logs
+
+
+@pytest.fixture(autouse=True)
+def no_outage_known():
+    health._OUTAGES.clear()  # the process-wide outages start clear in each test
+    yield
+    health._OUTAGES.clear()
 
 
 class Switch:
@@ -126,3 +135,19 @@ async def test_the_ingest_workers_log_a_database_outage_once_not_per_poll():
     events = [entry["event"] for entry in logs]
     assert events == ["dependency_unavailable", "dependency_available"], events
     assert all(entry.get("exc_info") is None for entry in logs)
+
+
+async def test_the_probe_and_the_workers_share_one_line_per_outage():
+    switch = Switch()
+    probe = ReadinessProbe([Dependency("database", switch.check)], lambda ready: asyncio.sleep(0),
+                           failures_to_down=1)
+    worker_view = health.outage("database")
+    with capture_logs() as logs:
+        worker_view.failed(Unavailable("the database is unavailable"))  # a worker noticed first
+        switch.down = True
+        assert await probe.check_once() is False
+        switch.down = False
+        assert await probe.check_once() is True
+        worker_view.succeeded()
+    assert [e["event"] for e in logs if e["event"].startswith("dependency_")] == [
+        "dependency_unavailable", "dependency_available"]

@@ -5,8 +5,9 @@ services the Kubernetes readiness probes ask) are different questions. A service
 is down is alive — restarting it would not bring the database back — but not ready: traffic
 should go elsewhere. :class:`ReadinessProbe` checks each hard :class:`Dependency` every
 ``interval_s`` (one cheap call, never per request), and tells its listener when the answer
-changes. :class:`Outage` is the one-line-per-outage log every caller of a dependency shares: a
-known outage is logged when it starts and when it ends, never once per failed poll.
+changes. :class:`Outage` is the one-line-per-outage log every observer of a dependency in the
+process shares (:func:`outage`): a known outage is logged when it starts and when it ends, never
+once per failed poll, whether the probe or a worker's loop noticed it first.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ class Outage:
             self.since = None
 
 
+_OUTAGES: dict[str, Outage] = {}
+
+
+def outage(dependency: str) -> Outage:
+    """The process's one :class:`Outage` of ``dependency``, shared by everyone who calls it."""
+    return _OUTAGES.setdefault(dependency, Outage(dependency))
+
+
 @dataclass
 class ReadinessProbe:
     """Checks every dependency each ``interval_s``; ``on_change(ready)`` on every change of the answer."""
@@ -75,7 +84,7 @@ class ReadinessProbe:
     failures_to_down: int = FAILURES_TO_DOWN
     ready: bool = True
     _failures: dict[str, int] = field(default_factory=dict)
-    _outages: dict[str, Outage] = field(default_factory=dict)
+    _down: set[str] = field(default_factory=set)
     _task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -91,7 +100,6 @@ class ReadinessProbe:
     async def check_once(self) -> bool:
         """Check every dependency now; returns (and reports on change) whether all are usable."""
         for dependency in self.dependencies:
-            outage = self._outages.setdefault(dependency.name, Outage(dependency.name))
             try:
                 await asyncio.wait_for(dependency.check(), self.timeout_s)
             except asyncio.CancelledError:
@@ -99,15 +107,16 @@ class ReadinessProbe:
             except Exception as error:  # any failure of the check: the dependency is not usable
                 self._failures[dependency.name] = self._failures.get(dependency.name, 0) + 1
                 if self._failures[dependency.name] >= self.failures_to_down:
-                    outage.failed(error)
+                    self._down.add(dependency.name)
+                    outage(dependency.name).failed(error)
             else:
                 self._failures[dependency.name] = 0
-                outage.succeeded()
-        ready = not any(outage.down for outage in self._outages.values())
+                self._down.discard(dependency.name)
+                outage(dependency.name).succeeded()
+        ready = not self._down
         if ready != self.ready:
             self.ready = ready
-            log.info("readiness_changed", ready=ready,
-                     down=sorted(name for name, outage in self._outages.items() if outage.down))
+            log.info("readiness_changed", ready=ready, down=sorted(self._down))
             await self.on_change(ready)
         return ready
 

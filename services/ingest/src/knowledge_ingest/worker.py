@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import structlog
 from knowledge_runtime.errors import Unavailable
-from knowledge_runtime.health import Outage
+from knowledge_runtime.health import Outage, outage
 
 from knowledge_ingest.domain.ports import JobQueue, Readiness
 from knowledge_ingest.metrics import JOBS_BACKLOG
@@ -31,8 +31,9 @@ class Workers:
     ready_log_after_s: float = 1.0
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    # One line when the database goes away and one when it is back, shared by every loop.
-    _database: Outage = field(default_factory=lambda: Outage("database", log))
+    # One line when the database goes away and one when it is back, shared by every loop (and
+    # the readiness probe).
+    _database: Outage = field(default_factory=lambda: outage("database"))
 
     async def start(self) -> None:
         base = f"{socket.gethostname()}:{os.getpid()}"
