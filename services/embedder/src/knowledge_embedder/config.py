@@ -31,6 +31,8 @@ class EmbedderSettings:
     backend: str
     max_seq_length: int
     max_batch_tokens: int
+    bulk_batch_tokens: int  # the cap of a batch of bulk inputs (passages): what a query may wait behind
+    interactive_burst: int  # interactive batches in a row before a waiting bulk batch runs
     max_queue: int
     batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16; onnx-int8 8)
     price_per_1k_tokens: float
@@ -50,6 +52,8 @@ class EmbedderSettings:
             backend=env.choice("EMBEDDING_BACKEND", "torch", BACKENDS),
             max_seq_length=env.int("MAX_SEQ_LENGTH", 1024, minimum=16),
             max_batch_tokens=env.int("MAX_BATCH_TOKENS", 16384, minimum=64),
+            bulk_batch_tokens=env.int("BULK_BATCH_TOKENS", 2048, minimum=64),
+            interactive_burst=env.int("INTERACTIVE_BURST", 4, minimum=1),
             max_queue=env.int("MAX_QUEUE", 4096, minimum=1),
             batch_size=env.int("EMBEDDING_BATCH_SIZE", 0, minimum=0, maximum=4096),
             price_per_1k_tokens=env.float("EMBEDDING_PRICE_PER_1K", 0.0, minimum=0.0),
