@@ -239,3 +239,18 @@ async def test_a_cancelled_query_is_skipped_and_uncounted(fake):
         assert ["gone"] not in fake.batches and queue.depth == 0
     finally:
         await queue.stop()
+
+
+def test_passages_go_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu():
+    from knowledge_embedder.config import EmbedderSettings
+    from knowledge_runtime.settings import Env
+
+    def settings(**values: str) -> EmbedderSettings:
+        return EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "/models/m",
+                                              **{f"KNOWLEDGE_{k}": v for k, v in values.items()}}))
+
+    assert settings().bulk_batch_tokens_on("cpu") == 512
+    assert settings().bulk_batch_tokens_on("cuda:0") == 16384
+    assert settings(BULK_BATCH_TOKENS="2048").bulk_batch_tokens_on("cuda") == 2048
+    assert settings(BULK_BATCH_TOKENS="99999").bulk_batch_tokens_on("cpu") == 16384  # never above the budget
+    assert settings().interactive_burst == 1

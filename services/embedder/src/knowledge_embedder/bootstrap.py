@@ -61,7 +61,8 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue,
-                           bulk_batch_tokens=settings.bulk_batch_tokens, interactive_burst=settings.interactive_burst)
+                           bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
+                           interactive_burst=settings.interactive_burst)
         usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
                                     Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
         resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
