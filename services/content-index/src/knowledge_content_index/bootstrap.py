@@ -45,6 +45,11 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         storage = LocalBlobStorage.create(settings.blob_root)
     except OSError as error:
         raise SettingsError(f"KNOWLEDGE_BLOB_ROOT: cannot create {settings.blob_root} ({error.strerror})") from None
+    # Uploads cut off by this process's predecessor (killed mid-write) leave .partial files that
+    # no writer holds any more: removed now, not at the next garbage collection.
+    swept = await storage.sweep_abandoned()
+    if swept:
+        log.info("abandoned_uploads_removed", files=swept)
     keyring = content_keyring(settings)
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
