@@ -24,14 +24,16 @@ PASSAGE = ("Employees may carry over up to five unused vacation days into the ne
            "their manager approves the request before the end of November; days not carried over lapse. ")
 
 
-async def test_a_query_does_not_wait_behind_a_bulk_request(migrated_pg, verifier, make_token, encoder):  # noqa: F811
+async def test_a_query_does_not_wait_behind_a_bulk_request(
+    migrated_pg, verifier, make_service_token, encoder,  # noqa: F811 - the imported fixture
+):
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
     queue = BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096, bulk_batch_tokens=512)
     queue.start()
     usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db), Price(0.0, "USD"))
     app = GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=16384))], verifier=verifier)
     port = await app.start()
-    metadata = auth(make_token("lanes", ["embed"]))
+    metadata = auth(make_service_token("lanes", ["embed"]))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
