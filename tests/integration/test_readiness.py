@@ -10,17 +10,25 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
+from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.config import IngestSettings
 from knowledge_runtime import health
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.settings import Env
 
-from tests.conftest import auth
-from tests.integration.test_grpc_runtime import servicer_for
+from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
 
 NAMED = "knowledge.v1.IngestService"
+
+
+def servicer_for(db: Database) -> IngestServicer:
+    """The real ingest servicer (its corpus RPCs are what these tests call)."""
+    wired, _ = wire(IngestSettings.from_env(Env({})), db, blobs=None, embedder=None, extract=None)
+    return IngestServicer(wired._corpora, wired._documents, wired._uploads, wired._jobs)
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 

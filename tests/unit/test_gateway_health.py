@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from knowledge_gateway.envoy import GatewayConfig, render, write_config, write_descriptor_set
 
-from tests.conftest import free_port
+from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
 INGEST, SEARCH = "knowledge.v1.IngestService", "knowledge.v1.SearchService"
