@@ -115,7 +115,7 @@ class DownStore:
 
 async def test_the_ingest_workers_log_a_database_outage_once_not_per_poll():
     store = DownStore()
-    workers = Workers(store=store, pipeline=None, count=2, lease_s=5, poll_s=0.005, backlog_every_s=0.005)
+    workers = Workers(queue=store, pipeline=None, count=2, lease_s=5, poll_s=0.005, backlog_every_s=0.005)
     with capture_logs() as logs:
         await workers.start()
         try:
