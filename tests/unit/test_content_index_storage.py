@@ -175,3 +175,51 @@ async def test_remove_if_older_spares_young_files_links_and_anything_not_a_conte
     assert young.exists() and link.is_symlink() and outside.exists() and old.exists()
     assert await storage.remove_if_older(old.as_uri(), hour) == 5 and not old.exists()
     assert await storage.remove_if_older(old.as_uri(), hour) is None
+
+
+# -- uploads cut off by a dead writer ------------------------------------------------------------
+
+DEAD_WRITER = """
+import sys, time
+from pathlib import Path
+import asyncio
+from knowledge_content_index.adapters.local_storage import LocalBlobStorage
+
+async def main():
+    storage = LocalBlobStorage.create(Path(sys.argv[1]))
+    async with storage.stage() as staged:
+        await staged.write(b"x" * 100_000)
+        print("writing", flush=True)
+        time.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_dead_writers_partial_is_swept_and_a_live_ones_is_kept(storage):
+    import signal
+    import subprocess
+    import sys
+
+    writer = subprocess.Popen([sys.executable, "-c", DEAD_WRITER, str(storage.root)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        async with storage.stage() as live:
+            await live.write(b"live bytes")
+            sealed_path = None
+            async with storage.stage() as sealed:
+                await sealed.write(b"sealed, not yet placed")
+                await sealed.seal()
+                sealed_path = sealed.path
+                assert len(list(storage.staging.iterdir())) == 3
+                assert await storage.sweep_abandoned() == 0  # every writer is alive
+                writer.send_signal(signal.SIGKILL)  # content-index killed mid-upload
+                writer.wait(10)
+                assert await storage.sweep_abandoned() == 1
+                assert sorted(storage.staging.iterdir()) == sorted([live.path, sealed_path])
+            assert list(storage.staging.iterdir()) == [live.path]
+        assert list(storage.staging.iterdir()) == []
+    finally:
+        if writer.poll() is None:
+            writer.kill()

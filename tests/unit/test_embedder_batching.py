@@ -164,3 +164,93 @@ async def test_stopping_fails_waiting_callers_as_unavailable(fake):
             await task
     with pytest.raises(EmbedderStopping):
         await queue.embed(["late"], [1])
+
+
+# -- the interactive lane ----------------------------------------------------------------------
+
+
+async def test_a_query_goes_before_every_waiting_passage(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=100, max_queue=1000, bulk_batch_tokens=10)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        bulk = [asyncio.create_task(queue.embed([f"passage{i}"], [5])) for i in range(20)]  # ten batches' worth
+        await asyncio.sleep(0)
+        query = asyncio.create_task(queue.embed(["query"], [2], interactive=True))
+        await asyncio.sleep(0)
+        fake.hold.set()
+        await asyncio.gather(first, query, *bulk)
+        assert fake.batches[1] == ["query"]  # the very next batch, ahead of 20 passages queued before it
+        assert all(len(batch) <= 2 for batch in fake.batches[2:])  # bulk batches capped at 10 tokens
+    finally:
+        await queue.stop()
+
+
+async def test_passages_still_progress_under_a_flood_of_queries(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=5, max_queue=1000, bulk_batch_tokens=5, interactive_burst=3)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        passages = [asyncio.create_task(queue.embed([f"p{i}"], [5])) for i in range(2)]
+        queries = [asyncio.create_task(queue.embed([f"q{i}"], [5], interactive=True)) for i in range(12)]
+        await asyncio.sleep(0)
+        fake.hold.set()
+        await asyncio.gather(first, *passages, *queries)
+        order = [batch[0][0] for batch in fake.batches[1:]]
+        # Three query batches, then a passage, three more, the other passage, then the rest.
+        assert order == ["q", "q", "q", "p", "q", "q", "q", "p", "q", "q", "q", "q", "q", "q"]
+    finally:
+        await queue.stop()
+
+
+async def test_a_full_bulk_backlog_never_refuses_a_query(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=100, max_queue=4)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        bulk = asyncio.create_task(queue.embed(["a", "b", "c", "d"], [1, 1, 1, 1]))
+        await asyncio.sleep(0)
+        with pytest.raises(QueueFull):
+            await queue.embed(["e"], [1])  # the bulk lane is full
+        query = asyncio.create_task(queue.embed(["query"], [1], interactive=True))
+        await asyncio.sleep(0)
+        assert queue.depth == 5
+        fake.hold.set()
+        vectors = await query
+        assert vectors.shape == (1, 2)
+        await asyncio.gather(first, bulk)
+        assert queue.depth == 0
+    finally:
+        await queue.stop()
+
+
+async def test_a_cancelled_query_is_skipped_and_uncounted(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=100, max_queue=1000)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        query = asyncio.create_task(queue.embed(["gone"], [1], interactive=True))
+        passage = asyncio.create_task(queue.embed(["kept"], [1]))
+        await asyncio.sleep(0)
+        query.cancel()
+        await asyncio.sleep(0)
+        fake.hold.set()
+        await asyncio.gather(first, passage)
+        assert ["gone"] not in fake.batches and queue.depth == 0
+    finally:
+        await queue.stop()
+
+
+def test_passages_go_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu():
+    from knowledge_embedder.config import EmbedderSettings
+    from knowledge_runtime.settings import Env
+
+    def settings(**values: str) -> EmbedderSettings:
+        return EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "/models/m",
+                                              **{f"KNOWLEDGE_{k}": v for k, v in values.items()}}))
+
+    assert settings().bulk_batch_tokens_on("cpu") == 512
+    assert settings().bulk_batch_tokens_on("cuda:0") == 16384
+    assert settings(BULK_BATCH_TOKENS="2048").bulk_batch_tokens_on("cuda") == 2048
+    assert settings(BULK_BATCH_TOKENS="99999").bulk_batch_tokens_on("cpu") == 16384  # never above the budget
+    assert settings().interactive_burst == 1

@@ -85,7 +85,7 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
             while True:
                 assert envoy.poll() is None, envoy.stderr.read().decode()
                 try:
-                    if (await client.get("/healthz")).status_code == 200:
+                    if (await client.get("/livez")).status_code == 200:  # Envoy is up (its upstreams are fakes)
                         break
                 except httpx.TransportError:
                     pass

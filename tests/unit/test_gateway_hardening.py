@@ -83,7 +83,7 @@ async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncI
             while True:
                 assert envoy.poll() is None, envoy.stderr.read().decode()
                 try:
-                    if (await client.get("/healthz")).status_code == 200:
+                    if (await client.get("/livez")).status_code == 200:  # Envoy is up (its upstreams are fakes)
                         break
                 except httpx.TransportError:
                     pass
@@ -111,7 +111,7 @@ async def access_log(gateway: dict, count: int) -> list[dict]:
     deadline = time.monotonic() + 10
     while True:
         lines = [json.loads(line) for line in gateway["log"].read_text().splitlines() if line.startswith("{")]
-        requests = [line for line in lines if line["path"] != "/healthz"]
+        requests = [line for line in lines if line["path"] != "/livez"]
         if len(requests) >= count or time.monotonic() > deadline:
             return requests
         await asyncio.sleep(0.2)

@@ -186,8 +186,9 @@ def test_services_have_native_grpc_probes_on_the_health_service(overlay):
         assert box["readinessProbe"]["grpc"]["service"] == GRPC_SERVICES[service]
         assert box["command"] == [f"knowledge-{service}"]
     gateway = one(overlay, "Deployment", "knowledge-gateway")["spec"]["template"]["spec"]["containers"][0]
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert gateway[probe]["httpGet"]["path"] == "/healthz"
+    assert gateway["readinessProbe"]["httpGet"]["path"] == "/healthz"  # the upstreams' readiness
+    for probe in ("startupProbe", "livenessProbe"):
+        assert gateway[probe]["httpGet"]["path"] == "/livez"  # Envoy itself: never restarted for a database outage
 
 
 def test_probed_grpc_services_exist_in_the_contracts():

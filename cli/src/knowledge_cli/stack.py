@@ -2,14 +2,26 @@
 
 Embedded PostgreSQL (unless ``KNOWLEDGE_DATABASE_URL`` is set) → migrations → the four
 services, each as its own process and database role → Envoy. Prints one line with
-``ready`` and the REST base URL once every health check is SERVING and the gateway answers;
-SIGTERM or Ctrl-C stops every child (and the embedded database) cleanly.
+``ready`` and the REST base URL once every health check is SERVING and the gateway answers.
+
+Then it supervises: a child that dies (a service, Envoy, or the embedded PostgreSQL) is started
+again after a backoff that doubles with each recent death, with one line on stderr when it dies
+and one when it is back, and ``<data dir>/run/status.json`` says what each child is doing. The
+stack gives up (and stops, status 1) only when one child died more than
+``KNOWLEDGE_SUPERVISOR_MAX_RESTARTS`` times within ``KNOWLEDGE_SUPERVISOR_WINDOW_S``.
+
+SIGTERM or Ctrl-C drains, then stops: Envoy stops accepting and finishes the requests in flight
+(bounded by ``KNOWLEDGE_SHUTDOWN_GRACE_S``), then each service drains its own calls, then the
+embedded PostgreSQL stops — whichever postmaster runs on its data directory by then. A start finds
+a PostgreSQL already running there: it adopts it, saying so, or refuses if another live process
+holds it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -25,6 +37,7 @@ import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
 from knowledge_runtime.db.connect import service_role
+from knowledge_runtime.db.embedded import other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
@@ -42,6 +55,31 @@ SERVICES = ("content-index", "embedder", "ingest", "search")
 GRPC_NAMES = {"ingest": "knowledge.v1.IngestService", "search": "knowledge.v1.SearchService"}
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
+SUPERVISE_EVERY_S = 0.5
+DATABASE = "postgres"  # the embedded PostgreSQL's name in messages and status.json
+
+
+def say(message: str) -> None:
+    """One line on stderr: what the supervisor saw or did (never a traceback)."""
+    print(f"knowledge: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When a dead child starts again, and when the stack gives up on it. Pure: a decision on the
+    times the child died."""
+
+    max_restarts: int = 5  # deaths within the window that are restarted; one more stops the stack
+    window_s: float = 60.0
+    backoff_s: float = 0.5  # the first restart's delay, doubled for each other death in the window
+    max_backoff_s: float = 15.0
+
+    def delay(self, deaths: list[float], now: float) -> float | None:
+        """Seconds to wait before the restart after the latest of ``deaths``; None: give up."""
+        recent = [t for t in deaths if now - t <= self.window_s]
+        if len(recent) > self.max_restarts:
+            return None
+        return min(self.backoff_s * 2 ** max(len(recent) - 1, 0), self.max_backoff_s)
 
 
 @dataclass(frozen=True)
@@ -58,6 +96,8 @@ class StackSettings:
     audience: str
     max_upload_bytes: int
     gateway_limits: Mapping[str, object] = field(default_factory=dict)  # CORS origins, rate limit
+    restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
+    shutdown_grace_s: float = 10.0  # how long the gateway may take to finish its requests on a stop
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> StackSettings:
@@ -78,6 +118,13 @@ class StackSettings:
             audience=jwt_audience(env),
             max_upload_bytes=max_upload_bytes(env),
             gateway_limits=limits_from_env(env),
+            restart_policy=RestartPolicy(
+                max_restarts=env.int("SUPERVISOR_MAX_RESTARTS", 5, minimum=0),
+                window_s=env.float("SUPERVISOR_WINDOW_S", 60.0, minimum=1.0),
+                backoff_s=env.float("SUPERVISOR_BACKOFF_S", 0.5, minimum=0.0),
+                max_backoff_s=env.float("SUPERVISOR_MAX_BACKOFF_S", 15.0, minimum=0.0),
+            ),
+            shutdown_grace_s=env.float("SHUTDOWN_GRACE_S", 10.0, minimum=0.0),
         )
 
     @property
@@ -116,6 +163,12 @@ class Child:
     name: str
     process: subprocess.Popen
     log_path: Path
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    deaths: list[float] = field(default_factory=list)  # monotonic times it was found dead
+    restarts: int = 0
+    restart_at: float | None = None  # set while it waits for its restart
+    last_status: int | None = None
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -129,10 +182,21 @@ class StartupFailed(RuntimeError):
 
 
 @dataclass
+class WatchedDatabase:
+    """The embedded PostgreSQL as the supervisor sees it (pg_ctl daemonises it: not a Popen child)."""
+
+    pid: int | None = None
+    deaths: list[float] = field(default_factory=list)
+    restarts: int = 0
+    restart_at: float | None = None
+
+
+@dataclass
 class Stack:
     settings: StackSettings
     children: list[Child] = field(default_factory=list)
     embedded: object | None = None
+    database: WatchedDatabase = field(default_factory=WatchedDatabase)
 
     @property
     def run_dir(self) -> Path:
@@ -168,15 +232,18 @@ class Stack:
         log_dir = self.settings.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
+        child = Child(name, self._popen(argv, env, log_path), log_path, argv=list(argv), env=dict(env))
+        self.children.append(child)
+        return child
+
+    @staticmethod
+    def _popen(argv: list[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
         with open(log_path, "ab") as log_file:
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True,  # signals reach children only through us, in order
                 preexec_fn=_die_with_parent,
             )
-        child = Child(name, process, log_path)
-        self.children.append(child)
-        return child
 
     def _database(self) -> tuple[str, dict[str, str]]:
         """The admin URL for migrations and each service's URL."""
@@ -184,8 +251,18 @@ class Stack:
             return self.settings.database_url, {name: self.settings.database_url for name in SERVICES}
         from knowledge_runtime.db.embedded import start_embedded
 
+        pgdata = self.settings.data_dir / "postgres"
+        running = running_postmaster(pgdata)
+        if running is not None:
+            holders = other_holders(pgdata)
+            if holders:
+                raise StartupFailed(f"the PostgreSQL in {pgdata} (pid {running}) is in use by process "
+                                    f"{', '.join(map(str, holders))}; stop that first")
+            say(f"adopting the PostgreSQL already running in {pgdata} (pid {running}), which this stack did not "
+                "start; it stops with the stack")
         embedded = start_embedded(self.settings.data_dir)
         self.embedded = embedded
+        self.database.pid = embedded.running_pid()
         return embedded.url(), {name: embedded.url(service_role(name)) for name in SERVICES}
 
     async def start(self) -> None:
@@ -240,7 +317,8 @@ class Stack:
         self._spawn(
             "gateway",
             [envoy, "-c", str(path), "--log-level", "warn", "--base-id", str(self.settings.http_port),
-             "--drain-time-s", "1", "--parent-shutdown-time-s", "2"],
+             "--drain-time-s", "1", "--parent-shutdown-time-s", "2",
+             "--admin-address-path", str(self.admin_address_path)],
             os.environ,
         )
 
@@ -265,13 +343,130 @@ class Stack:
             if child.process.poll() is not None:
                 raise StartupFailed(f"{child.name} exited with status {child.process.returncode}\n{child.tail()}")
 
-    def dead_child(self) -> Child | None:
-        return next((c for c in self.children if c.process.poll() is not None), None)
+    @property
+    def admin_address_path(self) -> Path:
+        return self.run_dir / "envoy-admin-address"
+
+    @property
+    def status_path(self) -> Path:
+        return self.run_dir / "status.json"
+
+    # -- supervision -----------------------------------------------------------------------
+
+    async def supervise_once(self) -> str | None:
+        """Restart what died (after its backoff); a reason to stop the stack when one keeps dying."""
+        now = time.monotonic()
+        policy = self.settings.restart_policy
+        changed = False
+        for child in self.children:
+            if child.restart_at is None:
+                status = child.process.poll()
+                if status is None:
+                    continue
+                child.deaths.append(now)
+                child.last_status = status
+                delay = policy.delay(child.deaths, now)
+                if delay is None:
+                    return (f"{child.name} exited with status {status}, {policy.max_restarts + 1} times within "
+                            f"{policy.window_s:g}s (see {child.log_path})")
+                child.restart_at = now + delay
+                say(f"{child.name} exited with status {status}; restarting it in {delay:.1f}s")
+                changed = True
+            elif now >= child.restart_at:
+                child.process = self._popen(child.argv, child.env, child.log_path)
+                child.restart_at = None
+                child.restarts += 1
+                say(f"{child.name} restarted (pid {child.process.pid})")
+                changed = True
+        if self.embedded is not None:
+            outcome = await self._supervise_database(now)
+            if isinstance(outcome, str):
+                return outcome
+            changed = changed or outcome
+        if changed:
+            self.write_status()
+        return None
+
+    async def _supervise_database(self, now: float) -> bool | str:
+        """The embedded PostgreSQL: restarted when it died, adopted (and said so) when someone else
+        started it again meanwhile. True when something changed; a reason to stop when it keeps dying."""
+        watched, policy = self.database, self.settings.restart_policy
+        pid = self.embedded.running_pid()
+        if pid is not None and pid != watched.pid:
+            say(f"{DATABASE} is running as pid {pid}, started outside the stack; adopting it (it stops with the stack)")
+            watched.pid, watched.restart_at = pid, None
+            return True
+        if pid is not None:
+            return False
+        if watched.restart_at is None:
+            watched.deaths.append(now)
+            delay = policy.delay(watched.deaths, now)
+            if delay is None:
+                return f"{DATABASE} died {policy.max_restarts + 1} times within {policy.window_s:g}s"
+            say(f"{DATABASE} (pid {watched.pid}) is down; restarting it in {delay:.1f}s")
+            watched.pid, watched.restart_at = None, now + delay
+            return True
+        if now < watched.restart_at:
+            return False
+        try:
+            watched.pid = await asyncio.to_thread(self.embedded.restart)
+        except Exception as error:  # pg_ctl failed or timed out: one more death, retried after a backoff
+            watched.deaths.append(now)
+            delay = policy.delay(watched.deaths, now)
+            if delay is None:
+                return f"{DATABASE} could not be started again ({type(error).__name__}; see its log under the data dir)"
+            say(f"{DATABASE} did not start ({type(error).__name__}); retrying in {delay:.1f}s")
+            watched.restart_at = now + delay
+            return True
+        watched.restart_at = None
+        watched.restarts += 1
+        say(f"{DATABASE} restarted (pid {watched.pid})")
+        return True
+
+    def write_status(self) -> None:
+        """``run/status.json``: each child's state (running, restarting), pid, restarts, last exit status."""
+        children = {
+            child.name: {"state": "restarting" if child.restart_at is not None else "running",
+                         "pid": child.process.pid, "restarts": child.restarts, "last_exit_status": child.last_status}
+            for child in self.children
+        }
+        if self.embedded is not None:
+            children[DATABASE] = {"state": "restarting" if self.database.pid is None else "running",
+                                  "pid": self.database.pid, "restarts": self.database.restarts,
+                                  "last_exit_status": None}
+        document = {"updated": time.time(), "children": children}
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        partial = self.status_path.with_suffix(".tmp")
+        partial.write_text(json.dumps(document, indent=2) + "\n")
+        os.replace(partial, self.status_path)
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def _drain_gateway(self, gateway: Child) -> None:
+        """Envoy stops accepting and finishes what it has in flight (bounded), before its SIGTERM."""
+        try:
+            admin = "http://" + self.admin_address_path.read_text().strip()
+        except OSError:
+            return
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
+        try:
+            with httpx.Client(timeout=1.0) as client:
+                client.post(f"{admin}/drain_listeners", params={"graceful": ""})
+                while time.monotonic() < deadline and gateway.process.poll() is None:
+                    stats = client.get(f"{admin}/stats", params={"filter": "downstream_rq_active$"}).text
+                    if _requests_in_flight(stats) == 0:
+                        return
+                    time.sleep(0.05)
+        except httpx.HTTPError:
+            pass  # the admin endpoint is gone: Envoy is stopping anyway
 
     def stop(self) -> None:
-        """Gateway first, then the services (SIGTERM, then SIGKILL after a grace), then PostgreSQL."""
+        """Drain the gateway, then stop it and the services in reverse order (SIGTERM: each drains
+        its calls; SIGKILL after a grace), then PostgreSQL."""
         for child in reversed(self.children):
             if child.process.poll() is None:
+                if child.name == "gateway":
+                    self._drain_gateway(child)
                 child.process.send_signal(signal.SIGTERM)
             try:
                 child.process.wait(STOP_TIMEOUT_S)
@@ -280,8 +475,21 @@ class Stack:
                 child.process.wait()
         self.children.clear()
         if self.embedded is not None:
-            self.embedded.stop()
+            self.embedded.shutdown()  # whichever postmaster runs on its data directory now
             self.embedded = None
+
+
+def _requests_in_flight(stats: str) -> int:
+    """Envoy's ``downstream_rq_active`` gauges summed, its admin listener's own requests excluded."""
+    total = 0
+    for line in stats.splitlines():
+        name, _, value = line.partition(": ")
+        if name.endswith("downstream_rq_active") and not name.startswith("http.admin."):
+            try:
+                total += int(value)
+            except ValueError:
+                continue
+    return total
 
 
 async def run_up(settings: StackSettings) -> int:
@@ -299,15 +507,15 @@ async def run_up(settings: StackSettings) -> int:
             return 0
         starting.result()
         logs = settings.data_dir / "logs"
+        stack.write_status()
         print(f"knowledge: ready {settings.rest_url} (logs in {logs})", flush=True)
         while not stop.is_set():
-            dead = stack.dead_child()
-            if dead is not None:
-                print(f"knowledge: {dead.name} exited with status {dead.process.returncode}\n{dead.tail()}",
-                      file=sys.stderr, flush=True)
+            gave_up = await stack.supervise_once()
+            if gave_up is not None:
+                say(f"{gave_up}; stopping the stack")
                 return 1
             try:
-                await asyncio.wait_for(stop.wait(), timeout=0.5)
+                await asyncio.wait_for(stop.wait(), timeout=SUPERVISE_EVERY_S)
             except TimeoutError:
                 pass
         print("knowledge: stopping", flush=True)

@@ -19,6 +19,10 @@ JSON body's unknown fields (which the transcoder would drop) are a 400 from Lua;
 MAX_REQUEST_HEADERS_KB are a 431, below the services' gRPC metadata limit; a rate-limited gRPC
 caller gets RESOURCE_EXHAUSTED; header, request, idle and stream timeouts and connection limits
 cut slow clients off; the access log has the client's method and no query-string values.
+
+Health: ``/livez`` answers 200 while Envoy runs (liveness); ``/healthz`` answers 200 only while
+every upstream reports its named gRPC health service SERVING, checked by Envoy every
+``HEALTH_CHECK_INTERVAL_S`` (readiness: a service whose database is down is NOT_SERVING), else 503.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ HEADERS_TOO_LARGE_MESSAGE = (f"request headers too large: the URL, the bearer to
 ORIGINAL_HEADERS = ("x-envoy-original-path", "x-envoy-original-method")
 LOG_NAMESPACE = "knowledge.log"  # dynamic metadata the Lua filter writes for the access log
 _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+HEALTHZ_PATH = "/healthz"  # readiness: 503 unless every upstream is SERVING
+LIVEZ_PATH = "/livez"  # liveness: Envoy itself answers
+HEALTH_CHECK_INTERVAL_S = 1
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,16 @@ def _cluster(service: str, address: str) -> dict:
         "name": _cluster_name(service),
         "type": discovery,
         "connect_timeout": "2s",
+        # The named health service is the upstream's readiness (see knowledge_runtime.health);
+        # checked at the same pace with or without traffic, so /healthz is never stale.
+        "health_checks": [{
+            "timeout": "1s",
+            "interval": f"{HEALTH_CHECK_INTERVAL_S}s",
+            "no_traffic_interval": f"{HEALTH_CHECK_INTERVAL_S}s",
+            "unhealthy_threshold": 1,
+            "healthy_threshold": 1,
+            "grpc_health_check": {"service_name": service},
+        }],
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
@@ -160,7 +177,8 @@ def _routes(config: GatewayConfig) -> list[dict]:
     json_header = [{"header": {"key": "content-type", "value": "application/json"},
                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}]
     routes: list[dict] = [
-        {"match": {"path": "/healthz"}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
+        # /healthz is answered by the health_check filter before routing (see _http_filters).
+        {"match": {"path": LIVEZ_PATH}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
         {
             "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"safe_regex": {"regex": "GET|HEAD"}}}]},
             "direct_response": {"status": 200, "body": {"filename": str(config.openapi_path)}},
@@ -662,6 +680,17 @@ def _rate_limit(config: GatewayConfig) -> dict:
 def _http_filters(config: GatewayConfig) -> list[dict]:
     jwt_rule = {"requires": {"provider_name": JWT_PROVIDER}}
     return [
+        {
+            "name": "envoy.filters.http.health_check",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck",
+                "pass_through_mode": False,
+                "headers": [{"name": ":path", "string_match": {"exact": HEALTHZ_PATH}}],
+                "cluster_min_healthy_percentages": {
+                    _cluster_name(service): {"value": 100.0} for service in public_service_names()
+                },
+            },
+        },
         {
             "name": "envoy.filters.http.lua",
             "typed_config": {

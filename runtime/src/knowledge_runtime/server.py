@@ -1,9 +1,13 @@
 """The gRPC server every service runs: interceptors, health, reflection, graceful stop.
 
 A service hands :class:`GrpcApp` its servicers as :class:`ServiceSpec`s (descriptor,
-registration function, capability per method). ``start()`` binds and reports SERVING;
-SIGTERM/SIGINT flip health to NOT_SERVING, then the server stops within the grace period
-and the service's own resources are closed.
+registration function, capability per method) and the hard dependencies it cannot work without
+(``readiness``). ``start()`` binds and reports SERVING; a periodic probe of those dependencies
+(see :mod:`knowledge_runtime.health`) then turns the named services (readiness) NOT_SERVING
+while one is down and SERVING again once it is back, while ``""`` (liveness) stays SERVING.
+SIGTERM/SIGINT drain: health turns NOT_SERVING, the server stops accepting calls, the calls in
+flight finish within the grace period (then are cancelled), and the service's own resources are
+closed.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from knowledge_runtime.auth import TokenVerifier
+from knowledge_runtime.health import DEFAULT_INTERVAL_S, Dependency, ReadinessProbe
 from knowledge_runtime.interceptors import (
     ErrorInterceptor,
     LoggingInterceptor,
@@ -70,10 +75,13 @@ class GrpcApp:
     shutdown_grace_s: float = 10.0
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    readiness: list[Dependency] = field(default_factory=list)
+    readiness_interval_s: float = DEFAULT_INTERVAL_S
 
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: HealthServicer | None = field(default=None, init=False)
     bound_port: int = field(default=0, init=False)
+    probe: ReadinessProbe | None = field(default=None, init=False)
 
     @classmethod
     def for_service(
@@ -82,6 +90,7 @@ class GrpcApp:
         services: Sequence[ServiceSpec],
         verifier: TokenVerifier,
         on_stop: list[Callable[[], Awaitable[None]]] | None = None,
+        readiness: list[Dependency] | None = None,
     ) -> GrpcApp:
         return cls(
             services=services,
@@ -90,6 +99,8 @@ class GrpcApp:
             port=common.port,
             shutdown_grace_s=common.shutdown_grace_s,
             on_stop=list(on_stop or []),
+            readiness=list(readiness or []),
+            readiness_interval_s=common.readiness_interval_s,
         )
 
     async def start(self) -> int:
@@ -120,12 +131,24 @@ class GrpcApp:
             await begin()
         for name in ["", *names]:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.probe = ReadinessProbe(self.readiness, self._set_ready, interval_s=self.readiness_interval_s)
+        self.probe.start()
         log.info("server_started", host=self.host, port=self.bound_port, services=names)
         return self.bound_port
+
+    async def _set_ready(self, ready: bool) -> None:
+        """Readiness is the named services' status; ``""`` (liveness) is left SERVING."""
+        if self.health is None:
+            return
+        status = health_pb2.HealthCheckResponse.SERVING if ready else health_pb2.HealthCheckResponse.NOT_SERVING
+        for spec in self.services:
+            await self.health.set(spec.descriptor.full_name, status)
 
     async def stop(self) -> None:
         if self.server is None:
             return
+        if self.probe is not None:
+            await self.probe.stop()
         if self.health is not None:
             await self.health.enter_graceful_shutdown()
         await self.server.stop(self.shutdown_grace_s)

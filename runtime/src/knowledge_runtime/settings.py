@@ -199,6 +199,7 @@ class CommonSettings:
     metrics_port: int = 0  # 0: no /metrics
     # The key this service signs internal calls with; None when KNOWLEDGE_SERVICE_KEY_PATH is unset.
     service_key: ServiceKey | None = field(default=None, repr=False)
+    readiness_interval_s: float = 1.0  # how often readiness checks the service's hard dependencies
 
     @classmethod
     def from_env(cls, service: str, env: Env | None = None) -> CommonSettings:
@@ -223,6 +224,7 @@ class CommonSettings:
             max_upload_bytes=max_upload_bytes(env),
             metrics_port=metrics_port(env),
             service_key=ServiceKey.optional(env),
+            readiness_interval_s=env.float("READINESS_INTERVAL_S", 1.0, minimum=0.1),
         )
 
 

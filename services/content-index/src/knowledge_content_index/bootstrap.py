@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack
 
 import structlog
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime import health
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -44,6 +45,11 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         storage = LocalBlobStorage.create(settings.blob_root)
     except OSError as error:
         raise SettingsError(f"KNOWLEDGE_BLOB_ROOT: cannot create {settings.blob_root} ({error.strerror})") from None
+    # Uploads cut off by this process's predecessor (killed mid-write) leave .partial files that
+    # no writer holds any more: removed now, not at the next garbage collection.
+    swept = await storage.sweep_abandoned()
+    if swept:
+        log.info("abandoned_uploads_removed", files=swept)
     keyring = content_keyring(settings)
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
@@ -53,4 +59,5 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         policy = BlobPolicy(settings.common.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
         servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
         return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose])
+                                   on_stop=[resources.pop_all().aclose],
+                                   readiness=[health.database(db)])

@@ -8,6 +8,14 @@ Inputs whose caller went away (its RPC was cancelled) are skipped before their f
 Past ``max_queue`` waiting inputs a caller is refused at once with RESOURCE_EXHAUSTED,
 instead of waiting without bound. No artificial delay: inputs that arrive while a batch
 runs form the next one.
+
+Two lanes. Interactive inputs (``embed(..., interactive=True)``: a person's or an agent's query)
+go first: the next batch takes them before any bulk input (passages being ingested), so a query
+waits at most for the batch already running, and bulk batches are capped at
+``bulk_batch_tokens`` so that batch is short. Bounded both ways: after ``interactive_burst``
+interactive batches in a row while bulk inputs wait, one bulk batch runs, so ingestion always
+progresses; and each lane is admitted against ``max_queue`` on its own, so a full bulk backlog
+never refuses a query.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ class _Input:
     future: asyncio.Future
     enqueued: float = field(default_factory=time.perf_counter)
     counted: bool = True  # still part of the queue depth
+    interactive: bool = False
 
 
 class BatchQueue:
@@ -46,12 +55,19 @@ class BatchQueue:
         *,
         max_batch_tokens: int,
         max_queue: int,
+        bulk_batch_tokens: int | None = None,
+        interactive_burst: int = 4,
     ) -> None:
         self._encode = encode
         self._max_batch_tokens = max_batch_tokens
+        self._bulk_batch_tokens = min(bulk_batch_tokens or max_batch_tokens, max_batch_tokens)
+        self._interactive_burst = max(interactive_burst, 1)
         self._max_queue = max_queue
-        self._pending: deque[_Input] = deque()
+        self._pending: deque[_Input] = deque()  # bulk
+        self._urgent: deque[_Input] = deque()  # interactive
         self._waiting = 0
+        self._waiting_urgent = 0
+        self._streak = 0  # interactive batches run in a row while bulk inputs waited
         self._ready = asyncio.Event()
         self._worker: asyncio.Task | None = None
         # One inference thread: forward passes never overlap, the event loop never blocks.
@@ -72,26 +88,33 @@ class BatchQueue:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
-        while self._pending:
-            item = self._pending.popleft()
-            self._uncount(item)
-            if not item.future.done():
-                item.future.set_exception(EmbedderStopping())
+        for lane in (self._urgent, self._pending):
+            while lane:
+                item = lane.popleft()
+                self._uncount(item)
+                if not item.future.done():
+                    item.future.set_exception(EmbedderStopping())
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def embed(self, texts: Sequence[str], tokens: Sequence[int]) -> np.ndarray:
-        """Vectors for ``texts`` (one row each, in order), batched with everyone else's inputs."""
-        if self._waiting + len(texts) > self._max_queue:
+    async def embed(self, texts: Sequence[str], tokens: Sequence[int], *, interactive: bool = False) -> np.ndarray:
+        """Vectors for ``texts`` (one row each, in order), batched with everyone else's inputs;
+        ``interactive`` inputs (a query someone waits for) go before bulk ones."""
+        waiting = self._waiting_urgent if interactive else self._waiting - self._waiting_urgent
+        if waiting + len(texts) > self._max_queue:
             metrics.REJECTED.inc(len(texts))
-            raise QueueFull(self._waiting, self._max_queue)
+            raise QueueFull(waiting, self._max_queue)
         if self._worker is None:
             raise EmbedderStopping()
         loop = asyncio.get_running_loop()
-        items = [_Input(text, count, loop.create_future()) for text, count in zip(texts, tokens, strict=True)]
+        items = [_Input(text, count, loop.create_future(), interactive=interactive)
+                 for text, count in zip(texts, tokens, strict=True)]
+        lane = self._urgent if interactive else self._pending
         for item in items:
             item.future.add_done_callback(lambda future, item=item: future.cancelled() and self._uncount(item))
-            self._pending.append(item)
+            lane.append(item)
         self._waiting += len(items)
+        if interactive:
+            self._waiting_urgent += len(items)
         metrics.QUEUE_DEPTH.set(self._waiting)
         self._ready.set()
         # A cancelled caller cancels these futures (gather propagates it): the worker skips them.
@@ -102,21 +125,33 @@ class BatchQueue:
         if item.counted:
             item.counted = False
             self._waiting -= 1
+            if item.interactive:
+                self._waiting_urgent -= 1
             metrics.QUEUE_DEPTH.set(self._waiting)
 
     def _next_batch(self) -> list[_Input]:
+        """Interactive inputs first, unless bulk ones have waited ``interactive_burst`` batches."""
+        if self._urgent and (self._streak < self._interactive_burst or not self._pending):
+            batch = self._take(self._urgent, self._max_batch_tokens)
+            if batch:
+                self._streak += 1 if self._pending else 0
+                return batch
+        self._streak = 0
+        return self._take(self._pending, self._bulk_batch_tokens) or self._take(self._urgent, self._max_batch_tokens)
+
+    def _take(self, lane: deque[_Input], max_tokens: int) -> list[_Input]:
         batch: list[_Input] = []
         budget = 0
-        while self._pending:
-            item = self._pending[0]
+        while lane:
+            item = lane[0]
             if item.future.done():  # its caller went away: no forward pass for it
-                self._pending.popleft()
+                lane.popleft()
                 self._uncount(item)
                 metrics.SKIPPED.inc()
                 continue
-            if batch and budget + item.tokens > self._max_batch_tokens:
+            if batch and budget + item.tokens > max_tokens:
                 break
-            self._pending.popleft()
+            lane.popleft()
             self._uncount(item)
             batch.append(item)
             budget += item.tokens
@@ -128,7 +163,7 @@ class BatchQueue:
         while True:
             await self._ready.wait()
             batch = self._next_batch()
-            if not self._pending:
+            if not self._pending and not self._urgent:
                 self._ready.clear()
             if not batch:
                 continue

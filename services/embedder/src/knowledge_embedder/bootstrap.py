@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 
 import structlog
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime import health
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -59,7 +60,9 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         await check_dimension(db, encoder.dimension)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue)
+        queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue,
+                           bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
+                           interactive_burst=settings.interactive_burst)
         usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
                                     Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
         resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
@@ -67,4 +70,5 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         resources.push_async_callback(queue.stop)
         servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
         return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose])
+                                   on_stop=[resources.pop_all().aclose],
+                                   readiness=[health.database(db)])

@@ -12,6 +12,7 @@ from pathlib import Path
 from knowledge_runtime.settings import CommonSettings, Env
 
 BACKENDS = ("torch", "onnx-int8")
+CPU_BULK_BATCH_TOKENS = 512
 
 
 def _display_id(model: str) -> str:
@@ -31,11 +32,22 @@ class EmbedderSettings:
     backend: str
     max_seq_length: int
     max_batch_tokens: int
+    bulk_batch_tokens: int  # the cap of a batch of passages (what a query may wait behind); 0 = by device
+    interactive_burst: int  # query batches in a row before waiting passages get a batch
     max_queue: int
     batch_size: int  # inputs per forward pass; 0 = by device (cuda 32, mps 8, cpu 16; onnx-int8 8)
     price_per_1k_tokens: float
     currency: str
     database_pool_size: int
+
+    def bulk_batch_tokens_on(self, device: str) -> int:
+        """The configured cap, else by device: on a CPU (or mps) a forward pass costs about the same
+        per token at any batch size, so a small batch (512 tokens) costs ingestion little and keeps a
+        query's wait short; on cuda a large batch costs little more than a small one (the full
+        ``max_batch_tokens``)."""
+        by_device = self.max_batch_tokens if device.startswith("cuda") else CPU_BULK_BATCH_TOKENS
+        chosen = self.bulk_batch_tokens or by_device
+        return min(chosen, self.max_batch_tokens)
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> EmbedderSettings:
@@ -50,6 +62,8 @@ class EmbedderSettings:
             backend=env.choice("EMBEDDING_BACKEND", "torch", BACKENDS),
             max_seq_length=env.int("MAX_SEQ_LENGTH", 1024, minimum=16),
             max_batch_tokens=env.int("MAX_BATCH_TOKENS", 16384, minimum=64),
+            bulk_batch_tokens=env.int("BULK_BATCH_TOKENS", 0, minimum=0),
+            interactive_burst=env.int("INTERACTIVE_BURST", 1, minimum=1),
             max_queue=env.int("MAX_QUEUE", 4096, minimum=1),
             batch_size=env.int("EMBEDDING_BATCH_SIZE", 0, minimum=0, maximum=4096),
             price_per_1k_tokens=env.float("EMBEDDING_PRICE_PER_1K", 0.0, minimum=0.0),

@@ -72,7 +72,7 @@ class EmbedderUseCases:
         if dropped:
             log.warning("query_truncated", dropped_characters=dropped, kept_characters=len(text))
             warnings = (f"the query was truncated to {len(text)} characters; {dropped} characters were dropped",)
-        embedded = await self._embed([text])
+        embedded = await self._embed([text], interactive=True)
         cost = self._cost(embedded)
         await self._stored(self.store.record_cost(scope.tenant, cost))
         return QueryVector(embedded=embedded, truncated_chars=dropped, warnings=warnings, cost=cost)
@@ -100,7 +100,7 @@ class EmbedderUseCases:
             AnchorTarget.parse(entity_type, "-")  # the same rules as when anchors are written
         k = top_k_of(top_k)
         text, _dropped = truncate_query(query)
-        embedded = await self._embed([text])
+        embedded = await self._embed([text], interactive=True)
         cost = self._cost(embedded)
         return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
 
@@ -110,12 +110,13 @@ class EmbedderUseCases:
         embedded = await self._embed(pieces)
         return embedded, mean_pool(embedded.vectors)
 
-    async def _embed(self, texts: list[str]) -> Embedded:
+    async def _embed(self, texts: list[str], *, interactive: bool = False) -> Embedded:
+        """``interactive``: someone waits for it (a query): the queue's priority lane."""
         started = time.perf_counter()
         with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
-        vectors = await self.queue.embed(texts, [m.tokens for m in measured])
+        vectors = await self.queue.embed(texts, [m.tokens for m in measured], interactive=interactive)
         return Embedded(vectors=vectors, measured=tuple(measured))
 
     def _cost(self, embedded: Embedded) -> CostLine:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime import health
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -84,6 +85,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
                                  readiness)
         resources.push_async_callback(workers.stop)
         app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                  on_stop=[resources.pop_all().aclose])
+                                  on_stop=[resources.pop_all().aclose],
+                                  readiness=[health.database(db)])
     app.on_start.append(workers.start)
     return app

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass, field
 
 import structlog
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.health import Outage, outage
 
 from knowledge_ingest.domain.ports import JobQueue, Readiness
 from knowledge_ingest.metrics import JOBS_BACKLOG
@@ -29,6 +31,9 @@ class Workers:
     ready_log_after_s: float = 1.0
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    # One line when the database goes away and one when it is back, shared by every loop (and
+    # the readiness probe).
+    _database: Outage = field(default_factory=lambda: outage("database"))
 
     async def start(self) -> None:
         base = f"{socket.gethostname()}:{os.getpid()}"
@@ -42,12 +47,16 @@ class Workers:
         while not self._stopping.is_set():
             try:
                 JOBS_BACKLOG.set(await self.queue.backlog())
+            except Unavailable as error:
+                self._database.failed(error)
             except Exception:
                 log.warning("ingest_backlog_unavailable")
             try:
                 reaped = await self.queue.reap_cancelled()
                 if reaped:
                     log.info("ingest_cancelled_jobs_reaped", jobs=reaped)
+            except Unavailable as error:
+                self._database.failed(error)
             except Exception:
                 log.warning("ingest_reap_cancelled_failed")
             try:
@@ -80,9 +89,14 @@ class Workers:
             await self._ready()
             try:
                 lease = await self.queue.claim(owner, self.lease_s)
+            except Unavailable as error:  # a known outage: logged once, not once per poll
+                self._database.failed(error)
+                lease = None
             except Exception:
                 log.exception("ingest_claim_failed")
                 lease = None
+            else:
+                self._database.succeeded()
             if lease is None:
                 try:
                     await asyncio.wait_for(self._stopping.wait(), timeout=self.poll_s)

@@ -10,7 +10,11 @@ removes it.
 
 The digest is only known once the last byte has arrived, so bytes are received under
 ``.staging`` (same filesystem, so the final move is one atomic ``os.replace``), fsynced, and only
-then placed on their content path, whose directory is fsynced too. A URI is trusted only when it
+then placed on their content path, whose directory is fsynced too. Each ``.partial`` is held under
+an exclusive ``flock`` by its writer until it is placed or discarded: one that nobody holds is a
+dead writer's leftover (a content-index killed mid-upload, on this host or another sharing the
+volume), removed at start by :meth:`LocalBlobStorage.sweep_abandoned` and by every garbage
+collection; the age-based sweep stays as a backstop. A URI is trusted only when it
 names exactly such a content path under this root: nothing outside the root is ever read, written
 or removed, whatever a row or a caller says.
 """
@@ -18,6 +22,7 @@ or removed, whatever a row or a caller says.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import re
 import secrets
@@ -75,7 +80,8 @@ class LocalStagedBlob:
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
-        self._fd: int | None = fd
+        self._fd: int | None = fd  # open (and its flock held) until discarded, sealed or not
+        self._sealed = False
         self._inflight: asyncio.Future[Any] | None = None
 
     async def _run(self, function: Callable[..., Any], *args: Any) -> Any:
@@ -84,7 +90,7 @@ class LocalStagedBlob:
         return await asyncio.shield(future)
 
     def _descriptor(self) -> int:
-        if self._fd is None:
+        if self._fd is None or self._sealed:
             raise RuntimeError("the staged blob is already sealed or discarded")
         return self._fd
 
@@ -98,8 +104,7 @@ class LocalStagedBlob:
     async def seal(self) -> None:
         fd = self._descriptor()
         await self._run(os.fsync, fd)
-        self._fd = None
-        os.close(fd)
+        self._sealed = True  # the descriptor stays open: its lock marks the file as still wanted
 
     async def discard(self) -> None:
         with suppress(FileNotFoundError):
@@ -174,8 +179,13 @@ class LocalBlobStorage:
 
     @asynccontextmanager
     async def stage(self) -> AsyncIterator[LocalStagedBlob]:
-        path = self.staging / f"{PARTIAL_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        while True:
+            path = self.staging / f"{PARTIAL_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held until discarded: the file is wanted
+            if os.fstat(fd).st_nlink > 0:
+                break
+            os.close(fd)  # a sweep took it in the instant before the lock: take another name
         staged = LocalStagedBlob(path, fd)
         try:
             yield staged
@@ -247,6 +257,32 @@ class LocalBlobStorage:
         except FileNotFoundError:
             return False
         return True
+
+    async def sweep_abandoned(self) -> int:
+        """Remove the ``.partial`` files no writer holds (their writer died); their number."""
+        return await asyncio.to_thread(self._sweep_abandoned)
+
+    def _sweep_abandoned(self) -> int:
+        removed = 0
+        with os.scandir(self.staging) as entries:
+            for entry in entries:
+                if not entry.name.startswith(PARTIAL_PREFIX) or not entry.is_file(follow_symlinks=False):
+                    continue
+                try:
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # its writer holds it
+                else:
+                    with suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed += 1
+                finally:
+                    os.close(fd)
+        return removed
 
     async def sweep_staging(self, older_than: timedelta) -> int:
         return await asyncio.to_thread(self._sweep, time.time() - older_than.total_seconds())
