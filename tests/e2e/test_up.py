@@ -103,3 +103,22 @@ def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_fac
         finally:
             for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
                 leftover.terminate()
+
+
+def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
+    """`knowledge eval` ingests through the public API and scores every mode, as a user runs it."""
+    import json
+
+    dataset = Path(__file__).resolve().parents[1] / "data" / "search_eval"
+    out = tmp_path / "eval.json"
+    run = subprocess.run([str(BIN / "knowledge"), "eval", str(dataset), "--base-url", stack["base"], "--limit", "5",
+                          "--modes", "vector,lexical,hybrid", "--json", str(out), "--progress"],
+                         env=stack["env"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for column in ("nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
+        assert column in run.stdout
+    assert "ingesting" in run.stderr and "querying" in run.stderr and "doc/s" in run.stderr  # the progress bars
+    figures = json.loads(out.read_text())
+    assert figures["split"] == "test" and set(figures["modes"]) == {"VECTOR", "LEXICAL", "HYBRID"}
+    for values in figures["modes"].values():
+        assert values["ndcg@10"] > 0.5 and values["recall@100"] > 0.7 and 0 < values["p50_ms"] <= values["p95_ms"]

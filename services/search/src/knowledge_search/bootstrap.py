@@ -52,9 +52,8 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             embedder=embedder,
             thresholds=settings.thresholds,
             channel_depth=settings.channel_depth,
-            rrf_k=settings.rrf_k,
             default_weights=settings.weights,
-            lexical_confidence=settings.lexical_confidence,
+            fusion=settings.fusion,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:

@@ -15,7 +15,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Source, cite, excerpt
-from knowledge_search.domain.fusion import RRF_K, fuse, single_channel
+from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
     Answer,
@@ -24,6 +24,8 @@ from knowledge_search.domain.model import (
     Citation,
     Cost,
     SearchMode,
+    Ranked,
+    SearchHit,
     SearchOutcome,
     SearchRequest,
     Relevance,
@@ -43,9 +45,8 @@ class SearchUseCases:
     embedder: QueryEmbedder
     thresholds: Thresholds = field(default_factory=Thresholds)
     channel_depth: int = CHANNEL_DEPTH
-    rrf_k: int = RRF_K
     default_weights: Weights = EQUAL_WEIGHTS
-    lexical_confidence: bool = True
+    fusion: Fusion = DEFAULT_FUSION
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
         tenant = scope.tenant
@@ -56,15 +57,14 @@ class SearchUseCases:
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
-                hits = fuse(
-                    vector_hits, lexical_hits, weights, request.top_k, self.rrf_k, confidence=self.lexical_confidence
-                )
+                ranked = fuse(vector_hits, lexical_hits, weights, request.top_k, self.fusion)
             elif request.mode is SearchMode.VECTOR:
-                hits = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.rrf_k)
+                ranked = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.fusion.k)
             else:
-                hits = single_channel(lexical_hits, vector=False, top_k=request.top_k, k=self.rrf_k)
-            relevance = banner(hits, self.thresholds)
-            span.set_attribute("search.results", len(hits))
+                ranked = single_channel(lexical_hits, vector=False, top_k=request.top_k, k=self.fusion.k)
+            span.set_attribute("search.fused", len(ranked))
+        hits = await self._hydrate(tenant, ranked)
+        relevance = banner(hits, self.thresholds)
         log.info(
             "search_done",
             mode=request.mode.value,
@@ -76,6 +76,13 @@ class SearchUseCases:
         return SearchOutcome(
             hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost
         )
+
+    async def _hydrate(self, tenant: str, ranked: list[Ranked]) -> list[SearchHit]:
+        """Content is read once, for the results returned; a chunk deleted meanwhile drops out."""
+        with _tracer.start_as_current_span("search.hydrate") as span:
+            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked])
+            span.set_attribute("search.results", len(chunks))
+        return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
     async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
         with _tracer.start_as_current_span("search.embed"):

@@ -140,15 +140,38 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHit:
-    """One channel's hit: the chunk and the channel's own score (cosine or BM25).
+    """One channel's hit: ids and the channel's own score (cosine or BM25), never content.
 
-    ``coverage`` is, for a lexical hit, its BM25 score over the most the query's terms could
-    score (each term's idf times k1 + 1): how much of the query's information it matched.
+    ``rank`` is 1-based in the channel's order. ``coverage`` is, for a lexical hit, its BM25
+    score over the most the query's terms could score (the sum of their idf): how much of the
+    query's information it matched (1.0 for a vector hit).
     """
 
-    chunk: Chunk
+    chunk_id: int
+    document_id: int
     score: float
+    rank: int
     coverage: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A fused (or single-channel) result before its content is read: fusion decided its place.
+
+    ``score`` stays the cosine similarity (0.0 when only the lexical channel found it).
+    """
+
+    chunk_id: int
+    document_id: int
+    score: float
+    vector_rank: int  # 1-based; 0 when the vector channel did not return it
+    lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
+    fused_score: float
+    coverage: float = 0.0  # the lexical hit's share of the query's idf mass; 0.0 without one
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.vector_rank == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +188,11 @@ class SearchHit:
     @property
     def lexical_only(self) -> bool:
         return self.vector_rank == 0
+
+    @classmethod
+    def of(cls, ranked: Ranked, chunk: Chunk) -> SearchHit:
+        return cls(chunk=chunk, score=ranked.score, vector_rank=ranked.vector_rank, lexical_rank=ranked.lexical_rank,
+                   fused_score=ranked.fused_score, coverage=ranked.coverage)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from knowledge_search.domain.answer import Source, Synthesis
-from knowledge_search.domain.model import ChannelHit, CostItem, EmbeddedQuery, Filters, Weights
+from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Weights
 
 
 class QueryEmbedder(Protocol):
@@ -20,6 +20,9 @@ class ChunkIndex(Protocol):
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
+
+    async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+        """Content, section, page and filename of the tenant's chunks among ``chunk_ids`` (gone ones absent)."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
         """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources."""
