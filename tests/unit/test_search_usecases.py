@@ -186,3 +186,60 @@ def test_the_search_service_never_imports_a_model_library():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] in {"torch", "sentence_transformers", "transformers"} for n in names), path
+
+
+class FakeReranker:
+    """Scores a passage by how often it says "refund"; records each call."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+        self._error = error
+
+    async def rerank(self, tenant, query, passages):
+        from knowledge_search.domain.model import Reranking
+
+        self.calls.append((query, list(passages)))
+        if self._error is not None:
+            raise self._error
+        return Reranking(scores=tuple(float(p.lower().count("refund")) for p in passages),
+                         cost=Cost(items=(CostItem("ce", "rerank", len(passages), 40),)))
+
+
+async def test_rerank_reorders_the_window_and_reads_content_for_it_only():
+    index, reranker = FakeIndex(extra=97), FakeReranker()
+    searches = SearchUseCases(index, FakeEmbedder(), reranker=reranker, rerank_window=20)
+    outcome = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=3, rerank=True))
+    assert len(index.hydrated) == 1 and len(index.hydrated[0]) == 20  # the window, not the 100 candidates
+    assert len(reranker.calls) == 1 and len(reranker.calls[0][1]) == 20
+    assert [h.chunk.chunk_id for h in outcome.hits] == [1, 3, 2]  # 1 and 3 say "refund"; then fused order
+    assert [h.rerank_score for h in outcome.hits] == [1.0, 1.0, 0.0]
+    assert [i.operation for i in outcome.cost.items] == ["embed", "rerank"]
+    plain = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=3))
+    assert all(h.rerank_score is None for h in plain.hits) and len(reranker.calls) == 1  # default off
+
+
+async def test_the_banner_keeps_its_meaning_when_reranked():
+    # The reranker puts the lexical-only chunk 3 first: the banner still judges what is returned.
+    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), reranker=FakeReranker())
+    outcome = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=2, rerank=True))
+    assert outcome.hits[0].chunk.chunk_id in (1, 3)
+    by_cosine = SearchUseCases(FakeIndex(), FakeEmbedder()).search
+    same_hits = await by_cosine(SCOPE, SearchRequest.parse("refund", top_k=2))
+    assert {h.chunk.chunk_id: h.score for h in outcome.hits} == {h.chunk.chunk_id: h.score for h in same_hits.hits}
+
+
+async def test_rerank_true_without_a_model_is_refused_and_the_default_falls_back():
+    from knowledge_search.domain.errors import RerankUnavailable
+
+    with pytest.raises(RerankUnavailable) as caught:  # no reranker wired at all
+        await SearchUseCases(FakeIndex(), FakeEmbedder()).search(SCOPE, SearchRequest.parse("refund", rerank=True))
+    assert caught.value.code == "FAILED_PRECONDITION" and caught.value.reason == "RERANK_UNAVAILABLE"
+    refusing = SearchUseCases(FakeIndex(), FakeEmbedder(), reranker=FakeReranker(RerankUnavailable()))
+    with pytest.raises(RerankUnavailable):  # the embedder has no model
+        await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=True))
+    refusing.rerank_default = True
+    fallback = await refusing.search(SCOPE, SearchRequest.parse("refund"))
+    assert [h.chunk.chunk_id for h in fallback.hits] == [1, 3, 2]  # the fused order
+    assert any("reranking is unavailable" in w for w in fallback.warnings)
+    off = await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=False))  # the request says no
+    assert not any("rerank" in w for w in off.warnings)

@@ -54,6 +54,9 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             channel_depth=settings.channel_depth,
             default_weights=settings.weights,
             fusion=settings.fusion,
+            reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
+            rerank_default=settings.rerank,
+            rerank_window=settings.rerank_window,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:

@@ -14,7 +14,7 @@ from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsErro
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
-from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, RERANK_WINDOW, Bm25
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -38,6 +38,8 @@ class SearchSettings:
     channel_depth: int = CHANNEL_DEPTH
     weights: Weights = EQUAL_WEIGHTS
     fusion: Fusion = DEFAULT_FUSION
+    rerank: bool = False  # rerank when a request does not say
+    rerank_window: int = RERANK_WINDOW
     ef_search: int = DEFAULT_EF_SEARCH
     max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES
     thresholds: Thresholds = Thresholds()
@@ -89,6 +91,8 @@ class SearchSettings:
             channel_depth=env.int("SEARCH_CHANNEL_DEPTH", CHANNEL_DEPTH, minimum=1, maximum=1000),
             weights=Weights(vector=vector_weight, lexical=lexical_weight),
             fusion=_fusion(env),
+            rerank=env.bool("SEARCH_RERANK", False),
+            rerank_window=env.int("SEARCH_RERANK_WINDOW", RERANK_WINDOW, minimum=1, maximum=256),
             ef_search=env.int("SEARCH_HNSW_EF_SEARCH", DEFAULT_EF_SEARCH, minimum=1, maximum=1000),
             max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", DEFAULT_MAX_SCAN_TUPLES, minimum=1),
             thresholds=thresholds,

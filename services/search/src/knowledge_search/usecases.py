@@ -7,7 +7,7 @@ The tenant always comes from the verified scope, never from the request.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.logging import get_logger
@@ -31,12 +31,14 @@ from knowledge_search.domain.model import (
     Relevance,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Synthesiser
+from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
-from knowledge_search.domain.retrieval import CHANNEL_DEPTH
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
+RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
 
 
 @dataclass
@@ -47,9 +49,17 @@ class SearchUseCases:
     channel_depth: int = CHANNEL_DEPTH
     default_weights: Weights = EQUAL_WEIGHTS
     fusion: Fusion = DEFAULT_FUSION
+    reranker: Reranker | None = None
+    rerank_default: bool = False  # rerank when the request does not say
+    rerank_window: int = RERANK_WINDOW
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
         tenant = scope.tenant
+        rerank = self.rerank_default if request.rerank is None else request.rerank
+        if request.rerank and self.reranker is None:
+            raise RerankUnavailable()
+        rerank = rerank and self.reranker is not None
+        depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
         await self.index.check_filters(tenant, request.filters)
         vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
@@ -57,13 +67,26 @@ class SearchUseCases:
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
-                ranked = fuse(vector_hits, lexical_hits, weights, request.top_k, self.fusion)
+                ranked = fuse(vector_hits, lexical_hits, weights, depth, self.fusion)
             elif request.mode is SearchMode.VECTOR:
-                ranked = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.fusion.k)
+                ranked = single_channel(vector_hits, vector=True, top_k=depth, k=self.fusion.k)
             else:
-                ranked = single_channel(lexical_hits, vector=False, top_k=request.top_k, k=self.fusion.k)
+                ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
             span.set_attribute("search.fused", len(ranked))
         hits = await self._hydrate(tenant, ranked)
+        if rerank and hits:
+            try:
+                hits, rerank_cost = await self._rerank(tenant, request, hits)
+                cost = cost.plus(rerank_cost)
+            except (RerankUnavailable, EmbedderUnavailable) as error:
+                if request.rerank:  # asked for by the caller: say so, never a silent no-op
+                    raise
+                # The service default: fall back to the fused order, with a warning.
+                log.warning("rerank_fallback", reason=error.reason)
+                why = "no reranking model" if isinstance(error, RerankUnavailable) else "the embedder is unavailable"
+                warnings = (*warnings, RERANK_FALLBACK.format(why=why))
+        hits = hits[: request.top_k]
+        # The banner judges the cosine similarity of what is returned, reranked or not.
         relevance = banner(hits, self.thresholds)
         log.info(
             "search_done",
@@ -76,6 +99,18 @@ class SearchUseCases:
         return SearchOutcome(
             hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost
         )
+
+    async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
+        """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused
+        order), then the rest in fused order."""
+        window, rest = hits[: self.rerank_window], hits[self.rerank_window:]
+        assert self.reranker is not None
+        with _tracer.start_as_current_span("search.rerank") as span:
+            span.set_attribute("search.rerank_window", len(window))
+            reranking = await self.reranker.rerank(tenant, request.lexical_text, [h.chunk.content for h in window])
+        order = sorted(range(len(window)), key=lambda i: (-reranking.scores[i], i))
+        reranked = [replace(window[i], rerank_score=reranking.scores[i]) for i in order]
+        return reranked + rest, reranking.cost
 
     async def _hydrate(self, tenant: str, ranked: list[Ranked]) -> list[SearchHit]:
         """Content is read once, for the results returned; a chunk deleted meanwhile drops out."""

@@ -47,6 +47,7 @@ def result(hit: SearchHit) -> search_pb2.SearchResult:
         fused_score=hit.fused_score,
         content=chunk.content,
         corpus_id=str(chunk.corpus_id),
+        rerank_score=hit.rerank_score or 0.0,
     )
 
 

@@ -58,6 +58,7 @@ class SearchRequest:
     mode: SearchMode = SearchMode.HYBRID
     weights: Weights = Weights()
     warnings: tuple[str, ...] = ()
+    rerank: bool | None = None  # None: the service default
 
     @classmethod
     def parse(
@@ -71,6 +72,7 @@ class SearchRequest:
         weights: Weights = Weights(),
         default_top_k: int = 10,
         max_top_k: int = 100,
+        rerank: bool | None = None,
     ) -> SearchRequest:
         text = text.strip()
         if not text:
@@ -96,6 +98,7 @@ class SearchRequest:
             mode=mode,
             weights=weights,
             warnings=tuple(warnings),
+            rerank=rerank,
         )
 
     @property
@@ -184,6 +187,7 @@ class SearchHit:
     lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
     fused_score: float
     coverage: float = 0.0  # the lexical hit's share of the query's idf mass; 0.0 without one
+    rerank_score: float | None = None  # the reranking model's score when the search was reranked
 
     @property
     def lexical_only(self) -> bool:
@@ -222,6 +226,14 @@ class Cost:
 class EmbeddedQuery:
     vector: list[float]
     warnings: tuple[str, ...] = ()
+    cost: Cost = Cost()
+
+
+@dataclass(frozen=True, slots=True)
+class Reranking:
+    """The reranking model's score per passage, in the order given."""
+
+    scores: tuple[float, ...]
     cost: Cost = Cost()
 
 

@@ -6,12 +6,17 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from knowledge_search.domain.answer import Source, Synthesis
-from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Weights
+from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Reranking, Weights
 
 
 class QueryEmbedder(Protocol):
     async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
         """The query's unit vector, embedded for the tenant; an ``Unavailable`` when the embedder is down."""
+
+
+class Reranker(Protocol):
+    async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
+        """One score per passage (higher is more relevant); RerankUnavailable when no model is configured."""
 
 
 class ChunkIndex(Protocol):
