@@ -7,12 +7,16 @@ gRPC; and the REST-through-Envoy path divided by the direct gRPC path, measured 
 run. Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the
 figures are the search service's own.
 
-``eval DIR``: nDCG@10 / Recall@100 per mode on a BEIR-layout dataset with the real embedder
-in-process (documents through its Index RPC), plus fusion variants computed from the same
-channel results, so a change to the fusion is measured, not guessed.
+``eval DIR``: nDCG@10 / Recall@100 / MRR@10 per mode on a BEIR-layout dataset with the real
+embedder in-process (documents through its Index RPC), plus every fusion method of
+``knowledge_search.domain.fusion`` computed from the same channel results, overall and on the
+lexical-led and paraphrased query subsets, so a change to the fusion is measured, not guessed.
 
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
     .venv/bin/python bench/search.py eval tests/data/search_eval
+    .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
+        --data-dir /tmp/scifact-stack      # the dev set; the indexed corpus is kept for the next run
+    .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
 """
 
 from __future__ import annotations
@@ -50,6 +54,103 @@ TENANT = "bench"
 CORPORA = 100  # one corpus keeps 1% of the rows
 MODES = {"VECTOR": search_pb2.SEARCH_MODE_VECTOR, "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": search_pb2.SEARCH_MODE_HYBRID}
+
+
+# The channels' SQL before issue 15 (full content rows for each channel's whole depth, the BM25
+# length recomputed per scored row), kept here as the baseline the latency bench measures against
+# in the same run.
+TODAY_VECTOR_SEARCH = """
+WITH nearest AS MATERIALIZED (
+    SELECT c.chunk_id, c.embedding <=> $1 AS distance
+    FROM chunks c
+    WHERE c.tenant_id = $2 {filters}
+    ORDER BY c.embedding <=> $1
+    LIMIT $3
+)
+SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename,
+       greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+FROM nearest n
+JOIN chunks c ON c.chunk_id = n.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY n.distance, n.chunk_id
+"""
+TODAY_LEXICAL_SEARCH = """
+WITH terms AS (
+    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
+),
+stats AS (
+    SELECT greatest(s.chunk_count, 1)::float8 AS n,
+           greatest(s.total_length::float8 / greatest(s.chunk_count, 1), 1.0) AS avgdl
+    FROM search_tenant_stats s WHERE s.tenant_id = $3
+),
+idf AS (
+    SELECT t.lexeme,
+           ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf,
+           coalesce(l.doc_freq, 0) <= greatest($10, $11 * st.n) AS selective
+    FROM terms t
+    CROSS JOIN stats st
+    LEFT JOIN search_lexeme_stats l ON l.tenant_id = $3 AND l.lexeme = t.lexeme
+),
+quoted AS (
+    SELECT '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' AS term, selective FROM idf
+),
+query AS (
+    SELECT (CASE WHEN bool_or(selective) THEN string_agg(term, ' | ') FILTER (WHERE selective)
+                 ELSE string_agg(term, ' & ') END)::tsquery AS q
+    FROM quoted
+),
+matched AS (
+    SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    FROM chunks c, query
+    WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
+),
+scored AS (
+    SELECT m.chunk_id,
+           sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
+    FROM matched m
+    CROSS JOIN stats st
+    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    JOIN idf i ON i.lexeme = u.lexeme
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
+        FROM unnest(u.weights) AS wt
+    ) AS tf
+    GROUP BY m.chunk_id
+    ORDER BY score DESC, m.chunk_id
+    LIMIT $9
+)
+SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score,
+       least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
+FROM scored s
+JOIN chunks c ON c.chunk_id = s.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY s.score DESC, s.chunk_id
+"""
+
+
+class TodayChunkIndex(PostgresChunkIndex):
+    """The index as it was: the same ports, the previous queries."""
+
+    async def vector_search(self, tenant, vector, filters, depth):
+        from knowledge_search.adapters.postgres import SET_SCAN, _filters, _hits
+
+        predicates, args = _filters(filters, 4)
+        async with self._db.transaction() as tx:
+            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(max(self._ef_search, min(depth, 1000))),
+                              str(self._max_scan_tuples))
+            rows = await tx.fetch("today_vector", TODAY_VECTOR_SEARCH.format(filters=predicates),
+                                  np.asarray(vector, dtype=np.float32), tenant, depth, *args)
+        return _hits(rows)
+
+    async def lexical_search(self, tenant, text, filters, depth):
+        from knowledge_search.adapters.postgres import _filters, _hits
+
+        predicates, args = _filters(filters, 12)
+        d, c, b, a = self._bm25.tiers
+        rows = await self._db.fetch("today_lexical", TODAY_LEXICAL_SEARCH.format(filters=predicates),
+                                    self._bm25.text_config, text, tenant, self._bm25.k1, self._bm25.b, a / d, b / d,
+                                    c / d, depth, self._bm25.common_min_df, self._bm25.common_fraction, *args)
+        return _hits(rows)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -241,25 +342,44 @@ async def latency(options: argparse.Namespace) -> None:
         from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 
         embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
+        from knowledge_search.domain.fusion import Fusion, FusionMethod
+
         searches = SearchUseCases(index, embedder)
         app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
                       verifier=verifier)
         port = await app.start()
+        today = SearchUseCases(TodayChunkIndex(db), embedder, fusion=Fusion(FusionMethod.COVERAGE_RRF))
+        today_app = GrpcApp(services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
+                            verifier=verifier)
+        today_port = await today_app.start()
         token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"], service="bench")
         metadata = [("authorization", f"Bearer {token}")]
         results: dict[str, list[float]] = {}
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        print("direct gRPC, top_k 10; 'today' is the code before issue 15 (its channel SQL and fusion), "
+              "timed alternately with the current code in the same run")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                grpc.aio.insecure_channel(f"127.0.0.1:{today_port}") as today_channel:
             stub = search_pb2_grpc.SearchServiceStub(channel)
+            today_stub = search_pb2_grpc.SearchServiceStub(today_channel)
             for name, mode in MODES.items():
                 for corpus in (None, filtered_corpus):
                     label = f"{name}{' 1% corpus' if corpus else ''}"
                     fields = {"corpus_id": str(corpus)} if corpus else {}
-                    call = lambda text, mode=mode, fields=fields: stub.Search(  # noqa: E731
-                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata)
-                    await timed(call, texts[:10])  # warm-up
-                    results[label] = await timed(call, texts)
-                    print(f"gRPC {label:<20} p50 {percentile(results[label], 50):7.2f} ms  "
-                          f"p95 {percentile(results[label], 95):7.2f} ms")
+                    calls = {which: (lambda text, s=s, mode=mode, fields=fields: s.Search(  # noqa: E731
+                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata))
+                        for which, s in (("now", stub), ("today", today_stub))}
+                    for call in calls.values():
+                        await timed(call, texts[:10])  # warm-up
+                    now_ms, today_ms = [], []
+                    for text in texts:  # alternately, so that load on the machine hits both alike
+                        today_ms += await timed(calls["today"], [text])
+                        now_ms += await timed(calls["now"], [text])
+                    results[label] = now_ms
+                    print(f"gRPC {label:<20} p50 {percentile(now_ms, 50):7.2f} ms  p95 {percentile(now_ms, 95):7.2f} ms"
+                          f"   today p50 {percentile(today_ms, 50):7.2f} p95 {percentile(today_ms, 95):7.2f}"
+                          f"   now/today p50 x{percentile(now_ms, 50) / percentile(today_ms, 50):.2f}"
+                          f" p95 x{percentile(now_ms, 95) / percentile(today_ms, 95):.2f}")
+        await today_app.stop()
         http_port = free_port()
         envoy = start_envoy(work, port, keys, http_port)
         if envoy is None:
@@ -405,28 +525,48 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: 
         }
         filters = Filters(corpus_id=corpus)
         started = time.perf_counter()
+        latencies: dict[str, list[float]] = {"VECTOR": [], "LEXICAL": [], "HYBRID": []}
+        coverage: dict[str, float] = {}
         for n, (query_id, text) in enumerate(dataset.queries.items(), start=1):
+            t0 = time.perf_counter()
             vector_query = (await embedder.embed_query(TENANT, text)).vector
             vector = await chunk_index.vector_search(TENANT, vector_query, filters, CHANNEL_DEPTH)
+            t1 = time.perf_counter()
             lexical = await chunk_index.lexical_search(TENANT, text, filters, CHANNEL_DEPTH)
+            t2 = time.perf_counter()
+            hybrid = fuse(vector, lexical, equal, CHANNEL_DEPTH, DEFAULT_FUSION)
+            t3 = time.perf_counter()
+            # The channels run one after the other here; the service runs them concurrently.
+            latencies["VECTOR"].append((t1 - t0) * 1000)
+            latencies["LEXICAL"].append((t2 - t1) * 1000)
+            latencies["HYBRID"].append((max(t1 - t0, t2 - t1) + t3 - t2) * 1000)
+            coverage[query_id] = max((h.coverage for h in lexical), default=0.0)
             put("VECTOR", query_id, single_channel(vector, vector=True, top_k=CHANNEL_DEPTH))
             put("LEXICAL", query_id, single_channel(lexical, vector=False, top_k=CHANNEL_DEPTH))
-            put("HYBRID", query_id, fuse(vector, lexical, equal, CHANNEL_DEPTH, DEFAULT_FUSION))
+            put("HYBRID", query_id, hybrid)
             for name, (fusion, weights) in fusions.items():
                 put(name, query_id, fuse(vector, lexical, weights, CHANNEL_DEPTH, fusion))
             if n % 100 == 0:
                 print(f"  {n}/{len(dataset.queries)} queries ({n / (time.perf_counter() - started):.1f}/s)",
                       file=sys.stderr, flush=True)
-        results = score(dataset, variants)
+        results = score(dataset, variants, latencies)
         table, ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
         print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
               f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}")
         from knowledge_cli.evaluate import ndcg
 
         per_query = {m: {q: ndcg(r, dataset.qrels[q]) for q, r in runs.items()} for m, runs in variants.items()}
-        subsets = {
-            "lexical-led": [q for q in dataset.queries if per_query["LEXICAL"][q] > per_query["VECTOR"][q]],
-            "paraphrased": [q for q in dataset.queries if per_query["VECTOR"][q] > per_query["LEXICAL"][q]],
+        # Subsets by what the query is, not by which channel won it: the third of the queries whose
+        # best lexical hit matched the largest share of their idf mass (their words are in the
+        # corpus: codes, names, terms) and the third with the smallest (paraphrased: the answer
+        # uses other words). Subsets chosen by the per-query winner would make that channel an
+        # oracle no fusion can reach; they are printed below, as such, for diagnosis only.
+        by_coverage = sorted(dataset.queries, key=lambda q: coverage[q])
+        third = max(1, len(by_coverage) // 3)
+        subsets = {"lexical-led": by_coverage[-third:], "paraphrased": by_coverage[:third]}
+        oracle = {
+            "LEXICAL won": [q for q in dataset.queries if per_query["LEXICAL"][q] > per_query["VECTOR"][q]],
+            "VECTOR won": [q for q in dataset.queries if per_query["VECTOR"][q] > per_query["LEXICAL"][q]],
         }
         subset_means = {label: {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in per_query}
                         for label, chosen in subsets.items() if chosen}
@@ -441,6 +581,11 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: 
                 cells.append(f"{means[name]:.4f}, {(means[name] - best_here) * 100:+.1f}")
             print(f"| {name} | {values['ndcg@10']:.4f} | {(values['ndcg@10'] - better) * 100:+.2f} | "
                   f"{values['recall@100']:.4f} | {values['mrr@10']:.4f} | " + " | ".join(cells) + " |")
+        for label, chosen in oracle.items():
+            if chosen:
+                means = {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                print(f"(oracle subset, diagnosis only) {label} on {len(chosen)} queries: "
+                      + ", ".join(f"{m} {v:.4f}" for m, v in means.items()))
         if verbose:
             for query_id in dataset.queries:
                 marks = {m: per_query[m][query_id] for m in ("VECTOR", "LEXICAL", "HYBRID")}
@@ -455,6 +600,36 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: 
         pg.stop()
         if data_dir is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def rerank_cost(options: argparse.Namespace) -> None:
+    """Seconds per 100 (query, passage) pairs of the reranker on CPU, with the local cross-encoder."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from knowledge_cli.evaluate import Dataset, document_text
+    from knowledge_embedder.adapters.torch_reranker import TorchReranker
+    from knowledge_embedder.domain.model import RerankPair
+    from tests.crossencoder import build_cross_encoder
+
+    dataset = Dataset.load(options.dataset, split=options.split)
+    work = Path(tempfile.mkdtemp(prefix="rerank-bench-"))
+    try:
+        model_dir = build_cross_encoder(work / "cross-encoder")
+        reranker = TorchReranker("local/cross-encoder", model_dir, device="cpu", max_length=512, batch_size=0)
+        passages = [document_text(*value) for value in list(dataset.corpus.values())[:100]]
+        query = next(iter(dataset.queries.values()))
+        pairs = [RerankPair(query, p) for p in passages]
+        tokens = sum(reranker.measure(pairs))
+        reranker.score(pairs[:16])  # warm-up
+        runs = []
+        for _ in range(options.repeat):
+            started = time.perf_counter()
+            reranker.score(pairs)
+            runs.append(time.perf_counter() - started)
+        print(f"rerank on cpu (torch threads {__import__('torch').get_num_threads()}): {len(pairs)} pairs, "
+              f"{tokens / len(pairs):.0f} tokens per pair; median {statistics.median(runs):.2f} s per 100 pairs "
+              f"(min {min(runs):.2f}, max {max(runs):.2f}, {options.repeat} runs)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -474,10 +649,16 @@ def main() -> None:
     ev.add_argument("--k1", type=float, default=1.2)
     ev.add_argument("--b", type=float, default=0.75)
     ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
+    rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
+    rc.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval")
+    rc.add_argument("--split", default="test")
+    rc.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if options.command == "latency":
         asyncio.run(latency(options))
+    elif options.command == "rerank-cost":
+        rerank_cost(options)
     else:
         from knowledge_search.domain.retrieval import Bm25
 

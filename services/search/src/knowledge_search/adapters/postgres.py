@@ -72,7 +72,7 @@ query AS (
     FROM quoted
 ),
 matched AS (
-    SELECT c.chunk_id, c.document_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    SELECT c.chunk_id, c.document_id, c.lexemes, c.bm25_length::float8 AS len
     FROM chunks c, query
     WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
 ),

@@ -5,7 +5,9 @@ when only the lexical channel found it) and carries both channel ranks and the f
 It works on ids and scores (``ChannelHit``); content is read afterwards, for what is returned.
 
 Four methods, each selectable by ``KNOWLEDGE_SEARCH_FUSION`` (``bench/search.py eval``
-compares them on the same two channel results; the figures are in the service README):
+compares them on the same two channel results; the figures are in the service README). The
+default, ``zscore`` with alpha 0.5, was the best on the SciFact train claims: nDCG@10 4.8
+points over the better channel (LEXICAL), where plain RRF gained 2.0 and ``coverage_rrf`` 1.1.
 
 - ``rrf``: weighted Reciprocal Rank Fusion, ``sum(weight / (k + rank))``; with equal weights
   it is plain RRF (k = 60).
@@ -42,7 +44,7 @@ class FusionMethod(enum.Enum):
 class Fusion:
     """How HYBRID fuses: the method, RRF's constant, and the convex methods' vector share."""
 
-    method: FusionMethod = FusionMethod.MINMAX
+    method: FusionMethod = FusionMethod.ZSCORE
     k: int = RRF_K
     alpha: float = 0.5
 
