@@ -113,7 +113,7 @@ def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
     dataset = Path(__file__).resolve().parents[1] / "data" / "search_eval"
     out = tmp_path / "eval.json"
     run = subprocess.run([str(BIN / "knowledge"), "eval", str(dataset), "--base-url", stack["base"], "--limit", "5",
-                          "--modes", "vector,lexical,hybrid", "--json", str(out), "--progress"],
+                          "--modes", "vector,lexical,hybrid", "--json", str(out), "--progress", "--tenant", "eval-e2e"],
                          env=stack["env"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     for column in ("nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
@@ -129,7 +129,7 @@ def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
                              timeout=600)
     assert refused.returncode == 1 and "RERANK_UNAVAILABLE" in refused.stderr
     search = httpx.post(f"{stack['base']}/search", json={"query": "vacation", "rerank": True},
-                        headers={"Authorization": f"Bearer {dev_token(stack, 'acme-rerank')}"})
+                        headers={"Authorization": f"Bearer {dev_token(stack, 'eval-e2e')}"})  # a tenant with chunks
     assert search.status_code == 400 and search.json()["details"][0]["reason"] == "RERANK_UNAVAILABLE"
 
 

@@ -151,7 +151,7 @@ def test_fusion_settings_are_validated():
 
 def test_fusion_of_empty_channels():
     assert fuse([], [], Weights(1.0, 1.0), 5, Fusion(FusionMethod.ZSCORE)) == []
-    only = fuse(hits((1, 0.5)), [], Weights(1.0, 1.0), 5, Fusion(FusionMethod.MINMAX))
+    only = fuse(hits((1, 0.5)), [], Weights(1.0, 1.0), 5, Fusion(FusionMethod.MINMAX, alpha=0.5))
     assert [(h.chunk_id, h.fused_score) for h in only] == [(1, 0.5)]
 
 
