@@ -81,7 +81,10 @@ scored AS (
            sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
     FROM matched m
     CROSS JOIN stats st
-    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    CROSS JOIN (SELECT array_agg(lexeme) AS lexemes FROM terms) AS qt
+    -- Only the query's lexemes of the chunk: deleting from it every lexeme that is not the
+    -- query's (all in C) leaves a few entries to unnest instead of the whole tsvector.
+    CROSS JOIN LATERAL unnest(ts_delete(m.lexemes, tsvector_to_array(ts_delete(m.lexemes, qt.lexemes)))) AS u
     JOIN idf i ON i.lexeme = u.lexeme
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
