@@ -68,8 +68,8 @@ async def embedders(migrated_pg, verifier, encoder, reranker):
     await db.close()
 
 
-async def test_rerank_scores_each_passage_in_order_whatever_the_batch(embedders, make_token, reranker, migrated_pg):
-    metadata = auth(make_token("rerank-t", ["embed"]))
+async def test_rerank_scores_each_passage_in_order_whatever_the_batch(embedders, make_service_token, reranker, migrated_pg):
+    metadata = auth(make_service_token("rerank-t", ["embed"]))
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         reply = await stub.Rerank(embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES), metadata=metadata)
@@ -93,8 +93,8 @@ async def test_rerank_scores_each_passage_in_order_whatever_the_batch(embedders,
     assert recorded == 2
 
 
-async def test_rerank_and_embedding_share_one_queue_and_its_batches(embedders, make_token, encoder):
-    metadata = auth(make_token("rerank-t", ["embed"]))
+async def test_rerank_and_embedding_share_one_queue_and_its_batches(embedders, make_service_token, encoder):
+    metadata = auth(make_service_token("rerank-t", ["embed"]))
     queue = embedders["queue"]
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
@@ -109,12 +109,12 @@ async def test_rerank_and_embedding_share_one_queue_and_its_batches(embedders, m
         assert all(len(r.scores) == len(PASSAGES) for r in replies[:12])
 
 
-async def test_without_a_model_rerank_is_a_clear_refusal(embedders, make_token):
+async def test_without_a_model_rerank_is_a_clear_refusal(embedders, make_service_token):
     async with grpc.aio.insecure_channel(embedders["addresses"]["without"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.Rerank(embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES),
-                              metadata=auth(make_token("rerank-t", ["embed"])))
+                              metadata=auth(make_service_token("rerank-t", ["embed"])))
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert error_info(caught.value).reason == "RERANK_UNAVAILABLE"
     assert "KNOWLEDGE_RERANK_MODEL" in caught.value.details()
@@ -122,12 +122,12 @@ async def test_without_a_model_rerank_is_a_clear_refusal(embedders, make_token):
 
 @pytest.mark.parametrize("query, passages, field", [("", ["x"], "query"), ("q", [], "passages"),
                                                     ("q", ["ok", " "], "passages[1]"), ("q", ["x"] * 257, "passages")])
-async def test_bad_rerank_input_is_invalid_argument(embedders, make_token, query, passages, field):
+async def test_bad_rerank_input_is_invalid_argument(embedders, make_service_token, query, passages, field):
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.Rerank(embedder_pb2.RerankRequest(query=query, passages=passages),
-                              metadata=auth(make_token("rerank-t", ["embed"])))
+                              metadata=auth(make_service_token("rerank-t", ["embed"])))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).metadata["field"] == field
 
@@ -150,7 +150,7 @@ def test_the_reranking_model_comes_from_configuration_only(tmp_path):
 
 
 @pytest.fixture(scope="module")
-async def search_stack(migrated_pg, verifier, embedders, make_token):
+async def search_stack(migrated_pg, verifier, embedders, make_token, make_service_token):
     import asyncpg
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
     from knowledge_search.adapters.postgres import PostgresChunkIndex
@@ -169,7 +169,7 @@ async def search_stack(migrated_pg, verifier, embedders, make_token):
                      for i in range(len(PASSAGES))]
     finally:
         await admin.close()
-    metadata = auth(make_token(tenant, ["embed"]))
+    metadata = auth(make_service_token(tenant, ["embed"]))
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         for document, passage in zip(documents, PASSAGES):
@@ -179,7 +179,7 @@ async def search_stack(migrated_pg, verifier, embedders, make_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     apps, clients, addresses = [], [], {}
     for name in ("with", "without"):
-        client = GrpcQueryEmbedder(embedders["addresses"][name], token_for=lambda t: make_token(t, ["embed"]))
+        client = GrpcQueryEmbedder(embedders["addresses"][name], token_for=lambda t: make_service_token(t, ["embed"]))
         searches = SearchUseCases(PostgresChunkIndex(db), client, reranker=client, rerank_window=3)
         app = GrpcApp(services=[search_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
                       verifier=verifier)
