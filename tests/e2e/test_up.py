@@ -71,41 +71,6 @@ def test_bad_input_is_400_not_500(stack):
     assert httpx.get(f"{stack['base']}/nothing-here", headers=headers).status_code == 404
 
 
-def test_sigterm_stops_every_process_of_the_stack(stack):
-    process, descendants = stack["process"], stack["descendants"]
-    assert sum(p.name().startswith("python") for p in descendants) == 4  # the four services
-    assert "envoy" in {p.name() for p in descendants}
-    database = processes_using(stack["data_dir"])  # pg_ctl daemonises PostgreSQL: not a descendant
-    assert database, "the embedded PostgreSQL should run under the data dir"
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=60) == 0
-    _, alive = psutil.wait_procs(descendants + database, timeout=15)
-    assert alive == []
-    assert processes_using(stack["data_dir"]) == []
-
-
-def processes_using(data_dir: Path) -> list[psutil.Process]:
-    found = []
-    for candidate in psutil.process_iter(["cmdline"]):
-        if str(data_dir) in " ".join(candidate.info["cmdline"] or []):
-            found.append(candidate)
-    return found
-
-
-def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("killed")) as running:
-        children = running["descendants"]
-        try:
-            assert len(children) >= 5
-            running["process"].send_signal(signal.SIGKILL)
-            running["process"].wait(10)
-            _, alive = psutil.wait_procs(children, timeout=20)
-            assert alive == []
-        finally:
-            for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
-                leftover.terminate()
-
-
 def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
     """`knowledge eval` ingests through the public API and scores every mode, as a user runs it."""
     import json
@@ -155,3 +120,39 @@ def test_rerank_through_rest_with_a_configured_model(tmp_path_factory, cross_enc
         assert len(scores) == 3 and all(s != 0.0 for s in scores) and scores == sorted(scores, reverse=True)
         plain = httpx.post(f"{running['base']}/search", json={**body, "rerank": False}, headers=headers).json()
         assert all(not r.get("rerank_score") for r in plain["results"])
+
+
+def test_sigterm_stops_every_process_of_the_stack(stack):
+    process, descendants = stack["process"], stack["descendants"]
+    assert sum(p.name().startswith("python") for p in descendants) == 4  # the four services
+    assert "envoy" in {p.name() for p in descendants}
+    database = processes_using(stack["data_dir"])  # pg_ctl daemonises PostgreSQL: not a descendant
+    assert database, "the embedded PostgreSQL should run under the data dir"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 0
+    _, alive = psutil.wait_procs(descendants + database, timeout=15)
+    assert alive == []
+    assert processes_using(stack["data_dir"]) == []
+
+
+def processes_using(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for candidate in psutil.process_iter(["cmdline"]):
+        if str(data_dir) in " ".join(candidate.info["cmdline"] or []):
+            found.append(candidate)
+    return found
+
+
+def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_factory):
+    with running_stack(tmp_path_factory.mktemp("killed")) as running:
+        children = running["descendants"]
+        try:
+            assert len(children) >= 5
+            running["process"].send_signal(signal.SIGKILL)
+            running["process"].wait(10)
+            _, alive = psutil.wait_procs(children, timeout=20)
+            assert alive == []
+        finally:
+            for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
+                leftover.terminate()
+
