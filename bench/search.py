@@ -608,7 +608,7 @@ def rerank_cost(options: argparse.Namespace) -> None:
     from knowledge_cli.evaluate import Dataset, document_text
     from knowledge_embedder.adapters.torch_reranker import TorchReranker
     from knowledge_embedder.domain.model import RerankPair
-    from tests.crossencoder import build_cross_encoder
+    from tests.support.crossencoder import build_cross_encoder
 
     dataset = Dataset.load(options.dataset, split=options.split)
     work = Path(tempfile.mkdtemp(prefix="rerank-bench-"))

@@ -67,6 +67,6 @@ async def migrated_pg(embedded_pg) -> AsyncIterator:
 @pytest.fixture(scope="session")
 def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small cross-encoder built from the packaged MiniLM weights (meaningless scores, real plumbing)."""
-    from tests.crossencoder import build_cross_encoder
+    from tests.support.crossencoder import build_cross_encoder
 
     return build_cross_encoder(tmp_path_factory.mktemp("cross-encoder") / "model")

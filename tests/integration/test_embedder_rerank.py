@@ -20,7 +20,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env, SettingsError
 
-from tests.conftest import auth, error_info
+from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
 
