@@ -150,7 +150,7 @@ def test_the_reranking_model_comes_from_configuration_only(tmp_path):
 
 
 @pytest.fixture(scope="module")
-async def search_stack(migrated_pg, verifier, embedders, make_token, make_service_token):
+async def search_stack(migrated_pg, verifier, embedders, make_token, make_service_token, encoder):
     import asyncpg
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
     from knowledge_search.adapters.postgres import PostgresChunkIndex
@@ -169,13 +169,19 @@ async def search_stack(migrated_pg, verifier, embedders, make_token, make_servic
                      for i in range(len(PASSAGES))]
     finally:
         await admin.close()
-    metadata = auth(make_service_token(tenant, ["embed"]))
-    async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
-        stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
-        for document, passage in zip(documents, PASSAGES):
-            await stub.Index(embedder_pb2.IndexRequest(content=passage, kind=embedder_pb2.INDEX_KIND_CHUNK,
-                                                       document=embedder_pb2.DocumentBinding(document_id=str(document))),
-                             metadata=metadata)
+    # Chunks as ingest writes them (the only writer of chunks): the passage, its vector, its lexemes.
+    from pgvector.asyncpg import register_vector
+
+    admin = await asyncpg.connect(migrated_pg.url())
+    await register_vector(admin)
+    try:
+        for document, passage, vector in zip(documents, PASSAGES, encoder.encode(PASSAGES)):
+            await admin.execute(
+                "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata) "
+                "VALUES ($1, $2, $3, 0, $4, $5, jsonb_build_object('document_id', $6::text))",
+                tenant, corpus, document, passage, vector, str(document))
+    finally:
+        await admin.close()
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     apps, clients, addresses = [], [], {}
     for name in ("with", "without"):
