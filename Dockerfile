@@ -57,7 +57,7 @@ COPY cli/ cli/
 # without their dependencies: those are the Envoy binary and the local stack's default model,
 # which would pull torch into every service image.
 RUN pip install --no-build-isolation -c constraints.txt \
-        ./runtime ./services/content-index ./services/ingest ./services/search httpx \
+        ./runtime ./services/content-index ./services/ingest ./services/search httpx tqdm \
     && pip install --no-build-isolation --no-deps ./gateway ./cli
 
 FROM build AS build-embedder

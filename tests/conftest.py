@@ -62,3 +62,11 @@ async def migrated_pg(embedded_pg) -> AsyncIterator:
 
     await migrate(embedded_pg.url(), embedding_dimension=TEST_DIMENSION)
     yield embedded_pg
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small cross-encoder built from the packaged MiniLM weights (meaningless scores, real plumbing)."""
+    from tests.support.crossencoder import build_cross_encoder
+
+    return build_cross_encoder(tmp_path_factory.mktemp("cross-encoder") / "model")

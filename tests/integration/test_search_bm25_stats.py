@@ -69,6 +69,12 @@ async def test_statistics_follow_inserts_updates_deletes_and_rollbacks(migrated_
         assert await stats(admin) == await truth(admin)
         tenant, lexemes = await stats(admin)
         assert tenant["chunk_count"] == 3 and lexemes["cat"] == 2 and lexemes["dog"] == 1
+        # Migration 0015: each chunk's stored BM25 length follows its lexemes, whoever wrote them.
+        lengths = await admin.fetch("SELECT chunk_index, bm25_length, search_bm25_length(lexemes) AS truth "
+                                    "FROM chunks WHERE tenant_id = $1 ORDER BY chunk_index", TENANT)
+        assert [(r["chunk_index"], r["bm25_length"]) for r in lengths] == [(0, 2), (3, 7), (4, 8)]  # heading 1 + cat, sat + i + 1 mats
+        assert all(r["bm25_length"] == r["truth"] for r in lengths)
+        assert tenant["total_length"] == sum(r["bm25_length"] for r in lengths)
 
         # The writing roles cannot touch the statistics directly, and search can only read them.
         for role in (embedder, ingest):

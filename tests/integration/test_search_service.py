@@ -22,6 +22,7 @@ from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.fusion import Fusion, FusionMethod
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
@@ -131,7 +132,10 @@ async def stack(migrated_pg, verifier, make_service_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}",
                                  token_for=lambda tenant: make_service_token(tenant, ["embed"]))
-    searches = SearchUseCases(PostgresChunkIndex(db), embedder, Thresholds(high_top=0.6, high_mean=0.3, moderate_top=0.3))
+    # RRF here, so the fused scores can be checked against their formula; the default fusion is
+    # measured in test_search_eval.py and bench/search.py eval.
+    searches = SearchUseCases(PostgresChunkIndex(db), embedder, Thresholds(high_top=0.6, high_mean=0.3, moderate_top=0.3),
+                              fusion=Fusion(FusionMethod.RRF))
     answers = AnswerUseCases(searches, ExtractiveSynthesiser(), ledger=PostgresCostLedger(db))
     app = GrpcApp(services=[service_spec(SearchServicer(searches, answers))], verifier=verifier)
     port = await app.start()
@@ -187,7 +191,7 @@ async def test_hybrid_fusion_order_and_score_contract(stub, acme, stack):
     cosine = {r.chunk_id: r.score for r in vector.results}
     fused = [r.fused_score for r in hybrid.results]
     assert fused == sorted(fused, reverse=True)
-    # fused = 1/(60 + vector_rank) + w/(60 + lexical_rank), one lexical weight w in (0, 1] for the query.
+    # fused = 1/(60 + vector_rank) + w/(60 + lexical_rank), one lexical weight w (here 1) for the query.
     lexical_weights = {
         round((r.fused_score - (1 / (60 + r.vector_rank) if r.vector_rank else 0)) * (60 + r.lexical_rank), 9)
         for r in hybrid.results if r.lexical_rank
@@ -338,11 +342,41 @@ async def test_common_terms_score_but_do_not_select(stack):
     # With a low cut-off "policy" is common in acme: only chunks holding "zeppelin" are candidates.
     pruned = PostgresChunkIndex(stack["db"], bm25=Bm25(common_fraction=0.2, common_min_df=0))
     hits = await pruned.lexical_search("acme", "policy zeppelin", filters, 300)
-    assert [h.chunk.chunk_id for h in hits] == [ids["chunks"][("acme", "zeppelin.pdf", 0)]]
+    assert [h.chunk_id for h in hits] == [ids["chunks"][("acme", "zeppelin.pdf", 0)]]
     exact = await PostgresChunkIndex(stack["db"]).lexical_search("acme", "policy zeppelin", filters, 300)
     assert len(exact) > 1 and exact[0].score == pytest.approx(hits[0].score)  # the same BM25 score
     # When every term is common (here both "policy" and "travel"), a candidate must hold them all.
     strict = PostgresChunkIndex(stack["db"], bm25=Bm25(common_fraction=0.1, common_min_df=0))
     both = await strict.lexical_search("acme", "policy travel", filters, 300)
-    assert both and all("travel" in h.chunk.content.lower() and "polic" in h.chunk.content.lower() for h in both)
-    assert ids["chunks"][("acme", "zeppelin.pdf", 0)] not in {h.chunk.chunk_id for h in both}
+    contents = [c.content.lower() for c in (await strict.chunks("acme", [h.chunk_id for h in both])).values()]
+    assert both and len(contents) == len(both) and all("travel" in c and "polic" in c for c in contents)
+    assert ids["chunks"][("acme", "zeppelin.pdf", 0)] not in {h.chunk_id for h in both}
+
+
+async def test_search_reads_content_for_the_returned_top_k_only(stack):
+    """The channels ship ids and scores; content is read once, for the top_k returned."""
+    from knowledge_runtime.auth import Scope
+    from knowledge_search.domain.model import ChannelHit, Filters, SearchRequest
+
+    class Counting(PostgresChunkIndex):
+        def __init__(self, db) -> None:
+            super().__init__(db)
+            self.read: list[int] = []
+
+        async def chunks(self, tenant, chunk_ids):
+            found = await super().chunks(tenant, chunk_ids)
+            self.read.append(len(found))
+            return found
+
+    index = Counting(stack["db"])
+    filters = Filters(corpus_id=stack["ids"]["corpora"][("acme", "handbook")])
+    vector = await index.vector_search("acme", hashed_vector("travel policy staff").tolist(), filters, 300)
+    lexical = await index.lexical_search("acme", "travel policy staff", filters, 300)
+    assert len(vector) > 3 and len(lexical) > 3
+    assert all(type(h) is ChannelHit for h in (*vector, *lexical)) and not hasattr(ChannelHit, "content")
+    scope = Scope(tenant="acme", capabilities=frozenset({"search"}))
+    outcome = await SearchUseCases(index, _DirectEmbedder()).search(
+        scope, SearchRequest.parse("travel policy staff", top_k=3, corpus_id=str(filters.corpus_id)))
+    assert index.read == [3] and len(outcome.hits) == 3 and all(h.chunk.content for h in outcome.hits)
+    # Another tenant's chunk ids read nothing.
+    assert await index.chunks("globex", [h.chunk.chunk_id for h in outcome.hits]) == {}

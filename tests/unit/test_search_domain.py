@@ -8,7 +8,7 @@ import pytest
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import ExtractiveSynthesiser, Source, cite, excerpt
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
-from knowledge_search.domain.fusion import fuse, single_channel
+from knowledge_search.domain.fusion import Fusion, FusionMethod, fuse, single_channel
 from knowledge_search.domain.model import ChannelHit, Chunk, Relevance, SearchHit, SearchRequest, Weights
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.render import render
@@ -20,7 +20,11 @@ def chunk(chunk_id: int, content: str = "text", document_id: int | None = None) 
 
 
 def hits(*pairs: tuple[int, float]) -> list[ChannelHit]:
-    return [ChannelHit(chunk(chunk_id), score) for chunk_id, score in pairs]
+    return [ChannelHit(chunk_id, chunk_id * 10, score, rank) for rank, (chunk_id, score) in enumerate(pairs, start=1)]
+
+
+RRF = Fusion(FusionMethod.RRF)
+COVERAGE_RRF = Fusion(FusionMethod.COVERAGE_RRF)
 
 
 def hit(score: float, vector_rank: int = 1, lexical_rank: int = 0) -> SearchHit:
@@ -66,42 +70,94 @@ def test_identifiers_that_cannot_exist_are_not_found():
 def test_rrf_orders_by_fused_score_and_keeps_cosine_scores():
     vector = hits((1, 0.9), (2, 0.8), (3, 0.7))
     lexical = hits((3, 12.0), (4, 9.0), (1, 2.0))
-    fused = fuse(vector, lexical, Weights(1.0, 1.0), top_k=10)
-    assert [h.chunk.chunk_id for h in fused] == [1, 3, 2, 4]
-    by_id = {h.chunk.chunk_id: h for h in fused}
+    fused = fuse(vector, lexical, Weights(1.0, 1.0), top_k=10, fusion=RRF)
+    assert [h.chunk_id for h in fused] == [1, 3, 2, 4]
+    by_id = {h.chunk_id: h for h in fused}
     assert by_id[1].fused_score == pytest.approx(1 / 61 + 1 / 63)
     assert (by_id[3].vector_rank, by_id[3].lexical_rank, by_id[3].score) == (3, 1, 0.7)
     assert (by_id[4].vector_rank, by_id[4].lexical_rank, by_id[4].score) == (0, 2, 0.0)  # lexical-only
+    assert by_id[4].document_id == 40 and by_id[4].lexical_only
     assert by_id[2].lexical_rank == 0 and by_id[2].score == 0.8
 
 
 def test_weights_and_top_k():
     vector, lexical = hits((1, 0.9), (2, 0.8)), hits((2, 5.0), (3, 4.0))
-    lexical_first = fuse(vector, lexical, Weights(vector=0.2, lexical=1.0), top_k=2)
-    assert [h.chunk.chunk_id for h in lexical_first] == [2, 3]
+    lexical_first = fuse(vector, lexical, Weights(vector=0.2, lexical=1.0), top_k=2, fusion=RRF)
+    assert [h.chunk_id for h in lexical_first] == [2, 3]
     assert lexical_first[0].fused_score == pytest.approx(0.2 / 62 + 1 / 61)
-    assert [h.chunk.chunk_id for h in fuse(vector, lexical, Weights(1.0, 0.0), 3)] == [1, 2, 3]
+    assert [h.chunk_id for h in fuse(vector, lexical, Weights(1.0, 0.0), 3, RRF)] == [1, 2, 3]
 
 
-def test_the_lexical_weight_follows_the_channels_confidence_for_the_query():
+def test_coverage_rrf_scales_the_lexical_weight_by_the_channels_confidence():
     vector = hits((1, 0.9), (2, 0.8))
-    generic = [ChannelHit(chunk(2), 3.0, coverage=0.1), ChannelHit(chunk(3), 2.0, coverage=0.05)]
-    fused = fuse(vector, generic, Weights(1.0, 1.0), top_k=3)
+    generic = [ChannelHit(2, 20, 3.0, 1, coverage=0.1), ChannelHit(3, 30, 2.0, 2, coverage=0.05)]
+    fused = fuse(vector, generic, Weights(1.0, 1.0), 3, COVERAGE_RRF)
     # Only generic words matched: lexical weight 0.1^2, so the vector order stands.
-    assert [h.chunk.chunk_id for h in fused] == [1, 2, 3]
+    assert [h.chunk_id for h in fused] == [1, 2, 3]
     assert fused[1].fused_score == pytest.approx(1 / 62 + 0.01 / 61)
-    exact = [ChannelHit(chunk(1), 9.0, coverage=1.0), ChannelHit(chunk(3), 8.0, coverage=0.9)]
-    trusted = fuse(vector, exact, Weights(1.0, 1.0), 3)
-    by_id = {h.chunk.chunk_id: h for h in trusted}
+    exact = [ChannelHit(1, 10, 9.0, 1, coverage=1.0), ChannelHit(3, 30, 8.0, 2, coverage=0.9)]
+    by_id = {h.chunk_id: h for h in fuse(vector, exact, Weights(1.0, 1.0), 3, COVERAGE_RRF)}
     assert by_id[3].fused_score == pytest.approx(1 / 62)  # the full lexical weight (confidence 1.0^2)
     assert by_id[1].fused_score == pytest.approx(2 / 61)
-    plain = fuse(vector, generic, Weights(1.0, 1.0), 3, confidence=False)
-    assert [h.chunk.chunk_id for h in plain] == [2, 1, 3]
+
+
+# One constructed case on which the four methods disagree. The vector channel is sure of 1
+# (0.90) and barely separates the rest (0.50 .. 0.47); the lexical channel matched generic
+# words only (coverage 0.2) and puts 3 far ahead (BM25 10 against 1 and less), then 2.
+#   rrf:          ranks only: 2 (1/62 + 1/62) and 3 (1/63 + 1/61) beat 1 (1/61 + 1/64): 3, 2, 1
+#   coverage_rrf: lexical weight 0.2^2, so the vector order stands: 1, 2, 3
+#   minmax 0.5:   3 = 0.5 * 0.02/0.43 + 0.5 * 1 edges out 1 = 0.5 * 1 + 0.5 * 0: 3, 1, 2
+#   zscore 0.5:   1 is the vector channel's lone outlier (z 2.0 against the lexical 3's 1.7): 1, 3, 2
+VECTOR_CASE = [ChannelHit(1, 10, 0.90, 1), ChannelHit(2, 20, 0.50, 2), ChannelHit(3, 30, 0.49, 3),
+               ChannelHit(4, 40, 0.48, 4), ChannelHit(6, 60, 0.47, 5)]
+LEXICAL_CASE = [ChannelHit(3, 30, 10.0, 1, coverage=0.2), ChannelHit(2, 20, 1.0, 2, coverage=0.1),
+                ChannelHit(5, 50, 0.95, 3, coverage=0.1), ChannelHit(1, 10, 0.9, 4, coverage=0.1)]
+
+
+@pytest.mark.parametrize("fusion, expected", [
+    (RRF, [3, 2, 1]),
+    (COVERAGE_RRF, [1, 2, 3]),
+    (Fusion(FusionMethod.MINMAX, alpha=0.5), [3, 1, 2]),
+    (Fusion(FusionMethod.ZSCORE, alpha=0.5), [1, 3, 2]),
+])
+def test_each_fusion_method_on_a_case_where_they_differ(fusion, expected):
+    assert [h.chunk_id for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 3, fusion)] == expected
+
+
+def test_convex_fusion_normalises_per_query_and_weighs_by_alpha():
+    fused = {h.chunk_id: h for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10,
+                                         Fusion(FusionMethod.MINMAX, alpha=0.5))}
+    # min-max: vector (s - 0.47) / 0.43, lexical (s - 0.9) / 9.1; a channel's missing hit counts 0.
+    assert fused[3].fused_score == pytest.approx(0.5 * (0.02 / 0.43) + 0.5 * 1.0)
+    assert fused[1].fused_score == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
+    assert fused[4].fused_score == pytest.approx(0.5 * 0.01 / 0.43)
+    assert fused[6].fused_score == pytest.approx(0.0) and fused[5].fused_score == pytest.approx(0.5 * 0.05 / 9.1)
+    assert (fused[5].score, fused[5].vector_rank, fused[5].lexical_rank) == (0.0, 0, 3)
+    vector_only = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 3, Fusion(FusionMethod.MINMAX, alpha=1.0))
+    assert [h.chunk_id for h in vector_only] == [1, 2, 3]
+    lexical_only = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 3, Fusion(FusionMethod.ZSCORE, alpha=0.0))
+    assert [h.chunk_id for h in lexical_only] == [3, 2, 5]
+    # The request's weights still shift the balance of a convex fusion.
+    leaning = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 0.1), 1, Fusion(FusionMethod.MINMAX, alpha=0.5))
+    assert leaning[0].chunk_id == 1
+
+
+def test_fusion_settings_are_validated():
+    with pytest.raises(ValueError):
+        Fusion(alpha=1.5)
+    with pytest.raises(ValueError):
+        Fusion(k=0)
+
+
+def test_fusion_of_empty_channels():
+    assert fuse([], [], Weights(1.0, 1.0), 5, Fusion(FusionMethod.ZSCORE)) == []
+    only = fuse(hits((1, 0.5)), [], Weights(1.0, 1.0), 5, Fusion(FusionMethod.MINMAX, alpha=0.5))
+    assert [(h.chunk_id, h.fused_score) for h in only] == [(1, 0.5)]
 
 
 def test_single_channel_keeps_its_order_and_contract():
     lexical = single_channel(hits((5, 3.0), (6, 2.0)), vector=False, top_k=1)
-    assert [(h.chunk.chunk_id, h.score, h.vector_rank, h.lexical_rank) for h in lexical] == [(5, 0.0, 0, 1)]
+    assert [(h.chunk_id, h.score, h.vector_rank, h.lexical_rank) for h in lexical] == [(5, 0.0, 0, 1)]
     vector = single_channel(hits((5, 0.7)), vector=True, top_k=5)
     assert (vector[0].score, vector[0].vector_rank, vector[0].lexical_rank) == (0.7, 1, 0)
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from knowledge_cli.evaluate import Dataset, EvalError, ndcg, recall, report, score, unique
+from knowledge_cli.evaluate import Dataset, EvalError, _modes, mrr, ndcg, percentile, recall, report, score, unique
 from knowledge_cli.main import main
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "search_eval"
@@ -24,6 +24,47 @@ def test_our_dataset_loads_in_the_beir_layout():
 def test_a_folder_without_the_layout_is_a_clear_error(tmp_path):
     with pytest.raises(EvalError, match="not a BEIR dataset"):
         Dataset.load(tmp_path)
+
+
+def test_split_and_limit(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
+                                                   for d in ("a", "b", "c", "d", "e")))
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "?"}) + "\n"
+                                            + json.dumps({"_id": "q2", "text": "!"}) + "\n")
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tc\t1\nq2\te\t0\n")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq2\ta\t1\n")
+    train = Dataset.load(tmp_path, split="train")
+    assert list(train.queries) == ["q1"] and train.qrels == {"q1": {"c": 1}}  # a 0 judgement is not relevant
+    assert Dataset.load(tmp_path).qrels == {"q2": {"a": 1}}  # default split: test
+    limited = Dataset.load(tmp_path, split="train", limit=2)
+    assert list(limited.corpus) == ["a", "b", "c"]  # the judged document plus the first two others
+    assert list(Dataset.load(tmp_path, split="train", limit=0).corpus) == ["c"]
+    with pytest.raises(EvalError, match="split 'dev'"):
+        Dataset.load(tmp_path, split="dev")
+    for bad in ("../x", ""):
+        with pytest.raises(EvalError, match="--split"):
+            Dataset.load(tmp_path, split=bad)
+    with pytest.raises(EvalError, match="--limit"):
+        Dataset.load(tmp_path, limit=-1)
+
+
+def test_modes_parse():
+    assert _modes("hybrid, vector,HYBRID") == ("HYBRID", "VECTOR")
+    for bad in ("", "semantic", "vector,rerank"):
+        with pytest.raises(EvalError, match="--modes"):
+            _modes(bad)
+
+
+def test_mrr_and_percentiles():
+    relevant = {"a": 1}
+    assert mrr(["x", "a"], relevant) == 0.5 and mrr(["x"] * 10 + ["a"], relevant) == 0.0
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0 and percentile([float(i) for i in range(1, 101)], 95) == 95.0
+    assert percentile([], 95) == 0.0
+    dataset = Dataset(corpus={"a": ("", ""), "b": ("", "")}, queries={"q": "?"}, qrels={"q": {"a": 1}})
+    results = score(dataset, {"HYBRID": {"q": ["b", "a"]}}, {"HYBRID": [10.0, 30.0, 20.0]})
+    assert results["HYBRID"]["mrr@10"] == 0.5 and (results["HYBRID"]["p50_ms"], results["HYBRID"]["p95_ms"]) == (20.0, 30.0)
+    assert "20.0" in report(results)[0]
 
 
 def test_ndcg_and_recall():

@@ -11,6 +11,7 @@ from knowledge_search.domain.answer import Synthesis
 from knowledge_search.domain.model import (
     ChannelHit, Chunk, Cost, CostItem, EmbeddedQuery, Relevance, SearchMode, SearchRequest, Weights,
 )
+from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
@@ -21,21 +22,31 @@ def chunk(chunk_id: int, content: str) -> Chunk:
     return Chunk(chunk_id, chunk_id * 10, 1, "f.txt", "", None, content)
 
 
+CONTENT = {1: "Refunds take thirty days. Write to help@shop.example for help.", 2: "Shipping is free.",
+           3: "Refund form R-7."}
+
+
 class FakeIndex:
-    def __init__(self, corpus_weights: Weights = Weights(), coverage: float = 1.0) -> None:
+    def __init__(self, corpus_weights: Weights = Weights(), coverage: float = 1.0, extra: int = 0) -> None:
         self.calls: list[tuple] = []
+        self.hydrated: list[list[int]] = []
         self._weights = corpus_weights
         self._coverage = coverage
+        self._extra = extra  # more vector hits, as a deep channel returns
 
     async def vector_search(self, tenant, vector, filters, depth):
         self.calls.append(("vector", tenant, tuple(vector), depth))
-        return [ChannelHit(chunk(1, "Refunds take thirty days. Write to help@shop.example for help."), 0.82),
-                ChannelHit(chunk(2, "Shipping is free."), 0.5)]
+        more = [ChannelHit(100 + i, 1000 + i, 0.4 - i / 10_000, 3 + i) for i in range(self._extra)]
+        return [ChannelHit(1, 10, 0.82, 1), ChannelHit(2, 20, 0.5, 2), *more]
 
     async def lexical_search(self, tenant, text, filters, depth):
         self.calls.append(("lexical", tenant, text, depth))
-        return [ChannelHit(chunk(3, "Refund form R-7."), 7.0, self._coverage),
-                ChannelHit(chunk(1, "Refunds take thirty days."), 3.0, self._coverage / 2)]
+        return [ChannelHit(3, 30, 7.0, 1, self._coverage), ChannelHit(1, 10, 3.0, 2, self._coverage / 2)]
+
+    async def chunks(self, tenant, chunk_ids):
+        self.calls.append(("chunks", tenant, tuple(chunk_ids)))
+        self.hydrated.append(list(chunk_ids))
+        return {c: chunk(c, CONTENT.get(c, f"chunk {c}")) for c in chunk_ids if c != 404}
 
     async def check_filters(self, tenant, filters):
         self.calls.append(("filters", tenant, filters))
@@ -79,15 +90,33 @@ class Ledger:
 async def test_each_mode_runs_its_channels_for_the_scope_tenant(mode, channels):
     index, embedder = FakeIndex(), FakeEmbedder()
     outcome = await SearchUseCases(index, embedder).search(SCOPE, SearchRequest.parse("refund", mode=mode))
-    assert {c[0] for c in index.calls if c[0] != "filters"} == channels
+    assert {c[0] for c in index.calls if c[0] not in ("filters", "chunks")} == channels
     assert all(c[1] == "acme" for c in index.calls)
-    assert all(c[3] == 300 for c in index.calls if c[0] != "filters")  # each channel 300 deep
+    assert all(c[3] == 300 for c in index.calls if c[0] in ("vector", "lexical"))  # each channel 300 deep
     assert bool(embedder.texts) == ("vector" in channels)
     if mode is SearchMode.HYBRID:
         assert [h.chunk.chunk_id for h in outcome.hits] == [1, 3, 2]
         assert outcome.warnings == ("query truncated",) and outcome.cost.items[0].operation == "embed"
     if mode is SearchMode.LEXICAL:
         assert outcome.relevance is Relevance.LEXICAL_MATCH
+
+
+async def test_content_is_read_once_for_the_returned_top_k_only():
+    index = FakeIndex(extra=297)  # 299 vector hits, 2 lexical: 300 candidates
+    outcome = await SearchUseCases(index, FakeEmbedder()).search(SCOPE, SearchRequest.parse("refund", top_k=5))
+    assert len(index.hydrated) == 1 and len(index.hydrated[0]) == 5
+    assert [h.chunk.chunk_id for h in outcome.hits] == index.hydrated[0]
+    assert outcome.hits[0].chunk.content == CONTENT[outcome.hits[0].chunk.chunk_id]
+
+
+async def test_a_chunk_deleted_between_ranking_and_reading_drops_out():
+    class Deleting(FakeIndex):
+        async def vector_search(self, tenant, vector, filters, depth):
+            return [ChannelHit(404, 4040, 0.9, 1), ChannelHit(2, 20, 0.5, 2)]
+
+    outcome = await SearchUseCases(Deleting(), FakeEmbedder()).search(
+        SCOPE, SearchRequest.parse("refund", mode=SearchMode.VECTOR))
+    assert [h.chunk.chunk_id for h in outcome.hits] == [2]
 
 
 async def test_corpus_weights_apply_unless_the_request_sets_its_own():
@@ -128,13 +157,17 @@ async def test_query_without_relevant_content_does_not_call_the_model():
 def test_settings_defaults_and_validation():
     settings = SearchSettings.from_env(Env({}))
     assert settings.bm25.tiers == (0.05, 0.1, 0.2, 1.0) and (settings.bm25.k1, settings.bm25.b) == (1.2, 0.75)
-    assert settings.channel_depth == 300 and settings.rrf_k == 60 and settings.llm is None
+    assert settings.channel_depth == 300 and settings.fusion == DEFAULT_FUSION and settings.llm is None
+    chosen = SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_FUSION": "ZScore", "KNOWLEDGE_SEARCH_FUSION_ALPHA": "0.3",
+                                          "KNOWLEDGE_SEARCH_RRF_K": "20"}))
+    assert chosen.fusion == Fusion(FusionMethod.ZSCORE, k=20, alpha=0.3)
     custom = SearchSettings.from_env(Env({"KNOWLEDGE_LLM_URL": "http://127.0.0.1:9/v1", "KNOWLEDGE_LLM_MODEL": "m",
                                           "KNOWLEDGE_SEARCH_ANONYMISE_NAMES": "Ann, Bo"}))
     assert custom.llm.model == "m" and custom.anonymise_names == ("Ann", "Bo")
     for bad in ({"KNOWLEDGE_SEARCH_BM25_B": "1.5"}, {"KNOWLEDGE_SEARCH_BM25_WEIGHTS": "1,2,3"},
                 {"KNOWLEDGE_LLM_URL": "http://x"}, {"KNOWLEDGE_SEARCH_RELEVANCE_MODERATE": "0.9"},
-                {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"}, {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0",
+                {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"}, {"KNOWLEDGE_SEARCH_FUSION": "borda"},
+                {"KNOWLEDGE_SEARCH_FUSION_ALPHA": "1.5"}, {"KNOWLEDGE_SEARCH_LEXICAL_CONFIDENCE": "false"}, {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0",
                                                                   "KNOWLEDGE_SEARCH_LEXICAL_WEIGHT": "0"}):
         with pytest.raises(SettingsError) as caught:
             SearchSettings.from_env(Env(bad))
@@ -153,3 +186,60 @@ def test_the_search_service_never_imports_a_model_library():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] in {"torch", "sentence_transformers", "transformers"} for n in names), path
+
+
+class FakeReranker:
+    """Scores a passage by how often it says "refund"; records each call."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+        self._error = error
+
+    async def rerank(self, tenant, query, passages):
+        from knowledge_search.domain.model import Reranking
+
+        self.calls.append((query, list(passages)))
+        if self._error is not None:
+            raise self._error
+        return Reranking(scores=tuple(float(p.lower().count("refund")) for p in passages),
+                         cost=Cost(items=(CostItem("ce", "rerank", len(passages), 40),)))
+
+
+async def test_rerank_reorders_the_window_and_reads_content_for_it_only():
+    index, reranker = FakeIndex(extra=97), FakeReranker()
+    searches = SearchUseCases(index, FakeEmbedder(), reranker=reranker, rerank_window=20)
+    outcome = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=3, rerank=True))
+    assert len(index.hydrated) == 1 and len(index.hydrated[0]) == 20  # the window, not the 100 candidates
+    assert len(reranker.calls) == 1 and len(reranker.calls[0][1]) == 20
+    assert [h.chunk.chunk_id for h in outcome.hits] == [1, 3, 2]  # 1 and 3 say "refund"; then fused order
+    assert [h.rerank_score for h in outcome.hits] == [1.0, 1.0, 0.0]
+    assert [i.operation for i in outcome.cost.items] == ["embed", "rerank"]
+    plain = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=3))
+    assert all(h.rerank_score is None for h in plain.hits) and len(reranker.calls) == 1  # default off
+
+
+async def test_the_banner_keeps_its_meaning_when_reranked():
+    # The reranker puts the lexical-only chunk 3 first: the banner still judges what is returned.
+    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), reranker=FakeReranker())
+    outcome = await searches.search(SCOPE, SearchRequest.parse("refund", top_k=2, rerank=True))
+    assert outcome.hits[0].chunk.chunk_id in (1, 3)
+    by_cosine = SearchUseCases(FakeIndex(), FakeEmbedder()).search
+    same_hits = await by_cosine(SCOPE, SearchRequest.parse("refund", top_k=2))
+    assert {h.chunk.chunk_id: h.score for h in outcome.hits} == {h.chunk.chunk_id: h.score for h in same_hits.hits}
+
+
+async def test_rerank_true_without_a_model_is_refused_and_the_default_falls_back():
+    from knowledge_search.domain.errors import RerankUnavailable
+
+    with pytest.raises(RerankUnavailable) as caught:  # no reranker wired at all
+        await SearchUseCases(FakeIndex(), FakeEmbedder()).search(SCOPE, SearchRequest.parse("refund", rerank=True))
+    assert caught.value.code == "FAILED_PRECONDITION" and caught.value.reason == "RERANK_UNAVAILABLE"
+    refusing = SearchUseCases(FakeIndex(), FakeEmbedder(), reranker=FakeReranker(RerankUnavailable()))
+    with pytest.raises(RerankUnavailable):  # the embedder has no model
+        await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=True))
+    refusing.rerank_default = True
+    fallback = await refusing.search(SCOPE, SearchRequest.parse("refund"))
+    assert [h.chunk.chunk_id for h in fallback.hits] == [1, 3, 2]  # the fused order
+    assert any("reranking is unavailable" in w for w in fallback.warnings)
+    off = await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=False))  # the request says no
+    assert not any("rerank" in w for w in off.warnings)

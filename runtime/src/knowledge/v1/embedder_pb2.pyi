@@ -162,3 +162,21 @@ class AnchorMatch(_message.Message):
     target: AnchorTarget
     score: float
     def __init__(self, target: _Optional[_Union[AnchorTarget, _Mapping]] = ..., score: _Optional[float] = ...) -> None: ...
+
+class RerankRequest(_message.Message):
+    __slots__ = ("query", "passages")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    passages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, query: _Optional[str] = ..., passages: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RerankResponse(_message.Message):
+    __slots__ = ("scores", "model_id", "cost")
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    scores: _containers.RepeatedScalarFieldContainer[float]
+    model_id: str
+    cost: _common_pb2.Cost
+    def __init__(self, scores: _Optional[_Iterable[float]] = ..., model_id: _Optional[str] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ...) -> None: ...

@@ -67,6 +67,11 @@ class EmbedderServiceStub:
                 request_serializer=knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsResponse.FromString,
                 _registered_method=True)
+        self.Rerank = channel.unary_unary(
+                '/knowledge.v1.EmbedderService/Rerank',
+                request_serializer=knowledge_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
+                _registered_method=True)
 
 
 class EmbedderServiceServicer:
@@ -119,6 +124,15 @@ class EmbedderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rerank(self, request, context):
+        """Scores passages against a query with the configured cross-encoder (KNOWLEDGE_RERANK_MODEL),
+        batched by the same token-budget queue. FAILED_PRECONDITION with reason RERANK_UNAVAILABLE
+        when no reranking model is configured.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EmbedderServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -151,6 +165,11 @@ def add_EmbedderServiceServicer_to_server(servicer, server):
                     servicer.SearchAnchors,
                     request_deserializer=knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsResponse.SerializeToString,
+            ),
+            'Rerank': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rerank,
+                    request_deserializer=knowledge_dot_v1_dot_embedder__pb2.RerankRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_embedder__pb2.RerankResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -318,6 +337,33 @@ class EmbedderService:
             '/knowledge.v1.EmbedderService/SearchAnchors',
             knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsRequest.SerializeToString,
             knowledge_dot_v1_dot_embedder__pb2.SearchAnchorsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rerank(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.EmbedderService/Rerank',
+            knowledge_dot_v1_dot_embedder__pb2.RerankRequest.SerializeToString,
+            knowledge_dot_v1_dot_embedder__pb2.RerankResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -42,20 +42,22 @@ class ChannelWeights(_message.Message):
     def __init__(self, vector: _Optional[float] = ..., lexical: _Optional[float] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
     top_k: int
     mode: SearchMode
     weights: ChannelWeights
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ...) -> None: ...
+    rerank: bool
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("relevance", "results", "warnings")
@@ -68,7 +70,7 @@ class SearchResponse(_message.Message):
     def __init__(self, relevance: _Optional[_Union[Relevance, str]] = ..., results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id", "source_url")
+    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id", "source_url", "rerank_score")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +83,7 @@ class SearchResult(_message.Message):
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     chunk_id: str
@@ -93,21 +96,24 @@ class SearchResult(_message.Message):
     content: str
     corpus_id: str
     source_url: str
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
+    rerank_score: float
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
     top_k: int
     mode: SearchMode
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ...) -> None: ...
+    rerank: bool
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
     __slots__ = ("text", "relevance", "result_count")
@@ -120,16 +126,18 @@ class SearchDocumentsResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "top_k", "document_id")
+    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     top_k: int
     document_id: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ...) -> None: ...
+    rerank: bool
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "citations", "relevance", "cost")

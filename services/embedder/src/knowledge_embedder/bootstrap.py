@@ -23,8 +23,8 @@ from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching import BatchQueue
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.model import Price
-from knowledge_embedder.domain.ports import Encoder
-from knowledge_embedder.usecases import EmbedderUseCases
+from knowledge_embedder.domain.ports import Encoder, Reranker
+from knowledge_embedder.usecases import EmbedderUseCases, forward_pass
 
 log = structlog.get_logger("knowledge.embedder")
 
@@ -48,23 +48,45 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
     return encoder
 
 
+def load_reranker(settings: EmbedderSettings) -> Reranker | None:
+    """The configured cross-encoder (a local directory, never downloaded), warmed up; None when unset."""
+    if settings.rerank_model is None:
+        return None
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from knowledge_embedder.adapters.torch_reranker import TorchReranker
+    from knowledge_embedder.domain.model import RerankPair
+
+    model_dir = resolve_model_dir(settings.rerank_model, setting="KNOWLEDGE_RERANK_MODEL")
+    reranker = TorchReranker(settings.rerank_model_id, model_dir, device=settings.device,
+                             max_length=settings.rerank_max_length, batch_size=settings.batch_size)
+    reranker.score([RerankPair("warm-up", "warm-up")])
+    return reranker
+
+
 async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
     settings = settings or EmbedderSettings.from_env()
     verifier = prepare(settings.common)
     encoder = await asyncio.to_thread(load_encoder, settings)
     log.info("model_loaded", model=settings.model_id, backend=encoder.backend, device=encoder.device,
              dimension=encoder.dimension, max_seq_length=encoder.max_seq_length)
+    reranker = await asyncio.to_thread(load_reranker, settings)
+    if reranker is not None:
+        log.info("reranker_loaded", model=settings.rerank_model_id, device=reranker.device)
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
         await check_dimension(db, encoder.dimension)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        queue = BatchQueue(encoder.encode, max_batch_tokens=settings.max_batch_tokens, max_queue=settings.max_queue,
+        queue = BatchQueue(forward_pass(encoder, reranker), max_batch_tokens=settings.max_batch_tokens,
+                           max_queue=settings.max_queue,
                            bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
                            interactive_burst=settings.interactive_burst)
         usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
-                                    Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency))
+                                    Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
+                                    reranker=reranker,
+                                    rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens,
+                                                       currency=settings.currency))
         resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
         queue.start()
         resources.push_async_callback(queue.stop)

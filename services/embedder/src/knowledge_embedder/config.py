@@ -39,6 +39,10 @@ class EmbedderSettings:
     price_per_1k_tokens: float
     currency: str
     database_pool_size: int
+    rerank_model: str | None = None  # a local cross-encoder directory; None: Rerank is refused
+    rerank_model_id: str = ""
+    rerank_max_length: int = 512
+    rerank_price_per_1k_tokens: float = 0.0
 
     def bulk_batch_tokens_on(self, device: str) -> int:
         """The configured cap, else by device: on a CPU (or mps) a forward pass costs about the same
@@ -54,6 +58,7 @@ class EmbedderSettings:
         env = env or Env()
         model = env.str("EMBEDDING_MODEL", required=True)
         assert model is not None
+        rerank_model = env.str("RERANK_MODEL") or None
         return cls(
             common=CommonSettings.from_env("embedder", env),
             model=model,
@@ -69,4 +74,8 @@ class EmbedderSettings:
             price_per_1k_tokens=env.float("EMBEDDING_PRICE_PER_1K", 0.0, minimum=0.0),
             currency=env.str("EMBEDDING_CURRENCY", "USD") or "USD",
             database_pool_size=env.int("EMBEDDER_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
+            rerank_model=rerank_model,
+            rerank_model_id=(env.str("RERANK_MODEL_ID") or _display_id(rerank_model)) if rerank_model else "",
+            rerank_max_length=env.int("RERANK_MAX_LENGTH", 512, minimum=16),
+            rerank_price_per_1k_tokens=env.float("RERANK_PRICE_PER_1K", 0.0, minimum=0.0),
         )

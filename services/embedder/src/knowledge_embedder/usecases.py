@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -17,7 +17,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_embedder import metrics
 from knowledge_embedder.batching import BatchQueue
-from knowledge_embedder.domain.errors import AnchorNotFound
+from knowledge_embedder.domain.errors import AnchorNotFound, RerankUnavailable
 from knowledge_embedder.domain.model import (
     ANCHOR_OVERLAP_CHARS,
     ANCHOR_PIECE_CHARS,
@@ -27,18 +27,53 @@ from knowledge_embedder.domain.model import (
     Embedded,
     IndexResult,
     Price,
+    RerankPair,
     mean_pool,
     require_content,
+    require_passages,
     require_texts,
     top_k_of,
     truncate_query,
 )
-from knowledge_embedder.domain.ports import EmbeddingStore, Encoder
+from knowledge_embedder.domain.ports import EmbeddingStore, Encoder, Reranker
 
 log = structlog.get_logger("knowledge.embedder")
 _tracer = tracer("knowledge.embedder")
 T = TypeVar("T")
 OPERATION = "embed"
+RERANK_OPERATION = "rerank"
+
+
+def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list], list | np.ndarray]:
+    """The queue's work for one batch: texts through the embedding model, rerank pairs through the
+    cross-encoder, results in the batch's order. One queue and one inference thread serve both,
+    so their forward passes never overlap and the queue depth counts both."""
+
+    def run(items: list) -> list | np.ndarray:
+        pairs = [i for i, item in enumerate(items) if isinstance(item, RerankPair)]
+        if not pairs:
+            return encoder.encode(items)
+        if reranker is None:  # the use case refuses before enqueueing; never reached
+            raise RerankUnavailable()
+        results: list = [None] * len(items)
+        texts = [i for i, item in enumerate(items) if not isinstance(item, RerankPair)]
+        if texts:
+            for i, vector in zip(texts, encoder.encode([items[i] for i in texts])):
+                results[i] = vector
+        started = time.perf_counter()
+        for i, score in zip(pairs, reranker.score([items[i] for i in pairs])):
+            results[i] = np.float32(score)
+        metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
+        return results
+
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    scores: tuple[float, ...]
+    model_id: str
+    cost: CostLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +94,8 @@ class EmbedderUseCases:
     _tokenize: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-tokenize")
     )
+    reranker: Reranker | None = None  # only when KNOWLEDGE_RERANK_MODEL is configured
+    rerank_price: Price | None = None
 
     async def embed_texts(self, scope: Scope, texts: list[str]) -> tuple[Embedded, CostLine]:
         embedded = await self._embed(require_texts(texts))
@@ -103,6 +140,30 @@ class EmbedderUseCases:
         embedded = await self._embed([text], interactive=True)
         cost = self._cost(embedded)
         return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
+
+    async def rerank(self, scope: Scope, query: str, passages: list[str]) -> Reranked:
+        """One score per passage for the query, by the cross-encoder, batched with everyone's inputs."""
+        if self.reranker is None:
+            raise RerankUnavailable()
+        text, _dropped = truncate_query(query)
+        pairs = [RerankPair(text, passage) for passage in require_passages(passages)]
+        started = time.perf_counter()
+        with _tracer.start_as_current_span("embedder.tokenize"):
+            tokens = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.reranker.measure, pairs)
+        metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
+        with _tracer.start_as_current_span("embedder.rerank") as span:
+            span.set_attribute("embedder.pairs", len(pairs))
+            scores = await self.queue.embed(pairs, tokens)
+        total = sum(tokens)
+        metrics.RERANK_PAIRS.inc(len(pairs))
+        metrics.RERANK_TOKENS.inc(total)
+        price = self.rerank_price or Price(per_1k_tokens=0.0, currency=self.price.currency)
+        cost = CostLine(model=self.reranker.model_id, operation=RERANK_OPERATION, texts=len(pairs), tokens=total,
+                        amount=price.of(total), currency=price.currency)
+        await self._stored(self.store.record_cost(scope.tenant, cost))
+        log.info("reranked", pairs=len(pairs), tokens=total)
+        return Reranked(scores=tuple(float(s) for s in np.asarray(scores).reshape(-1)), model_id=self.reranker.model_id,
+                        cost=cost)
 
     async def _anchor_vector(self, content: str) -> tuple[Embedded, np.ndarray]:
         require_content(content)

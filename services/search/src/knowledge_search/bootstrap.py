@@ -53,9 +53,11 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             embedder=embedder,
             thresholds=settings.thresholds,
             channel_depth=settings.channel_depth,
-            rrf_k=settings.rrf_k,
             default_weights=settings.weights,
-            lexical_confidence=settings.lexical_confidence,
+            fusion=settings.fusion,
+            reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
+            rerank_default=settings.rerank,
+            rerank_window=settings.rerank_window,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:

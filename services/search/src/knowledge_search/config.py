@@ -11,10 +11,10 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
-from knowledge_search.domain.fusion import RRF_K
+from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
-from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, RERANK_WINDOW, Bm25
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -36,9 +36,10 @@ class SearchSettings:
     database_pool_size: int = 10
     bm25: Bm25 = Bm25()
     channel_depth: int = CHANNEL_DEPTH
-    rrf_k: int = RRF_K
     weights: Weights = EQUAL_WEIGHTS
-    lexical_confidence: bool = True
+    fusion: Fusion = DEFAULT_FUSION
+    rerank: bool = False  # rerank when a request does not say
+    rerank_window: int = RERANK_WINDOW
     ef_search: int = DEFAULT_EF_SEARCH
     max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES
     thresholds: Thresholds = Thresholds()
@@ -88,15 +89,32 @@ class SearchSettings:
                 common_min_df=env.int("SEARCH_BM25_COMMON_MIN_DF", bm25.common_min_df, minimum=0),
             ),
             channel_depth=env.int("SEARCH_CHANNEL_DEPTH", CHANNEL_DEPTH, minimum=1, maximum=1000),
-            rrf_k=env.int("SEARCH_RRF_K", RRF_K, minimum=1, maximum=10000),
             weights=Weights(vector=vector_weight, lexical=lexical_weight),
-            lexical_confidence=env.bool("SEARCH_LEXICAL_CONFIDENCE", True),
+            fusion=_fusion(env),
+            rerank=env.bool("SEARCH_RERANK", False),
+            rerank_window=env.int("SEARCH_RERANK_WINDOW", RERANK_WINDOW, minimum=1, maximum=256),
             ef_search=env.int("SEARCH_HNSW_EF_SEARCH", DEFAULT_EF_SEARCH, minimum=1, maximum=1000),
             max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", DEFAULT_MAX_SCAN_TUPLES, minimum=1),
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
         )
+
+
+def _fusion(env: Env) -> Fusion:
+    if env.str("SEARCH_LEXICAL_CONFIDENCE") is not None:
+        raise SettingsError(f"{PREFIX}SEARCH_LEXICAL_CONFIDENCE was replaced by {PREFIX}SEARCH_FUSION "
+                            "(coverage_rrf is what true meant, rrf what false meant)")
+    raw = (env.str("SEARCH_FUSION", DEFAULT_FUSION.method.value) or DEFAULT_FUSION.method.value).strip().lower()
+    try:
+        method = FusionMethod(raw)
+    except ValueError:
+        names = ", ".join(m.value for m in FusionMethod)
+        raise SettingsError(f"{PREFIX}SEARCH_FUSION must be one of {names}, got {raw!r}") from None
+    alpha = env.float("SEARCH_FUSION_ALPHA", DEFAULT_FUSION.alpha, minimum=0.0)
+    if alpha > 1.0:
+        raise SettingsError(f"{PREFIX}SEARCH_FUSION_ALPHA must be in [0, 1], got {alpha}")
+    return Fusion(method=method, k=env.int("SEARCH_RRF_K", DEFAULT_FUSION.k, minimum=1, maximum=10000), alpha=alpha)
 
 
 def _tiers(env: Env, default: tuple[float, float, float, float]) -> tuple[float, float, float, float]:

@@ -7,7 +7,7 @@ The tenant always comes from the verified scope, never from the request.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.logging import get_logger
@@ -15,7 +15,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Source, cite, excerpt
-from knowledge_search.domain.fusion import RRF_K, fuse, single_channel
+from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
     Answer,
@@ -24,17 +24,21 @@ from knowledge_search.domain.model import (
     Citation,
     Cost,
     SearchMode,
+    Ranked,
+    SearchHit,
     SearchOutcome,
     SearchRequest,
     Relevance,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Synthesiser
+from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
-from knowledge_search.domain.retrieval import CHANNEL_DEPTH
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
+RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
 
 
 @dataclass
@@ -43,12 +47,19 @@ class SearchUseCases:
     embedder: QueryEmbedder
     thresholds: Thresholds = field(default_factory=Thresholds)
     channel_depth: int = CHANNEL_DEPTH
-    rrf_k: int = RRF_K
     default_weights: Weights = EQUAL_WEIGHTS
-    lexical_confidence: bool = True
+    fusion: Fusion = DEFAULT_FUSION
+    reranker: Reranker | None = None
+    rerank_default: bool = False  # rerank when the request does not say
+    rerank_window: int = RERANK_WINDOW
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
         tenant = scope.tenant
+        rerank = self.rerank_default if request.rerank is None else request.rerank
+        if request.rerank and self.reranker is None:
+            raise RerankUnavailable()
+        rerank = rerank and self.reranker is not None
+        depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
         await self.index.check_filters(tenant, request.filters)
         vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
@@ -56,15 +67,27 @@ class SearchUseCases:
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
-                hits = fuse(
-                    vector_hits, lexical_hits, weights, request.top_k, self.rrf_k, confidence=self.lexical_confidence
-                )
+                ranked = fuse(vector_hits, lexical_hits, weights, depth, self.fusion)
             elif request.mode is SearchMode.VECTOR:
-                hits = single_channel(vector_hits, vector=True, top_k=request.top_k, k=self.rrf_k)
+                ranked = single_channel(vector_hits, vector=True, top_k=depth, k=self.fusion.k)
             else:
-                hits = single_channel(lexical_hits, vector=False, top_k=request.top_k, k=self.rrf_k)
-            relevance = banner(hits, self.thresholds)
-            span.set_attribute("search.results", len(hits))
+                ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
+            span.set_attribute("search.fused", len(ranked))
+        hits = await self._hydrate(tenant, ranked)
+        if rerank and hits:
+            try:
+                hits, rerank_cost = await self._rerank(tenant, request, hits)
+                cost = cost.plus(rerank_cost)
+            except (RerankUnavailable, EmbedderUnavailable) as error:
+                if request.rerank:  # asked for by the caller: say so, never a silent no-op
+                    raise
+                # The service default: fall back to the fused order, with a warning.
+                log.warning("rerank_fallback", reason=error.reason)
+                why = "no reranking model" if isinstance(error, RerankUnavailable) else "the embedder is unavailable"
+                warnings = (*warnings, RERANK_FALLBACK.format(why=why))
+        hits = hits[: request.top_k]
+        # The banner judges the cosine similarity of what is returned, reranked or not.
+        relevance = banner(hits, self.thresholds)
         log.info(
             "search_done",
             mode=request.mode.value,
@@ -76,6 +99,25 @@ class SearchUseCases:
         return SearchOutcome(
             hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost
         )
+
+    async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
+        """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused
+        order), then the rest in fused order."""
+        window, rest = hits[: self.rerank_window], hits[self.rerank_window:]
+        assert self.reranker is not None
+        with _tracer.start_as_current_span("search.rerank") as span:
+            span.set_attribute("search.rerank_window", len(window))
+            reranking = await self.reranker.rerank(tenant, request.lexical_text, [h.chunk.content for h in window])
+        order = sorted(range(len(window)), key=lambda i: (-reranking.scores[i], i))
+        reranked = [replace(window[i], rerank_score=reranking.scores[i]) for i in order]
+        return reranked + rest, reranking.cost
+
+    async def _hydrate(self, tenant: str, ranked: list[Ranked]) -> list[SearchHit]:
+        """Content is read once, for the results returned; a chunk deleted meanwhile drops out."""
+        with _tracer.start_as_current_span("search.hydrate") as span:
+            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked])
+            span.set_attribute("search.results", len(chunks))
+        return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
     async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
         with _tracer.start_as_current_span("search.embed"):

@@ -17,22 +17,22 @@ VARIABLE = "KNOWLEDGE_EMBEDDING_MODEL"
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 
 
-def resolve_model_dir(name: str) -> Path:
+def resolve_model_dir(name: str, *, setting: str = VARIABLE) -> Path:
     """A local model directory for ``name``: the path itself, or the offline cache's snapshot."""
     path = Path(name).expanduser()
     if path.is_dir():
         return path.resolve()
     if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise SettingsError(f"{VARIABLE}: {name} is not a model directory")
+        raise SettingsError(f"{setting}: {name} is not a model directory")
     try:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name, local_files_only=True))
     except Exception:  # any miss (not cached, invalid name, offline) means the same thing here
         raise SettingsError(
-            f"{VARIABLE}: {name!r} is neither a local model directory nor in the local Hugging Face cache; "
+            f"{setting}: {name!r} is neither a local model directory nor in the local Hugging Face cache; "
             "models are never downloaded at run time (HF_HUB_OFFLINE=1): put the model on disk and point "
-            f"{VARIABLE} at it"
+            f"{setting} at it"
         ) from None
 
 

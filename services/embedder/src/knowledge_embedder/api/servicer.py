@@ -18,6 +18,7 @@ CAPABILITIES = {
     "Index": "embed",
     "RefreshAnchor": "embed",
     "SearchAnchors": "embed",
+    "Rerank": "embed",
 }
 
 
@@ -84,6 +85,12 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         matches = await self._usecases.search_anchors(current_scope(), request.query, request.entity_type,
                                                       request.top_k)
         return embedder_pb2.SearchAnchorsResponse(matches=[convert.anchor_match(m) for m in matches])
+
+    async def Rerank(self, request: embedder_pb2.RerankRequest, context: grpc.aio.ServicerContext
+                     ) -> embedder_pb2.RerankResponse:
+        result = await self._usecases.rerank(current_scope(), request.query, list(request.passages))
+        return embedder_pb2.RerankResponse(scores=list(result.scores), model_id=result.model_id,
+                                           cost=convert.cost(result.cost))
 
 
 def service_spec(servicer: EmbedderServicer) -> ServiceSpec:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import InvalidField, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, ResourceExhausted, Unavailable
 
 
 class InvalidInput(InvalidField):
@@ -50,3 +50,12 @@ class AnchorNotFound(NotFound):
 
     def __init__(self, entity_type: str, entity_id: str) -> None:
         super().__init__("anchor not found", metadata={"entity_type": entity_type, "entity_id": entity_id[:256]})
+
+
+class RerankUnavailable(FailedPrecondition):
+    """Rerank without a configured reranking model: a clear refusal, never a silent no-op."""
+
+    reason = "RERANK_UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__("no reranking model is configured on the embedder (KNOWLEDGE_RERANK_MODEL)")

@@ -10,6 +10,7 @@ import numpy as np
 from knowledge_embedder.domain.errors import InvalidInput
 
 MAX_TEXTS = 2048
+MAX_PASSAGES = 256  # per Rerank call
 MAX_QUERY_CHARS = 3500
 ANCHOR_PIECE_CHARS = 3500
 ANCHOR_OVERLAP_CHARS = 200
@@ -122,6 +123,27 @@ def require_texts(texts: list[str]) -> list[str]:
         if not text.strip():
             raise InvalidInput(f"texts[{index}] must not be empty", field=f"texts[{index}]")
     return texts
+
+
+@dataclass(frozen=True, slots=True)
+class RerankPair:
+    """One (query, passage) input of the cross-encoder; it travels the batch queue like a text."""
+
+    query: str
+    passage: str
+
+
+def require_passages(passages: list[str]) -> list[str]:
+    if not passages:
+        raise InvalidInput("passages must not be empty", field="passages")
+    if len(passages) > MAX_PASSAGES:
+        raise InvalidInput(f"at most {MAX_PASSAGES} passages per request", field="passages")
+    for index, passage in enumerate(passages):
+        if not passage.strip():
+            raise InvalidInput(f"passages[{index}] must not be empty", field=f"passages[{index}]")
+        if "\x00" in passage:
+            raise InvalidInput(f"passages[{index}] must not contain NUL characters", field=f"passages[{index}]")
+    return passages
 
 
 def truncate_query(query: str) -> tuple[str, int]:

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
-from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine, Measured
+from knowledge_embedder.domain.model import AnchorMatch, AnchorTarget, CostLine, Measured, RerankPair
 
 
 class Encoder(Protocol):
@@ -24,6 +24,19 @@ class Encoder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one float32 row per text, in order."""
+
+
+class Reranker(Protocol):
+    """A loaded cross-encoder. Both methods block: callers run them off the event loop."""
+
+    model_id: str
+    device: str
+
+    def measure(self, pairs: Sequence[RerankPair]) -> list[int]:
+        """Tokens each pair costs after truncation."""
+
+    def score(self, pairs: Sequence[RerankPair]) -> np.ndarray:
+        """One relevance score per pair, in order (higher is more relevant)."""
 
 
 class EmbeddingStore(Protocol):

@@ -1,4 +1,4 @@
-"""The query embedder: the embedding gatekeeper's EmbedQuery over gRPC.
+"""The query embedder and reranker: the embedding gatekeeper's EmbedQuery and Rerank over gRPC.
 
 The channel forwards trace context (runtime ``clients``). A user's token rightly lacks the
 internal ``embed`` capability, so when the service has a signing key it calls with a
@@ -17,8 +17,8 @@ from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
 from knowledge_runtime.rpc_errors import domain_error_from
 
-from knowledge_search.domain.errors import EmbedderUnavailable
-from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery
+from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery, Reranking
 
 
 def cost_from_message(message) -> Cost:
@@ -47,10 +47,13 @@ class GrpcQueryEmbedder:
         self._timeout_s = timeout_s
         self._token_for = token_for
 
+    def _metadata(self, tenant: str):
+        if self._token_for is None:
+            return None
+        return (("authorization", f"Bearer {self._token_for(tenant)}"),)
+
     async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        metadata = None
-        if self._token_for is not None:
-            metadata = (("authorization", f"Bearer {self._token_for(tenant)}"),)
+        metadata = self._metadata(tenant)
         try:
             reply = await self._stub.EmbedQuery(
                 embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s, metadata=metadata
@@ -62,6 +65,18 @@ class GrpcQueryEmbedder:
         return EmbeddedQuery(
             vector=list(reply.vector.values), warnings=tuple(reply.warnings), cost=cost_from_message(reply.cost)
         )
+
+    async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
+        try:
+            reply = await self._stub.Rerank(embedder_pb2.RerankRequest(query=query, passages=passages),
+                                            timeout=self._timeout_s, metadata=self._metadata(tenant))
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                raise RerankUnavailable() from None
+            raise _domain_error(error) from None
+        if len(reply.scores) != len(passages):
+            raise EmbedderUnavailable()
+        return Reranking(scores=tuple(reply.scores), cost=cost_from_message(reply.cost))
 
     async def close(self) -> None:
         await self._channel.close()

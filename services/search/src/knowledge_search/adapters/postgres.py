@@ -36,11 +36,9 @@ WITH nearest AS MATERIALIZED (
     ORDER BY c.embedding <=> $1
     LIMIT $3
 )
-SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url,
-       greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+SELECT n.chunk_id, c.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
 FROM nearest n
 JOIN chunks c ON c.chunk_id = n.chunk_id
-JOIN documents d ON d.document_id = c.document_id
 ORDER BY n.distance, n.chunk_id
 """
 SET_SCAN = """
@@ -74,31 +72,39 @@ query AS (
     FROM quoted
 ),
 matched AS (
-    SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    SELECT c.chunk_id, c.document_id, c.lexemes, c.bm25_length::float8 AS len
     FROM chunks c, query
     WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
 ),
 scored AS (
-    SELECT m.chunk_id,
+    SELECT m.chunk_id, m.document_id,
            sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
     FROM matched m
     CROSS JOIN stats st
-    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    CROSS JOIN (SELECT array_agg(lexeme) AS lexemes FROM terms) AS qt
+    -- Only the query's lexemes of the chunk: deleting from it every lexeme that is not the
+    -- query's (all in C) leaves a few entries to unnest instead of the whole tsvector.
+    CROSS JOIN LATERAL unnest(ts_delete(m.lexemes, tsvector_to_array(ts_delete(m.lexemes, qt.lexemes)))) AS u
     JOIN idf i ON i.lexeme = u.lexeme
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
         FROM unnest(u.weights) AS wt
     ) AS tf
-    GROUP BY m.chunk_id
+    GROUP BY m.chunk_id, m.document_id
     ORDER BY score DESC, m.chunk_id
     LIMIT $9
 )
-SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, s.score,
+SELECT s.chunk_id, s.document_id, s.score,
        least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
 FROM scored s
-JOIN chunks c ON c.chunk_id = s.chunk_id
-JOIN documents d ON d.document_id = c.document_id
 ORDER BY s.score DESC, s.chunk_id
+"""
+# What results show, read once for the chunks that are returned (never for the channels' depth).
+HYDRATE = """
+SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url
+FROM chunks c
+JOIN documents d ON d.document_id = c.document_id
+WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
 """
 CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
 DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
@@ -121,19 +127,17 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[int]]:
     return " ".join(sql), args
 
 
-def _hit(row) -> ChannelHit:
-    chunk = Chunk(
-        chunk_id=row["chunk_id"],
-        document_id=row["document_id"],
-        corpus_id=row["corpus_id"],
-        filename=row["filename"],
-        section=row["section"],
-        page=row["page"],
-        content=row["content"],
-        source_url=row["source_url"] or "",
-    )
-    coverage = row.get("coverage")  # only the lexical channel selects it
-    return ChannelHit(chunk=chunk, score=float(row["score"]), coverage=1.0 if coverage is None else float(coverage))
+def _hits(rows) -> list[ChannelHit]:
+    return [
+        ChannelHit(
+            chunk_id=row["chunk_id"],
+            document_id=row["document_id"],
+            score=float(row["score"]),
+            rank=rank,
+            coverage=1.0 if row.get("coverage") is None else float(row["coverage"]),  # lexical only
+        )
+        for rank, row in enumerate(rows, start=1)
+    ]
 
 
 _DEFAULT_BM25 = Bm25()
@@ -166,7 +170,7 @@ class PostgresChunkIndex:
                 depth,
                 *args,
             )
-        return [_hit(row) for row in rows]
+        return _hits(rows)
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         predicates, args = _filters(filters, 12)
@@ -187,7 +191,25 @@ class PostgresChunkIndex:
             self._bm25.common_fraction,
             *args,
         )
-        return [_hit(row) for row in rows]
+        return _hits(rows)
+
+    async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+        if not chunk_ids:
+            return {}
+        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), tenant)
+        return {
+            row["chunk_id"]: Chunk(
+                chunk_id=row["chunk_id"],
+                document_id=row["document_id"],
+                corpus_id=row["corpus_id"],
+                filename=row["filename"],
+                section=row["section"],
+                page=row["page"],
+                content=row["content"],
+                source_url=row["source_url"] or "",
+            )
+            for row in rows
+        }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
         if filters.corpus_id is not None:

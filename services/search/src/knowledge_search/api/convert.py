@@ -48,6 +48,7 @@ def result(hit: SearchHit) -> search_pb2.SearchResult:
         content=chunk.content,
         corpus_id=str(chunk.corpus_id),
         source_url=chunk.source_url,
+        rerank_score=hit.rerank_score or 0.0,
     )
 
 

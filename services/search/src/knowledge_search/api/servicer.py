@@ -35,6 +35,7 @@ def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
         top_k=request.top_k,
         default_top_k=default_top_k,
         max_top_k=max_top_k,
+        rerank=request.rerank if request.HasField("rerank") else None,
         **extra,
     )
 

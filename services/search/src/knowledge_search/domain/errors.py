@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import InvalidField, NotFound, Unavailable
+from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, Unavailable
 
 
 class InvalidSearch(InvalidField):
@@ -42,3 +42,13 @@ class LlmUnavailable(Unavailable):
 
     def __init__(self, why: str) -> None:
         super().__init__(f"the language model is unavailable ({why})")
+
+
+class RerankUnavailable(FailedPrecondition):
+    """rerank: true while the embedder has no reranking model: refused, never silently ignored."""
+
+    reason = "RERANK_UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__("reranking is not available: no reranking model is configured on the embedder "
+                         "(KNOWLEDGE_RERANK_MODEL); search without rerank")

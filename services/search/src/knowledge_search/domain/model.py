@@ -58,6 +58,7 @@ class SearchRequest:
     mode: SearchMode = SearchMode.HYBRID
     weights: Weights = Weights()
     warnings: tuple[str, ...] = ()
+    rerank: bool | None = None  # None: the service default
 
     @classmethod
     def parse(
@@ -71,6 +72,7 @@ class SearchRequest:
         weights: Weights = Weights(),
         default_top_k: int = 10,
         max_top_k: int = 100,
+        rerank: bool | None = None,
     ) -> SearchRequest:
         text = text.strip()
         if not text:
@@ -96,6 +98,7 @@ class SearchRequest:
             mode=mode,
             weights=weights,
             warnings=tuple(warnings),
+            rerank=rerank,
         )
 
     @property
@@ -141,15 +144,38 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHit:
-    """One channel's hit: the chunk and the channel's own score (cosine or BM25).
+    """One channel's hit: ids and the channel's own score (cosine or BM25), never content.
 
-    ``coverage`` is, for a lexical hit, its BM25 score over the most the query's terms could
-    score (each term's idf times k1 + 1): how much of the query's information it matched.
+    ``rank`` is 1-based in the channel's order. ``coverage`` is, for a lexical hit, its BM25
+    score over the most the query's terms could score (the sum of their idf): how much of the
+    query's information it matched (1.0 for a vector hit).
     """
 
-    chunk: Chunk
+    chunk_id: int
+    document_id: int
     score: float
+    rank: int
     coverage: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A fused (or single-channel) result before its content is read: fusion decided its place.
+
+    ``score`` stays the cosine similarity (0.0 when only the lexical channel found it).
+    """
+
+    chunk_id: int
+    document_id: int
+    score: float
+    vector_rank: int  # 1-based; 0 when the vector channel did not return it
+    lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
+    fused_score: float
+    coverage: float = 0.0  # the lexical hit's share of the query's idf mass; 0.0 without one
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.vector_rank == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +188,16 @@ class SearchHit:
     lexical_rank: int  # 1-based; 0 when the lexical channel did not return it
     fused_score: float
     coverage: float = 0.0  # the lexical hit's share of the query's idf mass; 0.0 without one
+    rerank_score: float | None = None  # the reranking model's score when the search was reranked
 
     @property
     def lexical_only(self) -> bool:
         return self.vector_rank == 0
+
+    @classmethod
+    def of(cls, ranked: Ranked, chunk: Chunk) -> SearchHit:
+        return cls(chunk=chunk, score=ranked.score, vector_rank=ranked.vector_rank, lexical_rank=ranked.lexical_rank,
+                   fused_score=ranked.fused_score, coverage=ranked.coverage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +227,14 @@ class Cost:
 class EmbeddedQuery:
     vector: list[float]
     warnings: tuple[str, ...] = ()
+    cost: Cost = Cost()
+
+
+@dataclass(frozen=True, slots=True)
+class Reranking:
+    """The reranking model's score per passage, in the order given."""
+
+    scores: tuple[float, ...]
     cost: Cost = Cost()
 
 

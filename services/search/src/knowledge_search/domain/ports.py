@@ -6,12 +6,17 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from knowledge_search.domain.answer import Source, Synthesis
-from knowledge_search.domain.model import ChannelHit, CostItem, EmbeddedQuery, Filters, Weights
+from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Reranking, Weights
 
 
 class QueryEmbedder(Protocol):
     async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
         """The query's unit vector, embedded for the tenant; an ``Unavailable`` when the embedder is down."""
+
+
+class Reranker(Protocol):
+    async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
+        """One score per passage (higher is more relevant); RerankUnavailable when no model is configured."""
 
 
 class ChunkIndex(Protocol):
@@ -20,6 +25,9 @@ class ChunkIndex(Protocol):
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
+
+    async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+        """Content, section, page and filename of the tenant's chunks among ``chunk_ids`` (gone ones absent)."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
         """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources."""
