@@ -14,7 +14,8 @@ import pytest
 import structlog
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_cli.stack import default_embedding_model
-from knowledge_embedder.domain.errors import DocumentNotFound, EmbedderStopping, InvalidInput, QueueFull
+from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_embedder.domain.errors import AnchorNotFound, EmbedderStopping, InvalidInput, QueueFull
 from knowledge_ingest.adapters.services import EmbedderClient
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
@@ -47,7 +48,7 @@ REFUSALS: dict[str, Exception] = {
     "busy": QueueFull(10, 8),
     "stopping": EmbedderStopping(),
     "bad": InvalidInput("the query is empty", field="query"),
-    "gone": DocumentNotFound("7"),
+    "gone": AnchorNotFound("document_type", "7"),
     "crash": RuntimeError(SECRET),
 }
 
@@ -121,7 +122,7 @@ async def client(request, refusing_embedder, keys_dir, make_service_token):
         ("busy", DependencyUnavailable, "RESOURCE_EXHAUSTED", "EMBEDDER_OVERLOADED", {"waiting": "10", "limit": "8"}),
         ("stopping", DependencyUnavailable, "UNAVAILABLE", "EMBEDDER_STOPPING", {}),
         ("bad", InvalidArgument, "INVALID_ARGUMENT", "EMBEDDING_INPUT_INVALID", {"field": "query"}),
-        ("gone", NotFound, "NOT_FOUND", "DOCUMENT_NOT_FOUND", {"document_id": "7"}),
+        ("gone", NotFound, "NOT_FOUND", "ANCHOR_NOT_FOUND", {"entity_type": "document_type", "entity_id": "7"}),
         ("crash", DomainError, "INTERNAL", "INTERNAL", {}),
     ],
 )
@@ -129,6 +130,9 @@ async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(
     client, what, kind, code, reason, metadata
 ):
     error = await refusal(client, what)
+    if what == "stopping" and isinstance(error, DependencyNotReady):
+        # ingest's client: a callee that is stopping is restarting under the job, which spends no attempt
+        kind, reason, metadata = DependencyNotReady, "DEPENDENCY_NOT_READY", {"service": "embedder"}
     assert type(error) is kind or (kind is DomainError and not isinstance(error, Unavailable))
     assert (error.code, error.reason, error.metadata) == (code, reason, metadata)
     # Only what may pass is retryable: ingest's pipeline retries Unavailable, and nothing else.
