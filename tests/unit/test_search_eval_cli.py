@@ -111,3 +111,57 @@ def test_eval_against_a_stack_that_answers_501_says_so(capsys):
         server.server_close()
     assert exited.value.code == 1
     assert "does not implement creating a corpus yet (HTTP 501 on POST /corpora)" in capsys.readouterr().err
+
+
+class BulkTexts(BaseHTTPRequestHandler):
+    """POST /texts:batch answering a job per item (an item with "refuse" in its text is refused),
+    GET /ingest/ID answering SEARCHABLE; every call recorded on the server."""
+
+    def _answer(self, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.calls.append(("POST", self.path, request))
+        if not self.path.endswith("/texts:batch"):
+            self.send_error(404)
+            return
+        self._answer({"items": [
+            {"index": i, "error_reason": "INVALID_REQUEST", "error": "no"} if "refuse" in item["text"]
+            else {"index": i, "job": {"job_id": f"job-{item['title']}"}} for i, item in enumerate(request["items"])]})
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        self.server.calls.append(("GET", self.path, None))
+        job = self.path.rsplit("/", 1)[-1]
+        self._answer({"job_id": job, "state": "DOCUMENT_STATE_SEARCHABLE", "result": {"document_id": f"row-{job}"}})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_eval_ingests_every_document_through_one_bulk_texts_call():
+    from knowledge_cli.evaluate import RestStack, ingest
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BulkTexts)
+    server.calls = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        stack = RestStack(f"http://127.0.0.1:{server.server_address[1]}/api/v1/knowledge", "t")
+        dataset = Dataset(corpus={"a": ("Title A", "Body a."), "b": ("", "Body b.")}, queries={}, qrels={})
+        by_document = ingest(dataset, stack, "7", progress=False)
+        posts = [call for call in server.calls if call[0] == "POST"]
+        refused = Dataset(corpus={"c": ("", "please refuse")}, queries={}, qrels={})
+        with pytest.raises(EvalError, match="'c.md' was refused: no"):
+            ingest(refused, stack, "7", progress=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert by_document == {"row-job-a.md": "a", "row-job-b.md": "b"}
+    assert [(method, path) for method, path, _ in posts] == [("POST", "/api/v1/knowledge/texts:batch")]
+    assert posts[0][2]["items"] == [{"corpus_id": "7", "text": "# Title A\n\nBody a.", "title": "a.md"},
+                                    {"corpus_id": "7", "text": "Body b.", "title": "b.md"}]
