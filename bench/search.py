@@ -15,7 +15,7 @@ lexical-led and paraphrased query subsets, so a change to the fusion is measured
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
     .venv/bin/python bench/search.py eval tests/data/search_eval
     .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
-        --data-dir /tmp/scifact-stack      # the dev set; the indexed corpus is kept for the next run
+        --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
         [--limit 200]                      # the judged documents plus 200 others
     .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
 """

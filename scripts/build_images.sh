@@ -18,7 +18,7 @@ PREFIX=${IMAGE_PREFIX:-localhost/knowledge}
 TAG=${IMAGE_TAG:-dev}
 SUITE=${DEBIAN_SUITE:-bookworm}
 BASE=$PREFIX/debian-python:$SUITE
-IMAGE_CACHE=${IMAGE_CACHE:-/var/tmp/knowledge-images}
+IMAGE_CACHE=${IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/knowledge-images}
 LOW=(nice -n 19 ionice -c3)
 # runc with cgroupfs and ulimits below the sandbox's (crun refuses the cgroup layout here).
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/scripts/images/containers.conf}
