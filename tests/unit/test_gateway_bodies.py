@@ -20,6 +20,7 @@ from knowledge_gateway.envoy import GatewayConfig, too_large_json, write_config,
 from knowledge_runtime.errors import ResourceExhausted, UploadTooLarge
 from knowledge_runtime.interceptors import status_for
 
+from tests.support.envoy import wait_until_up
 from tests.support.net import free_port
 from tests.support.stack import post_body, zeros
 
@@ -79,18 +80,9 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
         async with httpx.AsyncClient(base_url=base, timeout=30,
                                      headers={"Authorization": f"Bearer {make_token('acme')}"}) as client:
-            while True:
-                assert envoy.poll() is None, envoy.stderr.read().decode()
-                try:
-                    if (await client.get("/livez")).status_code == 200:  # Envoy is up (its upstreams are fakes)
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "envoy did not start"
-                await asyncio.sleep(0.1)
+            await wait_until_up(client, envoy)
             yield {"client": client, "fake": fake, "port": port}
     finally:
         envoy.terminate()

@@ -24,6 +24,7 @@ from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
+from tests.support.envoy import wait_until_up
 from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
@@ -78,17 +79,8 @@ async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncI
         envoy = subprocess.Popen([str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
                                  stdout=log, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            while True:
-                assert envoy.poll() is None, envoy.stderr.read().decode()
-                try:
-                    if (await client.get("/livez")).status_code == 200:  # Envoy is up (its upstreams are fakes)
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "envoy did not start"
-                await asyncio.sleep(0.1)
+            await wait_until_up(client, envoy)
             yield {"client": client, "recorder": recorder, "port": port, "log": log_path}
     finally:
         envoy.terminate()
