@@ -29,8 +29,15 @@ from pathlib import Path
 
 # What knowledge_embedder.batching / adapters.torch_encoder and knowledge_runtime import that a
 # PyTorch image may lack; all pure Python.
-PACKAGES = ("structlog", "platformdirs", "prometheus-client", "opentelemetry-api", "opentelemetry-sdk",
-            "opentelemetry-semantic-conventions", "typing-extensions")
+PACKAGES = (
+    "structlog",
+    "platformdirs",
+    "prometheus-client",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+    "opentelemetry-semantic-conventions",
+    "typing-extensions",
+)
 WEIGHTS = "model.safetensors"
 SKIPPED = {WEIGHTS, "onnx", "pytorch_model.bin", "README.md", ".gitattributes"}
 
@@ -48,18 +55,39 @@ def half_precision_copy(source: Path, target: Path) -> int:
     if not (source / WEIGHTS).exists():
         raise SystemExit(f"{source} has no {WEIGHTS}")
     shutil.copytree(source, target, ignore=lambda _dir, names: [n for n in names if n in SKIPPED])
-    tensors = {name: tensor.half() if tensor.is_floating_point() else tensor
-               for name, tensor in load_file(str(source / WEIGHTS)).items()}
-    save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(target / WEIGHTS),
-              metadata={"format": "pt"})
+    tensors = {
+        name: tensor.half() if tensor.is_floating_point() else tensor
+        for name, tensor in load_file(str(source / WEIGHTS)).items()
+    }
+    save_file(
+        {name: tensor.contiguous() for name, tensor in tensors.items()},
+        str(target / WEIGHTS),
+        metadata={"format": "pt"},
+    )
     return (target / WEIGHTS).stat().st_size
 
 
 def download_wheels(target: Path, python_version: str) -> list[Path]:
     pins = [f"{name}=={version(name)}" for name in PACKAGES]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                    "--python-version", python_version, "--implementation", "py", "--dest", str(target), *pins],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python_version,
+            "--implementation",
+            "py",
+            "--dest",
+            str(target),
+            *pins,
+        ],
+        check=True,
+    )
     return sorted(target.glob("*.whl"))
 
 

@@ -112,11 +112,20 @@ async def start_service(work: Path, pg, model: str, max_seq_length: int, **extra
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({"KNOWLEDGE_EMBEDDING_MODEL": model, "KNOWLEDGE_EMBEDDER_PORT": str(port),
-                "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"), "KNOWLEDGE_DATA_DIR": str(work),
-                "KNOWLEDGE_JWKS_PATH": str(work / "keys" / "jwks.json"), "KNOWLEDGE_LOG_LEVEL": "warning",
-                "KNOWLEDGE_EMBEDDING_DEVICE": "cpu", "KNOWLEDGE_MAX_SEQ_LENGTH": str(max_seq_length),
-                "HF_HUB_OFFLINE": "1", **extra})
+    env.update(
+        {
+            "KNOWLEDGE_EMBEDDING_MODEL": model,
+            "KNOWLEDGE_EMBEDDER_PORT": str(port),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_embedder"),
+            "KNOWLEDGE_DATA_DIR": str(work),
+            "KNOWLEDGE_JWKS_PATH": str(work / "keys" / "jwks.json"),
+            "KNOWLEDGE_LOG_LEVEL": "warning",
+            "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
+            "KNOWLEDGE_MAX_SEQ_LENGTH": str(max_seq_length),
+            "HF_HUB_OFFLINE": "1",
+            **extra,
+        }
+    )
     process = subprocess.Popen([sys.executable, "-m", "knowledge_embedder"], env=env)
     address = f"127.0.0.1:{port}"
     async with grpc.aio.insecure_channel(address) as channel:
@@ -142,7 +151,7 @@ async def measure_batching(args, texts: list[str], reference, batched: Embed, pe
         await warm(texts[:16])
 
     async def eight_clients() -> None:
-        requests = [texts[i:i + TEXTS_PER_REQUEST] for i in range(0, len(texts), TEXTS_PER_REQUEST)]
+        requests = [texts[i : i + TEXTS_PER_REQUEST] for i in range(0, len(texts), TEXTS_PER_REQUEST)]
 
         async def client() -> None:
             while requests:
@@ -153,6 +162,7 @@ async def measure_batching(args, texts: list[str], reference, batched: Embed, pe
     def concurrent_singles(embed: Embed, items: list[str]) -> Callable[[], Awaitable[None]]:
         async def send() -> None:
             await asyncio.gather(*(embed([text]) for text in items))
+
         return send
 
     in_process, service = await best(
@@ -161,8 +171,16 @@ async def measure_batching(args, texts: list[str], reference, batched: Embed, pe
         lambda: timed(eight_clients),
     )
     where = "queue" if args.queue_only else "gRPC"
-    rows = [(f"{where}, {CLIENTS} clients x {TEXTS_PER_REQUEST} texts", len(texts) / service,
-             "in-process encode(batch_size=32)", len(texts) / in_process, in_process / service, 0.9)]
+    rows = [
+        (
+            f"{where}, {CLIENTS} clients x {TEXTS_PER_REQUEST} texts",
+            len(texts) / service,
+            "in-process encode(batch_size=32)",
+            len(texts) / in_process,
+            in_process / service,
+            0.9,
+        )
+    ]
     for label, items in (("passages", singles), ("queries", queries)):
         per_request, together, one_by_one = await best(
             args.repeats,
@@ -171,10 +189,26 @@ async def measure_batching(args, texts: list[str], reference, batched: Embed, pe
             lambda items=items: timed(lambda: [reference.encode([t], batch_size=1) for t in items]),
         )
         name = f"{len(items)} concurrent single {label}"
-        rows.append((name, len(items) / together, f"{where}, one forward pass each", len(items) / per_request,
-                     per_request / together, 4.0))
-        rows.append((name, len(items) / together, "in-process encode([text]) each", len(items) / one_by_one,
-                     one_by_one / together, 4.0))
+        rows.append(
+            (
+                name,
+                len(items) / together,
+                f"{where}, one forward pass each",
+                len(items) / per_request,
+                per_request / together,
+                4.0,
+            )
+        )
+        rows.append(
+            (
+                name,
+                len(items) / together,
+                "in-process encode([text]) each",
+                len(items) / one_by_one,
+                one_by_one / together,
+                4.0,
+            )
+        )
     return rows
 
 
@@ -191,17 +225,18 @@ async def through_service(args, model: str, texts: list[str], reference, max_seq
         metadata = [("authorization", f"Bearer {token}")]
         # The same service twice: batching as configured, and one text per forward pass.
         batched_service, batched_address = await start_service(work, pg, model, max_seq_length)
-        single_service, single_address = await start_service(work, pg, model, max_seq_length,
-                                                             KNOWLEDGE_EMBEDDING_BATCH_SIZE="1",
-                                                             KNOWLEDGE_MAX_BATCH_TOKENS="64")
+        single_service, single_address = await start_service(
+            work, pg, model, max_seq_length, KNOWLEDGE_EMBEDDING_BATCH_SIZE="1", KNOWLEDGE_MAX_BATCH_TOKENS="64"
+        )
         try:
-            async with grpc.aio.insecure_channel(batched_address) as channel, \
-                    grpc.aio.insecure_channel(single_address) as single_channel:
+            async with (
+                grpc.aio.insecure_channel(batched_address) as channel,
+                grpc.aio.insecure_channel(single_address) as single_channel,
+            ):
                 stubs = [embedder_pb2_grpc.EmbedderServiceStub(c) for c in (channel, single_channel)]
 
                 def embed(stub) -> Embed:
-                    return lambda items: stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=items),
-                                                         metadata=metadata)
+                    return lambda items: stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=items), metadata=metadata)
 
                 return await measure_batching(args, texts, reference, embed(stubs[0]), embed(stubs[1]))
         finally:
@@ -216,17 +251,25 @@ async def through_queue(args, model: str, texts: list[str], reference, max_seq_l
     from knowledge_embedder.adapters.torch_encoder import TorchEncoder
     from knowledge_embedder.batching import BatchQueue
 
-    batched_encoder = TorchEncoder(model, Path(model), device=args.device, max_seq_length=max_seq_length,
-                                   batch_size=0)  # the device's default batch size
-    per_pass_encoder = TorchEncoder(model, Path(model), device=args.device, max_seq_length=max_seq_length,
-                                    batch_size=1)
+    batched_encoder = TorchEncoder(
+        model, Path(model), device=args.device, max_seq_length=max_seq_length, batch_size=0
+    )  # the device's default batch size
+    per_pass_encoder = TorchEncoder(model, Path(model), device=args.device, max_seq_length=max_seq_length, batch_size=1)
     sample = texts[:256]
-    cosine = float((batched_encoder.encode(sample)
-                    * reference.encode(sample, batch_size=32, normalize_embeddings=True)).sum(axis=1).min())
-    checks = {"device": batched_encoder.device, "batch_size": batched_encoder.batch_size,
-              "min_cosine_vs_encode": cosine}
-    queues = [BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096)
-              for encoder in (batched_encoder, per_pass_encoder)]
+    cosine = float(
+        (batched_encoder.encode(sample) * reference.encode(sample, batch_size=32, normalize_embeddings=True))
+        .sum(axis=1)
+        .min()
+    )
+    checks = {
+        "device": batched_encoder.device,
+        "batch_size": batched_encoder.batch_size,
+        "min_cosine_vs_encode": cosine,
+    }
+    queues = [
+        BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096)
+        for encoder in (batched_encoder, per_pass_encoder)
+    ]
 
     def embed(queue: BatchQueue, encoder) -> Embed:
         return lambda items: queue.embed(items, [m.tokens for m in encoder.measure(items)])
@@ -234,8 +277,9 @@ async def through_queue(args, model: str, texts: list[str], reference, max_seq_l
     for queue in queues:
         queue.start()
     try:
-        rows = await measure_batching(args, texts, reference, embed(queues[0], batched_encoder),
-                                      embed(queues[1], per_pass_encoder))
+        rows = await measure_batching(
+            args, texts, reference, embed(queues[0], batched_encoder), embed(queues[1], per_pass_encoder)
+        )
     finally:
         for queue in queues:
             await queue.stop()
@@ -256,25 +300,43 @@ def onnx_against_torch(args, model: str, texts: list[str], max_seq_length: int) 
     model_dir = Path(model)
     with tempfile.TemporaryDirectory(prefix="bench-onnx-") as tmp:
         torch_encoder = TorchEncoder(model, model_dir, device="cpu", max_seq_length=max_seq_length, batch_size=0)
-        onnx_encoder = OnnxEncoder(model, model_dir, cache_root=Path(tmp), max_seq_length=max_seq_length,
-                                   batch_size=0)
-        onnx_same = OnnxEncoder(model, model_dir, cache_root=Path(tmp), max_seq_length=max_seq_length,
-                                batch_size=torch_encoder.batch_size)
+        onnx_encoder = OnnxEncoder(model, model_dir, cache_root=Path(tmp), max_seq_length=max_seq_length, batch_size=0)
+        onnx_same = OnnxEncoder(
+            model, model_dir, cache_root=Path(tmp), max_seq_length=max_seq_length, batch_size=torch_encoder.batch_size
+        )
         vectors: dict[str, np.ndarray] = {}
 
         def run(name: str, encoder) -> None:
             vectors[name] = encoder.encode(texts)
 
-        torch_time, onnx_time, same_time = asyncio.run(best(
-            args.repeats, lambda: timed(lambda: run("torch", torch_encoder)),
-            lambda: timed(lambda: run("onnx", onnx_encoder)), lambda: timed(lambda: run("same", onnx_same)),
-        ))
+        torch_time, onnx_time, same_time = asyncio.run(
+            best(
+                args.repeats,
+                lambda: timed(lambda: run("torch", torch_encoder)),
+                lambda: timed(lambda: run("onnx", onnx_encoder)),
+                lambda: timed(lambda: run("same", onnx_same)),
+            )
+        )
     cosine = float((vectors["torch"] * vectors["onnx"]).sum(axis=1).mean())
     base = f"torch backend (batch {torch_encoder.batch_size})"
-    rows = [(f"ONNX int8 (batch {onnx_encoder.batch_size})", len(texts) / onnx_time, base, len(texts) / torch_time,
-             torch_time / onnx_time, 2.0),
-            (f"ONNX int8 (batch {onnx_same.batch_size})", len(texts) / same_time, base, len(texts) / torch_time,
-             torch_time / same_time, 2.0)]
+    rows = [
+        (
+            f"ONNX int8 (batch {onnx_encoder.batch_size})",
+            len(texts) / onnx_time,
+            base,
+            len(texts) / torch_time,
+            torch_time / onnx_time,
+            2.0,
+        ),
+        (
+            f"ONNX int8 (batch {onnx_same.batch_size})",
+            len(texts) / same_time,
+            base,
+            len(texts) / torch_time,
+            torch_time / same_time,
+            2.0,
+        ),
+    ]
     return rows, cosine
 
 
@@ -282,8 +344,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--queue-only", action="store_true",
-                        help="measure batching through the service's queue in-process: no gRPC, no PostgreSQL")
+    parser.add_argument(
+        "--queue-only",
+        action="store_true",
+        help="measure batching through the service's queue in-process: no gRPC, no PostgreSQL",
+    )
     parser.add_argument("--device", default="cpu", help="torch device of --queue-only (cpu, cuda, mps)")
     parser.add_argument("--model", help="model directory (default: KNOWLEDGE_EMBEDDING_MODEL, else the packaged one)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -301,9 +366,12 @@ def main() -> None:
     max_seq_length = reference.max_seq_length  # every side truncates alike, so all do the same work
     reference.encode(texts[:32], batch_size=32)
     tokens = sum(len(ids) for ids in reference.tokenizer(texts)["input_ids"])
-    print(f"{len(texts)} passages, {tokens / len(texts):.0f} tokens on average, {os.cpu_count()} CPUs, "
-          f"torch {torch.__version__} threads {torch.get_num_threads()}, device {args.device}, "
-          f"max_seq_length {max_seq_length}", flush=True)
+    print(
+        f"{len(texts)} passages, {tokens / len(texts):.0f} tokens on average, {os.cpu_count()} CPUs, "
+        f"torch {torch.__version__} threads {torch.get_num_threads()}, device {args.device}, "
+        f"max_seq_length {max_seq_length}",
+        flush=True,
+    )
 
     checks: dict = {}
     if args.queue_only:
@@ -323,11 +391,22 @@ def main() -> None:
     for key, value in checks.items():
         print(f"{key}: {value}")
     if args.json:
-        args.json.write_text(json.dumps({
-            "passages": len(texts), "tokens_per_passage": tokens / len(texts), "device": args.device,
-            "rows": [dict(zip(("measured", "rate", "baseline", "baseline_rate", "ratio", "target"), row))
-                     for row in rows],
-            "onnx_cosine": cosine, "checks": checks}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "passages": len(texts),
+                    "tokens_per_passage": tokens / len(texts),
+                    "device": args.device,
+                    "rows": [
+                        dict(zip(("measured", "rate", "baseline", "baseline_rate", "ratio", "target"), row))
+                        for row in rows
+                    ],
+                    "onnx_cosine": cosine,
+                    "checks": checks,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' document builders
 
-from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path  # noqa: E402
+from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path
 
-from tests.support.documents import regions_report, word_document  # noqa: E402
-from tests.unit.test_extraction_formats import pdf_with_font_headings, presentation  # noqa: E402
-from tests.unit.test_extraction_pdf_tables import two_page_table  # noqa: E402
+from tests.support.documents import regions_report, word_document
+from tests.unit.test_extraction_formats import pdf_with_font_headings, presentation
+from tests.unit.test_extraction_pdf_tables import two_page_table
 
 DOCUMENTS = {
     "handbook.docx": (word_document, ["# Employee handbook", "- Ask your manager", "| Grade | Days | Note |"]),
@@ -53,8 +53,10 @@ def main() -> None:
     if available:
         engines["unstructured"] = DocumentExtractor(use_unstructured=None)
     print(f"unstructured reads here: {sorted(available) or 'nothing (not installed)'}")
-    print(f"{'document':<19}{'engine':<14}{'s/doc':>8}{'× native':>10}{'chars':>7}{'heads':>6}{'tables':>7}"
-          f"{'pages':>6}{'found':>7}  extractor")
+    print(
+        f"{'document':<19}{'engine':<14}{'s/doc':>8}{'× native':>10}{'chars':>7}{'heads':>6}{'tables':>7}"
+        f"{'pages':>6}{'found':>7}  extractor"
+    )
     for name, (build, phrases) in DOCUMENTS.items():
         data = build()
         baseline = None
@@ -66,8 +68,10 @@ def main() -> None:
             tables = sum(1 for line in lines if line.startswith("|") and set(line) <= set("|- :"))
             pages = sum(1 for line in lines if line.startswith("[Page "))
             found = sum(1 for phrase in phrases if phrase in result.text)
-            print(f"{name:<19}{engine:<14}{seconds:>8.3f}{seconds / baseline:>10.1f}{len(result.text):>7}{heads:>6}"
-                  f"{tables:>7}{pages:>6}{found:>4}/{len(phrases)}  {result.extractor}")
+            print(
+                f"{name:<19}{engine:<14}{seconds:>8.3f}{seconds / baseline:>10.1f}{len(result.text):>7}{heads:>6}"
+                f"{tables:>7}{pages:>6}{found:>4}/{len(phrases)}  {result.extractor}"
+            )
 
 
 if __name__ == "__main__":

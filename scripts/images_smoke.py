@@ -38,7 +38,6 @@ import copy
 import io
 import json
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -86,20 +85,24 @@ class Summary:
         return sum(not ok for ok, _, _ in self.rows)
 
     def print(self, seconds: float) -> None:
-        print(f"\n==== images smoke: {len(self.rows) - self.failed} passed, {self.failed} failed "
-              f"({seconds:.0f} s) ====")
+        print(
+            f"\n==== images smoke: {len(self.rows) - self.failed} passed, {self.failed} failed ({seconds:.0f} s) ===="
+        )
         for ok, what, detail in self.rows:
             print(f"  {'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}")
 
 
-def sh(*args: str, check: bool = True, low: bool = False, input: bytes | None = None,
-       timeout: float = 600) -> subprocess.CompletedProcess:
+def sh(
+    *args: str, check: bool = True, low: bool = False, input: bytes | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     command = [*(LOW if low else []), *args]
     result = subprocess.run(command, capture_output=True, input=input, timeout=timeout)
     if check and result.returncode != 0:
         error = result.stderr.decode(errors="replace")
-        raise SmokeFailed(f"{' '.join(args[:3])} ... exited {result.returncode}: "
-                          f"{error[:300]}{' ... ' + error[-300:] if len(error) > 600 else error[300:]}")
+        raise SmokeFailed(
+            f"{' '.join(args[:3])} ... exited {result.returncode}: "
+            f"{error[:300]}{' ... ' + error[-300:] if len(error) > 600 else error[300:]}"
+        )
     return result
 
 
@@ -114,6 +117,7 @@ def free_port() -> int:
 
 
 # ---- the manifests -------------------------------------------------------------------------
+
 
 def render() -> list[dict]:
     out = sh(str(BIN / "kubectl"), "kustomize", str(ROOT / "k8s" / "overlays" / "dev")).stdout
@@ -146,32 +150,65 @@ def aliases(docs: list[dict], labels: dict) -> list[str]:
 
 def database_pod(password_env: list[dict]) -> list[dict]:
     """PostgreSQL + pgvector in place of the CloudNativePG Cluster (same Service name, knowledge-db-rw)."""
-    labels = {"app.kubernetes.io/name": "knowledge-db", "app.kubernetes.io/component": "database",
-              "cnpg.io/cluster": "knowledge-db"}
+    labels = {
+        "app.kubernetes.io/name": "knowledge-db",
+        "app.kubernetes.io/component": "database",
+        "cnpg.io/cluster": "knowledge-db",
+    }
     return [
-        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "knowledge-db-data"},
-         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "knowledge-db", "labels": labels},
-         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-             "metadata": {"labels": labels},
-             "spec": {
-                 "securityContext": {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID},
-                 "terminationGracePeriodSeconds": 30,
-                 "containers": [{
-                     "name": "postgres", "image": f"{PREFIX}/postgres-pgvector:18", "imagePullPolicy": "IfNotPresent",
-                     "env": password_env,
-                     "ports": [{"name": "postgres", "containerPort": 5432}],
-                     "readinessProbe": {"exec": {"command": ["pg_isready", "-h", "127.0.0.1", "-U", "postgres"]}},
-                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                         "capabilities": {"drop": ["ALL"]}},
-                     "volumeMounts": [{"name": "knowledge-db-data", "mountPath": "/var/lib/postgresql"},
-                                      {"name": "knowledge-db-tmp", "mountPath": "/tmp"}],
-                 }],
-                 "volumes": [{"name": "knowledge-db-data", "persistentVolumeClaim": {"claimName": "knowledge-db-data"}},
-                             {"name": "knowledge-db-tmp", "emptyDir": {}}],
-             }}}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "knowledge-db-rw"},
-         "spec": {"selector": {"cnpg.io/cluster": "knowledge-db"}, "ports": [{"port": 5432}]}},
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "knowledge-db-data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "knowledge-db", "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID},
+                        "terminationGracePeriodSeconds": 30,
+                        "containers": [
+                            {
+                                "name": "postgres",
+                                "image": f"{PREFIX}/postgres-pgvector:18",
+                                "imagePullPolicy": "IfNotPresent",
+                                "env": password_env,
+                                "ports": [{"name": "postgres", "containerPort": 5432}],
+                                "readinessProbe": {
+                                    "exec": {"command": ["pg_isready", "-h", "127.0.0.1", "-U", "postgres"]}
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "volumeMounts": [
+                                    {"name": "knowledge-db-data", "mountPath": "/var/lib/postgresql"},
+                                    {"name": "knowledge-db-tmp", "mountPath": "/tmp"},
+                                ],
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "knowledge-db-data", "persistentVolumeClaim": {"claimName": "knowledge-db-data"}},
+                            {"name": "knowledge-db-tmp", "emptyDir": {}},
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "knowledge-db-rw"},
+            "spec": {"selector": {"cnpg.io/cluster": "knowledge-db"}, "ports": [{"port": 5432}]},
+        },
     ]
 
 
@@ -218,12 +255,21 @@ class Cluster:
                     if "secret" in volume:
                         secret = volume.pop("secret")
                         configmap = self.work / f"secret-volume-{secret['secretName']}.yaml"
-                        configmap.write_text(yaml.safe_dump({
-                            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"secret-{secret['secretName']}"},
-                            "data": self.secret_data[secret["secretName"]]}))
+                        configmap.write_text(
+                            yaml.safe_dump(
+                                {
+                                    "apiVersion": "v1",
+                                    "kind": "ConfigMap",
+                                    "metadata": {"name": f"secret-{secret['secretName']}"},
+                                    "data": self.secret_data[secret["secretName"]],
+                                }
+                            )
+                        )
                         configmaps.append(configmap)
-                        volume["configMap"] = {"name": f"secret-{secret['secretName']}",
-                                               **({"defaultMode": secret["defaultMode"]} if "defaultMode" in secret else {})}
+                        volume["configMap"] = {
+                            "name": f"secret-{secret['secretName']}",
+                            **({"defaultMode": secret["defaultMode"]} if "defaultMode" in secret else {}),
+                        }
                 for container in spec["containers"]:
                     ports = [p for p in container.pop("ports", []) if p.get("hostPort")]
                     if ports:
@@ -231,8 +277,9 @@ class Cluster:
                         container["ports"] = ports
         path.write_text(yaml.safe_dump_all(played))
         workload = next(o for o in objects if o["kind"] in ("Deployment", "Pod"))
-        labels = (workload["spec"]["template"]["metadata"] if workload["kind"] == "Deployment"
-                  else workload["metadata"]).get("labels", {})
+        labels = (
+            workload["spec"]["template"]["metadata"] if workload["kind"] == "Deployment" else workload["metadata"]
+        ).get("labels", {})
         network = NETWORK + "".join(f"{',' if i else ':'}alias={a}" for i, a in enumerate(aliases(docs, labels)))
         self.files.append(path)
         # One --configmap per ConfigMap: podman 4.3 reads only the first object of each file.
@@ -243,7 +290,9 @@ class Cluster:
         for pod in pods:
             self.summary.must(podman("pod", "exists", pod, check=False).returncode == 0, f"pod {pod} created")
         self.pods[name] = pods
-        self.specs[name] = workload["spec"]["template"]["spec"] if workload["kind"] == "Deployment" else workload["spec"]
+        self.specs[name] = (
+            workload["spec"]["template"]["spec"] if workload["kind"] == "Deployment" else workload["spec"]
+        )
         return pods
 
     # -- teardown
@@ -265,8 +314,11 @@ class Cluster:
                 for container in self.containers(pod):
                     state = json.loads(podman("inspect", container).stdout)[0]["State"]
                     codes[container.removeprefix(pod + "-")] = state["ExitCode"]
-                self.summary.check(all(c == 0 for c in codes.values()) and seconds < grace,
-                                   f"{pod} stops cleanly on SIGTERM", f"exit {codes} in {seconds:.1f} s")
+                self.summary.check(
+                    all(c == 0 for c in codes.values()) and seconds < grace,
+                    f"{pod} stops cleanly on SIGTERM",
+                    f"exit {codes} in {seconds:.1f} s",
+                )
 
     def save_logs(self) -> Path:
         """Every container's log, kept after the run in <tmp>/knowledge-smoke-logs."""
@@ -358,13 +410,15 @@ def wait_ready(cluster: Cluster, workload: str, timeout_s: float = 600) -> None:
                     state = json.loads(podman("inspect", name).stdout)[0]["State"]
                     if not state["Running"] or time.monotonic() > deadline:
                         print(cluster.logs(name)[-4000:], file=sys.stderr)
-                        cluster.summary.must(False, f"{name} {kind} passes",
-                                             f"running={state['Running']} exit={state['ExitCode']}")
+                        cluster.summary.must(
+                            False, f"{name} {kind} passes", f"running={state['Running']} exit={state['ExitCode']}"
+                        )
                     time.sleep(2)
                 passed.append(kind)
             restarts = json.loads(podman("inspect", name).stdout)[0].get("RestartCount", 0)
-            cluster.summary.must(bool(passed) and restarts == 0, f"{name} ready",
-                                 f"{', '.join(passed)} pass; {restarts} restarts")
+            cluster.summary.must(
+                bool(passed) and restarts == 0, f"{name} ready", f"{', '.join(passed)} pass; {restarts} restarts"
+            )
 
 
 def check_locked_down(cluster: Cluster) -> None:
@@ -381,10 +435,12 @@ def check_locked_down(cluster: Cluster) -> None:
                 cluster.summary.check(
                     uid == str(UID) and info["HostConfig"]["ReadonlyRootfs"] and refused and not caps,
                     f"{name} runs as uid {UID}, read-only root, no capabilities",
-                    f"uid {uid}, read-only {info['HostConfig']['ReadonlyRootfs']}, write refused {refused}, caps {caps}")
+                    f"uid {uid}, read-only {info['HostConfig']['ReadonlyRootfs']}, write refused {refused}, caps {caps}",
+                )
 
 
 # ---- the run --------------------------------------------------------------------------------
+
 
 def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
     docs = render()
@@ -398,22 +454,45 @@ def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
 
     keys = work / "data" / "keys"
     ensure_dev_keys(keys)
-    passwords = {role: secrets.token_hex(16) for role in
-                 ("postgres", "knowledge", "knowledge_content_index", "knowledge_embedder", "knowledge_ingest",
-                  "knowledge_search")}
+    passwords = {
+        role: secrets.token_hex(16)
+        for role in (
+            "postgres",
+            "knowledge",
+            "knowledge_content_index",
+            "knowledge_embedder",
+            "knowledge_ingest",
+            "knowledge_search",
+        )
+    }
     host = f"knowledge-db-rw.{NAMESPACE}.svc:5432"
-    cluster.secret("knowledge-database", {
-        f"{svc}-url": f"postgresql://knowledge_{svc.replace('-', '_')}:{passwords['knowledge_' + svc.replace('-', '_')]}@{host}/knowledge"
-        for svc in ("content-index", "embedder", "ingest", "search")})
+    cluster.secret(
+        "knowledge-database",
+        {
+            f"{svc}-url": f"postgresql://knowledge_{svc.replace('-', '_')}:{passwords['knowledge_' + svc.replace('-', '_')]}@{host}/knowledge"
+            for svc in ("content-index", "embedder", "ingest", "search")
+        },
+    )
     cluster.secret("knowledge-db-app", {"uri": f"postgresql://knowledge:{passwords['knowledge']}@{host}/knowledge"})
     cluster.secret("knowledge-content-key", {"content-key": secrets.token_hex(32)})
     cluster.secret("knowledge-service-key", {"key.pem": (keys / "dev-signing-key.pem").read_bytes()})
-    cluster.secret("knowledge-db-passwords", {
-        "superuser": passwords["postgres"], "owner": passwords["knowledge"],
-        "roles": " ".join(f"{r}={p}" for r, p in passwords.items() if r not in ("postgres", "knowledge"))})
+    cluster.secret(
+        "knowledge-db-passwords",
+        {
+            "superuser": passwords["postgres"],
+            "owner": passwords["knowledge"],
+            "roles": " ".join(f"{r}={p}" for r, p in passwords.items() if r not in ("postgres", "knowledge")),
+        },
+    )
     configmaps = [d for d in docs if d["kind"] == "ConfigMap"]
-    configmaps.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "knowledge-jwks"},
-                       "data": {"jwks.json": (keys / "jwks.json").read_text()}})
+    configmaps.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "knowledge-jwks"},
+            "data": {"jwks.json": (keys / "jwks.json").read_text()},
+        }
+    )
     configmap_file = []
     for configmap in configmaps:
         configmap_file.append(work / f"configmap-{configmap['metadata']['name']}.yaml")
@@ -434,20 +513,30 @@ def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
             doc["spec"]["replicas"] = counts.get(doc["metadata"]["name"], doc["spec"].get("replicas", 1))
 
     cluster.create_network()
-    secret_env = lambda name, key: {"name": name, "valueFrom": {"secretKeyRef": {"name": "knowledge-db-passwords", "key": key}}}  # noqa: E731
-    database = database_pod([secret_env("POSTGRES_PASSWORD", "superuser"),
-                             {"name": "KNOWLEDGE_DB_OWNER", "value": "knowledge"},
-                             secret_env("KNOWLEDGE_DB_OWNER_PASSWORD", "owner"),
-                             secret_env("KNOWLEDGE_DB_ROLES", "roles")])
+    secret_env = lambda name, key: {
+        "name": name,
+        "valueFrom": {"secretKeyRef": {"name": "knowledge-db-passwords", "key": key}},
+    }
+    database = database_pod(
+        [
+            secret_env("POSTGRES_PASSWORD", "superuser"),
+            {"name": "KNOWLEDGE_DB_OWNER", "value": "knowledge"},
+            secret_env("KNOWLEDGE_DB_OWNER_PASSWORD", "owner"),
+            secret_env("KNOWLEDGE_DB_ROLES", "roles"),
+        ]
+    )
     docs += [d for d in database if d["kind"] == "Service"]
     cluster.play("knowledge-db", docs, [d for d in database if d["kind"] != "Service"], configmap_file)
     wait_ready(cluster, "knowledge-db", 180)
 
     # The migration Job first, as its pod; it must complete.
     job = next(d for d in docs if d["kind"] == "Job")
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": job["metadata"]["name"], "labels": job["spec"]["template"]["metadata"]["labels"]},
-           "spec": job["spec"]["template"]["spec"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": job["metadata"]["name"], "labels": job["spec"]["template"]["metadata"]["labels"]},
+        "spec": job["spec"]["template"]["spec"],
+    }
     cluster.play("knowledge-migrate", docs, [pod], configmap_file)
     container = f"knowledge-migrate-{pod['spec']['containers'][0]['name']}"
     deadline = time.monotonic() + 300
@@ -456,16 +545,25 @@ def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
     state = json.loads(podman("inspect", container).stdout)[0]["State"]
     if state["ExitCode"] != 0:
         print(cluster.logs(container)[-4000:], file=sys.stderr)
-    cluster.summary.must(not state["Running"] and state["ExitCode"] == 0, "migration Job completes",
-                         f"exit {state['ExitCode']}")
+    cluster.summary.must(
+        not state["Running"] and state["ExitCode"] == 0, "migration Job completes", f"exit {state['ExitCode']}"
+    )
 
     # The services in dependency order, the gateway last.
     pvcs = [d for d in docs if d["kind"] == "PersistentVolumeClaim"]
-    for name in ("knowledge-content-index", "knowledge-embedder", "knowledge-ingest", "knowledge-search",
-                 "knowledge-gateway"):
+    for name in (
+        "knowledge-content-index",
+        "knowledge-embedder",
+        "knowledge-ingest",
+        "knowledge-search",
+        "knowledge-gateway",
+    ):
         deployment = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == name)
-        claims = {v["persistentVolumeClaim"]["claimName"] for v in deployment["spec"]["template"]["spec"]["volumes"]
-                  if "persistentVolumeClaim" in v}
+        claims = {
+            v["persistentVolumeClaim"]["claimName"]
+            for v in deployment["spec"]["template"]["spec"]["volumes"]
+            if "persistentVolumeClaim" in v
+        }
         for volume in deployment["spec"]["template"]["spec"]["volumes"]:
             if "emptyDir" in volume:  # podman 4.3 names an emptyDir's volume after it: one per Deployment
                 for c in deployment["spec"]["template"]["spec"]["containers"]:
@@ -474,8 +572,13 @@ def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
                             mount["name"] = f"{name}-{volume['name']}"
                 volume["name"] = f"{name}-{volume['name']}"
         cluster.play(name, docs, [p for p in pvcs if p["metadata"]["name"] in claims] + [deployment], configmap_file)
-    for name in ("knowledge-content-index", "knowledge-embedder", "knowledge-ingest", "knowledge-search",
-                 "knowledge-gateway"):
+    for name in (
+        "knowledge-content-index",
+        "knowledge-embedder",
+        "knowledge-ingest",
+        "knowledge-search",
+        "knowledge-gateway",
+    ):
         wait_ready(cluster, name)
     return port, docs
 
@@ -488,14 +591,19 @@ def sample_files(work: Path, word: str) -> tuple[Path, Path]:
     pdf.set_font("helvetica", size=11)
     for page in range(2):
         pdf.add_page()
-        pdf.multi_cell(0, 6, f"The {word} maintenance manual, page {page + 1}. Lubricate the {word} bearings "
-                             f"every ninety days and record the torque of each bolt.")
+        pdf.multi_cell(
+            0,
+            6,
+            f"The {word} maintenance manual, page {page + 1}. Lubricate the {word} bearings "
+            f"every ninety days and record the torque of each bolt.",
+        )
     pdf_path = work / f"{word}-manual.pdf"
     pdf_path.write_bytes(bytes(pdf.output()))
     document = docx.Document()
     document.add_heading("Travel policy", 1)
-    document.add_paragraph(f"Employees travelling to {word}ville book economy class and file receipts within "
-                           "thirty days of return.")
+    document.add_paragraph(
+        f"Employees travelling to {word}ville book economy class and file receipts within thirty days of return."
+    )
     buffer = io.BytesIO()
     document.save(buffer)
     docx_path = work / f"{word}-policy.docx"
@@ -506,8 +614,9 @@ def sample_files(work: Path, word: str) -> tuple[Path, Path]:
 def token(work: Path, tenant: str) -> str:
     """`knowledge dev-token`: a token signed with the development key the pods' JWKS holds."""
     env = {**os.environ, "KNOWLEDGE_DATA_DIR": str(work / "data")}
-    return subprocess.run([str(BIN / "knowledge"), "dev-token", "--tenant", tenant], env=env,
-                          capture_output=True, check=True, text=True).stdout.strip()
+    return subprocess.run(
+        [str(BIN / "knowledge"), "dev-token", "--tenant", tenant], env=env, capture_output=True, check=True, text=True
+    ).stdout.strip()
 
 
 def retrying(call, retried: list[str] | None, timeout_s: float = 60):
@@ -553,18 +662,25 @@ def user_flow(cluster: Cluster, port: int) -> None:
         summary.must(all(h.get("job_id") for h in handles.values()), "upload a PDF and a DOCX")
         finals = wait_jobs(client, [h["job_id"] for h in handles.values()], 300)
         states = {suffix: finals.get(h["job_id"], {}).get("state", "not finished") for suffix, h in handles.items()}
-        summary.must(all(s == "DOCUMENT_STATE_SEARCHABLE" for s in states.values()), "both become SEARCHABLE",
-                     str(states))
+        summary.must(
+            all(s == "DOCUMENT_STATE_SEARCHABLE" for s in states.values()), "both become SEARCHABLE", str(states)
+        )
         documents = {suffix: finals[h["job_id"]]["result"]["document_id"] for suffix, h in handles.items()}
         hits = client.search(f"{word} bearings torque", corpus_id=corpus["corpus_id"]).get("results", [])
         found = {hit.get("document_id") for hit in hits}
         summary.check(documents[".pdf"] in found, "search finds the PDF", f"{len(hits)} results")
         hits = client.search(f"travel to {word}ville economy class", corpus_id=corpus["corpus_id"]).get("results", [])
-        summary.check(documents[".docx"] in {hit.get("document_id") for hit in hits}, "search finds the DOCX",
-                      f"{len(hits)} results")
+        summary.check(
+            documents[".docx"] in {hit.get("document_id") for hit in hits},
+            "search finds the DOCX",
+            f"{len(hits)} results",
+        )
         answer = client.query(f"How often are the {word} bearings lubricated?", corpus_id=corpus["corpus_id"])
-        summary.check(bool(answer.get("answer")) and bool(answer.get("citations")), "query answers with citations",
-                      f"{len(answer.get('citations', []))} citations")
+        summary.check(
+            bool(answer.get("answer")) and bool(answer.get("citations")),
+            "query answers with citations",
+            f"{len(answer.get('citations', []))} citations",
+        )
         text = client.document_text(documents[".pdf"])
         summary.check(f"Lubricate the {word} bearings" in json.dumps(text), "read the PDF's text")
         text = client.document_text(documents[".docx"])
@@ -576,8 +692,10 @@ def user_flow(cluster: Cluster, port: int) -> None:
         except ApiError as error:
             gone = error.status == 404
         hits = client.search(f"{word} bearings torque", corpus_id=corpus["corpus_id"]).get("results", [])
-        summary.check(gone and documents[".pdf"] not in {h.get("document_id") for h in hits},
-                      "delete: the text is 404 and search no longer finds it")
+        summary.check(
+            gone and documents[".pdf"] not in {h.get("document_id") for h in hits},
+            "delete: the text is 404 and search no longer finds it",
+        )
 
 
 def job_events(log: str, counted: bool = False) -> dict:
@@ -613,8 +731,10 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
         for i in range(uploads):
             document = docx.Document()
             for paragraph in range(12):
-                document.add_paragraph(f"Replica document {i} (code rx{i:03d}q), paragraph {paragraph}: "
-                                       "the quarterly report covers inventory, shipping and returns. " * 3)
+                document.add_paragraph(
+                    f"Replica document {i} (code rx{i:03d}q), paragraph {paragraph}: "
+                    "the quarterly report covers inventory, shipping and returns. " * 3
+                )
             path = cluster.work / f"replica-{i:03d}.docx"
             document.save(path)
             jobs.append(retrying(lambda: client.upload(path, corpus), retried)["job_id"])
@@ -630,15 +750,24 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
                     time.sleep(0.2)
                 pid = json.loads(podman("inspect", ingest[0]).stdout)[0]["State"]["Pid"]
                 sh("kill", "-KILL", str(pid))
-                summary.check(bool(in_flight), f"killed {ingest[0]} mid-job",
-                              f"pid {pid}, {len(in_flight)} job(s) extracted and not finished")
+                summary.check(
+                    bool(in_flight),
+                    f"killed {ingest[0]} mid-job",
+                    f"pid {pid}, {len(in_flight)} job(s) extracted and not finished",
+                )
         # Kubernetes restarts the killed container (restartPolicy Always); podman does too.
         finals = wait_jobs(client, jobs, 900, retried)
-        summary.check(True, "calls answered 503 while the killed pod was still in the gateway's DNS, retried",
-                      f"{len(retried)}: {sorted(set(retried))}")
+        summary.check(
+            True,
+            "calls answered 503 while the killed pod was still in the gateway's DNS, retried",
+            f"{len(retried)}: {sorted(set(retried))}",
+        )
         states = Counter(job["state"] for job in finals.values())
-        summary.check(len(finals) == uploads and states["DOCUMENT_STATE_SEARCHABLE"] == uploads,
-                      f"all {uploads} uploads SEARCHABLE after the kill", str(dict(states)))
+        summary.check(
+            len(finals) == uploads and states["DOCUMENT_STATE_SEARCHABLE"] == uploads,
+            f"all {uploads} uploads SEARCHABLE after the kill",
+            str(dict(states)),
+        )
         restarts = json.loads(podman("inspect", ingest[0]).stdout)[0].get("RestartCount", 0)
         summary.check(restarts >= 1, f"{ingest[0]} restarted after the kill", f"{restarts} restart(s)")
         ingested: Counter[str] = Counter()
@@ -647,12 +776,17 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
             ids = [j for j in job_events(cluster.logs(name), counted=True)["document_ingested"] if j in jobs]
             per_replica[name] = len(ids)
             ingested.update(ids)
-        summary.check(not (in_flight - set(ingested)), "the killed replica's jobs were finished by a replica",
-                      f"{len(in_flight & set(ingested))} of {len(in_flight)}")
+        summary.check(
+            not (in_flight - set(ingested)),
+            "the killed replica's jobs were finished by a replica",
+            f"{len(in_flight & set(ingested))} of {len(in_flight)}",
+        )
         twice = [job for job, n in ingested.items() if n > 1]
-        summary.check(len(ingested) == uploads and not twice,
-                      "each upload processed exactly once across the ingest replicas",
-                      f"per replica {per_replica}, {len(twice)} twice, {uploads - len(ingested)} never")
+        summary.check(
+            len(ingested) == uploads and not twice,
+            "each upload processed exactly once across the ingest replicas",
+            f"per replica {per_replica}, {len(twice)} twice, {uploads - len(ingested)} never",
+        )
         documents = {finals[j]["result"]["document_id"] for j in jobs if j in finals}
         summary.check(len(documents) == uploads, "one document per upload", f"{len(documents)} documents")
 
@@ -660,8 +794,11 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
         for i in range(20):
             retrying(lambda: client.search(f"code rx{i:03d}q quarterly report", corpus_id=corpus), retried)  # noqa: B023
         answered = {name: cluster.logs(name).count('"search_done"') - before[name] for name in search}
-        summary.check(all(n > 0 for n in answered.values()) and sum(answered.values()) >= 20,
-                      "searches answered by every search replica", str(answered))
+        summary.check(
+            all(n > 0 for n in answered.values()) and sum(answered.values()) >= 20,
+            "searches answered by every search replica",
+            str(answered),
+        )
 
 
 def main() -> int:

@@ -51,8 +51,12 @@ def site():
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, site):
-    with running_stack(tmp_path_factory.mktemp("gateway-stack"), MAX_UPLOAD_BYTES=str(CAP),
-                       CORS_ORIGINS=ORIGIN, FETCH_ALLOW_HOSTS=f"127.0.0.1:{site.port}") as running:
+    with running_stack(
+        tmp_path_factory.mktemp("gateway-stack"),
+        MAX_UPLOAD_BYTES=str(CAP),
+        CORS_ORIGINS=ORIGIN,
+        FETCH_ALLOW_HOSTS=f"127.0.0.1:{site.port}",
+    ) as running:
         yield running
 
 
@@ -86,13 +90,23 @@ def handbook(stack, token):
     """A corpus of tenant `acme` holding one searchable document, uploaded as a raw body."""
     headers = auth(token("acme"))
     corpus = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook"}, headers=headers).json()
-    upload = httpx.post(f"{stack['base']}/upload", params={"corpus_id": corpus["corpus_id"], "filename": "handbook.md"},
-                        content=HANDBOOK.encode(), headers=headers)
+    upload = httpx.post(
+        f"{stack['base']}/upload",
+        params={"corpus_id": corpus["corpus_id"], "filename": "handbook.md"},
+        content=HANDBOOK.encode(),
+        headers=headers,
+    )
     assert upload.status_code == 200, upload.text
     job, polls = wait_for_job(stack["base"], headers, upload.json()["job_id"])
     assert job["state"] == SEARCHABLE, job
-    return {"corpus": corpus, "upload": upload.json(), "job": job, "polls": polls, "headers": headers,
-            "document_id": next(p["result"]["document_id"] for p in polls if p.get("result"))}
+    return {
+        "corpus": corpus,
+        "upload": upload.json(),
+        "job": job,
+        "polls": polls,
+        "headers": headers,
+        "document_id": next(p["result"]["document_id"] for p in polls if p.get("result")),
+    }
 
 
 # -- the OpenAPI description and CORS -------------------------------------------------------------
@@ -104,8 +118,11 @@ def test_openapi_is_served_without_a_token_and_is_the_committed_one(stack):
 
 
 def test_cors_preflight_and_responses_for_the_configured_origin_only(stack, token):
-    preflight = {"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization, content-type"}
+    preflight = {
+        "Origin": ORIGIN,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
     allowed = httpx.options(f"{stack['base']}/corpora", headers=preflight)
     assert allowed.status_code == 200
     assert allowed.headers["access-control-allow-origin"] == ORIGIN
@@ -137,15 +154,18 @@ def test_bad_tokens_are_401_as_json(stack, token, case, tmp_path):
     assert reply.headers["www-authenticate"].startswith("Bearer")
 
 
-@pytest.mark.parametrize(("method", "path", "body", "capability"), [
-    ("POST", "/corpora", {"name": "x"}, "corpus.create"),
-    ("GET", "/corpora", None, "corpus.read"),
-    ("GET", "/documents/1/text", None, "corpus.read"),
-    ("GET", "/ingest/00000000-0000-0000-0000-000000000000", None, "document.upload"),
-    ("DELETE", "/documents/1", None, "document.upload"),
-    ("POST", "/search", {"query": "vacation"}, "search"),
-    ("POST", "/query", {"query": "vacation"}, "search"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "capability"),
+    [
+        ("POST", "/corpora", {"name": "x"}, "corpus.create"),
+        ("GET", "/corpora", None, "corpus.read"),
+        ("GET", "/documents/1/text", None, "corpus.read"),
+        ("GET", "/ingest/00000000-0000-0000-0000-000000000000", None, "document.upload"),
+        ("DELETE", "/documents/1", None, "document.upload"),
+        ("POST", "/search", {"query": "vacation"}, "search"),
+        ("POST", "/query", {"query": "vacation"}, "search"),
+    ],
+)
 def test_a_missing_capability_is_403_naming_it(stack, token, method, path, body, capability):
     from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 
@@ -157,8 +177,12 @@ def test_a_missing_capability_is_403_naming_it(stack, token, method, path, body,
 
 def test_an_upload_without_document_upload_is_403(stack, token, handbook):
     headers = auth(token("acme", ["corpus.read", "search"]))
-    reply = httpx.post(f"{stack['base']}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"],
-                                                          "filename": "a.txt"}, content=b"hello", headers=headers)
+    reply = httpx.post(
+        f"{stack['base']}/upload",
+        params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "a.txt"},
+        content=b"hello",
+        headers=headers,
+    )
     assert reply.status_code == 403 and "document.upload" in reply.json()["message"]
 
 
@@ -169,8 +193,11 @@ def test_corpora_create_list_and_duplicate_409(stack, handbook):
     duplicate = httpx.post(f"{stack['base']}/corpora", json={"name": "Handbook"}, headers=headers)
     assert duplicate.status_code == 409
     assert duplicate.json()["details"][0]["reason"] == "CORPUS_ALREADY_EXISTS"
-    [listed] = [c for c in httpx.get(f"{stack['base']}/corpora", headers=headers).json()["corpora"]
-                if c["corpus_id"] == corpus["corpus_id"]]
+    [listed] = [
+        c
+        for c in httpx.get(f"{stack['base']}/corpora", headers=headers).json()["corpora"]
+        if c["corpus_id"] == corpus["corpus_id"]
+    ]
     assert listed["document_count"] == 1 and listed["chunk_count"] >= 1
 
 
@@ -186,9 +213,12 @@ def test_upload_job_progress_and_a_result_delivered_once(stack, handbook):
 
 
 def test_multipart_upload_from_a_browser_form(stack, handbook):
-    reply = httpx.post(f"{stack['base']}/upload", headers=handbook["headers"],
-                       data={"corpus_id": handbook["corpus"]["corpus_id"]},
-                       files={"file": ("notes.txt", b"The canteen opens at eight.\n", "text/plain")})
+    reply = httpx.post(
+        f"{stack['base']}/upload",
+        headers=handbook["headers"],
+        data={"corpus_id": handbook["corpus"]["corpus_id"]},
+        files={"file": ("notes.txt", b"The canteen opens at eight.\n", "text/plain")},
+    )
     assert reply.status_code == 200, reply.text
     assert reply.json()["filename"] == "notes.txt"
     job, _ = wait_for_job(stack["base"], handbook["headers"], reply.json()["job_id"])
@@ -202,8 +232,9 @@ def test_search_query_text_and_delete(stack, token, handbook):
     results = found.json()["results"]
     assert results and results[0]["document_id"] == document_id and "quokka" in results[0]["content"].lower()
     assert results[0]["filename"] == "handbook.md"
-    answer = httpx.post(f"{base}/query", json={"query": "How many days of paid vacation does an employee get?"},
-                        headers=headers)
+    answer = httpx.post(
+        f"{base}/query", json={"query": "How many days of paid vacation does an employee get?"}, headers=headers
+    )
     assert answer.status_code == 200, answer.text
     cited = answer.json()
     assert cited["answer"] and cited["citations"]
@@ -216,8 +247,12 @@ def test_search_query_text_and_delete(stack, token, handbook):
     assert httpx.get(f"{base}/documents/{document_id}/text", headers=other).status_code == 404
     assert httpx.delete(f"{base}/documents/{document_id}", headers=other).status_code == 404
     assert httpx.get(f"{base}/ingest/{handbook['upload']['job_id']}", headers=other).status_code == 404
-    into = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "x.txt"},
-                      content=b"intrusion", headers=other)
+    into = httpx.post(
+        f"{base}/upload",
+        params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "x.txt"},
+        content=b"intrusion",
+        headers=other,
+    )
     assert into.status_code == 404
     assert httpx.post(f"{base}/search", json={"query": "quokka"}, headers=other).json()["results"] == []
     # The owner deletes it; then it is gone.
@@ -230,15 +265,18 @@ def test_search_query_text_and_delete(stack, token, handbook):
 def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
     base, headers = stack["base"], auth(token("batcher"))
     corpus_id = httpx.post(f"{base}/corpora", json={"name": "Catalog"}, headers=headers).json()["corpus_id"]
-    items = [{"corpus_id": corpus_id, "text": f"Catalog entry {i}: the {colour} enamel kettle.", "title": f"entry {i}"}
-             for i, colour in enumerate(("blue", "red", "white"))] + [{"corpus_id": "999999999", "text": "Lost."}]
+    items = [
+        {"corpus_id": corpus_id, "text": f"Catalog entry {i}: the {colour} enamel kettle.", "title": f"entry {i}"}
+        for i, colour in enumerate(("blue", "red", "white"))
+    ] + [{"corpus_id": "999999999", "text": "Lost."}]
     reply = httpx.post(f"{base}/texts:batch", json={"items": items}, headers=headers)
     assert reply.status_code == 200, reply.text
     answer = reply.json()
     assert answer["accepted_count"] == 3 and answer["rejected_count"] == 1
     assert answer["items"][3]["error_reason"] == "CORPUS_NOT_FOUND" and "job" not in answer["items"][3]
-    blank = httpx.post(f"{base}/texts:batch", json={"items": [items[0], {"corpus_id": corpus_id, "text": " "}]},
-                       headers=headers)  # a malformed item refuses the whole batch
+    blank = httpx.post(
+        f"{base}/texts:batch", json={"items": [items[0], {"corpus_id": corpus_id, "text": " "}]}, headers=headers
+    )  # a malformed item refuses the whole batch
     assert blank.status_code == 400 and blank.json()["details"][0]["metadata"]["field"] == "items[1].text"
     jobs = [wait_for_job(base, headers, item["job"]["job_id"])[1] for item in answer["items"][:3]]
     results = [next(p["result"] for p in polls if p.get("result")) for polls in jobs]
@@ -247,9 +285,11 @@ def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
     assert too_many.status_code == 400 and too_many.json()["details"][0]["reason"] == "INVALID_REQUEST"
     # the text of a document replaced through ingest, the only writer of chunks
     document_id = results[0]["document_id"]
-    bound = httpx.post(f"{base}/texts", json={"document_id": document_id,
-                                             "text": "# Entry 0\n\nThe green cast-iron kettle replaced it."},
-                       headers=headers)
+    bound = httpx.post(
+        f"{base}/texts",
+        json={"document_id": document_id, "text": "# Entry 0\n\nThe green cast-iron kettle replaced it."},
+        headers=headers,
+    )
     assert bound.status_code == 200, bound.text
     job, polls = wait_for_job(base, headers, bound.json()["job_id"])
     result = next(p["result"] for p in polls if p.get("result"))
@@ -262,15 +302,20 @@ def test_a_scanned_pdf_is_read_by_ocr_and_found_on_its_page(stack, handbook):
     from tests.support.documents import PUMPS, VALVES, scanned_pdf
 
     base, headers = stack["base"], handbook["headers"]
-    upload = httpx.post(f"{base}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "scan.pdf"},
-                        content=scanned_pdf([PUMPS, VALVES]), headers={**headers, "Content-Type": "application/pdf"})
+    upload = httpx.post(
+        f"{base}/upload",
+        params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "scan.pdf"},
+        content=scanned_pdf([PUMPS, VALVES]),
+        headers={**headers, "Content-Type": "application/pdf"},
+    )
     assert upload.status_code == 200, upload.text
     job, polls = wait_for_job(base, headers, upload.json()["job_id"])
     assert job["state"] == SEARCHABLE, job
     result = next(p["result"] for p in polls if p.get("result"))
     assert int(result["chunk_count"]) >= 2 and any("read by OCR" in w for w in result["warnings"])
-    found = httpx.post(f"{base}/search", json={"query": "valves replaced autumn maintenance window", "top_k": 3},
-                       headers=headers).json()["results"]
+    found = httpx.post(
+        f"{base}/search", json={"query": "valves replaced autumn maintenance window", "top_k": 3}, headers=headers
+    ).json()["results"]
     assert found[0]["document_id"] == result["document_id"] and found[0]["page"] == 2
     assert "Valves older than twelve years" in found[0]["content"]
 
@@ -284,11 +329,13 @@ def test_a_web_page_by_url_is_searchable_and_cited_with_its_source_url(stack, ha
     job, polls = wait_for_job(base, headers, reply.json()["job_id"])
     assert job["state"] == SEARCHABLE, job
     document_id = next(p["result"]["document_id"] for p in polls if p.get("result"))
-    found = httpx.post(f"{base}/search", json={"query": "operations desk extension 4471 weekdays", "top_k": 3},
-                       headers=headers).json()["results"]
+    found = httpx.post(
+        f"{base}/search", json={"query": "operations desk extension 4471 weekdays", "top_k": 3}, headers=headers
+    ).json()["results"]
     assert found[0]["document_id"] == document_id and found[0]["source_url"] == site.url("/guide.html")
-    answer = httpx.post(f"{base}/query", json={"query": "At which extension is the operations desk?"},
-                        headers=headers).json()
+    answer = httpx.post(
+        f"{base}/query", json={"query": "At which extension is the operations desk?"}, headers=headers
+    ).json()
     cited = [c for c in answer["citations"] if c["document_id"] == document_id]
     assert cited and all(c["source_url"] == site.url("/guide.html") for c in cited)
     assert httpx.get(f"{base}/documents/{document_id}", headers=headers).json()["source_url"] == site.url("/guide.html")
@@ -296,8 +343,12 @@ def test_a_web_page_by_url_is_searchable_and_cited_with_its_source_url(stack, ha
     for url in (f"http://localhost:{site.port}/guide.html", "file:///etc/passwd"):
         refused = httpx.post(f"{base}/urls", json={"url": url, "corpus_id": corpus_id}, headers=headers)
         assert refused.status_code == 400 and refused.json()["details"][0]["reason"] == "URL_REFUSED", refused.text
-    assert httpx.post(f"{base}/urls", json={"url": site.url("/guide.html"), "corpus_id": corpus_id},
-                      headers=auth(token("globex"))).status_code == 404  # another tenant's corpus
+    assert (
+        httpx.post(
+            f"{base}/urls", json={"url": site.url("/guide.html"), "corpus_id": corpus_id}, headers=auth(token("globex"))
+        ).status_code
+        == 404
+    )  # another tenant's corpus
 
 
 def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
@@ -327,8 +378,9 @@ def test_hardening_through_the_whole_stack(stack, token, handbook):
     negative = httpx.get(f"{base}/corpora", params={"page_size": -1}, headers=headers)
     assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "PAGE_SIZE_INVALID"
     params = {"corpus_id": handbook["corpus"]["corpus_id"], "filename": "f" * 10_000}
-    statuses = {httpx.post(f"{base}/upload", params=params, content=b"x", headers=headers).status_code
-                for _ in range(5)}
+    statuses = {
+        httpx.post(f"{base}/upload", params=params, content=b"x", headers=headers).status_code for _ in range(5)
+    }
     assert statuses == {431}
     huge = token("acme", subject="s" * 10_000)
     too_large = httpx.get(f"{base}/corpora", headers=auth(huge))
@@ -379,8 +431,13 @@ def _gateway_and_service_processes(stack) -> dict[str, psutil.Process]:
 
 def test_a_200_mb_body_is_cut_off_at_the_cap_with_flat_memory(stack, token, handbook):
     processes = _gateway_and_service_processes(stack)
-    assert set(processes) == {"envoy", "knowledge_ingest", "knowledge_content_index", "knowledge_search",
-                              "knowledge_embedder"}
+    assert set(processes) == {
+        "envoy",
+        "knowledge_ingest",
+        "knowledge_content_index",
+        "knowledge_search",
+        "knowledge_embedder",
+    }
     before = {name: p.memory_info().rss for name, p in processes.items()}
     path = f"/api/v1/knowledge/upload?corpus_id={handbook['corpus']['corpus_id']}&filename=huge.bin"
     total = 200 * 1024 * 1024
@@ -395,17 +452,26 @@ def test_a_200_mb_body_is_cut_off_at_the_cap_with_flat_memory(stack, token, hand
     after = {name: p.memory_info().rss for name, p in processes.items()}
     growth_mb = {name: (after[name] - before[name]) / 2**20 for name in processes}
     print(f"RSS before (MiB): { {n: round(v / 2**20, 1) for n, v in before.items()} }")
-    print(f"RSS after  (MiB): { {n: round(v / 2**20, 1) for n, v in after.items()} }; "
-          f"sent {sized.sent} bytes sized, {chunked.sent} chunked")
+    print(
+        f"RSS after  (MiB): { {n: round(v / 2**20, 1) for n, v in after.items()} }; "
+        f"sent {sized.sent} bytes sized, {chunked.sent} chunked"
+    )
     assert all(growth < 32 for growth in growth_mb.values()), growth_mb
     # Just over the cap with a true length is 413 too; at the cap it is accepted.
-    over = httpx.post(f"{stack['base']}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"],
-                                                          "filename": "over.txt"},
-                      content=b"a" * (CAP + 1), headers=headers)
+    over = httpx.post(
+        f"{stack['base']}/upload",
+        params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "over.txt"},
+        content=b"a" * (CAP + 1),
+        headers=headers,
+    )
     assert over.status_code == 413 and over.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
-    at_cap = httpx.post(f"{stack['base']}/upload", params={"corpus_id": handbook["corpus"]["corpus_id"],
-                                                            "filename": "at-cap.bin"},
-                        content=b"\0" * CAP, headers=headers, timeout=60)
+    at_cap = httpx.post(
+        f"{stack['base']}/upload",
+        params={"corpus_id": handbook["corpus"]["corpus_id"], "filename": "at-cap.bin"},
+        content=b"\0" * CAP,
+        headers=headers,
+        timeout=60,
+    )
     assert at_cap.status_code == 200, at_cap.text  # stored; its ingestion is not this test's business
 
 
@@ -413,7 +479,7 @@ def test_a_200_mb_body_is_cut_off_at_the_cap_with_flat_memory(stack, token, hand
 def _pieces(data: bytes, size: int = 4096):
     """A body of unknown length: httpx sends it with Transfer-Encoding: chunked."""
     for start in range(0, len(data), size):
-        yield data[start:start + size]
+        yield data[start : start + size]
 
 
 async def _stored(stack, tenant: str, corpus_id: str) -> dict[str, int]:
@@ -426,8 +492,9 @@ async def _stored(stack, tenant: str, corpus_id: str) -> dict[str, int]:
     try:
         return {
             "jobs": await connection.fetchval("SELECT count(*) FROM ingest_jobs WHERE tenant_id = $1", tenant),
-            "documents": await connection.fetchval("SELECT count(*) FROM documents WHERE corpus_id = $1",
-                                                   int(corpus_id)),
+            "documents": await connection.fetchval(
+                "SELECT count(*) FROM documents WHERE corpus_id = $1", int(corpus_id)
+            ),
             "blobs": await connection.fetchval("SELECT count(*) FROM content_blobs"),
         }
     finally:
@@ -450,8 +517,9 @@ def test_a_chunked_upload_is_ingested_like_a_sized_one(stack, chunky):
     assert streamed.status_code == 200, streamed.text
     assert streamed.request.headers["transfer-encoding"] == "chunked"
     assert "content-length" not in streamed.request.headers
-    sized = httpx.post(f"{base}/upload", params={**params, "filename": "sized.md"}, content=text + b"\n",
-                       headers=headers)
+    sized = httpx.post(
+        f"{base}/upload", params={**params, "filename": "sized.md"}, content=text + b"\n", headers=headers
+    )
     assert sized.status_code == 200, sized.text
     assert set(streamed.json()) == set(sized.json()) == {"job_id", "filename", "status", "corpus_id"}
     assert streamed.json()["status"] == "ingesting" and streamed.json()["filename"] == "streamed.md"
@@ -468,22 +536,39 @@ def test_a_chunked_upload_over_the_cap_is_the_same_413_and_stores_nothing(stack,
     base, headers, corpus_id = stack["base"], chunky["headers"], chunky["corpus_id"]
     path = f"/api/v1/knowledge/upload?corpus_id={corpus_id}&filename=too-big.bin"
     before = asyncio.run(_stored(stack, "chunky", corpus_id))
-    streamed = post_body(stack["port"], path, {**headers, "Content-Type": "application/octet-stream"},
-                         zeros(3 * CAP), chunked=True)
-    sized = httpx.post(f"{base}/upload", params={"corpus_id": corpus_id, "filename": "too-big.bin"},
-                       content=b"\0" * (CAP + 1), headers=headers)
+    streamed = post_body(
+        stack["port"], path, {**headers, "Content-Type": "application/octet-stream"}, zeros(3 * CAP), chunked=True
+    )
+    sized = httpx.post(
+        f"{base}/upload",
+        params={"corpus_id": corpus_id, "filename": "too-big.bin"},
+        content=b"\0" * (CAP + 1),
+        headers=headers,
+    )
     assert streamed.status == sized.status_code == 413
     assert streamed.headers["content-type"] == "application/json"
     assert json.loads(streamed.body) == sized.json()  # the same google.rpc.Status, reason and message
     assert sized.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
     # A form whose file part is under the cap but whose body is over it: the body is what is capped.
     boundary = "chunky-boundary"
-    form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"corpus_id\"\r\n\r\n{corpus_id}\r\n"
-            f"--{boundary}\r\nContent-Disposition: form-data\r\n\r\n").encode() + b"\0" * CAP + (
-            f"\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f.txt\"\r\n\r\n"
-            f"hello\r\n--{boundary}--\r\n").encode()
-    padded = post_body(stack["port"], "/api/v1/knowledge/upload", {
-        **headers, "Content-Type": f"multipart/form-data; boundary={boundary}"}, _pieces(form, 256 * 1024), chunked=True)
+    form = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="corpus_id"\r\n\r\n{corpus_id}\r\n'
+            f"--{boundary}\r\nContent-Disposition: form-data\r\n\r\n"
+        ).encode()
+        + b"\0" * CAP
+        + (
+            f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.txt"\r\n\r\n'
+            f"hello\r\n--{boundary}--\r\n"
+        ).encode()
+    )
+    padded = post_body(
+        stack["port"],
+        "/api/v1/knowledge/upload",
+        {**headers, "Content-Type": f"multipart/form-data; boundary={boundary}"},
+        _pieces(form, 256 * 1024),
+        chunked=True,
+    )
     assert padded.status == 413 and json.loads(padded.body) == sized.json()
     time.sleep(1)  # anything the refused uploads started has had time to land
     after = asyncio.run(_stored(stack, "chunky", corpus_id))
@@ -496,8 +581,13 @@ def test_a_chunked_upload_over_the_cap_leaves_no_blob_row(stack, chunky):
     path = f"/api/v1/knowledge/upload?corpus_id={chunky['corpus_id']}&filename=partial.bin"
     before = asyncio.run(_stored(stack, "chunky", chunky["corpus_id"]))
     for _ in range(3):
-        refused = post_body(stack["port"], path, {**chunky["headers"], "Content-Type": "application/octet-stream"},
-                            zeros(2 * CAP), chunked=True)
+        refused = post_body(
+            stack["port"],
+            path,
+            {**chunky["headers"], "Content-Type": "application/octet-stream"},
+            zeros(2 * CAP),
+            chunked=True,
+        )
         assert refused.status == 413
     time.sleep(1)
     assert asyncio.run(_stored(stack, "chunky", chunky["corpus_id"]))["blobs"] == before["blobs"]
@@ -568,11 +658,32 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
     description refuses refused, what it allows accepted, an undeclared method 405."""
     started = time.monotonic()
     result = subprocess.run(
-        [str(BIN / "st"), "--config-file", str(SCHEMATHESIS_CONFIG), "run", f"{stack['base']}/openapi.json",
-         "--url", stack["root"], "-H", f"Authorization: Bearer {token('fuzz')}", "--checks", "all",
-         "--max-examples", "30", "--seed", "20261130", "--generation-database", "none", "--no-color",
-         "--request-timeout", "30"],
-        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+        [
+            str(BIN / "st"),
+            "--config-file",
+            str(SCHEMATHESIS_CONFIG),
+            "run",
+            f"{stack['base']}/openapi.json",
+            "--url",
+            stack["root"],
+            "-H",
+            f"Authorization: Bearer {token('fuzz')}",
+            "--checks",
+            "all",
+            "--max-examples",
+            "30",
+            "--seed",
+            "20261130",
+            "--generation-database",
+            "none",
+            "--no-color",
+            "--request-timeout",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
     )
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")

@@ -22,8 +22,13 @@ def stack(tmp_path_factory):
 def cli_token(stack, *args: str) -> str:
     import subprocess
 
-    done = subprocess.run([str(BIN / "knowledge"), "dev-token", "--tenant", "acme", *args], env=stack["env"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [str(BIN / "knowledge"), "dev-token", "--tenant", "acme", *args],
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -79,10 +84,14 @@ def test_user_errors_are_4xx_through_the_gateway(stack):
     reply = httpx.post(f"{base}/corpora", json={"name": "a\u0000b"}, headers=auth)
     assert reply.status_code == 400 and reply.json()["details"][0]["reason"] == "NUL_CHARACTER"
 
-    malformed = (b'--B\r\nContent-Disposition: form-data; name="corpus_id"\r\n\r\n' + corpus_id.encode()
-                 + b'\r\n--B\r\nContent-Disposition: form-data; name="file"\rfilename="x.txt"\r\n\r\nabc\r\n--B--\r\n')
-    reply = httpx.post(f"{base}/upload", content=malformed,
-                       headers={**auth, "Content-Type": "multipart/form-data; boundary=B"})
+    malformed = (
+        b'--B\r\nContent-Disposition: form-data; name="corpus_id"\r\n\r\n'
+        + corpus_id.encode()
+        + b'\r\n--B\r\nContent-Disposition: form-data; name="file"\rfilename="x.txt"\r\n\r\nabc\r\n--B--\r\n'
+    )
+    reply = httpx.post(
+        f"{base}/upload", content=malformed, headers={**auth, "Content-Type": "multipart/form-data; boundary=B"}
+    )
     assert reply.status_code == 400, reply.text
     listed = httpx.get(f"{base}/corpora/{corpus_id}/documents", headers=auth).json()
     assert not listed.get("documents")

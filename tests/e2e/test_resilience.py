@@ -32,8 +32,9 @@ SEARCH = {"query": "vacation days", "top_k": 3}
 
 
 def dev_token(env: dict, tenant: str) -> str:
-    return subprocess.run([str(BIN / "knowledge"), "dev-token", "--tenant", tenant], env=env,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [str(BIN / "knowledge"), "dev-token", "--tenant", tenant], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def status(stack: dict) -> dict:
@@ -93,18 +94,35 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         for name in ("content-index", "embedder", "ingest", "search", "gateway"):
             before = status(stack)[name]
             psutil.Process(before["pid"]).send_signal(signal.SIGKILL)
-            eventually(lambda: status(stack)[name]["restarts"] == before["restarts"] + 1
-                       and status(stack)[name]["state"] == "running", 30, f"{name} restarted")
+            eventually(
+                lambda: (
+                    status(stack)[name]["restarts"] == before["restarts"] + 1
+                    and status(stack)[name]["state"] == "running"
+                ),
+                30,
+                f"{name} restarted",
+            )
             eventually(lambda: answers(stack, headers), 120, f"the stack answering after {name} was killed")
             assert stack["process"].poll() is None
         assert {name: child["restarts"] for name, child in status(stack).items()} == {
-            "content-index": 1, "embedder": 1, "ingest": 1, "search": 1, "gateway": 1, "postgres": 0}
+            "content-index": 1,
+            "embedder": 1,
+            "ingest": 1,
+            "search": 1,
+            "gateway": 1,
+            "postgres": 0,
+        }
 
         # PostgreSQL stopped hard underneath the stack: readiness (not liveness) and /healthz say so.
         pgdata = data_dir / "postgres"
         pg_ctl("-D", str(pgdata), "-m", "immediate", "stop")
-        took = eventually(lambda: readiness(stack, "search", "knowledge.v1.SearchService")
-                          == health_pb2.HealthCheckResponse.NOT_SERVING, 10, "search NOT_SERVING")
+        took = eventually(
+            lambda: (
+                readiness(stack, "search", "knowledge.v1.SearchService") == health_pb2.HealthCheckResponse.NOT_SERVING
+            ),
+            10,
+            "search NOT_SERVING",
+        )
         assert took < 5
         assert readiness(stack, "search", "") == health_pb2.HealthCheckResponse.SERVING  # liveness
         eventually(lambda: httpx.get(f"{stack['root']}/healthz").status_code == 503, 5, "/healthz 503")
@@ -112,8 +130,11 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         # ... and the supervisor starts it again: readiness and the answers come back.
         eventually(lambda: status(stack)["postgres"]["restarts"] == 1, 30, "postgres restarted")
         for service, name in (("ingest", "knowledge.v1.IngestService"), ("search", "knowledge.v1.SearchService")):
-            eventually(lambda: readiness(stack, service, name) == health_pb2.HealthCheckResponse.SERVING, 15,
-                       f"{service} SERVING again")
+            eventually(
+                lambda: readiness(stack, service, name) == health_pb2.HealthCheckResponse.SERVING,
+                15,
+                f"{service} SERVING again",
+            )
         eventually(lambda: httpx.get(f"{stack['root']}/healthz").status_code == 200, 10, "/healthz 200")
         eventually(lambda: answers(stack, headers), 30, "the stack answering after the database came back")
         ingest_log = (data_dir / "logs" / "ingest.log").read_text()
@@ -132,8 +153,11 @@ def open_search(port: int, token: str, body: bytes) -> http.client.HTTPConnectio
     """A search whose headers are sent and whose body is not yet: in flight at the gateway."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     connection.putrequest("POST", "/api/v1/knowledge/search")
-    for key, value in (("Authorization", f"Bearer {token}"), ("Content-Type", "application/json"),
-                       ("Content-Length", str(len(body)))):
+    for key, value in (
+        ("Authorization", f"Bearer {token}"),
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+    ):
         connection.putheader(key, value)
     connection.endheaders()
     return connection

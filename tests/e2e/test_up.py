@@ -77,9 +77,28 @@ def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
 
     dataset = Path(__file__).resolve().parents[1] / "data" / "search_eval"
     out = tmp_path / "eval.json"
-    run = subprocess.run([str(BIN / "knowledge"), "eval", str(dataset), "--base-url", stack["base"], "--limit", "5",
-                          "--modes", "vector,lexical,hybrid", "--json", str(out), "--progress", "--tenant", "eval-e2e"],
-                         env=stack["env"], capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            str(BIN / "knowledge"),
+            "eval",
+            str(dataset),
+            "--base-url",
+            stack["base"],
+            "--limit",
+            "5",
+            "--modes",
+            "vector,lexical,hybrid",
+            "--json",
+            str(out),
+            "--progress",
+            "--tenant",
+            "eval-e2e",
+        ],
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     for column in ("nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
         assert column in run.stdout
@@ -89,26 +108,52 @@ def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
     for values in figures["modes"].values():
         assert values["ndcg@10"] > 0.5 and values["recall@100"] > 0.7 and 0 < values["p50_ms"] <= values["p95_ms"]
     # --rerank without a configured reranking model is a clear refusal, never a silent no-op.
-    refused = subprocess.run([str(BIN / "knowledge"), "eval", str(dataset), "--base-url", stack["base"], "--limit", "0",
-                              "--modes", "hybrid", "--rerank"], env=stack["env"], capture_output=True, text=True,
-                             timeout=600)
+    refused = subprocess.run(
+        [
+            str(BIN / "knowledge"),
+            "eval",
+            str(dataset),
+            "--base-url",
+            stack["base"],
+            "--limit",
+            "0",
+            "--modes",
+            "hybrid",
+            "--rerank",
+        ],
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert refused.returncode == 1 and "RERANK_UNAVAILABLE" in refused.stderr
-    search = httpx.post(f"{stack['base']}/search", json={"query": "vacation", "rerank": True},
-                        headers={"Authorization": f"Bearer {dev_token(stack, 'eval-e2e')}"})  # a tenant with chunks
+    search = httpx.post(
+        f"{stack['base']}/search",
+        json={"query": "vacation", "rerank": True},
+        headers={"Authorization": f"Bearer {dev_token(stack, 'eval-e2e')}"},
+    )  # a tenant with chunks
     assert search.status_code == 400 and search.json()["details"][0]["reason"] == "RERANK_UNAVAILABLE"
 
 
 def test_rerank_through_rest_with_a_configured_model(tmp_path_factory, cross_encoder_dir):
     """A stack whose embedder has a reranking model: rerank: true re-scores the results over REST."""
-    with running_stack(tmp_path_factory.mktemp("rerank"), RERANK_MODEL=str(cross_encoder_dir),
-                       RERANK_MODEL_ID="local/cross-encoder") as running:
+    with running_stack(
+        tmp_path_factory.mktemp("rerank"), RERANK_MODEL=str(cross_encoder_dir), RERANK_MODEL_ID="local/cross-encoder"
+    ) as running:
         headers = {"Authorization": f"Bearer {dev_token(running, 'acme')}"}
         corpus = httpx.post(f"{running['base']}/corpora", json={"name": "r"}, headers=headers).json()["corpus_id"]
-        texts = ["Backups run nightly and are kept for thirty days.", "Employees may work remotely two days a week.",
-                 "The cafeteria serves lunch from noon."]
+        texts = [
+            "Backups run nightly and are kept for thirty days.",
+            "Employees may work remotely two days a week.",
+            "The cafeteria serves lunch from noon.",
+        ]
         for i, text in enumerate(texts):
-            job = httpx.post(f"{running['base']}/upload", params={"corpus_id": corpus, "filename": f"t{i}.txt"},
-                             content=text.encode(), headers={**headers, "Content-Type": "text/plain"}).json()["job_id"]
+            job = httpx.post(
+                f"{running['base']}/upload",
+                params={"corpus_id": corpus, "filename": f"t{i}.txt"},
+                content=text.encode(),
+                headers={**headers, "Content-Type": "text/plain"},
+            ).json()["job_id"]
             for _ in range(600):
                 if httpx.get(f"{running['base']}/ingest/{job}", headers=headers).json()["state"].endswith("SEARCHABLE"):
                     break
@@ -155,4 +200,3 @@ def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_fac
         finally:
             for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
                 leftover.terminate()
-

@@ -32,8 +32,8 @@ from tests.support.content_index import (
     files_under,
     read_all,
     reference,
-    sha256_hex,
     running_content_index,
+    sha256_hex,
     unique_bytes,
     write,
 )
@@ -116,8 +116,9 @@ def content_path(cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isol
     return cases._storage.path_for(BlobKey(hasher.finish().digest, HEADER.extension))
 
 
-def orphan_file(cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isolated: bool = False,
-                by: timedelta = timedelta(days=2)) -> Path:
+def orphan_file(
+    cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isolated: bool = False, by: timedelta = timedelta(days=2)
+) -> Path:
     """A file on the content path of ``data`` that no row names, last modified ``by`` ago."""
     path = content_path(cases, data, scope, isolated=isolated)
     path.parent.mkdir(exist_ok=True)
@@ -128,7 +129,8 @@ def orphan_file(cases: BlobUseCases, data: bytes, scope: Scope = SCOPE, *, isola
 async def isolate(admin, tenant: str) -> None:
     await admin.execute(
         "INSERT INTO tenants (tenant_id, isolate_content) VALUES ($1, true) "
-        "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = true", tenant,
+        "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = true",
+        tenant,
     )
 
 
@@ -153,7 +155,9 @@ async def old_orphan(cases: BlobUseCases, admin, data: bytes) -> Blob:
     return blob
 
 
-async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, verifier, tmp_path, make_service_token, admin):
+async def test_an_old_unreferenced_blob_is_removed_file_and_row(
+    content_db, verifier, tmp_path, make_service_token, admin
+):
     async with running_content_index(content_db, tmp_path / "blobs", verifier) as harness:
         token = make_service_token("gc-grpc")
         old, referenced, fresh = [await write(harness.stub, token, unique_bytes(1000 * (i + 1))) for i in range(3)]
@@ -163,8 +167,9 @@ async def test_an_old_unreferenced_blob_is_removed_file_and_row(content_db, veri
         min_age = Duration()
         min_age.FromTimedelta(GRACE)
 
-        dry = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(dry_run=True, min_age=min_age),
-                                                metadata=auth(token))
+        dry = await harness.stub.CollectGarbage(
+            pb.CollectGarbageRequest(dry_run=True, min_age=min_age), metadata=auth(token)
+        )
         assert old.blob.blob_id in dry.removed_blob_ids
         assert referenced.blob.blob_id not in dry.removed_blob_ids and fresh.blob.blob_id not in dry.removed_blob_ids
         assert len(files_under(harness.root)) == 3 and await row(admin, int(old.blob.blob_id)) is not None
@@ -216,8 +221,10 @@ async def test_gc_running_between_staging_and_settling_an_upload_loses_nothing(g
     await eventually(lambda: any(p.stat().st_size == len(data) for p in files_under(gated._storage.staging)))
 
     report = await gated.collect_garbage(GRACE, 0, dry_run=False)  # the whole pass, file included
-    assert old.blob_id in report.removed_blob_ids and not gated._storage.path_for(
-        gated._storage.key_for(old.storage_uri)).exists()
+    assert (
+        old.blob_id in report.removed_blob_ids
+        and not gated._storage.path_for(gated._storage.key_for(old.storage_uri)).exists()
+    )
 
     hold.set()
     settled = await uploading
@@ -360,8 +367,9 @@ async def test_orphan_files_are_swept_by_collect_garbage(content_db, verifier, t
         min_age = Duration()
         min_age.FromTimedelta(GRACE)
 
-        dry = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(dry_run=True, min_age=min_age),
-                                                metadata=auth(token))
+        dry = await harness.stub.CollectGarbage(
+            pb.CollectGarbageRequest(dry_run=True, min_age=min_age), metadata=auth(token)
+        )
         assert (dry.orphan_removed_count, dry.orphan_freed_bytes) == (1, 1234) and old.exists()
 
         report = await harness.stub.CollectGarbage(pb.CollectGarbageRequest(min_age=min_age), metadata=auth(token))

@@ -27,11 +27,11 @@ from tests.support.content_index import (
     read_all,
     reference,
     rows_with_hash,
-    sha256_hex,
     running_content_index,
-    write_with_sync_client,
+    sha256_hex,
     unique_bytes,
     write,
+    write_with_sync_client,
 )
 from tests.support.rpc import auth, error_info
 
@@ -167,7 +167,9 @@ async def test_a_writer_killed_mid_stream_leaves_no_file_and_no_row(service, mak
     rows_before = await admin.fetchval("SELECT count(*) FROM content_blobs")
     client = subprocess.Popen(
         [sys.executable, "-c", KILLED_CLIENT, service.address],
-        env={**os.environ, "TOKEN": make_service_token("ci-killed")}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TOKEN": make_service_token("ci-killed")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         await eventually(lambda: any(p.stat().st_size == 200_000 for p in staged(service.root)), timeout=60)
@@ -205,7 +207,9 @@ async def test_isolated_tenants_never_share_and_the_others_do(service, make_serv
     for tenant, isolated in [("ci-iso-a", True), ("ci-iso-b", True), ("ci-plain-c", False), ("ci-plain-d", False)]:
         await admin.execute(
             "INSERT INTO tenants (tenant_id, isolate_content) VALUES ($1, $2) "
-            "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = $2", tenant, isolated,
+            "ON CONFLICT (tenant_id) DO UPDATE SET isolate_content = $2",
+            tenant,
+            isolated,
         )
     data = unique_bytes(100_000)
     iso_a = await write(service.stub, make_service_token("ci-iso-a"), data)
@@ -259,8 +263,9 @@ async def test_other_tenants_see_nothing_of_yours(service, make_service_token, a
     assert shared.blob.blob_id == blob.blob_id and list(shared.references) == []
 
 
-async def test_no_tenant_reaches_another_tenants_blob_or_learns_that_it_exists(service, make_service_token,
-                                                                               make_token, keys_dir):
+async def test_no_tenant_reaches_another_tenants_blob_or_learns_that_it_exists(
+    service, make_service_token, make_token, keys_dir
+):
     """Issue 12, item 1: a user's token (any of them) has no blob capability; a service working for
     another tenant cannot claim the blob by naming its hash and path, and is told nothing by a write."""
     owner, intruder = make_service_token("ci-victim"), make_service_token("ci-intruder")
@@ -272,9 +277,19 @@ async def test_no_tenant_reaches_another_tenants_blob_or_learns_that_it_exists(s
     # A user's token: no internal capability, even when its issuer listed them all.
     user = make_token("ci-intruder")
     kid = (keys_dir / KEY_ID_FILE).read_text().strip()
-    forged = jwt.encode({"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "sub": "alice",
-                         "tenant": "ci-intruder", "capabilities": list(ALL_CAPABILITIES)},
-                        (keys_dir / PRIVATE_KEY_FILE).read_bytes(), algorithm="RS256", headers={"kid": kid})
+    forged = jwt.encode(
+        {
+            "iss": "knowledge-dev",
+            "aud": "knowledge",
+            "exp": int(time.time()) + 60,
+            "sub": "alice",
+            "tenant": "ci-intruder",
+            "capabilities": list(ALL_CAPABILITIES),
+        },
+        (keys_dir / PRIVATE_KEY_FILE).read_bytes(),
+        algorithm="RS256",
+        headers={"kid": kid},
+    )
     for token in (user, forged):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await read_all(service.stub, token, blob.blob_id)
@@ -358,8 +373,9 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
     data = unique_bytes(80_000)
     digest = sha256_hex(data)
     placed = place(service.root, digest, data)
-    request = pb.EnsureBlobRequest(content_hash=digest, storage_uri=placed.as_uri(), size_bytes=len(data),
-                                   mime_type="text/plain; charset=utf-8")
+    request = pb.EnsureBlobRequest(
+        content_hash=digest, storage_uri=placed.as_uri(), size_bytes=len(data), mime_type="text/plain; charset=utf-8"
+    )
     first = await service.stub.EnsureBlob(request, metadata=auth(token))
     assert not first.already_existed and not first.healed
     assert first.blob.storage_uri == located(service, placed) and first.blob.mime_type == "text/plain"
@@ -388,7 +404,7 @@ async def test_ensure_blob_registers_heals_and_verifies_the_callers_file(service
 
     # Another spelling of the row's own path is the same file: kept, never removed as a copy.
     shard = digest[:2]
-    path_part = other.as_uri()[len("file://"):].replace(f"/{shard}/", f"/%{ord(shard[0]):02x}{shard[1]}/")
+    path_part = other.as_uri()[len("file://") :].replace(f"/{shard}/", f"/%{ord(shard[0]):02x}{shard[1]}/")
     respelled = f"file://localhost{path_part}"  # host and a percent-encoded shard: the same file
     same = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=respelled, size_bytes=len(data)), metadata=auth(token)
@@ -401,7 +417,7 @@ async def test_ensure_blob_stores_one_spelling_per_path(service, make_service_to
     data = unique_bytes(3_000)
     digest = sha256_hex(data)
     path = place(service.root, digest, data)
-    respelled = "file://localhost" + path.as_uri()[len("file://"):]
+    respelled = "file://localhost" + path.as_uri()[len("file://") :]
     ensured = await service.stub.EnsureBlob(
         pb.EnsureBlobRequest(content_hash=digest, storage_uri=respelled, size_bytes=len(data)), metadata=auth(token)
     )
@@ -504,9 +520,7 @@ async def test_a_read_out_of_range_or_of_an_unknown_blob_says_so(service, make_s
 async def test_each_rpc_needs_its_capability(service, make_service_token):
     reader = auth(make_service_token("ci-caps", ["blob.read"]))
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await service.stub.WriteBlob(
-            iter_once(pb.WriteBlobRequest(header=pb.WriteBlobHeader())), metadata=reader
-        )
+        await service.stub.WriteBlob(iter_once(pb.WriteBlobRequest(header=pb.WriteBlobHeader())), metadata=reader)
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await service.stub.CollectGarbage(pb.CollectGarbageRequest(dry_run=True), metadata=reader)

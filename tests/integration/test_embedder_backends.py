@@ -36,8 +36,9 @@ def model_dir() -> Path:
 
 
 def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, tmp_path):
-    torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024,
-                                 batch_size=0).encode(TEXTS)
+    torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).encode(
+        TEXTS
+    )
     onnx = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
     assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 512, "onnx-int8", "cpu")
     onnx_vectors = onnx.encode(TEXTS)
@@ -54,27 +55,33 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
 
 def embedder_env(migrated_pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({
-        "KNOWLEDGE_DATA_DIR": str(tmp_path), "KNOWLEDGE_EMBEDDER_PORT": str(free_port()),
-        "KNOWLEDGE_DATABASE_URL": migrated_pg.url(user="knowledge_embedder"),
-        "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"), "HF_HUB_CACHE": str(tmp_path / "hub"),
-    })
+    env.update(
+        {
+            "KNOWLEDGE_DATA_DIR": str(tmp_path),
+            "KNOWLEDGE_EMBEDDER_PORT": str(free_port()),
+            "KNOWLEDGE_DATABASE_URL": migrated_pg.url(user="knowledge_embedder"),
+            "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+            "HF_HUB_CACHE": str(tmp_path / "hub"),
+        }
+    )
     env.update(extra)
     return env
 
 
 def test_a_model_that_would_need_a_download_stops_the_process_by_name(migrated_pg, keys_dir, tmp_path):
     env = embedder_env(migrated_pg, keys_dir, tmp_path, KNOWLEDGE_EMBEDDING_MODEL="BAAI/bge-m3", HF_HUB_OFFLINE="0")
-    result = subprocess.run([sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2, result.stderr
     assert "KNOWLEDGE_EMBEDDING_MODEL" in result.stderr and "bge-m3" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "hub").exists() or not any((tmp_path / "hub").rglob("*.safetensors"))
 
 
-@pytest.mark.parametrize(("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"),
-                                                        (False, False, "cpu")])
+@pytest.mark.parametrize(
+    ("cuda", "mps", "expected"), [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]
+)
 def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     import torch
     from knowledge_embedder.adapters.torch_encoder import pick_device

@@ -93,11 +93,15 @@ def parse_vector(text: str) -> np.ndarray:
 
 async def make_document(admin, tenant: str, name: str) -> tuple[str, str]:
     await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
-    corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id",
-                                  tenant, name)
+    corpus = await admin.fetchval(
+        "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", tenant, name
+    )
     document = await admin.fetchval(
         "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
-        tenant, corpus, f"{name}.md")
+        tenant,
+        corpus,
+        f"{name}.md",
+    )
     return str(document), str(corpus)
 
 
@@ -112,8 +116,9 @@ async def test_vectors_agree_with_encode_of_the_same_model(stub, make_service_to
     from sentence_transformers import SentenceTransformer
 
     reference = SentenceTransformer(str(model_dir), device="cpu").encode(PASSAGES, normalize_embeddings=True)
-    reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES),
-                                  metadata=auth(make_service_token("t-embed", ["embed"])))
+    reply = await stub.EmbedTexts(
+        embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_service_token("t-embed", ["embed"]))
+    )
     vectors = matrix(reply.vectors)
     assert vectors.shape == (4, TEST_DIMENSION)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
@@ -127,20 +132,24 @@ async def test_vectors_agree_with_encode_of_the_same_model(stub, make_service_to
 
 
 async def test_over_long_texts_are_reported_truncated(stub, make_service_token):
-    reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["short", "word " * 800]),
-                                  metadata=auth(make_service_token("t-long", ["embed"])))
+    reply = await stub.EmbedTexts(
+        embedder_pb2.EmbedTextsRequest(texts=["short", "word " * 800]),
+        metadata=auth(make_service_token("t-long", ["embed"])),
+    )
     assert list(reply.token_counts) == [3, 512] and list(reply.truncated_indexes) == [1]
 
 
 async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log(stub, make_service_token, capsys):
     configure_logging("embedder", "info")
     query = "How do backups work? " * 200  # 4,200 characters
-    reply = await stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=query),
-                                  metadata=auth(make_service_token("t-query", ["embed"])))
+    reply = await stub.EmbedQuery(
+        embedder_pb2.EmbedQueryRequest(query=query), metadata=auth(make_service_token("t-query", ["embed"]))
+    )
     assert reply.truncated_characters == len(query) - 3500
     assert reply.warnings and "truncated" in reply.warnings[0]
-    same = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[query[:3500]]),
-                                 metadata=auth(make_service_token("t-query", ["embed"])))
+    same = await stub.EmbedTexts(
+        embedder_pb2.EmbedTextsRequest(texts=[query[:3500]]), metadata=auth(make_service_token("t-query", ["embed"]))
+    )
     assert float(np.dot(reply.vector.values, same.vectors[0].values)) > 0.9999
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     warned = [line for line in lines if line.get("event") == "query_truncated"]
@@ -149,15 +158,18 @@ async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log
 
 
 @pytest.mark.parametrize("kind", [embedder_pb2.INDEX_KIND_CHUNK, embedder_pb2.INDEX_KIND_ANCHOR])
-async def test_index_chunk_is_refused_naming_the_ingest_rpc_and_writes_nothing(stub, make_service_token, admin,
-                                                                               kind):
+async def test_index_chunk_is_refused_naming_the_ingest_rpc_and_writes_nothing(stub, make_service_token, admin, kind):
     """Ingest is the only writer of chunks: the embedder's old CHUNK path answers where to go."""
     document_id, _ = await make_document(admin, "t-chunks", f"handbook-{kind}")
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.Index(embedder_pb2.IndexRequest(
-            content="# Leave policy\n\nEmployees accrue two days of paid leave per month.", kind=kind,
-            document=embedder_pb2.DocumentBinding(document_id=document_id, source="handbook.md")),
-            metadata=auth(make_service_token("t-chunks", ["embed"])))
+        await stub.Index(
+            embedder_pb2.IndexRequest(
+                content="# Leave policy\n\nEmployees accrue two days of paid leave per month.",
+                kind=kind,
+                document=embedder_pb2.DocumentBinding(document_id=document_id, source="handbook.md"),
+            ),
+            metadata=auth(make_service_token("t-chunks", ["embed"])),
+        )
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).reason == "CHUNK_INDEXING_MOVED"
     assert "IngestService/IngestText" in caught.value.details()
@@ -168,16 +180,31 @@ async def test_index_chunk_is_refused_naming_the_ingest_rpc_and_writes_nothing(s
 @pytest.mark.parametrize(
     "request_",
     [
-        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_UNSPECIFIED,
-                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
-        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_CHUNK,
-                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
-        embedder_pb2.IndexRequest(content=" ", kind=embedder_pb2.INDEX_KIND_ANCHOR,
-                                  anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a")),
-        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_ANCHOR,
-                                  anchor=embedder_pb2.AnchorTarget(entity_type="Tool!", entity_id="a")),
-        embedder_pb2.IndexRequest(content="x", kind=embedder_pb2.INDEX_KIND_CHUNK,
-                                  document=embedder_pb2.DocumentBinding(document_id="not-an-id")),
+        embedder_pb2.IndexRequest(
+            content="x",
+            kind=embedder_pb2.INDEX_KIND_UNSPECIFIED,
+            anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a"),
+        ),
+        embedder_pb2.IndexRequest(
+            content="x",
+            kind=embedder_pb2.INDEX_KIND_CHUNK,
+            anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a"),
+        ),
+        embedder_pb2.IndexRequest(
+            content=" ",
+            kind=embedder_pb2.INDEX_KIND_ANCHOR,
+            anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="a"),
+        ),
+        embedder_pb2.IndexRequest(
+            content="x",
+            kind=embedder_pb2.INDEX_KIND_ANCHOR,
+            anchor=embedder_pb2.AnchorTarget(entity_type="Tool!", entity_id="a"),
+        ),
+        embedder_pb2.IndexRequest(
+            content="x",
+            kind=embedder_pb2.INDEX_KIND_CHUNK,
+            document=embedder_pb2.DocumentBinding(document_id="not-an-id"),
+        ),
     ],
 )
 async def test_bad_index_requests_are_invalid_arguments(stub, make_service_token, request_):
@@ -191,73 +218,110 @@ async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_ser
     content = " ".join(f"Sentence {i} explains how the PDF parser tool extracts tables and text." for i in range(150))
     pieces = split_plain(content, max_chars=3500, overlap=200)
     assert len(pieces) >= 3
-    reply = await stub.Index(embedder_pb2.IndexRequest(
-        content=content, kind=embedder_pb2.INDEX_KIND_ANCHOR, return_vectors=True,
-        anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser")), metadata=metadata)
+    reply = await stub.Index(
+        embedder_pb2.IndexRequest(
+            content=content,
+            kind=embedder_pb2.INDEX_KIND_ANCHOR,
+            return_vectors=True,
+            anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser"),
+        ),
+        metadata=metadata,
+    )
     assert reply.chunk_count == len(pieces) and len(reply.chunk_ids) == 1 and len(reply.vectors) == 1
     each = matrix((await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=pieces), metadata=metadata)).vectors)
     expected = each.mean(axis=0) / np.linalg.norm(each.mean(axis=0))
     assert float(np.dot(reply.vectors[0].values, expected)) > 0.9999
-    row = await admin.fetchrow("SELECT anchor_id, content_chars, embedding::text AS embedding FROM anchors "
-                               "WHERE tenant_id = 't-anchor' AND entity_type = 'tool' AND entity_id = 'pdf-parser'")
+    row = await admin.fetchrow(
+        "SELECT anchor_id, content_chars, embedding::text AS embedding FROM anchors "
+        "WHERE tenant_id = 't-anchor' AND entity_type = 'tool' AND entity_id = 'pdf-parser'"
+    )
     assert str(row["anchor_id"]) == reply.chunk_ids[0] and row["content_chars"] == len(content)
     assert np.allclose(parse_vector(row["embedding"]), matrix(reply.vectors)[0], atol=1e-6)
     # A short description is one piece, its vector unchanged; the same target keeps its anchor.
-    again = await stub.Index(embedder_pb2.IndexRequest(
-        content=PASSAGES[0], kind=embedder_pb2.INDEX_KIND_ANCHOR, return_vectors=True,
-        anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser")), metadata=metadata)
+    again = await stub.Index(
+        embedder_pb2.IndexRequest(
+            content=PASSAGES[0],
+            kind=embedder_pb2.INDEX_KIND_ANCHOR,
+            return_vectors=True,
+            anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id="pdf-parser"),
+        ),
+        metadata=metadata,
+    )
     single = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[PASSAGES[0]]), metadata=metadata)
     assert again.chunk_ids == reply.chunk_ids and again.chunk_count == 1
     assert np.allclose(again.vectors[0].values, single.vectors[0].values, atol=1e-6)
 
 
 async def test_refresh_anchor_replaces_an_existing_anchor_only(stub, make_service_token, admin):
-    owner, other = auth(make_service_token("t-refresh", ["embed"])), auth(make_service_token("t-refresh-other", ["embed"]))
+    owner, other = (
+        auth(make_service_token("t-refresh", ["embed"])),
+        auth(make_service_token("t-refresh-other", ["embed"])),
+    )
     target = embedder_pb2.AnchorTarget(entity_type="kit", entity_id="onboarding")
     with pytest.raises(grpc.aio.AioRpcError) as missing:
         await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content="New text."), metadata=owner)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND and error_info(missing.value).reason == "ANCHOR_NOT_FOUND"
-    created = await stub.Index(embedder_pb2.IndexRequest(content=PASSAGES[1], kind=embedder_pb2.INDEX_KIND_ANCHOR,
-                                                         anchor=target), metadata=owner)
+    created = await stub.Index(
+        embedder_pb2.IndexRequest(content=PASSAGES[1], kind=embedder_pb2.INDEX_KIND_ANCHOR, anchor=target),
+        metadata=owner,
+    )
     with pytest.raises(grpc.aio.AioRpcError) as foreign:
         await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content="Hijack."), metadata=other)
     assert foreign.value.code() == grpc.StatusCode.NOT_FOUND
-    refreshed = await stub.RefreshAnchor(embedder_pb2.RefreshAnchorRequest(target=target, content=PASSAGES[2]),
-                                         metadata=owner)
+    refreshed = await stub.RefreshAnchor(
+        embedder_pb2.RefreshAnchorRequest(target=target, content=PASSAGES[2]), metadata=owner
+    )
     assert refreshed.anchor_id == created.chunk_ids[0] and refreshed.piece_count == 1
-    stored = parse_vector(await admin.fetchval("SELECT embedding::text FROM anchors WHERE anchor_id = $1",
-                                               int(refreshed.anchor_id)))
+    stored = parse_vector(
+        await admin.fetchval("SELECT embedding::text FROM anchors WHERE anchor_id = $1", int(refreshed.anchor_id))
+    )
     expected = (await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[PASSAGES[2]]), metadata=owner)).vectors[0]
     assert np.allclose(stored, expected.values, atol=1e-6)
 
 
 async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make_service_token):
     owner = auth(make_service_token("t-search", ["embed"]))
-    tools = {"pdf": "Extracts text and tables from PDF documents.",
-             "weather": "Gives the weather forecast for a city.",
-             "calendar": "Books meetings in the team calendar."}
+    tools = {
+        "pdf": "Extracts text and tables from PDF documents.",
+        "weather": "Gives the weather forecast for a city.",
+        "calendar": "Books meetings in the team calendar.",
+    }
     for name, description in tools.items():
-        await stub.Index(embedder_pb2.IndexRequest(content=description, kind=embedder_pb2.INDEX_KIND_ANCHOR,
-                                                   anchor=embedder_pb2.AnchorTarget(entity_type="tool",
-                                                                                    entity_id=name)), metadata=owner)
-    await stub.Index(embedder_pb2.IndexRequest(content="Forecast of rain and sunshine.", kind=embedder_pb2.INDEX_KIND_ANCHOR,
-                                               anchor=embedder_pb2.AnchorTarget(entity_type="kit", entity_id="sky")),
-                     metadata=owner)
-    reply = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="will it rain tomorrow",
-                                                                       entity_type="tool", top_k=2), metadata=owner)
+        await stub.Index(
+            embedder_pb2.IndexRequest(
+                content=description,
+                kind=embedder_pb2.INDEX_KIND_ANCHOR,
+                anchor=embedder_pb2.AnchorTarget(entity_type="tool", entity_id=name),
+            ),
+            metadata=owner,
+        )
+    await stub.Index(
+        embedder_pb2.IndexRequest(
+            content="Forecast of rain and sunshine.",
+            kind=embedder_pb2.INDEX_KIND_ANCHOR,
+            anchor=embedder_pb2.AnchorTarget(entity_type="kit", entity_id="sky"),
+        ),
+        metadata=owner,
+    )
+    reply = await stub.SearchAnchors(
+        embedder_pb2.SearchAnchorsRequest(query="will it rain tomorrow", entity_type="tool", top_k=2), metadata=owner
+    )
     assert [m.target.entity_id for m in reply.matches][0] == "weather" and len(reply.matches) == 2
     assert all(m.target.entity_type == "tool" for m in reply.matches)
     assert reply.matches[0].score >= reply.matches[1].score and 0 <= reply.matches[1].score <= 1
     everything = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"), metadata=owner)
     assert {m.target.entity_type for m in everything.matches} == {"tool", "kit"}
-    stranger = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"),
-                                        metadata=auth(make_service_token("t-stranger", ["embed"])))
+    stranger = await stub.SearchAnchors(
+        embedder_pb2.SearchAnchorsRequest(query="rain"), metadata=auth(make_service_token("t-stranger", ["embed"]))
+    )
     assert list(stranger.matches) == []
 
 
 async def test_every_rpc_needs_the_embed_capability(stub, make_service_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["x"]), metadata=auth(make_service_token("t", ["search"])))
+        await stub.EmbedTexts(
+            embedder_pb2.EmbedTextsRequest(texts=["x"]), metadata=auth(make_service_token("t", ["search"]))
+        )
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
@@ -270,8 +334,10 @@ async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
                 await embedder_pb2_grpc.EmbedderServiceStub(channel).EmbedTexts(
-                    embedder_pb2.EmbedTextsRequest(texts=PASSAGES[:3]), metadata=auth(make_service_token("t", ["embed"])),
-                    timeout=5)
+                    embedder_pb2.EmbedTextsRequest(texts=PASSAGES[:3]),
+                    metadata=auth(make_service_token("t", ["embed"])),
+                    timeout=5,
+                )
     finally:
         await app.stop()
         await queue.stop()
@@ -292,7 +358,9 @@ async def test_the_model_dimension_must_match_the_database(migrated_pg):
 
 
 async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make_service_token):
-    await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_service_token("t-m", ["embed"])))
+    await stub.EmbedTexts(
+        embedder_pb2.EmbedTextsRequest(texts=PASSAGES), metadata=auth(make_service_token("t-m", ["embed"]))
+    )
     server = start_metrics_server(free_port(), "127.0.0.1")
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as response:
@@ -300,15 +368,19 @@ async def test_metrics_are_served_over_http_with_the_autoscalers_name(stub, make
     finally:
         await server.stop()
     assert "knowledge_embedder_queue_depth 0.0" in body
-    for name in ("knowledge_embedder_batch_size_bucket", "knowledge_embedder_tokens_total",
-                 'knowledge_embedder_stage_seconds_count{stage="inference"}'):
+    for name in (
+        "knowledge_embedder_batch_size_bucket",
+        "knowledge_embedder_tokens_total",
+        'knowledge_embedder_stage_seconds_count{stage="inference"}',
+    ):
         assert name in body
 
 
 async def test_concurrent_callers_each_get_their_cost_record(stub, make_service_token, admin):
     metadata = auth(make_service_token("t-burst", ["embed"]))
-    replies = await asyncio.gather(*(stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=f"question {i}"),
-                                                     metadata=metadata) for i in range(20)))
+    replies = await asyncio.gather(
+        *(stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=f"question {i}"), metadata=metadata) for i in range(20))
+    )
     rows = await admin.fetch("SELECT texts, tokens FROM cost_records WHERE tenant_id = 't-burst'")
     assert len(rows) == 20 and all(r["texts"] == 1 for r in rows)
     assert sum(r["tokens"] for r in rows) == sum(r.cost.input_tokens for r in replies)

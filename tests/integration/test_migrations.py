@@ -59,9 +59,12 @@ async def _as(pg, role: str) -> asyncpg.Connection:
 @pytest.mark.parametrize(
     ("role", "statement"),
     [
-        ("knowledge_search", "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, "
-                             "embedding, metadata) VALUES ('t', 1, 1, 0, 'x', array_fill(0, ARRAY[384])::vector, "
-                             "'{\"document_id\": \"1\"}')"),
+        (
+            "knowledge_search",
+            "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, "
+            "embedding, metadata) VALUES ('t', 1, 1, 0, 'x', array_fill(0, ARRAY[384])::vector, "
+            '\'{"document_id": "1"}\')',
+        ),
         ("knowledge_search", "DELETE FROM documents"),
         ("knowledge_ingest", "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ('h', 1, 'u')"),
         ("knowledge_content_index", "INSERT INTO corpora (tenant_id, name) VALUES ('t', 'n')"),
@@ -92,17 +95,22 @@ async def test_the_ingest_role_writes_its_own_tables(migrated_pg):
         await connection.close()
 
 
-CHUNK_ROW = ("INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata) "
-             "VALUES ($1, $2, $3, 0, 'The ingest role wrote this.', array_fill(0.1, ARRAY[{dim}])::vector, "
-             "jsonb_build_object('document_id', $3::bigint::text)) RETURNING chunk_id").format(dim=TEST_DIMENSION)
+CHUNK_ROW = (
+    "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata) "
+    f"VALUES ($1, $2, $3, 0, 'The ingest role wrote this.', array_fill(0.1, ARRAY[{TEST_DIMENSION}])::vector, "
+    "jsonb_build_object('document_id', $3::bigint::text)) RETURNING chunk_id"
+)
 
 
-@pytest.mark.parametrize("statement", [
-    CHUNK_ROW.replace("0, 'The ingest role wrote this.'", "1, 'The embedder wrote this.'"),
-    "UPDATE chunks SET content = 'changed' WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
-    "DELETE FROM chunks WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
-    "SELECT corpus_id FROM documents WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        CHUNK_ROW.replace("0, 'The ingest role wrote this.'", "1, 'The embedder wrote this.'"),
+        "UPDATE chunks SET content = 'changed' WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
+        "DELETE FROM chunks WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
+        "SELECT corpus_id FROM documents WHERE document_id = $3 AND $1::text IS NOT NULL AND $2::bigint > 0",
+    ],
+)
 async def test_ingest_is_the_only_writer_of_chunks(migrated_pg, statement):
     """Migration 0013: the embedder role can neither write chunks nor read the documents it bound them to."""
     admin = await asyncpg.connect(migrated_pg.url())
@@ -110,14 +118,19 @@ async def test_ingest_is_the_only_writer_of_chunks(migrated_pg, statement):
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ('one-writer') ON CONFLICT DO NOTHING")
         corpus_id = await admin.fetchval(
-            "INSERT INTO corpora (tenant_id, name) VALUES ('one-writer', gen_random_uuid()::text) RETURNING corpus_id")
-        document_id = await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) "
-                                           "VALUES ('one-writer', $1, 'a.txt') RETURNING document_id", corpus_id)
+            "INSERT INTO corpora (tenant_id, name) VALUES ('one-writer', gen_random_uuid()::text) RETURNING corpus_id"
+        )
+        document_id = await admin.fetchval(
+            "INSERT INTO documents (tenant_id, corpus_id, filename) "
+            "VALUES ('one-writer', $1, 'a.txt') RETURNING document_id",
+            corpus_id,
+        )
         assert await ingest.fetchval(CHUNK_ROW, "one-writer", corpus_id, document_id) > 0
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await embedder.execute(statement, "one-writer", corpus_id, document_id)
-        rows = await admin.fetch("SELECT content, lexemes::text AS lexemes FROM chunks WHERE document_id = $1",
-                                 document_id)
+        rows = await admin.fetch(
+            "SELECT content, lexemes::text AS lexemes FROM chunks WHERE document_id = $1", document_id
+        )
         assert [r["content"] for r in rows] == ["The ingest role wrote this."]
         assert "'ingest':2" in rows[0]["lexemes"]  # lexemes by the database's one rule (trigger of 0013)
     finally:
@@ -132,21 +145,36 @@ async def test_lexemes_are_the_databases_rule_whatever_a_writer_sends(migrated_p
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ('one-rule') ON CONFLICT DO NOTHING")
         corpus_id = await admin.fetchval(
-            "INSERT INTO corpora (tenant_id, name) VALUES ('one-rule', gen_random_uuid()::text) RETURNING corpus_id")
-        document_id = await admin.fetchval("INSERT INTO documents (tenant_id, corpus_id, filename) "
-                                           "VALUES ('one-rule', $1, 'a.txt') RETURNING document_id", corpus_id)
+            "INSERT INTO corpora (tenant_id, name) VALUES ('one-rule', gen_random_uuid()::text) RETURNING corpus_id"
+        )
+        document_id = await admin.fetchval(
+            "INSERT INTO documents (tenant_id, corpus_id, filename) "
+            "VALUES ('one-rule', $1, 'a.txt') RETURNING document_id",
+            corpus_id,
+        )
         chunk_id = await admin.fetchval(
             "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, content, embedding, lexemes, "
             "metadata) VALUES ('one-rule', $1, $2, 0, 'Budget', 'Quokkas everywhere.', "
             f"array_fill(0.1, ARRAY[{TEST_DIMENSION}])::vector, 'forged:1A'::tsvector, "
-            "jsonb_build_object('document_id', $2::bigint::text)) RETURNING chunk_id", corpus_id, document_id)
-        assert await admin.fetchval("SELECT lexemes::text FROM chunks WHERE chunk_id = $1", chunk_id) == \
-            "'budget':1A 'everywher':3 'quokka':2"
+            "jsonb_build_object('document_id', $2::bigint::text)) RETURNING chunk_id",
+            corpus_id,
+            document_id,
+        )
+        assert (
+            await admin.fetchval("SELECT lexemes::text FROM chunks WHERE chunk_id = $1", chunk_id)
+            == "'budget':1A 'everywher':3 'quokka':2"
+        )
         await admin.execute("UPDATE chunks SET content = 'Wombats.', lexemes = 'forged' WHERE chunk_id = $1", chunk_id)
-        assert await admin.fetchval("SELECT lexemes::text FROM chunks WHERE chunk_id = $1", chunk_id) == \
-            "'budget':1A 'wombat':2"
-        assert await admin.fetchval("SELECT count(*) FROM information_schema.columns "
-                                    "WHERE table_name = 'chunks' AND column_name = 'length'") == 0
+        assert (
+            await admin.fetchval("SELECT lexemes::text FROM chunks WHERE chunk_id = $1", chunk_id)
+            == "'budget':1A 'wombat':2"
+        )
+        assert (
+            await admin.fetchval(
+                "SELECT count(*) FROM information_schema.columns WHERE table_name = 'chunks' AND column_name = 'length'"
+            )
+            == 0
+        )
     finally:
         await admin.execute("DELETE FROM documents WHERE tenant_id = 'one-rule'")
         await admin.close()

@@ -29,6 +29,8 @@ def servicer_for(db: Database) -> IngestServicer:
     """The real ingest servicer (its corpus RPCs are what these tests call)."""
     wired, _ = wire(IngestSettings.from_env(Env({})), db, blobs=None, embedder=None, extract=None)
     return IngestServicer(wired._corpora, wired._documents, wired._uploads, wired._jobs)
+
+
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -57,8 +59,12 @@ async def wait_status(stub, service: str, wanted: int, timeout: float) -> float:
 
 async def test_readiness_follows_the_database_and_liveness_stays_serving(own_pg, verifier):
     db = await Database.connect(own_pg.url(), max_size=2)
-    app = GrpcApp(services=[service_spec(servicer_for(db))], verifier=verifier,
-                  readiness=[health.database(db)], readiness_interval_s=0.2)
+    app = GrpcApp(
+        services=[service_spec(servicer_for(db))],
+        verifier=verifier,
+        readiness=[health.database(db)],
+        readiness_interval_s=0.2,
+    )
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -103,8 +109,10 @@ async def test_a_stop_answers_every_call_in_flight(ingest_db, verifier, make_tok
     token = make_token("drain", ["corpus.read"])
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = ingest_pb2_grpc.IngestServiceStub(channel)
-        calls = [asyncio.ensure_future(stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=auth(token),
-                                                        timeout=30)) for _ in range(8)]
+        calls = [
+            asyncio.ensure_future(stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=auth(token), timeout=30))
+            for _ in range(8)
+        ]
         while servicer.started < 8:
             await asyncio.sleep(0.01)
         stopping = asyncio.ensure_future(app.stop())  # what SIGTERM runs

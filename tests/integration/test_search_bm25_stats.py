@@ -12,7 +12,9 @@ TENANT = "stats-tenant"
 
 
 async def stats(admin: asyncpg.Connection) -> tuple[dict, dict]:
-    tenant = await admin.fetchrow("SELECT chunk_count, total_length FROM search_tenant_stats WHERE tenant_id = $1", TENANT)
+    tenant = await admin.fetchrow(
+        "SELECT chunk_count, total_length FROM search_tenant_stats WHERE tenant_id = $1", TENANT
+    )
     lexemes = await admin.fetch("SELECT lexeme, doc_freq FROM search_lexeme_stats WHERE tenant_id = $1", TENANT)
     return (dict(tenant) if tenant else {}), {r["lexeme"]: r["doc_freq"] for r in lexemes if r["doc_freq"]}
 
@@ -38,10 +40,13 @@ async def test_statistics_follow_inserts_updates_deletes_and_rollbacks(migrated_
     await register_vector(ingest)
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
-        corpus = await admin.fetchval("INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id", TENANT)
+        corpus = await admin.fetchval(
+            "INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id", TENANT
+        )
         document = await admin.fetchval(
             "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, 'f') RETURNING document_id",
-            TENANT, corpus,
+            TENANT,
+            corpus,
         )
         insert = (
             "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, content, embedding, metadata) "
@@ -63,16 +68,24 @@ async def test_statistics_follow_inserts_updates_deletes_and_rollbacks(migrated_
 
         # A re-written text re-computes the lexemes (the database's rule); a corpus move changes nothing.
         await ingest.execute(
-            "UPDATE chunks SET section = '', content = 'dogs bark' WHERE tenant_id = $1 AND chunk_index = 0", TENANT)
+            "UPDATE chunks SET section = '', content = 'dogs bark' WHERE tenant_id = $1 AND chunk_index = 0", TENANT
+        )
         await ingest.execute("UPDATE chunks SET corpus_id = corpus_id WHERE tenant_id = $1", TENANT)
         await ingest.execute("DELETE FROM chunks WHERE tenant_id = $1 AND chunk_index IN (1, 2)", TENANT)
         assert await stats(admin) == await truth(admin)
         tenant, lexemes = await stats(admin)
         assert tenant["chunk_count"] == 3 and lexemes["cat"] == 2 and lexemes["dog"] == 1
         # Migration 0015: each chunk's stored BM25 length follows its lexemes, whoever wrote them.
-        lengths = await admin.fetch("SELECT chunk_index, bm25_length, search_bm25_length(lexemes) AS truth "
-                                    "FROM chunks WHERE tenant_id = $1 ORDER BY chunk_index", TENANT)
-        assert [(r["chunk_index"], r["bm25_length"]) for r in lengths] == [(0, 2), (3, 7), (4, 8)]  # heading 1 + cat, sat + i + 1 mats
+        lengths = await admin.fetch(
+            "SELECT chunk_index, bm25_length, search_bm25_length(lexemes) AS truth "
+            "FROM chunks WHERE tenant_id = $1 ORDER BY chunk_index",
+            TENANT,
+        )
+        assert [(r["chunk_index"], r["bm25_length"]) for r in lengths] == [
+            (0, 2),
+            (3, 7),
+            (4, 8),
+        ]  # heading 1 + cat, sat + i + 1 mats
         assert all(r["bm25_length"] == r["truth"] for r in lengths)
         assert tenant["total_length"] == sum(r["bm25_length"] for r in lengths)
 

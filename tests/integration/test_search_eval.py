@@ -33,8 +33,9 @@ TENANT = "eval-tenant"
 async def services(migrated_pg, keys_dir, tmp_path_factory):
     """The real content-index, embedder and ingest on free ports: documents become chunks the way
     a user's do (ingest is the only writer of chunks)."""
-    async with ingest_services(lambda role: migrated_pg.url(user=f"knowledge_{role}"), keys_dir,
-                               tmp_path_factory.mktemp("search-eval")) as addresses:
+    async with ingest_services(
+        lambda role: migrated_pg.url(user=f"knowledge_{role}"), keys_dir, tmp_path_factory.mktemp("search-eval")
+    ) as addresses:
         yield addresses
 
 
@@ -49,11 +50,22 @@ async def indexed(services, make_token):
     dataset = Dataset.load(DATASET)
     token = make_token(TENANT, ["corpus.create", "document.upload"])
     async with grpc.aio.insecure_channel(services["ingest"]) as channel:
-        corpus_id = (await ingest_pb2_grpc.IngestServiceStub(channel).CreateCorpus(
-            ingest_pb2.CreateCorpusRequest(name="eval"), metadata=[("authorization", f"Bearer {token}")])).corpus_id
-    by_row = await ingest_texts(services["ingest"], token, [
-        (doc_id, ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=document_text(*value), title=f"{doc_id}.md"))
-        for doc_id, value in dataset.corpus.items()])
+        corpus_id = (
+            await ingest_pb2_grpc.IngestServiceStub(channel).CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name="eval"), metadata=[("authorization", f"Bearer {token}")]
+            )
+        ).corpus_id
+    by_row = await ingest_texts(
+        services["ingest"],
+        token,
+        [
+            (
+                doc_id,
+                ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=document_text(*value), title=f"{doc_id}.md"),
+            )
+            for doc_id, value in dataset.corpus.items()
+        ],
+    )
     assert len(by_row) == len(dataset.corpus)
     return dataset, int(corpus_id), by_row
 
@@ -66,6 +78,7 @@ async def test_hybrid_is_not_worse_than_the_better_channel(migrated_pg, indexed,
     scope = Scope(tenant=TENANT, capabilities=frozenset({"search"}))
     rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
     try:
+
         async def run(mode: str, query_id: str, text: str) -> None:
             request = SearchRequest.parse(text, corpus_id=str(corpus_id), top_k=100, mode=SearchMode[mode])
             outcome = await searches.search(scope, request)

@@ -17,8 +17,9 @@ SOURCES = [Source(1, "travel.pdf - Travel policy", "Book trains for short trips.
 
 async def test_posts_the_numbered_sources_and_reads_answer_and_usage():
     with ChatServer("Book a train [1].") as server:
-        client = ChatCompletionsSynthesiser(server.url, "local-model", api_key="k-123",
-                                            price_input_per_1k=0.5, price_output_per_1k=1.0)
+        client = ChatCompletionsSynthesiser(
+            server.url, "local-model", api_key="k-123", price_input_per_1k=0.5, price_output_per_1k=1.0
+        )
         try:
             synthesis = await client.synthesise("How do I travel <NAME_1>?", SOURCES)
         finally:

@@ -51,30 +51,69 @@ FILLER = "general staff information about the office and the usual working arran
 
 # (tenant, corpus name, filename, [(section, content)])
 DOCS = [
-    ("acme", "handbook", "travel.pdf", [
-        ("Travel policy", "Employees book train travel for trips under four hours. The travel policy applies to all staff."),
-        ("Expenses", "Submit expense receipts within thirty days through the finance portal. Policy exceptions need approval."),
-    ]),
-    ("acme", "handbook", "zeppelin.pdf", [
-        ("Airships", "The zeppelin policy covers sightseeing flights booked by the events team."),
-    ]),
-    ("acme", "handbook", "policies.pdf", [
-        ("General", "This policy document lists every policy. Policy owners review each policy yearly."),
-        ("Security policy", "Badges must be worn visibly. The security policy is owned by facilities."),
-    ]),
-    ("acme", "handbook", "lengths.txt", [
-        ("", "quokka sighting report"),
-        ("", "quokka " + FILLER * 12),
-        ("Quokka", FILLER[:60]),
-        ("", "a quokka " + FILLER[:52]),
-    ]),
-    ("acme", "archive", "old.txt", [
-        ("Old travel policy", "Until 2019 employees could book flights for any trip."),
-    ]),
-    ("globex", "handbook", "travel.pdf", [
-        ("Travel policy", "Employees book train travel for trips under four hours. The travel policy applies to all staff."),
-        ("Secret", "The globex quokka launch plan is confidential."),
-    ]),
+    (
+        "acme",
+        "handbook",
+        "travel.pdf",
+        [
+            (
+                "Travel policy",
+                "Employees book train travel for trips under four hours. The travel policy applies to all staff.",
+            ),
+            (
+                "Expenses",
+                "Submit expense receipts within thirty days through the finance portal. Policy exceptions need approval.",
+            ),
+        ],
+    ),
+    (
+        "acme",
+        "handbook",
+        "zeppelin.pdf",
+        [
+            ("Airships", "The zeppelin policy covers sightseeing flights booked by the events team."),
+        ],
+    ),
+    (
+        "acme",
+        "handbook",
+        "policies.pdf",
+        [
+            ("General", "This policy document lists every policy. Policy owners review each policy yearly."),
+            ("Security policy", "Badges must be worn visibly. The security policy is owned by facilities."),
+        ],
+    ),
+    (
+        "acme",
+        "handbook",
+        "lengths.txt",
+        [
+            ("", "quokka sighting report"),
+            ("", "quokka " + FILLER * 12),
+            ("Quokka", FILLER[:60]),
+            ("", "a quokka " + FILLER[:52]),
+        ],
+    ),
+    (
+        "acme",
+        "archive",
+        "old.txt",
+        [
+            ("Old travel policy", "Until 2019 employees could book flights for any trip."),
+        ],
+    ),
+    (
+        "globex",
+        "handbook",
+        "travel.pdf",
+        [
+            (
+                "Travel policy",
+                "Employees book train travel for trips under four hours. The travel policy applies to all staff.",
+            ),
+            ("Secret", "The globex quokka launch plan is confidential."),
+        ],
+    ),
 ]
 
 
@@ -97,15 +136,24 @@ async def seed(admin_url: str, writer_url: str) -> dict:
             document_id = await admin.fetchval(
                 "INSERT INTO documents (tenant_id, corpus_id, filename, state) VALUES ($1, $2, $3, 'SEARCHABLE') "
                 "RETURNING document_id",
-                tenant, ids["corpora"][key], filename,
+                tenant,
+                ids["corpora"][key],
+                filename,
             )
             ids["documents"][(tenant, filename, corpus)] = document_id
             for index, (section, content) in enumerate(chunks):
                 chunk_id = await writer.fetchval(
                     "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, "
                     "embedding, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING chunk_id",
-                    tenant, ids["corpora"][key], document_id, index, section, index + 1, content,
-                    hashed_vector(f"{section} {content}"), f'{{"document_id": "{document_id}"}}',
+                    tenant,
+                    ids["corpora"][key],
+                    document_id,
+                    index,
+                    section,
+                    index + 1,
+                    content,
+                    hashed_vector(f"{section} {content}"),
+                    f'{{"document_id": "{document_id}"}}',
                 )
                 ids["chunks"][(tenant, filename, index)] = chunk_id
     finally:
@@ -123,19 +171,26 @@ async def stack(migrated_pg, verifier, make_service_token):
             ServiceSpec(
                 descriptor=embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"],
                 register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(embedder_servicer, s),
-                capabilities={m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods},
+                capabilities={
+                    m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods
+                },
             )
         ],
         verifier=verifier,
     )
     embedder_port = await embedder_app.start()
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
-    embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}",
-                                 token_for=lambda tenant: make_service_token(tenant, ["embed"]))
+    embedder = GrpcQueryEmbedder(
+        f"127.0.0.1:{embedder_port}", token_for=lambda tenant: make_service_token(tenant, ["embed"])
+    )
     # RRF here, so the fused scores can be checked against their formula; the default fusion is
     # measured in test_search_eval.py and bench/search.py eval.
-    searches = SearchUseCases(PostgresChunkIndex(db), embedder, Thresholds(high_top=0.6, high_mean=0.3, moderate_top=0.3),
-                              fusion=Fusion(FusionMethod.RRF))
+    searches = SearchUseCases(
+        PostgresChunkIndex(db),
+        embedder,
+        Thresholds(high_top=0.6, high_mean=0.3, moderate_top=0.3),
+        fusion=Fusion(FusionMethod.RRF),
+    )
     answers = AnswerUseCases(searches, ExtractiveSynthesiser(), ledger=PostgresCostLedger(db))
     app = GrpcApp(services=[service_spec(SearchServicer(searches, answers))], verifier=verifier)
     port = await app.start()
@@ -186,15 +241,17 @@ async def test_length_normalisation_and_heading_weight(stub, acme, stack):
 
 async def test_hybrid_fusion_order_and_score_contract(stub, acme, stack):
     hybrid = await search(stub, acme, "train travel policy for staff", corpus_id=corpus(stack), top_k=20)
-    vector = await search(stub, acme, "train travel policy for staff", search_pb2.SEARCH_MODE_VECTOR,
-                          corpus_id=corpus(stack), top_k=20)
+    vector = await search(
+        stub, acme, "train travel policy for staff", search_pb2.SEARCH_MODE_VECTOR, corpus_id=corpus(stack), top_k=20
+    )
     cosine = {r.chunk_id: r.score for r in vector.results}
     fused = [r.fused_score for r in hybrid.results]
     assert fused == sorted(fused, reverse=True)
     # fused = 1/(60 + vector_rank) + w/(60 + lexical_rank), one lexical weight w (here 1) for the query.
     lexical_weights = {
         round((r.fused_score - (1 / (60 + r.vector_rank) if r.vector_rank else 0)) * (60 + r.lexical_rank), 9)
-        for r in hybrid.results if r.lexical_rank
+        for r in hybrid.results
+        if r.lexical_rank
     }
     assert len(lexical_weights) == 1 and 0 < lexical_weights.pop() <= 1
     for r in hybrid.results:
@@ -210,10 +267,12 @@ async def test_hybrid_fusion_order_and_score_contract(stub, acme, stack):
 
 async def test_request_weights_move_the_order(stub, acme, stack):
     query = "policy owners review yearly"
-    lexical_heavy = await search(stub, acme, query, corpus_id=corpus(stack),
-                                 weights=search_pb2.ChannelWeights(vector=0.0, lexical=1.0))
-    vector_heavy = await search(stub, acme, query, corpus_id=corpus(stack),
-                                weights=search_pb2.ChannelWeights(vector=1.0, lexical=0.0))
+    lexical_heavy = await search(
+        stub, acme, query, corpus_id=corpus(stack), weights=search_pb2.ChannelWeights(vector=0.0, lexical=1.0)
+    )
+    vector_heavy = await search(
+        stub, acme, query, corpus_id=corpus(stack), weights=search_pb2.ChannelWeights(vector=1.0, lexical=0.0)
+    )
     lexical = await search(stub, acme, query, search_pb2.SEARCH_MODE_LEXICAL, corpus_id=corpus(stack))
     vector = await search(stub, acme, query, search_pb2.SEARCH_MODE_VECTOR, corpus_id=corpus(stack))
     # A zero-weight channel decides nothing: the order is the other channel's own.
@@ -236,15 +295,25 @@ async def test_tenants_and_filters_isolate_results(stub, acme, stack, make_token
     one_doc = str(stack["ids"]["documents"][("acme", "policies.pdf", "handbook")])
     filtered = await search(stub, acme, "policy", document_id=one_doc)
     assert filtered.results and {r.document_id for r in filtered.results} == {one_doc}
-    for bad in ({"corpus_id": corpus(stack, "globex")}, {"corpus_id": "nope"},
-                {"document_id": str(stack["ids"]["documents"][("globex", "travel.pdf", "handbook")])}):
+    for bad in (
+        {"corpus_id": corpus(stack, "globex")},
+        {"corpus_id": "nope"},
+        {"document_id": str(stack["ids"]["documents"][("globex", "travel.pdf", "handbook")])},
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await search(stub, acme, "travel", **bad)
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-@pytest.mark.parametrize("fields", [{"query": "  "}, {"query": "x", "top_k": -1}, {"query": "x", "mode": 9},
-                                    {"query": "x", "weights": search_pb2.ChannelWeights(vector=-1)}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"query": "  "},
+        {"query": "x", "top_k": -1},
+        {"query": "x", "mode": 9},
+        {"query": "x", "weights": search_pb2.ChannelWeights(vector=-1)},
+    ],
+)
 async def test_bad_input_is_invalid_argument(stub, acme, fields):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.Search(search_pb2.SearchRequest(**fields), metadata=acme)
@@ -253,8 +322,10 @@ async def test_bad_input_is_invalid_argument(stub, acme, fields):
 
 async def test_a_token_without_search_is_refused(stub, make_token):
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.Search(search_pb2.SearchRequest(query="travel"),
-                          metadata=[("authorization", f"Bearer {make_token('acme', ['corpus.read'])}")])
+        await stub.Search(
+            search_pb2.SearchRequest(query="travel"),
+            metadata=[("authorization", f"Bearer {make_token('acme', ['corpus.read'])}")],
+        )
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
@@ -272,8 +343,9 @@ async def test_search_documents_renders_every_chunk_in_full(stub, acme, stack):
 
 
 async def test_query_answers_with_citations_of_real_chunks(stub, acme, stack):
-    reply = await stub.Query(search_pb2.QueryRequest(query="How do employees book train travel?",
-                                                     corpus_id=corpus(stack)), metadata=acme)
+    reply = await stub.Query(
+        search_pb2.QueryRequest(query="How do employees book train travel?", corpus_id=corpus(stack)), metadata=acme
+    )
     assert reply.answer and reply.citations
     markers = {int(n) for n in re.findall(r"\[(\d+)\]", reply.answer)}
     assert markers == set(range(1, len(reply.citations) + 1))
@@ -295,7 +367,6 @@ async def test_query_about_absent_content_answers_nothing(stub, acme, stack):
     assert reply.relevance in (search_pb2.RELEVANCE_LOW, search_pb2.RELEVANCE_UNSPECIFIED)
 
 
-
 async def test_query_through_a_chat_completions_model(stack):
     from knowledge_runtime.auth import scope_from_claims
     from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
@@ -311,8 +382,10 @@ async def test_query_through_a_chat_completions_model(stack):
         llm = ChatCompletionsSynthesiser(server.url, "local-model", price_input_per_1k=1.0)
         answers = AnswerUseCases(searches, llm, Anonymiser(["Mia"]), PostgresCostLedger(db))
         try:
-            answer = await answers.query(scope_from_claims({"tenant": "acme", "capabilities": ["search"]}),
-                                         SearchRequest.parse(question, corpus_id=corpus(stack), top_k=4))
+            answer = await answers.query(
+                scope_from_claims({"tenant": "acme", "capabilities": ["search"]}),
+                SearchRequest.parse(question, corpus_id=corpus(stack), top_k=4),
+            )
         finally:
             await llm.close()
     sent = json.dumps(server.requests[0])
@@ -322,7 +395,8 @@ async def test_query_through_a_chat_completions_model(stack):
     assert all(c.chunk.document_id in stack["ids"]["documents"].values() for c in answer.citations)
     async with db.pool.acquire() as connection:
         recorded = await connection.fetchval(
-            "SELECT count(*) FROM cost_records WHERE tenant_id = 'acme' AND model = 'local-model' AND tokens = 150")
+            "SELECT count(*) FROM cost_records WHERE tenant_id = 'acme' AND model = 'local-model' AND tokens = 150"
+        )
     assert recorded >= 1
 
 
@@ -376,7 +450,8 @@ async def test_search_reads_content_for_the_returned_top_k_only(stack):
     assert all(type(h) is ChannelHit for h in (*vector, *lexical)) and not hasattr(ChannelHit, "content")
     scope = Scope(tenant="acme", capabilities=frozenset({"search"}))
     outcome = await SearchUseCases(index, _DirectEmbedder()).search(
-        scope, SearchRequest.parse("travel policy staff", top_k=3, corpus_id=str(filters.corpus_id)))
+        scope, SearchRequest.parse("travel policy staff", top_k=3, corpus_id=str(filters.corpus_id))
+    )
     assert index.read == [3] and len(outcome.hits) == 3 and all(h.chunk.content for h in outcome.hits)
     # Another tenant's chunk ids read nothing.
     assert await index.chunks("globex", [h.chunk.chunk_id for h in outcome.hits]) == {}

@@ -66,7 +66,8 @@ async def test_service_serves_then_stops_on_sigterm(name, migrated_pg, keys_dir,
     process = subprocess.Popen(
         [sys.executable, "-m", module(name)],
         env=service_env(name, port, migrated_pg, keys_dir, tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         await wait_serving(f"127.0.0.1:{port}", SERVICES[name], process)
@@ -90,8 +91,9 @@ async def test_service_serves_then_stops_on_sigterm(name, migrated_pg, keys_dir,
 )
 def test_invalid_configuration_stops_the_process_naming_the_variable(extra, variable, migrated_pg, keys_dir, tmp_path):
     env = service_env("ingest", free_port(), migrated_pg, keys_dir, tmp_path, **extra)
-    result = subprocess.run([sys.executable, "-m", "knowledge_ingest"], env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "knowledge_ingest"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     assert variable in result.stderr
     assert "Traceback" not in result.stderr
@@ -100,6 +102,7 @@ def test_invalid_configuration_stops_the_process_naming_the_variable(extra, vari
 def test_the_embedder_needs_its_model_configured(migrated_pg, keys_dir, tmp_path):
     env = service_env("embedder", free_port(), migrated_pg, keys_dir, tmp_path)
     del env["KNOWLEDGE_EMBEDDING_MODEL"]
-    result = subprocess.run([sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "knowledge_embedder"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2 and "KNOWLEDGE_EMBEDDING_MODEL" in result.stderr

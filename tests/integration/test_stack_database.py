@@ -23,8 +23,17 @@ time.sleep(600)
 
 def settings(data_dir) -> StackSettings:
     return StackSettings(
-        data_dir=data_dir, host="127.0.0.1", http_port=1, admin_port=0, ports={}, database_url=None,
-        embedding_model="unused", embedding_model_id="", issuer="i", audience="a", max_upload_bytes=1,
+        data_dir=data_dir,
+        host="127.0.0.1",
+        http_port=1,
+        admin_port=0,
+        ports={},
+        database_url=None,
+        embedding_model="unused",
+        embedding_model_id="",
+        issuer="i",
+        audience="a",
+        max_upload_bytes=1,
         restart_policy=RestartPolicy(),
     )
 
@@ -43,7 +52,9 @@ def test_a_database_held_by_another_process_is_refused_and_an_orphan_adopted(tmp
         assert running_postmaster(tmp_path / "postgres") == pid
         stack = Stack(settings(tmp_path))
         stack._database()
-        assert f"adopting the PostgreSQL already running in {tmp_path / 'postgres'} (pid {pid})" in capsys.readouterr().err
+        assert (
+            f"adopting the PostgreSQL already running in {tmp_path / 'postgres'} (pid {pid})" in capsys.readouterr().err
+        )
         assert stack.database.pid == pid
         stack.stop()
         assert running_postmaster(tmp_path / "postgres") is None  # stopped with the stack

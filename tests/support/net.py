@@ -21,7 +21,7 @@ class LocalSite:
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            def do_GET(self) -> None:
                 site.requests.append(self.path)
                 if self.path in site.redirects:
                     self.send_response(302)

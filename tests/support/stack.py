@@ -44,19 +44,29 @@ def running_stack(data_dir: Path, **settings: str) -> Iterator[dict]:
     """The whole stack until the block ends; ``settings`` are extra KNOWLEDGE_* variables."""
     http_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
-    env.update({
-        "KNOWLEDGE_DATA_DIR": str(data_dir),
-        "KNOWLEDGE_HTTP_PORT": str(http_port),
-        **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
-        **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},
-    })
-    process = subprocess.Popen([str(BIN / "knowledge"), "up"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env.update(
+        {
+            "KNOWLEDGE_DATA_DIR": str(data_dir),
+            "KNOWLEDGE_HTTP_PORT": str(http_port),
+            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},
+        }
+    )
+    process = subprocess.Popen(
+        [str(BIN / "knowledge"), "up"], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         line = read_until_ready(process)
-        yield {"process": process, "env": env, "line": line, "data_dir": data_dir, "port": http_port,
-               "root": f"http://127.0.0.1:{http_port}", "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge",
-               "descendants": psutil.Process(process.pid).children(recursive=True)}
+        yield {
+            "process": process,
+            "env": env,
+            "line": line,
+            "data_dir": data_dir,
+            "port": http_port,
+            "root": f"http://127.0.0.1:{http_port}",
+            "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge",
+            "descendants": psutil.Process(process.pid).children(recursive=True),
+        }
     finally:
         if process.poll() is None:
             process.terminate()
@@ -81,8 +91,9 @@ def zeros(total: int, piece: int = 256 * 1024) -> Iterator[bytes]:
         yield data[: min(piece, total - start)]
 
 
-def post_body(port: int, path: str, headers: dict[str, str], body: Iterable[bytes], *,
-              chunked: bool = False) -> EarlyAnswer:
+def post_body(
+    port: int, path: str, headers: dict[str, str], body: Iterable[bytes], *, chunked: bool = False
+) -> EarlyAnswer:
     """POSTs the body's pieces (each framed as a chunk when ``chunked``), watching for the answer
     between writes as curl does: a client that only reads once it has sent everything may find
     the connection closed under an early answer. The socket's own buffers still take some bytes

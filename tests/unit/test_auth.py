@@ -26,23 +26,42 @@ def test_only_a_service_token_carries_internal_capabilities(verifier, make_servi
     with pytest.raises(ValueError, match="only for service tokens"):
         mint_dev_token(keys_dir, tenant="acme", capabilities=["search", "blob.read"])
     # A user's token whose issuer put internal capabilities in it anyway: they are not granted.
-    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
-              "sub": "alice", "capabilities": list(ALL_CAPABILITIES)}
+    claims = {
+        "iss": "knowledge-dev",
+        "aud": "knowledge",
+        "exp": int(time.time()) + 60,
+        "tenant": "acme",
+        "sub": "alice",
+        "capabilities": list(ALL_CAPABILITIES),
+    }
     forged = _signed(keys_dir, claims)
     assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES)
     for subject in ("service:", "services:ingest", "Service:ingest"):
-        assert not verifier.verify(_signed(keys_dir, {**claims, "sub": subject})).capabilities & set(INTERNAL_CAPABILITIES)
+        assert not verifier.verify(_signed(keys_dir, {**claims, "sub": subject})).capabilities & set(
+            INTERNAL_CAPABILITIES
+        )
 
 
 def _signed(keys_dir, claims: dict, headers: dict | None = None) -> str:
     kid = (keys_dir / KEY_ID_FILE).read_text().strip()
-    return jwt.encode(claims, (keys_dir / PRIVATE_KEY_FILE).read_bytes(), algorithm="RS256",
-                      headers={"kid": kid, **(headers or {})})
+    return jwt.encode(
+        claims, (keys_dir / PRIVATE_KEY_FILE).read_bytes(), algorithm="RS256", headers={"kid": kid, **(headers or {})}
+    )
 
 
-@pytest.mark.parametrize("capabilities", [
-    {"search": False}, {"search": True}, 1, True, None, ["search", 1], ["search", ["corpus.read"]], [{"search": 1}],
-])
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        {"search": False},
+        {"search": True},
+        1,
+        True,
+        None,
+        ["search", 1],
+        ["search", ["corpus.read"]],
+        [{"search": 1}],
+    ],
+)
 def test_capabilities_of_any_other_shape_are_unauthenticated(capabilities):
     with pytest.raises(Unauthenticated) as caught:
         scope_from_claims({"tenant": "t", "capabilities": capabilities})
@@ -59,13 +78,19 @@ def test_an_es256_token_with_the_real_key_id_is_unauthenticated(verifier, keys_d
         assert caught.value.reason == "TOKEN_INVALID"
 
 
-@pytest.mark.parametrize(("claim", "value"), [
-    ("tenant", "acme\x00"), ("tenant", "acme\r\nx-tenant: other"), ("tenant", "a\nb"), ("sub", "alice\r\n"),
-    ("capabilities", ["search\x00"]), ("sub", 5),
-])
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        ("tenant", "acme\x00"),
+        ("tenant", "acme\r\nx-tenant: other"),
+        ("tenant", "a\nb"),
+        ("sub", "alice\r\n"),
+        ("capabilities", ["search\x00"]),
+        ("sub", 5),
+    ],
+)
 def test_control_characters_in_a_signed_claim_are_unauthenticated(verifier, keys_dir, claim, value):
-    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme",
-              claim: value}
+    claims = {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme", claim: value}
     with pytest.raises(Unauthenticated) as caught:
         verifier.verify(_signed(keys_dir, claims))
     assert caught.value.reason == "TOKEN_INVALID"
@@ -107,8 +132,11 @@ def test_a_token_signed_by_another_key_is_refused(verifier, tmp_path):
 
 
 def test_alg_none_is_refused(verifier):
-    token = jwt.encode({"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60,
-                        "tenant": "acme"}, None, algorithm="none")
+    token = jwt.encode(
+        {"iss": "knowledge-dev", "aud": "knowledge", "exp": int(time.time()) + 60, "tenant": "acme"},
+        None,
+        algorithm="none",
+    )
     with pytest.raises(Unauthenticated):
         verifier.verify(token)
 

@@ -11,7 +11,7 @@ def paragraphs(n: int, words: int = 60, tag: str = "p") -> str:
 
 
 def reassemble(chunks) -> str:
-    return "\n\n".join(c.content[c.overlap_chars:] for c in chunks)
+    return "\n\n".join(c.content[c.overlap_chars :] for c in chunks)
 
 
 def test_headings_and_pages_set_section_and_page():

@@ -16,10 +16,20 @@ def status(code: int, message: str, reason: str = "") -> dict:
     return {"code": code, "message": message, "details": details}
 
 
-@pytest.mark.parametrize(("http", "exit_code"), [
-    (400, codes.USAGE), (401, codes.AUTH), (403, codes.AUTH), (404, codes.NOT_FOUND), (409, codes.CONFLICT),
-    (413, codes.TOO_LARGE), (429, codes.RATE_LIMITED), (500, codes.FAILED), (503, codes.FAILED),
-])
+@pytest.mark.parametrize(
+    ("http", "exit_code"),
+    [
+        (400, codes.USAGE),
+        (401, codes.AUTH),
+        (403, codes.AUTH),
+        (404, codes.NOT_FOUND),
+        (409, codes.CONFLICT),
+        (413, codes.TOO_LARGE),
+        (429, codes.RATE_LIMITED),
+        (500, codes.FAILED),
+        (503, codes.FAILED),
+    ],
+)
 def test_http_statuses_map_to_documented_exit_codes(http, exit_code):
     error = error_from_response(httpx.Response(http, json=status(5, "corpus not found", "CORPUS_NOT_FOUND")))
     assert error.exit_code == exit_code
@@ -70,8 +80,11 @@ def test_upload_streams_the_file_with_its_length(tmp_path):
     sent = []
     handle = Client("http://gw", "t", transport=httpx.MockTransport(handler)).upload(path, "7", on_bytes=sent.append)
     assert handle["job_id"] == "j1"
-    assert seen == {"length": str(3 * 1024 * 1024 + 5), "params": {"corpus_id": "7", "filename": "notes.txt"},
-                    "body": 3 * 1024 * 1024 + 5}
+    assert seen == {
+        "length": str(3 * 1024 * 1024 + 5),
+        "params": {"corpus_id": "7", "filename": "notes.txt"},
+        "body": 3 * 1024 * 1024 + 5,
+    }
     assert len(sent) == 4  # read and sent a megabyte at a time
 
 
@@ -81,8 +94,9 @@ def test_ingest_texts_sends_batches_of_a_thousand_and_numbers_answers_over_all_i
     def handler(request: httpx.Request) -> httpx.Response:
         items = json.loads(request.read())["items"]
         bodies.append((request.url.path, len(items)))
-        return httpx.Response(200, json={"items": [{"index": i, "job": {"job_id": item["title"]}}
-                                                   for i, item in enumerate(items)]})
+        return httpx.Response(
+            200, json={"items": [{"index": i, "job": {"job_id": item["title"]}} for i, item in enumerate(items)]}
+        )
 
     items = [{"corpus_id": "1", "text": f"t{i}", "title": f"j{i}"} for i in range(2500)]
     answers = list(Client("http://gw", "t", transport=httpx.MockTransport(handler)).ingest_texts(items))
@@ -91,25 +105,40 @@ def test_ingest_texts_sends_batches_of_a_thousand_and_numbers_answers_over_all_i
 
 
 def test_follow_draws_each_stage_and_keeps_the_once_delivered_result():
-    stages = iter([
-        {"state": "DOCUMENT_STATE_QUEUED", "progress": 0.0, "stage": "queued"},
-        {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.4, "stage": "embedding 3/10"},
-        {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.6, "stage": "embedding 6/10"},
-        {"state": "DOCUMENT_STATE_SEARCHABLE", "progress": 1.0, "stage": "searchable",
-         "result": {"document_id": "42", "chunk_count": 10}},
-    ])
+    stages = iter(
+        [
+            {"state": "DOCUMENT_STATE_QUEUED", "progress": 0.0, "stage": "queued"},
+            {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.4, "stage": "embedding 3/10"},
+            {"state": "DOCUMENT_STATE_EMBEDDING", "progress": 0.6, "stage": "embedding 6/10"},
+            {
+                "state": "DOCUMENT_STATE_SEARCHABLE",
+                "progress": 1.0,
+                "stage": "searchable",
+                "result": {"document_id": "42", "chunk_count": 10},
+            },
+        ]
+    )
 
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.path == "/api/ingest/j1"
         return httpx.Response(200, json={"job_id": "j1", **next(stages)})
 
     stream = io.StringIO()
-    finals = follow(Client("http://gw/api", "t", transport=httpx.MockTransport(handler)), ["j1"], ["a.pdf"],
-                    stream, sleep=lambda _: None)
+    finals = follow(
+        Client("http://gw/api", "t", transport=httpx.MockTransport(handler)),
+        ["j1"],
+        ["a.pdf"],
+        stream,
+        sleep=lambda _: None,
+    )
     assert finals[0]["result"] == {"document_id": "42", "chunk_count": 10}
     lines = stream.getvalue().splitlines()
     assert [line.split("% ")[1] for line in lines] == [
-        "queued a.pdf", "embedding 3/10 a.pdf", "embedding 6/10 a.pdf", "searchable a.pdf"]
+        "queued a.pdf",
+        "embedding 3/10 a.pdf",
+        "embedding 6/10 a.pdf",
+        "searchable a.pdf",
+    ]
     assert progress_line("a.pdf", {"progress": 0.5, "stage": "chunking"}).startswith("[" + "#" * 12 + "-" * 12 + "]")
 
 
@@ -121,8 +150,9 @@ def knowledge(monkeypatch):
 
     def against(handler):
         real = httpx.Client.__init__
-        monkeypatch.setattr(httpx.Client, "__init__",
-                            lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)}))
+        monkeypatch.setattr(
+            httpx.Client, "__init__", lambda self, **kw: real(self, **{**kw, "transport": httpx.MockTransport(handler)})
+        )
         monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
 
         def run(*argv: str) -> int:
@@ -137,11 +167,18 @@ def knowledge(monkeypatch):
 def test_commands_exit_with_the_codes(knowledge, monkeypatch, capsys, tmp_path):
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/corpora") and request.method == "POST":
-            return httpx.Response(409, json=status(6, "a corpus with this name already exists", "CORPUS_ALREADY_EXISTS"))
+            return httpx.Response(
+                409, json=status(6, "a corpus with this name already exists", "CORPUS_ALREADY_EXISTS")
+            )
         if "/documents/" in request.url.path:
             return httpx.Response(404, json=status(5, "document not found", "DOCUMENT_NOT_FOUND"))
-        return httpx.Response(200, json={"corpora": [{"corpus_id": "1", "name": "HR", "document_count": 2,
-                                                      "chunk_count": 9}], "next_page_token": ""})
+        return httpx.Response(
+            200,
+            json={
+                "corpora": [{"corpus_id": "1", "name": "HR", "document_count": 2, "chunk_count": 9}],
+                "next_page_token": "",
+            },
+        )
 
     run = knowledge(handler)
     assert run("corpora", "list") == codes.OK
@@ -193,8 +230,15 @@ def test_upload_of_a_url_asks_the_service_to_fetch_it(knowledge, capsys, tmp_pat
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/urls"):
             asked.append(json_module.loads(request.content))
-            return httpx.Response(200, json={"job_id": "u1", "filename": "guide.html", "status": "ingesting",
-                                             "source_url": "https://example.com/guide"})
+            return httpx.Response(
+                200,
+                json={
+                    "job_id": "u1",
+                    "filename": "guide.html",
+                    "status": "ingesting",
+                    "source_url": "https://example.com/guide",
+                },
+            )
         if request.url.path.endswith("/upload"):
             asked.append(request.url.params["filename"])
             return httpx.Response(200, json={"job_id": "f1", "filename": "a.txt", "status": "ingesting"})

@@ -56,8 +56,10 @@ def test_the_mime_type_picks_the_extension_when_the_name_has_none():
         ("text/plain\x00evil", DEFAULT_MIME_TYPE),
         ("a/b/c", DEFAULT_MIME_TYPE),
         ("text/" + "x" * 500, DEFAULT_MIME_TYPE),
-        ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-         "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+        (
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
     ],
 )
 def test_mime_types_are_normalised_or_defaulted(claimed, stored):

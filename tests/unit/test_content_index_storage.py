@@ -201,8 +201,7 @@ async def test_a_dead_writers_partial_is_swept_and_a_live_ones_is_kept(storage):
     import subprocess
     import sys
 
-    writer = subprocess.Popen([sys.executable, "-c", DEAD_WRITER, str(storage.root)], stdout=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen([sys.executable, "-c", DEAD_WRITER, str(storage.root)], stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "writing"
         async with storage.stage() as live:

@@ -44,8 +44,9 @@ class FakeLocked:
             raise ConnectionError("the database went away")
         if self.hash in self.repo.rows:
             return self.repo.rows[self.hash], False
-        blob = Blob(next(self.repo.ids), new.content_hash, new.size_bytes, new.storage_uri, new.mime_type,
-                    datetime.now(UTC))
+        blob = Blob(
+            next(self.repo.ids), new.content_hash, new.size_bytes, new.storage_uri, new.mime_type, datetime.now(UTC)
+        )
         self.repo.rows[self.hash] = blob
         await self.touch(blob.blob_id, tenant)
         return blob, True
@@ -59,8 +60,9 @@ class FakeLocked:
 
     async def repoint(self, blob_id: int, storage_uri: str, tenant: str) -> Blob:
         old = self.repo.rows[self.hash]
-        self.repo.rows[self.hash] = Blob(old.blob_id, old.content_hash, old.size_bytes, storage_uri, old.mime_type,
-                                         old.create_time)
+        self.repo.rows[self.hash] = Blob(
+            old.blob_id, old.content_hash, old.size_bytes, storage_uri, old.mime_type, old.create_time
+        )
         await self.touch(blob_id, tenant)
         return self.repo.rows[self.hash]
 
@@ -170,8 +172,13 @@ def backdate(path: Path, by: timedelta = timedelta(days=2)) -> Path:
     return path
 
 
-def place_orphan(storage: LocalBlobStorage, data: bytes, extension: str = ".pdf", digest: str | None = None,
-                 by: timedelta = timedelta(days=2)) -> Path:
+def place_orphan(
+    storage: LocalBlobStorage,
+    data: bytes,
+    extension: str = ".pdf",
+    digest: str | None = None,
+    by: timedelta = timedelta(days=2),
+) -> Path:
     """A file on a content path with no row, last modified ``by`` ago."""
     path = storage.path_for(BlobKey(digest or hashlib.sha256(data).hexdigest(), extension))
     path.parent.mkdir(exist_ok=True)
@@ -325,8 +332,12 @@ async def test_gc_removes_old_orphan_files_and_leaves_young_named_and_stray_ones
     backdate(stored_path(storage, named))  # an old file, but its (recent) row names it
     old = place_orphan(storage, os.urandom(1234))
     young = place_orphan(storage, os.urandom(200), by=timedelta(minutes=5))
-    strays = [storage.root / "README", storage.root / old.parent.name / "notes from a client.pdf",
-              storage.root / old.parent.name / (old.stem + ".PDF"), storage.root / old.parent.name / (old.stem + ".exe")]
+    strays = [
+        storage.root / "README",
+        storage.root / old.parent.name / "notes from a client.pdf",
+        storage.root / old.parent.name / (old.stem + ".PDF"),
+        storage.root / old.parent.name / (old.stem + ".exe"),
+    ]
     for stray in strays:
         stray.write_bytes(b"not a blob")
         backdate(stray)

@@ -63,7 +63,8 @@ def test_the_architecture_document_lists_every_rest_route_with_its_capability():
     from knowledge_search.api.servicer import CAPABILITIES as SEARCH
 
     capabilities = {f"IngestService.{m}": c for m, c in INGEST.items()} | {
-        f"SearchService.{m}": c for m, c in SEARCH.items()}
+        f"SearchService.{m}": c for m, c in SEARCH.items()
+    }
     documented, rules = architecture_routes(), http_rules()
     assert len(documented) >= len(REST_API)
     assert set(documented) == set(rules)

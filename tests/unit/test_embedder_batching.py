@@ -246,8 +246,9 @@ def test_passages_go_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu():
     from knowledge_runtime.settings import Env
 
     def settings(**values: str) -> EmbedderSettings:
-        return EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "/models/m",
-                                              **{f"KNOWLEDGE_{k}": v for k, v in values.items()}}))
+        return EmbedderSettings.from_env(
+            Env({"KNOWLEDGE_EMBEDDING_MODEL": "/models/m", **{f"KNOWLEDGE_{k}": v for k, v in values.items()}})
+        )
 
     assert settings().bulk_batch_tokens_on("cpu") == 512
     assert settings().bulk_batch_tokens_on("cuda:0") == 16384

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
 from knowledge_embedder.adapters.model_files import pooling_mode, position_limit, resolve_model_dir
+from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.errors import InvalidInput
@@ -35,7 +35,7 @@ def test_mean_pool_of_one_piece_is_that_piece_unchanged():
 
 def test_mean_pool_is_the_renormalised_mean():
     pooled = mean_pool(np.stack([unit(1, 0), unit(0, 1)]))
-    assert np.allclose(pooled, [2 ** -0.5, 2 ** -0.5], atol=1e-6)
+    assert np.allclose(pooled, [2**-0.5, 2**-0.5], atol=1e-6)
     pieces = np.stack([unit(3, 1, 0), unit(1, 2, 2), unit(0, 0, 1)])
     expected = pieces.mean(axis=0) / np.linalg.norm(pieces.mean(axis=0))
     pooled = mean_pool(pieces)
@@ -64,8 +64,13 @@ def test_bad_text_lists_are_invalid_arguments(texts):
 
 @pytest.mark.parametrize(
     ("entity_type", "entity_id", "field"),
-    [("", "x", "entity_type"), ("Tool", "x", "entity_type"), ("t" * 65, "x", "entity_type"),
-     ("tool", "", "entity_id"), ("tool", "x" * 257, "entity_id")],
+    [
+        ("", "x", "entity_type"),
+        ("Tool", "x", "entity_type"),
+        ("t" * 65, "x", "entity_type"),
+        ("tool", "", "entity_id"),
+        ("tool", "x" * 257, "entity_id"),
+    ],
 )
 def test_anchor_targets_are_validated(entity_type, entity_id, field):
     with pytest.raises(InvalidInput) as caught:
@@ -104,8 +109,9 @@ def model_dir() -> Path:
 def test_the_model_files_say_position_limit_and_pooling(model_dir, tmp_path):
     assert position_limit(model_dir) == 512
     assert pooling_mode(model_dir) == "mean"
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlm-roberta", "max_position_embeddings": 8194,
-                                                      "pad_token_id": 1}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "xlm-roberta", "max_position_embeddings": 8194, "pad_token_id": 1})
+    )
     assert position_limit(tmp_path) == 8192  # bge-m3's 8,192 tokens
 
 
@@ -119,12 +125,22 @@ def test_a_hub_name_that_is_not_cached_fails_by_variable(monkeypatch, tmp_path):
 
 
 def test_settings_read_the_embedder_variables():
-    settings = EmbedderSettings.from_env(Env({
-        "KNOWLEDGE_EMBEDDING_MODEL": "/models/bge-m3", "KNOWLEDGE_EMBEDDING_BACKEND": "onnx-int8",
-        "KNOWLEDGE_EMBEDDING_PRICE_PER_1K": "0.02", "KNOWLEDGE_METRICS_PORT": "9464",
-    }))
+    settings = EmbedderSettings.from_env(
+        Env(
+            {
+                "KNOWLEDGE_EMBEDDING_MODEL": "/models/bge-m3",
+                "KNOWLEDGE_EMBEDDING_BACKEND": "onnx-int8",
+                "KNOWLEDGE_EMBEDDING_PRICE_PER_1K": "0.02",
+                "KNOWLEDGE_METRICS_PORT": "9464",
+            }
+        )
+    )
     assert (settings.backend, settings.max_seq_length, settings.price_per_1k_tokens, settings.common.metrics_port) == (
-        "onnx-int8", 1024, 0.02, 9464)
+        "onnx-int8",
+        1024,
+        0.02,
+        9464,
+    )
     with pytest.raises(SettingsError, match="KNOWLEDGE_EMBEDDING_BACKEND"):
         EmbedderSettings.from_env(Env({"KNOWLEDGE_EMBEDDING_MODEL": "m", "KNOWLEDGE_EMBEDDING_BACKEND": "tf"}))
 

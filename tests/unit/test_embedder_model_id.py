@@ -14,5 +14,7 @@ def test_a_local_path_is_named_by_its_last_folders():
 
 def test_a_hub_style_name_is_kept_and_an_explicit_id_wins():
     assert settings(EMBEDDING_MODEL="BAAI/bge-m3").model_id == "BAAI/bge-m3"
-    assert settings(EMBEDDING_MODEL="/srv/m", EMBEDDING_MODEL_ID="sentence-transformers/all-MiniLM-L6-v2").model_id \
+    assert (
+        settings(EMBEDDING_MODEL="/srv/m", EMBEDDING_MODEL_ID="sentence-transformers/all-MiniLM-L6-v2").model_id
         == "sentence-transformers/all-MiniLM-L6-v2"
+    )

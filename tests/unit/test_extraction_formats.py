@@ -90,7 +90,9 @@ def test_pdf_running_header_is_not_a_heading_and_a_wrapped_heading_is_one(extrac
     assert "# Results of the third quarter" in result.text
     assert "# ACME" not in result.text and result.text.count("ACME Quarterly") == 3
     assert sections_and_pages(result) == [
-        ("", 1), ("Results of the third quarter", 1), ("Results of the third quarter", 2),
+        ("", 1),
+        ("Results of the third quarter", 1),
+        ("Results of the third quarter", 2),
         ("Results of the third quarter", 3),
     ]
 
@@ -146,7 +148,9 @@ def test_docx_headings_paragraphs_and_tables_in_document_order(extract):
     assert text.index("# Employee handbook") < text.index("## Allowances") < text.index("| Grade |")
     assert text.index("| Grade |") < text.index("# Closing")
     assert "- Ask your manager" in text
-    assert "| Grade | Days | Note |\n| --- | --- | --- |\n| A | 25 | pipe \\| inside |\n| B | 30 | two<br>lines |" in text
+    assert (
+        "| Grade | Days | Note |\n| --- | --- | --- |\n| A | 25 | pipe \\| inside |\n| B | 30 | two<br>lines |" in text
+    )
     assert "\\# not a heading" in text  # body text cannot fake a heading
     chunks = split_structural(text)
     assert [c.section for c in chunks] == ["Employee handbook", "Leave", "Allowances", "Closing"]
@@ -166,12 +170,14 @@ def test_docx_text_boxes_are_read_once(extract):
 
     document = docx.Document()
     paragraph = document.add_paragraph("Body text.")
-    paragraph._p.append(parse_xml(
-        f'<w:r xmlns:w="{w}" xmlns:mc="{mc}" xmlns:wps="{wps}"><mc:AlternateContent>'
-        f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box('Boxed callout')}</wps:txbx></w:drawing></mc:Choice>"
-        f"<mc:Fallback><w:pict>{box('Boxed callout')}</w:pict></mc:Fallback>"
-        "</mc:AlternateContent></w:r>"
-    ))
+    paragraph._p.append(
+        parse_xml(
+            f'<w:r xmlns:w="{w}" xmlns:mc="{mc}" xmlns:wps="{wps}"><mc:AlternateContent>'
+            f"<mc:Choice Requires='wps'><w:drawing><wps:txbx>{box('Boxed callout')}</wps:txbx></w:drawing></mc:Choice>"
+            f"<mc:Fallback><w:pict>{box('Boxed callout')}</w:pict></mc:Fallback>"
+            "</mc:AlternateContent></w:r>"
+        )
+    )
     buffer = io.BytesIO()
     document.save(buffer)
     assert extract(buffer.getvalue(), "b.docx").text == "Body text.\n\nBoxed callout"
@@ -188,7 +194,9 @@ def test_docx_custom_heading_styles_follow_their_base_style(extract):
     orphan._p.style = "NoSuchStyle"
     buffer = io.BytesIO()
     document.save(buffer)
-    assert extract(buffer.getvalue(), "p.docx").text == "## Travel policy\n\nStyled with a style the file does not define"
+    assert (
+        extract(buffer.getvalue(), "p.docx").text == "## Travel policy\n\nStyled with a style the file does not define"
+    )
 
 
 def test_word_table_cells_are_in_the_text_even_merged_and_nested(extract):
@@ -259,7 +267,9 @@ def test_pptx_slides_are_pages_with_titles_tables_and_notes(extract):
     assert (result.format, result.page_count, result.extractable) == ("pptx", 2, True)
     assert result.text.startswith("[Page 1]\n\n## Quarterly results\n\nRevenue grew\nCosts fell")
     assert "Notes: Mention the new office." in result.text
-    assert "[Page 2]\n\n## Slide 2\n\nRegional split\n\n| Region | Sales |\n| --- | --- |\n| North | 120 |" in result.text
+    assert (
+        "[Page 2]\n\n## Slide 2\n\nRegional split\n\n| Region | Sales |\n| --- | --- |\n| North | 120 |" in result.text
+    )
     assert sections_and_pages(result) == [("Quarterly results", 1), ("Slide 2", 2)]
 
 
@@ -311,7 +321,9 @@ def test_xls_sheets_through_xlrd(extract):
     book.save(buffer)
     result = extract(buffer.getvalue(), "old.xls", "application/vnd.ms-excel")
     assert result.format == "xls"
-    assert result.text.startswith("[Sheet: Legacy]\n\n## Sheet: Legacy\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |")
+    assert result.text.startswith(
+        "[Sheet: Legacy]\n\n## Sheet: Legacy\n\n| Code | Amount |\n| --- | --- |\n| X1 | 3 |\n| X2 | 4.25 |"
+    )
     assert split_structural(result.text)[0].section == "Sheet: Legacy"
 
 
@@ -340,23 +352,39 @@ def xlsb_workbook() -> bytes:
     """A minimal XLSB (no Python library writes them), in the records pyxlsb reads: one sheet,
     a string header row and a row with a number and a formula's cached value."""
     sheet_record, sheets_end, dimension, sheet_data, sheet_data_end = 0x019C, 0x0190, 0x0194, 0x0191, 0x0192
-    row, float_cell, string_cell, formula_float, sst, si, sst_end = 0x0000, 0x0005, 0x0007, 0x0009, 0x019F, 0x0013, 0x01A0
+    row, float_cell, string_cell, formula_float, sst, si, sst_end = (
+        0x0000,
+        0x0005,
+        0x0007,
+        0x0009,
+        0x019F,
+        0x0013,
+        0x01A0,
+    )
 
     def cell(record_id: int, column: int, value: bytes) -> bytes:
         return _record(record_id, struct.pack("<II", column, 0) + value)
 
-    workbook_bin = _record(sheet_record, struct.pack("<II", 0, 1) + _wide("rId1") + _wide("Ledger")) + _record(sheets_end)
+    workbook_bin = _record(sheet_record, struct.pack("<II", 0, 1) + _wide("rId1") + _wide("Ledger")) + _record(
+        sheets_end
+    )
     sheet_bin = (
-        _record(dimension, struct.pack("<IIII", 0, 1, 0, 1)) + _record(sheet_data)
-        + _record(row, struct.pack("<I", 0)) + cell(string_cell, 0, struct.pack("<I", 0))
+        _record(dimension, struct.pack("<IIII", 0, 1, 0, 1))
+        + _record(sheet_data)
+        + _record(row, struct.pack("<I", 0))
+        + cell(string_cell, 0, struct.pack("<I", 0))
         + cell(string_cell, 1, struct.pack("<I", 1))
-        + _record(row, struct.pack("<I", 1)) + cell(float_cell, 0, struct.pack("<d", 7.5))
-        + cell(formula_float, 1, struct.pack("<d", 15.0)) + _record(sheet_data_end)
+        + _record(row, struct.pack("<I", 1))
+        + cell(float_cell, 0, struct.pack("<d", 7.5))
+        + cell(formula_float, 1, struct.pack("<d", 15.0))
+        + _record(sheet_data_end)
     )
     strings = [_record(si, b"\x00" + _wide(text)) for text in ("Amount", "Doubled")]
     shared_bin = _record(sst, struct.pack("<II", 2, 2)) + b"".join(strings) + _record(sst_end)
-    rels = ('<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            '<Relationship Id="rId1" Target="worksheets/sheet1.bin"/></Relationships>')
+    rels = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Target="worksheets/sheet1.bin"/></Relationships>'
+    )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("xl/workbook.bin", workbook_bin)
@@ -502,7 +530,6 @@ def test_the_name_does_not_decide_the_format(extract):
 
 
 # --- Web pages ---------------------------------------------------------------------------
-
 
 
 @pytest.mark.parametrize(("filename", "mime_type"), [("page.html", "text/html"), ("page", ""), ("index.htm", "")])

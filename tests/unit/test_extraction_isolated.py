@@ -79,7 +79,10 @@ def test_small_plain_text_and_markdown_are_read_without_a_child_under_the_same_l
     assert IsolatedExtractor(limits, use_unstructured=False).extract(text, "notes.md", "text/markdown") == expected
     assert expected.warnings and len(expected.text) <= 60  # the limit cut it, in-process as in a child
     # a PDF, a claimed document format, or a large text still goes to a child
-    for data, name in ((b"%PDF-1.7 not really", "a.pdf"), (b"text", "a.docx"),
-                       (b"word " * (module.IN_PROCESS_TEXT_BYTES // 5 + 1), "big.txt")):
+    for data, name in (
+        (b"%PDF-1.7 not really", "a.pdf"),
+        (b"text", "a.docx"),
+        (b"word " * (module.IN_PROCESS_TEXT_BYTES // 5 + 1), "big.txt"),
+    ):
         with pytest.raises(AssertionError, match="child process"):
             IsolatedExtractor(use_unstructured=False).extract(data, name, "")

@@ -10,6 +10,7 @@ from knowledge_runtime.chunking import split_structural
 
 from tests.support.documents import PUMPS, RESERVOIR, VALVES, noise_page, scanned_pdf
 
+
 @pytest.fixture(scope="module")
 def extract():
     extractor = DocumentExtractor(use_unstructured=False)
@@ -21,7 +22,12 @@ def test_an_image_only_pdf_is_read_by_ocr_page_by_page(extract):
     result = extract(scanned_pdf([PUMPS, VALVES]))
     assert result.extractable and result.page_count == 2
     assert PUMPS in result.text and VALVES in result.text  # clean scans come back word for word
-    assert result.text.index("[Page 1]") < result.text.index(PUMPS) < result.text.index("[Page 2]") < result.text.index(VALVES)
+    assert (
+        result.text.index("[Page 1]")
+        < result.text.index(PUMPS)
+        < result.text.index("[Page 2]")
+        < result.text.index(VALVES)
+    )
     assert [c.page for c in split_structural(result.text)] == [1, 2]
     assert result.warnings == (f"2 page(s) read by OCR ({ocr.engine_version()}): pages 1-2",)
     assert result.extractor == f"OCR ({ocr.engine_version()}) on every page"
@@ -30,7 +36,9 @@ def test_an_image_only_pdf_is_read_by_ocr_page_by_page(extract):
 def test_a_mixed_pdf_reads_only_the_pages_without_text_by_ocr(extract, monkeypatch):
     read: list[int] = []
     real = ocr._read_page
-    monkeypatch.setattr(ocr, "_read_page", lambda document, index, seconds: read.append(index + 1) or real(document, index, seconds))
+    monkeypatch.setattr(
+        ocr, "_read_page", lambda document, index, seconds: read.append(index + 1) or real(document, index, seconds)
+    )
     result = extract(scanned_pdf([PUMPS, VALVES, RESERVOIR], text_layer=(1,)))
     assert read == [1, 3]  # page 2 has its text layer
     assert [c.page for c in split_structural(result.text) if "Valves" in c.content] == [2]
@@ -50,8 +58,13 @@ def test_the_page_budget_and_the_per_page_time_limit_are_kept():
     scan = scanned_pdf([PUMPS, VALVES])
     budget = DocumentExtractor(ExtractionLimits(max_ocr_pages=1), use_unstructured=False).extract(scan, "s.pdf", "")
     assert PUMPS in budget.text and "Valves" not in budget.text
-    assert "OCR read 1 of the 2 pages without a text layer (the OCR page budget); the others have no text" in budget.warnings
-    slow = DocumentExtractor(ExtractionLimits(ocr_page_seconds=0.001), use_unstructured=False).extract(scan, "s.pdf", "")
+    assert (
+        "OCR read 1 of the 2 pages without a text layer (the OCR page budget); the others have no text"
+        in budget.warnings
+    )
+    slow = DocumentExtractor(ExtractionLimits(ocr_page_seconds=0.001), use_unstructured=False).extract(
+        scan, "s.pdf", ""
+    )
     assert not slow.extractable
     assert "page 1: OCR stopped after 0.001 s; the page has no text" in slow.warnings
 

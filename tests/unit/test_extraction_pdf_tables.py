@@ -34,9 +34,13 @@ def test_a_ruled_table_is_a_markdown_table_in_its_place(extract):
     assert "| Zanzibar | 4,250 | Amira Okafor |" in text  # each cell in its column, the number whole
     # a wrapped cell is one cell, its lines joined
     assert "| Tasmania | 1,075 | Bo with a name long enough to wrap onto a second line inside its cell |" in text
-    page_two = text[text.index("[Page 2]"):]
-    assert (page_two.index("# Revenue by region") < page_two.index("Opening words")
-            < page_two.index("| Region |") < page_two.index("Closing words"))
+    page_two = text[text.index("[Page 2]") :]
+    assert (
+        page_two.index("# Revenue by region")
+        < page_two.index("Opening words")
+        < page_two.index("| Region |")
+        < page_two.index("Closing words")
+    )
 
 
 def test_a_tables_words_are_not_also_plain_lines(extract):
@@ -126,8 +130,12 @@ def test_a_table_on_a_turned_or_shifted_page_is_found_where_it_shows(extract, tu
     width, height = float(page.mediabox.width), float(page.mediabox.height)
     # the content turned against /Rotate, exactly (no rounding), so the page shows upright; and
     # the media box moved off the origin, with the content moved along
-    a, b, c, d, e, f = {0: (1, 0, 0, 1, 0, 0), 90: (0, 1, -1, 0, height, 0),
-                        180: (-1, 0, 0, -1, width, height), 270: (0, -1, 1, 0, 0, width)}[turn]
+    a, b, c, d, e, f = {
+        0: (1, 0, 0, 1, 0, 0),
+        90: (0, 1, -1, 0, height, 0),
+        180: (-1, 0, 0, -1, width, height),
+        270: (0, -1, 1, 0, 0, width),
+    }[turn]
     dx, dy = 37.0, -55.0
     page.add_transformation(Transformation((a, b, c, d, e + dx, f + dy)))
     box_width, box_height = (height, width) if turn in (90, 270) else (width, height)
@@ -144,7 +152,9 @@ def test_a_table_on_a_turned_or_shifted_page_is_found_where_it_shows(extract, tu
 def test_pages_whose_rules_make_no_table_are_not_read_twice(extract, monkeypatch):
     opened = []
     real_open = pdf_tables.pdfplumber.open
-    monkeypatch.setattr(pdf_tables.pdfplumber, "open", lambda *a, **k: opened.append(k.get("pages")) or real_open(*a, **k))
+    monkeypatch.setattr(
+        pdf_tables.pdfplumber, "open", lambda *a, **k: opened.append(k.get("pages")) or real_open(*a, **k)
+    )
     extract(regions_report())
     assert opened == [[2]]  # page 1's rules could not make a table
 

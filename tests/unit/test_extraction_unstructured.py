@@ -38,18 +38,20 @@ def write(elements: list[Element]) -> str:
 
 def test_elements_become_headings_pages_and_tables():
     table = "<table><tr><th>Region</th><th>Sales</th></tr><tr><td>North | East</td><td>1<br/>2</td></tr></table>"
-    text = write([
-        Element("Header", "ACME Corp", Metadata(page_number=1)),
-        Element("Title", "Annual report", Metadata(page_number=1, category_depth=0)),
-        Element("NarrativeText", "Revenue grew.", Metadata(page_number=1)),
-        Element("Title", "Figures", Metadata(page_number=1)),  # no depth: ##
-        Element("FigureCaption", "Table 2: sales by region", Metadata(page_number=1)),
-        Element("Table", "Region Sales North East 1 2", Metadata(page_number=1, text_as_html=table)),
-        Element("PageBreak", "", Metadata(page_number=1)),
-        Element("Title", "Outlook", Metadata(page_number=2, category_depth=2)),
-        Element("ListItem", "Hire more", Metadata(page_number=2)),
-        Element("UncategorizedText", "# looks like a heading", Metadata(page_number=2)),
-    ])
+    text = write(
+        [
+            Element("Header", "ACME Corp", Metadata(page_number=1)),
+            Element("Title", "Annual report", Metadata(page_number=1, category_depth=0)),
+            Element("NarrativeText", "Revenue grew.", Metadata(page_number=1)),
+            Element("Title", "Figures", Metadata(page_number=1)),  # no depth: ##
+            Element("FigureCaption", "Table 2: sales by region", Metadata(page_number=1)),
+            Element("Table", "Region Sales North East 1 2", Metadata(page_number=1, text_as_html=table)),
+            Element("PageBreak", "", Metadata(page_number=1)),
+            Element("Title", "Outlook", Metadata(page_number=2, category_depth=2)),
+            Element("ListItem", "Hire more", Metadata(page_number=2)),
+            Element("UncategorizedText", "# looks like a heading", Metadata(page_number=2)),
+        ]
+    )
     assert text == (
         "[Page 1]\n\n# ACME Corp\n\n# Annual report\n\nRevenue grew.\n\n## Figures\n\n"
         "Table 2: sales by region\n\n| Region | Sales |\n| --- | --- |\n| North \\| East | 1<br>2 |\n\n"
@@ -77,7 +79,7 @@ def test_html_table_conversion():
 
 
 def test_the_native_path_is_used_when_unstructured_is_not_usable(monkeypatch):
-    monkeypatch.setattr(unstructured_path, "partitioners", lambda: {})
+    monkeypatch.setattr(unstructured_path, "partitioners", dict)
     document = docx.Document()
     document.add_heading("Native", 1)
     buffer = io.BytesIO()

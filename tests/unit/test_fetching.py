@@ -9,12 +9,23 @@ from knowledge_ingest.domain.fetching import address_refusal, page_filename, par
 PUBLIC = target("https://example.com/a")
 
 
-@pytest.mark.parametrize(("address", "why"), [
-    ("127.0.0.1", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
-    ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),
-    ("10.0.0.5", "private"), ("192.168.1.1", "private"), ("172.16.3.4", "private"), ("fd00:ec2::254", "private"),
-    ("0.0.0.0", "private"), ("100.64.0.1", "not a public"), ("224.0.0.1", "not a public"),
-])
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("::1", "loopback"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("10.0.0.5", "private"),
+        ("192.168.1.1", "private"),
+        ("172.16.3.4", "private"),
+        ("fd00:ec2::254", "private"),
+        ("0.0.0.0", "private"),
+        ("100.64.0.1", "not a public"),
+        ("224.0.0.1", "not a public"),
+    ],
+)
 def test_non_public_addresses_are_refused_with_the_reason(address, why):
     assert why in (address_refusal(PUBLIC, address, frozenset()) or "")
 
@@ -29,11 +40,17 @@ def test_public_addresses_and_allowed_hosts_pass():
     assert address_refusal(target("http://127.0.0.1:8081/"), "127.0.0.1", allowed) is not None  # another port
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("ftp://example.com/f", "only http and https"), ("javascript:alert(1)", "only http and https"),
-    ("http:///path", "no host"), ("https://user:pw@example.com/", "user name"),
-    ("http://example.com:99999/", "cannot be parsed"), ("https://example.com/" + "a" * 2100, "longer"),
-])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("ftp://example.com/f", "only http and https"),
+        ("javascript:alert(1)", "only http and https"),
+        ("http:///path", "no host"),
+        ("https://user:pw@example.com/", "user name"),
+        ("http://example.com:99999/", "cannot be parsed"),
+        ("https://example.com/" + "a" * 2100, "longer"),
+    ],
+)
 def test_malformed_urls_are_refused(url, why):
     with pytest.raises(UrlRefused) as refused:
         target(url)

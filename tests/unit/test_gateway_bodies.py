@@ -8,7 +8,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -69,19 +68,30 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
     await server.start()
     port = free_port()
     config = GatewayConfig(
-        listen_host="127.0.0.1", listen_port=port, admin_port=free_port(),
-        upstreams={"knowledge.v1.IngestService": f"127.0.0.1:{ingest_port}",
-                   "knowledge.v1.SearchService": "127.0.0.1:1"},
-        jwks_path=keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge",
-        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"), max_body_bytes=CAP,
+        listen_host="127.0.0.1",
+        listen_port=port,
+        admin_port=free_port(),
+        upstreams={
+            "knowledge.v1.IngestService": f"127.0.0.1:{ingest_port}",
+            "knowledge.v1.SearchService": "127.0.0.1:1",
+        },
+        jwks_path=keys_dir / "jwks.json",
+        issuer="knowledge-dev",
+        audience="knowledge",
+        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"),
+        max_body_bytes=CAP,
     )
     path = write_config(config, tmp_path / "envoy.json")
-    envoy = subprocess.Popen([str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    envoy = subprocess.Popen(
+        [str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=30,
-                                     headers={"Authorization": f"Bearer {make_token('acme')}"}) as client:
+        async with httpx.AsyncClient(
+            base_url=base, timeout=30, headers={"Authorization": f"Bearer {make_token('acme')}"}
+        ) as client:
             await wait_until_up(client, envoy)
             yield {"client": client, "fake": fake, "port": port}
     finally:
@@ -93,7 +103,7 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
 async def chunked(data: bytes, size: int = 8 * 1024) -> AsyncIterator[bytes]:
     """A body without a length: httpx sends it chunked."""
     for start in range(0, len(data), size):
-        yield data[start:start + size]
+        yield data[start : start + size]
 
 
 UPLOAD = "/api/v1/knowledge/upload?corpus_id=1&filename=a.bin"
@@ -120,13 +130,17 @@ async def test_ingest_refusing_a_chunked_upload_is_the_413_a_sized_one_gets(gate
 async def test_a_chunked_json_body_over_the_cap_is_cut_off_at_the_gateway(gateway):
     client = gateway["client"]
     body = b'{"name": "' + b"n" * (2 * CAP) + b'"}'
-    reply = await client.post("/api/v1/knowledge/corpora", content=chunked(body),
-                              headers={"content-type": "application/json"})
+    reply = await client.post(
+        "/api/v1/knowledge/corpora", content=chunked(body), headers={"content-type": "application/json"}
+    )
     assert reply.status_code == 413 and reply.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
     assert reply.json()["message"] == (await client.post(UPLOAD, content=b"x" * (CAP + 1))).json()["message"]
     assert gateway["fake"].created == []
-    small = await client.post("/api/v1/knowledge/corpora", content=chunked(b'{"name": "ok"}', size=4),
-                              headers={"content-type": "application/json"})
+    small = await client.post(
+        "/api/v1/knowledge/corpora",
+        content=chunked(b'{"name": "ok"}', size=4),
+        headers={"content-type": "application/json"},
+    )
     assert small.status_code == 200 and gateway["fake"].created == ["ok"]
 
 

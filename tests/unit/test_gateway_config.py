@@ -48,6 +48,8 @@ def test_envoy_validates_the_config(tmp_path, keys_dir):
     path = write_config(config(tmp_path, keys_dir / "jwks.json"), tmp_path / "envoy.json")
     result = subprocess.run(
         [str(ENVOY), "--mode", "validate", "-c", str(path), "--log-level", "error"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -28,8 +28,10 @@ from tests.support.envoy import wait_until_up
 from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
-SERVICES = (ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
-            search_pb2.DESCRIPTOR.services_by_name["SearchService"])
+SERVICES = (
+    ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
+    search_pb2.DESCRIPTOR.services_by_name["SearchService"],
+)
 API = "/api/v1/knowledge"
 
 
@@ -44,6 +46,7 @@ class Recorder:
         response = message_factory.GetMessageClass(method.output_type)
 
         if method.client_streaming:
+
             async def streamed(iterator, context):
                 self.calls.append((method.name, dict(context.invocation_metadata()), [m async for m in iterator]))
                 return response()
@@ -62,22 +65,35 @@ async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncI
     recorder = Recorder()
     server = grpc.aio.server(options=list(SERVER_OPTIONS))  # the services' limits
     for service in SERVICES:
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-            service.full_name, {m.name: recorder.handler(m) for m in service.methods})])
+        server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler(
+                    service.full_name, {m.name: recorder.handler(m) for m in service.methods}
+                )
+            ]
+        )
     upstream = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     port = free_port()
     config = GatewayConfig(
-        listen_host="127.0.0.1", listen_port=port, admin_port=free_port(),
+        listen_host="127.0.0.1",
+        listen_port=port,
+        admin_port=free_port(),
         upstreams={service.full_name: f"127.0.0.1:{upstream}" for service in SERVICES},
-        jwks_path=keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge",
-        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"), **overrides,
+        jwks_path=keys_dir / "jwks.json",
+        issuer="knowledge-dev",
+        audience="knowledge",
+        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"),
+        **overrides,
     )
     path = write_config(config, tmp_path / "envoy.json")
     log_path = tmp_path / "access.log"
     with log_path.open("w") as log:
-        envoy = subprocess.Popen([str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
-                                 stdout=log, stderr=subprocess.PIPE)
+        envoy = subprocess.Popen(
+            [str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
+            stdout=log,
+            stderr=subprocess.PIPE,
+        )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             await wait_until_up(client, envoy)
@@ -124,8 +140,9 @@ async def test_the_access_log_has_no_query_values_and_the_clients_method(gateway
     client, token = gateway["client"], make_token("acme")
     secret_name = "salary-review-of-jane-doe.pdf"
     await client.get(f"{API}/corpora", params={"access_token": token, "key": "k-123456"})
-    await client.post(f"{API}/upload", params={"corpus_id": "1", "filename": secret_name}, content=b"x",
-                      headers=bearer(token))
+    await client.post(
+        f"{API}/upload", params={"corpus_id": "1", "filename": secret_name}, content=b"x", headers=bearer(token)
+    )
     await client.get(f"{API}/corpora", params={"page_size": "5"}, headers=bearer(token))
     await client.get(f"{API}/nothing-here", params={"token": token}, headers=bearer(token))
     lines = await access_log(gateway, 4)
@@ -142,8 +159,10 @@ async def test_the_access_log_has_no_query_values_and_the_clients_method(gateway
 
 
 async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make_token):
-    await gateway["client"].get(f"{API}/corpora", headers={
-        **bearer(make_token("acme")), "x-envoy-original-method": "FAKE", "x-envoy-original-path": "/fake?x=1"})
+    await gateway["client"].get(
+        f"{API}/corpora",
+        headers={**bearer(make_token("acme")), "x-envoy-original-method": "FAKE", "x-envoy-original-path": "/fake?x=1"},
+    )
     [line] = await access_log(gateway, 1)
     assert (line["method"], line["path"]) == ("GET", f"{API}/corpora")
     _, metadata, _ = gateway["recorder"].calls[-1]
@@ -151,14 +170,17 @@ async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make
 
 
 # -- item 3: unknown JSON fields ---------------------------------------------------------------------
-@pytest.mark.parametrize(("path", "body", "field"), [
-    ("/search", {"query": "x", "corpus": "9"}, "corpus"),  # a misspelt corpus_id
-    ("/corpora", {"name": "x", "admin": True}, "admin"),
-    ("/search", {"query": "x", "weights": {"vector": 1, "bogus": 2}}, "weights.bogus"),
-    ("/documents:move", {"target_corpus_id": "1", "document_ids": ["1"], "all": True}, "all"),
-    ("/ingest/0b1c:cancel", {"force": 1}, "force"),
-    ("/texts", {"corpus_id": "1", "text": "t", "extra": {"nested": [1, {"a": None}]}}, "extra"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/search", {"query": "x", "corpus": "9"}, "corpus"),  # a misspelt corpus_id
+        ("/corpora", {"name": "x", "admin": True}, "admin"),
+        ("/search", {"query": "x", "weights": {"vector": 1, "bogus": 2}}, "weights.bogus"),
+        ("/documents:move", {"target_corpus_id": "1", "document_ids": ["1"], "all": True}, "all"),
+        ("/ingest/0b1c:cancel", {"force": 1}, "force"),
+        ("/texts", {"corpus_id": "1", "text": "t", "extra": {"nested": [1, {"a": None}]}}, "extra"),
+    ],
+)
 async def test_an_unknown_json_field_is_400_naming_it_and_reaches_no_service(gateway, make_token, path, body, field):
     reply = await gateway["client"].post(f"{API}{path}", json=body, headers=bearer(make_token("acme")))
     assert reply.status_code == 400, reply.text
@@ -170,8 +192,15 @@ async def test_an_unknown_json_field_is_400_naming_it_and_reaches_no_service(gat
 async def test_known_fields_in_either_spelling_and_large_bodies_pass(gateway, make_token):
     client, headers = gateway["client"], bearer(make_token("acme"))
     cases = [
-        ("/search", {"query": 'a "quoted" \\ {x}', "topK": 3, "weights": {"vector": 1, "lexical": 0.5},
-                     "mode": "SEARCH_MODE_HYBRID"}),
+        (
+            "/search",
+            {
+                "query": 'a "quoted" \\ {x}',
+                "topK": 3,
+                "weights": {"vector": 1, "lexical": 0.5},
+                "mode": "SEARCH_MODE_HYBRID",
+            },
+        ),
         ("/corpora", {"name": "n", "description": "d"}),
         ("/documents:move", {"target_corpus_id": "1", "document_ids": ["1", "2"]}),
         ("/texts", {"corpus_id": "1", "text": "word " * 600_000, "title": "t"}),  # 3 MB, over Envoy's 1 MiB buffer
@@ -191,7 +220,9 @@ async def test_a_null_field_is_400_and_malformed_json_stays_400(gateway, make_to
     null = await client.post(f"{API}/query", json={"query": "x", "document_id": None}, headers=headers)
     assert null.status_code == 400 and "document_id" in null.json()["message"]
     for body in (b"{not json", b'{"query": "x",', b"[" * 5000):
-        reply = await client.post(f"{API}/search", content=body, headers={**headers, "content-type": "application/json"})
+        reply = await client.post(
+            f"{API}/search", content=body, headers={**headers, "content-type": "application/json"}
+        )
         assert reply.status_code == 400, (body[:20], reply.text)
     assert gateway["recorder"].calls == []
 
@@ -199,8 +230,12 @@ async def test_a_null_field_is_400_and_malformed_json_stays_400(gateway, make_to
 # -- item 5: header sizes, refused the same way every time -------------------------------------------
 async def test_a_long_filename_or_a_huge_token_is_a_json_431_every_time(gateway, make_token):
     client = gateway["client"]
-    long_name = await client.post(f"{API}/upload", params={"corpus_id": "1", "filename": "a" * 10_000},
-                                  content=b"x", headers=bearer(make_token("acme")))
+    long_name = await client.post(
+        f"{API}/upload",
+        params={"corpus_id": "1", "filename": "a" * 10_000},
+        content=b"x",
+        headers=bearer(make_token("acme")),
+    )
     huge = make_token("acme", subject="n" * 10_000)  # a 10,000-character claim
     huge_token = await client.get(f"{API}/corpora", headers=bearer(huge))
     for reply in (long_name, huge_token):
@@ -238,8 +273,13 @@ async def test_the_services_take_metadata_up_to_one_limit_every_time(verifier, m
     recorder, search = Recorder(), SERVICES[1]
     spec = ServiceSpec(
         descriptor=search,
-        register=lambda server: server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-            search.full_name, {m.name: recorder.handler(m) for m in search.methods})]),
+        register=lambda server: server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler(
+                    search.full_name, {m.name: recorder.handler(m) for m in search.methods}
+                )
+            ]
+        ),
         capabilities={m.name: "search" for m in search.methods},
     )
     app = GrpcApp(services=[spec], verifier=verifier)
@@ -320,10 +360,16 @@ def _trickle(port: int, data: bytes, seconds: float) -> tuple[float, bytes]:
 async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_dir, make_token):
     async with running_gateway(tmp_path, keys_dir, request_headers_timeout_s=2, request_body_timeout_s=4) as gateway:
         port, token = gateway["port"], make_token("acme")
-        slow_headers = (f"GET {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
-                        + "X-Slow: " + "s" * 100 + "\r\n\r\n").encode()
-        slow_body = (f"POST {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
-                     "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n").encode() + b" " * 200
+        slow_headers = (
+            f"GET {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            + "X-Slow: "
+            + "s" * 100
+            + "\r\n\r\n"
+        ).encode()
+        slow_body = (
+            f"POST {API}/corpora HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+        ).encode() + b" " * 200
         trickles = [asyncio.to_thread(_trickle, port, data, 30) for data in (slow_headers, slow_body)]
 
         async def others() -> list[tuple[int, float]]:
@@ -345,8 +391,12 @@ async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_d
 # -- item 15: an undeclared method is 405 -------------------------------------------------------------
 async def test_query_and_other_undeclared_methods_are_405_with_allow(gateway, make_token):
     headers = bearer(make_token("acme"))
-    for method, path, allow in [("QUERY", "/documents/0", "DELETE, GET"), ("QUERY", "/corpora?page_size=1", "GET, POST"),
-                                ("PUT", "/corpora", "GET, POST"), ("PATCH", "/search", "POST")]:
+    for method, path, allow in [
+        ("QUERY", "/documents/0", "DELETE, GET"),
+        ("QUERY", "/corpora?page_size=1", "GET, POST"),
+        ("PUT", "/corpora", "GET, POST"),
+        ("PATCH", "/search", "POST"),
+    ]:
         reply = await gateway["client"].request(method, f"{API}{path}", headers=headers)
         assert reply.status_code == 405, (method, path, reply.text)
         assert reply.headers["allow"] == allow

@@ -26,16 +26,23 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 def config(tmp_path: Path, upstreams: dict[str, str], keys_dir: Path, port: int = 1) -> GatewayConfig:
     return GatewayConfig(
-        listen_host="127.0.0.1", listen_port=port, admin_port=0, upstreams=upstreams,
-        jwks_path=keys_dir / "jwks.json", issuer="knowledge-dev", audience="knowledge",
+        listen_host="127.0.0.1",
+        listen_port=port,
+        admin_port=0,
+        upstreams=upstreams,
+        jwks_path=keys_dir / "jwks.json",
+        issuer="knowledge-dev",
+        audience="knowledge",
         descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"),
     )
 
 
 def test_each_upstream_is_health_checked_on_its_named_service_and_healthz_needs_all(tmp_path, keys_dir):
     rendered = render(config(tmp_path, {INGEST: "127.0.0.1:1", SEARCH: "search:2"}, keys_dir))
-    checks = {c["name"]: c["health_checks"][0]["grpc_health_check"]["service_name"]
-              for c in rendered["static_resources"]["clusters"]}
+    checks = {
+        c["name"]: c["health_checks"][0]["grpc_health_check"]["service_name"]
+        for c in rendered["static_resources"]["clusters"]
+    }
     assert checks == {"ingestservice": INGEST, "searchservice": SEARCH}
     manager = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     first = manager["http_filters"][0]  # before JWT: probes carry no token
@@ -72,8 +79,11 @@ async def test_healthz_follows_the_upstreams_readiness_and_livez_does_not(tmp_pa
         servers.append(server)
     port = free_port()
     path = write_config(config(tmp_path, upstreams, keys_dir, port), tmp_path / "envoy.json")
-    envoy = subprocess.Popen([str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    envoy = subprocess.Popen(
+        [str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
             await eventually_status(client, "/healthz", 200, envoy, timeout=60)

@@ -13,8 +13,9 @@ def test_committed_description_matches_the_protos():
 
 def test_every_http_rule_is_an_operation_with_the_rest_path():
     document = json.loads(openapi_text())
-    operations = {op["operationId"]: (verb, path) for path, item in document["paths"].items()
-                  for verb, op in item.items()}
+    operations = {
+        op["operationId"]: (verb, path) for path, item in document["paths"].items() for verb, op in item.items()
+    }
     expected = {method.name: (verb, path) for method, verb, path in http_rules()}
     assert operations == expected
     assert operations["CreateCorpus"] == ("post", "/api/v1/knowledge/corpora")

@@ -21,9 +21,14 @@ from knowledge_runtime.settings import Env, SettingsError
 
 def rendered(**overrides) -> dict:
     config = GatewayConfig(
-        listen_host="127.0.0.1", listen_port=8080, admin_port=0,
+        listen_host="127.0.0.1",
+        listen_port=8080,
+        admin_port=0,
         upstreams={"knowledge.v1.IngestService": "127.0.0.1:1", "knowledge.v1.SearchService": "127.0.0.1:2"},
-        jwks_path=Path("/keys/jwks.json"), issuer="iss", audience="aud", descriptor_path=Path("/d.pb"),
+        jwks_path=Path("/keys/jwks.json"),
+        issuer="iss",
+        audience="aud",
+        descriptor_path=Path("/d.pb"),
         **overrides,
     )
     return render(config)
@@ -49,7 +54,9 @@ def test_cors_only_for_configured_origins():
 def test_origins_are_parsed_and_validated():
     assert parse_origins(None) == ()
     assert parse_origins(" https://a.example.com/, http://localhost:5173 ") == (
-        "https://a.example.com", "http://localhost:5173")
+        "https://a.example.com",
+        "http://localhost:5173",
+    )
     for bad in ("*", "a.example.com", "https://a.example.com/path", "ftp://x"):
         with pytest.raises(SettingsError, match="KNOWLEDGE_CORS_ORIGINS"):
             parse_origins(bad)
@@ -87,8 +94,11 @@ def test_body_cap_from_content_length_before_the_body_is_read():
 def test_a_chunked_body_is_counted_before_the_transcoder_except_a_streamed_call():
     bootstrap = rendered(max_body_bytes=1234)
     names = [f["name"] for f in manager(bootstrap)["http_filters"]]
-    assert names.index("envoy.filters.http.lua") < names.index(BODY_LIMIT_FILTER) < names.index(
-        "envoy.filters.http.grpc_json_transcoder")
+    assert (
+        names.index("envoy.filters.http.lua")
+        < names.index(BODY_LIMIT_FILTER)
+        < names.index("envoy.filters.http.grpc_json_transcoder")
+    )
     assert filters(bootstrap)[BODY_LIMIT_FILTER]["max_request_bytes"] == 1234
     routes = manager(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
 
@@ -131,9 +141,11 @@ def test_ingest_refusing_a_streamed_upload_becomes_the_same_413():
     assert "envoy_on_response" in lua and '"429"' in lua and "UPLOAD_TOO_LARGE" in lua
     assert too_large_json(1234) in lua
     mappers = manager(bootstrap)["local_reply_config"]["mappers"]
-    [too_large] = [m for m in mappers
-                   if m["filter"].get("status_code_filter", {}).get("comparison", {}).get("value", {})
-                   .get("default_value") == 413]
+    [too_large] = [
+        m
+        for m in mappers
+        if m["filter"].get("status_code_filter", {}).get("comparison", {}).get("value", {}).get("default_value") == 413
+    ]
     # Every 413, whichever filter answered, is the body Lua writes for ingest's refusal.
     assert too_large["body_format_override"]["json_format"] == json.loads(too_large_json(1234))
     assert json.loads(too_large_json(1234))["details"][0]["reason"] == "REQUEST_TOO_LARGE"
@@ -141,8 +153,11 @@ def test_ingest_refusing_a_streamed_upload_becomes_the_same_413():
 
 def test_local_replies_are_json_status_and_jwt_rejections_are_401():
     mappers = manager(rendered())["local_reply_config"]["mappers"]
-    by_status = {m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]: m
-                 for m in mappers if "status_code_filter" in m["filter"]}
+    by_status = {
+        m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]: m
+        for m in mappers
+        if "status_code_filter" in m["filter"]
+    }
     assert by_status[401]["body_format_override"]["json_format"]["code"] == 16
     assert by_status[403]["status_code"] == 401
     assert by_status[429]["body_format_override"]["json_format"]["details"][0]["reason"] == "RATE_LIMITED"
@@ -175,7 +190,8 @@ def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():
         for route in refusing:
             header = route["match"]["headers"][0]
             if re.fullmatch(route["match"]["safe_regex"]["regex"], path) and not re.fullmatch(
-                    header["string_match"]["safe_regex"]["regex"], method):
+                header["string_match"]["safe_regex"]["regex"], method
+            ):
                 return route["response_headers_to_add"][0]["header"]["value"]
         return None
 

@@ -51,8 +51,9 @@ async def test_a_check_that_hangs_counts_as_a_failure():
     async def hang() -> None:
         await asyncio.Event().wait()
 
-    probe = ReadinessProbe([Dependency("database", hang)], lambda ready: asyncio.sleep(0), timeout_s=0.01,
-                           failures_to_down=1)
+    probe = ReadinessProbe(
+        [Dependency("database", hang)], lambda ready: asyncio.sleep(0), timeout_s=0.01, failures_to_down=1
+    )
     assert await probe.check_once() is False
 
 
@@ -100,7 +101,6 @@ class DownStore:
         self.claims += 1
         if self.down:
             raise Unavailable("the database is unavailable")
-        return None
 
     async def backlog(self) -> int:
         if self.down:
@@ -139,8 +139,7 @@ async def test_the_ingest_workers_log_a_database_outage_once_not_per_poll():
 
 async def test_the_probe_and_the_workers_share_one_line_per_outage():
     switch = Switch()
-    probe = ReadinessProbe([Dependency("database", switch.check)], lambda ready: asyncio.sleep(0),
-                           failures_to_down=1)
+    probe = ReadinessProbe([Dependency("database", switch.check)], lambda ready: asyncio.sleep(0), failures_to_down=1)
     worker_view = health.outage("database")
     with capture_logs() as logs:
         worker_view.failed(Unavailable("the database is unavailable"))  # a worker noticed first
@@ -150,4 +149,6 @@ async def test_the_probe_and_the_workers_share_one_line_per_outage():
         assert await probe.check_once() is True
         worker_view.succeeded()
     assert [e["event"] for e in logs if e["event"].startswith("dependency_")] == [
-        "dependency_unavailable", "dependency_available"]
+        "dependency_unavailable",
+        "dependency_available",
+    ]

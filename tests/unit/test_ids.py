@@ -11,8 +11,31 @@ from knowledge_runtime.pagination import InvalidPageToken, decode_page_token, en
 from knowledge_search.domain.model import SearchRequest
 
 HOSTILE = [
-    "²", "¹", "١", "１", "߁", "𝟏", "01", "007", "+1", "-1", " 1", "1 ", "1\n", "\t1", "1_000", "1e3", "0x1", "1.0",
-    "0", "00", "9223372036854775808", "99999999999999999999999", "1\x00", "", "one",
+    "²",
+    "¹",
+    "١",
+    "１",
+    "߁",
+    "𝟏",
+    "01",
+    "007",
+    "+1",
+    "-1",
+    " 1",
+    "1 ",
+    "1\n",
+    "\t1",
+    "1_000",
+    "1e3",
+    "0x1",
+    "1.0",
+    "0",
+    "00",
+    "9223372036854775808",
+    "99999999999999999999999",
+    "1\x00",
+    "",
+    "one",
 ]
 
 
@@ -56,8 +79,13 @@ def test_an_empty_id_is_missing_not_unknown():
 def test_a_job_id_has_one_spelling():
     canonical = "5b11e9e2-7c4f-4a47-9d3e-3c1f5e0c9a10"
     assert str(parse_job_id(canonical)) == canonical
-    for other in (canonical.upper(), "{" + canonical + "}", "urn:uuid:" + canonical, canonical.replace("-", ""),
-                  " " + canonical):
+    for other in (
+        canonical.upper(),
+        "{" + canonical + "}",
+        "urn:uuid:" + canonical,
+        canonical.replace("-", ""),
+        " " + canonical,
+    ):
         with pytest.raises(JobNotFound):
             parse_job_id(other)
 

@@ -16,9 +16,13 @@ def forbidden_imports(source: str) -> list[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-            "import_module", "__import__"
-        ) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names = [node.args[0].value]
         else:
             continue
@@ -50,8 +54,13 @@ def test_the_walk_sees_every_package_and_the_detector_works():
         assert any(p.is_relative_to(ROOT / top) for p in files), f"no Python files found under {top}/"
     # The embedder itself is scanned and found, which proves the detector would catch anyone else.
     assert any(forbidden_imports(p.read_text()) for p in files if p.is_relative_to(ALLOWED))
-    for snippet in ("import torch", "import torch.nn as nn", "from sentence_transformers import SentenceTransformer",
-                    "import importlib\nimportlib.import_module('torch')", "def f():\n    import sentence_transformers"):
+    for snippet in (
+        "import torch",
+        "import torch.nn as nn",
+        "from sentence_transformers import SentenceTransformer",
+        "import importlib\nimportlib.import_module('torch')",
+        "def f():\n    import sentence_transformers",
+    ):
         assert forbidden_imports(snippet), snippet
     for snippet in ("import torchvision_like_name_is_fine", "from .torch import x", "import numpy"):
         assert not forbidden_imports(snippet), snippet
@@ -80,8 +89,11 @@ def test_settings_depend_on_the_domain_at_most():
     for path in configs:
         package = path.parent.name
         allowed = (f"{package}.domain",)
-        outside = [name for name in package_imports(path, package)
-                   if not any(name == a or name.startswith(a + ".") for a in allowed)]
+        outside = [
+            name
+            for name in package_imports(path, package)
+            if not any(name == a or name.startswith(a + ".") for a in allowed)
+        ]
         if outside:
             offenders[str(path.relative_to(ROOT))] = outside
     assert offenders == {}

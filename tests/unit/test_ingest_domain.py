@@ -17,15 +17,18 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.errors import UploadTooLarge
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    ("report.pdf", "report.pdf"),
-    ("../../etc/passwd", "passwd"),
-    ("a/b\\c.docx", "c.docx"),
-    ("na\x00me.txt", "name.txt"),
-    ("Quartalsbericht Ä 2024 (final).xlsx", "Quartalsbericht_Ä_2024__final_.xlsx"),
-    ("", "upload"),
-    ("...", "upload"),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("report.pdf", "report.pdf"),
+        ("../../etc/passwd", "passwd"),
+        ("a/b\\c.docx", "c.docx"),
+        ("na\x00me.txt", "name.txt"),
+        ("Quartalsbericht Ä 2024 (final).xlsx", "Quartalsbericht_Ä_2024__final_.xlsx"),
+        ("", "upload"),
+        ("...", "upload"),
+    ],
+)
 def test_safe_filename(given, expected):
     assert safe_filename(given) == expected
 
@@ -39,15 +42,22 @@ def test_progress_moves_with_chunks_embedded():
     assert progress_of(State.QUEUED) == (0.0, "queued")
     assert progress_of(State.EMBEDDING, 0, 10) == (0.2, "embedding 0/10")
     assert progress_of(State.EMBEDDING, 5, 10) == (pytest.approx(0.55), "embedding 5/10")
-    ordered = [progress_of(State.EXTRACTING)[0], progress_of(State.CHUNKING)[0], progress_of(State.EMBEDDING, 10, 10)[0],
-               progress_of(State.STORING)[0], progress_of(State.SEARCHABLE)[0]]
+    ordered = [
+        progress_of(State.EXTRACTING)[0],
+        progress_of(State.CHUNKING)[0],
+        progress_of(State.EMBEDDING, 10, 10)[0],
+        progress_of(State.STORING)[0],
+        progress_of(State.SEARCHABLE)[0],
+    ]
     assert ordered == sorted(ordered) and ordered[-1] == 1.0
 
 
 def test_four_result_messages_and_the_duplicate():
     messages = {
-        JobResult(1, 4).message, JobResult(1, 0, extractable=False).message,
-        JobResult(1, 4, re_extracted=True).message, JobResult(1, 0, re_extracted=True, extractable=False).message,
+        JobResult(1, 4).message,
+        JobResult(1, 0, extractable=False).message,
+        JobResult(1, 4, re_extracted=True).message,
+        JobResult(1, 0, re_extracted=True, extractable=False).message,
         JobResult(1, 4, duplicate=True).message,
     }
     assert len(messages) == 5
@@ -111,8 +121,11 @@ def messages(parts: list[bytes], content_type: str, corpus_id: str = "", filenam
     async def stream():
         for index, data in enumerate(parts):
             yield ingest_pb2.UploadDocumentRequest(
-                corpus_id=corpus_id if index == 0 else "", filename=filename if index == 0 else "",
-                http_body=httpbody_pb2.HttpBody(content_type=content_type, data=data))
+                corpus_id=corpus_id if index == 0 else "",
+                filename=filename if index == 0 else "",
+                http_body=httpbody_pb2.HttpBody(content_type=content_type, data=data),
+            )
+
     return stream()
 
 
@@ -139,7 +152,7 @@ def multipart(fields: list[tuple[str, str | None, bytes]], boundary: str = "XyZ"
 async def test_a_multipart_form_streams_its_file(piece):
     payload = bytes(range(256)) * 40
     body = multipart([("corpus_id", None, b"12"), ("file", "scan.pdf", payload)])
-    parts = [body[i:i + piece] for i in range(0, len(body), piece)]
+    parts = [body[i : i + piece] for i in range(0, len(body), piece)]
     source = await upload_source(messages(parts, "multipart/form-data; boundary=XyZ"))
     assert (source.corpus_id, source.filename, source.mime_type) == ("12", "scan.pdf", "application/pdf")
     assert await collect(source.chunks) == payload

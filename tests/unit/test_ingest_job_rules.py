@@ -20,25 +20,44 @@ from knowledge_ingest.domain.jobs import (
 )
 
 NOW = datetime.now(UTC)
-JOB = Job(job_id=uuid.uuid4(), tenant="t", corpus_id=1, document_id=7, blob_id=3, filename="a.txt",
-          mime_type="text/plain", state=State.QUEUED, stage="queued", progress=0.0, error=None, attempts=1,
-          cancel_requested=False, re_extract=False, create_time=NOW, update_time=NOW)
+JOB = Job(
+    job_id=uuid.uuid4(),
+    tenant="t",
+    corpus_id=1,
+    document_id=7,
+    blob_id=3,
+    filename="a.txt",
+    mime_type="text/plain",
+    state=State.QUEUED,
+    stage="queued",
+    progress=0.0,
+    error=None,
+    attempts=1,
+    cancel_requested=False,
+    re_extract=False,
+    create_time=NOW,
+    update_time=NOW,
+)
 
 
 def existing(state: State, chunks: int = 0, blob_id: int = 3) -> ExistingDocument:
-    return ExistingDocument(document_id=7, corpus_id=1, blob_id=blob_id, state=state, chunk_count=chunks,
-                            warnings=("w",))
+    return ExistingDocument(
+        document_id=7, corpus_id=1, blob_id=blob_id, state=state, chunk_count=chunks, warnings=("w",)
+    )
 
 
-@pytest.mark.parametrize(("document", "admission", "state", "stage"), [
-    (None, Admission.FRESH, State.QUEUED, "queued"),
-    (existing(State.SEARCHABLE, 4), Admission.DUPLICATE, State.SEARCHABLE, "searchable (duplicate)"),
-    (existing(State.EMBEDDING), Admission.WAIT_FOR_ORIGINAL, State.QUEUED, "queued (same file being ingested)"),
-    (existing(State.QUEUED), Admission.WAIT_FOR_ORIGINAL, State.QUEUED, "queued (same file being ingested)"),
-    (existing(State.FAILED), Admission.RE_EXTRACT, State.QUEUED, "queued"),
-    (existing(State.CANCELLED), Admission.RE_EXTRACT, State.QUEUED, "queued"),
-    (existing(State.SEARCHABLE, 0), Admission.RE_EXTRACT, State.QUEUED, "queued"),
-])
+@pytest.mark.parametrize(
+    ("document", "admission", "state", "stage"),
+    [
+        (None, Admission.FRESH, State.QUEUED, "queued"),
+        (existing(State.SEARCHABLE, 4), Admission.DUPLICATE, State.SEARCHABLE, "searchable (duplicate)"),
+        (existing(State.EMBEDDING), Admission.WAIT_FOR_ORIGINAL, State.QUEUED, "queued (same file being ingested)"),
+        (existing(State.QUEUED), Admission.WAIT_FOR_ORIGINAL, State.QUEUED, "queued (same file being ingested)"),
+        (existing(State.FAILED), Admission.RE_EXTRACT, State.QUEUED, "queued"),
+        (existing(State.CANCELLED), Admission.RE_EXTRACT, State.QUEUED, "queued"),
+        (existing(State.SEARCHABLE, 0), Admission.RE_EXTRACT, State.QUEUED, "queued"),
+    ],
+)
 def test_admission_and_dedup(document, admission, state, stage):
     new = admit(document)
     assert (new.admission, new.state, new.stage) == (admission, state, stage)
@@ -94,4 +113,6 @@ def test_transient_failures_back_off_then_fail():
     delays = [after_transient(replace(JOB, attempts=n), "x", policy).requeue_after_s for n in (1, 2, 3)]
     assert delays == [2.0, 4.0, 8.0]
     last = after_transient(replace(JOB, attempts=4), "the embedder is unavailable", policy)
-    assert last.state is State.FAILED and last.error == "the embedder is unavailable after 4 attempts; retry the job later"
+    assert (
+        last.state is State.FAILED and last.error == "the embedder is unavailable after 4 attempts; retry the job later"
+    )

@@ -56,8 +56,9 @@ class FakeQueue:
         assert not row.job.state.terminal and not row.cancel_requested
         takeover = row.owner is not None
         row.owner, row.due_after_s = owner, None
-        row.job = replace(row.job, attempts=row.job.attempts + (not takeover),
-                          interruptions=row.job.interruptions + takeover)
+        row.job = replace(
+            row.job, attempts=row.job.attempts + (not takeover), interruptions=row.job.interruptions + takeover
+        )
         return Lease(row.job, owner)
 
     def _held(self, lease: Lease, transition: Transition | None = None) -> Row | None:
@@ -74,27 +75,40 @@ class FakeQueue:
             return False
         self.written.append(transition)
         attempts = row.job.attempts - 1 if transition.refund_attempt else row.job.attempts
-        row.job = replace(row.job, state=transition.state, stage=transition.stage, progress=transition.progress,
-                          error=transition.error, result=transition.result or row.job.result, attempts=attempts,
-                          interruptions=row.job.interruptions + transition.interrupted)
+        row.job = replace(
+            row.job,
+            state=transition.state,
+            stage=transition.stage,
+            progress=transition.progress,
+            error=transition.error,
+            result=transition.result or row.job.result,
+            attempts=attempts,
+            interruptions=row.job.interruptions + transition.interrupted,
+        )
         if transition.releases_lease:
             row.owner, row.due_after_s = None, transition.requeue_after_s
         document_id = row.job.document_id
         if transition.document is DocumentEffect.FOLLOW and document_id in self.documents:
-            self.documents[document_id] = replace(self.documents[document_id], state=transition.state,
-                                                  error=transition.error)
+            self.documents[document_id] = replace(
+                self.documents[document_id], state=transition.state, error=transition.error
+            )
         return True
 
-    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
-                    transition: Transition) -> bool:
+    async def store(
+        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+    ) -> bool:
         assert len(chunks) == len(vectors)
         if not await self.apply(lease, transition, 0.0):
             return False
         document_id = lease.job.document_id
         self.chunks[document_id] = list(chunks)
         assert transition.result is not None
-        self.documents[document_id] = replace(self.documents[document_id], state=State.SEARCHABLE,
-                                              chunk_count=len(chunks), extractable=transition.result.extractable)
+        self.documents[document_id] = replace(
+            self.documents[document_id],
+            state=State.SEARCHABLE,
+            chunk_count=len(chunks),
+            extractable=transition.result.extractable,
+        )
         return True
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
@@ -144,25 +158,63 @@ def extract_text(path: Path, filename: str, mime_type: str) -> Extracted:
 
 
 def make_job(document_id: int = 7, **fields) -> Job:
-    values = {"job_id": uuid.uuid4(), "tenant": "t", "corpus_id": 1, "document_id": document_id, "blob_id": 3,
-              "filename": "leave.md", "mime_type": "text/markdown", "state": State.QUEUED, "stage": "queued",
-              "progress": 0.0, "error": None, "attempts": 0, "cancel_requested": False, "re_extract": False,
-              "create_time": NOW, "update_time": NOW}
+    values = {
+        "job_id": uuid.uuid4(),
+        "tenant": "t",
+        "corpus_id": 1,
+        "document_id": document_id,
+        "blob_id": 3,
+        "filename": "leave.md",
+        "mime_type": "text/markdown",
+        "state": State.QUEUED,
+        "stage": "queued",
+        "progress": 0.0,
+        "error": None,
+        "attempts": 0,
+        "cancel_requested": False,
+        "re_extract": False,
+        "create_time": NOW,
+        "update_time": NOW,
+    }
     return Job(**{**values, **fields})
 
 
 def make_document(document_id: int = 7, state: State = State.QUEUED, chunk_count: int = 0) -> Document:
-    return Document(document_id=document_id, corpus_id=1, filename="leave.md", state=state, error=None,
-                    chunk_count=chunk_count, size_bytes=len(TEXT), mime_type="text/markdown", extractable=None,
-                    source_url=None, job_id=None, create_time=NOW, update_time=NOW)
+    return Document(
+        document_id=document_id,
+        corpus_id=1,
+        filename="leave.md",
+        state=state,
+        error=None,
+        chunk_count=chunk_count,
+        size_bytes=len(TEXT),
+        mime_type="text/markdown",
+        extractable=None,
+        source_url=None,
+        job_id=None,
+        create_time=NOW,
+        update_time=NOW,
+    )
 
 
-def pipeline(queue: FakeQueue, embedder: Embedder | None = None, extract=extract_text, max_attempts: int = 3,
-             embed_batch: int = 2, embed_window: int = 1) -> Pipeline:
-    settings = PipelineSettings(chunk_max_chars=200, embed_batch=embed_batch, lease_s=30.0, embed_window=embed_window,
-                                retry=RetryPolicy(max_attempts=max_attempts, retry_base_s=2.0))
-    return Pipeline(queue=queue, documents=queue, blobs=Blobs(), embedder=embedder or Embedder(), extract=extract,
-                    settings=settings)
+def pipeline(
+    queue: FakeQueue,
+    embedder: Embedder | None = None,
+    extract=extract_text,
+    max_attempts: int = 3,
+    embed_batch: int = 2,
+    embed_window: int = 1,
+) -> Pipeline:
+    settings = PipelineSettings(
+        chunk_max_chars=200,
+        embed_batch=embed_batch,
+        lease_s=30.0,
+        embed_window=embed_window,
+        retry=RetryPolicy(max_attempts=max_attempts, retry_base_s=2.0),
+    )
+    return Pipeline(
+        queue=queue, documents=queue, blobs=Blobs(), embedder=embedder or Embedder(), extract=extract, settings=settings
+    )
 
 
 def fresh(queue: FakeQueue, **fields) -> Job:

@@ -11,9 +11,24 @@ from knowledge_ingest.worker import Workers
 
 def job() -> Job:
     now = datetime.now(UTC)
-    return Job(job_id=uuid.uuid4(), tenant="t", corpus_id=1, document_id=1, blob_id=1, filename="a.txt",
-               mime_type="text/plain", state=State.QUEUED, stage="queued", progress=0.0, error=None, attempts=1,
-               cancel_requested=False, re_extract=False, create_time=now, update_time=now)
+    return Job(
+        job_id=uuid.uuid4(),
+        tenant="t",
+        corpus_id=1,
+        document_id=1,
+        blob_id=1,
+        filename="a.txt",
+        mime_type="text/plain",
+        state=State.QUEUED,
+        stage="queued",
+        progress=0.0,
+        error=None,
+        attempts=1,
+        cancel_requested=False,
+        re_extract=False,
+        create_time=now,
+        update_time=now,
+    )
 
 
 class Store:
@@ -89,8 +104,16 @@ class CountingPipeline:
 
 async def test_no_job_is_claimed_until_the_services_it_needs_are_ready():
     store, pipeline, gate = Store(jobs=2), CountingPipeline(), Gate()
-    workers = Workers(queue=store, pipeline=pipeline, count=2, lease_s=5, readiness=gate, poll_s=0.01,
-                      backlog_every_s=0.01, ready_log_after_s=0.01)
+    workers = Workers(
+        queue=store,
+        pipeline=pipeline,
+        count=2,
+        lease_s=5,
+        readiness=gate,
+        poll_s=0.01,
+        backlog_every_s=0.01,
+        ready_log_after_s=0.01,
+    )
     await workers.start()
     try:
         await asyncio.sleep(0.2)

@@ -17,8 +17,23 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTIONS = {
-    "FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME",
-    "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
+    "FROM",
+    "RUN",
+    "CMD",
+    "LABEL",
+    "EXPOSE",
+    "ENV",
+    "ADD",
+    "COPY",
+    "ENTRYPOINT",
+    "VOLUME",
+    "USER",
+    "WORKDIR",
+    "ARG",
+    "ONBUILD",
+    "STOPSIGNAL",
+    "HEALTHCHECK",
+    "SHELL",
 }
 
 
@@ -102,7 +117,9 @@ def test_copied_paths_exist_and_the_context_admits_them():
 def test_the_images_run_as_the_pods_user_with_installed_commands():
     scripts = {ep.name for ep in entry_points(group="console_scripts")}
     base = yaml.safe_load_all((ROOT / "k8s" / "base" / "content-index.yaml").read_text())
-    run_as = next(d for d in base if d["kind"] == "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    run_as = next(d for d in base if d["kind"] == "Deployment")["spec"]["template"]["spec"]["securityContext"][
+        "runAsUser"
+    ]
     for target in ("service", "embedder"):
         body = stages()[target]
         users = [c.value[0] for c in body if c.cmd.upper() == "USER"]
@@ -119,8 +136,10 @@ def test_the_model_is_baked_or_mounted_by_documented_build_args():
     model_stage = stages()["model"]
     assert model_stage[0].value[0] == "model-${MODEL_SOURCE}"
     embedder = stages()["embedder"]
-    assert any(c.cmd.upper() == "COPY" and c.flags == ("--from=model",) and c.value[-1] == "/models/embedding/"
-               for c in embedder)
+    assert any(
+        c.cmd.upper() == "COPY" and c.flags == ("--from=model",) and c.value[-1] == "/models/embedding/"
+        for c in embedder
+    )
     env = " ".join(" ".join(c.value) for c in embedder if c.cmd.upper() == "ENV")
     assert "KNOWLEDGE_EMBEDDING_MODEL /models/embedding" in env
     docs = (ROOT / "docs" / "operations.md").read_text()

@@ -35,7 +35,9 @@ def test_renders_kubernetes_upstreams_from_env_files(tmp_path, capsys):
         "KNOWLEDGE_SEARCH_ADDRESS=wrong:1\nKNOWLEDGE_JWT_ISSUER=first\n"
     )
     second = tmp_path / "overlay.env"
-    second.write_text("KNOWLEDGE_SEARCH_ADDRESS=knowledge-search.ns.svc.cluster.local:50154\nKNOWLEDGE_JWT_ISSUER=https://idp/\n")
+    second.write_text(
+        "KNOWLEDGE_SEARCH_ADDRESS=knowledge-search.ns.svc.cluster.local:50154\nKNOWLEDGE_JWT_ISSUER=https://idp/\n"
+    )
     out = tmp_path / "out"
     assert main(["--env-file", str(first), "--env-file", str(second), "--out", str(out)]) == 0
     bootstrap = json.loads((out / "envoy.json").read_text())
@@ -88,7 +90,9 @@ def test_envoy_accepts_the_committed_kubernetes_configs(tmp_path, keys_dir):
         local.write_text(text)
         result = subprocess.run(
             [str(ENVOY), "--mode", "validate", "-c", str(local), "--log-level", "error"],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert result.returncode == 0, name + "\n" + result.stdout + result.stderr
 

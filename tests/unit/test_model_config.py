@@ -19,11 +19,15 @@ def test_a_dense_head_sets_the_dimension(tmp_path):
     (tmp_path / "2_Dense").mkdir()
     (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 768}))
     (tmp_path / "2_Dense" / "config.json").write_text(json.dumps({"out_features": 256}))
-    (tmp_path / "modules.json").write_text(json.dumps([
-        {"path": "", "type": "sentence_transformers.models.Transformer"},
-        {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-    ]))
+    (tmp_path / "modules.json").write_text(
+        json.dumps(
+            [
+                {"path": "", "type": "sentence_transformers.models.Transformer"},
+                {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     assert model_dimension(tmp_path) == 256
 
 

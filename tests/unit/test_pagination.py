@@ -17,14 +17,17 @@ def test_foreign_tokens_are_invalid_argument(token):
     assert caught.value.code == "INVALID_ARGUMENT"
 
 
-@pytest.mark.parametrize("token", [
-    encode_page_token(1) + "==",  # padded: one spelling per token
-    "azE6wrI",  # base64 of "k1:²": a non-ASCII digit
-    encode_page_token(10**18),  # past bigint
-    "azE6",  # "k1:" without an id
-    encode_page_token(0),  # no id is 0
-    base64.urlsafe_b64encode(b"k1:01").decode().rstrip("="),  # one spelling per id
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        encode_page_token(1) + "==",  # padded: one spelling per token
+        "azE6wrI",  # base64 of "k1:²": a non-ASCII digit
+        encode_page_token(10**18),  # past bigint
+        "azE6",  # "k1:" without an id
+        encode_page_token(0),  # no id is 0
+        base64.urlsafe_b64encode(b"k1:01").decode().rstrip("="),  # one spelling per id
+    ],
+)
 def test_lenient_spellings_and_out_of_range_ids_are_invalid(token):
     with pytest.raises(InvalidPageToken):
         decode_page_token(token)

@@ -15,8 +15,15 @@ from knowledge_search.domain.render import render
 
 
 def chunk(chunk_id: int, content: str = "text", document_id: int | None = None) -> Chunk:
-    return Chunk(chunk_id=chunk_id, document_id=document_id or chunk_id * 10, corpus_id=1, filename="f.txt",
-                 section="", page=None, content=content)
+    return Chunk(
+        chunk_id=chunk_id,
+        document_id=document_id or chunk_id * 10,
+        corpus_id=1,
+        filename="f.txt",
+        section="",
+        page=None,
+        content=content,
+    )
 
 
 def hits(*pairs: tuple[int, float]) -> list[ChannelHit]:
@@ -43,9 +50,14 @@ def test_parse_defaults_and_clamps():
 
 @pytest.mark.parametrize(
     "kwargs, field",
-    [({"text": " "}, "query"), ({"text": "q", "top_k": -1}, "top_k"), ({"text": "a\x00b"}, "query"),
-     ({"text": "x" * 100_001}, "query"), ({"text": "q", "weights": Weights(vector=-0.5)}, "weights.vector"),
-     ({"text": "q", "weights": Weights(vector=0.0, lexical=0.0)}, "weights")],
+    [
+        ({"text": " "}, "query"),
+        ({"text": "q", "top_k": -1}, "top_k"),
+        ({"text": "a\x00b"}, "query"),
+        ({"text": "x" * 100_001}, "query"),
+        ({"text": "q", "weights": Weights(vector=-0.5)}, "weights.vector"),
+        ({"text": "q", "weights": Weights(vector=0.0, lexical=0.0)}, "weights"),
+    ],
 )
 def test_parse_refuses_bad_input_naming_the_field(kwargs, field):
     text = kwargs.pop("text")
@@ -108,25 +120,39 @@ def test_coverage_rrf_scales_the_lexical_weight_by_the_channels_confidence():
 #   coverage_rrf: lexical weight 0.2^2, so the vector order stands: 1, 2, 3
 #   minmax 0.5:   3 = 0.5 * 0.02/0.43 + 0.5 * 1 edges out 1 = 0.5 * 1 + 0.5 * 0: 3, 1, 2
 #   zscore 0.5:   1 is the vector channel's lone outlier (z 2.0 against the lexical 3's 1.7): 1, 3, 2
-VECTOR_CASE = [ChannelHit(1, 10, 0.90, 1), ChannelHit(2, 20, 0.50, 2), ChannelHit(3, 30, 0.49, 3),
-               ChannelHit(4, 40, 0.48, 4), ChannelHit(6, 60, 0.47, 5)]
-LEXICAL_CASE = [ChannelHit(3, 30, 10.0, 1, coverage=0.2), ChannelHit(2, 20, 1.0, 2, coverage=0.1),
-                ChannelHit(5, 50, 0.95, 3, coverage=0.1), ChannelHit(1, 10, 0.9, 4, coverage=0.1)]
+VECTOR_CASE = [
+    ChannelHit(1, 10, 0.90, 1),
+    ChannelHit(2, 20, 0.50, 2),
+    ChannelHit(3, 30, 0.49, 3),
+    ChannelHit(4, 40, 0.48, 4),
+    ChannelHit(6, 60, 0.47, 5),
+]
+LEXICAL_CASE = [
+    ChannelHit(3, 30, 10.0, 1, coverage=0.2),
+    ChannelHit(2, 20, 1.0, 2, coverage=0.1),
+    ChannelHit(5, 50, 0.95, 3, coverage=0.1),
+    ChannelHit(1, 10, 0.9, 4, coverage=0.1),
+]
 
 
-@pytest.mark.parametrize("fusion, expected", [
-    (RRF, [3, 2, 1]),
-    (COVERAGE_RRF, [1, 2, 3]),
-    (Fusion(FusionMethod.MINMAX, alpha=0.5), [3, 1, 2]),
-    (Fusion(FusionMethod.ZSCORE, alpha=0.5), [1, 3, 2]),
-])
+@pytest.mark.parametrize(
+    "fusion, expected",
+    [
+        (RRF, [3, 2, 1]),
+        (COVERAGE_RRF, [1, 2, 3]),
+        (Fusion(FusionMethod.MINMAX, alpha=0.5), [3, 1, 2]),
+        (Fusion(FusionMethod.ZSCORE, alpha=0.5), [1, 3, 2]),
+    ],
+)
 def test_each_fusion_method_on_a_case_where_they_differ(fusion, expected):
     assert [h.chunk_id for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 3, fusion)] == expected
 
 
 def test_convex_fusion_normalises_per_query_and_weighs_by_alpha():
-    fused = {h.chunk_id: h for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10,
-                                         Fusion(FusionMethod.MINMAX, alpha=0.5))}
+    fused = {
+        h.chunk_id: h
+        for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10, Fusion(FusionMethod.MINMAX, alpha=0.5))
+    }
     # min-max: vector (s - 0.47) / 0.43, lexical (s - 0.9) / 9.1; a channel's missing hit counts 0.
     assert fused[3].fused_score == pytest.approx(0.5 * (0.02 / 0.43) + 0.5 * 1.0)
     assert fused[1].fused_score == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
@@ -173,10 +199,15 @@ THRESHOLDS = Thresholds(high_top=0.6, high_mean=0.45, moderate_top=0.4, mean_of=
 
 @pytest.mark.parametrize(
     "scores, expected",
-    [([0.7, 0.5, 0.45], Relevance.HIGH), ([0.6, 0.45, 0.3], Relevance.HIGH),
-     ([0.7, 0.3, 0.2], Relevance.MODERATE),  # one lucky hit does not make HIGH
-     ([0.59, 0.58, 0.57], Relevance.MODERATE), ([0.4, 0.1], Relevance.MODERATE),
-     ([0.39, 0.38], Relevance.LOW), ([], Relevance.NONE)],
+    [
+        ([0.7, 0.5, 0.45], Relevance.HIGH),
+        ([0.6, 0.45, 0.3], Relevance.HIGH),
+        ([0.7, 0.3, 0.2], Relevance.MODERATE),  # one lucky hit does not make HIGH
+        ([0.59, 0.58, 0.57], Relevance.MODERATE),
+        ([0.4, 0.1], Relevance.MODERATE),
+        ([0.39, 0.38], Relevance.LOW),
+        ([], Relevance.NONE),
+    ],
 )
 def test_banner_thresholds(scores, expected):
     assert banner([hit(s, vector_rank=i) for i, s in enumerate(scores, start=1)], THRESHOLDS) is expected
@@ -273,8 +304,14 @@ def test_anonymise_and_restore_round_trip():
         "with card 4111 1111 1111 1111? Ask Bob at jane.doe@example.com. Invoice 2024 total 1500."
     )
     result = anonymiser.anonymise(question)
-    for secret in ("jane doe", "jane.doe@example.com", "+44 20 7946 0958", "DE89 3704 0044 0532 0130 00",
-                   "4111 1111 1111 1111", "Bob"):
+    for secret in (
+        "jane doe",
+        "jane.doe@example.com",
+        "+44 20 7946 0958",
+        "DE89 3704 0044 0532 0130 00",
+        "4111 1111 1111 1111",
+        "Bob",
+    ):
         assert secret not in result.text
     assert result.text.count("<EMAIL_1>") == 2  # the same value, the same placeholder
     assert {"<NAME_1>", "<NAME_2>", "<PHONE_1>", "<IBAN_1>", "<CARD_1>"} <= set(result.values)

@@ -28,10 +28,12 @@ def test_a_folder_without_the_layout_is_a_clear_error(tmp_path):
 
 def test_split_and_limit(tmp_path):
     (tmp_path / "qrels").mkdir()
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
-                                                   for d in ("a", "b", "c", "d", "e")))
-    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "?"}) + "\n"
-                                            + json.dumps({"_id": "q2", "text": "!"}) + "\n")
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n" for d in ("a", "b", "c", "d", "e"))
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "?"}) + "\n" + json.dumps({"_id": "q2", "text": "!"}) + "\n"
+    )
     (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tc\t1\nq2\te\t0\n")
     (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq2\ta\t1\n")
     train = Dataset.load(tmp_path, split="train")
@@ -59,11 +61,16 @@ def test_modes_parse():
 def test_mrr_and_percentiles():
     relevant = {"a": 1}
     assert mrr(["x", "a"], relevant) == 0.5 and mrr(["x"] * 10 + ["a"], relevant) == 0.0
-    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0 and percentile([float(i) for i in range(1, 101)], 95) == 95.0
+    assert (
+        percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0 and percentile([float(i) for i in range(1, 101)], 95) == 95.0
+    )
     assert percentile([], 95) == 0.0
     dataset = Dataset(corpus={"a": ("", ""), "b": ("", "")}, queries={"q": "?"}, qrels={"q": {"a": 1}})
     results = score(dataset, {"HYBRID": {"q": ["b", "a"]}}, {"HYBRID": [10.0, 30.0, 20.0]})
-    assert results["HYBRID"]["mrr@10"] == 0.5 and (results["HYBRID"]["p50_ms"], results["HYBRID"]["p95_ms"]) == (20.0, 30.0)
+    assert results["HYBRID"]["mrr@10"] == 0.5 and (results["HYBRID"]["p50_ms"], results["HYBRID"]["p95_ms"]) == (
+        20.0,
+        30.0,
+    )
     assert "20.0" in report(results)[0]
 
 
@@ -87,7 +94,7 @@ def test_report_flags_a_hybrid_more_than_one_point_below_the_better_channel():
 
 
 class Unimplemented(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 - the http.server API
+    def do_POST(self):
         body = json.dumps({"code": 12, "message": "this method is not implemented yet"}).encode()
         self.send_response(501)
         self.send_header("Content-Length", str(len(body)))
@@ -104,8 +111,16 @@ def test_eval_against_a_stack_that_answers_501_says_so(capsys):
     thread.start()
     try:
         with pytest.raises(SystemExit) as exited:
-            main(["eval", str(DATASET), "--base-url", f"http://127.0.0.1:{server.server_address[1]}/api/v1/knowledge",
-                  "--token", "t"])
+            main(
+                [
+                    "eval",
+                    str(DATASET),
+                    "--base-url",
+                    f"http://127.0.0.1:{server.server_address[1]}/api/v1/knowledge",
+                    "--token",
+                    "t",
+                ]
+            )
     finally:
         server.shutdown()
         server.server_close()
@@ -124,17 +139,24 @@ class BulkTexts(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self):  # noqa: N802 - the http.server API
+    def do_POST(self):
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.calls.append(("POST", self.path, request))
         if not self.path.endswith("/texts:batch"):
             self.send_error(404)
             return
-        self._answer({"items": [
-            {"index": i, "error_reason": "INVALID_REQUEST", "error": "no"} if "refuse" in item["text"]
-            else {"index": i, "job": {"job_id": f"job-{item['title']}"}} for i, item in enumerate(request["items"])]})
+        self._answer(
+            {
+                "items": [
+                    {"index": i, "error_reason": "INVALID_REQUEST", "error": "no"}
+                    if "refuse" in item["text"]
+                    else {"index": i, "job": {"job_id": f"job-{item['title']}"}}
+                    for i, item in enumerate(request["items"])
+                ]
+            }
+        )
 
-    def do_GET(self):  # noqa: N802 - the http.server API
+    def do_GET(self):
         self.server.calls.append(("GET", self.path, None))
         job = self.path.rsplit("/", 1)[-1]
         self._answer({"job_id": job, "state": "DOCUMENT_STATE_SEARCHABLE", "result": {"document_id": f"row-{job}"}})
@@ -163,5 +185,7 @@ def test_eval_ingests_every_document_through_one_bulk_texts_call():
         server.server_close()
     assert by_document == {"row-job-a.md": "a", "row-job-b.md": "b"}
     assert [(method, path) for method, path, _ in posts] == [("POST", "/api/v1/knowledge/texts:batch")]
-    assert posts[0][2]["items"] == [{"corpus_id": "7", "text": "# Title A\n\nBody a.", "title": "a.md"},
-                                    {"corpus_id": "7", "text": "Body b.", "title": "b.md"}]
+    assert posts[0][2]["items"] == [
+        {"corpus_id": "7", "text": "# Title A\n\nBody a.", "title": "a.md"},
+        {"corpus_id": "7", "text": "Body b.", "title": "b.md"},
+    ]

@@ -8,10 +8,18 @@ from knowledge_runtime.settings import Env, SettingsError
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Synthesis
-from knowledge_search.domain.model import (
-    ChannelHit, Chunk, Cost, CostItem, EmbeddedQuery, Relevance, SearchMode, SearchRequest, Weights,
-)
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
+from knowledge_search.domain.model import (
+    ChannelHit,
+    Chunk,
+    Cost,
+    CostItem,
+    EmbeddedQuery,
+    Relevance,
+    SearchMode,
+    SearchRequest,
+    Weights,
+)
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
@@ -22,8 +30,11 @@ def chunk(chunk_id: int, content: str) -> Chunk:
     return Chunk(chunk_id, chunk_id * 10, 1, "f.txt", "", None, content)
 
 
-CONTENT = {1: "Refunds take thirty days. Write to help@shop.example for help.", 2: "Shipping is free.",
-           3: "Refund form R-7."}
+CONTENT = {
+    1: "Refunds take thirty days. Write to help@shop.example for help.",
+    2: "Shipping is free.",
+    3: "Refund form R-7.",
+}
 
 
 class FakeIndex:
@@ -61,8 +72,9 @@ class FakeEmbedder:
 
     async def embed_query(self, tenant, text):
         self.texts.append(text)
-        return EmbeddedQuery(vector=[1.0, 0.0], warnings=("query truncated",),
-                             cost=Cost(items=(CostItem("m", "embed", 1, 5),)))
+        return EmbeddedQuery(
+            vector=[1.0, 0.0], warnings=("query truncated",), cost=Cost(items=(CostItem("m", "embed", 1, 5),))
+        )
 
 
 class RecordingSynthesiser:
@@ -85,8 +97,10 @@ class Ledger:
         self.items.append((tenant, item))
 
 
-@pytest.mark.parametrize("mode, channels", [(SearchMode.HYBRID, {"vector", "lexical"}),
-                                            (SearchMode.VECTOR, {"vector"}), (SearchMode.LEXICAL, {"lexical"})])
+@pytest.mark.parametrize(
+    "mode, channels",
+    [(SearchMode.HYBRID, {"vector", "lexical"}), (SearchMode.VECTOR, {"vector"}), (SearchMode.LEXICAL, {"lexical"})],
+)
 async def test_each_mode_runs_its_channels_for_the_scope_tenant(mode, channels):
     index, embedder = FakeIndex(), FakeEmbedder()
     outcome = await SearchUseCases(index, embedder).search(SCOPE, SearchRequest.parse("refund", mode=mode))
@@ -115,7 +129,8 @@ async def test_a_chunk_deleted_between_ranking_and_reading_drops_out():
             return [ChannelHit(404, 4040, 0.9, 1), ChannelHit(2, 20, 0.5, 2)]
 
     outcome = await SearchUseCases(Deleting(), FakeEmbedder()).search(
-        SCOPE, SearchRequest.parse("refund", mode=SearchMode.VECTOR))
+        SCOPE, SearchRequest.parse("refund", mode=SearchMode.VECTOR)
+    )
     assert [h.chunk.chunk_id for h in outcome.hits] == [2]
 
 
@@ -132,7 +147,9 @@ async def test_query_anonymises_for_the_model_and_restores_the_answer():
     ledger = Ledger()
     answers = AnswerUseCases(
         SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.8, high_mean=0.5, moderate_top=0.4)),
-        synthesiser, Anonymiser(["Jane"]), ledger,
+        synthesiser,
+        Anonymiser(["Jane"]),
+        ledger,
     )
     answer = await answers.query(SCOPE, SearchRequest.parse("Jane asks: refund to help@shop.example?"))
     question, sources = synthesiser.seen[0]
@@ -148,8 +165,9 @@ async def test_query_anonymises_for_the_model_and_restores_the_answer():
 
 async def test_query_without_relevant_content_does_not_call_the_model():
     synthesiser = RecordingSynthesiser("anything [1]")
-    searches = SearchUseCases(FakeIndex(coverage=0.3), FakeEmbedder(),
-                              Thresholds(high_top=0.95, high_mean=0.9, moderate_top=0.9))
+    searches = SearchUseCases(
+        FakeIndex(coverage=0.3), FakeEmbedder(), Thresholds(high_top=0.95, high_mean=0.9, moderate_top=0.9)
+    )
     answer = await AnswerUseCases(searches, synthesiser).query(SCOPE, SearchRequest.parse("refund"))
     assert (answer.text, answer.citations, answer.relevance, synthesiser.seen) == ("", (), Relevance.LOW, [])
 
@@ -158,17 +176,37 @@ def test_settings_defaults_and_validation():
     settings = SearchSettings.from_env(Env({}))
     assert settings.bm25.tiers == (0.05, 0.1, 0.2, 1.0) and (settings.bm25.k1, settings.bm25.b) == (1.2, 0.75)
     assert settings.channel_depth == 300 and settings.fusion == DEFAULT_FUSION and settings.llm is None
-    chosen = SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_FUSION": "ZScore", "KNOWLEDGE_SEARCH_FUSION_ALPHA": "0.3",
-                                          "KNOWLEDGE_SEARCH_RRF_K": "20"}))
+    chosen = SearchSettings.from_env(
+        Env(
+            {
+                "KNOWLEDGE_SEARCH_FUSION": "ZScore",
+                "KNOWLEDGE_SEARCH_FUSION_ALPHA": "0.3",
+                "KNOWLEDGE_SEARCH_RRF_K": "20",
+            }
+        )
+    )
     assert chosen.fusion == Fusion(FusionMethod.ZSCORE, k=20, alpha=0.3)
-    custom = SearchSettings.from_env(Env({"KNOWLEDGE_LLM_URL": "http://127.0.0.1:9/v1", "KNOWLEDGE_LLM_MODEL": "m",
-                                          "KNOWLEDGE_SEARCH_ANONYMISE_NAMES": "Ann, Bo"}))
+    custom = SearchSettings.from_env(
+        Env(
+            {
+                "KNOWLEDGE_LLM_URL": "http://127.0.0.1:9/v1",
+                "KNOWLEDGE_LLM_MODEL": "m",
+                "KNOWLEDGE_SEARCH_ANONYMISE_NAMES": "Ann, Bo",
+            }
+        )
+    )
     assert custom.llm.model == "m" and custom.anonymise_names == ("Ann", "Bo")
-    for bad in ({"KNOWLEDGE_SEARCH_BM25_B": "1.5"}, {"KNOWLEDGE_SEARCH_BM25_WEIGHTS": "1,2,3"},
-                {"KNOWLEDGE_LLM_URL": "http://x"}, {"KNOWLEDGE_SEARCH_RELEVANCE_MODERATE": "0.9"},
-                {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"}, {"KNOWLEDGE_SEARCH_FUSION": "borda"},
-                {"KNOWLEDGE_SEARCH_FUSION_ALPHA": "1.5"}, {"KNOWLEDGE_SEARCH_LEXICAL_CONFIDENCE": "false"}, {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0",
-                                                                  "KNOWLEDGE_SEARCH_LEXICAL_WEIGHT": "0"}):
+    for bad in (
+        {"KNOWLEDGE_SEARCH_BM25_B": "1.5"},
+        {"KNOWLEDGE_SEARCH_BM25_WEIGHTS": "1,2,3"},
+        {"KNOWLEDGE_LLM_URL": "http://x"},
+        {"KNOWLEDGE_SEARCH_RELEVANCE_MODERATE": "0.9"},
+        {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"},
+        {"KNOWLEDGE_SEARCH_FUSION": "borda"},
+        {"KNOWLEDGE_SEARCH_FUSION_ALPHA": "1.5"},
+        {"KNOWLEDGE_SEARCH_LEXICAL_CONFIDENCE": "false"},
+        {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0", "KNOWLEDGE_SEARCH_LEXICAL_WEIGHT": "0"},
+    ):
         with pytest.raises(SettingsError) as caught:
             SearchSettings.from_env(Env(bad))
         assert "KNOWLEDGE_" in str(caught.value)
@@ -183,8 +221,11 @@ def test_the_search_service_never_imports_a_model_library():
     root = Path(knowledge_search.__file__).parent
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             assert not any(n.split(".")[0] in {"torch", "sentence_transformers", "transformers"} for n in names), path
 
 
@@ -201,8 +242,10 @@ class FakeReranker:
         self.calls.append((query, list(passages)))
         if self._error is not None:
             raise self._error
-        return Reranking(scores=tuple(float(p.lower().count("refund")) for p in passages),
-                         cost=Cost(items=(CostItem("ce", "rerank", len(passages), 40),)))
+        return Reranking(
+            scores=tuple(float(p.lower().count("refund")) for p in passages),
+            cost=Cost(items=(CostItem("ce", "rerank", len(passages), 40),)),
+        )
 
 
 async def test_rerank_reorders_the_window_and_reads_content_for_it_only():

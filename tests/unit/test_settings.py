@@ -46,9 +46,15 @@ def test_service_address_follows_the_port_or_an_explicit_address():
 
 
 def test_what_every_service_has_is_in_the_common_settings(keys_dir):
-    settings = CommonSettings.from_env("search", env(
-        MAX_UPLOAD_BYTES="1000", METRICS_PORT="9464", SERVICE_KEY_PATH=str(keys_dir / PRIVATE_KEY_FILE),
-        SERVICE_KEY_ID="kid-1"))
+    settings = CommonSettings.from_env(
+        "search",
+        env(
+            MAX_UPLOAD_BYTES="1000",
+            METRICS_PORT="9464",
+            SERVICE_KEY_PATH=str(keys_dir / PRIVATE_KEY_FILE),
+            SERVICE_KEY_ID="kid-1",
+        ),
+    )
     assert (settings.max_upload_bytes, settings.metrics_port) == (1000, 9464)
     assert settings.service_key is not None and settings.service_key.key_id == "kid-1"
     assert settings.service_key.private_pem == (keys_dir / PRIVATE_KEY_FILE).read_bytes()
@@ -58,11 +64,14 @@ def test_what_every_service_has_is_in_the_common_settings(keys_dir):
     assert (defaults.jwt_issuer, defaults.jwt_audience) == ("knowledge-dev", "knowledge")
 
 
-@pytest.mark.parametrize(("values", "variable"), [
-    ({"MAX_UPLOAD_BYTES": "0"}, "KNOWLEDGE_MAX_UPLOAD_BYTES"),
-    ({"METRICS_PORT": "-1"}, "KNOWLEDGE_METRICS_PORT"),
-    ({"SERVICE_KEY_PATH": "/nonexistent/key.pem"}, "KNOWLEDGE_SERVICE_KEY_PATH"),
-])
+@pytest.mark.parametrize(
+    ("values", "variable"),
+    [
+        ({"MAX_UPLOAD_BYTES": "0"}, "KNOWLEDGE_MAX_UPLOAD_BYTES"),
+        ({"METRICS_PORT": "-1"}, "KNOWLEDGE_METRICS_PORT"),
+        ({"SERVICE_KEY_PATH": "/nonexistent/key.pem"}, "KNOWLEDGE_SERVICE_KEY_PATH"),
+    ],
+)
 def test_a_bad_common_value_names_its_variable(values, variable):
     with pytest.raises(SettingsError, match=variable):
         CommonSettings.from_env("content-index", env(**values))

@@ -17,8 +17,17 @@ SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 def settings(data_dir: Path, policy: RestartPolicy) -> StackSettings:
     return StackSettings(
-        data_dir=data_dir, host="127.0.0.1", http_port=1, admin_port=0, ports={}, database_url="unused",
-        embedding_model="unused", embedding_model_id="", issuer="i", audience="a", max_upload_bytes=1,
+        data_dir=data_dir,
+        host="127.0.0.1",
+        http_port=1,
+        admin_port=0,
+        ports={},
+        database_url="unused",
+        embedding_model="unused",
+        embedding_model_id="",
+        issuer="i",
+        audience="a",
+        max_upload_bytes=1,
         restart_policy=policy,
     )
 
@@ -60,11 +69,17 @@ async def test_a_killed_child_is_restarted_and_reported(tmp_path, capsys):
         assert child.process.pid != first and child.process.poll() is None
         assert other.restarts == 0 and other.process.poll() is None
         lines = capsys.readouterr().err.splitlines()
-        assert lines == [f"knowledge: search exited with status {-signal.SIGKILL}; restarting it in 0.1s",
-                         f"knowledge: search restarted (pid {child.process.pid})"]
+        assert lines == [
+            f"knowledge: search exited with status {-signal.SIGKILL}; restarting it in 0.1s",
+            f"knowledge: search restarted (pid {child.process.pid})",
+        ]
         status = json.loads((tmp_path / "run" / "status.json").read_text())["children"]
-        assert status["search"] == {"state": "running", "pid": child.process.pid, "restarts": 1,
-                                    "last_exit_status": -signal.SIGKILL}
+        assert status["search"] == {
+            "state": "running",
+            "pid": child.process.pid,
+            "restarts": 1,
+            "last_exit_status": -signal.SIGKILL,
+        }
         assert status["ingest"]["restarts"] == 0
     finally:
         stack.stop()

@@ -39,8 +39,7 @@ EXIT_CODES = {
     UNREACHABLE: "the gateway cannot be reached",
     INTERRUPTED: "interrupted (Ctrl-C)",
 }
-_BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE,
-              429: RATE_LIMITED}
+_BY_STATUS = {400: USAGE, 401: AUTH, 403: AUTH, 404: NOT_FOUND, 409: CONFLICT, 413: TOO_LARGE, 429: RATE_LIMITED}
 _MAX_RATE_LIMIT_RETRIES = 3
 _CHUNK = 1024 * 1024
 BATCH_TEXTS = 1000  # items per POST /texts:batch (the server's limit)
@@ -73,11 +72,17 @@ def error_from_response(response: httpx.Response) -> ApiError:
 
 
 class Client:
-    def __init__(self, base_url: str, token: str, *, timeout_s: float = 60.0,
-                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._base = base_url.rstrip("/")
-        self._http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s,
-                                  transport=transport)
+        self._http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s, transport=transport)
         self._sleep = sleep
 
     def close(self) -> None:
@@ -134,9 +139,13 @@ class Client:
                         on_bytes(len(chunk))
                     yield chunk
 
-        return self._call("POST", "/upload", params={"corpus_id": corpus_id, "filename": path.name},
-                          content=chunks(),
-                          headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"})
+        return self._call(
+            "POST",
+            "/upload",
+            params={"corpus_id": corpus_id, "filename": path.name},
+            content=chunks(),
+            headers={"Content-Length": str(size), "Content-Type": "application/octet-stream"},
+        )
 
     def ingest_texts(self, items: Sequence[Mapping[str, str]]) -> Iterator[dict]:
         """Texts the caller has (``corpus_id``, ``text``, optional ``title``, ``source_url``,
@@ -144,7 +153,9 @@ class Client:
         one answer per item in order, ``{"index", "job": {...}}`` or ``{"index", "error_reason",
         "error", "error_code"}``, ``index`` counting over every item given."""
         for start in range(0, len(items), BATCH_TEXTS):
-            reply = self._call("POST", "/texts:batch", json={"items": [dict(i) for i in items[start:start + BATCH_TEXTS]]})
+            reply = self._call(
+                "POST", "/texts:batch", json={"items": [dict(i) for i in items[start : start + BATCH_TEXTS]]}
+            )
             for answer in reply.get("items", []):
                 yield {**answer, "index": start + int(answer.get("index", 0))}
 
@@ -166,16 +177,18 @@ class Client:
         return self._call("DELETE", f"/documents/{quote(document_id, safe='')}")
 
     # -- retrieval ---------------------------------------------------------------------------
-    def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0,
-               mode: str = "") -> dict:
+    def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0, mode: str = "") -> dict:
         body: dict = {"query": query, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k}
         if mode:
             body["mode"] = f"SEARCH_MODE_{mode.upper()}"
         return self._call("POST", "/search", json=body)
 
     def query(self, question: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0) -> dict:
-        return self._call("POST", "/query", json={"query": question, "corpus_id": corpus_id,
-                                                  "document_id": document_id, "top_k": top_k})
+        return self._call(
+            "POST",
+            "/query",
+            json={"query": question, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k},
+        )
 
 
 def _retry_after(response: httpx.Response) -> float:

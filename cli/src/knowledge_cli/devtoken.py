@@ -9,8 +9,9 @@ from knowledge_runtime.devkeys import mint_dev_token
 from knowledge_runtime.settings import Env, default_data_dir, jwt_audience, jwt_issuer
 
 
-def mint_local_token(tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600,
-                     service: str | None = None) -> str:
+def mint_local_token(
+    tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600, service: str | None = None
+) -> str:
     """A token the local stack accepts: a user's, with the public capabilities when none are
     named; with ``service``, a service token that may carry the internal ones (all when none are named).
 

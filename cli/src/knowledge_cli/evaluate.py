@@ -67,7 +67,9 @@ class Dataset:
             others = [doc for doc in corpus if doc not in judged][:limit]
             keep = judged | set(others)
             corpus = {doc: value for doc, value in corpus.items() if doc in keep}
-        qrels = {q: {doc: rel for doc, rel in judged.items() if doc in corpus} for q, judged in qrels.items() if q in queries}
+        qrels = {
+            q: {doc: rel for doc, rel in judged.items() if doc in corpus} for q, judged in qrels.items() if q in queries
+        }
         queries = {q: text for q, text in queries.items() if qrels.get(q)}
         if not corpus or not queries:
             raise EvalError(f"{directory}: no documents or no judged queries")
@@ -151,8 +153,10 @@ def report(results: Mapping[str, Mapping[str, float]]) -> tuple[str, bool]:
             row = results[mode]
             p50 = f"{row['p50_ms']:>8.1f}" if "p50_ms" in row else f"{'-':>8}"
             p95 = f"{row['p95_ms']:>8.1f}" if "p95_ms" in row else f"{'-':>8}"
-            lines.append(f"{mode:<14} {row['ndcg@10']:>8.4f} {row['recall@100']:>11.4f} {row.get('mrr@10', 0.0):>8.4f} "
-                         f"{p50} {p95}")
+            lines.append(
+                f"{mode:<14} {row['ndcg@10']:>8.4f} {row['recall@100']:>11.4f} {row.get('mrr@10', 0.0):>8.4f} "
+                f"{p50} {p95}"
+            )
     ok = True
     if all(m in results for m in MODES):
         best = max(results["VECTOR"]["ndcg@10"], results["LEXICAL"]["ndcg@10"])
@@ -168,8 +172,15 @@ class Progress:
     def __init__(self, total: int, what: str, unit: str, *, enabled: bool | None = None) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, desc=what, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                         disable=None if enabled is None else not enabled, mininterval=0.5)
+        self._bar = tqdm(
+            total=total,
+            desc=what,
+            unit=unit,
+            file=sys.stderr,
+            dynamic_ncols=True,
+            disable=None if enabled is None else not enabled,
+            mininterval=0.5,
+        )
 
     def update(self, n: int = 1) -> None:
         self._bar.update(n)
@@ -192,8 +203,9 @@ class RestStack:
 
         from knowledge_cli.client import Client
 
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s,
-                                  headers={"Authorization": f"Bearer {token}"})
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=timeout_s, headers={"Authorization": f"Bearer {token}"}
+        )
         self._client = Client(base_url, token, timeout_s=timeout_s)
 
     def _call(self, method: str, path: str, what: str, **kwargs) -> dict:
@@ -222,12 +234,16 @@ class RestStack:
         try:
             for answer in self._client.ingest_texts(items):
                 if "job" not in answer:
-                    raise EvalError(f"document {items[answer['index']].get('title', '')!r} was refused: "
-                                    f"{answer.get('error', '')} ({answer.get('error_reason', '')})")
+                    raise EvalError(
+                        f"document {items[answer['index']].get('title', '')!r} was refused: "
+                        f"{answer.get('error', '')} ({answer.get('error_reason', '')})"
+                    )
                 yield str(answer["job"]["job_id"])
         except ApiError as error:
             if error.status == 501:
-                raise EvalError("the stack does not implement uploading texts yet (HTTP 501 on POST /texts:batch)") from None
+                raise EvalError(
+                    "the stack does not implement uploading texts yet (HTTP 501 on POST /texts:batch)"
+                ) from None
             raise EvalError(f"uploading documents failed: {error}") from None
 
     def job_state(self, job_id: str) -> tuple[str, str]:
@@ -245,15 +261,24 @@ class RestStack:
         return [r["document_id"] for r in self._call("POST", "/search", "search", json=body).get("results", [])]
 
 
-def ingest(dataset: Dataset, stack: RestStack, corpus_id: str, *, progress: bool | None = None,
-           poll_s: float = 0.2, timeout_s: float = 3600.0) -> dict[str, str]:
+def ingest(
+    dataset: Dataset,
+    stack: RestStack,
+    corpus_id: str,
+    *,
+    progress: bool | None = None,
+    poll_s: float = 0.2,
+    timeout_s: float = 3600.0,
+) -> dict[str, str]:
     """Every dataset document into the corpus through the public API; {document id: corpus id}.
 
     The documents go as texts through the bulk endpoint, up to 1,000 per call.
     """
     ids = list(dataset.corpus)
-    items = [{"corpus_id": corpus_id, "text": document_text(*dataset.corpus[doc_id]), "title": f"{doc_id}.md"}
-             for doc_id in ids]
+    items = [
+        {"corpus_id": corpus_id, "text": document_text(*dataset.corpus[doc_id]), "title": f"{doc_id}.md"}
+        for doc_id in ids
+    ]
     jobs: dict[str, str] = {}
     with Progress(len(items), "uploading", "doc", enabled=progress) as bar:
         for doc_id, job_id in zip(ids, stack.ingest_texts(items)):
@@ -308,15 +333,30 @@ def main(options: argparse.Namespace) -> int:
     modes = _modes(options.modes)
     dataset = Dataset.load(Path(options.directory), split=options.split, limit=options.limit)
     token = options.token or _dev_token(options.tenant or f"eval-{uuid.uuid4().hex[:8]}")
-    print(f"knowledge eval: {len(dataset.corpus)} documents, {len(dataset.queries)} judged queries "
-          f"(qrels/{options.split}.tsv)", file=sys.stderr)
-    results = run_rest(dataset, RestStack(options.base_url, token), lambda m: print(m, file=sys.stderr),
-                       modes=modes, rerank=options.rerank, progress=True if options.progress else None)
+    print(
+        f"knowledge eval: {len(dataset.corpus)} documents, {len(dataset.queries)} judged queries "
+        f"(qrels/{options.split}.tsv)",
+        file=sys.stderr,
+    )
+    results = run_rest(
+        dataset,
+        RestStack(options.base_url, token),
+        lambda m: print(m, file=sys.stderr),
+        modes=modes,
+        rerank=options.rerank,
+        progress=True if options.progress else None,
+    )
     table, ok = report(results)
     print(table)
     if options.json:
-        payload = {"dataset": str(options.directory), "split": options.split, "documents": len(dataset.corpus),
-                   "queries": len(dataset.queries), "modes": results, "hybrid_ok": ok}
+        payload = {
+            "dataset": str(options.directory),
+            "split": options.split,
+            "documents": len(dataset.corpus),
+            "queries": len(dataset.queries),
+            "modes": results,
+            "hybrid_ok": ok,
+        }
         try:
             Path(options.json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         except OSError as error:
@@ -343,7 +383,8 @@ def _dev_token(tenant: str) -> str:
 
 def add_parser(commands) -> None:
     parser = commands.add_parser(
-        "eval", help="nDCG@10, Recall@100, MRR@10 and latency per search mode on a BEIR-layout dataset")
+        "eval", help="nDCG@10, Recall@100, MRR@10 and latency per search mode on a BEIR-layout dataset"
+    )
     parser.add_argument("directory", help="folder with corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv")
     parser.add_argument("--split", default="test", help="the judgements to use: qrels/SPLIT.tsv (default test)")
     parser.add_argument("--limit", type=int, help="ingest only the judged documents plus this many others")

@@ -58,12 +58,15 @@ def _dev_token(options: argparse.Namespace) -> int:
         unknown = sorted(set(capabilities) - set(known))
         if unknown:
             hint = " (internal ones need --internal)" if set(unknown) & set(INTERNAL_CAPABILITIES) else ""
-            print(f"knowledge: unknown capabilities: {', '.join(unknown)}{hint} "
-                  f"(known: {', '.join(known)})", file=sys.stderr)
+            print(
+                f"knowledge: unknown capabilities: {', '.join(unknown)}{hint} (known: {', '.join(known)})",
+                file=sys.stderr,
+            )
             return 2
     try:
-        token = mint_local_token(options.tenant, capabilities=capabilities, ttl_s=options.ttl,
-                                 service="dev" if options.internal else None)
+        token = mint_local_token(
+            options.tenant, capabilities=capabilities, ttl_s=options.ttl, service="dev" if options.internal else None
+        )
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 1
@@ -81,10 +84,13 @@ def parser() -> argparse.ArgumentParser:
     token = commands.add_parser("dev-token", help="print a JWT signed with the local development key")
     token.add_argument("--tenant", required=True, help="the tenant claim")
     token.add_argument("--capabilities", help="comma-separated; the public capabilities when omitted")
-    token.add_argument("--internal", action="store_true",
-                       help="a service token (subject service:dev) that may carry the internal capabilities "
-                            "(blob.*, embed), all of them when --capabilities is omitted; for calling "
-                            "content-index or the embedder directly")
+    token.add_argument(
+        "--internal",
+        action="store_true",
+        help="a service token (subject service:dev) that may carry the internal capabilities "
+        "(blob.*, embed), all of them when --capabilities is omitted; for calling "
+        "content-index or the embedder directly",
+    )
     token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
     token.set_defaults(run=_dev_token)
     from knowledge_cli.evaluate import add_parser as add_eval

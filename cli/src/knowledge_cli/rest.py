@@ -64,14 +64,22 @@ def add_parsers(commands) -> None:
     _common(listing)
     listing.set_defaults(run=_run(_corpora_list))
 
-    upload = commands.add_parser("upload", help="upload files (or fetch web pages by URL) and follow their ingestion",
-                                 epilog=epilog)
-    upload.add_argument("files", nargs="+", metavar="FILE|URL",
-                        help="a file to upload, or an http(s) URL for the service to fetch (POST /urls)")
+    upload = commands.add_parser(
+        "upload", help="upload files (or fetch web pages by URL) and follow their ingestion", epilog=epilog
+    )
+    upload.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE|URL",
+        help="a file to upload, or an http(s) URL for the service to fetch (POST /urls)",
+    )
     upload.add_argument("--corpus", required=True, help="target corpus id")
     upload.add_argument("--no-wait", action="store_true", help="print the job ids and return at once")
-    upload.add_argument("--cancel-on-interrupt", action="store_true",
-                        help="on Ctrl-C cancel the jobs still running (default: they go on in the background)")
+    upload.add_argument(
+        "--cancel-on-interrupt",
+        action="store_true",
+        help="on Ctrl-C cancel the jobs still running (default: they go on in the background)",
+    )
     _common(upload)
     upload.set_defaults(run=_run(_upload))
 
@@ -159,8 +167,7 @@ def _corpora_list(client: Client, options, out: TextIO) -> int:
         _print_json(out, corpora)
         return OK
     out.write("corpus_id\tdocuments\tchunks\tname\n")
-    for corpus in corpora:
-        out.write(f"{corpus['corpus_id']}\t{corpus['document_count']}\t{corpus['chunk_count']}\t{corpus['name']}\n")
+    out.writelines(f"{corpus['corpus_id']}\t{corpus['document_count']}\t{corpus['chunk_count']}\t{corpus['name']}\n" for corpus in corpora)
     return OK
 
 
@@ -181,14 +188,15 @@ def _upload(client: Client, options, out: TextIO) -> int:
             jobs.append((Path(argument).name, client.upload(Path(argument), options.corpus)))
         if options.no_wait or options.json:
             continue
-        print(f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
-              file=sys.stderr)
+        print(
+            f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
+            file=sys.stderr,
+        )
     if options.no_wait:
         if options.json:
             _print_json(out, [handle for _, handle in jobs])
         else:
-            for name, handle in jobs:
-                out.write(f"{handle['job_id']}\t{name}\n")
+            out.writelines(f"{handle['job_id']}\t{name}\n" for name, handle in jobs)
         return OK
     try:
         finals = follow(client, [handle["job_id"] for _, handle in jobs], [name for name, _ in jobs], sys.stderr)
@@ -211,8 +219,10 @@ def _upload(client: Client, options, out: TextIO) -> int:
         result = job.get("result") or {}
         if job["state"] == "DOCUMENT_STATE_SEARCHABLE":
             if not options.json:
-                out.write(f"{result.get('document_id', '')}\t{result.get('chunk_count', 0)}\t{name}\t"
-                          f"{result.get('message', '')}\n")
+                out.write(
+                    f"{result.get('document_id', '')}\t{result.get('chunk_count', 0)}\t{name}\t"
+                    f"{result.get('message', '')}\n"
+                )
                 for warning in result.get("warnings", []):  # what extraction could not read
                     print(f"knowledge: {name}: warning: {warning}", file=sys.stderr)
         else:
@@ -222,8 +232,15 @@ def _upload(client: Client, options, out: TextIO) -> int:
     return FAILED if failed else OK
 
 
-def follow(client: Client, job_ids: list[str], names: list[str], stream: TextIO,
-           *, interval_s: float = POLL_INTERVAL_S, sleep: Callable[[float], None] = time.sleep) -> list[dict]:
+def follow(
+    client: Client,
+    job_ids: list[str],
+    names: list[str],
+    stream: TextIO,
+    *,
+    interval_s: float = POLL_INTERVAL_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict]:
     """Polls every job until it is terminal, drawing one progress line per job; the last states.
 
     The first poll after completion carries the job's result (delivered once), so it is kept.
@@ -268,8 +285,9 @@ def progress_line(name: str, job: dict) -> str:
 
 # -- retrieval -----------------------------------------------------------------------------------
 def _search(client: Client, options, out: TextIO) -> int:
-    answer = client.search(options.query, corpus_id=options.corpus, document_id=options.document,
-                           top_k=options.top_k, mode=options.mode)
+    answer = client.search(
+        options.query, corpus_id=options.corpus, document_id=options.document, top_k=options.top_k, mode=options.mode
+    )
     if options.json:
         _print_json(out, answer)
         return OK
@@ -284,8 +302,7 @@ def _search(client: Client, options, out: TextIO) -> int:
 
 
 def _query(client: Client, options, out: TextIO) -> int:
-    answer = client.query(options.question, corpus_id=options.corpus, document_id=options.document,
-                          top_k=options.top_k)
+    answer = client.query(options.question, corpus_id=options.corpus, document_id=options.document, top_k=options.top_k)
     if options.json:
         _print_json(out, answer)
         return OK

@@ -240,7 +240,11 @@ class Stack:
     def _popen(argv: list[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
         with open(log_path, "ab") as log_file:
             return subprocess.Popen(
-                argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                argv,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # signals reach children only through us, in order
                 preexec_fn=_die_with_parent,
             )
@@ -256,10 +260,14 @@ class Stack:
         if running is not None:
             holders = other_holders(pgdata)
             if holders:
-                raise StartupFailed(f"the PostgreSQL in {pgdata} (pid {running}) is in use by process "
-                                    f"{', '.join(map(str, holders))}; stop that first")
-            say(f"adopting the PostgreSQL already running in {pgdata} (pid {running}), which this stack did not "
-                "start; it stops with the stack")
+                raise StartupFailed(
+                    f"the PostgreSQL in {pgdata} (pid {running}) is in use by process "
+                    f"{', '.join(map(str, holders))}; stop that first"
+                )
+            say(
+                f"adopting the PostgreSQL already running in {pgdata} (pid {running}), which this stack did not "
+                "start; it stops with the stack"
+            )
         embedded = start_embedded(self.settings.data_dir)
         self.embedded = embedded
         self.database.pid = embedded.running_pid()
@@ -316,9 +324,21 @@ class Stack:
         # --base-id keeps side-by-side stacks from sharing Envoy's shared-memory region.
         self._spawn(
             "gateway",
-            [envoy, "-c", str(path), "--log-level", "warn", "--base-id", str(self.settings.http_port),
-             "--drain-time-s", "1", "--parent-shutdown-time-s", "2",
-             "--admin-address-path", str(self.admin_address_path)],
+            [
+                envoy,
+                "-c",
+                str(path),
+                "--log-level",
+                "warn",
+                "--base-id",
+                str(self.settings.http_port),
+                "--drain-time-s",
+                "1",
+                "--parent-shutdown-time-s",
+                "2",
+                "--admin-address-path",
+                str(self.admin_address_path),
+            ],
             os.environ,
         )
 
@@ -367,8 +387,10 @@ class Stack:
                 child.last_status = status
                 delay = policy.delay(child.deaths, now)
                 if delay is None:
-                    return (f"{child.name} exited with status {status}, {policy.max_restarts + 1} times within "
-                            f"{policy.window_s:g}s (see {child.log_path})")
+                    return (
+                        f"{child.name} exited with status {status}, {policy.max_restarts + 1} times within "
+                        f"{policy.window_s:g}s (see {child.log_path})"
+                    )
                 child.restart_at = now + delay
                 say(f"{child.name} exited with status {status}; restarting it in {delay:.1f}s")
                 changed = True
@@ -426,14 +448,21 @@ class Stack:
     def write_status(self) -> None:
         """``run/status.json``: each child's state (running, restarting), pid, restarts, last exit status."""
         children = {
-            child.name: {"state": "restarting" if child.restart_at is not None else "running",
-                         "pid": child.process.pid, "restarts": child.restarts, "last_exit_status": child.last_status}
+            child.name: {
+                "state": "restarting" if child.restart_at is not None else "running",
+                "pid": child.process.pid,
+                "restarts": child.restarts,
+                "last_exit_status": child.last_status,
+            }
             for child in self.children
         }
         if self.embedded is not None:
-            children[DATABASE] = {"state": "restarting" if self.database.pid is None else "running",
-                                  "pid": self.database.pid, "restarts": self.database.restarts,
-                                  "last_exit_status": None}
+            children[DATABASE] = {
+                "state": "restarting" if self.database.pid is None else "running",
+                "pid": self.database.pid,
+                "restarts": self.database.restarts,
+                "last_exit_status": None,
+            }
         document = {"updated": time.time(), "children": children}
         self.run_dir.mkdir(parents=True, exist_ok=True)
         partial = self.status_path.with_suffix(".tmp")
@@ -525,4 +554,3 @@ async def run_up(settings: StackSettings) -> int:
         return 1
     finally:
         stack.stop()
-

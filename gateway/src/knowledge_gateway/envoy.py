@@ -60,8 +60,10 @@ MAX_DYNAMIC_DESCRIPTORS = 10_000  # tenants with a live bucket; the least recent
 MAX_REQUEST_HEADERS_KB = 8
 MAX_REQUEST_HEADERS = 100  # headers per request
 RATE_LIMITED_MESSAGE = "the tenant's request rate is over its limit; retry after 1 second"
-HEADERS_TOO_LARGE_MESSAGE = (f"request headers too large: the URL, the bearer token and the other headers "
-                             f"must fit in {MAX_REQUEST_HEADERS_KB} KiB together")
+HEADERS_TOO_LARGE_MESSAGE = (
+    f"request headers too large: the URL, the bearer token and the other headers "
+    f"must fit in {MAX_REQUEST_HEADERS_KB} KiB together"
+)
 # Headers the transcoder sets for the services and the access log: a client-sent copy is removed.
 ORIGINAL_HEADERS = ("x-envoy-original-path", "x-envoy-original-method")
 LOG_NAMESPACE = "knowledge.log"  # dynamic metadata the Lua filter writes for the access log
@@ -145,14 +147,16 @@ def _cluster(service: str, address: str) -> dict:
         "connect_timeout": "2s",
         # The named health service is the upstream's readiness (see knowledge_runtime.health);
         # checked at the same pace with or without traffic, so /healthz is never stale.
-        "health_checks": [{
-            "timeout": "1s",
-            "interval": f"{HEALTH_CHECK_INTERVAL_S}s",
-            "no_traffic_interval": f"{HEALTH_CHECK_INTERVAL_S}s",
-            "unhealthy_threshold": 1,
-            "healthy_threshold": 1,
-            "grpc_health_check": {"service_name": service},
-        }],
+        "health_checks": [
+            {
+                "timeout": "1s",
+                "interval": f"{HEALTH_CHECK_INTERVAL_S}s",
+                "no_traffic_interval": f"{HEALTH_CHECK_INTERVAL_S}s",
+                "unhealthy_threshold": 1,
+                "healthy_threshold": 1,
+                "grpc_health_check": {"service_name": service},
+            }
+        ],
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
                 "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
@@ -162,25 +166,36 @@ def _cluster(service: str, address: str) -> dict:
         "load_assignment": {
             "cluster_name": _cluster_name(service),
             "endpoints": [
-                {"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": host, "port_value": int(port)}}}}]}
+                {
+                    "lb_endpoints": [
+                        {"endpoint": {"address": {"socket_address": {"address": host, "port_value": int(port)}}}}
+                    ]
+                }
             ],
         },
     }
 
 
 # On a route: the body limit filter leaves its requests alone (see _body_limit).
-_WITHOUT_BODY_LIMIT = {"typed_per_filter_config": {BODY_LIMIT_FILTER: {
-    "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": True}}}
+_WITHOUT_BODY_LIMIT = {
+    "typed_per_filter_config": {
+        BODY_LIMIT_FILTER: {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": True}
+    }
+}
 
 
 def _routes(config: GatewayConfig) -> list[dict]:
-    json_header = [{"header": {"key": "content-type", "value": "application/json"},
-                    "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}]
+    json_header = [
+        {"header": {"key": "content-type", "value": "application/json"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+    ]
     routes: list[dict] = [
         # /healthz is answered by the health_check filter before routing (see _http_filters).
         {"match": {"path": LIVEZ_PATH}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}},
         {
-            "match": {"path": OPENAPI_PATH, "headers": [{"name": ":method", "string_match": {"safe_regex": {"regex": "GET|HEAD"}}}]},
+            "match": {
+                "path": OPENAPI_PATH,
+                "headers": [{"name": ":method", "string_match": {"safe_regex": {"regex": "GET|HEAD"}}}],
+            },
             "direct_response": {"status": 200, "body": {"filename": str(config.openapi_path)}},
             "response_headers_to_add": json_header,
         },
@@ -209,11 +224,15 @@ def _routes(config: GatewayConfig) -> list[dict]:
     # transcoded (and routed again); the REST upload has its own copy that is not counted by the
     # body limit (see _body_limit).
     unrouted = {"cluster_header": UNROUTED_HEADER}
-    upload = {"safe_regex": {"regex": re.escape(UPLOAD_PATH) + "/?"},  # the transcoder takes "upload/" too
-              "headers": [{"name": ":method", "string_match": {"exact": "POST"}}]}
+    upload = {
+        "safe_regex": {"regex": re.escape(UPLOAD_PATH) + "/?"},  # the transcoder takes "upload/" too
+        "headers": [{"name": ":method", "string_match": {"exact": "POST"}}],
+    }
     routes.append({"match": upload, "route": unrouted, **_WITHOUT_BODY_LIMIT})
     # Lua reads a JSON body whole to check its fields (see _JSON_CHECK_LUA): up to the cap.
-    routes.append({"match": {"prefix": "/"}, "route": unrouted, "per_request_buffer_limit_bytes": config.max_body_bytes})
+    routes.append(
+        {"match": {"prefix": "/"}, "route": unrouted, "per_request_buffer_limit_bytes": config.max_body_bytes}
+    )
     return routes
 
 
@@ -226,8 +245,10 @@ def rest_methods() -> dict[str, list[str]]:
 
 
 def _path_regex(template: str) -> str:
-    return "".join("[^/:]+" if part.startswith("{") else re.escape(part)  # ":verb" is not an id
-                   for part in re.split(r"(\{[^}]+\})", template))
+    return "".join(
+        "[^/:]+" if part.startswith("{") else re.escape(part)  # ":verb" is not an id
+        for part in re.split(r"(\{[^}]+\})", template)
+    )
 
 
 def _query_method_mappers() -> list[dict]:
@@ -238,20 +259,44 @@ def _query_method_mappers() -> list[dict]:
     for template, methods in sorted(rest_methods().items()):
         allowed = ", ".join(sorted(set(methods)))
         code, reason = _LOCAL_REPLIES[405]
-        mappers.append({
-            "filter": {"and_filter": {"filters": [
-                {"status_code_filter": {"comparison": {
-                    "op": "EQ", "value": {"default_value": 400, "runtime_key": "knowledge.local_reply.query_400"}}}},
-                {"header_filter": {"header": {"name": ":method", "string_match": {"exact": "QUERY"}}}},
-                {"header_filter": {"header": {"name": ":path", "string_match": {
-                    "safe_regex": {"regex": _path_regex(template) + r"(\?.*)?"}}}}},
-            ]}},
-            "status_code": 405,
-            "headers_to_add": [{"header": {"key": "allow", "value": allowed},
-                                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
-            "body_format_override": {"json_format": _status_json(code, reason, f"{template} allows {allowed}"),
-                                     "content_type": "application/json"},
-        })
+        mappers.append(
+            {
+                "filter": {
+                    "and_filter": {
+                        "filters": [
+                            {
+                                "status_code_filter": {
+                                    "comparison": {
+                                        "op": "EQ",
+                                        "value": {
+                                            "default_value": 400,
+                                            "runtime_key": "knowledge.local_reply.query_400",
+                                        },
+                                    }
+                                }
+                            },
+                            {"header_filter": {"header": {"name": ":method", "string_match": {"exact": "QUERY"}}}},
+                            {
+                                "header_filter": {
+                                    "header": {
+                                        "name": ":path",
+                                        "string_match": {"safe_regex": {"regex": _path_regex(template) + r"(\?.*)?"}},
+                                    }
+                                }
+                            },
+                        ]
+                    }
+                },
+                "status_code": 405,
+                "headers_to_add": [
+                    {"header": {"key": "allow", "value": allowed}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+                ],
+                "body_format_override": {
+                    "json_format": _status_json(code, reason, f"{template} allows {allowed}"),
+                    "content_type": "application/json",
+                },
+            }
+        )
     return mappers
 
 
@@ -262,16 +307,30 @@ def _method_not_allowed_routes() -> list[dict]:
     for template, methods in sorted(rest_methods().items()):
         regex = _path_regex(template)
         allowed = sorted(set(methods))
-        routes.append({
-            "match": {
-                "safe_regex": {"regex": regex},
-                "headers": [{"name": ":method", "invert_match": True,
-                             "string_match": {"safe_regex": {"regex": "|".join([*allowed, "OPTIONS"])}}}],
-            },
-            "direct_response": {"status": 405, "body": {"inline_string": f"{template} allows {', '.join(allowed)}"}},
-            "response_headers_to_add": [{"header": {"key": "allow", "value": ", ".join(allowed)},
-                                         "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
-        })
+        routes.append(
+            {
+                "match": {
+                    "safe_regex": {"regex": regex},
+                    "headers": [
+                        {
+                            "name": ":method",
+                            "invert_match": True,
+                            "string_match": {"safe_regex": {"regex": "|".join([*allowed, "OPTIONS"])}},
+                        }
+                    ],
+                },
+                "direct_response": {
+                    "status": 405,
+                    "body": {"inline_string": f"{template} allows {', '.join(allowed)}"},
+                },
+                "response_headers_to_add": [
+                    {
+                        "header": {"key": "allow", "value": ", ".join(allowed)},
+                        "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+                    }
+                ],
+            }
+        )
     return routes
 
 
@@ -323,10 +382,17 @@ def _access_log() -> dict:
         "name": "envoy.access_loggers.stdout",
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
-            "log_format": {"json_format": fields, "formatters": [{
-                "name": "envoy.formatter.req_without_query",
-                "typed_config": {"@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery"},
-            }]},
+            "log_format": {
+                "json_format": fields,
+                "formatters": [
+                    {
+                        "name": "envoy.formatter.req_without_query",
+                        "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery"
+                        },
+                    }
+                ],
+            },
         },
     }
 
@@ -358,50 +424,94 @@ def _status_json(code: int, reason: str, message: str) -> dict:
 def _local_reply_config(config: GatewayConfig) -> dict:
     """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON.
     Every 413 (Lua's from the Content-Length, the body limit's while streaming) says the same."""
-    messages = {413: too_large_message(config.max_body_bytes), 429: RATE_LIMITED_MESSAGE,
-                431: HEADERS_TOO_LARGE_MESSAGE}
+    messages = {
+        413: too_large_message(config.max_body_bytes),
+        429: RATE_LIMITED_MESSAGE,
+        431: HEADERS_TOO_LARGE_MESSAGE,
+    }
     # A gRPC caller's own request; a transcoded REST one has the gRPC content type too once the
     # transcoder has seen it, and the original path the transcoder keeps (see _lua_source).
-    grpc_request = {"and_filter": {"filters": [
-        {"header_filter": {"header": {"name": "content-type", "string_match": {"prefix": "application/grpc"}}}},
-        {"header_filter": {"header": {"name": ORIGINAL_HEADERS[0], "present_match": True, "invert_match": True}}},
-    ]}}
-    mappers = [{
-        # A gRPC caller through the gateway gets its status with a plain message, not JSON.
-        "filter": {"and_filter": {"filters": [*grpc_request["and_filter"]["filters"], {"status_code_filter": {"comparison": {
-            "op": "EQ", "value": {"default_value": 429, "runtime_key": "knowledge.local_reply.grpc_429"}}}}]}},
-        "body_format_override": {"text_format": RATE_LIMITED_MESSAGE},
-    }, {
-        "filter": grpc_request,
-        "body_format_override": {"text_format": "%LOCAL_REPLY_BODY%"},
-    }, {
-        # The catch-all route's missing cluster ("NC"): a path the API does not have.
-        "filter": {"response_flag_filter": {"flags": ["NC"]}},
-        "status_code": 404,
-        "body_format_override": {
-            "json_format": _status_json(5, "NOT_FOUND", "no such REST resource"),
-            "content_type": "application/json",
+    grpc_request = {
+        "and_filter": {
+            "filters": [
+                {"header_filter": {"header": {"name": "content-type", "string_match": {"prefix": "application/grpc"}}}},
+                {
+                    "header_filter": {
+                        "header": {"name": ORIGINAL_HEADERS[0], "present_match": True, "invert_match": True}
+                    }
+                },
+            ]
+        }
+    }
+    mappers = [
+        {
+            # A gRPC caller through the gateway gets its status with a plain message, not JSON.
+            "filter": {
+                "and_filter": {
+                    "filters": [
+                        *grpc_request["and_filter"]["filters"],
+                        {
+                            "status_code_filter": {
+                                "comparison": {
+                                    "op": "EQ",
+                                    "value": {"default_value": 429, "runtime_key": "knowledge.local_reply.grpc_429"},
+                                }
+                            }
+                        },
+                    ]
+                }
+            },
+            "body_format_override": {"text_format": RATE_LIMITED_MESSAGE},
         },
-    }, {
-        # Envoy answers 403 itself only from jwt_authn (a token for another audience): a token
-        # this API does not accept is 401. The services' own 403s are upstream answers, untouched.
-        "filter": {"status_code_filter": {"comparison": {
-            "op": "EQ", "value": {"default_value": 403, "runtime_key": "knowledge.local_reply.403"}}}},
-        "status_code": 401,
-        "body_format_override": {
-            "json_format": _status_json(16, "UNAUTHENTICATED", "%LOCAL_REPLY_BODY%"),
-            "content_type": "application/json",
+        {
+            "filter": grpc_request,
+            "body_format_override": {"text_format": "%LOCAL_REPLY_BODY%"},
         },
-    }, *_query_method_mappers()]
-    for status, (code, reason) in _LOCAL_REPLIES.items():
-        mappers.append({
-            "filter": {"status_code_filter": {"comparison": {
-                "op": "EQ", "value": {"default_value": status, "runtime_key": f"knowledge.local_reply.{status}"}}}},
+        {
+            # The catch-all route's missing cluster ("NC"): a path the API does not have.
+            "filter": {"response_flag_filter": {"flags": ["NC"]}},
+            "status_code": 404,
             "body_format_override": {
-                "json_format": _status_json(code, reason, messages.get(status, "%LOCAL_REPLY_BODY%")),
+                "json_format": _status_json(5, "NOT_FOUND", "no such REST resource"),
                 "content_type": "application/json",
             },
-        })
+        },
+        {
+            # Envoy answers 403 itself only from jwt_authn (a token for another audience): a token
+            # this API does not accept is 401. The services' own 403s are upstream answers, untouched.
+            "filter": {
+                "status_code_filter": {
+                    "comparison": {
+                        "op": "EQ",
+                        "value": {"default_value": 403, "runtime_key": "knowledge.local_reply.403"},
+                    }
+                }
+            },
+            "status_code": 401,
+            "body_format_override": {
+                "json_format": _status_json(16, "UNAUTHENTICATED", "%LOCAL_REPLY_BODY%"),
+                "content_type": "application/json",
+            },
+        },
+        *_query_method_mappers(),
+    ]
+    for status, (code, reason) in _LOCAL_REPLIES.items():
+        mappers.append(
+            {
+                "filter": {
+                    "status_code_filter": {
+                        "comparison": {
+                            "op": "EQ",
+                            "value": {"default_value": status, "runtime_key": f"knowledge.local_reply.{status}"},
+                        }
+                    }
+                },
+                "body_format_override": {
+                    "json_format": _status_json(code, reason, messages.get(status, "%LOCAL_REPLY_BODY%")),
+                    "content_type": "application/json",
+                },
+            }
+        )
     return {"mappers": mappers}
 
 
@@ -430,8 +540,10 @@ def _body_limit(config: GatewayConfig) -> dict:
     stored, truncated, as if complete. Envoy never buffers an upload: the transcoder forwards it
     message by message under flow control.
     """
-    return {"@type": "type.googleapis.com/envoy.extensions.filters.http.body_size_limit.v3.BodySizeLimit",
-            "max_request_bytes": config.max_body_bytes}
+    return {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.body_size_limit.v3.BodySizeLimit",
+        "max_request_bytes": config.max_body_bytes,
+    }
 
 
 def _lua_source(config: GatewayConfig) -> str:
@@ -445,7 +557,9 @@ def _lua_source(config: GatewayConfig) -> str:
     """
     body = too_large_json(config.max_body_bytes)
     removals = "\n".join(f'  headers:remove("{name}")' for name in ORIGINAL_HEADERS)
-    return _JSON_CHECK_LUA % {"schemas": _body_schemas_lua()} + f"""
+    return (
+        _JSON_CHECK_LUA % {"schemas": _body_schemas_lua()}
+        + f"""
 function envoy_on_request(handle)
   local headers = handle:headers()
   headers:remove("{TENANT_HEADER}")
@@ -495,6 +609,7 @@ function envoy_on_response(handle)
   handle:headers():replace(":status", "413")
 end
 """
+    )
 
 
 def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
@@ -503,8 +618,10 @@ def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
     for method, verb, template in http_rules():
         if method.GetOptions().Extensions[annotations_pb2.http].body != "*":
             continue
-        pattern = "".join("[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
-                          for part in re.split(r"(\{[^}]+\})", template))
+        pattern = "".join(
+            "[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
+            for part in re.split(r"(\{[^}]+\})", template)
+        )
         routes.append((verb.upper(), f"^{pattern}$", method.input_type))
     return routes
 
@@ -529,13 +646,18 @@ def _body_schemas_lua() -> str:
     for name in sorted(messages):
         for field in messages[name].fields:
             nested = field.message_type
-            value = (f"schemas[{json.dumps(nested.full_name)}]" if nested is not None and nested.full_name in messages
-                     else "true")
+            value = (
+                f"schemas[{json.dumps(nested.full_name)}]"
+                if nested is not None and nested.full_name in messages
+                else "true"
+            )
             for spelling in sorted({field.name, field.json_name}):
                 lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
     for verb, pattern, message in _json_body_routes():
-        lines.append(f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "
-                     f"schemas[{json.dumps(message.full_name)}]}}")
+        lines.append(
+            f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "
+            f"schemas[{json.dumps(message.full_name)}]}}"
+        )
     return "\n".join(lines)
 
 
@@ -663,13 +785,19 @@ def _rate_limit(config: GatewayConfig) -> dict:
         "always_consume_default_token_bucket": False,
         "max_dynamic_descriptors": MAX_DYNAMIC_DESCRIPTORS,
         "rate_limits": [{"actions": [{"request_headers": {"header_name": TENANT_HEADER, "descriptor_key": "tenant"}}]}],
-        "descriptors": [{
-            "entries": [{"key": "tenant", "value": ""}],  # empty value: a bucket per distinct tenant
-            "token_bucket": {"max_tokens": config.rate_limit_burst, "tokens_per_fill": config.rate_limit_rps,
-                             "fill_interval": "1s"},
-        }],
-        "response_headers_to_add": [{"header": {"key": "retry-after", "value": "1"},
-                                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
+        "descriptors": [
+            {
+                "entries": [{"key": "tenant", "value": ""}],  # empty value: a bucket per distinct tenant
+                "token_bucket": {
+                    "max_tokens": config.rate_limit_burst,
+                    "tokens_per_fill": config.rate_limit_rps,
+                    "fill_interval": "1s",
+                },
+            }
+        ],
+        "response_headers_to_add": [
+            {"header": {"key": "retry-after", "value": "1"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+        ],
         "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
         # A gRPC caller through the gateway gets RESOURCE_EXHAUSTED (with retry-after in its
         # metadata), not UNAVAILABLE, which gRPC clients retry at once.
@@ -788,14 +916,18 @@ def render(config: GatewayConfig) -> dict:
     return {
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": config.admin_port}}},
         # Connections beyond this are closed as they arrive: slow clients cannot take every socket.
-        "overload_manager": {"resource_monitors": [{
-            "name": "envoy.resource_monitors.global_downstream_max_connections",
-            "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3."
-                         "DownstreamConnectionsConfig",
-                "max_active_downstream_connections": config.max_connections,
-            },
-        }]},
+        "overload_manager": {
+            "resource_monitors": [
+                {
+                    "name": "envoy.resource_monitors.global_downstream_max_connections",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3."
+                        "DownstreamConnectionsConfig",
+                        "max_active_downstream_connections": config.max_connections,
+                    },
+                }
+            ]
+        },
         "static_resources": {
             "listeners": [
                 {

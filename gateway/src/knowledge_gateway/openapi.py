@@ -26,7 +26,6 @@ from pathlib import Path
 
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
-
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
@@ -52,19 +51,24 @@ _COMMON_ERRORS = {
 # that every entry names a real field. Responses are described as the transcoder prints them.
 # The characters Python's str.strip() removes (str.isspace), which the services strip before
 # checking that a value is not blank: JSON Schema's \s differs (e.g. \x1c-\x1f).
-_SPACE = ("\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-          "\\u202f\\u205f\\u3000")
+_SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 # Every text field of a request refuses NUL (the services' request check, NUL_CHARACTER).
 _NO_NUL = "^[^\\x00]*$"
 _NON_BLANK = {"minLength": 1, "pattern": f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"}
 _CONTROL = "\\x00-\\x1f\\x7f-\\x9f"  # what the services refuse in a name (Unicode category Cc)
-_PAGE_TOKEN = {"pattern": PAGE_TOKEN_PATTERN, "description": "Opaque token from a previous response's "
-               "next_page_token; empty for the first page. Any other value is 400 PAGE_TOKEN_INVALID."}
+_PAGE_TOKEN = {
+    "pattern": PAGE_TOKEN_PATTERN,
+    "description": "Opaque token from a previous response's "
+    "next_page_token; empty for the first page. Any other value is 400 PAGE_TOKEN_INVALID.",
+}
 # Search's query: not blank, no NUL, at most 100,000 characters (knowledge_search.domain.model).
 _QUERY = {**_NON_BLANK, "maxLength": 100_000}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
-    "knowledge.v1.CreateCorpusRequest.name": {"minLength": 1, "maxLength": 200,
-                                              "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$"},
+    "knowledge.v1.CreateCorpusRequest.name": {
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$",
+    },
     "knowledge.v1.CreateCorpusRequest.description": {"maxLength": 2000},
     "knowledge.v1.ListCorporaRequest.page_size": {"minimum": 0},
     "knowledge.v1.ListCorporaRequest.page_token": _PAGE_TOKEN,
@@ -89,18 +93,30 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
 MESSAGE_CONSTRAINTS: dict[str, dict] = {
     # A new document's corpus, or the document whose content the text becomes (IngestText refuses
     # neither; in a batch, such an item refuses the whole batch).
-    "knowledge.v1.IngestTextRequest": {"anyOf": [{"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK}},
-                                                 {"required": ["document_id"],
-                                                  "properties": {"document_id": _NON_BLANK}}]},
+    "knowledge.v1.IngestTextRequest": {
+        "anyOf": [
+            {"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK}},
+            {"required": ["document_id"], "properties": {"document_id": _NON_BLANK}},
+        ]
+    },
     # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
-    "knowledge.v1.ChannelWeights": {"not": {"type": "object", "required": ["vector", "lexical"],
-                                            "properties": {"vector": {"enum": [0]}, "lexical": {"enum": [0]}}}},
+    "knowledge.v1.ChannelWeights": {
+        "not": {
+            "type": "object",
+            "required": ["vector", "lexical"],
+            "properties": {"vector": {"enum": [0]}, "lexical": {"enum": [0]}},
+        }
+    },
 }
-_REQUIRED_INPUT = {"knowledge.v1.CreateCorpusRequest": ["name"], "knowledge.v1.SearchRequest": ["query"],
-                   "knowledge.v1.QueryRequest": ["query"], "knowledge.v1.IngestTextRequest": ["text"],
-                   "knowledge.v1.BatchIngestTextsRequest": ["items"],
-                   "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
-                   "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"]}
+_REQUIRED_INPUT = {
+    "knowledge.v1.CreateCorpusRequest": ["name"],
+    "knowledge.v1.SearchRequest": ["query"],
+    "knowledge.v1.QueryRequest": ["query"],
+    "knowledge.v1.IngestTextRequest": ["text"],
+    "knowledge.v1.BatchIngestTextsRequest": ["items"],
+    "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
+    "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"],
+}
 
 
 def openapi_text() -> str:
@@ -120,8 +136,16 @@ def proto_descriptor_set() -> descriptor_pb2.FileDescriptorSet:
     include = Path(grpc_tools.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "set.pb"
-        args = ["grpc_tools.protoc", f"-I{REPO_ROOT / 'protos'}", f"-I{REPO_ROOT / 'third_party'}", f"-I{include}",
-                "--include_imports", "--include_source_info", f"--descriptor_set_out={out}", *PROTO_FILES]
+        args = [
+            "grpc_tools.protoc",
+            f"-I{REPO_ROOT / 'protos'}",
+            f"-I{REPO_ROOT / 'third_party'}",
+            f"-I{include}",
+            "--include_imports",
+            "--include_source_info",
+            f"--descriptor_set_out={out}",
+            *PROTO_FILES,
+        ]
         cwd = os.getcwd()
         os.chdir(REPO_ROOT / "protos")
         try:
@@ -147,8 +171,11 @@ class _Builder:
         self.schemas: dict[str, dict] = {}
 
     def _index(self, file: descriptor_pb2.FileDescriptorProto) -> None:
-        by_path = {tuple(loc.path): _clean(loc.leading_comments) for loc in file.source_code_info.location
-                   if loc.leading_comments}
+        by_path = {
+            tuple(loc.path): _clean(loc.leading_comments)
+            for loc in file.source_code_info.location
+            if loc.leading_comments
+        }
         package = file.package
 
         def messages(items, prefix: str, path: tuple) -> None:
@@ -178,8 +205,10 @@ class _Builder:
         if field.type == FD.TYPE_MESSAGE or field.type == FD.TYPE_ENUM:
             schema = self.ref(field.type_name.lstrip("."), response=response)
         elif field.type in _INTEGER32:
-            schema = {"type": "integer", "format": "int32" if field.type not in {FD.TYPE_UINT32, FD.TYPE_FIXED32}
-                      else "uint32"}
+            schema = {
+                "type": "integer",
+                "format": "int32" if field.type not in {FD.TYPE_UINT32, FD.TYPE_FIXED32} else "uint32",
+            }
             if field.type in {FD.TYPE_UINT32, FD.TYPE_FIXED32}:
                 schema["minimum"] = 0
             else:
@@ -209,11 +238,14 @@ class _Builder:
             return {"type": "string", "format": "date-time"}
         if full_name in self.enums:
             enum = self.enums[full_name]
-            self.schemas.setdefault(full_name, {
-                "type": "string",
-                "enum": [value.name for value in enum.value],
-                "description": self.comments.get(full_name, ""),
-            })
+            self.schemas.setdefault(
+                full_name,
+                {
+                    "type": "string",
+                    "enum": [value.name for value in enum.value],
+                    "description": self.comments.get(full_name, ""),
+                },
+            )
             return {"$ref": f"#/components/schemas/{full_name}"}
         name = full_name if response else f"{full_name}.Input"
         if name not in self.schemas:
@@ -236,9 +268,7 @@ class _Builder:
                 schema["description"] = description
             properties[field.name] = schema
             # The transcoder prints every non-optional scalar, enum and list (always_print_primitive_fields).
-            if response and not field.proto3_optional and field.type != FD.TYPE_MESSAGE:
-                required.append(field.name)
-            elif response and field.label == FD.LABEL_REPEATED:
+            if response and not field.proto3_optional and field.type != FD.TYPE_MESSAGE or response and field.label == FD.LABEL_REPEATED:
                 required.append(field.name)
         schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
         if not response and full_name in MESSAGE_CONSTRAINTS:
@@ -252,16 +282,22 @@ class _Builder:
         return schema
 
     # -- operations ------------------------------------------------------------------------------
-    def operation(self, service: str, method: descriptor_pb2.MethodDescriptorProto, rule: http_pb2.HttpRule,
-                  verb: str, path: str) -> dict:
+    def operation(
+        self, service: str, method: descriptor_pb2.MethodDescriptorProto, rule: http_pb2.HttpRule, verb: str, path: str
+    ) -> dict:
         request = method.input_type.lstrip(".")
         response = method.output_type.lstrip(".")
         path_params = [part.split("}")[0] for part in path.split("{")[1:]]
         message = self.messages[request]
         fields = {f.name: f for f in message.field}
         parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1},
-             "description": self.comments.get(f"{request}.{name}", "")}
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "minLength": 1},
+                "description": self.comments.get(f"{request}.{name}", ""),
+            }
             for name in path_params
         ]
         operation: dict = {
@@ -277,27 +313,37 @@ class _Builder:
             errors["409"] = "The tenant already has a corpus with this name."
         if rule.body == "http_body":
             for name in (n for n in fields if n != "http_body"):
-                parameters.append({"name": name, "in": "query", "required": False,
-                                   "schema": self.field_schema(fields[name], response=False),
-                                   "description": self.comments.get(f"{request}.{name}", "")})
+                parameters.append(
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": False,
+                        "schema": self.field_schema(fields[name], response=False),
+                        "description": self.comments.get(f"{request}.{name}", ""),
+                    }
+                )
             operation["requestBody"] = {
                 "required": True,
                 "description": "The file: the raw bytes (with ?corpus_id=&filename=) or a browser's multipart form "
-                               "(parts corpus_id, then file), with a Content-Length or chunked. A body over the upload cap "
-                               "is 413: refused from its Content-Length before a byte is read, or cut off while it "
-                               "streams (no document, no job).",
+                "(parts corpus_id, then file), with a Content-Length or chunked. A body over the upload cap "
+                "is 413: refused from its Content-Length before a byte is read, or cut off while it "
+                "streams (no document, no job).",
                 "content": {
                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-                    "multipart/form-data": {"schema": {
-                        "type": "object",
-                        "properties": {
-                            # Any text (a part is text); unused when ?corpus_id= is given.
-                            "corpus_id": {"description": "A part before the file, or the ?corpus_id= query "
-                                          "parameter (which wins when both are given)."},
-                            "file": {"type": "string", "format": "binary"},
-                        },
-                        "required": ["file"],
-                    }},
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                # Any text (a part is text); unused when ?corpus_id= is given.
+                                "corpus_id": {
+                                    "description": "A part before the file, or the ?corpus_id= query "
+                                    "parameter (which wins when both are given)."
+                                },
+                                "file": {"type": "string", "format": "binary"},
+                            },
+                            "required": ["file"],
+                        }
+                    },
                 },
             }
             errors["413"] = "The body is larger than the upload cap."
@@ -305,29 +351,42 @@ class _Builder:
             body = self.message_schema(request, response=False, skip=frozenset(path_params))
             name = f"{request}.Body" if path_params else f"{request}.Input"
             self.schemas[name] = body
-            operation["requestBody"] = {"required": bool(body["properties"]),
-                                        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
+            operation["requestBody"] = {
+                "required": bool(body["properties"]),
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            }
             errors["413"] = "The body is larger than the upload cap."
         else:
             for name, field in fields.items():
                 if name in path_params or field.type == FD.TYPE_MESSAGE:
                     continue
-                parameters.append({"name": name, "in": "query", "required": False,
-                                   "schema": self.constrained(f"{request}.{name}",
-                                                              self.field_schema(field, response=False)),
-                                   "description": self.comments.get(f"{request}.{name}", "")})
+                parameters.append(
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": False,
+                        "schema": self.constrained(f"{request}.{name}", self.field_schema(field, response=False)),
+                        "description": self.comments.get(f"{request}.{name}", ""),
+                    }
+                )
         if parameters:
             operation["parameters"] = parameters
-        responses = {"200": {"description": "OK", "content": {"application/json": {
-            "schema": self.ref(response, response=True)}}}}
+        responses = {
+            "200": {"description": "OK", "content": {"application/json": {"schema": self.ref(response, response=True)}}}
+        }
         for status in sorted(errors):
-            responses[status] = {"description": errors[status],
-                                 "content": {"application/json": {"schema": _STATUS_REF}}}
-        responses["default"] = {"description": "Any other error, as a google.rpc.Status.",
-                                "content": {"application/json": {"schema": _STATUS_REF}}}
+            responses[status] = {
+                "description": errors[status],
+                "content": {"application/json": {"schema": _STATUS_REF}},
+            }
+        responses["default"] = {
+            "description": "Any other error, as a google.rpc.Status.",
+            "content": {"application/json": {"schema": _STATUS_REF}},
+        }
         if "429" in responses:
-            responses["429"]["headers"] = {"Retry-After": {"schema": {"type": "integer"},
-                                                           "description": "Seconds to wait."}}
+            responses["429"]["headers"] = {
+                "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}
+            }
         operation["responses"] = responses
         return operation
 
@@ -347,13 +406,19 @@ class _Builder:
             "properties": {
                 "code": {"type": "integer", "description": "google.rpc.Code"},
                 "message": {"type": "string"},
-                "details": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {"@type": {"type": "string"}, "reason": {"type": "string"},
-                                   "domain": {"type": "string"},
-                                   "metadata": {"type": "object", "additionalProperties": {"type": "string"}}},
-                    "required": ["@type"],
-                }},
+                "details": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "@type": {"type": "string"},
+                            "reason": {"type": "string"},
+                            "domain": {"type": "string"},
+                            "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+                        },
+                        "required": ["@type"],
+                    },
+                },
             },
             "required": ["code", "message"],
         }
@@ -363,9 +428,9 @@ class _Builder:
                 "title": "Knowledge service REST API",
                 "version": "v1",
                 "description": "Corpora, uploads with durable ingestion jobs, hybrid search and cited answers, per "
-                               "tenant. Every call carries a bearer JWT whose `tenant` and `capabilities` claims "
-                               "decide what it sees and may do; a resource of another tenant answers 404. Generated "
-                               "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.",
+                "tenant. Every call carries a bearer JWT whose `tenant` and `capabilities` claims "
+                "decide what it sees and may do; a resource of another tenant answers 404. Generated "
+                "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.",
             },
             "servers": [{"url": "/"}],
             "security": [{"bearer": []}],
@@ -388,8 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     fresh = generate()
     if options.check:
         if committed_path().read_text() != fresh:
-            print(f"{committed_path()} differs from the protos; run python -m knowledge_gateway.openapi",
-                  file=sys.stderr)
+            print(
+                f"{committed_path()} differs from the protos; run python -m knowledge_gateway.openapi", file=sys.stderr
+            )
             return 1
         return 0
     committed_path().write_text(fresh)

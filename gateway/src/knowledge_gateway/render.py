@@ -89,15 +89,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for envoy.json, knowledge.pb and openapi.json")
     parser.add_argument(
-        "--env-file", type=Path, action="append", default=[],
+        "--env-file",
+        type=Path,
+        action="append",
+        default=[],
         help="KEY=VALUE file with KNOWLEDGE_* settings (repeatable, later wins); default: the environment",
     )
     parser.add_argument(
-        "--config-dir", default=DEFAULT_CONFIG_DIR,
+        "--config-dir",
+        default=DEFAULT_CONFIG_DIR,
         help=f"where Envoy finds knowledge.pb and openapi.json at run time (default {DEFAULT_CONFIG_DIR})",
     )
     parser.add_argument(
-        "--skip-descriptor", action="store_true",
+        "--skip-descriptor",
+        action="store_true",
         help="write envoy.json only (an overlay that keeps the base's knowledge.pb and openapi.json)",
     )
     options = parser.parse_args(argv)

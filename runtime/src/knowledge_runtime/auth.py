@@ -106,7 +106,9 @@ class TokenVerifier:
     def verify(self, token: str) -> Scope:
         try:
             header = jwt.get_unverified_header(token)
-            key = self._keys.get(header.get("kid", "")) or (next(iter(self._keys.values())) if len(self._keys) == 1 else None)
+            key = self._keys.get(header.get("kid", "")) or (
+                next(iter(self._keys.values())) if len(self._keys) == 1 else None
+            )
             if key is None:
                 raise Unauthenticated("token signed by an unknown key", reason="TOKEN_INVALID")
             claims = jwt.decode(

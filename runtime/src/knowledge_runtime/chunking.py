@@ -153,7 +153,9 @@ def _pack(units: list[_Unit], max_chars: int) -> Iterator[tuple[str, int]]:
     for index, piece in enumerate(pieces):
         following = pieces[index + 1] if index + 1 < len(pieces) else None
         keep_with_table = (
-            following is not None and following.is_table and not piece.is_table
+            following is not None
+            and following.is_table
+            and not piece.is_table
             and len(piece.text) <= CAPTION_MAX_CHARS
             and size([piece, following]) <= max_chars
         )
@@ -162,7 +164,11 @@ def _pack(units: list[_Unit], max_chars: int) -> Iterator[tuple[str, int]]:
             yield _SEPARATOR.join(p.text for p in current), overlap
             previous = current[-1]
             current, overlap = [], 0
-            if not previous.is_table and size([previous, *needed]) <= max_chars and len(previous.text) <= max_chars // 2:
+            if (
+                not previous.is_table
+                and size([previous, *needed]) <= max_chars
+                and len(previous.text) <= max_chars // 2
+            ):
                 current, overlap = [previous], len(previous.text) + len(_SEPARATOR)
         current.append(piece)
     if current:
@@ -263,7 +269,7 @@ def _tail(sentences: list[str], overlap: int) -> list[str]:
     if not kept:
         last = sentences[-1][-overlap:]
         space = last.find(" ")
-        kept = [last[space + 1:] if 0 <= space < len(last) - 1 else last]
+        kept = [last[space + 1 :] if 0 <= space < len(last) - 1 else last]
     return kept
 
 
@@ -277,6 +283,9 @@ def split_plain(text: str, *, max_chars: int = DEFAULT_MAX_CHARS, overlap: int =
         return []
     if len(text) <= max_chars:
         return [text]
-    sentences = [part for s in _sentences(text) for part in (_hard_split(s, max_chars - overlap - 1)
-                                                              if len(s) > max_chars - overlap - 1 else [s])]
+    sentences = [
+        part
+        for s in _sentences(text)
+        for part in (_hard_split(s, max_chars - overlap - 1) if len(s) > max_chars - overlap - 1 else [s])
+    ]
     return _pack_sentences(sentences, max_chars, overlap)

@@ -40,9 +40,7 @@ def ensure_dev_keys(keys_dir: Path) -> Path:
     if private_path.exists() and jwks_path.exists():
         return jwks_path
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     kid = uuid.uuid4().hex[:16]
     public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     public_jwk.update({"kid": kid, "alg": "RS256", "use": "sig"})

@@ -133,8 +133,14 @@ class DependencyUnavailable(Unavailable):
     caller's own caller, so it backs off instead of retrying at once.
     """
 
-    def __init__(self, dependency: str, *, overloaded: bool = False, reason: str | None = None,
-                 metadata: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        dependency: str,
+        *,
+        overloaded: bool = False,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         message = f"the {dependency} is overloaded; retry later" if overloaded else f"the {dependency} is unavailable"
         default_reason = dependency.upper().replace(" ", "_").replace("-", "_") + "_UNAVAILABLE"
         super().__init__(message, reason=reason or default_reason, metadata=metadata)

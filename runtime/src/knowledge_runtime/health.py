@@ -55,13 +55,19 @@ class Outage:
     def failed(self, error: BaseException | None = None) -> None:
         if self.since is None:
             self.since = time.monotonic()
-            self.logger.warning("dependency_unavailable", dependency=self.dependency,  # type: ignore[attr-defined]
-                                error_type=type(error).__name__ if error is not None else None)
+            self.logger.warning(
+                "dependency_unavailable",
+                dependency=self.dependency,  # type: ignore[attr-defined]
+                error_type=type(error).__name__ if error is not None else None,
+            )
 
     def succeeded(self) -> None:
         if self.since is not None:
-            self.logger.info("dependency_available", dependency=self.dependency,  # type: ignore[attr-defined]
-                             down_s=round(time.monotonic() - self.since, 1))
+            self.logger.info(
+                "dependency_available",
+                dependency=self.dependency,  # type: ignore[attr-defined]
+                down_s=round(time.monotonic() - self.since, 1),
+            )
             self.since = None
 
 

@@ -206,8 +206,9 @@ class RequestValidationInterceptor(grpc.aio.ServerInterceptor):
                 check_request(request)
                 return inner(request, context)
 
-            factory = (grpc.unary_unary_rpc_method_handler if handler.unary_unary
-                       else grpc.unary_stream_rpc_method_handler)
+            factory = (
+                grpc.unary_unary_rpc_method_handler if handler.unary_unary else grpc.unary_stream_rpc_method_handler
+            )
             return factory(checked, **kwargs)
 
         inner = handler.stream_unary or handler.stream_stream
@@ -215,7 +216,9 @@ class RequestValidationInterceptor(grpc.aio.ServerInterceptor):
         def checked_stream(requests, context):
             return inner(_checked_each(requests), context)
 
-        factory = grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
+        factory = (
+            grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
+        )
         return factory(checked_stream, **kwargs)
 
 
@@ -223,4 +226,3 @@ async def _checked_each(requests):
     async for request in requests:
         check_request(request)
         yield request
-

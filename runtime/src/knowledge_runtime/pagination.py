@@ -23,8 +23,10 @@ _DIGITS1 = "(?:M[AQgw]|N[AQgw]|O[AQ])"
 _FIRST3 = _LEAD_NONZERO + "[AEIMQUYcgk][w-z0-5]"
 _ONLY2 = _LEAD_NONZERO + "[AEIMQUYcgk]"
 _ONLY1 = "(?:M[Qgw]|N[AQgw]|O[AQ])"
-PAGE_TOKEN_PATTERN = (f"^(?:azE6(?:{_FIRST3}(?:{_DIGITS3}){{0,{MAX_ID_DIGITS // 3 - 2}}}(?:{_DIGITS3}|{_DIGITS2}|{_DIGITS1})?"
-                      f"|{_ONLY2}|{_ONLY1}))?$")
+PAGE_TOKEN_PATTERN = (
+    f"^(?:azE6(?:{_FIRST3}(?:{_DIGITS3}){{0,{MAX_ID_DIGITS // 3 - 2}}}(?:{_DIGITS3}|{_DIGITS2}|{_DIGITS1})?"
+    f"|{_ONLY2}|{_ONLY1}))?$"
+)
 _TOKEN = re.compile(PAGE_TOKEN_PATTERN)
 
 
@@ -61,7 +63,7 @@ def decode_page_token(token: str) -> int:
         return 0
     if not _TOKEN.fullmatch(token):  # also what base64 would decode leniently, or to non-ASCII digits
         raise InvalidPageToken()
-    after = ids.parse_id(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")[len(_PREFIX):])
+    after = ids.parse_id(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")[len(_PREFIX) :])
     if after is None:  # the pattern spells ids of ids.parse_id only; kept as that rule's check
         raise InvalidPageToken()
     return after

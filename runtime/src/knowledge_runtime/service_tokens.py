@@ -36,7 +36,9 @@ class ServiceTokenSigner:
         try:
             self.token("startup-check", ())
         except (ValueError, TypeError, jwt.PyJWTError) as error:
-            raise SettingsError(f"KNOWLEDGE_SERVICE_KEY_PATH: not a usable signing key ({type(error).__name__})") from None
+            raise SettingsError(
+                f"KNOWLEDGE_SERVICE_KEY_PATH: not a usable signing key ({type(error).__name__})"
+            ) from None
 
     @classmethod
     def for_service(cls, common: CommonSettings) -> ServiceTokenSigner:

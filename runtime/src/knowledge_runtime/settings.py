@@ -65,8 +65,14 @@ class Env:
 
     # The methods are named after the types they read; inside the class those names are the
     # methods, so their annotations name the builtins.
-    def int(self, name: builtins.str, default: builtins.int, *, minimum: builtins.int | None = None,
-            maximum: builtins.int | None = None) -> builtins.int:
+    def int(
+        self,
+        name: builtins.str,
+        default: builtins.int,
+        *,
+        minimum: builtins.int | None = None,
+        maximum: builtins.int | None = None,
+    ) -> builtins.int:
         value = self._raw(name)
         if value is None:
             return default
@@ -80,8 +86,9 @@ class Env:
             raise SettingsError(f"{PREFIX}{name} must be <= {maximum}, got {number}")
         return number
 
-    def float(self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
-              ) -> builtins.float:
+    def float(
+        self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
+    ) -> builtins.float:
         value = self._raw(name)
         if value is None:
             return default
@@ -159,7 +166,9 @@ class ServiceKey:
         env = env or Env()
         key = cls.optional(env)
         if key is None:
-            raise SettingsError("KNOWLEDGE_SERVICE_KEY_PATH is required (the key this service signs internal calls with)")
+            raise SettingsError(
+                "KNOWLEDGE_SERVICE_KEY_PATH is required (the key this service signs internal calls with)"
+            )
         return key
 
     @classmethod

@@ -76,4 +76,3 @@ def _check_map(field: FieldDescriptor, mapping, name: str) -> None:
             _check(value, f"{name}[{key!r}]")
         elif isinstance(value, str) and "\x00" in value:
             raise NulCharacter(f"{name}[{key!r}]")
-

@@ -61,7 +61,7 @@ class EmbeddedPostgres:
     def restart(self) -> int:
         """Start the server again on the same data directory (after it died); returns its pid.
         Blocking (``pg_ctl -w``): call it off the event loop."""
-        with self.server._lock:  # noqa: SLF001 - pgserver's own lock around starting a cluster
+        with self.server._lock:
             self.server.ensure_postgres_running()
         info = self.server.get_postmaster_info()
         self.socket_dir = str(info.socket_dir)
@@ -74,8 +74,12 @@ class EmbeddedPostgres:
         if self.running_pid() is None:
             return
         try:
-            pgexec("pg_ctl", ("-w", "-D", str(self.pgdata), "-m", "fast", "stop"),
-                   bin_path=self.server.bin_path, user=self.server.system_user)
+            pgexec(
+                "pg_ctl",
+                ("-w", "-D", str(self.pgdata), "-m", "fast", "stop"),
+                bin_path=self.server.bin_path,
+                user=self.server.system_user,
+            )
         except subprocess.CalledProcessError:
             pid = self.running_pid()
             if pid is not None:
@@ -102,11 +106,14 @@ def other_holders(pgdata: Path) -> list[int]:
     """Live processes other than this one that hold a pgserver handle on ``pgdata`` (they started
     or attached to its server and may stop it)."""
     try:
-        pids = DiskList(pgdata / ".handle_pids.json")._get()  # noqa: SLF001
+        pids = DiskList(pgdata / ".handle_pids.json")._get()
     except (OSError, ValueError):
         return []
-    return [pid for pid in pids if pid != os.getpid() and psutil.pid_exists(pid)
-            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    return [
+        pid
+        for pid in pids
+        if pid != os.getpid() and psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
 
 
 def start_embedded(data_dir: Path) -> EmbeddedPostgres:

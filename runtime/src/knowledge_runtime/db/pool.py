@@ -22,9 +22,16 @@ from knowledge_runtime.errors import Unavailable
 
 _tracer = trace.get_tracer("knowledge.db")
 # The server is gone, going (a fast or crash shutdown ends every session) or not yet accepting.
-_UNAVAILABLE = (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError, asyncpg.TooManyConnectionsError,
-                asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncpg.ConnectionFailureError,
-                asyncpg.ClientCannotConnectError)
+_UNAVAILABLE = (
+    OSError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.ConnectionFailureError,
+    asyncpg.ClientCannotConnectError,
+)
 
 
 async def _init_connection(connection: asyncpg.Connection) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 import structlog
-from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime import health
+from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -58,6 +58,10 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         resources.push_async_callback(metrics.stop)
         policy = BlobPolicy(settings.common.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
         servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
-        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose],
-                                   readiness=[health.database(db)])
+        return GrpcApp.for_service(
+            settings.common,
+            [service_spec(servicer)],
+            verifier,
+            on_stop=[resources.pop_all().aclose],
+            readiness=[health.database(db)],
+        )

@@ -145,8 +145,13 @@ class BlobUseCases:
                 new = NewBlob(content_hash, size, header.mime_type, "")
                 key = BlobKey(content_hash.digest, header.extension)
                 ensured = await self._settle_staged(scope.tenant, new, staged, key)
-        log.info("blob_written", blob_id=ensured.blob.blob_id, size_bytes=size,
-                 already_existed=ensured.already_existed, healed=ensured.healed)
+        log.info(
+            "blob_written",
+            blob_id=ensured.blob.blob_id,
+            size_bytes=size,
+            already_existed=ensured.already_existed,
+            healed=ensured.healed,
+        )
         return ensured
 
     async def _settle_staged(self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey) -> Ensured:
@@ -279,8 +284,9 @@ class BlobUseCases:
             if dry_run:
                 ids = tuple(c.blob_id for c in candidates)
                 orphans, orphan_bytes = await self._collect_orphans(age, max_blobs, dry_run=True)
-                return GarbageReport(len(ids), sum(c.size_bytes for c in candidates), ids[:MAX_REPORTED_IDS], 0,
-                                     orphans, orphan_bytes)
+                return GarbageReport(
+                    len(ids), sum(c.size_bytes for c in candidates), ids[:MAX_REPORTED_IDS], 0, orphans, orphan_bytes
+                )
             swept = await self._storage.sweep_staging(max(age, STAGING_MAX_AGE))
             removed: list[int] = []
             freed = skipped = 0
@@ -295,8 +301,15 @@ class BlobUseCases:
                 if await self._release(outcome):
                     freed += outcome.size_bytes
             orphans, orphan_bytes = await self._collect_orphans(age, max_blobs, dry_run=False)
-        log.info("garbage_collected", removed=len(removed), freed_bytes=freed, skipped=skipped, swept_partials=swept,
-                 orphan_files_removed=orphans, orphan_freed_bytes=orphan_bytes)
+        log.info(
+            "garbage_collected",
+            removed=len(removed),
+            freed_bytes=freed,
+            skipped=skipped,
+            swept_partials=swept,
+            orphan_files_removed=orphans,
+            orphan_freed_bytes=orphan_bytes,
+        )
         return GarbageReport(len(removed), freed, tuple(removed[:MAX_REPORTED_IDS]), skipped, orphans, orphan_bytes)
 
     async def _forget(self, candidate: Blob, age: timedelta) -> Blob | None | _Gone:

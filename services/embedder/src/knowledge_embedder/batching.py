@@ -106,8 +106,10 @@ class BatchQueue:
         if self._worker is None:
             raise EmbedderStopping()
         loop = asyncio.get_running_loop()
-        items = [_Input(text, count, loop.create_future(), interactive=interactive)
-                 for text, count in zip(texts, tokens, strict=True)]
+        items = [
+            _Input(text, count, loop.create_future(), interactive=interactive)
+            for text, count in zip(texts, tokens, strict=True)
+        ]
         lane = self._urgent if interactive else self._pending
         for item in items:
             item.future.add_done_callback(lambda future, item=item: future.cancelled() and self._uncount(item))

@@ -11,8 +11,8 @@ import os
 from contextlib import AsyncExitStack
 
 import structlog
-from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime import health
+from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -37,13 +37,23 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
     if settings.backend == "onnx-int8":
         from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 
-        encoder: Encoder = OnnxEncoder(settings.model_id, model_dir, cache_root=settings.common.data_dir,
-                                       max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
+        encoder: Encoder = OnnxEncoder(
+            settings.model_id,
+            model_dir,
+            cache_root=settings.common.data_dir,
+            max_seq_length=settings.max_seq_length,
+            batch_size=settings.batch_size,
+        )
     else:
         from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 
-        encoder = TorchEncoder(settings.model_id, model_dir, device=settings.device,
-                               max_seq_length=settings.max_seq_length, batch_size=settings.batch_size)
+        encoder = TorchEncoder(
+            settings.model_id,
+            model_dir,
+            device=settings.device,
+            max_seq_length=settings.max_seq_length,
+            batch_size=settings.batch_size,
+        )
     encoder.encode(["warm-up"])
     return encoder
 
@@ -57,8 +67,13 @@ def load_reranker(settings: EmbedderSettings) -> Reranker | None:
     from knowledge_embedder.domain.model import RerankPair
 
     model_dir = resolve_model_dir(settings.rerank_model, setting="KNOWLEDGE_RERANK_MODEL")
-    reranker = TorchReranker(settings.rerank_model_id, model_dir, device=settings.device,
-                             max_length=settings.rerank_max_length, batch_size=settings.batch_size)
+    reranker = TorchReranker(
+        settings.rerank_model_id,
+        model_dir,
+        device=settings.device,
+        max_length=settings.rerank_max_length,
+        batch_size=settings.batch_size,
+    )
     reranker.score([RerankPair("warm-up", "warm-up")])
     return reranker
 
@@ -67,8 +82,14 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
     settings = settings or EmbedderSettings.from_env()
     verifier = prepare(settings.common)
     encoder = await asyncio.to_thread(load_encoder, settings)
-    log.info("model_loaded", model=settings.model_id, backend=encoder.backend, device=encoder.device,
-             dimension=encoder.dimension, max_seq_length=encoder.max_seq_length)
+    log.info(
+        "model_loaded",
+        model=settings.model_id,
+        backend=encoder.backend,
+        device=encoder.device,
+        dimension=encoder.dimension,
+        max_seq_length=encoder.max_seq_length,
+    )
     reranker = await asyncio.to_thread(load_reranker, settings)
     if reranker is not None:
         log.info("reranker_loaded", model=settings.rerank_model_id, device=reranker.device)
@@ -78,19 +99,29 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         await check_dimension(db, encoder.dimension)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        queue = BatchQueue(forward_pass(encoder, reranker), max_batch_tokens=settings.max_batch_tokens,
-                           max_queue=settings.max_queue,
-                           bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
-                           interactive_burst=settings.interactive_burst)
-        usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db),
-                                    Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
-                                    reranker=reranker,
-                                    rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens,
-                                                       currency=settings.currency))
+        queue = BatchQueue(
+            forward_pass(encoder, reranker),
+            max_batch_tokens=settings.max_batch_tokens,
+            max_queue=settings.max_queue,
+            bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
+            interactive_burst=settings.interactive_burst,
+        )
+        usecases = EmbedderUseCases(
+            encoder,
+            queue,
+            PostgresEmbeddings(db),
+            Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
+            reranker=reranker,
+            rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens, currency=settings.currency),
+        )
         resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
         queue.start()
         resources.push_async_callback(queue.stop)
         servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
-        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose],
-                                   readiness=[health.database(db)])
+        return GrpcApp.for_service(
+            settings.common,
+            [service_spec(servicer)],
+            verifier,
+            on_stop=[resources.pop_all().aclose],
+            readiness=[health.database(db)],
+        )

@@ -12,12 +12,15 @@ TOKENS = Counter("knowledge_embedder_tokens_total", "Tokens embedded (the rate i
 SKIPPED = Counter("knowledge_embedder_skipped_inputs_total", "Inputs dropped because their caller went away")
 REJECTED = Counter("knowledge_embedder_rejected_inputs_total", "Inputs refused because the queue was full")
 STAGE_SECONDS = Histogram(
-    "knowledge_embedder_stage_seconds", "Seconds per stage", ["stage"],
+    "knowledge_embedder_stage_seconds",
+    "Seconds per stage",
+    ["stage"],
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
 RERANK_PAIRS = Counter("knowledge_embedder_rerank_pairs_total", "(query, passage) pairs scored by the reranker")
 RERANK_TOKENS = Counter("knowledge_embedder_rerank_tokens_total", "Tokens of the pairs the reranker scored")
 RERANK_SECONDS = Histogram(
-    "knowledge_embedder_rerank_seconds", "Seconds of the reranker's forward passes per batch",
+    "knowledge_embedder_rerank_seconds",
+    "Seconds of the reranker's forward passes per batch",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )

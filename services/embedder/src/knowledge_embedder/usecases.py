@@ -118,8 +118,13 @@ class EmbedderUseCases:
         embedded, vector = await self._anchor_vector(content)
         cost = self._cost(embedded)
         anchor_id = await self._stored(self.store.upsert_anchor(scope.tenant, target, vector, len(content), cost))
-        return IndexResult(ids=(anchor_id,), count=len(embedded.measured), truncated_chars=embedded.truncated_chars,
-                           cost=cost, vectors=vector[None, :])
+        return IndexResult(
+            ids=(anchor_id,),
+            count=len(embedded.measured),
+            truncated_chars=embedded.truncated_chars,
+            cost=cost,
+            vectors=vector[None, :],
+        )
 
     async def refresh_anchor(self, scope: Scope, target: AnchorTarget, content: str) -> IndexResult:
         if not await self.store.anchor_exists(scope.tenant, target):
@@ -129,8 +134,13 @@ class EmbedderUseCases:
         anchor_id = await self._stored(self.store.replace_anchor(scope.tenant, target, vector, len(content), cost))
         if anchor_id is None:  # deleted while we embedded
             raise AnchorNotFound(target.entity_type, target.entity_id)
-        return IndexResult(ids=(anchor_id,), count=len(embedded.measured), truncated_chars=embedded.truncated_chars,
-                           cost=cost, vectors=vector[None, :])
+        return IndexResult(
+            ids=(anchor_id,),
+            count=len(embedded.measured),
+            truncated_chars=embedded.truncated_chars,
+            cost=cost,
+            vectors=vector[None, :],
+        )
 
     async def search_anchors(self, scope: Scope, query: str, entity_type: str, top_k: int) -> list[AnchorMatch]:
         if entity_type:
@@ -158,12 +168,19 @@ class EmbedderUseCases:
         metrics.RERANK_PAIRS.inc(len(pairs))
         metrics.RERANK_TOKENS.inc(total)
         price = self.rerank_price or Price(per_1k_tokens=0.0, currency=self.price.currency)
-        cost = CostLine(model=self.reranker.model_id, operation=RERANK_OPERATION, texts=len(pairs), tokens=total,
-                        amount=price.of(total), currency=price.currency)
+        cost = CostLine(
+            model=self.reranker.model_id,
+            operation=RERANK_OPERATION,
+            texts=len(pairs),
+            tokens=total,
+            amount=price.of(total),
+            currency=price.currency,
+        )
         await self._stored(self.store.record_cost(scope.tenant, cost))
         log.info("reranked", pairs=len(pairs), tokens=total)
-        return Reranked(scores=tuple(float(s) for s in np.asarray(scores).reshape(-1)), model_id=self.reranker.model_id,
-                        cost=cost)
+        return Reranked(
+            scores=tuple(float(s) for s in np.asarray(scores).reshape(-1)), model_id=self.reranker.model_id, cost=cost
+        )
 
     async def _anchor_vector(self, content: str) -> tuple[Embedded, np.ndarray]:
         require_content(content)
@@ -182,8 +199,14 @@ class EmbedderUseCases:
 
     def _cost(self, embedded: Embedded) -> CostLine:
         tokens = embedded.tokens
-        return CostLine(model=self.encoder.model_id, operation=OPERATION, texts=len(embedded.measured), tokens=tokens,
-                        amount=self.price.of(tokens), currency=self.price.currency)
+        return CostLine(
+            model=self.encoder.model_id,
+            operation=OPERATION,
+            texts=len(embedded.measured),
+            tokens=tokens,
+            amount=self.price.of(tokens),
+            currency=self.price.currency,
+        )
 
     async def _stored(self, write: Awaitable[T]) -> T:
         started = time.perf_counter()
@@ -194,4 +217,3 @@ class EmbedderUseCases:
 
     def close(self) -> None:
         self._tokenize.shutdown(wait=False, cancel_futures=True)
-

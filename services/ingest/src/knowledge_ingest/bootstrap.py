@@ -11,18 +11,18 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime import health
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.adapters.documents import PostgresDocuments
+from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
-from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
@@ -39,9 +39,14 @@ from knowledge_ingest.service_layer.web import WebPageUseCases
 from knowledge_ingest.worker import Workers
 
 
-def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Embedder,
-         extract: Callable[[Path, str, str], Extracted],
-         readiness: Readiness | None = None) -> tuple[IngestServicer, Workers]:
+def wire(
+    settings: IngestSettings,
+    db: Database,
+    blobs: BlobStore,
+    embedder: Embedder,
+    extract: Callable[[Path, str, str], Extracted],
+    readiness: Readiness | None = None,
+) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
@@ -52,14 +57,22 @@ def wire(settings: IngestSettings, db: Database, blobs: BlobStore, embedder: Emb
         web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
     )
     pipeline = Pipeline(
-        queue=queue, documents=documents, blobs=blobs, embedder=embedder, extract=extract,
-        settings=PipelineSettings(chunk_max_chars=settings.chunk_max_chars, embed_batch=settings.embed_batch,
-                                  lease_s=settings.lease_s, embed_window=settings.embed_window,
-                                  retry=RetryPolicy(settings.max_attempts, settings.retry_base_s,
-                                                    settings.max_interruptions)),
+        queue=queue,
+        documents=documents,
+        blobs=blobs,
+        embedder=embedder,
+        extract=extract,
+        settings=PipelineSettings(
+            chunk_max_chars=settings.chunk_max_chars,
+            embed_batch=settings.embed_batch,
+            lease_s=settings.lease_s,
+            embed_window=settings.embed_window,
+            retry=RetryPolicy(settings.max_attempts, settings.retry_base_s, settings.max_interruptions),
+        ),
     )
-    workers = Workers(queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s,
-                      readiness=readiness)
+    workers = Workers(
+        queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
+    )
     return servicer, workers
 
 
@@ -81,11 +94,16 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
-        servicer, workers = wire(settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract,
-                                 readiness)
+        servicer, workers = wire(
+            settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract, readiness
+        )
         resources.push_async_callback(workers.stop)
-        app = GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                  on_stop=[resources.pop_all().aclose],
-                                  readiness=[health.database(db)])
+        app = GrpcApp.for_service(
+            settings.common,
+            [service_spec(servicer)],
+            verifier,
+            on_stop=[resources.pop_all().aclose],
+            readiness=[health.database(db)],
+        )
     app.on_start.append(workers.start)
     return app

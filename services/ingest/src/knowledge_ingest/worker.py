@@ -37,8 +37,7 @@ class Workers:
 
     async def start(self) -> None:
         base = f"{socket.gethostname()}:{os.getpid()}"
-        self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}"))
-                       for i in range(self.count)]
+        self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}")) for i in range(self.count)]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
 
     async def _housekeeping(self) -> None:

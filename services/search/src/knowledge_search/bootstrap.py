@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 
-from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime import health
+from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -82,6 +82,10 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             ledger=PostgresCostLedger(db),
         )
         servicer = SearchServicer(searches, answers)
-        return GrpcApp.for_service(settings.common, [service_spec(servicer)], verifier,
-                                   on_stop=[resources.pop_all().aclose],
-                                   readiness=[health.database(db)])
+        return GrpcApp.for_service(
+            settings.common,
+            [service_spec(servicer)],
+            verifier,
+            on_stop=[resources.pop_all().aclose],
+            readiness=[health.database(db)],
+        )

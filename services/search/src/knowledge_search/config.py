@@ -14,7 +14,13 @@ from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsErro
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
-from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, RERANK_WINDOW, Bm25
+from knowledge_search.domain.retrieval import (
+    CHANNEL_DEPTH,
+    DEFAULT_EF_SEARCH,
+    DEFAULT_MAX_SCAN_TUPLES,
+    RERANK_WINDOW,
+    Bm25,
+)
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -61,13 +67,17 @@ class SearchSettings:
             raise SettingsError(f"{PREFIX}SEARCH_BM25_B must be <= 1, got {b}")
         text_config = env.str("SEARCH_TEXT_CONFIG", bm25.text_config) or bm25.text_config
         if not _TEXT_CONFIG.match(text_config):
-            raise SettingsError(f"{PREFIX}SEARCH_TEXT_CONFIG must be a text search configuration name, got {text_config!r}")
+            raise SettingsError(
+                f"{PREFIX}SEARCH_TEXT_CONFIG must be a text search configuration name, got {text_config!r}"
+            )
         try:
             thresholds = Thresholds(
                 high_top=env.float("SEARCH_RELEVANCE_HIGH", relevance.high_top, minimum=0.0),
                 high_mean=env.float("SEARCH_RELEVANCE_HIGH_MEAN", relevance.high_mean, minimum=0.0),
                 moderate_top=env.float("SEARCH_RELEVANCE_MODERATE", relevance.moderate_top, minimum=0.0),
-                lexical_coverage=env.float("SEARCH_RELEVANCE_LEXICAL_COVERAGE", relevance.lexical_coverage, minimum=0.0),
+                lexical_coverage=env.float(
+                    "SEARCH_RELEVANCE_LEXICAL_COVERAGE", relevance.lexical_coverage, minimum=0.0
+                ),
             )
         except ValueError as error:
             raise SettingsError(f"{PREFIX}SEARCH_RELEVANCE_*: {error}") from None
@@ -103,8 +113,10 @@ class SearchSettings:
 
 def _fusion(env: Env) -> Fusion:
     if env.str("SEARCH_LEXICAL_CONFIDENCE") is not None:
-        raise SettingsError(f"{PREFIX}SEARCH_LEXICAL_CONFIDENCE was replaced by {PREFIX}SEARCH_FUSION "
-                            "(coverage_rrf is what true meant, rrf what false meant)")
+        raise SettingsError(
+            f"{PREFIX}SEARCH_LEXICAL_CONFIDENCE was replaced by {PREFIX}SEARCH_FUSION "
+            "(coverage_rrf is what true meant, rrf what false meant)"
+        )
     raw = (env.str("SEARCH_FUSION", DEFAULT_FUSION.method.value) or DEFAULT_FUSION.method.value).strip().lower()
     try:
         method = FusionMethod(raw)

@@ -15,6 +15,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Source, cite, excerpt
+from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
@@ -23,15 +24,14 @@ from knowledge_search.domain.model import (
     Chunk,
     Citation,
     Cost,
-    SearchMode,
     Ranked,
+    Relevance,
     SearchHit,
+    SearchMode,
     SearchOutcome,
     SearchRequest,
-    Relevance,
     Weights,
 )
-from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
@@ -96,14 +96,12 @@ class SearchUseCases:
             lexical_hits=len(lexical_hits),
             relevance=relevance.value,
         )
-        return SearchOutcome(
-            hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost
-        )
+        return SearchOutcome(hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost)
 
     async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
         """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused
         order), then the rest in fused order."""
-        window, rest = hits[: self.rerank_window], hits[self.rerank_window:]
+        window, rest = hits[: self.rerank_window], hits[self.rerank_window :]
         assert self.reranker is not None
         with _tracer.start_as_current_span("search.rerank") as span:
             span.set_attribute("search.rerank_window", len(window))

@@ -14,6 +14,7 @@ from knowledge_runtime import ids
 from knowledge_content_index.domain.errors import BlobNotFound, InvalidBlobRequest, InvalidWriteStream
 from knowledge_content_index.domain.model import Blob, BlobReference, GarbageReport, ReferenceCounts, UploadHeader
 
+
 def timestamp(value) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(value)

@@ -50,14 +50,14 @@ class ContentHash:
         """The hash written as ``text`` (either form, any letter case), or None when malformed."""
         value = text.strip().lower()
         keyed = value.startswith(HMAC_PREFIX)
-        digest = value[len(HMAC_PREFIX):] if keyed else value
+        digest = value[len(HMAC_PREFIX) :] if keyed else value
         return cls(digest, keyed) if _HEX64.fullmatch(digest) else None
 
 
 class ContentHasher:
     """Accumulates bytes; ``finish()`` gives their :class:`ContentHash`. Never exposes its key."""
 
-    __slots__ = ("_state", "_keyed")
+    __slots__ = ("_keyed", "_state")
 
     def __init__(self, key: bytes | None) -> None:
         self._keyed = key is not None

@@ -64,7 +64,7 @@ def capped_max_seq_length(model_dir: Path, configured: int) -> int:
 
 
 def pooling_mode(model_dir: Path) -> str:
-    """"mean", "cls" or "lasttoken" from the sentence-transformers pooling module ("mean" if none)."""
+    """ "mean", "cls" or "lasttoken" from the sentence-transformers pooling module ("mean" if none)."""
     for module in _modules(model_dir):
         if module.get("type", "").endswith("Pooling"):
             config = _json(model_dir / module.get("path", "") / "config.json")

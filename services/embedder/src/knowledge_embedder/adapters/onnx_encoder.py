@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
-
 from knowledge_runtime.settings import SettingsError
+from tokenizers import Tokenizer
 
 from knowledge_embedder.adapters.model_files import capped_max_seq_length, has_extra_modules, pooling_mode
 from knowledge_embedder.adapters.onnx_export import ensure_int8_model
@@ -30,8 +29,9 @@ class OnnxEncoder:
     backend = "onnx-int8"
     device = "cpu"
 
-    def __init__(self, model_id: str, model_dir: Path, *, cache_root: Path, max_seq_length: int,
-                 batch_size: int) -> None:
+    def __init__(
+        self, model_id: str, model_dir: Path, *, cache_root: Path, max_seq_length: int, batch_size: int
+    ) -> None:
         tokenizer_file = model_dir / "tokenizer.json"
         if not tokenizer_file.exists():
             raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 needs the model's tokenizer.json")
@@ -64,8 +64,11 @@ class OnnxEncoder:
     def _forward(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64), "attention_mask": mask,
-                 "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": mask,
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
         hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
         if self._pooling == "cls":
             pooled = hidden[:, 0]

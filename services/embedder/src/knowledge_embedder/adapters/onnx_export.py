@@ -78,13 +78,22 @@ def _export(model_dir: Path, output: Path) -> None:
             return out.last_hidden_state
 
     sample = torch.ones((2, 8), dtype=torch.long)
-    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
-            "token_type_ids": {0: "batch", 1: "sequence"}, "last_hidden_state": {0: "batch", 1: "sequence"}}
+    axes = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "sequence"},
+        "token_type_ids": {0: "batch", 1: "sequence"},
+        "last_hidden_state": {0: "batch", 1: "sequence"},
+    }
     with torch.inference_mode():
         torch.onnx.export(
-            LastHiddenState(model), (sample, sample, torch.zeros_like(sample)), str(output),
-            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-            dynamic_axes=axes, opset_version=OPSET, dynamo=False,
+            LastHiddenState(model),
+            (sample, sample, torch.zeros_like(sample)),
+            str(output),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
         )
 
 
@@ -92,5 +101,6 @@ def _quantise(source: Path, output: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     large = sum(p.stat().st_size for p in source.parent.iterdir()) > _EXTERNAL_DATA_BYTES
-    quantize_dynamic(str(source), str(output), weight_type=QuantType.QInt8, per_channel=True,
-                     use_external_data_format=large)
+    quantize_dynamic(
+        str(source), str(output), weight_type=QuantType.QInt8, per_channel=True, use_external_data_format=large
+    )

@@ -82,8 +82,13 @@ class CostLedger:
             costs = [cost for _, cost, _ in group]
             try:
                 await self._db.execute(
-                    "insert_costs", INSERT_COSTS, [tenant for tenant, _, _ in group], [c.model for c in costs],
-                    [c.operation for c in costs], [c.texts for c in costs], [c.tokens for c in costs],
+                    "insert_costs",
+                    INSERT_COSTS,
+                    [tenant for tenant, _, _ in group],
+                    [c.model for c in costs],
+                    [c.operation for c in costs],
+                    [c.texts for c in costs],
+                    [c.tokens for c in costs],
                     [Decimal(str(c.amount)) for c in costs],
                 )
             except Exception as error:
@@ -105,21 +110,24 @@ class PostgresEmbeddings:
         self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
     ) -> int:
         async with self._db.transaction() as tx:
-            anchor_id = await tx.fetchval("upsert_anchor", UPSERT_ANCHOR, tenant, target.entity_type, target.entity_id,
-                                          vector, content_chars)
+            anchor_id = await tx.fetchval(
+                "upsert_anchor", UPSERT_ANCHOR, tenant, target.entity_type, target.entity_id, vector, content_chars
+            )
             await _record(tx, tenant, cost)
         return anchor_id
 
     async def anchor_exists(self, tenant: str, target: AnchorTarget) -> bool:
-        return bool(await self._db.fetchval("anchor_exists", ANCHOR_EXISTS, tenant, target.entity_type,
-                                            target.entity_id))
+        return bool(
+            await self._db.fetchval("anchor_exists", ANCHOR_EXISTS, tenant, target.entity_type, target.entity_id)
+        )
 
     async def replace_anchor(
         self, tenant: str, target: AnchorTarget, vector: np.ndarray, content_chars: int, cost: CostLine
     ) -> int | None:
         async with self._db.transaction() as tx:
-            anchor_id = await tx.fetchval("replace_anchor", REPLACE_ANCHOR, tenant, target.entity_type,
-                                          target.entity_id, vector, content_chars)
+            anchor_id = await tx.fetchval(
+                "replace_anchor", REPLACE_ANCHOR, tenant, target.entity_type, target.entity_id, vector, content_chars
+            )
             await _record(tx, tenant, cost)  # the forward pass was spent either way
         return anchor_id
 
@@ -129,8 +137,9 @@ class PostgresEmbeddings:
         rows = await self._db.fetch("nearest_anchors", NEAREST_ANCHORS, tenant, vector, entity_type, top_k)
         await self._ledger.record(tenant, cost)
         return [
-            AnchorMatch(target=AnchorTarget(row["entity_type"], row["entity_id"]),
-                        score=min(max(float(row["score"]), 0.0), 1.0))
+            AnchorMatch(
+                target=AnchorTarget(row["entity_type"], row["entity_id"]), score=min(max(float(row["score"]), 0.0), 1.0)
+            )
             for row in rows
         ]
 
@@ -139,5 +148,13 @@ class PostgresEmbeddings:
 
 
 async def _record(db: Database | Transaction, tenant: str, cost: CostLine) -> None:
-    await db.execute("insert_cost", INSERT_COST, tenant, cost.model, cost.operation, cost.texts, cost.tokens,
-                     Decimal(str(cost.amount)))
+    await db.execute(
+        "insert_cost",
+        INSERT_COST,
+        tenant,
+        cost.model,
+        cost.operation,
+        cost.texts,
+        cost.tokens,
+        Decimal(str(cost.amount)),
+    )

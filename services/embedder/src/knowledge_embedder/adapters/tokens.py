@@ -36,7 +36,9 @@ class TokenMeasurer:
 def in_length_order(texts: Sequence[str], batch_size: int, forward: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """``forward`` over sub-batches of similar length (little padding); rows back in input order."""
     order = np.argsort([-len(text) for text in texts], kind="stable")
-    parts = [forward([texts[i] for i in order[start:start + batch_size]]) for start in range(0, len(texts), batch_size)]
+    parts = [
+        forward([texts[i] for i in order[start : start + batch_size]]) for start in range(0, len(texts), batch_size)
+    ]
     ordered = np.concatenate(parts)
     result = np.empty_like(ordered)
     result[order] = ordered

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sentence_transformers import SentenceTransformer
-
 from knowledge_runtime.settings import SettingsError
+from sentence_transformers import SentenceTransformer
 
 from knowledge_embedder.adapters.model_files import capped_max_seq_length
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
@@ -53,8 +52,9 @@ class TorchEncoder:
             return in_length_order(texts, self.batch_size, self._forward).astype(np.float32, copy=False)
 
     def _forward(self, texts: list[str]) -> np.ndarray:
-        vectors = self._model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
+        vectors = self._model.encode(
+            texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         self._release_cache()  # after each sub-batch, so a long batch cannot hoard accelerator memory
         return vectors
 

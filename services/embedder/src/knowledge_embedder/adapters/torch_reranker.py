@@ -34,14 +34,19 @@ class TorchReranker:
 
     def measure(self, pairs: Sequence[RerankPair]) -> list[int]:
         """Tokens each pair costs, after truncation to ``max_length``."""
-        encoded = self._tokenizer([p.query for p in pairs], [p.passage for p in pairs], truncation=True,
-                                  max_length=self.max_length)
+        encoded = self._tokenizer(
+            [p.query for p in pairs], [p.passage for p in pairs], truncation=True, max_length=self.max_length
+        )
         return [len(ids) for ids in encoded["input_ids"]]
 
     def score(self, pairs: Sequence[RerankPair]) -> np.ndarray:
         with torch.inference_mode():
-            scores = self._model.predict([(p.query, p.passage) for p in pairs], batch_size=self.batch_size,
-                                         show_progress_bar=False, convert_to_numpy=True)
+            scores = self._model.predict(
+                [(p.query, p.passage) for p in pairs],
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
         elif self.device == "mps":

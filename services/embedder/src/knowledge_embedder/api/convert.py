@@ -14,8 +14,9 @@ def vector(row: np.ndarray) -> common_pb2.Vector:
 
 
 def cost(line: CostLine) -> common_pb2.Cost:
-    item = common_pb2.CostItem(model_id=line.model, operation=line.operation, texts=line.texts,
-                               input_tokens=line.tokens, amount=line.amount)
+    item = common_pb2.CostItem(
+        model_id=line.model, operation=line.operation, texts=line.texts, input_tokens=line.tokens, amount=line.amount
+    )
     return common_pb2.Cost(amount=line.amount, currency=line.currency, input_tokens=line.tokens, items=[item])
 
 

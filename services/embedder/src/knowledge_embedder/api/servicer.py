@@ -27,17 +27,23 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         self._usecases = usecases
         self._max_batch_tokens = max_batch_tokens
 
-    async def Info(self, request: embedder_pb2.InfoRequest, context: grpc.aio.ServicerContext
-                   ) -> embedder_pb2.InfoResponse:
+    async def Info(
+        self, request: embedder_pb2.InfoRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.InfoResponse:
         current_scope()
         encoder = self._usecases.encoder
         return embedder_pb2.InfoResponse(
-            model_id=encoder.model_id, dimension=encoder.dimension, device=encoder.device,
-            max_seq_length=encoder.max_seq_length, backend=encoder.backend, max_batch_tokens=self._max_batch_tokens,
+            model_id=encoder.model_id,
+            dimension=encoder.dimension,
+            device=encoder.device,
+            max_seq_length=encoder.max_seq_length,
+            backend=encoder.backend,
+            max_batch_tokens=self._max_batch_tokens,
         )
 
-    async def EmbedTexts(self, request: embedder_pb2.EmbedTextsRequest, context: grpc.aio.ServicerContext
-                         ) -> embedder_pb2.EmbedTextsResponse:
+    async def EmbedTexts(
+        self, request: embedder_pb2.EmbedTextsRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.EmbedTextsResponse:
         embedded, cost = await self._usecases.embed_texts(current_scope(), list(request.texts))
         return embedder_pb2.EmbedTextsResponse(
             vectors=[convert.vector(row) for row in embedded.vectors],
@@ -46,16 +52,20 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             cost=convert.cost(cost),
         )
 
-    async def EmbedQuery(self, request: embedder_pb2.EmbedQueryRequest, context: grpc.aio.ServicerContext
-                         ) -> embedder_pb2.EmbedQueryResponse:
+    async def EmbedQuery(
+        self, request: embedder_pb2.EmbedQueryRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.EmbedQueryResponse:
         result = await self._usecases.embed_query(current_scope(), request.query)
         return embedder_pb2.EmbedQueryResponse(
-            vector=convert.vector(result.embedded.vectors[0]), truncated_characters=result.truncated_chars,
-            warnings=list(result.warnings), cost=convert.cost(result.cost),
+            vector=convert.vector(result.embedded.vectors[0]),
+            truncated_characters=result.truncated_chars,
+            warnings=list(result.warnings),
+            cost=convert.cost(result.cost),
         )
 
-    async def Index(self, request: embedder_pb2.IndexRequest, context: grpc.aio.ServicerContext
-                    ) -> embedder_pb2.IndexResponse:
+    async def Index(
+        self, request: embedder_pb2.IndexRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.IndexResponse:
         binding = request.WhichOneof("binding")
         if request.kind == embedder_pb2.INDEX_KIND_CHUNK or binding == "document":
             raise ChunkIndexingMoved()
@@ -64,33 +74,43 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         if binding != "anchor":
             raise InvalidInput("INDEX_KIND_ANCHOR needs an anchor binding", field="binding")
         result = await self._usecases.index_anchor(
-            current_scope(), request.content, convert.anchor_target(request.anchor, "anchor"))
+            current_scope(), request.content, convert.anchor_target(request.anchor, "anchor")
+        )
         return embedder_pb2.IndexResponse(
-            chunk_ids=[str(i) for i in result.ids], chunk_count=result.count,
-            truncated_characters=result.truncated_chars, cost=convert.cost(result.cost),
+            chunk_ids=[str(i) for i in result.ids],
+            chunk_count=result.count,
+            truncated_characters=result.truncated_chars,
+            cost=convert.cost(result.cost),
             vectors=[convert.vector(row) for row in result.vectors] if request.return_vectors else [],
         )
 
-    async def RefreshAnchor(self, request: embedder_pb2.RefreshAnchorRequest, context: grpc.aio.ServicerContext
-                            ) -> embedder_pb2.RefreshAnchorResponse:
+    async def RefreshAnchor(
+        self, request: embedder_pb2.RefreshAnchorRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.RefreshAnchorResponse:
         target = convert.anchor_target(request.target, "target")
         result = await self._usecases.refresh_anchor(current_scope(), target, request.content)
         return embedder_pb2.RefreshAnchorResponse(
-            anchor_id=str(result.ids[0]), piece_count=result.count, truncated_characters=result.truncated_chars,
+            anchor_id=str(result.ids[0]),
+            piece_count=result.count,
+            truncated_characters=result.truncated_chars,
             cost=convert.cost(result.cost),
         )
 
-    async def SearchAnchors(self, request: embedder_pb2.SearchAnchorsRequest, context: grpc.aio.ServicerContext
-                            ) -> embedder_pb2.SearchAnchorsResponse:
-        matches = await self._usecases.search_anchors(current_scope(), request.query, request.entity_type,
-                                                      request.top_k)
+    async def SearchAnchors(
+        self, request: embedder_pb2.SearchAnchorsRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.SearchAnchorsResponse:
+        matches = await self._usecases.search_anchors(
+            current_scope(), request.query, request.entity_type, request.top_k
+        )
         return embedder_pb2.SearchAnchorsResponse(matches=[convert.anchor_match(m) for m in matches])
 
-    async def Rerank(self, request: embedder_pb2.RerankRequest, context: grpc.aio.ServicerContext
-                     ) -> embedder_pb2.RerankResponse:
+    async def Rerank(
+        self, request: embedder_pb2.RerankRequest, context: grpc.aio.ServicerContext
+    ) -> embedder_pb2.RerankResponse:
         result = await self._usecases.rerank(current_scope(), request.query, list(request.passages))
-        return embedder_pb2.RerankResponse(scores=list(result.scores), model_id=result.model_id,
-                                           cost=convert.cost(result.cost))
+        return embedder_pb2.RerankResponse(
+            scores=list(result.scores), model_id=result.model_id, cost=convert.cost(result.cost)
+        )
 
 
 def service_spec(servicer: EmbedderServicer) -> ServiceSpec:

@@ -23,9 +23,12 @@ SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, 
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 """
 GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2"
-LIST_DOCUMENTS = _DOCUMENT_SELECT + """
+LIST_DOCUMENTS = (
+    _DOCUMENT_SELECT
+    + """
 WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 ORDER BY d.document_id LIMIT $4
 """
+)
 DOCUMENT_CHUNKS = """
 SELECT content, section, page, chunk_index, coalesce((metadata->>'overlap_chars')::int, 0) AS overlap_chars
 FROM chunks WHERE tenant_id = $1 AND document_id = $2 ORDER BY chunk_index
@@ -63,10 +66,19 @@ GROUP BY c.corpus_id ORDER BY c.corpus_id
 
 def _document(row: asyncpg.Record) -> Document:
     return Document(
-        document_id=row["document_id"], corpus_id=row["corpus_id"], filename=row["filename"],
-        state=State(row["state"]), error=row["error"], chunk_count=row["chunk_count"], size_bytes=row["size_bytes"],
-        mime_type=row["mime_type"], extractable=row["extractable"], source_url=row["source_url"],
-        job_id=row["job_id"], create_time=row["create_time"], update_time=row["update_time"],
+        document_id=row["document_id"],
+        corpus_id=row["corpus_id"],
+        filename=row["filename"],
+        state=State(row["state"]),
+        error=row["error"],
+        chunk_count=row["chunk_count"],
+        size_bytes=row["size_bytes"],
+        mime_type=row["mime_type"],
+        extractable=row["extractable"],
+        source_url=row["source_url"],
+        job_id=row["job_id"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
         warnings=tuple(row["warnings"]),
     )
 
@@ -93,8 +105,9 @@ class PostgresDocuments:
     async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]:
         return [r["document_id"] for r in await self._db.fetch("movable", MOVABLE, tenant, source_corpus_id)]
 
-    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int],
-                   source_corpus_id: int | None) -> tuple[list[int], list[int], list[int]]:
+    async def move(
+        self, tenant: str, target_corpus_id: int, document_ids: Sequence[int], source_corpus_id: int | None
+    ) -> tuple[list[int], list[int], list[int]]:
         wanted = sorted(set(document_ids))
         async with self._db.transaction() as tx:
             owned = {r["document_id"]: r["corpus_id"] for r in await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted)}
@@ -105,11 +118,14 @@ class PostgresDocuments:
             await _move(tx, wanted, target_corpus_id)
         return wanted, [], []
 
-    async def move_all(self, tenant: str, source_corpus_id: int, target_corpus_id: int,
-                       listed: int) -> tuple[int, list[int]]:
+    async def move_all(
+        self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int
+    ) -> tuple[int, list[int]]:
         async with self._db.transaction() as tx:
-            ids = [r["document_id"] for r in await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant,
-                                                            source_corpus_id)]
+            ids = [
+                r["document_id"]
+                for r in await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant, source_corpus_id)
+            ]
             if ids:
                 await _move(tx, ids, target_corpus_id)
         return len(ids), ids[:listed]

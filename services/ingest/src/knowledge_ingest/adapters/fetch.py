@@ -40,15 +40,22 @@ class WebFetcher:
     @contextlib.asynccontextmanager
     async def open(self, url: str) -> AsyncIterator[FetchedPage]:
         deadline = time.monotonic() + self._timeout_s
-        async with httpx.AsyncClient(trust_env=False, follow_redirects=False, verify=True,
-                                     timeout=httpx.Timeout(self._timeout_s)) as client:
+        async with httpx.AsyncClient(
+            trust_env=False, follow_redirects=False, verify=True, timeout=httpx.Timeout(self._timeout_s)
+        ) as client:
             for _ in range(self._max_redirects + 1):
                 where = target(url)
                 address = await self._resolve(where)
-                request = client.build_request("GET", _at_address(url, address), headers={
-                    "Host": _host_header(where), "User-Agent": USER_AGENT,
-                    "Accept": "text/html, application/xhtml+xml, application/pdf, text/plain;q=0.9, */*;q=0.5",
-                }, extensions={"sni_hostname": where.host} if where.scheme == "https" else {})
+                request = client.build_request(
+                    "GET",
+                    _at_address(url, address),
+                    headers={
+                        "Host": _host_header(where),
+                        "User-Agent": USER_AGENT,
+                        "Accept": "text/html, application/xhtml+xml, application/pdf, text/plain;q=0.9, */*;q=0.5",
+                    },
+                    extensions={"sni_hostname": where.host} if where.scheme == "https" else {},
+                )
                 try:
                     async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
                         response = await client.send(request, stream=True)
@@ -63,8 +70,9 @@ class WebFetcher:
                     if response.status_code >= 400:
                         raise FetchFailed(f"the site answered {response.status_code}")
                     content_type = response.headers.get("content-type", "application/octet-stream")
-                    yield FetchedPage(url, content_type.split(";", 1)[0].strip().lower(),
-                                      _body(response, deadline, self._timeout_s))
+                    yield FetchedPage(
+                        url, content_type.split(";", 1)[0].strip().lower(), _body(response, deadline, self._timeout_s)
+                    )
                     return
                 finally:
                     await response.aclose()

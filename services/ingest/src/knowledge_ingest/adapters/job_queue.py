@@ -98,8 +98,9 @@ class PostgresJobQueue:
         async with self._db.transaction() as tx:
             return await _apply(tx, lease, transition, lease_s) is not None
 
-    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
-                    transition: Transition) -> bool:
+    async def store(
+        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+    ) -> bool:
         assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
         async with self._db.transaction() as tx:
             owned = await _apply(tx, lease, transition, 0.0)
@@ -109,8 +110,14 @@ class PostgresJobQueue:
             corpus_id = await tx.fetchval("lock_document", LOCK_DOCUMENT, document_id)
             await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
             await _insert_chunks(tx, tenant, corpus_id, document_id, lease.job.filename, chunks, vectors)
-            await tx.execute("document_searchable", DOCUMENT_SEARCHABLE, document_id, len(chunks),
-                             transition.result.extractable, list(transition.result.warnings))
+            await tx.execute(
+                "document_searchable",
+                DOCUMENT_SEARCHABLE,
+                document_id,
+                len(chunks),
+                transition.result.extractable,
+                list(transition.result.warnings),
+            )
         return True
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
@@ -121,8 +128,7 @@ class PostgresJobQueue:
 
     async def reap_cancelled(self) -> int:
         ended = cancelled()
-        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage,
-                                       ended.progress)
+        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
 
     async def backlog(self) -> int:
         return await self._db.fetchval("jobs_backlog", BACKLOG)
@@ -131,25 +137,60 @@ class PostgresJobQueue:
 async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s: float) -> tuple[str, int] | None:
     """(tenant, document_id) of the job written, None when the lease no longer allows it."""
     row = await tx.fetchrow(
-        "apply_transition", APPLY, lease.job.job_id, lease.owner, transition.state.value, transition.stage,
-        transition.progress, transition.error, result_json(transition), transition.releases_lease, float(lease_s),
-        transition.requeue_after_s, transition.refund_attempt, transition.unless_cancelled, int(transition.interrupted))
+        "apply_transition",
+        APPLY,
+        lease.job.job_id,
+        lease.owner,
+        transition.state.value,
+        transition.stage,
+        transition.progress,
+        transition.error,
+        result_json(transition),
+        transition.releases_lease,
+        float(lease_s),
+        transition.requeue_after_s,
+        transition.refund_attempt,
+        transition.unless_cancelled,
+        int(transition.interrupted),
+    )
     if row is None:
         return None
     await follow(tx, row["document_id"], transition)
     return row["tenant_id"], row["document_id"]
 
 
-async def _insert_chunks(tx: Transaction, tenant: str, corpus_id: int, document_id: int, source: str,
-                         chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]]) -> None:
+async def _insert_chunks(
+    tx: Transaction,
+    tenant: str,
+    corpus_id: int,
+    document_id: int,
+    source: str,
+    chunks: Sequence[TextChunk],
+    vectors: Sequence[Sequence[float]],
+) -> None:
     if len(chunks) != len(vectors):
         raise ValueError("one vector per chunk")
     rows = [
-        (tenant, corpus_id, document_id, chunk.chunk_index, chunk.section, chunk.page, chunk.content,
-         np.asarray(vector, dtype=np.float32),
-         json.dumps({"source": source, "section": chunk.section, "page": chunk.page,
-                     "chunk_index": chunk.chunk_index, "document_id": str(document_id),
-                     "overlap_chars": chunk.overlap_chars}))
+        (
+            tenant,
+            corpus_id,
+            document_id,
+            chunk.chunk_index,
+            chunk.section,
+            chunk.page,
+            chunk.content,
+            np.asarray(vector, dtype=np.float32),
+            json.dumps(
+                {
+                    "source": source,
+                    "section": chunk.section,
+                    "page": chunk.page,
+                    "chunk_index": chunk.chunk_index,
+                    "document_id": str(document_id),
+                    "overlap_chars": chunk.overlap_chars,
+                }
+            ),
+        )
         for chunk, vector in zip(chunks, vectors)
     ]
     if rows:

@@ -19,12 +19,25 @@ SET_DOCUMENT_STATE = "UPDATE documents SET state = $2, error = $3, update_time =
 
 def job_from_row(row: asyncpg.Record, result: str | None = None) -> Job:
     return Job(
-        job_id=row["job_id"], tenant=row["tenant_id"], corpus_id=row["corpus_id"], document_id=row["document_id"],
-        blob_id=row["blob_id"], filename=row["filename"], mime_type=row["mime_type"], state=State(row["state"]),
-        stage=row["stage"], progress=row["progress"], error=row["error"], attempts=row["attempts"],
-        cancel_requested=row["cancel_requested"], re_extract=row["re_extract"], create_time=row["create_time"],
-        update_time=row["update_time"], result=JobResult.from_json(json.loads(result)) if result else None,
-        duplicate=row["duplicate"], interruptions=row["interruptions"],
+        job_id=row["job_id"],
+        tenant=row["tenant_id"],
+        corpus_id=row["corpus_id"],
+        document_id=row["document_id"],
+        blob_id=row["blob_id"],
+        filename=row["filename"],
+        mime_type=row["mime_type"],
+        state=State(row["state"]),
+        stage=row["stage"],
+        progress=row["progress"],
+        error=row["error"],
+        attempts=row["attempts"],
+        cancel_requested=row["cancel_requested"],
+        re_extract=row["re_extract"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+        result=JobResult.from_json(json.loads(result)) if result else None,
+        duplicate=row["duplicate"],
+        interruptions=row["interruptions"],
     )
 
 

@@ -92,24 +92,33 @@ class PostgresJobs:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def enqueue(self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str,
-                      source_url: str | None) -> Job:
+    async def enqueue(
+        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+    ) -> Job:
         async with self._db.transaction() as tx:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
             row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
             new = admit(None if row is None else _existing(row))
             if new.creates_document:
-                document_id = await tx.fetchval("insert_document", INSERT_DOCUMENT, tenant, corpus_id,
-                                                blob.blob_id, filename, mime_type, source_url)
+                document_id = await tx.fetchval(
+                    "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
+                )
             else:
                 document_id = row["document_id"]
                 if new.requeues_document:
                     await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
             return await _insert_job(tx, tenant, corpus_id, document_id, blob.blob_id, filename, mime_type, new)
 
-    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
-                           mime_type: str, source_url: str | None) -> Job | None:
+    async def enqueue_into(
+        self,
+        tenant: str,
+        document_id: int,
+        corpus_id: int | None,
+        blob: StoredBlob,
+        mime_type: str,
+        source_url: str | None,
+    ) -> Job | None:
         async with self._db.transaction() as tx:
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
             row = await tx.fetchrow("lock_bound_document", LOCK_BOUND_DOCUMENT, tenant, document_id)
@@ -118,8 +127,9 @@ class PostgresJobs:
             new = admit_into(_existing(row), blob.blob_id, corpus_id, row["unended_job"])
             if new.requeues_document:
                 await tx.execute("rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url)
-            return await _insert_job(tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"],
-                                     mime_type, new)
+            return await _insert_job(
+                tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"], mime_type, new
+            )
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
         row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result)
@@ -133,8 +143,9 @@ class PostgresJobs:
                 return job
             change = decision.transition
             if decision.kind is CancelKind.NOW:
-                row = await tx.fetchrow("cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage,
-                                        change.progress)
+                row = await tx.fetchrow(
+                    "cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage, change.progress
+                )
             else:
                 row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
             await follow(tx, row["document_id"], change)
@@ -143,13 +154,17 @@ class PostgresJobs:
     async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
             job = await _locked(tx, tenant, job_id)
-            gave_no_text = job is not None and job.document_id is not None and bool(
-                await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
+            gave_no_text = (
+                job is not None
+                and job.document_id is not None
+                and bool(await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
+            )
             change = None if job is None else retry_request(job, gave_no_text=gave_no_text)
             if job is None or change is None:
                 return job
-            row = await tx.fetchrow("requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage,
-                                    change.progress, change.re_extract)
+            row = await tx.fetchrow(
+                "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
+            )
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
         return job_from_row(row)
 
@@ -160,13 +175,41 @@ async def _locked(tx: Transaction, tenant: str, job_id: uuid.UUID) -> Job | None
 
 
 def _existing(row: asyncpg.Record) -> ExistingDocument:
-    return ExistingDocument(document_id=row["document_id"], corpus_id=row["corpus_id"], blob_id=row["blob_id"],
-                            state=State(row["state"]), chunk_count=row["chunk_count"], warnings=tuple(row["warnings"]))
+    return ExistingDocument(
+        document_id=row["document_id"],
+        corpus_id=row["corpus_id"],
+        blob_id=row["blob_id"],
+        state=State(row["state"]),
+        chunk_count=row["chunk_count"],
+        warnings=tuple(row["warnings"]),
+    )
 
 
-async def _insert_job(tx: Transaction, tenant: str, corpus_id: int, document_id: int, blob_id: int, filename: str,
-                      mime_type: str, new: NewJob) -> Job:
+async def _insert_job(
+    tx: Transaction,
+    tenant: str,
+    corpus_id: int,
+    document_id: int,
+    blob_id: int,
+    filename: str,
+    mime_type: str,
+    new: NewJob,
+) -> Job:
     result = json.dumps(new.result.as_json()) if new.result is not None else None
-    row = await tx.fetchrow("insert_job", INSERT_JOB, tenant, corpus_id, document_id, blob_id, filename, mime_type,
-                            new.re_extract, new.state.value, new.stage, new.progress, result, new.duplicate)
+    row = await tx.fetchrow(
+        "insert_job",
+        INSERT_JOB,
+        tenant,
+        corpus_id,
+        document_id,
+        blob_id,
+        filename,
+        mime_type,
+        new.re_extract,
+        new.state.value,
+        new.stage,
+        new.progress,
+        result,
+        new.duplicate,
+    )
     return job_from_row(row)

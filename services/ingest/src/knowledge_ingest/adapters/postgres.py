@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncpg
-
 from knowledge_runtime.db.pool import Database
 
 from knowledge_ingest.domain.errors import CorpusNameTaken

@@ -64,8 +64,11 @@ class ServicesReadiness:
         await asyncio.gather(*(wait_connected(channel) for channel in self._channels.values()))
 
     def waiting_for(self) -> list[str]:
-        return [name for name, channel in self._channels.items()
-                if channel.get_state(try_to_connect=True) != grpc.ChannelConnectivity.READY]
+        return [
+            name
+            for name, channel in self._channels.items()
+            if channel.get_state(try_to_connect=True) != grpc.ChannelConnectivity.READY
+        ]
 
 
 class ContentIndexClient:
@@ -83,11 +86,12 @@ class ContentIndexClient:
 
         async def requests() -> AsyncIterator[content_index_pb2.WriteBlobRequest]:
             yield content_index_pb2.WriteBlobRequest(
-                header=content_index_pb2.WriteBlobHeader(filename=filename, mime_type=mime_type))
+                header=content_index_pb2.WriteBlobHeader(filename=filename, mime_type=mime_type)
+            )
             try:
                 async for chunk in chunks:
                     for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
-                        yield content_index_pb2.WriteBlobRequest(chunk=chunk[start:start + WRITE_CHUNK_BYTES])
+                        yield content_index_pb2.WriteBlobRequest(chunk=chunk[start : start + WRITE_CHUNK_BYTES])
             except Exception as error:
                 failure.append(error)
                 call.cancel()
@@ -119,8 +123,12 @@ class ContentIndexClient:
         try:
             with open(target, "wb") as handle:
                 # wait_for_ready: a content-index that is (re)starting delays the read, not fails it
-                async for reply in self._stub.ReadBlob(request, metadata=self._signer.metadata(tenant, ["blob.read"]),
-                                                       wait_for_ready=True, timeout=self._read_timeout_s):
+                async for reply in self._stub.ReadBlob(
+                    request,
+                    metadata=self._signer.metadata(tenant, ["blob.read"]),
+                    wait_for_ready=True,
+                    timeout=self._read_timeout_s,
+                ):
                     if reply.WhichOneof("payload") == "chunk":
                         handle.write(reply.chunk)
                         size += len(reply.chunk)

@@ -66,21 +66,24 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
         update_time=timestamp(job.update_time),
     )
     if job.result is not None:
-        message.result.CopyFrom(ingest_pb2.IngestResult(
-            document_id=str(job.result.document_id),
-            chunk_count=job.result.chunk_count,
-            message=job.result.message,
-            duplicate=job.result.duplicate,
-            re_extracted=job.result.re_extracted,
-            extractable=job.result.extractable,
-            warnings=list(job.result.warnings),
-        ))
+        message.result.CopyFrom(
+            ingest_pb2.IngestResult(
+                document_id=str(job.result.document_id),
+                chunk_count=job.result.chunk_count,
+                message=job.result.message,
+                duplicate=job.result.duplicate,
+                re_extracted=job.result.re_extracted,
+                extractable=job.result.extractable,
+                warnings=list(job.result.warnings),
+            )
+        )
     return message
 
 
 def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
-    message = ingest_pb2.GetDocumentTextResponse(document_id=str(page.document_id), text=page.text,
-                                                 source_url=page.source_url)
+    message = ingest_pb2.GetDocumentTextResponse(
+        document_id=str(page.document_id), text=page.text, source_url=page.source_url
+    )
     if page.page is not None:
         message.page = page.page
         message.page_count = page.page_count
@@ -92,13 +95,19 @@ def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
 
 
 def text_accepted(job: Job) -> ingest_pb2.IngestTextResponse:
-    return ingest_pb2.IngestTextResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
-                                         corpus_id=str(job.corpus_id))
+    return ingest_pb2.IngestTextResponse(
+        job_id=str(job.job_id), filename=job.filename, status="ingesting", corpus_id=str(job.corpus_id)
+    )
 
 
 def text_item(message: ingest_pb2.IngestTextRequest) -> TextItem:
-    return TextItem(corpus_id=message.corpus_id, text=message.text, title=message.title,
-                    source_url=message.source_url, document_id=message.document_id)
+    return TextItem(
+        corpus_id=message.corpus_id,
+        text=message.text,
+        title=message.title,
+        source_url=message.source_url,
+        document_id=message.document_id,
+    )
 
 
 def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestTextsItem], int]:
@@ -109,6 +118,12 @@ def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestText
             items.append(ingest_pb2.IngestTextsItem(index=outcome.index, job=text_accepted(outcome.job)))
         else:
             assert outcome.error is not None
-            items.append(ingest_pb2.IngestTextsItem(index=outcome.index, error_reason=outcome.error.reason,
-                                                    error=outcome.error.message, error_code=outcome.error.code))
+            items.append(
+                ingest_pb2.IngestTextsItem(
+                    index=outcome.index,
+                    error_reason=outcome.error.reason,
+                    error=outcome.error.message,
+                    error_code=outcome.error.code,
+                )
+            )
     return items, sum(1 for outcome in outcomes if outcome.job is not None)

@@ -18,12 +18,11 @@ from knowledge_ingest.api.convert import (
     text_message,
 )
 from knowledge_ingest.api.upload_stream import upload_source
+from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
-from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
-from knowledge_ingest.service_layer.uploads import UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
 
 CAPABILITIES = {
@@ -48,8 +47,14 @@ Context = grpc.aio.ServicerContext
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
-    def __init__(self, corpora: CorpusUseCases, documents: DocumentUseCases, uploads: UploadUseCases,
-                 jobs: JobUseCases, web: WebPageUseCases | None = None) -> None:
+    def __init__(
+        self,
+        corpora: CorpusUseCases,
+        documents: DocumentUseCases,
+        uploads: UploadUseCases,
+        jobs: JobUseCases,
+        web: WebPageUseCases | None = None,
+    ) -> None:
         self._corpora = corpora
         self._documents = documents
         self._uploads = uploads
@@ -60,7 +65,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
         return corpus_message(corpus)
 
-    async def ListCorpora(self, request: ingest_pb2.ListCorporaRequest, context: Context) -> ingest_pb2.ListCorporaResponse:
+    async def ListCorpora(
+        self, request: ingest_pb2.ListCorporaRequest, context: Context
+    ) -> ingest_pb2.ListCorporaResponse:
         page = page_of(request.page_size, decode_page_token(request.page_token))
         corpora, next_after = await self._corpora.list_corpora(current_scope(), page)
         return ingest_pb2.ListCorporaResponse(
@@ -70,12 +77,16 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def UploadDocument(self, request_iterator, context: Context) -> ingest_pb2.UploadDocumentResponse:
         source = await upload_source(request_iterator, max_body_bytes=self._uploads.max_upload_bytes)
         job = await self._uploads.upload(current_scope(), source)
-        return ingest_pb2.UploadDocumentResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
-                                                 corpus_id=str(job.corpus_id))
+        return ingest_pb2.UploadDocumentResponse(
+            job_id=str(job.job_id), filename=job.filename, status="ingesting", corpus_id=str(job.corpus_id)
+        )
 
-    async def IngestText(self, request: ingest_pb2.IngestTextRequest, context: Context) -> ingest_pb2.IngestTextResponse:
-        job = await self._uploads.ingest_text(current_scope(), request.corpus_id, request.text, request.title,
-                                              request.source_url, request.document_id)
+    async def IngestText(
+        self, request: ingest_pb2.IngestTextRequest, context: Context
+    ) -> ingest_pb2.IngestTextResponse:
+        job = await self._uploads.ingest_text(
+            current_scope(), request.corpus_id, request.text, request.title, request.source_url, request.document_id
+        )
         return text_accepted(job)
 
     async def IngestTexts(self, request_iterator, context: Context) -> ingest_pb2.IngestTextsResponse:
@@ -85,32 +96,44 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             if len(items) > MAX_BATCH_ITEMS:  # refused before anything is stored
                 raise InvalidRequest(f"at most {MAX_BATCH_ITEMS} items per call; split the batch", field="items")
         answers, accepted = batch_items(await self._uploads.ingest_texts(current_scope(), items))
-        return ingest_pb2.IngestTextsResponse(items=answers, accepted_count=accepted,
-                                              rejected_count=len(answers) - accepted)
+        return ingest_pb2.IngestTextsResponse(
+            items=answers, accepted_count=accepted, rejected_count=len(answers) - accepted
+        )
 
-    async def BatchIngestTexts(self, request: ingest_pb2.BatchIngestTextsRequest,
-                               context: Context) -> ingest_pb2.BatchIngestTextsResponse:
+    async def BatchIngestTexts(
+        self, request: ingest_pb2.BatchIngestTextsRequest, context: Context
+    ) -> ingest_pb2.BatchIngestTextsResponse:
         outcomes = await self._uploads.ingest_texts(current_scope(), [text_item(item) for item in request.items])
         answers, accepted = batch_items(outcomes)
-        return ingest_pb2.BatchIngestTextsResponse(items=answers, accepted_count=accepted,
-                                                   rejected_count=len(answers) - accepted)
+        return ingest_pb2.BatchIngestTextsResponse(
+            items=answers, accepted_count=accepted, rejected_count=len(answers) - accepted
+        )
 
     async def IngestUrl(self, request: ingest_pb2.IngestUrlRequest, context: Context) -> ingest_pb2.IngestUrlResponse:
         if self._web is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not fetch web pages")
         assert self._web is not None
         job, final_url = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
-        return ingest_pb2.IngestUrlResponse(job_id=str(job.job_id), filename=job.filename, status="ingesting",
-                                            corpus_id=str(job.corpus_id), source_url=final_url)
+        return ingest_pb2.IngestUrlResponse(
+            job_id=str(job.job_id),
+            filename=job.filename,
+            status="ingesting",
+            corpus_id=str(job.corpus_id),
+            source_url=final_url,
+        )
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
         return job_message(await self._jobs.get(current_scope(), request.job_id))
 
     async def CancelIngestJob(self, request, context: Context) -> ingest_pb2.CancelIngestJobResponse:
-        return ingest_pb2.CancelIngestJobResponse(job=job_message(await self._jobs.cancel(current_scope(), request.job_id)))
+        return ingest_pb2.CancelIngestJobResponse(
+            job=job_message(await self._jobs.cancel(current_scope(), request.job_id))
+        )
 
     async def RetryIngestJob(self, request, context: Context) -> ingest_pb2.RetryIngestJobResponse:
-        return ingest_pb2.RetryIngestJobResponse(job=job_message(await self._jobs.retry(current_scope(), request.job_id)))
+        return ingest_pb2.RetryIngestJobResponse(
+            job=job_message(await self._jobs.retry(current_scope(), request.job_id))
+        )
 
     async def GetDocument(self, request: ingest_pb2.GetDocumentRequest, context: Context) -> ingest_pb2.Document:
         return document_message(await self._documents.get(current_scope(), request.document_id))
@@ -118,23 +141,32 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def ListDocuments(self, request, context: Context) -> ingest_pb2.ListDocumentsResponse:
         page = page_of(request.page_size, decode_page_token(request.page_token))
         documents, next_after = await self._documents.list(current_scope(), request.corpus_id, page)
-        return ingest_pb2.ListDocumentsResponse(documents=[document_message(d) for d in documents],
-                                                next_page_token=encode_page_token(next_after))
+        return ingest_pb2.ListDocumentsResponse(
+            documents=[document_message(d) for d in documents], next_page_token=encode_page_token(next_after)
+        )
 
     async def GetDocumentText(self, request, context: Context) -> ingest_pb2.GetDocumentTextResponse:
         return text_message(await self._documents.text(current_scope(), request.document_id, request.page))
 
     async def MoveDocuments(self, request: ingest_pb2.MoveDocumentsRequest, context: Context):
-        moved = await self._documents.move(current_scope(), request.target_corpus_id, list(request.document_ids),
-                                           request.source_corpus_id, request.all_documents)
-        return ingest_pb2.MoveDocumentsResponse(moved_count=moved.count,
-                                                 moved_document_ids=[str(d) for d in moved.document_ids])
+        moved = await self._documents.move(
+            current_scope(),
+            request.target_corpus_id,
+            list(request.document_ids),
+            request.source_corpus_id,
+            request.all_documents,
+        )
+        return ingest_pb2.MoveDocumentsResponse(
+            moved_count=moved.count, moved_document_ids=[str(d) for d in moved.document_ids]
+        )
 
     async def DeleteDocument(self, request, context: Context) -> ingest_pb2.DeleteDocumentResponse:
         deleted = await self._documents.delete(current_scope(), request.document_id)
-        return ingest_pb2.DeleteDocumentResponse(document_id=str(deleted.document_id),
-                                                 deleted_chunk_count=deleted.chunk_count,
-                                                 cancelled_job_id=deleted.cancelled_job_id or "")
+        return ingest_pb2.DeleteDocumentResponse(
+            document_id=str(deleted.document_id),
+            deleted_chunk_count=deleted.chunk_count,
+            cancelled_job_id=deleted.cancelled_job_id or "",
+        )
 
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())

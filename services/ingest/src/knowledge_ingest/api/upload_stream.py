@@ -23,8 +23,9 @@ from knowledge_ingest.service_layer.uploads import UploadSource, capped
 MAX_FIELD_BYTES = 4096
 
 
-async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
-                        max_body_bytes: int | None = None) -> UploadSource:
+async def upload_source(
+    requests: AsyncIterator[ingest_pb2.UploadDocumentRequest], max_body_bytes: int | None = None
+) -> UploadSource:
     """``max_body_bytes``: UploadTooLarge as soon as the body crosses it (None: no cap here)."""
     first = await anext(aiter(requests), None)
     if first is None:
@@ -44,15 +45,19 @@ async def upload_source(requests: AsyncIterator[ingest_pb2.UploadDocumentRequest
     return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), bodies)
 
 
-def _bodies(first: ingest_pb2.UploadDocumentRequest, requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
-            limit: int | None) -> AsyncIterator[bytes]:
+def _bodies(
+    first: ingest_pb2.UploadDocumentRequest,
+    requests: AsyncIterator[ingest_pb2.UploadDocumentRequest],
+    limit: int | None,
+) -> AsyncIterator[bytes]:
     """The body's pieces in order, failing as soon as their total crosses ``limit``."""
     pieces = _pieces(first, requests)
     return pieces if limit is None else capped(pieces, limit)
 
 
-async def _pieces(first: ingest_pb2.UploadDocumentRequest,
-                  requests: AsyncIterator[ingest_pb2.UploadDocumentRequest]) -> AsyncIterator[bytes]:
+async def _pieces(
+    first: ingest_pb2.UploadDocumentRequest, requests: AsyncIterator[ingest_pb2.UploadDocumentRequest]
+) -> AsyncIterator[bytes]:
     if first.http_body.data:
         yield first.http_body.data
     async for message in requests:
@@ -74,15 +79,18 @@ class _MultipartUpload:
         self._header_field = b""
         self._header_value = b""
         self._headers: dict[bytes, bytes] = {}
-        self._parser = MultipartParser(boundary, {
-            "on_part_begin": self._part_begin,
-            "on_header_field": lambda data, start, end: self._add("field", data[start:end]),
-            "on_header_value": lambda data, start, end: self._add("value", data[start:end]),
-            "on_header_end": self._header_end,
-            "on_headers_finished": lambda: self._events.append(("header", dict(self._headers))),
-            "on_part_data": lambda data, start, end: self._events.append(("data", bytes(data[start:end]))),
-            "on_part_end": lambda: self._events.append(("end", b"")),
-        })
+        self._parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._part_begin,
+                "on_header_field": lambda data, start, end: self._add("field", data[start:end]),
+                "on_header_value": lambda data, start, end: self._add("value", data[start:end]),
+                "on_header_end": self._header_end,
+                "on_headers_finished": lambda: self._events.append(("header", dict(self._headers))),
+                "on_part_data": lambda data, start, end: self._events.append(("data", bytes(data[start:end]))),
+                "on_part_end": lambda: self._events.append(("end", b"")),
+            },
+        )
         self._in_file = False
         self._file_started = False
         self._file_done = False
@@ -93,8 +101,9 @@ class _MultipartUpload:
         try:
             self._parser.write(body)
         except ParseError:
-            raise InvalidRequest("the multipart/form-data body is malformed", field="http_body",
-                                 reason="MULTIPART_MALFORMED") from None
+            raise InvalidRequest(
+                "the multipart/form-data body is malformed", field="http_body", reason="MULTIPART_MALFORMED"
+            ) from None
 
     def _part_begin(self) -> None:
         self._headers = {}
@@ -128,8 +137,9 @@ class _MultipartUpload:
             raise InvalidRequest("the form has no file part named 'file'", field="file")
         corpus_id = self._first.corpus_id or self._fields.get("corpus_id", bytearray()).decode("utf-8", "replace")
         if not corpus_id:
-            raise InvalidRequest("corpus_id must come before the file (form field or query parameter)",
-                                 field="corpus_id")
+            raise InvalidRequest(
+                "corpus_id must come before the file (form field or query parameter)", field="corpus_id"
+            )
         filename = self._filename or self._first.filename
         if not filename:
             raise InvalidRequest("the file part has no filename", field="file")

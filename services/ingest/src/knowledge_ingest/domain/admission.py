@@ -81,8 +81,9 @@ def admit(existing: ExistingDocument | None) -> NewJob:
     return _queued(Admission.RE_EXTRACT, re_extract=True)
 
 
-def admit_into(document: ExistingDocument, blob_id: int, corpus_id: int | None,
-               unended_job: uuid.UUID | None) -> NewJob:
+def admit_into(
+    document: ExistingDocument, blob_id: int, corpus_id: int | None, unended_job: uuid.UUID | None
+) -> NewJob:
     """New content bound to an existing document: it is extracted again into that document (its
     chunks replaced at the end), unless another job of it is still running, or the content is
     the one it already has, searchable."""

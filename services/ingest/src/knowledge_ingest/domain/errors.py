@@ -70,8 +70,10 @@ class PageOutOfRange(OutOfRange):
     reason = "PAGE_OUT_OF_RANGE"
 
     def __init__(self, page: int, page_count: int) -> None:
-        super().__init__(f"page {page} is past the last page ({page_count})",
-                         metadata={"page": str(page), "page_count": str(page_count)})
+        super().__init__(
+            f"page {page} is past the last page ({page_count})",
+            metadata={"page": str(page), "page_count": str(page_count)},
+        )
 
 
 class JobSucceeded(FailedPrecondition):
@@ -85,17 +87,23 @@ class DocumentBusy(FailedPrecondition):
     reason = "DOCUMENT_BUSY"
 
     def __init__(self, document_id: int, job_id: object) -> None:
-        super().__init__(f"document {document_id} is being ingested by job {job_id}; wait for it to end or cancel it, "
-                         "then send the content again",
-                         metadata={"document_id": str(document_id), "job_id": str(job_id)})
+        super().__init__(
+            f"document {document_id} is being ingested by job {job_id}; wait for it to end or cancel it, "
+            "then send the content again",
+            metadata={"document_id": str(document_id), "job_id": str(job_id)},
+        )
 
 
 class DocumentNotInCorpus(InvalidField):
     reason = "DOCUMENT_NOT_IN_CORPUS"
 
     def __init__(self, document_id: int, corpus_id: int) -> None:
-        super().__init__("corpus_id", f"document {document_id} is not in corpus {corpus_id}; leave corpus_id empty or "
-                         "give its own", document_id=str(document_id), corpus_id=str(corpus_id))
+        super().__init__(
+            "corpus_id",
+            f"document {document_id} is not in corpus {corpus_id}; leave corpus_id empty or give its own",
+            document_id=str(document_id),
+            corpus_id=str(corpus_id),
+        )
 
 
 class DependencyNotReady(Unavailable):
@@ -107,6 +115,8 @@ class DependencyNotReady(Unavailable):
     def __init__(self, service: str) -> None:
         super().__init__(f"the {service} is starting or restarting", metadata={"service": service})
         self.service = service
+
+
 class UrlRefused(InvalidArgument):
     """A URL ingest will not fetch (scheme, host, a private or loopback address)."""
 

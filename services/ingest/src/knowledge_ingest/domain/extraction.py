@@ -53,8 +53,14 @@ class ExtractionLimits:
     archive_ratio_floor_bytes: int = 32 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_chars", "max_pages", "max_rows_per_sheet", "max_archive_entries",
-                     "max_archive_uncompressed_bytes", "max_archive_ratio"):
+        for name in (
+            "max_chars",
+            "max_pages",
+            "max_rows_per_sheet",
+            "max_archive_entries",
+            "max_archive_uncompressed_bytes",
+            "max_archive_ratio",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
         if self.max_ocr_pages < 0:

@@ -13,8 +13,13 @@ from urllib.parse import unquote, urlsplit
 from knowledge_ingest.domain.errors import UrlRefused
 
 MAX_URL_CHARS = 2048
-_EXTENSIONS = {"text/html": ".html", "application/xhtml+xml": ".html", "application/pdf": ".pdf",
-               "text/plain": ".txt", "text/markdown": ".md"}
+_EXTENSIONS = {
+    "text/html": ".html",
+    "application/xhtml+xml": ".html",
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,10 @@ def page_filename(url: str, content_type: str) -> str:
     parts = urlsplit(url)
     name = unquote(posixpath.basename(parts.path.rstrip("/"))) or (parts.hostname or "page")
     extension = _EXTENSIONS.get(content_type.split(";", 1)[0].strip().lower(), "")
-    if extension and not name.lower().endswith(extension) and not (extension == ".html" and name.lower().endswith(".htm")):
+    if (
+        extension
+        and not name.lower().endswith(extension)
+        and not (extension == ".html" and name.lower().endswith(".htm"))
+    ):
         name += extension
     return name[:200]

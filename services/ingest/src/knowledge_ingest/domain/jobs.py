@@ -69,39 +69,61 @@ def abandoned(job: Job, policy: RetryPolicy) -> Transition | None:
     end it, or None. The claim that took over a lost lease counted one interruption, no attempt."""
     if job.interruptions <= policy.max_interruptions:
         return None
-    return _failed(f"ingesting this file stopped unexpectedly {job.interruptions} times; retry the job, or contact "
-                   "the operators if it fails again")
+    return _failed(
+        f"ingesting this file stopped unexpectedly {job.interruptions} times; retry the job, or contact "
+        "the operators if it fails again"
+    )
 
 
 def interrupted(service: str) -> Transition:
     """A service the job needs went away mid-job (starting or restarting): not the job's failure.
     Back to the queue at once with the attempt given back; workers claim it again once that
     service is ready."""
-    return Transition(State.QUEUED, f"waiting for the {service} (starting or restarting)", 0.0, requeue_after_s=0.0,
-                      refund_attempt=True, interrupted=True, unless_cancelled=False)
+    return Transition(
+        State.QUEUED,
+        f"waiting for the {service} (starting or restarting)",
+        0.0,
+        requeue_after_s=0.0,
+        refund_attempt=True,
+        interrupted=True,
+        unless_cancelled=False,
+    )
 
 
 def settle_duplicate(job: Job, document: Document | None) -> Transition | None:
     """A job for bytes the tenant was already ingesting reports that ingest's real outcome; None
     when that ingest failed or found no text, so this job extracts the document itself."""
     if document is None:
-        return Transition(State.CANCELLED, "cancelled", 1.0, error="the document was deleted",
-                          document=DocumentEffect.KEEP, unless_cancelled=False)
+        return Transition(
+            State.CANCELLED,
+            "cancelled",
+            1.0,
+            error="the document was deleted",
+            document=DocumentEffect.KEEP,
+            unless_cancelled=False,
+        )
     if not document.state.terminal:
-        return Transition(State.QUEUED, WAITING_STAGE, 0.0, requeue_after_s=DUPLICATE_WAIT_S, refund_attempt=True,
-                          document=DocumentEffect.KEEP, unless_cancelled=False)
+        return Transition(
+            State.QUEUED,
+            WAITING_STAGE,
+            0.0,
+            requeue_after_s=DUPLICATE_WAIT_S,
+            refund_attempt=True,
+            document=DocumentEffect.KEEP,
+            unless_cancelled=False,
+        )
     if document.state is State.SEARCHABLE and document.chunk_count > 0:
         result = JobResult(document.document_id, document.chunk_count, duplicate=True, warnings=document.warnings)
-        return Transition(State.SEARCHABLE, "searchable (duplicate)", 1.0, result=result,
-                          document=DocumentEffect.KEEP)
+        return Transition(State.SEARCHABLE, "searchable (duplicate)", 1.0, result=result, document=DocumentEffect.KEEP)
     return None
 
 
 def stored(job: Job, chunk_count: int, warnings: tuple[str, ...]) -> Transition:
     """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll."""
     assert job.document_id is not None
-    result = JobResult(job.document_id, chunk_count, re_extracted=job.re_extract, extractable=chunk_count > 0,
-                       warnings=warnings)
+    result = JobResult(
+        job.document_id, chunk_count, re_extracted=job.re_extract, extractable=chunk_count > 0, warnings=warnings
+    )
     return Transition(State.SEARCHABLE, "searchable", 1.0, result=result, document=DocumentEffect.SEARCHABLE)
 
 
@@ -109,8 +131,13 @@ def after_transient(job: Job, reason: str, policy: RetryPolicy) -> Transition:
     """A dependency failed for a while: queued again after a growing delay, FAILED at the last attempt."""
     if job.attempts >= policy.max_attempts:
         return _failed(f"{reason} after {job.attempts} attempts; retry the job later")
-    return Transition(State.QUEUED, f"waiting to retry ({reason}; attempt {job.attempts} of {policy.max_attempts})",
-                      0.0, requeue_after_s=policy.delay_after(job.attempts), unless_cancelled=False)
+    return Transition(
+        State.QUEUED,
+        f"waiting to retry ({reason}; attempt {job.attempts} of {policy.max_attempts})",
+        0.0,
+        requeue_after_s=policy.delay_after(job.attempts),
+        unless_cancelled=False,
+    )
 
 
 def failed(message: str) -> Transition:
@@ -151,8 +178,10 @@ def cancel_request(job: Job) -> CancelDecision | None:
         return None
     if job.state is State.QUEUED:
         return CancelDecision(CancelKind.NOW, Transition(State.CANCELLED, "cancelled", 1.0, unless_cancelled=False))
-    return CancelDecision(CancelKind.ASK, Transition(job.state, "cancelling", job.progress, unless_cancelled=False,
-                                                     document=DocumentEffect.KEEP))
+    return CancelDecision(
+        CancelKind.ASK,
+        Transition(job.state, "cancelling", job.progress, unless_cancelled=False, document=DocumentEffect.KEEP),
+    )
 
 
 def retry_request(job: Job, *, gave_no_text: bool = False) -> Transition | None:

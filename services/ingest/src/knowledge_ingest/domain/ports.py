@@ -77,13 +77,15 @@ class DocumentRepository(Protocol):
 
     async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]: ...
 
-    async def move(self, tenant: str, target_corpus_id: int, document_ids: Sequence[int],
-                   source_corpus_id: int | None) -> tuple[list[int], list[int], list[int]]:
+    async def move(
+        self, tenant: str, target_corpus_id: int, document_ids: Sequence[int], source_corpus_id: int | None
+    ) -> tuple[list[int], list[int], list[int]]:
         """(moved, missing, outside the source): nothing moves unless every document is the
         tenant's and, when a source is given, in it."""
 
-    async def move_all(self, tenant: str, source_corpus_id: int, target_corpus_id: int,
-                       listed: int) -> tuple[int, list[int]]:
+    async def move_all(
+        self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int
+    ) -> tuple[int, list[int]]:
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
@@ -97,12 +99,20 @@ class JobRepository(Protocol):
     """Jobs as the API creates and changes them; each change is a ``domain.jobs``/``admission``
     decision taken under the rows' locks."""
 
-    async def enqueue(self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str,
-                      source_url: str | None) -> Job:
+    async def enqueue(
+        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+    ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
 
-    async def enqueue_into(self, tenant: str, document_id: int, corpus_id: int | None, blob: StoredBlob,
-                           mime_type: str, source_url: str | None) -> Job | None:
+    async def enqueue_into(
+        self,
+        tenant: str,
+        document_id: int,
+        corpus_id: int | None,
+        blob: StoredBlob,
+        mime_type: str,
+        source_url: str | None,
+    ) -> Job | None:
         """Create a job that makes ``blob`` the content of the tenant's document (None: no such
         document); raises what ``admit_into`` raises."""
 
@@ -125,8 +135,9 @@ class JobQueue(Protocol):
         """Write the transition (and its document effect); False when the lease was lost, the job
         ended, or, for a transition ``unless_cancelled``, cancel was asked."""
 
-    async def store(self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]],
-                    transition: Transition) -> bool:
+    async def store(
+        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+    ) -> bool:
         """The chunks replace the document's and the transition is written, in one transaction."""
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:

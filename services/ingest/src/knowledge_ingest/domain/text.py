@@ -28,7 +28,7 @@ def _blocks(chunks: Sequence[TextChunk]) -> list[tuple[str, str, bool]]:
     blocks = []
     previous: TextChunk | None = None
     for chunk in chunks:
-        body = chunk.content[chunk.overlap_chars:]
+        body = chunk.content[chunk.overlap_chars :]
         if chunk.page is not None and (previous is None or previous.page != chunk.page):
             body = f"[Page {chunk.page}]\n\n{body}"
         continues = previous is not None and previous.section == chunk.section and bool(chunk.section)

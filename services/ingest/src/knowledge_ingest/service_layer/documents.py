@@ -13,7 +13,6 @@ from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentRepository
 from knowledge_ingest.domain.text import TextPage, paginate
 
-
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
 
 
@@ -55,8 +54,9 @@ class DocumentUseCases:
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
         return dataclasses.replace(text, source_url=document.source_url or "")
 
-    async def move(self, scope: Scope, target_corpus_id: str, document_ids: list[str],
-                   source_corpus_id: str, all_documents: bool) -> Moved:
+    async def move(
+        self, scope: Scope, target_corpus_id: str, document_ids: list[str], source_corpus_id: str, all_documents: bool
+    ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
         if not await self.store.corpus_accepts_uploads(scope.tenant, target):
             raise CorpusNotFound(target_corpus_id)
@@ -66,8 +66,11 @@ class DocumentUseCases:
         if document_ids and all_documents:
             raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
         if len(document_ids) > MAX_MOVE_IDS:
-            raise InvalidRequest(f"at most {MAX_MOVE_IDS} document_ids per request; to move a whole corpus, "
-                                 "set all_documents with its source_corpus_id", field="document_ids")
+            raise InvalidRequest(
+                f"at most {MAX_MOVE_IDS} document_ids per request; to move a whole corpus, "
+                "set all_documents with its source_corpus_id",
+                field="document_ids",
+            )
         if document_ids:
             keys = [parse_id(d, "document_ids") for d in document_ids]
         elif all_documents and source is not None:
@@ -79,15 +82,21 @@ class DocumentUseCases:
             raise InvalidRequest(
                 "name the documents to move, or set all_documents with a source_corpus_id; "
                 f"documents that could be moved: [{listed}]",
-                field="document_ids", reason="NOTHING_TO_MOVE", movable_document_ids=listed,
+                field="document_ids",
+                reason="NOTHING_TO_MOVE",
+                movable_document_ids=listed,
             )
         moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source)
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
         if elsewhere:
             listed = ",".join(str(d) for d in elsewhere[:20])
-            raise InvalidRequest(f"documents not in source corpus {source_corpus_id}: [{listed}]; nothing was moved",
-                                 field="document_ids", reason="DOCUMENT_NOT_IN_SOURCE", document_ids=listed)
+            raise InvalidRequest(
+                f"documents not in source corpus {source_corpus_id}: [{listed}]; nothing was moved",
+                field="document_ids",
+                reason="DOCUMENT_NOT_IN_SOURCE",
+                document_ids=listed,
+            )
         return Moved(len(moved), moved)
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
@@ -104,6 +113,8 @@ class DocumentUseCases:
             return "", 0, 0
         documents = sum(count for _, _, count in corpora)
         names = ", ".join(f"{name} (corpus_id={corpus_id})" for corpus_id, name, _ in corpora)
-        text = (f"- Knowledge: {documents} documents across {len(corpora)} corpora: {names}. "
-                "Use `search_documents` to find content.")
+        text = (
+            f"- Knowledge: {documents} documents across {len(corpora)} corpora: {names}. "
+            "Use `search_documents` to find content."
+        )
         return text, documents, len(corpora)

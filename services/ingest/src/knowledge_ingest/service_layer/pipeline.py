@@ -88,8 +88,12 @@ class Pipeline:
         except Unavailable as error:
             retry = jobs.after_transient(job, error.message, self.settings.retry)
             if retry.state is State.QUEUED:
-                log.info("ingest_retry_scheduled", job_id=str(job.job_id), attempt=job.attempts,
-                         delay_s=retry.requeue_after_s)
+                log.info(
+                    "ingest_retry_scheduled",
+                    job_id=str(job.job_id),
+                    attempt=job.attempts,
+                    delay_s=retry.requeue_after_s,
+                )
             await self._write(lease, retry)
         except DomainError as error:
             log.info("ingest_failed", job_id=str(job.job_id), reason=error.reason)
@@ -127,8 +131,11 @@ class Pipeline:
             extracted = await asyncio.to_thread(self.extract, path, job.filename, job.mime_type)
         await self._report(lease, State.CHUNKING)
         with _tracer.start_as_current_span("ingest.chunk"):
-            chunks = split_structural(extracted.text, source=job.filename, max_chars=self.settings.chunk_max_chars) \
-                if extracted.extractable else []
+            chunks = (
+                split_structural(extracted.text, source=job.filename, max_chars=self.settings.chunk_max_chars)
+                if extracted.extractable
+                else []
+            )
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)
@@ -138,7 +145,7 @@ class Pipeline:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
         when another tenth of the chunks is embedded (a cancel is seen there, or at STORING)."""
         size = self.settings.embed_batch
-        batches = [chunks[start:start + size] for start in range(0, len(chunks), size)]
+        batches = [chunks[start : start + size] for start in range(0, len(chunks), size)]
         window = asyncio.Semaphore(self.settings.embed_window)
 
         async def embedded(index: int) -> tuple[int, list[list[float]]]:

@@ -78,12 +78,14 @@ class UploadUseCases:
         if not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
             raise CorpusNotFound(source.corpus_id)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
-        blob = await self.blobs.write(scope.tenant, filename, source.mime_type,
-                                      capped(source.chunks, self.max_upload_bytes))
+        blob = await self.blobs.write(
+            scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
+        )
         return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
 
-    async def ingest_text(self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str,
-                          document_id: str = "") -> Job:
+    async def ingest_text(
+        self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str, document_id: str = ""
+    ) -> Job:
         """The web-page path: the text is a blob like any upload, so dedup works on its hash. With
         ``document_id`` the text becomes that document's content (its chunks replaced)."""
         if not text.strip():
@@ -127,8 +129,9 @@ class UploadUseCases:
         async def one(index: int, item: TextItem) -> ItemOutcome:
             async with slots:
                 try:
-                    job = await self.ingest_text(scope, item.corpus_id, item.text, item.title, item.source_url,
-                                                 item.document_id)
+                    job = await self.ingest_text(
+                        scope, item.corpus_id, item.text, item.title, item.source_url, item.document_id
+                    )
                 except DomainError as error:
                     return ItemOutcome(index, error=error)
                 return ItemOutcome(index, job=job)
@@ -142,7 +145,8 @@ def _check_shape(index: int, item: TextItem) -> None:
     if not item.text.strip():
         raise InvalidRequest(f"items[{index}].text must not be empty", field=f"items[{index}].text")
     if len(item.title) > MAX_TITLE_CHARS:
-        raise InvalidRequest(f"items[{index}].title must be at most {MAX_TITLE_CHARS} characters",
-                             field=f"items[{index}].title")
+        raise InvalidRequest(
+            f"items[{index}].title must be at most {MAX_TITLE_CHARS} characters", field=f"items[{index}].title"
+        )
     if not (item.corpus_id.strip() or item.document_id.strip()):
         raise InvalidRequest(f"items[{index}] needs a corpus_id or a document_id", field=f"items[{index}].corpus_id")

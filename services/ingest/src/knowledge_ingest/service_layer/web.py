@@ -44,6 +44,11 @@ class WebPageUseCases:
             raise InvalidRequest("corpus_id must not be empty", field="corpus_id")
         target(url)  # a malformed or non-http URL is refused before anything else
         async with self.fetcher.open(url) as page:
-            source = UploadSource(corpus_id, page_filename(page.final_url, page.content_type), page.content_type,
-                                  page.chunks, page.final_url)
+            source = UploadSource(
+                corpus_id,
+                page_filename(page.final_url, page.content_type),
+                page.content_type,
+                page.chunks,
+                page.final_url,
+            )
             return await self.uploads.upload(scope, source), page.final_url

@@ -39,9 +39,7 @@ def cost_from_message(message) -> Cost:
 
 
 class GrpcQueryEmbedder:
-    def __init__(
-        self, address: str, *, timeout_s: float = 30.0, token_for: Callable[[str], str] | None = None
-    ) -> None:
+    def __init__(self, address: str, *, timeout_s: float = 30.0, token_for: Callable[[str], str] | None = None) -> None:
         self._channel = channel(address)
         self._stub = embedder_pb2_grpc.EmbedderServiceStub(self._channel)
         self._timeout_s = timeout_s
@@ -68,8 +66,11 @@ class GrpcQueryEmbedder:
 
     async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
         try:
-            reply = await self._stub.Rerank(embedder_pb2.RerankRequest(query=query, passages=passages),
-                                            timeout=self._timeout_s, metadata=self._metadata(tenant))
+            reply = await self._stub.Rerank(
+                embedder_pb2.RerankRequest(query=query, passages=passages),
+                timeout=self._timeout_s,
+                metadata=self._metadata(tenant),
+            )
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise RerankUnavailable() from None

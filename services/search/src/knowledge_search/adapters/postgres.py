@@ -157,7 +157,9 @@ class PostgresChunkIndex:
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
 
-    async def vector_search(self, tenant: str, vector: Sequence[float], filters: Filters, depth: int) -> list[ChannelHit]:
+    async def vector_search(
+        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
+    ) -> list[ChannelHit]:
         predicates, args = _filters(filters, 4)
         ef_search = max(self._ef_search, min(depth, 1000))
         async with self._db.transaction() as tx:

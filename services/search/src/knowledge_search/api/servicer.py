@@ -64,7 +64,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             result_count=len(outcome.hits),
         )
 
-    async def Query(self, request: search_pb2.QueryRequest, context: grpc.aio.ServicerContext) -> search_pb2.QueryResponse:
+    async def Query(
+        self, request: search_pb2.QueryRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.QueryResponse:
         parsed = _search_request(request, QUERY_TOP_K)
         return convert.query_response(await self._answers.query(current_scope(), parsed))
 

@@ -21,8 +21,7 @@ _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its me my of on or our should "
-    "that the their there these this to was we were what when where which who why will with you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "should", "that", "the", "their", "there", "these", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
 )
 
 SYSTEM_PROMPT = (

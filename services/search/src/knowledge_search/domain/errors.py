@@ -50,5 +50,7 @@ class RerankUnavailable(FailedPrecondition):
     reason = "RERANK_UNAVAILABLE"
 
     def __init__(self) -> None:
-        super().__init__("reranking is not available: no reranking model is configured on the embedder "
-                         "(KNOWLEDGE_RERANK_MODEL); search without rerank")
+        super().__init__(
+            "reranking is not available: no reranking model is configured on the embedder "
+            "(KNOWLEDGE_RERANK_MODEL); search without rerank"
+        )

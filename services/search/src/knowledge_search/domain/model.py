@@ -196,8 +196,14 @@ class SearchHit:
 
     @classmethod
     def of(cls, ranked: Ranked, chunk: Chunk) -> SearchHit:
-        return cls(chunk=chunk, score=ranked.score, vector_rank=ranked.vector_rank, lexical_rank=ranked.lexical_rank,
-                   fused_score=ranked.fused_score, coverage=ranked.coverage)
+        return cls(
+            chunk=chunk,
+            score=ranked.score,
+            vector_rank=ranked.vector_rank,
+            lexical_rank=ranked.lexical_rank,
+            fused_score=ranked.fused_score,
+            coverage=ranked.coverage,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,9 @@ class Reranker(Protocol):
 
 
 class ChunkIndex(Protocol):
-    async def vector_search(self, tenant: str, vector: Sequence[float], filters: Filters, depth: int) -> list[ChannelHit]:
+    async def vector_search(
+        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
+    ) -> list[ChannelHit]:
         """The tenant's ``depth`` nearest chunks by cosine, best first; score = similarity in [0, 1]."""
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:

@@ -23,20 +23,40 @@ _OOXML_PARTS = {
     "xl/workbook.bin": "xlsb",
 }
 _CLAIMS = {  # what a name or media type says; only believed when the bytes agree
-    ".pdf": "pdf", "application/pdf": "pdf",
-    ".docx": "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    ".pptx": "pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
-    ".xlsx": "xlsx", ".xlsm": "xlsx",
+    ".pdf": "pdf",
+    "application/pdf": "pdf",
+    ".docx": "docx",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    ".pptx": "pptx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-    ".xlsb": "xlsb", "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
-    ".xls": "xls", "application/vnd.ms-excel": "xls",
-    ".doc": "doc", "application/msword": "doc",
-    ".ppt": "ppt", "application/vnd.ms-powerpoint": "ppt",
-    ".html": "html", ".htm": "html", ".xhtml": "html", "text/html": "html", "application/xhtml+xml": "html",
+    ".xlsb": "xlsb",
+    "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
+    ".xls": "xls",
+    "application/vnd.ms-excel": "xls",
+    ".doc": "doc",
+    "application/msword": "doc",
+    ".ppt": "ppt",
+    "application/vnd.ms-powerpoint": "ppt",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
 }
 _HTML_STARTS = (b"<!doctype html", b"<html")
-_NAMES = {"pdf": "PDF", "docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel", "xlsb": "Excel binary",
-          "xls": "Excel 97-2003", "doc": "Word 97-2003", "ppt": "PowerPoint 97-2003"}
+_NAMES = {
+    "pdf": "PDF",
+    "docx": "Word",
+    "pptx": "PowerPoint",
+    "xlsx": "Excel",
+    "xlsb": "Excel binary",
+    "xls": "Excel 97-2003",
+    "doc": "Word 97-2003",
+    "ppt": "PowerPoint 97-2003",
+}
 
 
 def claimed_format(filename: str, mime_type: str) -> str | None:
@@ -50,8 +70,12 @@ def claimed_format(filename: str, mime_type: str) -> str | None:
 def plain_text(head: bytes, filename: str, mime_type: str) -> bool:
     """What ``detect_format`` reads as text without opening any container: no PDF header, no zip
     or OLE container, and neither the name nor the media type claims a document format."""
-    return (b"%PDF-" not in head and not head.startswith(_ZIP_HEADS) and not head.startswith(_OLE)
-            and claimed_format(filename, mime_type) is None)
+    return (
+        b"%PDF-" not in head
+        and not head.startswith(_ZIP_HEADS)
+        and not head.startswith(_OLE)
+        and claimed_format(filename, mime_type) is None
+    )
 
 
 def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
@@ -142,12 +166,14 @@ def _ole_format(stream: BinaryIO, claim: str | None) -> str:
     if _ENCRYPTED_PACKAGE in data:
         raise ExtractionFailed(
             "the document is password-protected; remove the password and upload it again",
-            reason=ExtractionFailed.FILE_ENCRYPTED, file_format=claim or "",
+            reason=ExtractionFailed.FILE_ENCRYPTED,
+            file_format=claim or "",
         )
     if claim == "xls" or b"W\x00o\x00r\x00k\x00b\x00o\x00o\x00k" in data:
         return "xls"
     kind = _NAMES.get(claim or "", "Office 97-2003")
     raise ExtractionFailed(
         f"{kind} files are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
-        reason=ExtractionFailed.UNSUPPORTED_FORMAT, file_format=claim or "",
+        reason=ExtractionFailed.UNSUPPORTED_FORMAT,
+        file_format=claim or "",
     )

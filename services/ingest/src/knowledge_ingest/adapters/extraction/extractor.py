@@ -32,8 +32,16 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "text": text.extract_text,
     "html": web.extract_html,
 }
-_READERS = {"pdf": "pypdf", "docx": "python-docx", "pptx": "python-pptx", "xlsx": "openpyxl", "xls": "xlrd",
-            "xlsb": "pyxlsb", "text": "text", "html": "trafilatura"}
+_READERS = {
+    "pdf": "pypdf",
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "xlsx": "openpyxl",
+    "xls": "xlrd",
+    "xlsb": "pyxlsb",
+    "text": "text",
+    "html": "trafilatura",
+}
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
@@ -101,12 +109,24 @@ class DocumentExtractor:
             return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
         except (ExtractionFailed, LimitReached, MemoryError):
             raise
-        except (zipfile.BadZipFile, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-                AssertionError, RecursionError, UnicodeError, OSError) as error:
+        except (
+            zipfile.BadZipFile,
+            EOFError,
+            ValueError,
+            KeyError,
+            IndexError,
+            TypeError,
+            AttributeError,
+            AssertionError,
+            RecursionError,
+            UnicodeError,
+            OSError,
+        ) as error:
             # A parser tripping over a malformed file fails the same way every time: permanent.
             log.warning("extraction_parser_error", format=file_format, error=type(error).__name__)
             raise ExtractionFailed(
-                "the file is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT,
+                "the file is damaged and cannot be read",
+                reason=ExtractionFailed.FILE_CORRUPT,
                 file_format=file_format,
             ) from None
 
@@ -130,8 +150,16 @@ def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
 
 
 def log_result(result: Extracted, seconds: float) -> None:
-    log.info("extraction_done", format=result.format, chars=len(result.text), pages=result.page_count,
-             extractor=result.extractor, extractable=result.extractable, warnings=len(result.warnings), seconds=round(seconds, 3))
+    log.info(
+        "extraction_done",
+        format=result.format,
+        chars=len(result.text),
+        pages=result.page_count,
+        extractor=result.extractor,
+        extractable=result.extractable,
+        warnings=len(result.warnings),
+        seconds=round(seconds, 3),
+    )
 
 
 @contextlib.contextmanager

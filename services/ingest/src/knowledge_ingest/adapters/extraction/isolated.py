@@ -127,8 +127,15 @@ def _receive(receiver: Connection, timeout_s: float) -> tuple[Any, ...] | None:
         return ("died",)
 
 
-def _child(sender: Connection, data: Source, filename: str, mime_type: str, limits: ExtractionLimits,
-           memory_bytes: int | None, use_unstructured: bool | None) -> None:
+def _child(
+    sender: Connection,
+    data: Source,
+    filename: str,
+    mime_type: str,
+    limits: ExtractionLimits,
+    memory_bytes: int | None,
+    use_unstructured: bool | None,
+) -> None:
     try:
         if memory_bytes:
             import resource

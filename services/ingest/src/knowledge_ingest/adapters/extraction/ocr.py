@@ -90,8 +90,10 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
         return outcome
     budget = sink.limits.max_ocr_pages
     if len(wanted) > budget:
-        sink.warnings.append(f"OCR read {budget:,} of the {len(wanted):,} pages without a text layer "
-                             "(the OCR page budget); the others have no text")
+        sink.warnings.append(
+            f"OCR read {budget:,} of the {len(wanted):,} pages without a text layer "
+            "(the OCR page budget); the others have no text"
+        )
         wanted = wanted[:budget]
     import pypdfium2 as pdfium
 
@@ -108,8 +110,9 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
             try:
                 text = _read_page(document, number - 1, sink.limits.ocr_page_seconds)
             except subprocess.TimeoutExpired:
-                sink.warnings.append(f"page {number}: OCR stopped after {sink.limits.ocr_page_seconds:g} s; "
-                                     "the page has no text")
+                sink.warnings.append(
+                    f"page {number}: OCR stopped after {sink.limits.ocr_page_seconds:g} s; the page has no text"
+                )
                 outcome.unreadable.append(number)
                 continue
             if text is None:  # a blank page: nothing to read, nothing to warn about
@@ -125,7 +128,9 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
         document.close()
     if outcome.read:
         pages = "page" if len(outcome.read) == 1 else "pages"
-        sink.warnings.append(f"{len(outcome.read)} page(s) read by OCR ({version}): {pages} {page_ranges(outcome.read)}")
+        sink.warnings.append(
+            f"{len(outcome.read)} page(s) read by OCR ({version}): {pages} {page_ranges(outcome.read)}"
+        )
     return outcome
 
 
@@ -162,7 +167,11 @@ def _read_page(document: Any, index: int, seconds: float) -> str | None:
     environment["OMP_THREAD_LIMIT"] = "1"
     finished = subprocess.run(
         ["tesseract", "-", "-", "--dpi", str(max(round(scale * 72), 1)), "--psm", "3", "-l", "eng", "tsv"],
-        input=png.getvalue(), capture_output=True, timeout=seconds, env=environment, check=False,
+        input=png.getvalue(),
+        capture_output=True,
+        timeout=seconds,
+        env=environment,
+        check=False,
     )
     if finished.returncode != 0:
         return ""
@@ -191,6 +200,4 @@ def tsv_text(tsv: str) -> str:
         paragraph.setdefault(row["line_num"], []).append(word)
     if not confidences or sum(confidences) / len(confidences) < MIN_PAGE_CONFIDENCE:
         return ""
-    return "\n\n".join(
-        "\n".join(" ".join(words) for words in lines.values()) for lines in paragraphs.values()
-    )
+    return "\n\n".join("\n".join(" ".join(words) for words in lines.values()) for lines in paragraphs.values())

@@ -56,7 +56,8 @@ def open_pdf(stream: BinaryIO) -> PdfReader:
             if not opened:
                 raise ExtractionFailed(
                     "the PDF is password-protected; remove the password and upload it again",
-                    reason=ExtractionFailed.PDF_ENCRYPTED, file_format="pdf",
+                    reason=ExtractionFailed.PDF_ENCRYPTED,
+                    file_format="pdf",
                 )
         _ = len(reader.pages)
     except ExtractionFailed:
@@ -88,8 +89,11 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
     lines = [_lines_around_tables(page) if page.tables else _lines(page.text) for page in pages]
     if any(page.tables for page in pages):
         between = _running_lines(pages)
-        join_continued_tables(lines, lambda line: _key(line) in between or bool(_PAGE_NUMBER.match(line)),
-                              lambda index: bool(outline.get(index)))
+        join_continued_tables(
+            lines,
+            lambda line: _key(line) in between or bool(_PAGE_NUMBER.match(line)),
+            lambda index: bool(outline.get(index)),
+        )
     try:
         for number, page in enumerate(pages, start=1):
             _write_page(sink, number, page, lines[number - 1], outline.get(number - 1, []), levels, running)
@@ -150,7 +154,7 @@ def _draws_image(page: Any) -> bool:
             if not stack:
                 return False
             objects = stack.pop().get("/XObject")
-            for item in (objects.get_object().values() if objects is not None else ()):
+            for item in objects.get_object().values() if objects is not None else ():
                 item = item.get_object()
                 if item.get("/Subtype") == "/Image":
                     return True
@@ -214,8 +218,14 @@ def _multiply(m: list[float], n: list[float]) -> tuple[float, float, float, floa
         a2, b2, c2, d2, e2, f2 = (float(x) for x in n[:6])
     except (TypeError, ValueError):
         return 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
-    return (a * a2 + b * c2, a * b2 + b * d2, c * a2 + d * c2, c * b2 + d * d2,
-            e * a2 + f * c2 + e2, e * b2 + f * d2 + f2)
+    return (
+        a * a2 + b * c2,
+        a * b2 + b * d2,
+        c * a2 + d * c2,
+        c * b2 + d * d2,
+        e * a2 + f * c2 + e2,
+        e * b2 + f * d2 + f2,
+    )
 
 
 def _key(text: str) -> str:
@@ -246,8 +256,15 @@ def _running_lines(pages: list[_Page]) -> set[str]:
     return {key for key, count in counts.items() if key and count >= floor}
 
 
-def _write_page(sink: TextSink, number: int, page: _Page, lines: list[str | _Table], marks: list[tuple[int, str]],
-                levels: dict[float, int], running: set[str]) -> None:
+def _write_page(
+    sink: TextSink,
+    number: int,
+    page: _Page,
+    lines: list[str | _Table],
+    marks: list[tuple[int, str]],
+    levels: dict[float, int],
+    running: set[str],
+) -> None:
     keys = {_key(line) for line in lines if isinstance(line, str)}
     # An outline entry whose title is a line of the page becomes that line; the others start the page.
     placed = {_key(title): (level, title) for level, title in marks if _key(title) in keys}

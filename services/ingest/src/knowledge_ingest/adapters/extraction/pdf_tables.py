@@ -111,8 +111,10 @@ def find_tables(stream: BinaryIO, pages: Sequence[RuledPage], sink: TextSink) ->
             for done, (number, plumbed) in enumerate(zip(ruled, document.pages, strict=True)):
                 sink.check_time()
                 if time.monotonic() > deadline:
-                    sink.warnings.append(f"tables were looked for on {done:,} of {len(ruled):,} ruled pages "
-                                         "(time); the others are written as lines of text")
+                    sink.warnings.append(
+                        f"tables were looked for on {done:,} of {len(ruled):,} ruled pages "
+                        "(time); the others are written as lines of text"
+                    )
                     break
                 page = pages[number - 1]
                 try:
@@ -229,8 +231,9 @@ def _table_at(tables: list[Table], x: float, top: float) -> int | None:
     return None
 
 
-def join_continued_tables(pages: list[list[str | Table]], ignorable: Callable[[str], bool],
-                          starts_with_caption: Callable[[int], bool]) -> int:
+def join_continued_tables(
+    pages: list[list[str | Table]], ignorable: Callable[[str], bool], starts_with_caption: Callable[[int], bool]
+) -> int:
     """A table that ends its page (only ``ignorable`` lines after it: blanks, running headers,
     page numbers) and continues as the first thing on the next page with as many columns (no
     caption, heading or text in between) becomes one table on the page where it starts: the next
@@ -240,8 +243,12 @@ def join_continued_tables(pages: list[list[str | Table]], ignorable: Callable[[s
     open_table: tuple[int, int] | None = None  # (page, line) of a table that ended its page
     for number, lines in enumerate(pages):
         first = next((i for i, line in enumerate(lines) if not _skippable(line, ignorable)), None)
-        if open_table is not None and first is not None and isinstance(lines[first], Table) \
-                and not starts_with_caption(number):
+        if (
+            open_table is not None
+            and first is not None
+            and isinstance(lines[first], Table)
+            and not starts_with_caption(number)
+        ):
             page, index = open_table
             head = pages[page][index]
             part = lines[first]

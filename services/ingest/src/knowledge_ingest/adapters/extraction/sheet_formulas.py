@@ -28,7 +28,7 @@ class _Unevaluable(Exception):
 class Formula:
     """A formula cell that still needs a value: its text, and whether it shows a date."""
 
-    __slots__ = ("text", "is_date")
+    __slots__ = ("is_date", "text")
 
     def __init__(self, text: str, is_date: bool) -> None:
         self.text = text
@@ -47,13 +47,18 @@ def evaluate_workbook(sheets: dict[str, Grid], check_time: Callable[[], None]) -
     computed, references to other sheets of the workbook included; the rest stay ``Formula``
     (shown as their text). Returns, per sheet, how many were left as text."""
     book = {name.upper(): grid for name, grid in sheets.items()}
-    pending = [(name.upper(), r, c) for name, grid in sheets.items()
-               for r, row in enumerate(grid) for c, v in enumerate(row) if isinstance(v, Formula)]
+    pending = [
+        (name.upper(), r, c)
+        for name, grid in sheets.items()
+        for r, row in enumerate(grid)
+        for c, v in enumerate(row)
+        if isinstance(v, Formula)
+    ]
     if not pending:
         return {}
     logging.getLogger("schedula").setLevel(logging.CRITICAL)  # it logs every failed formula
     evaluator = _Evaluator(book, check_time)
-    for cell in pending[:MAX_FORMULAS_PER_SHEET * max(len(book), 1)]:
+    for cell in pending[: MAX_FORMULAS_PER_SHEET * max(len(book), 1)]:
         try:
             evaluator.value(cell, 0)
         except _Unevaluable:

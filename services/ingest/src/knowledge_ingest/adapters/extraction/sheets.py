@@ -163,7 +163,8 @@ def extract_xls(stream: BinaryIO, sink: TextSink) -> None:
         if "encrypt" in str(error).lower():
             raise ExtractionFailed(
                 "the workbook is password-protected; remove the password and upload it again",
-                reason=ExtractionFailed.FILE_ENCRYPTED, file_format="xls",
+                reason=ExtractionFailed.FILE_ENCRYPTED,
+                file_format="xls",
             ) from None
         raise _corrupt("xls") from None
     except (ValueError, KeyError, IndexError, AssertionError, OSError):
@@ -220,8 +221,9 @@ def _write_sheet(sink: TextSink, name: str, rows: Iterable[Sequence[object]], fi
         raise stopped
 
 
-def _collect(sink: TextSink, rows: Iterable[Sequence[object]], file_format: str,
-             budget: int) -> tuple[list[list[object]], LimitReached | None]:
+def _collect(
+    sink: TextSink, rows: Iterable[Sequence[object]], file_format: str, budget: int
+) -> tuple[list[list[object]], LimitReached | None]:
     """The sheet's rows, up to the limits (the limit reached, if one was, besides)."""
     collected: list[list[object]] = []
     try:

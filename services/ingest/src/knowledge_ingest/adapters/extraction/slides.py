@@ -26,7 +26,8 @@ def extract_pptx(stream: BinaryIO, sink: TextSink) -> int:
         slides = list(presentation.slides)
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
         raise ExtractionFailed(
-            "the PowerPoint file is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT,
+            "the PowerPoint file is damaged and cannot be read",
+            reason=ExtractionFailed.FILE_CORRUPT,
             file_format="pptx",
         ) from None
     if len(slides) > sink.limits.max_pages:
@@ -55,6 +56,7 @@ def _title_shape(slide: Any) -> Any:
 
 def _in_reading_order(shapes: Iterable[Any], depth: int = 0) -> Iterator[Any]:
     """Top to bottom, then left to right; groups opened in place."""
+
     def position(shape: Any) -> tuple[int, int]:
         return (shape.top or 0, shape.left or 0)
 

@@ -39,7 +39,7 @@ def partitioners() -> dict[str, Partition]:
     os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
     try:
         import spacy
-        import unstructured.nlp.tokenize as tokenize
+        from unstructured.nlp import tokenize
     except Exception:  # noqa: BLE001 - not installed (the default) or broken: the native path serves
         return {}
     if not callable(getattr(tokenize, "_load_spacy_model", None)):
@@ -55,16 +55,19 @@ def partitioners() -> dict[str, Partition]:
     found: dict[str, Partition] = {}
     try:
         from unstructured.partition.docx import partition_docx
+
         found["docx"] = lambda stream: partition_docx(file=stream, infer_table_structure=True)
     except Exception:  # noqa: BLE001 - the [docx] extra is missing
         pass
     try:
         from unstructured.partition.pptx import partition_pptx
+
         found["pptx"] = lambda stream: partition_pptx(file=stream, infer_table_structure=True)
     except Exception:  # noqa: BLE001 - the [pptx] extra is missing
         pass
     try:
         from unstructured.partition.pdf import partition_pdf
+
         found["pdf"] = lambda stream: partition_pdf(file=stream, strategy="fast")
     except Exception:  # noqa: BLE001 - the [pdf] extra (about 1.3 GB) is missing
         pass
@@ -109,8 +112,11 @@ def write_elements(elements: Sequence[Any], sink: TextSink) -> int | None:
         if held is not None:
             sink.paragraph(held)
             held = None
-        if (category in _CAPTION_CATEGORIES and len(text.strip()) <= CAPTION_MAX_CHARS
-                and str(getattr(following, "category", "")) == "Table"):
+        if (
+            category in _CAPTION_CATEGORIES
+            and len(text.strip()) <= CAPTION_MAX_CHARS
+            and str(getattr(following, "category", "")) == "Table"
+        ):
             held = text
         elif category == "Title":
             sink.heading(_title_level(getattr(metadata, "category_depth", None)), text)

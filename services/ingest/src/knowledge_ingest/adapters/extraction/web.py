@@ -25,8 +25,15 @@ def extract_html(stream: BinaryIO, sink: TextSink) -> None:
         sink.warnings.append("the page was cut: it is larger than the text limit allows")
     try:
         markdown = trafilatura.extract(
-            data, output_format="markdown", include_tables=True, include_formatting=True, include_links=False,
-            include_images=False, include_comments=False, with_metadata=False, deduplicate=False,
+            data,
+            output_format="markdown",
+            include_tables=True,
+            include_formatting=True,
+            include_links=False,
+            include_images=False,
+            include_comments=False,
+            with_metadata=False,
+            deduplicate=False,
         )
         if not markdown:
             fallback = trafilatura.html2txt(data)
@@ -40,4 +47,3 @@ def extract_html(stream: BinaryIO, sink: TextSink) -> None:
     # Markdown is what the chunker reads; only lines that would be taken for page or sheet
     # markers are escaped (headings and tables are meant).
     sink.add(_MARKER_LINE.sub(lambda m: m.group(1) + "\\" + m.group(2), _TRAILING.sub("", markdown)))
-

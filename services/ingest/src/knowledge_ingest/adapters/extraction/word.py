@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import zipfile
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import docx
@@ -32,7 +32,8 @@ def extract_docx(stream: BinaryIO, sink: TextSink) -> None:
         document = docx.Document(stream)
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, LxmlError):
         raise ExtractionFailed(
-            "the Word document is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT,
+            "the Word document is damaged and cannot be read",
+            reason=ExtractionFailed.FILE_CORRUPT,
             file_format="docx",
         ) from None
     styles = _Styles(document)
@@ -117,7 +118,9 @@ def _paragraph(sink: TextSink, paragraph: Paragraph, styles: _Styles) -> None:
 def _text_boxes(paragraph: Paragraph) -> list[str]:
     """Text in text boxes anchored in the paragraph, which ``paragraph.text`` leaves out. A box
     is stored twice (DrawingML and a VML fallback): the fallback copy is skipped."""
-    boxes = paragraph._p.xpath(f".//w:txbxContent[not(ancestor::*[local-name()='Fallback' and namespace-uri()='{_MC}'])]")
+    boxes = paragraph._p.xpath(
+        f".//w:txbxContent[not(ancestor::*[local-name()='Fallback' and namespace-uri()='{_MC}'])]"
+    )
     texts = []
     for box in boxes:
         lines = ["".join(t.text or "" for t in p.iter(qn("w:t"))) for p in box.iterchildren(_P)]
