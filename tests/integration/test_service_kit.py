@@ -24,10 +24,10 @@ from knowledge_runtime.errors import (
     DomainError,
     InvalidArgument,
     NotFound,
-    PermissionDenied,
     Unavailable,
     UploadTooLarge,
 )
+from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import CommonSettings, Env, SettingsError
@@ -148,7 +148,7 @@ async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, ma
         error = await refusal(embedder, "cap")
     finally:
         await embedder.close()
-    assert isinstance(error, PermissionDenied)
+    assert isinstance(error, Refused) and error.refusal is Refusal.CAPABILITY_MISSING
     assert (error.code, error.reason, error.metadata) == (
         "PERMISSION_DENIED",
         "CAPABILITY_MISSING",

@@ -12,7 +12,8 @@ from knowledge_runtime.auth import (
     scope_from_claims,
 )
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys, mint_dev_token
-from knowledge_runtime.errors import PermissionDenied, Unauthenticated
+from knowledge_runtime.errors import Unauthenticated
+from knowledge_runtime.refusals import Refused
 
 
 def test_a_dev_token_verifies_to_its_tenant_and_the_public_capabilities(verifier, make_token):
@@ -99,7 +100,7 @@ def test_control_characters_in_a_signed_claim_are_unauthenticated(verifier, keys
 def test_named_capabilities_only(verifier, make_token):
     scope = verifier.verify(make_token("acme", ["search"]))
     assert scope.capabilities == {"search"}
-    with pytest.raises(PermissionDenied) as caught:
+    with pytest.raises(Refused) as caught:
         scope.require("corpus.read")
     assert caught.value.reason == "CAPABILITY_MISSING"
     assert caught.value.metadata == {"capability": "corpus.read"}

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import jwt
 
-from knowledge_runtime.errors import PermissionDenied, Unauthenticated
+from knowledge_runtime.errors import Unauthenticated
+from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search")
@@ -53,9 +54,9 @@ class Scope:
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
-            raise PermissionDenied(
+            raise Refused(
+                Refusal.CAPABILITY_MISSING,
                 f"missing capability {capability!r}",
-                reason="CAPABILITY_MISSING",
                 metadata={"capability": capability},
             )
 

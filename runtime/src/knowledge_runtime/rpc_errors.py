@@ -32,6 +32,7 @@ from knowledge_runtime.errors import (
     Unauthenticated,
     UploadTooLarge,
 )
+from knowledge_runtime.refusals import REFUSALS, Refused, refusal_of
 
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
 _BY_CODE: dict[grpc.StatusCode, type[DomainError]] = {
@@ -79,6 +80,9 @@ def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainErr
         message, reason = f"the {dependency} failed ({code.name})", code.name
     else:
         message = error.details() or f"the {dependency} failed"
+    refusal = refusal_of(reason) if reason is not None else None
+    if refusal is not None and REFUSALS[refusal].code == code.name:
+        return Refused(refusal, message, metadata=metadata)  # the closed set's refusal, as the callee raised it
     kind = _BY_CODE.get(code, DomainError)
     translated: DomainError = kind(message, reason=reason, metadata=metadata)
     translated.code = code.name  # grpc's status codes are google.rpc.Code's, name for name

@@ -1,10 +1,32 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class RefusalReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REFUSAL_REASON_UNSPECIFIED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_FEATURE_DISABLED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_QUOTA_EXHAUSTED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_BUDGET_EXHAUSTED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_CAPABILITY_MISSING: _ClassVar[RefusalReason]
+    REFUSAL_REASON_SCOPE_UNRESOLVED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_INDEXING: _ClassVar[RefusalReason]
+    REFUSAL_REASON_APPROVAL_REQUIRED: _ClassVar[RefusalReason]
+    REFUSAL_REASON_RUNTIME_UNAVAILABLE: _ClassVar[RefusalReason]
+REFUSAL_REASON_UNSPECIFIED: RefusalReason
+REFUSAL_REASON_FEATURE_DISABLED: RefusalReason
+REFUSAL_REASON_QUOTA_EXHAUSTED: RefusalReason
+REFUSAL_REASON_BUDGET_EXHAUSTED: RefusalReason
+REFUSAL_REASON_CAPABILITY_MISSING: RefusalReason
+REFUSAL_REASON_SCOPE_UNRESOLVED: RefusalReason
+REFUSAL_REASON_INDEXING: RefusalReason
+REFUSAL_REASON_APPROVAL_REQUIRED: RefusalReason
+REFUSAL_REASON_RUNTIME_UNAVAILABLE: RefusalReason
 
 class Vector(_message.Message):
     __slots__ = ("values",)
