@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import itertools
 import os
 import statistics
 import tempfile
@@ -114,7 +115,7 @@ async def follow(stub, metadata, job_id: str) -> tuple[dict[str, float], ingest_
 def shares(seen: dict[str, float], total: float) -> str:
     order = [s for s in STAGES if s in seen]
     parts = []
-    for current, following in zip(order, order[1:]):
+    for current, following in itertools.pairwise(order):
         parts.append(f"{current} {100 * (seen[following] - seen[current]) / total:.0f}%")
     return ", ".join(parts)
 

@@ -21,7 +21,40 @@ import pypdfium2 as pdfium
 from fpdf import FPDF
 from knowledge_ingest.adapters.extraction import DocumentExtractor, ocr
 
-WORDS = ["pump", "station", "valve", "reservoir", "pressure", "technician", "quarterly", "schedule", "inspection", "archive", "northern", "district", "contract", "invoice", "budget", "4471", "2026", "approved", "replaced", "certified", "logs", "seven", "twelve", "operations", "desk", "extension", "access", "maintenance", "window", "autumn", "weekday", "visitors"]
+WORDS = [
+    "pump",
+    "station",
+    "valve",
+    "reservoir",
+    "pressure",
+    "technician",
+    "quarterly",
+    "schedule",
+    "inspection",
+    "archive",
+    "northern",
+    "district",
+    "contract",
+    "invoice",
+    "budget",
+    "4471",
+    "2026",
+    "approved",
+    "replaced",
+    "certified",
+    "logs",
+    "seven",
+    "twelve",
+    "operations",
+    "desk",
+    "extension",
+    "access",
+    "maintenance",
+    "window",
+    "autumn",
+    "weekday",
+    "visitors",
+]
 A4 = (595.28, 841.89)
 
 

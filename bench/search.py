@@ -180,7 +180,7 @@ class TodayChunkIndex(PostgresChunkIndex):
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -715,7 +715,7 @@ async def _evaluate(
                 flush=True,
             )
     results = score(dataset, variants, latencies)
-    table, ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
+    table, _ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
     print(
         f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
         f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}"

@@ -737,7 +737,7 @@ def replica_flow(cluster: Cluster, port: int, uploads: int) -> None:
                 )
             path = cluster.work / f"replica-{i:03d}.docx"
             document.save(path)
-            jobs.append(retrying(lambda: client.upload(path, corpus), retried)["job_id"])
+            jobs.append(retrying(lambda path=path: client.upload(path, corpus), retried)["job_id"])
             if i == uploads // 2:
                 # Kill one ingest replica mid-job (SIGKILL, as a node loss or the OOM killer would):
                 # once it has finished a job and extracted one it has not finished.
@@ -828,7 +828,7 @@ def main() -> int:
             replica_flow(cluster, port, options.uploads)
     except SmokeFailed as error:
         summary.check(False, "the run went on", str(error)[:500])
-    except Exception as error:  # a crash of this script is a failure too, with what it was doing
+    except Exception as error:  # noqa: BLE001 - a crash of this script is a failure too, with what it was doing
         summary.check(False, "the run went on", f"{type(error).__name__}: {error}"[:500])
     finally:
         if not options.keep:

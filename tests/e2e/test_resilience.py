@@ -95,7 +95,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
             before = status(stack)[name]
             psutil.Process(before["pid"]).send_signal(signal.SIGKILL)
             eventually(
-                lambda: (
+                lambda name=name, before=before: (
                     status(stack)[name]["restarts"] == before["restarts"] + 1
                     and status(stack)[name]["state"] == "running"
                 ),
@@ -131,7 +131,9 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         eventually(lambda: status(stack)["postgres"]["restarts"] == 1, 30, "postgres restarted")
         for service, name in (("ingest", "knowledge.v1.IngestService"), ("search", "knowledge.v1.SearchService")):
             eventually(
-                lambda: readiness(stack, service, name) == health_pb2.HealthCheckResponse.SERVING,
+                lambda service=service, name=name: (
+                    readiness(stack, service, name) == health_pb2.HealthCheckResponse.SERVING
+                ),
                 15,
                 f"{service} SERVING again",
             )

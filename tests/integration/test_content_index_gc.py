@@ -93,7 +93,7 @@ async def row(admin: asyncpg.Connection, blob_id: int):
 
 async def assert_intact(cases: BlobUseCases, blob: Blob, data: bytes, scope: Scope = SCOPE) -> None:
     """The blob's row exists and its file holds exactly ``data``."""
-    stored, present = await cases.stat_blob(scope, blob.blob_id)
+    _stored, present = await cases.stat_blob(scope, blob.blob_id)
     assert present, "a blob an upload returned lost its file"
     read = await cases.read_blob(scope, blob.blob_id, 0, 0)
     try:

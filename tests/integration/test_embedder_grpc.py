@@ -306,7 +306,7 @@ async def test_search_anchors_finds_the_nearest_of_the_callers_tenant(stub, make
     reply = await stub.SearchAnchors(
         embedder_pb2.SearchAnchorsRequest(query="will it rain tomorrow", entity_type="tool", top_k=2), metadata=owner
     )
-    assert [m.target.entity_id for m in reply.matches][0] == "weather" and len(reply.matches) == 2
+    assert next(m.target.entity_id for m in reply.matches) == "weather" and len(reply.matches) == 2
     assert all(m.target.entity_type == "tool" for m in reply.matches)
     assert reply.matches[0].score >= reply.matches[1].score and 0 <= reply.matches[1].score <= 1
     everything = await stub.SearchAnchors(embedder_pb2.SearchAnchorsRequest(query="rain"), metadata=owner)

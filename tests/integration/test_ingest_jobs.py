@@ -57,7 +57,7 @@ async def ingest(migrated_pg, verifier):
 
 
 async def test_upload_answers_at_once_then_the_job_ends_searchable(ingest, make_token):
-    stub, blobs, embedder, db = ingest
+    stub, _blobs, _embedder, db = ingest
     metadata = auth(make_token, "t-upload")
     corpus_id = await new_corpus(stub, metadata)
     reply = await upload(stub, metadata, corpus_id, document_text(), filename="../../etc/pass wd.txt")

@@ -61,9 +61,11 @@ async def _as(pg, role: str) -> asyncpg.Connection:
     [
         (
             "knowledge_search",
-            "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, "
-            "embedding, metadata) VALUES ('t', 1, 1, 0, 'x', array_fill(0, ARRAY[384])::vector, "
-            '\'{"document_id": "1"}\')',
+            (
+                "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, "
+                "embedding, metadata) VALUES ('t', 1, 1, 0, 'x', array_fill(0, ARRAY[384])::vector, "
+                '\'{"document_id": "1"}\')'
+            ),
         ),
         ("knowledge_search", "DELETE FROM documents"),
         ("knowledge_ingest", "INSERT INTO content_blobs (content_hash, size_bytes, storage_uri) VALUES ('h', 1, 'u')"),

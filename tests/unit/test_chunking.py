@@ -1,5 +1,6 @@
 """The structural chunker and the plain splitter."""
 
+import itertools
 import re
 
 import pytest
@@ -44,7 +45,7 @@ def test_an_oversize_section_splits_on_paragraphs_with_overlap():
     assert len(chunks) > 2
     assert all(len(c.content) <= 1200 for c in chunks)
     assert all(c.section == "Big" for c in chunks)
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in itertools.pairwise(chunks):
         last_paragraph = before.content.split("\n\n")[-1]
         assert after.content.startswith(last_paragraph)  # one paragraph of overlap
         assert after.overlap_chars == len(last_paragraph) + 2
@@ -114,7 +115,7 @@ def test_plain_split_respects_the_limit_and_overlaps():
     pieces = split_plain(text, max_chars=3500, overlap=200)
     assert len(pieces) > 1
     assert all(len(p) <= 3500 for p in pieces)
-    for before, after in zip(pieces, pieces[1:]):
+    for before, after in itertools.pairwise(pieces):
         head = after[:40]
         assert head in before[-260:]  # the next piece starts inside the previous one's tail
     assert pieces[0].startswith("Sentence number 0 ") and pieces[-1].endswith("number 399 says something useful.")

@@ -281,7 +281,7 @@ async def test_gc_removes_the_row_before_the_file_and_spares_a_recreated_path(ca
 
 
 async def test_gc_keeps_referenced_recent_and_in_use_blobs(cases, repo, storage):
-    referenced, recent, in_use, orphan = [
+    referenced, _recent, in_use, orphan = [
         (await cases.write_blob(SCOPE, PDF, chunks_of(os.urandom(1000 + i)))).blob for i in range(4)
     ]
     for blob in (referenced, in_use, orphan):

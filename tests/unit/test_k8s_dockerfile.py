@@ -70,7 +70,7 @@ def test_every_instruction_is_known_and_every_stage_it_uses_exists():
                 assert flag.removeprefix("--from=") in found, command.original
     for name, body in found.items():
         base = body[0].value[0]
-        assert base in found or base.startswith("${") or base == "scratch" or base.startswith("model-"), (name, base)
+        assert base in found or base.startswith(("${", "model-")) or base == "scratch", (name, base)
     # The targets the Kubernetes images are built from.
     assert {"service", "embedder", "model-none", "model-baked"} <= set(found)
     assert list(found)[-1] == "service"  # a plain `docker build .` gives the services image

@@ -139,7 +139,7 @@ async def test_corpus_weights_apply_unless_the_request_sets_its_own():
     lexical_corpus = SearchUseCases(FakeIndex(Weights(vector=0.0, lexical=1.0)), FakeEmbedder())
     assert [h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, request)).hits][:2] == [3, 1]
     override = SearchRequest.parse("refund", corpus_id="1", weights=Weights(vector=1.0))
-    assert [h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, override)).hits][0] == 1
+    assert next(h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, override)).hits) == 1
 
 
 async def test_query_anonymises_for_the_model_and_restores_the_answer():

@@ -167,7 +167,10 @@ def _corpora_list(client: Client, options, out: TextIO) -> int:
         _print_json(out, corpora)
         return OK
     out.write("corpus_id\tdocuments\tchunks\tname\n")
-    out.writelines(f"{corpus['corpus_id']}\t{corpus['document_count']}\t{corpus['chunk_count']}\t{corpus['name']}\n" for corpus in corpora)
+    out.writelines(
+        f"{corpus['corpus_id']}\t{corpus['document_count']}\t{corpus['chunk_count']}\t{corpus['name']}\n"
+        for corpus in corpora
+    )
     return OK
 
 

@@ -246,7 +246,7 @@ class Stack:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # signals reach children only through us, in order
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - prctl only, no locks taken before exec
             )
 
     def _database(self) -> tuple[str, dict[str, str]]:
@@ -432,7 +432,7 @@ class Stack:
             return False
         try:
             watched.pid = await asyncio.to_thread(self.embedded.restart)
-        except Exception as error:  # pg_ctl failed or timed out: one more death, retried after a backoff
+        except Exception as error:  # noqa: BLE001 - pg_ctl failed or timed out: one more death, retried after a backoff
             watched.deaths.append(now)
             delay = policy.delay(watched.deaths, now)
             if delay is None:

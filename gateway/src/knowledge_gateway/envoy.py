@@ -636,22 +636,22 @@ def _body_schemas_lua() -> str:
         if message.full_name in messages or message.full_name.startswith("google."):
             return
         messages[message.full_name] = message
-        for field in message.fields:
-            if field.message_type is not None and not field.message_type.GetOptions().map_entry:
-                visit(field.message_type)
+        for member in message.fields:
+            if member.message_type is not None and not member.message_type.GetOptions().map_entry:
+                visit(member.message_type)
 
     for _, _, message in _json_body_routes():
         visit(message)
     lines = [f"schemas[{json.dumps(name)}] = {{}}" for name in sorted(messages)]
     for name in sorted(messages):
-        for field in messages[name].fields:
-            nested = field.message_type
+        for member in messages[name].fields:
+            nested = member.message_type
             value = (
                 f"schemas[{json.dumps(nested.full_name)}]"
                 if nested is not None and nested.full_name in messages
                 else "true"
             )
-            for spelling in sorted({field.name, field.json_name}):
+            for spelling in sorted({member.name, member.json_name}):
                 lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
     for verb, pattern, message in _json_body_routes():
         lines.append(

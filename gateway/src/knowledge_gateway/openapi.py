@@ -268,7 +268,13 @@ class _Builder:
                 schema["description"] = description
             properties[field.name] = schema
             # The transcoder prints every non-optional scalar, enum and list (always_print_primitive_fields).
-            if response and not field.proto3_optional and field.type != FD.TYPE_MESSAGE or response and field.label == FD.LABEL_REPEATED:
+            if (
+                response
+                and not field.proto3_optional
+                and field.type != FD.TYPE_MESSAGE
+                or response
+                and field.label == FD.LABEL_REPEATED
+            ):
                 required.append(field.name)
         schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
         if not response and full_name in MESSAGE_CONSTRAINTS:

@@ -110,7 +110,7 @@ class ReadinessProbe:
                 await asyncio.wait_for(dependency.check(), self.timeout_s)
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # any failure of the check: the dependency is not usable
+            except Exception as error:  # noqa: BLE001 - any failure of the check: the dependency is not usable
                 self._failures[dependency.name] = self._failures.get(dependency.name, 0) + 1
                 if self._failures[dependency.name] >= self.failures_to_down:
                     self._down.add(dependency.name)
@@ -133,5 +133,5 @@ class ReadinessProbe:
                 await self.check_once()
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # the probe itself must never die
+            except Exception as error:  # noqa: BLE001 - the probe itself must never die
                 log.warning("readiness_probe_failed", error_type=type(error).__name__)

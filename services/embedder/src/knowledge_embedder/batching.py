@@ -183,7 +183,7 @@ class BatchQueue:
                     if not item.future.done():
                         item.future.set_exception(EmbedderStopping())
                 raise
-            except Exception as error:  # a model failure fails this batch's callers, not the worker
+            except Exception as error:  # noqa: BLE001 - a model failure fails this batch's callers, not the worker
                 log.error("batch_failed", inputs=len(batch), error_type=type(error).__name__)
                 for item in batch:
                     if not item.future.done():

@@ -48,7 +48,7 @@ class Workers:
                 JOBS_BACKLOG.set(await self.queue.backlog())
             except Unavailable as error:
                 self._database.failed(error)
-            except Exception:
+            except Exception:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
                 log.warning("ingest_backlog_unavailable")
             try:
                 reaped = await self.queue.reap_cancelled()
@@ -56,7 +56,7 @@ class Workers:
                     log.info("ingest_cancelled_jobs_reaped", jobs=reaped)
             except Unavailable as error:
                 self._database.failed(error)
-            except Exception:
+            except Exception:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
                 log.warning("ingest_reap_cancelled_failed")
             try:
                 await asyncio.wait_for(self._stopping.wait(), timeout=self.backlog_every_s)

@@ -28,7 +28,7 @@ def resolve_model_dir(name: str, *, setting: str = VARIABLE) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(name, local_files_only=True))
-    except Exception:  # any miss (not cached, invalid name, offline) means the same thing here
+    except Exception:  # noqa: BLE001 - any miss (not cached, invalid name, offline) means the same thing here
         raise SettingsError(
             f"{setting}: {name!r} is neither a local model directory nor in the local Hugging Face cache; "
             "models are never downloaded at run time (HF_HUB_OFFLINE=1): put the model on disk and point "

@@ -91,7 +91,7 @@ class CostLedger:
                     [c.tokens for c in costs],
                     [Decimal(str(c.amount)) for c in costs],
                 )
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
                 for _, _, future in group:
                     if not future.done():
                         future.set_exception(error)

@@ -92,7 +92,7 @@ class ContentIndexClient:
                 async for chunk in chunks:
                     for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
                         yield content_index_pb2.WriteBlobRequest(chunk=chunk[start : start + WRITE_CHUNK_BYTES])
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
                 failure.append(error)
                 call.cancel()
                 # Returning would half-close the stream, which could look like a complete upload
@@ -121,7 +121,7 @@ class ContentIndexClient:
         request = content_index_pb2.ReadBlobRequest(blob_id=str(blob_id))
         size = 0
         try:
-            with open(target, "wb") as handle:
+            with open(target, "wb") as handle:  # noqa: ASYNC230 - a local staging file, written chunk by chunk
                 # wait_for_ready: a content-index that is (re)starting delays the read, not fails it
                 async for reply in self._stub.ReadBlob(
                     request,

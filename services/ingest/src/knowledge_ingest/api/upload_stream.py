@@ -121,7 +121,7 @@ class _MultipartUpload:
 
     def _describe_part(self, headers: dict[bytes, bytes]) -> None:
         """Headers travel with their event: the parser may already be several parts ahead."""
-        disposition, params = parse_options_header(headers.get(b"content-disposition", b""))
+        _disposition, params = parse_options_header(headers.get(b"content-disposition", b""))
         self._name = params.get(b"name", b"").decode("utf-8", "replace")
         self._filename = params.get(b"filename", b"").decode("utf-8", "replace")
         self._part_type = headers.get(b"content-type", b"application/octet-stream").decode("latin-1")

@@ -59,7 +59,7 @@ def safe_filename(name: str) -> str:
     base = os.path.basename(name.replace("\\", "/").replace("\x00", ""))
     cleaned = _UNSAFE.sub("_", base).lstrip(".") or "upload"
     if len(cleaned) > MAX_FILENAME_CHARS:
-        stem, dot, ext = cleaned.rpartition(".")
+        _stem, dot, ext = cleaned.rpartition(".")
         keep = ext if dot and len(ext) <= 16 else ""
         cleaned = cleaned[: MAX_FILENAME_CHARS - len(keep) - 1] + ("." + keep if keep else "")
     return cleaned

@@ -74,7 +74,7 @@ class GrpcQueryEmbedder:
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise RerankUnavailable() from None
-            raise _domain_error(error) from None
+            raise domain_error_from(error, "embedder") from None
         if len(reply.scores) != len(passages):
             raise EmbedderUnavailable()
         return Reranking(scores=tuple(reply.scores), cost=cost_from_message(reply.cost))

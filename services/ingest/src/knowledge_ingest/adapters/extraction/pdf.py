@@ -77,7 +77,7 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
     pages: list[_Page] = []
     try:
         for page in _read_pages(reader, sink):
-            pages.append(page)
+            pages.append(page)  # noqa: PERF402 - one by one: the pages read before a LimitReached are kept
     except LimitReached as stop:  # what was read before the limit is still written
         sink.warnings.append(stop.warning)
     else:
