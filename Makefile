@@ -12,7 +12,7 @@ TORCH := torch==2.13.0
 DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages run test protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+.PHONY: setup system-packages run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
 
 setup: system-packages $(STAMP)
 
@@ -32,8 +32,15 @@ $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.t
 run: setup
 	$(BIN)/knowledge up
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest
+
+# Lint and types (pyproject.toml: [tool.ruff], [tool.mypy]; strict for each service's domain/ and
+# use cases): part of `make test`, so CI fails on a finding. `ruff format .` fixes the format.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 protos: setup
 	$(BIN)/python scripts/gen_protos.py

@@ -62,6 +62,9 @@ class RefusingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
     async def EmbedTexts(self, request, context):
         raise REFUSALS[request.texts[0]]
 
+    async def Rerank(self, request, context):
+        raise REFUSALS[request.query]
+
 
 @pytest.fixture(scope="module")
 async def refusing_embedder(verifier):
@@ -140,6 +143,23 @@ async def test_a_callee_error_keeps_its_code_and_reason_through_either_client(
     assert SECRET not in error.message
     if what == "bad":
         assert error.message == "the query is empty"
+
+
+@pytest.mark.parametrize(
+    ("what", "kind", "reason"),
+    [("busy", DependencyUnavailable, "EMBEDDER_OVERLOADED"), ("crash", DomainError, "INTERNAL")],
+)
+async def test_a_failed_rerank_is_the_callees_error(refusing_embedder, make_service_token, what, kind, reason):
+    """Search's Rerank call keeps the callee's cause too (it raised NameError for anything but
+    'not configured' until the lint found the undefined name)."""
+    embedder = GrpcQueryEmbedder(refusing_embedder, token_for=lambda tenant: make_service_token(tenant, ["embed"]))
+    try:
+        with pytest.raises(DomainError) as caught:
+            await embedder.rerank("kit-tenant", what, ["a passage"])
+    finally:
+        await embedder.close()
+    assert isinstance(caught.value, kind) and caught.value.reason == reason
+    assert SECRET not in caught.value.message
 
 
 async def test_a_missing_capability_is_the_callees_refusal(refusing_embedder, make_service_token):

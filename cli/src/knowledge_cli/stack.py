@@ -31,13 +31,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
 from knowledge_runtime.db.connect import service_role
-from knowledge_runtime.db.embedded import other_holders, running_postmaster
+from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
@@ -95,7 +96,7 @@ class StackSettings:
     issuer: str
     audience: str
     max_upload_bytes: int
-    gateway_limits: Mapping[str, object] = field(default_factory=dict)  # CORS origins, rate limit
+    gateway_limits: Mapping[str, Any] = field(default_factory=dict)  # CORS origins, rate limit
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     shutdown_grace_s: float = 10.0  # how long the gateway may take to finish its requests on a stop
 
@@ -195,7 +196,7 @@ class WatchedDatabase:
 class Stack:
     settings: StackSettings
     children: list[Child] = field(default_factory=list)
-    embedded: object | None = None
+    embedded: EmbeddedPostgres | None = None
     database: WatchedDatabase = field(default_factory=WatchedDatabase)
 
     @property
@@ -294,7 +295,7 @@ class Stack:
                 while True:
                     self._check_alive()
                     try:
-                        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)  # type: ignore[attr-defined]  # the stub's stub types it for a sync channel
                         if reply.status == health_pb2.HealthCheckResponse.SERVING:
                             break
                     except grpc.aio.AioRpcError:
@@ -412,8 +413,9 @@ class Stack:
     async def _supervise_database(self, now: float) -> bool | str:
         """The embedded PostgreSQL: restarted when it died, adopted (and said so) when someone else
         started it again meanwhile. True when something changed; a reason to stop when it keeps dying."""
-        watched, policy = self.database, self.settings.restart_policy
-        pid = self.embedded.running_pid()
+        watched, policy, embedded = self.database, self.settings.restart_policy, self.embedded
+        assert embedded is not None  # supervised only when the stack runs its own database
+        pid = embedded.running_pid()
         if pid is not None and pid != watched.pid:
             say(f"{DATABASE} is running as pid {pid}, started outside the stack; adopting it (it stops with the stack)")
             watched.pid, watched.restart_at = pid, None
@@ -431,7 +433,7 @@ class Stack:
         if now < watched.restart_at:
             return False
         try:
-            watched.pid = await asyncio.to_thread(self.embedded.restart)
+            watched.pid = await asyncio.to_thread(embedded.restart)
         except Exception as error:  # noqa: BLE001 - pg_ctl failed or timed out: one more death, retried after a backoff
             watched.deaths.append(now)
             delay = policy.delay(watched.deaths, now)

@@ -276,16 +276,16 @@ class _Builder:
                 and field.label == FD.LABEL_REPEATED
             ):
                 required.append(field.name)
-        schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
+        message_schema: dict = {"type": "object", "properties": properties, "additionalProperties": False}
         if not response and full_name in MESSAGE_CONSTRAINTS:
-            schema.update(MESSAGE_CONSTRAINTS[full_name])
+            message_schema.update(MESSAGE_CONSTRAINTS[full_name])
         if not response:
             required = [name for name in _REQUIRED_INPUT.get(full_name, []) if name in properties]
         if required:
-            schema["required"] = required
+            message_schema["required"] = required
         if self.comments.get(full_name):
-            schema["description"] = self.comments[full_name]
-        return schema
+            message_schema["description"] = self.comments[full_name]
+        return message_schema
 
     # -- operations ------------------------------------------------------------------------------
     def operation(

@@ -159,7 +159,7 @@ def _pack(units: list[_Unit], max_chars: int) -> Iterator[tuple[str, int]]:
             and len(piece.text) <= CAPTION_MAX_CHARS
             and size([piece, following]) <= max_chars
         )
-        needed = [piece, following] if keep_with_table else [piece]
+        needed = [piece, following] if keep_with_table and following is not None else [piece]
         if current and size(current + needed) > max_chars:
             yield _SEPARATOR.join(p.text for p in current), overlap
             previous = current[-1]

@@ -16,6 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -45,7 +46,7 @@ class Outage:
     ``<dependency>_available`` once when it works again (with how long it was out)."""
 
     dependency: str
-    logger: object = field(default=log)
+    logger: Any = field(default=log)
     since: float | None = None
 
     @property
@@ -57,7 +58,7 @@ class Outage:
             self.since = time.monotonic()
             self.logger.warning(
                 "dependency_unavailable",
-                dependency=self.dependency,  # type: ignore[attr-defined]
+                dependency=self.dependency,
                 error_type=type(error).__name__ if error is not None else None,
             )
 
@@ -65,7 +66,7 @@ class Outage:
         if self.since is not None:
             self.logger.info(
                 "dependency_available",
-                dependency=self.dependency,  # type: ignore[attr-defined]
+                dependency=self.dependency,
                 down_s=round(time.monotonic() - self.since, 1),
             )
             self.since = None

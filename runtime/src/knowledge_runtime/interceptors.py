@@ -49,6 +49,7 @@ def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetail
     }
     if handler.unary_unary or handler.stream_unary:
         inner = handler.unary_unary or handler.stream_unary
+        assert inner is not None
 
         async def unary_response(request, context):
             async with guard(details, context):
@@ -58,15 +59,16 @@ def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetail
         factory = grpc.unary_unary_rpc_method_handler if handler.unary_unary else grpc.stream_unary_rpc_method_handler
         return factory(unary_response, **kwargs)
 
-    inner = handler.unary_stream or handler.stream_stream
+    streaming = handler.unary_stream or handler.stream_stream
+    assert streaming is not None
 
     async def stream_response(request, context):
         async with guard(details, context):
-            result = inner(request, context)
+            result = streaming(request, context)
             if inspect.isawaitable(result):  # a behaviour that writes through context.write
                 await result
                 return
-            async for item in result:
+            async for item in result:  # type: ignore[attr-defined]  # an async servicer yields asynchronously
                 yield item
 
     factory = grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from knowledge_runtime.settings import Env, SettingsError
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:

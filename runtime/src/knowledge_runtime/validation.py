@@ -45,7 +45,7 @@ def check_request(message: Message) -> None:
 
 
 def _check(message: Message, path: str) -> None:
-    for unknown in unknown_fields.UnknownFieldSet(message):
+    for unknown in unknown_fields.UnknownFieldSet(message):  # type: ignore[attr-defined]  # iterable; the stub says not
         raise UnknownField(path, unknown.field_number)
     for field, value in message.ListFields():
         name = f"{path}.{field.name}" if path else field.name
@@ -58,6 +58,7 @@ def _check(message: Message, path: str) -> None:
                 if "\x00" in text:
                     raise NulCharacter(f"{name}[{index}]")
         elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            assert field.message_type is not None  # a message field has its type
             if field.message_type.GetOptions().map_entry:
                 _check_map(field, value, name)
             elif field.is_repeated:
@@ -68,6 +69,7 @@ def _check(message: Message, path: str) -> None:
 
 
 def _check_map(field: FieldDescriptor, mapping, name: str) -> None:
+    assert field.message_type is not None  # a map field is a message field
     value_field = field.message_type.fields_by_name["value"]
     for key, value in mapping.items():
         if isinstance(key, str) and "\x00" in key:

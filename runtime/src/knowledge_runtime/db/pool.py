@@ -78,7 +78,7 @@ def _drop_row_values(error: asyncpg.PostgresError) -> None:
 
 
 class Transaction(_Queries):
-    def __init__(self, connection: asyncpg.Connection) -> None:
+    def __init__(self, connection: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy) -> None:
         self._conn = connection
 
 

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import structlog
@@ -51,7 +52,7 @@ class _Input:
 class BatchQueue:
     def __init__(
         self,
-        encode: Callable[[list[str]], np.ndarray],
+        encode: Callable[[list[Any]], Any],  # texts (or rerank pairs) -> one result per input, in order
         *,
         max_batch_tokens: int,
         max_queue: int,
@@ -96,7 +97,7 @@ class BatchQueue:
                     item.future.set_exception(EmbedderStopping())
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def embed(self, texts: Sequence[str], tokens: Sequence[int], *, interactive: bool = False) -> np.ndarray:
+    async def embed(self, texts: Sequence[Any], tokens: Sequence[int], *, interactive: bool = False) -> Any:
         """Vectors for ``texts`` (one row each, in order), batched with everyone else's inputs;
         ``interactive`` inputs (a query someone waits for) go before bulk ones."""
         waiting = self._waiting_urgent if interactive else self._waiting - self._waiting_urgent
@@ -112,7 +113,7 @@ class BatchQueue:
         ]
         lane = self._urgent if interactive else self._pending
         for item in items:
-            item.future.add_done_callback(lambda future, item=item: future.cancelled() and self._uncount(item))
+            item.future.add_done_callback(self._uncount_if_cancelled(item))
             lane.append(item)
         self._waiting += len(items)
         if interactive:
@@ -122,6 +123,13 @@ class BatchQueue:
         # A cancelled caller cancels these futures (gather propagates it): the worker skips them.
         rows = await asyncio.gather(*(item.future for item in items))
         return np.stack(rows)
+
+    def _uncount_if_cancelled(self, item: _Input) -> Callable[[asyncio.Future[Any]], None]:
+        def callback(future: asyncio.Future[Any]) -> None:
+            if future.cancelled():
+                self._uncount(item)
+
+        return callback
 
     def _uncount(self, item: _Input) -> None:
         if item.counted:

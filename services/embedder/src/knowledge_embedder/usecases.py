@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import structlog
@@ -44,18 +44,18 @@ OPERATION = "embed"
 RERANK_OPERATION = "rerank"
 
 
-def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list], list | np.ndarray]:
+def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list[Any]], list[Any] | np.ndarray]:
     """The queue's work for one batch: texts through the embedding model, rerank pairs through the
     cross-encoder, results in the batch's order. One queue and one inference thread serve both,
     so their forward passes never overlap and the queue depth counts both."""
 
-    def run(items: list) -> list | np.ndarray:
+    def run(items: list[Any]) -> list[Any] | np.ndarray:
         pairs = [i for i, item in enumerate(items) if isinstance(item, RerankPair)]
         if not pairs:
             return encoder.encode(items)
         if reranker is None:  # the use case refuses before enqueueing; never reached
             raise RerankUnavailable()
-        results: list = [None] * len(items)
+        results: list[Any] = [None] * len(items)
         texts = [i for i, item in enumerate(items) if not isinstance(item, RerankPair)]
         if texts:
             for i, vector in zip(texts, encoder.encode([items[i] for i in texts])):

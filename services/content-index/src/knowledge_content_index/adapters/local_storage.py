@@ -28,7 +28,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 from knowledge_content_index.domain.errors import BlobContentMissing
 from knowledge_content_index.domain.model import BlobKey, ContentListing, StoredFile
 from knowledge_content_index.domain.naming import EXTENSIONS
+from knowledge_content_index.domain.ports import StagedBlob
 
 STAGING_DIR = ".staging"
 PARTIAL_PREFIX = ".partial."
@@ -128,7 +129,7 @@ class LocalReader:
         self._limit = limit
         self._chunk_bytes = chunk_bytes
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         position, end = self._offset, self._offset + self._limit
         while position < end:
             data = await asyncio.to_thread(os.pread, self._fd, min(self._chunk_bytes, end - position), position)
@@ -192,7 +193,9 @@ class LocalBlobStorage:
         finally:
             await staged.discard()
 
-    async def place(self, staged: LocalStagedBlob, key: BlobKey) -> str:  # type: ignore[override]
+    async def place(self, staged: StagedBlob, key: BlobKey) -> str:
+        if not isinstance(staged, LocalStagedBlob):
+            raise TypeError("a local storage places only what it staged")
         target = self.path_for(key)
         await asyncio.to_thread(self._move, staged.path, target)
         return target.as_uri()

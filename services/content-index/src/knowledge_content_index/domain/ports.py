@@ -7,7 +7,7 @@ to a hash's row, and every placement or removal of that hash's file, happens ins
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Protocol
@@ -53,7 +53,7 @@ class BlobRepository(Protocol):
     def locked(self, content_hash: ContentHash) -> AbstractAsyncContextManager[LockedHash]:
         """A transaction holding the hash's lock; committed when the block ends without error."""
 
-    def locked_all(self, content_hashes: Sequence[ContentHash]) -> AbstractAsyncContextManager[list[LockedHash]]:
+    def locked_all(self, content_hashes: Sequence[ContentHash]) -> AbstractAsyncContextManager[Sequence[LockedHash]]:
         """One transaction holding every listed hash's lock, in the order given back.
 
         The locks are taken in one global order, so two callers holding several never deadlock.
@@ -98,7 +98,7 @@ class StagedBlob(Protocol):
 
 
 class BlobReader(Protocol):
-    def chunks(self) -> AsyncIterator[bytes]:
+    def chunks(self) -> AsyncGenerator[bytes, None]:
         """The requested range, in order."""
 
     async def close(self) -> None:

@@ -39,7 +39,7 @@ class TorchEncoder:
         self._model = SentenceTransformer(str(model_dir), device=self.device, local_files_only=True)
         self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
         self._model.max_seq_length = self.max_seq_length
-        self.dimension = int(self._model.get_embedding_dimension())
+        self.dimension = int(self._model.get_embedding_dimension() or 0)
         self.batch_size = batch_size or DEFAULT_BATCH_SIZES[self.device.split(":")[0]]
         self._measurer = TokenMeasurer(self._model.tokenizer.backend_tokenizer, self.max_seq_length)
 

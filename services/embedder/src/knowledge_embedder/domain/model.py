@@ -166,10 +166,12 @@ def mean_pool(vectors: np.ndarray) -> np.ndarray:
     """The re-normalised mean of unit vectors; a single vector comes back unchanged."""
     if vectors.ndim != 2 or len(vectors) == 0:
         raise ValueError("mean_pool needs a non-empty matrix")
+    first: np.ndarray = vectors[0]
     if len(vectors) == 1:
-        return vectors[0]
+        return first
     mean = vectors.astype(np.float64).mean(axis=0)
     norm = float(np.linalg.norm(mean))
     if norm == 0.0:  # opposite pieces cancel; fall back to the first rather than a zero vector
-        return vectors[0]
-    return (mean / norm).astype(np.float32)
+        return first
+    pooled: np.ndarray = (mean / norm).astype(np.float32)
+    return pooled

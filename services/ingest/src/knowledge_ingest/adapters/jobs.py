@@ -105,6 +105,7 @@ class PostgresJobs:
                     "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
                 )
             else:
+                assert row is not None  # admit() creates a document exactly when there is none
                 document_id = row["document_id"]
                 if new.requeues_document:
                     await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
@@ -148,6 +149,7 @@ class PostgresJobs:
                 )
             else:
                 row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
+            assert row is not None  # the job is locked: the update finds it
             await follow(tx, row["document_id"], change)
         return job_from_row(row)
 
@@ -165,6 +167,7 @@ class PostgresJobs:
             row = await tx.fetchrow(
                 "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
             )
+            assert row is not None  # the job is locked: the update finds it
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
         return job_from_row(row)
 
@@ -212,4 +215,5 @@ async def _insert_job(
         result,
         new.duplicate,
     )
+    assert row is not None  # INSERT ... RETURNING returns its row
     return job_from_row(row)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
-from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.documents import Document, Job, State
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
 from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
@@ -17,8 +19,8 @@ def timestamp(value) -> Timestamp:
     return stamp
 
 
-def state_value(state) -> int:
-    return ingest_pb2.DocumentState.Value(f"DOCUMENT_STATE_{state.value}")
+def state_value(state: State) -> ingest_pb2.DocumentState:
+    return cast(ingest_pb2.DocumentState, ingest_pb2.DocumentState.Value(f"DOCUMENT_STATE_{state.value}"))
 
 
 def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
@@ -86,7 +88,7 @@ def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
     )
     if page.page is not None:
         message.page = page.page
-        message.page_count = page.page_count
+        message.page_count = page.page_count or 0
     if page.next_page is not None:
         message.next_page = page.next_page
     if page.previous_page is not None:

@@ -12,6 +12,7 @@ would otherwise stream without limit.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 from knowledge.v1 import ingest_pb2
 from python_multipart.exceptions import ParseError
@@ -154,20 +155,21 @@ class _MultipartUpload:
                 break  # parts after the file are ignored
             if self._in_file:
                 if kind == "data":
-                    file_bytes.append(data)
+                    file_bytes.append(cast(bytes, data))
                 elif kind == "end":
                     self._in_file = False
                     self._file_done = True
                 continue
             if kind == "header":
-                self._describe_part(data)
+                self._describe_part(cast(dict[bytes, bytes], data))
                 if self._name == "file":
                     self._in_file = self._file_started = True
             elif kind == "data" and self._name and self._name != "file":
                 field = self._fields.setdefault(self._name, bytearray())
-                if len(field) + len(data) > MAX_FIELD_BYTES:
+                chunk = cast(bytes, data)
+                if len(field) + len(chunk) > MAX_FIELD_BYTES:
                     raise InvalidRequest(f"form field {self._name!r} is too long", field=self._name[:40])
-                field.extend(data)
+                field.extend(chunk)
         return file_bytes
 
     async def _file_bytes(self, bodies: AsyncIterator[bytes], pending: list[bytes]) -> AsyncIterator[bytes]:

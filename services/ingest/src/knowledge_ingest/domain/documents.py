@@ -8,6 +8,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from knowledge_runtime import ids
 
@@ -128,7 +129,7 @@ class JobResult:
             return f"The document was ingested: {self.chunk_count} chunks are searchable."
         return "The document was stored, but no text was found in it, so it cannot be searched."
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, object]:
         return {
             "document_id": self.document_id,
             "chunk_count": self.chunk_count,
@@ -139,7 +140,7 @@ class JobResult:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> JobResult:
+    def from_json(cls, data: dict[str, Any]) -> JobResult:
         return cls(
             document_id=int(data["document_id"]),
             chunk_count=int(data["chunk_count"]),

@@ -31,7 +31,7 @@ class RetryPolicy:
     max_interruptions: int = 10
 
     def delay_after(self, attempt: int) -> float:
-        return self.retry_base_s * 2 ** (attempt - 1)
+        return float(self.retry_base_s * 2 ** (attempt - 1))
 
 
 @dataclass(frozen=True, slots=True)

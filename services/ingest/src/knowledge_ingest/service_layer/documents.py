@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
@@ -55,7 +56,12 @@ class DocumentUseCases:
         return dataclasses.replace(text, source_url=document.source_url or "")
 
     async def move(
-        self, scope: Scope, target_corpus_id: str, document_ids: list[str], source_corpus_id: str, all_documents: bool
+        self,
+        scope: Scope,
+        target_corpus_id: str,
+        document_ids: Sequence[str],
+        source_corpus_id: str,
+        all_documents: bool,
     ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
         if not await self.store.corpus_accepts_uploads(scope.tenant, target):

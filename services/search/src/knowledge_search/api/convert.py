@@ -6,7 +6,7 @@ from knowledge.v1 import common_pb2, search_pb2
 
 from knowledge_search.domain.model import Answer, Cost, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
 
-MODES = {
+MODES: dict[int, SearchMode] = {
     search_pb2.SEARCH_MODE_UNSPECIFIED: SearchMode.HYBRID,
     search_pb2.SEARCH_MODE_HYBRID: SearchMode.HYBRID,
     search_pb2.SEARCH_MODE_VECTOR: SearchMode.VECTOR,

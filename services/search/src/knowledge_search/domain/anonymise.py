@@ -9,7 +9,7 @@ de-anonymised by putting the values back. Nothing here is logged.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
@@ -84,9 +84,9 @@ class Anonymiser:
                 result.values[by_value[key]] = original
             return by_value[key]
 
-        def replace(pattern: re.Pattern, kind: str, valid=None) -> None:
-            def substitute(match: re.Match) -> str:
-                value = match.group(0)
+        def replace(pattern: re.Pattern[str], kind: str, valid: Callable[[str], bool] | None = None) -> None:
+            def substitute(match: re.Match[str]) -> str:
+                value: str = match.group(0)
                 if valid is not None and not valid(value):
                     return value
                 return placeholder(kind, value)

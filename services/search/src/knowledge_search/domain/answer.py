@@ -107,7 +107,7 @@ def cite(text: str, source_count: int) -> tuple[str, list[int]]:
     """The answer with valid markers renumbered 1..m, and the 1-based source numbers they now name."""
     order: list[int] = []
 
-    def renumber(match: re.Match) -> str:
+    def renumber(match: re.Match[str]) -> str:
         kept = []
         for part in match.group(1).split(","):
             number = int(part)

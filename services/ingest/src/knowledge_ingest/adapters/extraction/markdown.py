@@ -152,7 +152,7 @@ def markdown_table(rows: Sequence[Sequence[str]]) -> str:
     width = max(len(r) for r in rows)
     lines = []
     for index, row in enumerate(rows):
-        cells = row + [""] * (width - len(row))
+        cells = [*row, *[""] * (width - len(row))]
         lines.append("| " + " | ".join(cells) + " |")
         if index == 0:
             lines.append("|" + " --- |" * width)

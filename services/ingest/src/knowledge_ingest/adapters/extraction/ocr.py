@@ -127,10 +127,8 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
     finally:
         document.close()
     if outcome.read:
-        pages = "page" if len(outcome.read) == 1 else "pages"
-        sink.warnings.append(
-            f"{len(outcome.read)} page(s) read by OCR ({version}): {pages} {page_ranges(outcome.read)}"
-        )
+        noun = "page" if len(outcome.read) == 1 else "pages"
+        sink.warnings.append(f"{len(outcome.read)} page(s) read by OCR ({version}): {noun} {page_ranges(outcome.read)}")
     return outcome
 
 

@@ -52,7 +52,7 @@ def open_pdf(stream: BinaryIO) -> PdfReader:
             try:
                 opened = reader.decrypt("")
             except (PyPdfError, NotImplementedError, ValueError, KeyError):
-                opened = 0
+                opened = None
             if not opened:
                 raise ExtractionFailed(
                     "the PDF is password-protected; remove the password and upload it again",
@@ -86,7 +86,9 @@ def extract_pdf(stream: BinaryIO, sink: TextSink) -> int:
     body = _body_size(pages) if not outline else None
     levels = _size_levels(pages, body) if body else {}
     running = _running_lines(pages) if levels else set()
-    lines = [_lines_around_tables(page) if page.tables else _lines(page.text) for page in pages]
+    lines: list[list[str | _Table]] = [
+        _lines_around_tables(page) if page.tables else list[str | _Table](_lines(page.text)) for page in pages
+    ]
     if any(page.tables for page in pages):
         between = _running_lines(pages)
         join_continued_tables(

@@ -10,7 +10,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Protocol
+from io import BytesIO
+from typing import Any, BinaryIO, Protocol, cast
 
 import pdfplumber
 
@@ -107,7 +108,7 @@ def find_tables(stream: BinaryIO, pages: Sequence[RuledPage], sink: TextSink) ->
     deadline = time.monotonic() + sink.limits.max_seconds * TABLE_TIME_SHARE
     try:
         stream.seek(0)
-        with pdfplumber.open(stream, pages=ruled, raise_unicode_errors=False) as document:
+        with pdfplumber.open(cast(BytesIO, stream), pages=ruled, raise_unicode_errors=False) as document:
             for done, (number, plumbed) in enumerate(zip(ruled, document.pages, strict=True)):
                 sink.check_time()
                 if time.monotonic() > deadline:
@@ -144,7 +145,8 @@ def _page_tables(plumbed: Any, page: RuledPage) -> list[Table]:
         rows = trim_rows([[_cell(cell) for cell in row] for row in found.extract()])
         rendered = markdown_table(rows)
         if rendered:
-            tables.append(Table(tuple(float(v) for v in found.bbox), rendered, tuple(tuple(r) for r in rows)))
+            x0, top, x1, bottom = (float(v) for v in found.bbox)
+            tables.append(Table((x0, top, x1, bottom), rendered, tuple(tuple(r) for r in rows)))
     if tables:
         place = _to_plumber_space(plumbed)
         page.runs = [(text, *place(x, y)) for text, x, y in page.runs]

@@ -175,10 +175,13 @@ class _Evaluator:
                 top, bottom = int(whole_rows.group(1)), min(int(whole_rows.group(2)), max(height, 1))
                 left, right = 1, max(width, 1)
             else:
-                left, top, right, bottom = range_boundaries(reference)
+                bounds = range_boundaries(reference)
+                if None in bounds:
+                    raise _Unevaluable
+                left, top, right, bottom = (int(b) for b in bounds)  # type: ignore[arg-type]
         except (ValueError, TypeError):
             raise _Unevaluable from None
-        if None in (left, top, right, bottom) or (bottom - top + 1) * (right - left + 1) > MAX_RANGE_CELLS:
+        if (bottom - top + 1) * (right - left + 1) > MAX_RANGE_CELLS:
             raise _Unevaluable
         return sheet, (top - 1, left - 1, bottom - 1, right - 1)
 

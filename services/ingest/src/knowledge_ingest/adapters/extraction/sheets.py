@@ -11,7 +11,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import zip_longest
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 from xml.etree.ElementTree import ParseError
 
 from knowledge_ingest.adapters.extraction.markdown import LimitReached, TextSink, trim_rows
@@ -129,7 +129,7 @@ def _merged_ranges(workbook: Any, sheet: Any) -> list[tuple[int, int, int, int]]
                     except (ValueError, TypeError):
                         continue
                     if None not in bounds:
-                        ranges.append(bounds)
+                        ranges.append(cast(tuple[int, int, int, int], bounds))
                 element.clear()
     except (KeyError, ParseError, zipfile.BadZipFile, OSError):
         return []
@@ -159,7 +159,7 @@ def extract_xls(stream: BinaryIO, sink: TextSink) -> None:
 
     try:
         book = xlrd.open_workbook(file_contents=stream.read(), on_demand=True)
-    except xlrd.XLRDError as error:
+    except xlrd.XLRDError as error:  # type: ignore[attr-defined]  # exported at run time; the stub misses it
         if "encrypt" in str(error).lower():
             raise ExtractionFailed(
                 "the workbook is password-protected; remove the password and upload it again",
