@@ -6,6 +6,7 @@ embedder with are in ``common`` (runtime ``CommonSettings``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
@@ -13,6 +14,22 @@ from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
 from knowledge_ingest.domain.fetching import parse_allow_hosts
+
+WORKERS_PER_CORE = 2
+MAX_WORKERS = 64
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the platform has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
+def default_workers(cores: int) -> int:
+    """Job workers when ``KNOWLEDGE_INGEST_WORKERS`` is unset: two per core, at least 2, at most 64.
+    A worker spends most of a job waiting (for content-index, the embedder, PostgreSQL), so more
+    workers than cores keep the embedder's queue fed with the next small texts while others store."""
+    return max(2, min(MAX_WORKERS, WORKERS_PER_CORE * cores))
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +59,7 @@ class IngestSettings:
             database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
             content_index_address=service_address("content-index", env),
             embedder_address=service_address("embedder", env),
-            workers=env.int("INGEST_WORKERS", 2, minimum=0, maximum=64),
+            workers=env.int("INGEST_WORKERS", default_workers(usable_cores()), minimum=0, maximum=MAX_WORKERS),
             lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
             max_interruptions=env.int("INGEST_MAX_INTERRUPTIONS", 10, minimum=1, maximum=1000),
