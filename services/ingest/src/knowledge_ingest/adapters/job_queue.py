@@ -38,9 +38,7 @@ RETURNING {J_JOB_COLUMNS}
 """
 # A transition: written only by the lease's holder, on an unended job, and (when it says so) not
 # once cancel was asked; it keeps and renews the lease unless it ends the job or re-queues it.
-# With $14 the document follows (the job's state and error) in the same statement: one round trip.
-APPLY = f"""
-WITH job AS (
+JOB_TRANSITION = f"""
     UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
         result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
         lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
@@ -51,7 +49,10 @@ WITH job AS (
         interruptions = interruptions + $13::int, update_time = now()
     WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
     RETURNING tenant_id, document_id
-), followed AS (
+"""
+# With $14 the document follows (the job's state and error) in the same statement: one round trip.
+APPLY = f"""
+WITH job AS ({JOB_TRANSITION}), followed AS (
     UPDATE documents d SET state = $3, error = $6, update_time = now()
     FROM job WHERE $14 AND d.document_id = job.document_id
 )
@@ -62,18 +63,7 @@ SELECT tenant_id, document_id FROM job
 # is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
 # document's chunk count, extractable and warnings.
 STORE = f"""
-WITH job AS (
-    UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
-        result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
-        lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
-        lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
-        not_before = CASE WHEN $10::float8 IS NULL THEN not_before
-                          ELSE now() + make_interval(secs => $10::float8) END,
-        attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
-        interruptions = interruptions + $13::int, update_time = now()
-    WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
-    RETURNING tenant_id, document_id
-), document AS (
+WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
         error = NULL, update_time = now()
     FROM job WHERE d.document_id = job.document_id
