@@ -23,7 +23,9 @@ from knowledge_search.domain.model import (
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
-SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}))
+from tests.support.reach import FakeReach
+
+SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}), scope_claim="/")
 
 
 def chunk(chunk_id: int, content: str) -> Chunk:
@@ -44,6 +46,8 @@ class FakeIndex:
         self._weights = corpus_weights
         self._coverage = coverage
         self._extra = extra  # more vector hits, as a deep channel returns
+        self._reach = FakeReach()
+        self._reach.place("acme", 1)
 
     async def vector_search(self, tenant, vector, filters, depth):
         self.calls.append(("vector", tenant, tuple(vector), depth))
@@ -61,6 +65,12 @@ class FakeIndex:
 
     async def check_filters(self, tenant, filters):
         self.calls.append(("filters", tenant, filters))
+
+    async def reach(self, scope):
+        return await self._reach.reach_of(scope)
+
+    async def generation(self, tenant, reader):
+        return await self._reach.generation(tenant, reader)
 
     async def corpus_weights(self, corpus_id):
         return self._weights

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.logging import get_logger
+from knowledge_runtime.reach import Reach
 from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
@@ -60,6 +61,7 @@ class SearchUseCases:
             raise RerankUnavailable()
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
+        request = within(request, await self.index.reach(scope))
         await self.index.check_filters(tenant, request.filters)
         vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
@@ -137,6 +139,12 @@ class SearchUseCases:
         if request.filters.corpus_id is not None:
             corpus = await self.index.corpus_weights(request.filters.corpus_id)
         return request.weights.over(corpus).over(self.default_weights)
+
+
+def within(request: SearchRequest, reach: Reach) -> SearchRequest:
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)."""
+    corpus_ids = None if reach.everything else reach.corpus_ids
+    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
 
 
 async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
