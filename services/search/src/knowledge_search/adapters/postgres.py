@@ -209,8 +209,11 @@ class PostgresChunkIndex:
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
 
-    async def reach(self, scope: Scope) -> Reach:
-        return await self._reach.reach_of(scope)
+    async def reader(self, scope: Scope) -> Reader:
+        return await self._reach.reader(scope)
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        return await self._reach.reach_for(tenant, reader)
 
     async def generation(self, tenant: str, reader: Reader) -> int:
         return await self._reach.generation(tenant, reader)

@@ -23,9 +23,11 @@ class Reranker(Protocol):
 
 
 class ChunkIndex(Protocol):
-    async def reach(self, scope: Scope) -> Reach:
-        """The corpora the caller reaches (runtime.reach decides); Refused(SCOPE_UNRESOLVED) when its
-        token's scope does not resolve."""
+    async def reader(self, scope: Scope) -> Reader:
+        """The caller's resolved reader; Refused(SCOPE_UNRESOLVED) when its token's scope does not resolve."""
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        """The corpora ``reader`` reaches (runtime.reach decides)."""
 
     async def generation(self, tenant: str, reader: Reader) -> int:
         """Grows whenever what ``reader`` sees may have changed (a document in its node or an ancestor)."""
