@@ -85,7 +85,7 @@ async def searches(migrated_pg, keys_dir, tmp_path_factory):
                 "KNOWLEDGE_LOG_LEVEL": "warning",
             }
         )
-        process = subprocess.Popen(  # noqa: ASYNC220 (started once, before the loop serves anything)
+        process = subprocess.Popen(
             [sys.executable, "-m", "knowledge_search"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         started.append((process, port, metrics))
