@@ -285,7 +285,7 @@ async def test_a_band_above_the_creators_clearance_is_refused(services, make_tok
             )
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     made = await ingest.CreateCorpus(
-        ingest_pb2.CreateCorpusRequest(name="c", confidentiality="confidential"),
+        ingest_pb2.CreateCorpusRequest(name="c", confidentiality="CONFIDENTIAL"),
         metadata=token(make_token, tenant, clearance="CONFIDENTIAL"),
     )
     assert made.confidentiality == "CONFIDENTIAL"

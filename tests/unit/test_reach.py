@@ -45,6 +45,11 @@ def test_paths_parse_to_one_spelling_and_refuse_anything_else():
         "workspace:eng/project:billing/mission:m/extra:x",
         "workspace:a:b",
         "workspace:e/" * 100,
+        " /",
+        "workspace:eng//",
+        "//",
+        "/ ",
+        "workspace:eng ",
     ):
         with pytest.raises(InvalidScopePath):
             P(bad)
@@ -135,7 +140,7 @@ def test_regression_comparing_band_numbers_would_admit_tenant_material_to_a_gene
 
 
 def test_the_token_claims_carry_scope_and_clearance():
-    scope = scope_from_claims({"tenant": "t", "scope": "workspace:eng", "clearance": "confidential"})
+    scope = scope_from_claims({"tenant": "t", "scope": "workspace:eng", "clearance": "CONFIDENTIAL"})
     assert scope.scope_claim == "workspace:eng" and scope.clearance is Band.CONFIDENTIAL
     assert scope.claimed_node == ENG
     plain = scope_from_claims({"tenant": "t"})

@@ -66,7 +66,7 @@ def _dev_token(options: argparse.Namespace) -> int:
             return 2
     try:
         ScopePath.parse(options.scope)
-        clearance = parse_band(options.clearance).value if options.clearance else None
+        clearance = parse_band(options.clearance.upper()).value if options.clearance else None
     except ValueError as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 2
