@@ -12,6 +12,7 @@ import asyncio
 import sys
 
 from knowledge_runtime.auth import ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+from knowledge_runtime.reach import ScopePath, parse_band
 from knowledge_runtime.settings import SettingsError
 
 
@@ -64,8 +65,19 @@ def _dev_token(options: argparse.Namespace) -> int:
             )
             return 2
     try:
+        ScopePath.parse(options.scope)
+        clearance = parse_band(options.clearance.upper()).value if options.clearance else None
+    except ValueError as error:
+        print(f"knowledge: {error}", file=sys.stderr)
+        return 2
+    try:
         token = mint_local_token(
-            options.tenant, capabilities=capabilities, ttl_s=options.ttl, service="dev" if options.internal else None
+            options.tenant,
+            capabilities=capabilities,
+            ttl_s=options.ttl,
+            service="dev" if options.internal else None,
+            scope=options.scope,
+            clearance=clearance,
         )
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
@@ -92,6 +104,18 @@ def parser() -> argparse.ArgumentParser:
         "content-index or the embedder directly",
     )
     token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
+    token.add_argument(
+        "--scope",
+        default="/",
+        help="the scope node the token reads from: '/' (the tenant root, the default), 'workspace:X', "
+        "'workspace:X/project:Y' or 'workspace:X/project:Y/mission:Z'; it reads the corpora bound to that "
+        "node and its ancestors. A token without one reads nothing",
+    )
+    token.add_argument(
+        "--clearance",
+        help="the highest confidentiality band the token reads: GENERAL, TENANT (the default when "
+        "omitted), CONFIDENTIAL or RESTRICTED",
+    )
     token.set_defaults(run=_dev_token)
     from knowledge_cli.evaluate import add_parser as add_eval
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
@@ -88,6 +89,9 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.QueryRequest.top_k": {"minimum": 0},
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
+    # issue 16: a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
+    "knowledge.v1.CreateCorpusRequest.confidentiality": {"enum": ["", *(band.value for band in Band)]},
+    "knowledge.v1.BindCorpusRequest.scope": {"pattern": SCOPE_PATH_PATTERN},
 }
 # Rules across a request message's fields, as JSON Schema merged into its input schema.
 MESSAGE_CONSTRAINTS: dict[str, dict] = {
@@ -116,6 +120,7 @@ _REQUIRED_INPUT = {
     "knowledge.v1.BatchIngestTextsRequest": ["items"],
     "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
     "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"],
+    "knowledge.v1.BindCorpusRequest": ["scope"],
 }
 
 

@@ -34,28 +34,34 @@ DOCUMENT_STATE_FAILED: DocumentState
 DOCUMENT_STATE_CANCELLED: DocumentState
 
 class Corpus(_message.Message):
-    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time")
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     name: str
     description: str
     document_count: int
     chunk_count: int
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    scope: str
+    confidentiality: str
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description")
+    __slots__ = ("name", "description", "confidentiality")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    confidentiality: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -396,3 +402,17 @@ class GetPromptContextResponse(_message.Message):
     document_count: int
     corpus_count: int
     def __init__(self, text: _Optional[str] = ..., document_count: _Optional[int] = ..., corpus_count: _Optional[int] = ...) -> None: ...
+
+class BindCorpusRequest(_message.Message):
+    __slots__ = ("corpus_id", "scope")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    scope: str
+    def __init__(self, corpus_id: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+
+class BindCorpusResponse(_message.Message):
+    __slots__ = ("corpus",)
+    CORPUS_FIELD_NUMBER: _ClassVar[int]
+    corpus: Corpus
+    def __init__(self, corpus: _Optional[_Union[Corpus, _Mapping]] = ...) -> None: ...

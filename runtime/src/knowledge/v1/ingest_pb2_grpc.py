@@ -118,6 +118,11 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
                 _registered_method=True)
+        self.BindCorpus = channel.unary_unary(
+                '/knowledge.v1.IngestService/BindCorpus',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -276,6 +281,19 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BindCorpus(self, request, context):
+        """---- issue 16: scopes ----
+        Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
+        own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
+        and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
+        reach (else NOT_FOUND) and the tenant's own (a system corpus is NOT_FOUND). Readers of the
+        corpus's old node lose it and readers of the new node and the nodes below gain it at once
+        (cached answers included). Capability corpus.bind.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -358,6 +376,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.GetPromptContext,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.SerializeToString,
+            ),
+            'BindCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.BindCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -796,6 +819,33 @@ class IngestService:
             '/knowledge.v1.IngestService/GetPromptContext',
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BindCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/BindCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
             options,
             channel_credentials,
             insecure,

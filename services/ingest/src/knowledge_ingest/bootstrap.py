@@ -14,6 +14,7 @@ from pathlib import Path
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -48,12 +49,13 @@ def wire(
     readiness: Readiness | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
-    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
+    reach = PostgresReach(db)
+    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach)
     servicer = IngestServicer(
-        corpora=CorpusUseCases(PostgresCorpora(db)),
-        documents=DocumentUseCases(documents),
+        corpora=CorpusUseCases(PostgresCorpora(db), reach),
+        documents=DocumentUseCases(documents, reach),
         uploads=uploads,
-        jobs=JobUseCases(jobs),
+        jobs=JobUseCases(jobs, reach),
         web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
     )
     pipeline = Pipeline(

@@ -17,6 +17,7 @@ from knowledge_runtime.server import GrpcApp
 
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
+from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
@@ -58,6 +59,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
             rerank_default=settings.rerank,
             rerank_window=settings.rerank_window,
+            cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:

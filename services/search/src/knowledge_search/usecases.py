@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.logging import get_logger
+from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Source, cite, excerpt
+from knowledge_search.domain.cache import OutcomeCache, cache_key
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
@@ -52,14 +54,29 @@ class SearchUseCases:
     reranker: Reranker | None = None
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
+    cache: OutcomeCache | None = None  # None: every request computed
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
+        """The outcome for the caller's reach; from the cache while nothing it sees has changed."""
         tenant = scope.tenant
+        reader = await self.index.reader(scope)
+        if self.cache is None:
+            return await self._search(tenant, reader, request)
+        key = cache_key(tenant, reader, await self.index.generation(tenant, reader), request)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return replace(cached, cost=Cost())  # nothing was embedded for this answer
+        outcome = await self._search(tenant, reader, request)
+        self.cache.put(key, outcome)
+        return outcome
+
+    async def _search(self, tenant: str, reader: Reader, request: SearchRequest) -> SearchOutcome:
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
             raise RerankUnavailable()
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
+        request = within(request, await self.index.reach_for(tenant, reader))
         await self.index.check_filters(tenant, request.filters)
         vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
@@ -137,6 +154,12 @@ class SearchUseCases:
         if request.filters.corpus_id is not None:
             corpus = await self.index.corpus_weights(request.filters.corpus_id)
         return request.weights.over(corpus).over(self.default_weights)
+
+
+def within(request: SearchRequest, reach: Reach) -> SearchRequest:
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)."""
+    corpus_ids = None if reach.everything else reach.corpus_ids
+    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
 
 
 async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:

@@ -31,6 +31,8 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         document_count=corpus.document_count,
         chunk_count=corpus.chunk_count,
         create_time=timestamp(corpus.create_time),
+        scope=str(corpus.scope),
+        confidentiality=corpus.confidentiality.value,
     )
 
 

@@ -42,6 +42,7 @@ CAPABILITIES = {
     "IngestTexts": "document.upload",
     "BatchIngestTexts": "document.upload",
     "IngestUrl": "document.upload",
+    "BindCorpus": "corpus.bind",
 }
 Context = grpc.aio.ServicerContext
 
@@ -62,7 +63,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self._web = web
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
-        corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
+        corpus = await self._corpora.create_corpus(
+            current_scope(), request.name, request.description, request.confidentiality
+        )
         return corpus_message(corpus)
 
     async def ListCorpora(
@@ -171,6 +174,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+    # ---- issue 16: scopes ----
+    async def BindCorpus(
+        self, request: ingest_pb2.BindCorpusRequest, context: Context
+    ) -> ingest_pb2.BindCorpusResponse:
+        bound = await self._corpora.bind_corpus(current_scope(), request.corpus_id, request.scope)
+        return ingest_pb2.BindCorpusResponse(corpus=corpus_message(bound))
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

@@ -8,19 +8,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.reach import Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 
 
-class CorpusRepository(Protocol):
-    async def create(self, tenant: str, corpus: NewCorpus) -> Corpus:
-        """Insert the corpus; raises CorpusNameTaken on a duplicate name in the tenant."""
+class ReachSource(Protocol):
+    """What the caller may read (runtime.reach decides; runtime.db.reach reads)."""
 
-    async def list_user_corpora(self, tenant: str, page: Page) -> list[Corpus]:
-        """The tenant's non-system corpora after ``page.after_id``, oldest first, at most ``page.size``."""
+    async def reader(self, scope: Scope) -> Reader:
+        """The caller's resolved reader; Refused(SCOPE_UNRESOLVED) when its scope does not resolve."""
+
+    async def reach_of(self, scope: Scope) -> Reach:
+        """The reader and the corpora it reaches."""
+
+
+class CorpusRepository(Protocol):
+    async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
+
+    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+        """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
+        first, at most ``page.size``."""
+
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
+        """Bind the tenant's own corpus to ``node``, creating the node and its ancestors; None
+        when the tenant has no such corpus (a system corpus included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +92,20 @@ class DocumentRepository(Protocol):
 
     async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...
 
-    async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]: ...
+    async def movable_documents(
+        self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int]
+    ) -> list[int]: ...
 
     async def move(
-        self, tenant: str, target_corpus_id: int, document_ids: Sequence[int], source_corpus_id: int | None
+        self,
+        tenant: str,
+        target_corpus_id: int,
+        document_ids: Sequence[int],
+        source_corpus_id: int | None,
+        reachable: frozenset[int],
     ) -> tuple[list[int], list[int], list[int]]:
         """(moved, missing, outside the source): nothing moves unless every document is the
-        tenant's and, when a source is given, in it."""
+        tenant's, in a corpus among ``reachable`` (else missing) and, when a source is given, in it."""
 
     async def move_all(
         self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int

@@ -24,7 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.reach import Reach, Reader
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
 from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, Filters, Weights
@@ -159,15 +162,19 @@ VALUES ($1, $2, $3, $4, $5, $6)
 """
 
 
-def _filters(filters: Filters, first: int) -> tuple[str, list[int]]:
+def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
     """Predicates for the set filters only, so each combination gets a plan of its own."""
-    sql, args = [], []
+    sql: list[str] = []
+    args: list[object] = []
     if filters.corpus_id is not None:
         args.append(filters.corpus_id)
         sql.append(f"AND c.corpus_id = ${first + len(args) - 1}")
     if filters.document_id is not None:
         args.append(filters.document_id)
         sql.append(f"AND c.document_id = ${first + len(args) - 1}")
+    if filters.corpus_ids is not None:  # the caller's reach (scope and clearance)
+        args.append(sorted(filters.corpus_ids))
+        sql.append(f"AND c.corpus_id = ANY(${first + len(args) - 1}::bigint[])")
     return " ".join(sql), args
 
 
@@ -197,9 +204,19 @@ class PostgresChunkIndex:
         max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES,
     ) -> None:
         self._db = db
+        self._reach = PostgresReach(db)
         self._bm25 = bm25
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
+
+    async def reader(self, scope: Scope) -> Reader:
+        return await self._reach.reader(scope)
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        return await self._reach.reach_for(tenant, reader)
+
+    async def generation(self, tenant: str, reader: Reader) -> int:
+        return await self._reach.generation(tenant, reader)
 
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
@@ -289,12 +306,17 @@ class PostgresChunkIndex:
         }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
+        reachable = filters.corpus_ids
         if filters.corpus_id is not None:
+            if reachable is not None and filters.corpus_id not in reachable:
+                raise CorpusNotFound()  # outside the caller's reach: as if absent
             if await self._db.fetchval("corpus_visible", CORPUS_VISIBLE, filters.corpus_id, tenant) is None:
                 raise CorpusNotFound()
         if filters.document_id is not None:
             corpus = await self._db.fetchval("document_visible", DOCUMENT_VISIBLE, filters.document_id, tenant)
             if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
+                raise DocumentNotFound()
+            if reachable is not None and corpus not in reachable:
                 raise DocumentNotFound()
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
