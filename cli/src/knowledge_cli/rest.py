@@ -139,10 +139,12 @@ def _token(options: argparse.Namespace) -> str:
 
 
 def _dev_token(tenant: str) -> str:
+    from knowledge_runtime.auth import ADMIN_CAPABILITIES, PUBLIC_CAPABILITIES
+
     from knowledge_cli.devtoken import mint_local_token
 
-    try:
-        return mint_local_token(tenant)
+    try:  # the local stack's token: the public capabilities and the importing ones (issue 19)
+        return mint_local_token(tenant, capabilities=[*PUBLIC_CAPABILITIES, *ADMIN_CAPABILITIES])
     except FileNotFoundError as error:
         raise ApiError(str(error), AUTH) from None
 

@@ -396,3 +396,169 @@ class GetPromptContextResponse(_message.Message):
     document_count: int
     corpus_count: int
     def __init__(self, text: _Optional[str] = ..., document_count: _Optional[int] = ..., corpus_count: _Optional[int] = ...) -> None: ...
+
+class ImportPathRequest(_message.Message):
+    __slots__ = ("corpus_id", "paths")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, corpus_id: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ImportPathResponse(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[ImportPathItem]
+    def __init__(self, items: _Optional[_Iterable[_Union[ImportPathItem, _Mapping]]] = ...) -> None: ...
+
+class ImportPathItem(_message.Message):
+    __slots__ = ("resolved_path", "job")
+    RESOLVED_PATH_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    resolved_path: str
+    job: UploadDocumentResponse
+    def __init__(self, resolved_path: _Optional[str] = ..., job: _Optional[_Union[UploadDocumentResponse, _Mapping]] = ...) -> None: ...
+
+class ListImportRootsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListImportRootsResponse(_message.Message):
+    __slots__ = ("roots",)
+    ROOTS_FIELD_NUMBER: _ClassVar[int]
+    roots: _containers.RepeatedCompositeFieldContainer[ImportRootInfo]
+    def __init__(self, roots: _Optional[_Iterable[_Union[ImportRootInfo, _Mapping]]] = ...) -> None: ...
+
+class ImportRootInfo(_message.Message):
+    __slots__ = ("name", "path")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    path: str
+    def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class SetImportBindingRequest(_message.Message):
+    __slots__ = ("corpus_id", "root", "mode")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    root: str
+    mode: str
+    def __init__(self, corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., mode: _Optional[str] = ...) -> None: ...
+
+class ImportBinding(_message.Message):
+    __slots__ = ("corpus_id", "root", "mode", "set_by", "update_time", "last_scan_time")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    SET_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_SCAN_TIME_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    root: str
+    mode: str
+    set_by: str
+    update_time: _timestamp_pb2.Timestamp
+    last_scan_time: _timestamp_pb2.Timestamp
+    def __init__(self, corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., mode: _Optional[str] = ..., set_by: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_scan_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListImportBindingsRequest(_message.Message):
+    __slots__ = ("corpus_id",)
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+
+class ListImportBindingsResponse(_message.Message):
+    __slots__ = ("bindings",)
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    bindings: _containers.RepeatedCompositeFieldContainer[ImportBinding]
+    def __init__(self, bindings: _Optional[_Iterable[_Union[ImportBinding, _Mapping]]] = ...) -> None: ...
+
+class ScanImportsRequest(_message.Message):
+    __slots__ = ("corpus_id",)
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+
+class ScanImportsResponse(_message.Message):
+    __slots__ = ("roots", "files_seen", "findings_recorded", "jobs_started", "errors")
+    ROOTS_FIELD_NUMBER: _ClassVar[int]
+    FILES_SEEN_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_STARTED_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    roots: int
+    files_seen: int
+    findings_recorded: int
+    jobs_started: int
+    errors: int
+    def __init__(self, roots: _Optional[int] = ..., files_seen: _Optional[int] = ..., findings_recorded: _Optional[int] = ..., jobs_started: _Optional[int] = ..., errors: _Optional[int] = ...) -> None: ...
+
+class ListImportFindingsRequest(_message.Message):
+    __slots__ = ("corpus_id", "state", "page_size", "page_token")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    state: str
+    page_size: int
+    page_token: str
+    def __init__(self, corpus_id: _Optional[str] = ..., state: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListImportFindingsResponse(_message.Message):
+    __slots__ = ("findings", "next_page_token")
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    findings: _containers.RepeatedCompositeFieldContainer[ImportFinding]
+    next_page_token: str
+    def __init__(self, findings: _Optional[_Iterable[_Union[ImportFinding, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ImportFinding(_message.Message):
+    __slots__ = ("finding_id", "corpus_id", "root", "path", "content_hash", "size_bytes", "kind", "state", "job_id", "decided_by", "decide_time", "create_time")
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    corpus_id: str
+    root: str
+    path: str
+    content_hash: str
+    size_bytes: int
+    kind: str
+    state: str
+    job_id: str
+    decided_by: str
+    decide_time: _timestamp_pb2.Timestamp
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, finding_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., path: _Optional[str] = ..., content_hash: _Optional[str] = ..., size_bytes: _Optional[int] = ..., kind: _Optional[str] = ..., state: _Optional[str] = ..., job_id: _Optional[str] = ..., decided_by: _Optional[str] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class AcceptImportFindingRequest(_message.Message):
+    __slots__ = ("finding_id",)
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    def __init__(self, finding_id: _Optional[str] = ...) -> None: ...
+
+class AcceptImportFindingResponse(_message.Message):
+    __slots__ = ("finding", "job")
+    FINDING_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    finding: ImportFinding
+    job: UploadDocumentResponse
+    def __init__(self, finding: _Optional[_Union[ImportFinding, _Mapping]] = ..., job: _Optional[_Union[UploadDocumentResponse, _Mapping]] = ...) -> None: ...
+
+class DismissImportFindingRequest(_message.Message):
+    __slots__ = ("finding_id",)
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    def __init__(self, finding_id: _Optional[str] = ...) -> None: ...
