@@ -296,6 +296,9 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     assert job.result.chunk_count >= 2 and job.result.re_extracted and job.result.extractable
     assert any("read by OCR" in w for w in document.warnings)
+    # what read it is stored on the document: OCR on both pages of the scan
+    assert document.extractor.startswith("OCR (tesseract") and document.extractor.endswith("on every page")
+    assert document.ocr_page_count == 2
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     admin = await Database.connect(migrated_pg.url())
     try:
@@ -364,6 +367,20 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
             assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
             again = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=60)
             assert again.result.duplicate and again.result.document_id == document_id  # unchanged page
+            assert document.extractor == "trafilatura" and page.extractor == "trafilatura"
+            # the page changed: the same URL re-extracts into the same document, its chunks replaced
+            site.pages["/guide.html"] = (
+                "text/html; charset=utf-8",
+                WEB_PAGE.replace("Pump maintenance guide", "Pump maintenance handbook").encode(),
+            )
+            changed = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=120)
+            assert changed.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, changed.error
+            assert changed.result.document_id == document_id and changed.result.re_extracted
+            assert not changed.result.duplicate
+            now = await stub.GetDocumentText(
+                ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata
+            )
+            assert "# Pump maintenance handbook" in now.text and "# Pump maintenance guide" not in now.text
             plain = await wait_terminal(stub, metadata, (await ingest(site.url("/notes"))).job_id, timeout=60)
             assert plain.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and plain.result.chunk_count == 1
 
@@ -393,4 +410,4 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
     assert "private network" in refused["http://10.1.2.3/"]
     assert "answered 404" in missing.value.details()
     # The redirects to refused addresses were followed no further: nothing else was asked for.
-    assert site.requests.count("/guide.html") == 2 and "/latest/meta-data/" not in site.requests
+    assert site.requests.count("/guide.html") == 3 and "/latest/meta-data/" not in site.requests

@@ -74,7 +74,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,8 @@ class Document(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
+    OCR_PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -103,7 +105,9 @@ class Document(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    extractor: str
+    ocr_page_count: int
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("corpus_id", "page_size", "page_token")
@@ -174,7 +178,7 @@ class GetDocumentTextRequest(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ...) -> None: ...
 
 class GetDocumentTextResponse(_message.Message):
-    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url")
+    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url", "extractor")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +186,7 @@ class GetDocumentTextResponse(_message.Message):
     NEXT_PAGE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_PAGE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     text: str
     page: int
@@ -189,7 +194,8 @@ class GetDocumentTextResponse(_message.Message):
     next_page: int
     previous_page: int
     source_url: str
-    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ...) -> None: ...
+    extractor: str
+    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ..., extractor: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("corpus_id", "filename", "http_body")

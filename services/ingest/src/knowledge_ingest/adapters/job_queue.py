@@ -65,7 +65,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 DOCUMENT_SEARCHABLE = """
 UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
-    update_time = now()
+    extractor = $5, ocr_page_count = $6, update_time = now()
 WHERE document_id = $1
 """
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
@@ -117,6 +117,8 @@ class PostgresJobQueue:
                 len(chunks),
                 transition.result.extractable,
                 list(transition.result.warnings),
+                transition.result.extractor,
+                transition.result.ocr_page_count,
             )
         return True
 

@@ -47,6 +47,8 @@ def document_message(document: Document) -> ingest_pb2.Document:
         mime_type=document.mime_type,
         extractable=bool(document.extractable),
         source_url=document.source_url or "",
+        extractor=document.extractor,
+        ocr_page_count=document.ocr_page_count,
         job_id=str(document.job_id) if document.job_id else "",
         create_time=timestamp(document.create_time),
         update_time=timestamp(document.update_time),
@@ -85,7 +87,7 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
 
 def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
     message = ingest_pb2.GetDocumentTextResponse(
-        document_id=str(page.document_id), text=page.text, source_url=page.source_url
+        document_id=str(page.document_id), text=page.text, source_url=page.source_url, extractor=page.extractor
     )
     if page.page is not None:
         message.page = page.page

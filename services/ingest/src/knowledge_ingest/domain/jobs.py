@@ -118,11 +118,20 @@ def settle_duplicate(job: Job, document: Document | None) -> Transition | None:
     return None
 
 
-def stored(job: Job, chunk_count: int, warnings: tuple[str, ...]) -> Transition:
-    """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll."""
+def stored(
+    job: Job, chunk_count: int, warnings: tuple[str, ...], extractor: str = "", ocr_page_count: int = 0
+) -> Transition:
+    """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll;
+    what read the text is stored on the document."""
     assert job.document_id is not None
     result = JobResult(
-        job.document_id, chunk_count, re_extracted=job.re_extract, extractable=chunk_count > 0, warnings=warnings
+        job.document_id,
+        chunk_count,
+        re_extracted=job.re_extract,
+        extractable=chunk_count > 0,
+        warnings=warnings,
+        extractor=extractor,
+        ocr_page_count=ocr_page_count,
     )
     return Transition(State.SEARCHABLE, "searchable", 1.0, result=result, document=DocumentEffect.SEARCHABLE)
 

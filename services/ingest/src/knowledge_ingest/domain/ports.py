@@ -111,6 +111,9 @@ class DocumentRepository(Protocol):
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
+    async def document_at_url(self, tenant: str, corpus_id: int, source_url: str) -> int | None:
+        """The newest document of the corpus fetched from ``source_url``, if any."""
+
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]: ...
 
     async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...

@@ -53,7 +53,7 @@ class DocumentUseCases:
         if document is None:
             raise DocumentNotFound(document_id)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
-        return dataclasses.replace(text, source_url=document.source_url or "")
+        return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(
         self,

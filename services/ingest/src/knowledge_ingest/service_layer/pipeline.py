@@ -71,8 +71,9 @@ class Pipeline:
                 return
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
-            chunks, vectors, warnings = await self._ingest(lease)
-            if not await self.queue.store(lease, chunks, vectors, jobs.stored(job, len(chunks), warnings)):
+            chunks, vectors, extracted = await self._ingest(lease)
+            outcome = jobs.stored(job, len(chunks), extracted.warnings, extracted.extractor, extracted.ocr_page_count)
+            if not await self.queue.store(lease, chunks, vectors, outcome):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return
             log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))
@@ -121,7 +122,7 @@ class Pipeline:
         if not await self._write(lease, jobs.reached(state, done, total)):
             raise Stopped()
 
-    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], tuple[str, ...]]:
+    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
         await self._report(lease, State.EXTRACTING)
@@ -139,7 +140,7 @@ class Pipeline:
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)
-        return chunks, vectors, extracted.warnings
+        return chunks, vectors, extracted
 
     async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written

@@ -51,4 +51,4 @@ class WebPageUseCases:
                 page.chunks,
                 page.final_url,
             )
-            return await self.uploads.upload(scope, source), page.final_url
+            return await self.uploads.upload_page(scope, source), page.final_url
