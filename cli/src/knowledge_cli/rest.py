@@ -194,7 +194,7 @@ def _upload(client: Client, options, out: TextIO) -> int:
         if options.no_wait or options.json:
             continue
         print(
-            f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
+            f"knowledge: {jobs[-1][0]} {'to be fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
             file=sys.stderr,
         )
     if options.no_wait:

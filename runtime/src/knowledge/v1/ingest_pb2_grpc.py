@@ -295,13 +295,18 @@ class IngestServiceServicer:
     def IngestUrl(self, request, context):
         """Fetches a web page (HTML, PDF, plain text, or any format an upload takes) and ingests it
         like an upload, its final URL (after at most 5 redirects) kept as the document's
-        source_url. Fenced: http and https only, and no loopback, private, link-local (metadata) or
+        source_url. Answers with the job at once: fetching is the job's first stage (stage
+        "fetching"), durable like the others; the URL and its host's address are checked before the
+        job exists, and what the fetch itself refuses or cannot fetch (a redirect to a refused
+        address, a site that fails) ends the job FAILED with the reason. A page fetched again from
+        the same final URL into the same corpus becomes that document's content: unchanged a
+        duplicate, changed re-extracted into the same document. Fenced: http and https only, and no loopback, private, link-local (metadata) or
         other non-public address unless the host is allowed by KNOWLEDGE_FETCH_ALLOW_HOSTS; the host
         is resolved once and the connection made to the checked address, again after each redirect.
-        A refused URL is INVALID_ARGUMENT / URL_REFUSED with the reason; a site that does not answer
-        (or answers an error, or too slowly) is INVALID_ARGUMENT / URL_FETCH_FAILED; a page over the
-        upload cap is RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE. The same page again (same bytes) is a
-        duplicate, as for an upload. Capability document.upload.
+        A URL refused in the request is INVALID_ARGUMENT / URL_REFUSED with the reason, a host that
+        does not resolve INVALID_ARGUMENT / URL_FETCH_FAILED; in the job, a site that does not answer
+        (or answers an error, or too slowly), a redirect to a refused address or a page over the
+        upload cap ends it FAILED with the reason. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -53,6 +53,7 @@ def wire(
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
+    fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
     imports = (
         None
         if importer is None
@@ -63,7 +64,7 @@ def wire(
         documents=DocumentUseCases(documents),
         uploads=uploads,
         jobs=JobUseCases(jobs),
-        web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
+        web=WebPageUseCases(uploads, fetcher),
         imports=imports,
     )
     pipeline = Pipeline(
@@ -79,6 +80,9 @@ def wire(
             embed_window=settings.embed_window,
             retry=RetryPolicy(settings.max_attempts, settings.retry_base_s, settings.max_interruptions),
         ),
+        fetcher=fetcher,
+        admission=jobs,
+        max_upload_bytes=settings.common.max_upload_bytes,
     )
     workers = Workers(
         queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness

@@ -30,10 +30,6 @@ LIST_DOCUMENTS = (
 WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 ORDER BY d.document_id LIMIT $4
 """
 )
-DOCUMENT_AT_URL = """
-SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 AND source_url = $3
-ORDER BY document_id DESC LIMIT 1
-"""
 DOCUMENT_CHUNKS = """
 SELECT content, section, page, chunk_index, coalesce((metadata->>'overlap_chars')::int, 0) AS overlap_chars
 FROM chunks WHERE tenant_id = $1 AND document_id = $2 ORDER BY chunk_index
@@ -100,9 +96,6 @@ class PostgresDocuments:
     async def document(self, tenant: str, document_id: int) -> Document | None:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)
         return None if row is None else _document(row)
-
-    async def document_at_url(self, tenant: str, corpus_id: int, source_url: str) -> int | None:
-        return await self._db.fetchval("document_at_url", DOCUMENT_AT_URL, tenant, corpus_id, source_url)
 
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]:
         rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, tenant, corpus_id, page.after_id, page.size)

@@ -23,7 +23,7 @@ WITH next AS (
     SELECT job_id FROM ingest_jobs
     WHERE state NOT IN {TERMINAL} AND NOT cancel_requested AND not_before <= now()
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-      AND document_id IS NOT NULL AND blob_id IS NOT NULL
+      AND ((document_id IS NOT NULL AND blob_id IS NOT NULL) OR (fetch_url IS NOT NULL AND blob_id IS NULL))
     ORDER BY not_before, create_time
     FOR UPDATE SKIP LOCKED
     LIMIT 1

@@ -129,13 +129,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         if self._web is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not fetch web pages")
         assert self._web is not None
-        job, final_url = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
+        job = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
         return ingest_pb2.IngestUrlResponse(
             job_id=str(job.job_id),
             filename=job.filename,
             status="ingesting",
             corpus_id=str(job.corpus_id),
-            source_url=final_url,
+            source_url=job.fetch_url or "",
         )
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:

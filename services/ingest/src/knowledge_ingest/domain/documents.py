@@ -180,3 +180,9 @@ class Job:
     result: JobResult | None = None  # set only on the one poll that delivers it
     duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it
     interruptions: int = 0  # takeovers and dependency restarts of this run: no attempt spent
+    fetch_url: str | None = None  # IngestUrl: the page to fetch, as the job's first stage
+
+    @property
+    def to_fetch(self) -> bool:
+        """Its page is still to be fetched (no bytes stored, no document admitted yet)."""
+        return self.fetch_url is not None and self.blob_id is None

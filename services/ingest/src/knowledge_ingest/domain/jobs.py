@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from knowledge_ingest.domain.admission import WAITING_STAGE
+from knowledge_ingest.domain.admission import FETCH_STAGE, WAITING_STAGE
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State, progress_of
 from knowledge_ingest.domain.errors import JobFinished, JobSucceeded
 
@@ -62,6 +62,11 @@ def reached(state: State, done: int = 0, total: int = 0) -> Transition:
     """A step of the pipeline began (or k of n chunks are embedded): honest progress."""
     progress, stage = progress_of(state, done, total)
     return Transition(state, stage, progress)
+
+
+def fetching() -> Transition:
+    """An IngestUrl job's first stage began: its page is being fetched (no document yet)."""
+    return Transition(State.QUEUED, "fetching", 0.0, document=DocumentEffect.KEEP)
 
 
 def abandoned(job: Job, policy: RetryPolicy) -> Transition | None:
@@ -203,6 +208,8 @@ def retry_request(job: Job, *, gave_no_text: bool = False) -> Transition | None:
         raise JobSucceeded()
     if not job.state.terminal:
         return None
+    if job.to_fetch:  # an IngestUrl job that ended before its page was admitted: fetched again
+        return Transition(State.QUEUED, FETCH_STAGE, 0.0, requeue_after_s=0.0, unless_cancelled=False)
     if job.document_id is None or job.blob_id is None:
         raise JobFinished(f"{job.state.value} and its document was deleted; upload the file again")
     return Transition(State.QUEUED, "queued", 0.0, requeue_after_s=0.0, unless_cancelled=False, re_extract=again)

@@ -40,6 +40,14 @@ class BlobStore(Protocol):
         """Copy the blob's bytes into ``target``; returns the size."""
 
 
+class FetchAdmission(Protocol):
+    """Admitting a page a job fetched (``adapters/jobs.py``)."""
+
+    async def admit_fetched(
+        self, job: Job, owner: str, blob: StoredBlob, filename: str, mime_type: str, source_url: str
+    ) -> Job | None: ...
+
+
 class FileImporter(Protocol):
     """Content-index's ImportFile: it reads a file under an import root (fenced on its side too)
     into a blob."""
@@ -111,9 +119,6 @@ class DocumentRepository(Protocol):
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
-    async def document_at_url(self, tenant: str, corpus_id: int, source_url: str) -> int | None:
-        """The newest document of the corpus fetched from ``source_url``, if any."""
-
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]: ...
 
     async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...
@@ -146,6 +151,9 @@ class JobRepository(Protocol):
         self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
     ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+
+    async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
+        """A job whose first stage fetches ``url``."""
 
     async def enqueue_into(
         self,

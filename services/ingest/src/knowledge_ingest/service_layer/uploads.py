@@ -83,27 +83,6 @@ class UploadUseCases:
         )
         return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
 
-    async def upload_page(self, scope: Scope, source: UploadSource) -> Job:
-        """A fetched web page: like an upload, except that when the corpus already has a document
-        from the same final URL, the page becomes that document's content (re-extracted into the
-        same document when it changed; a duplicate of it when unchanged and searchable)."""
-        assert source.source_url
-        filename = safe_filename(source.filename)
-        corpus_id = parse_id(source.corpus_id, "corpus_id")
-        if not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):
-            raise CorpusNotFound(source.corpus_id)
-        blob = await self.blobs.write(
-            scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
-        )
-        earlier = await self.documents.document_at_url(scope.tenant, corpus_id, source.source_url)
-        if earlier is not None:
-            job = await self.jobs.enqueue_into(
-                scope.tenant, earlier, corpus_id, blob, source.mime_type, source.source_url
-            )
-            if job is not None:
-                return job  # else deleted meanwhile: a new document, as if it had never been
-        return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
-
     async def ingest_text(
         self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str, document_id: str = ""
     ) -> Job:
