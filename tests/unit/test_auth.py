@@ -4,6 +4,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from knowledge_runtime.auth import (
+    ADMIN_CAPABILITIES,
     ALL_CAPABILITIES,
     INTERNAL_CAPABILITIES,
     PUBLIC_CAPABILITIES,
@@ -36,7 +37,7 @@ def test_only_a_service_token_carries_internal_capabilities(verifier, make_servi
         "capabilities": list(ALL_CAPABILITIES),
     }
     forged = _signed(keys_dir, claims)
-    assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES)
+    assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES)
     for subject in ("service:", "services:ingest", "Service:ingest"):
         assert not verifier.verify(_signed(keys_dir, {**claims, "sub": subject})).capabilities & set(
             INTERNAL_CAPABILITIES

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import sys
 
-from knowledge_runtime.auth import ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+from knowledge_runtime.auth import ADMIN_CAPABILITIES, ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
 from knowledge_runtime.reach import ScopePath, parse_band
 from knowledge_runtime.settings import SettingsError
 
@@ -53,7 +53,7 @@ def _dev_token(options: argparse.Namespace) -> int:
     from knowledge_cli.devtoken import mint_local_token
 
     capabilities = None
-    known = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES
+    known = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
         unknown = sorted(set(capabilities) - set(known))
@@ -123,6 +123,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.rest import add_parsers as add_rest
 
     add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client
+    from knowledge_cli.imports import add_parsers as add_imports
+
+    add_imports(commands)  # import, imports, findings (issue 19)
     return root
 
 

@@ -139,10 +139,12 @@ def _token(options: argparse.Namespace) -> str:
 
 
 def _dev_token(tenant: str) -> str:
+    from knowledge_runtime.auth import ADMIN_CAPABILITIES, PUBLIC_CAPABILITIES
+
     from knowledge_cli.devtoken import mint_local_token
 
-    try:
-        return mint_local_token(tenant)
+    try:  # the local stack's token: the public capabilities and the importing ones (issue 19)
+        return mint_local_token(tenant, capabilities=[*PUBLIC_CAPABILITIES, *ADMIN_CAPABILITIES])
     except FileNotFoundError as error:
         raise ApiError(str(error), AUTH) from None
 
@@ -192,7 +194,7 @@ def _upload(client: Client, options, out: TextIO) -> int:
         if options.no_wait or options.json:
             continue
         print(
-            f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
+            f"knowledge: {jobs[-1][0]} {'to be fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
             file=sys.stderr,
         )
     if options.no_wait:

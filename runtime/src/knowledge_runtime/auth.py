@@ -29,8 +29,11 @@ from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind")
+# Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
+# importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
+ADMIN_CAPABILITIES = ("document.import", "imports.admin")
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
-ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
+ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 
 TENANT_CLAIM = "tenant"
 CAPABILITIES_CLAIM = "capabilities"

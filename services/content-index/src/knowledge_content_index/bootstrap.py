@@ -57,7 +57,9 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         policy = BlobPolicy(settings.common.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
-        servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
+        # the operator's import roots: content-index fences them itself, whatever its caller checked
+        blobs = BlobUseCases(PostgresBlobs(db), storage, keyring, policy, settings.import_roots)
+        servicer = ContentIndexServicer(blobs)
         return GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],

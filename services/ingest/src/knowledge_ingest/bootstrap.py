@@ -22,6 +22,7 @@ from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
+from knowledge_ingest.adapters.imports import PostgresImports, hash_file
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
 from knowledge_ingest.adapters.postgres import PostgresCorpora
@@ -30,9 +31,11 @@ from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, Readiness
+from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness
+from knowledge_ingest.import_scheduler import ImportScheduler
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.service_layer.uploads import UploadUseCases
@@ -47,16 +50,24 @@ def wire(
     embedder: Embedder,
     extract: Callable[[Path, str, str], Extracted],
     readiness: Readiness | None = None,
+    importer: FileImporter | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     reach = PostgresReach(db)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach)
+    fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
+    imports = (
+        None
+        if importer is None
+        else ImportUseCases(settings.import_roots, importer, documents, jobs, PostgresImports(db), hash_file)
+    )
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db), reach),
         documents=DocumentUseCases(documents, reach),
         uploads=uploads,
         jobs=JobUseCases(jobs, reach),
-        web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
+        web=WebPageUseCases(uploads, fetcher),
+        imports=imports,
     )
     pipeline = Pipeline(
         queue=queue,
@@ -71,6 +82,9 @@ def wire(
             embed_window=settings.embed_window,
             retry=RetryPolicy(settings.max_attempts, settings.retry_base_s, settings.max_interruptions),
         ),
+        fetcher=fetcher,
+        admission=jobs,
+        max_upload_bytes=settings.common.max_upload_bytes,
     )
     workers = Workers(
         queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
@@ -97,9 +111,18 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
         servicer, workers = wire(
-            settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract, readiness
+            settings,
+            db,
+            blobs,
+            embedder,
+            IsolatedExtractor(settings.extraction_limits()).extract,
+            readiness,
+            importer=blobs,
         )
         resources.push_async_callback(workers.stop)
+        assert servicer.imports is not None
+        scheduler = ImportScheduler(servicer.imports, settings.import_scan_interval_s)
+        resources.push_async_callback(scheduler.stop)
         app = GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],
@@ -108,4 +131,5 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             readiness=[health.database(db)],
         )
     app.on_start.append(workers.start)
+    app.on_start.append(scheduler.start)
     return app

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
+from knowledge_runtime.imports import ImportRoots
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
@@ -60,6 +61,8 @@ class IngestSettings:
     ocr_page_seconds: float  # one page's OCR
     fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
+    import_roots: ImportRoots = field(default_factory=ImportRoots)  # the operator's import roots (configuration only)
+    import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -81,6 +84,8 @@ class IngestSettings:
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
             fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
+            import_roots=ImportRoots.from_env(env),
+            import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -18,6 +18,7 @@ DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
+       d.extractor, d.ocr_page_count,
        (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id
         ORDER BY j.create_time DESC LIMIT 1) AS job_id
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
@@ -82,6 +83,8 @@ def _document(row: asyncpg.Record) -> Document:
         create_time=row["create_time"],
         update_time=row["update_time"],
         warnings=tuple(row["warnings"]),
+        extractor=row["extractor"],
+        ocr_page_count=row["ocr_page_count"],
     )
 
 

@@ -24,7 +24,7 @@ WITH next AS (
     SELECT job_id FROM ingest_jobs
     WHERE state NOT IN {TERMINAL} AND NOT cancel_requested AND not_before <= now()
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-      AND document_id IS NOT NULL AND blob_id IS NOT NULL
+      AND ((document_id IS NOT NULL AND blob_id IS NOT NULL) OR (fetch_url IS NOT NULL AND blob_id IS NULL))
     ORDER BY not_before, create_time
     FOR UPDATE SKIP LOCKED
     LIMIT 1
@@ -61,11 +61,11 @@ SELECT tenant_id, document_id FROM job
 # The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
 # the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
 # is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
-# document's chunk count, extractable and warnings.
+# document's chunk count, extractable, warnings, extractor and pages read by OCR.
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
-        error = NULL, update_time = now()
+        extractor = $17, ocr_page_count = $18, error = NULL, update_time = now()
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
 ), replaced AS (
@@ -133,6 +133,8 @@ class PostgresJobQueue:
                 len(chunks),
                 transition.result.extractable,
                 list(transition.result.warnings),
+                transition.result.extractor,
+                transition.result.ocr_page_count,
             )
             if row is None:
                 return False

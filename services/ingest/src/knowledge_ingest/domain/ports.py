@@ -13,6 +13,7 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.reach import Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 
@@ -54,6 +55,53 @@ class BlobStore(Protocol):
 
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
         """Copy the blob's bytes into ``target``; returns the size."""
+
+
+class FetchAdmission(Protocol):
+    """Admitting a page a job fetched (``adapters/jobs.py``)."""
+
+    async def admit_fetched(
+        self, job: Job, owner: str, blob: StoredBlob, filename: str, mime_type: str, source_url: str
+    ) -> Job | None: ...
+
+
+class FileImporter(Protocol):
+    """Content-index's ImportFile: it reads a file under an import root (fenced on its side too)
+    into a blob."""
+
+    async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob: ...
+
+
+class ImportRepository(Protocol):
+    """Import bindings and change findings (``adapters/imports.py``)."""
+
+    async def set_binding(self, tenant: str, corpus_id: int, root_name: str, mode: Mode, set_by: str) -> Binding: ...
+
+    async def bindings(self, tenant: str, corpus_id: int) -> list[Binding]: ...
+
+    async def claim_due_bindings(self, interval_s: float) -> list[Binding]: ...
+
+    async def record(
+        self,
+        tenant: str,
+        corpus_id: int,
+        root_name: str,
+        seen: SeenFile,
+        *,
+        state: FindingState = FindingState.OPEN,
+        job_id: uuid.UUID | None = None,
+        decided_by: str | None = None,
+    ) -> Finding | None: ...
+
+    async def findings(
+        self, tenant: str, corpus_id: int, state: FindingState | None, page: Page
+    ) -> tuple[list[Finding], int | None]: ...
+
+    async def finding(self, tenant: str, finding_id: int) -> Finding | None: ...
+
+    async def decide(
+        self, tenant: str, finding_id: int, state: FindingState, job_id: uuid.UUID | None, decided_by: str
+    ) -> Finding | None: ...
 
 
 class Embedder(Protocol):
@@ -127,6 +175,9 @@ class JobRepository(Protocol):
         self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
     ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+
+    async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
+        """A job whose first stage fetches ``url``."""
 
     async def enqueue_into(
         self,

@@ -56,7 +56,7 @@ class DocumentUseCases:
         key = parse_id(document_id, "document_id")
         document = await self.get(scope, document_id)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
-        return dataclasses.replace(text, source_url=document.source_url or "")
+        return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(
         self,
