@@ -59,7 +59,7 @@ def wire(
     imports = (
         None
         if importer is None
-        else ImportUseCases(settings.import_roots, importer, documents, jobs, PostgresImports(db), hash_file)
+        else ImportUseCases(settings.import_roots, importer, documents, jobs, PostgresImports(db), hash_file, reach)
     )
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db), reach),

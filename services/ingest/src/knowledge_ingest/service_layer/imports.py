@@ -39,7 +39,13 @@ from knowledge_ingest.domain.imports import (
     require_open,
 )
 from knowledge_ingest.domain.model import Page
-from knowledge_ingest.domain.ports import DocumentRepository, FileImporter, ImportRepository, JobRepository
+from knowledge_ingest.domain.ports import (
+    DocumentRepository,
+    FileImporter,
+    ImportRepository,
+    JobRepository,
+    ReachSource,
+)
 
 log = structlog.get_logger("knowledge.ingest.imports")
 
@@ -62,6 +68,7 @@ class ImportUseCases:
     jobs: JobRepository
     imports: ImportRepository
     hash_file: Callable[[ResolvedPath], Awaitable[SeenFile]]
+    reach: ReachSource | None = None  # the caller's scope and clearance (issue 16); None: the whole tenant
 
     def _require_roots(self, scope: Scope) -> list[ImportRoot]:
         roots = self.roots.for_tenant(scope.tenant)
@@ -71,9 +78,12 @@ class ImportUseCases:
 
     async def _corpus(self, scope: Scope, corpus_id: str) -> int:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self.documents.corpus_accepts_uploads(scope.tenant, key):
+        if not await self._reaches(scope, key) or not await self.documents.corpus_accepts_uploads(scope.tenant, key):
             raise CorpusNotFound(corpus_id)
         return key
+
+    async def _reaches(self, scope: Scope, corpus_id: int) -> bool:
+        return self.reach is None or (await self.reach.reach_of(scope)).has(corpus_id)
 
     def _root(self, scope: Scope, name: str) -> ImportRoot:
         root = self.roots.named(name, scope.tenant)
@@ -195,7 +205,7 @@ class ImportUseCases:
 
     async def _finding(self, scope: Scope, finding_id: str) -> Finding:
         finding = await self.imports.finding(scope.tenant, parse_id(finding_id, "finding_id"))
-        if finding is None:
+        if finding is None or not await self._reaches(scope, finding.corpus_id):
             raise FindingNotFound(finding_id)
         return finding
 
