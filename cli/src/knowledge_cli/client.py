@@ -190,6 +190,17 @@ class Client:
             json={"query": question, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k},
         )
 
+    # -- tenants and usage (issue 19) --------------------------------------------------------
+    def usage(self, period: str = "") -> dict:
+        return self._call("GET", "/usage", params={"period": period} if period else {})
+
+    def tenant_settings(self, tenant: str) -> dict:
+        return self._call("GET", f"/tenants/{quote(tenant, safe='')}/settings")
+
+    def put_tenant_settings(self, tenant: str, enabled: bool, quotas: Mapping[str, object]) -> dict:
+        body = {"enabled": enabled, "quotas": dict(quotas)}
+        return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
+
 
 def _retry_after(response: httpx.Response) -> float:
     try:

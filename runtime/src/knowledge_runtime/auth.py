@@ -30,6 +30,9 @@ from knowledge_runtime.refusals import Refusal, Refused
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search")
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
+# An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.
+PLATFORM_ADMIN = "platform.admin"
+ADMIN_CAPABILITIES = (PLATFORM_ADMIN,)
 
 TENANT_CLAIM = "tenant"
 CAPABILITIES_CLAIM = "capabilities"

@@ -33,6 +33,8 @@ class IngestSettings:
     ocr_page_seconds: float  # one page's OCR
     fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
+    metrics_max_tenants: int  # tenants with their own knowledge_tenant_* series; the rest are "_other"
+    metrics_tenants_every_s: float  # how often those totals are counted
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -54,6 +56,8 @@ class IngestSettings:
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
             fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
+            metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),
+            metrics_tenants_every_s=env.float("METRICS_TENANTS_EVERY_S", 60.0, minimum=1.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -12,6 +12,7 @@ from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
+from knowledge_ingest.service_layer.tenants import QuotaChecks
 
 MAX_TITLE_CHARS = 1000
 MAX_BATCH_ITEMS = 1000  # texts per IngestTexts / BatchIngestTexts call
@@ -71,12 +72,15 @@ class UploadUseCases:
     jobs: JobRepository
     blobs: BlobStore
     max_upload_bytes: int
+    quotas: QuotaChecks | None = None  # None: no quotas (tests of the upload path alone)
 
     async def upload(self, scope: Scope, source: UploadSource) -> Job:
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         corpus_id = parse_id(source.corpus_id, "corpus_id")
         if not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
             raise CorpusNotFound(source.corpus_id)
+        if self.quotas is not None:  # QUOTA_EXHAUSTED before any byte is stored
+            await self.quotas.before_upload(scope.tenant)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
         blob = await self.blobs.write(
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
