@@ -24,11 +24,11 @@ ENABLED = "SELECT enabled FROM tenant_settings WHERE tenant_id = $1"
 # out, whose chunks a job is about to replace) and has embedded and spent since $2.
 HOLDINGS = """
 SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1) AS documents,
-       (SELECT coalesce(sum(b.size_bytes), 0) FROM content_blobs b
+       (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
         WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1)) AS bytes,
-       (SELECT coalesce(sum(chunk_count), 0) FROM documents
+       (SELECT coalesce(sum(chunk_count), 0)::bigint FROM documents
         WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint) AS chunks,
-       (SELECT coalesce(sum(tokens), 0) FROM cost_records
+       (SELECT coalesce(sum(tokens), 0)::bigint FROM cost_records
         WHERE tenant_id = $1 AND operation = 'embed' AND create_time >= $2) AS embedding_tokens,
        (SELECT coalesce(sum(cost), 0) FROM cost_records
         WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2) AS llm_cost

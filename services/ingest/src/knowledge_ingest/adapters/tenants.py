@@ -27,16 +27,16 @@ WHERE (s.enabled, s.max_documents, s.max_bytes, s.max_chunks, s.max_embedding_to
 """
 # The period's embedding and LLM tokens and cost, from the embedder's and search's records.
 SPENDING = """
-SELECT coalesce(sum(tokens) FILTER (WHERE operation = 'embed'), 0) AS embedding_tokens,
+SELECT coalesce(sum(tokens) FILTER (WHERE operation = 'embed'), 0)::bigint AS embedding_tokens,
        coalesce(sum(cost) FILTER (WHERE operation = 'embed'), 0) AS embedding_cost,
-       coalesce(sum(tokens) FILTER (WHERE operation = 'chat'), 0) AS llm_tokens,
+       coalesce(sum(tokens) FILTER (WHERE operation = 'chat'), 0)::bigint AS llm_tokens,
        coalesce(sum(cost) FILTER (WHERE operation = 'chat'), 0) AS llm_cost
 FROM cost_records WHERE tenant_id = $1 AND create_time >= $2 AND create_time < $3
 """
 TENANT_TOTALS = """
-SELECT d.tenant_id, count(*) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks,
+SELECT d.tenant_id, count(*) AS documents, coalesce(sum(d.chunk_count), 0)::bigint AS chunks,
        coalesce((SELECT sum(b.size_bytes) FROM content_blobs b WHERE b.blob_id IN
-                 (SELECT blob_id FROM documents WHERE tenant_id = d.tenant_id)), 0) AS stored_bytes
+                 (SELECT blob_id FROM documents WHERE tenant_id = d.tenant_id)), 0)::bigint AS stored_bytes
 FROM documents d GROUP BY d.tenant_id
 """
 
