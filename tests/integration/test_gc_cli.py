@@ -67,3 +67,33 @@ async def test_a_dry_run_removes_nothing_and_apply_frees_what_it_reported(
 async def test_gc_without_a_reachable_content_index_says_so(keys_dir):
     code, _, err = await knowledge_gc("127.0.0.1:1", keys_dir)
     assert code == 8 and "UNAVAILABLE" in err
+
+
+async def test_the_local_stack_pass_frees_what_nothing_references(content_db, migrated_pg, tmp_path, capsys):
+    """What `knowledge up` runs every KNOWLEDGE_GC_EVERY_S: an applied pass with the stack's own key."""
+    from dataclasses import replace
+
+    from knowledge_cli.stack import Stack, StackSettings, collect_garbage_once
+    from knowledge_runtime.auth import TokenVerifier
+    from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
+    from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER, Env
+
+    keys = ensure_dev_keys(tmp_path / "data" / "keys").parent
+    verifier = TokenVerifier.from_file(keys / "jwks.json", issuer=DEFAULT_JWT_ISSUER, audience=DEFAULT_JWT_AUDIENCE)
+    assert StackSettings.from_env(Env({})).gc_every_s == 3600
+    assert StackSettings.from_env(Env({"KNOWLEDGE_GC_EVERY_S": "0"})).gc_every_s == 0  # off
+    admin = await asyncpg.connect(migrated_pg.url())
+    try:
+        async with running_content_index(content_db, tmp_path / "blobs", verifier) as service:
+            data = unique_bytes(30_000)
+            writer = mint_dev_token(keys, tenant="gc-stack", capabilities=["blob.write"], service="tests")
+            blob = await write(service.stub, writer, data)
+            await age(admin, blob.blob.blob_id)
+            port = int(service.address.rsplit(":", 1)[1])
+            settings = StackSettings.from_env(Env({"KNOWLEDGE_DATA_DIR": str(tmp_path / "data")}))
+            settings = replace(settings, ports={**settings.ports, "content-index": port})
+            await collect_garbage_once(Stack(settings))
+            assert await rows_with_hash(admin, sha256_hex(data)) == 0
+            assert "garbage collection: removed " in capsys.readouterr().err
+    finally:
+        await admin.close()
