@@ -80,7 +80,8 @@ def test_periods_are_utc_months():
     assert period_bounds("2026-12") == (datetime(2026, 12, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))
     assert period_bounds("2026-01")[1] == datetime(2026, 2, 1, tzinfo=UTC)
     assert current_period(datetime(2026, 12, 31, 23, 59, tzinfo=UTC)) == "2026-12"
-    for bad in ("2026-13", "2026-00", "2026-1", "26-12", "December", "2026-12-01", ""):
+    assert period_bounds("9999-12")[1] > period_bounds("9999-12")[0]
+    for bad in ("2026-13", "2026-00", "2026-1", "26-12", "0999-01", "December", "2026-12-01", "2026-12\n", ""):
         with pytest.raises(InvalidField) as caught:
             period_bounds(bad)
         assert caught.value.field == "period"

@@ -27,7 +27,9 @@ from knowledge_runtime.refusals import Refusal, Refused
 # tenant (content-index's CollectGarbage, capability blob.admin) and is exempt for the same reason.
 UNGATED_CAPABILITIES = frozenset({PLATFORM_ADMIN, "blob.admin"})
 
-_PERIOD = re.compile(r"^(\d{4})-(\d{2})$")
+# A month as YYYY-MM (also the OpenAPI description's pattern for GetUsage's period); empty: now.
+PERIOD_PATTERN = "^$|^[1-9][0-9]{3}-(0[1-9]|1[0-2])$"
+_PERIOD = re.compile(r"^([1-9][0-9]{3})-(0[1-9]|1[0-2])$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,10 +153,11 @@ def current_period(now: datetime | None = None) -> str:
 
 def period_bounds(period: str) -> tuple[datetime, datetime]:
     """``YYYY-MM`` as the UTC instants [start of the month, start of the next)."""
-    match = _PERIOD.match(period)
-    if match is None or not 1 <= int(match.group(2)) <= 12 or int(match.group(1)) < 1970:
+    match = _PERIOD.fullmatch(period)
+    if match is None:
         raise InvalidField("period", f"period must be a month as YYYY-MM, got {period!r}", reason="PERIOD_INVALID")
     year, month = int(match.group(1)), int(match.group(2))
     start = datetime(year, month, 1, tzinfo=UTC)
-    end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-    return start, end
+    if (year, month) == (9999, 12):  # the last month a datetime holds has no next one
+        return start, datetime.max.replace(tzinfo=UTC)
+    return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
