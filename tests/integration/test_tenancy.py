@@ -279,7 +279,7 @@ async def test_usage_sums_the_tenants_records_of_the_period(ingest, make_token):
     assert usage.quotas.max_documents == 10
     march = await stub.GetUsage(ingest_pb2.GetUsageRequest(period="2025-03"), metadata=metadata)
     assert (march.period, march.llm_tokens, march.llm_cost, march.embedding_tokens) == ("2025-03", 50, 0.5, 0)
-    for period in ("2025-13", "March", "2025-3"):
+    for period in ("2025-13", "March", "2025-3", " ", "\x85"):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.GetUsage(ingest_pb2.GetUsageRequest(period=period), metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -53,7 +53,7 @@ class TenantUseCases:
         return await self.store.put(settings)
 
     async def usage(self, scope: Scope, period: str) -> UsageReport:
-        period = period.strip() or current_period()
+        period = period or current_period()  # exactly as sent: " 2026-12" is no month
         start, end = period_bounds(period)
         held = await self.store.holdings(scope.tenant, start)
         spent = await self.store.spending(scope.tenant, start, end)
