@@ -27,7 +27,7 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
-from knowledge_runtime.tenancy import PERIOD_PATTERN
+from knowledge_runtime.tenancy import MAX_LLM_BUDGET, PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
@@ -98,7 +98,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_bytes": _COUNT,
     "knowledge.v1.TenantQuotas.max_chunks": _COUNT,
     "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
-    "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "exclusiveMaximum": 100_000_000},
+    "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
 }
 # Rules across a request message's fields, as JSON Schema merged into its input schema.

@@ -68,6 +68,7 @@ class Holdings:
 
 
 MAX_TENANT_CHARS = 200
+MAX_LLM_BUDGET = 99_999_999  # what tenant_settings.max_llm_cost_per_month (numeric(14, 6)) holds, in whole units
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -85,7 +86,7 @@ def check_quotas(quotas: Quotas) -> Quotas:
         if value is not None and value < 0:
             raise InvalidField(f"quotas.{name}", f"quotas.{name} must not be negative")
     cost = quotas.max_llm_cost_per_month
-    if cost is not None and (not cost.is_finite() or cost < 0 or cost >= 10**8):
+    if cost is not None and (not cost.is_finite() or cost < 0 or cost > MAX_LLM_BUDGET):
         raise InvalidField("quotas.max_llm_cost_per_month", "quotas.max_llm_cost_per_month must be 0..99999999")
     return quotas
 
