@@ -696,7 +696,7 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
-    assert summary and "failure" not in summary[-1] and "25 selected / 25 total" in result.stdout
+    assert summary and "failure" not in summary[-1] and "28 selected / 28 total" in result.stdout
 
 
 def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tmp_path):
@@ -747,3 +747,34 @@ def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tm
     assert again.json()["details"][0]["reason"] == "FINDING_DECIDED"
     other = auth(token("someone-else", ["document.import"]))
     assert httpx.get(f"{base}/corpora/{corpus_id}/findings", headers=other).status_code == 404
+
+
+# -- issue 19: enablement, quotas, usage, gc ---------------------------------------------------------
+def test_an_operator_switches_a_tenant_off_and_on_and_sets_its_quota_over_rest(stack, token):
+    base, name = stack["base"], "switched-off"
+    admin, user = auth(token("ops", ["platform.admin"])), auth(token(name))
+    assert httpx.get(f"{base}/corpora", headers=user).status_code == 200  # the embedded stack's default: enabled
+    fresh = httpx.get(f"{base}/tenants/{name}/settings", headers=admin)
+    assert fresh.status_code == 200 and fresh.json()["configured"] is False, fresh.text
+    assert httpx.put(f"{base}/tenants/{name}/settings", headers=user, json={"enabled": False}).status_code == 403
+    off = httpx.put(f"{base}/tenants/{name}/settings", headers=admin, json={"enabled": False})
+    assert off.status_code == 200 and off.json()["settings"]["enabled"] is False, off.text
+    refused = httpx.get(f"{base}/corpora", headers=user)
+    assert refused.status_code == 403 and refused.json()["details"][0]["reason"] == "FEATURE_DISABLED"
+    body = {"enabled": True, "quotas": {"max_documents": 1}}
+    on = httpx.put(f"{base}/tenants/{name}/settings", headers=admin, json=body)
+    assert on.status_code == 200 and on.json()["settings"]["quotas"]["max_documents"] in (1, "1"), on.text
+    corpus = httpx.post(f"{base}/corpora", headers=user, json={"name": "q"}).json()["corpus_id"]
+    upload = f"{base}/upload"
+    first = httpx.post(upload, params={"corpus_id": corpus, "filename": "a.txt"}, content=b"one", headers=user)
+    assert first.status_code == 200, first.text
+    second = httpx.post(upload, params={"corpus_id": corpus, "filename": "b.txt"}, content=b"two", headers=user)
+    assert second.status_code == 429 and second.json()["details"][0]["reason"] == "QUOTA_EXHAUSTED", second.text
+    usage = httpx.get(f"{base}/usage", params={"period": "2026-12"}, headers=user)
+    assert usage.status_code == 200 and usage.json()["period"] == "2026-12", usage.text
+    assert int(usage.json()["document_count"]) == 1
+    assert httpx.get(f"{base}/usage", params={"period": "December"}, headers=user).status_code == 400
+    table = knowledge(stack, "usage", "--tenant", name)
+    assert table.returncode == 0 and "documents" in table.stdout and "unlimited" in table.stdout, table.stderr
+    gc = knowledge(stack, "gc")
+    assert gc.returncode == 0 and gc.stdout.startswith("dry run"), gc.stderr

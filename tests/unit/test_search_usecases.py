@@ -363,3 +363,37 @@ def test_the_cache_ttl_is_a_setting_and_zero_disables_it():
     assert SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_CACHE_TTL_S": "0"})).cache_ttl_s == 0.0
     with pytest.raises(SettingsError):
         SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_CACHE_TTL_S": "-1"}))
+
+
+# ---- issue 19: the LLM budget --------------------------------------------------------------------
+
+
+class Budget:
+    def __init__(self, spent: bool) -> None:
+        self.spent = spent
+        self.asked: list[str] = []
+
+    async def refusal(self, tenant):
+        from knowledge_runtime.refusals import Refusal, Refused
+
+        self.asked.append(tenant)
+        return (
+            Refused(Refusal.BUDGET_EXHAUSTED, "the tenant's LLM budget for this month is spent") if self.spent else None
+        )
+
+
+@pytest.mark.parametrize("spent", [False, True])
+async def test_a_spent_llm_budget_answers_extractively_and_says_so(spent):
+    from knowledge_search.domain.answer import ExtractiveSynthesiser
+
+    llm, ledger, budget = RecordingSynthesiser("Refunds take thirty days [1]."), Ledger(), Budget(spent)
+    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.8, high_mean=0.5, moderate_top=0.4))
+    answers = AnswerUseCases(searches, llm, ledger=ledger, budget=budget, fallback=ExtractiveSynthesiser())
+    answer = await answers.query(SCOPE, SearchRequest.parse("refund"))
+    assert budget.asked == ["acme"]
+    if spent:
+        assert llm.seen == [] and ledger.items == []  # the LLM is not called, nothing is spent
+        assert answer.fallback_reason == "BUDGET_EXHAUSTED" and "extractive" in answer.fallback_message
+        assert answer.citations and answer.text
+    else:
+        assert len(llm.seen) == 1 and answer.fallback_reason == "" and answer.fallback_message == ""

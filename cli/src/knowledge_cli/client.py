@@ -228,6 +228,17 @@ class Client:
     def dismiss_finding(self, finding_id: str) -> dict:
         return self._call("POST", f"/findings/{quote(finding_id, safe='')}:dismiss", json={})
 
+    # -- tenants and usage (issue 19) --------------------------------------------------------
+    def usage(self, period: str = "") -> dict:
+        return self._call("GET", "/usage", params={"period": period} if period else {})
+
+    def tenant_settings(self, tenant: str) -> dict:
+        return self._call("GET", f"/tenants/{quote(tenant, safe='')}/settings")
+
+    def put_tenant_settings(self, tenant: str, enabled: bool, quotas: Mapping[str, object]) -> dict:
+        body = {"enabled": enabled, "quotas": dict(quotas)}
+        return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
+
 
 def _retry_after(response: httpx.Response) -> float:
     try:

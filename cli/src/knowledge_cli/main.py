@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | corpora | upload | search | query | text | delete``.
+"""``knowledge up | migrate | dev-token | eval | gc | corpora | upload | search | query | text | delete``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -95,7 +95,10 @@ def parser() -> argparse.ArgumentParser:
     mig.set_defaults(run=_migrate)
     token = commands.add_parser("dev-token", help="print a JWT signed with the local development key")
     token.add_argument("--tenant", required=True, help="the tenant claim")
-    token.add_argument("--capabilities", help="comma-separated; the public capabilities when omitted")
+    token.add_argument(
+        "--capabilities",
+        help="comma-separated; the public capabilities when omitted (platform.admin, an operator's, only when named)",
+    )
     token.add_argument(
         "--internal",
         action="store_true",
@@ -120,6 +123,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.evaluate import add_parser as add_eval
 
     add_eval(commands)
+    from knowledge_cli.gc import add_parser as add_gc
+
+    add_gc(commands)
     from knowledge_cli.rest import add_parsers as add_rest
 
     add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client

@@ -31,7 +31,9 @@ from knowledge_runtime.refusals import Refusal, Refused
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind")
 # Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
 # importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
-ADMIN_CAPABILITIES = ("document.import", "imports.admin")
+# An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.
+PLATFORM_ADMIN = "platform.admin"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 

@@ -588,3 +588,83 @@ class DismissImportFindingRequest(_message.Message):
     FINDING_ID_FIELD_NUMBER: _ClassVar[int]
     finding_id: str
     def __init__(self, finding_id: _Optional[str] = ...) -> None: ...
+
+class TenantQuotas(_message.Message):
+    __slots__ = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month", "max_llm_cost_per_month")
+    MAX_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    MAX_EMBEDDING_TOKENS_PER_MONTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_LLM_COST_PER_MONTH_FIELD_NUMBER: _ClassVar[int]
+    max_documents: int
+    max_bytes: int
+    max_chunks: int
+    max_embedding_tokens_per_month: int
+    max_llm_cost_per_month: float
+    def __init__(self, max_documents: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_chunks: _Optional[int] = ..., max_embedding_tokens_per_month: _Optional[int] = ..., max_llm_cost_per_month: _Optional[float] = ...) -> None: ...
+
+class GetTenantSettingsRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class UpdateTenantSettingsRequest(_message.Message):
+    __slots__ = ("tenant", "enabled", "quotas")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    enabled: bool
+    quotas: TenantQuotas
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+
+class UpdateTenantSettingsResponse(_message.Message):
+    __slots__ = ("settings",)
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    settings: TenantSettings
+    def __init__(self, settings: _Optional[_Union[TenantSettings, _Mapping]] = ...) -> None: ...
+
+class TenantSettings(_message.Message):
+    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    enabled: bool
+    quotas: TenantQuotas
+    configured: bool
+    update_time: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ("period",)
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    period: str
+    def __init__(self, period: _Optional[str] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("period", "document_count", "stored_bytes", "chunk_count", "embedding_tokens", "embedding_cost", "llm_tokens", "llm_cost", "quotas")
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_COST_FIELD_NUMBER: _ClassVar[int]
+    LLM_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LLM_COST_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    period: str
+    document_count: int
+    stored_bytes: int
+    chunk_count: int
+    embedding_tokens: int
+    embedding_cost: float
+    llm_tokens: int
+    llm_cost: float
+    quotas: TenantQuotas
+    def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...

@@ -163,6 +163,21 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
                 _registered_method=True)
+        self.GetTenantSettings = channel.unary_unary(
+                '/knowledge.v1.IngestService/GetTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
+                _registered_method=True)
+        self.UpdateTenantSettings = channel.unary_unary(
+                '/knowledge.v1.IngestService/UpdateTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
+                _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/knowledge.v1.IngestService/GetUsage',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -411,6 +426,34 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTenantSettings(self, request, context):
+        """---- issue 19: enablement, quotas and usage ----
+        A tenant's enablement and quotas: the tenant's row, or the deployment's default
+        (KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT, no quotas) when no operator set one. Any tenant named
+        in the path. Capability platform.admin (it passes the enablement check itself).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTenantSettings(self, request, context):
+        """Sets a tenant's enablement and quotas as given (idempotent: the same body again changes
+        nothing; a quota left out is unlimited). Every service reads them per request, so the change
+        holds from the next request on every replica. Capability platform.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUsage(self, request, context):
+        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
+        one month (from the cost records the embedder and search write), with its quotas.
+        Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -538,6 +581,21 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.DismissImportFinding,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.SerializeToString,
+            ),
+            'GetTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.SerializeToString,
+            ),
+            'UpdateTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Usage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1219,6 +1277,87 @@ class IngestService:
             '/knowledge.v1.IngestService/DismissImportFinding',
             knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTenantSettings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/GetTenantSettings',
+            knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTenantSettings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/UpdateTenantSettings',
+            knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/GetUsage',
+            knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
             options,
             channel_credentials,
             insecure,

@@ -15,6 +15,7 @@ from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -27,6 +28,7 @@ from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
+from knowledge_ingest.adapters.tenants import PostgresTenants
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
@@ -38,8 +40,10 @@ from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
+from knowledge_ingest.service_layer.tenants import QuotaChecks, TenantUseCases
 from knowledge_ingest.service_layer.uploads import UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
+from knowledge_ingest.tenant_metrics import TenantMetrics
 from knowledge_ingest.worker import Workers
 
 
@@ -54,7 +58,9 @@ def wire(
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     reach = PostgresReach(db)
-    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach)
+    tenants = PostgresTenants(db, settings.common.tenants_enabled_by_default)
+    quotas = QuotaChecks(tenants)
+    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach, quotas)
     fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
     imports = (
         None
@@ -68,6 +74,7 @@ def wire(
         jobs=JobUseCases(jobs, reach),
         web=WebPageUseCases(uploads, fetcher),
         imports=imports,
+        tenants=TenantUseCases(tenants),
     )
     pipeline = Pipeline(
         queue=queue,
@@ -85,6 +92,7 @@ def wire(
         fetcher=fetcher,
         admission=jobs,
         max_upload_bytes=settings.common.max_upload_bytes,
+        quotas=quotas,
     )
     workers = Workers(
         queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
@@ -123,13 +131,22 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         assert servicer.imports is not None
         scheduler = ImportScheduler(servicer.imports, settings.import_scan_interval_s)
         resources.push_async_callback(scheduler.stop)
+        tenant_metrics = TenantMetrics(
+            PostgresTenants(db, settings.common.tenants_enabled_by_default).totals,
+            settings.metrics_max_tenants,
+            settings.metrics_tenants_every_s,
+        )
+        resources.push_async_callback(tenant_metrics.stop)
         app = GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )
     app.on_start.append(workers.start)
     app.on_start.append(scheduler.start)
+    if settings.common.metrics_port:
+        app.on_start.append(tenant_metrics.start)
     return app

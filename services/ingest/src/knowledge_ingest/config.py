@@ -63,6 +63,8 @@ class IngestSettings:
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
     import_roots: ImportRoots = field(default_factory=ImportRoots)  # the operator's import roots (configuration only)
     import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
+    metrics_max_tenants: int = 20  # tenants with their own knowledge_tenant_* series; the rest are "_other"
+    metrics_tenants_every_s: float = 60.0  # how often those totals are counted
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -86,6 +88,8 @@ class IngestSettings:
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
             import_roots=ImportRoots.from_env(env),
             import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
+            metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),
+            metrics_tenants_every_s=env.float("METRICS_TENANTS_EVERY_S", 60.0, minimum=1.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

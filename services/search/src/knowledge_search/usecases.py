@@ -34,13 +34,14 @@ from knowledge_search.domain.model import (
     SearchRequest,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, LlmBudget, QueryEmbedder, Reranker, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
+BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
 
 
 @dataclass
@@ -176,6 +177,9 @@ class AnswerUseCases:
     synthesiser: Synthesiser
     anonymiser: Anonymiser = field(default_factory=Anonymiser)
     ledger: CostLedger | None = None
+    # With an LLM synthesiser: the tenant's LLM budget, and what answers once it is spent.
+    budget: LlmBudget | None = None
+    fallback: Synthesiser | None = None
 
     async def query(self, scope: Scope, request: SearchRequest) -> Answer:
         outcome = await self.searcher.search(scope, request)
@@ -187,9 +191,15 @@ class AnswerUseCases:
             Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
             for n, hit in enumerate(hits, start=1)
         ]
+        synthesiser, refusal = self.synthesiser, None
+        if self.budget is not None and self.fallback is not None:
+            refusal = await self.budget.refusal(scope.tenant)
+            if refusal is not None:
+                log.info("answer_budget_fallback", reason=refusal.reason)
+                synthesiser = self.fallback
         with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
-            synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
+            span.set_attribute("search.synthesiser", synthesiser.model_id)
+            synthesis = await synthesiser.synthesise(anonymised.text, sources)
         text, order = cite(synthesis.text, len(sources))
         quoted = synthesis.excerpts or {}
         citations = tuple(
@@ -202,12 +212,14 @@ class AnswerUseCases:
         if self.ledger is not None:
             for item in synthesis.cost.items:
                 await self.ledger.record(scope.tenant, item)
-        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=self.synthesiser.model_id)
+        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
             citations=citations,
             relevance=outcome.relevance,
             cost=outcome.cost.plus(synthesis.cost),
+            fallback_reason=refusal.reason if refusal is not None else "",
+            fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )
 
 

@@ -12,6 +12,8 @@ import uuid
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.db.tenant_settings import TenantSettingsReader, holdings
+from knowledge_runtime.tenancy import current_period, period_bounds, upload_refusal
 
 from knowledge_ingest.adapters.job_rows import (
     J_JOB_COLUMNS,
@@ -27,6 +29,9 @@ from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
 from knowledge_ingest.domain.ports import StoredBlob
 
+# Serialises the admissions of a tenant's new documents while it has a documents or bytes quota,
+# so that concurrent uploads cannot overshoot it (taken after the blob's lock, by enqueue only).
+LOCK_TENANT_QUOTA = "SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0))"
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
 SELECT document_id, corpus_id, blob_id, state, chunk_count, warnings FROM documents
@@ -126,6 +131,7 @@ class PostgresJobs:
             row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
             new = admit(None if row is None else _existing(row))
             if new.creates_document:
+                await _admit_within_quota(tx, tenant, blob)
                 document_id = await tx.fetchval(
                     "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
                 )
@@ -264,6 +270,20 @@ class PostgresJobs:
             assert row is not None  # the job is locked: the update finds it
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
         return job_from_row(row)
+
+
+async def _admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
+    """The exact check of a new document against the documents and bytes quotas, counted under
+    the tenant's lock (the check before the upload was a cheap early one). A refusal rolls the
+    admission back; the blob just written, referenced by nothing, goes by content-index's GC."""
+    quotas = (await TenantSettingsReader(tx, True).settings(tenant)).quotas
+    if quotas.max_documents is None and quotas.max_bytes is None:
+        return
+    await tx.execute("lock_tenant_quota", LOCK_TENANT_QUOTA, tenant)
+    held = await holdings(tx, tenant, period_bounds(current_period())[0])
+    refusal = upload_refusal(quotas, held, adding_bytes=blob.size_bytes)
+    if refusal is not None:
+        raise refusal
 
 
 async def _locked(tx: Transaction, tenant: str, job_id: uuid.UUID) -> Job | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_runtime.auth import current_scope
+from knowledge_runtime.auth import PLATFORM_ADMIN, current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
@@ -21,12 +21,14 @@ from knowledge_ingest.api.convert import (
     text_message,
     upload_accepted,
 )
+from knowledge_ingest.api.tenants import quotas_from, settings_message, usage_message
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
+from knowledge_ingest.service_layer.tenants import TenantUseCases
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
 
@@ -57,6 +59,10 @@ CAPABILITIES = {
     "ListImportFindings": "document.import",
     "AcceptImportFinding": "document.import",
     "DismissImportFinding": "document.import",
+    # issue 19
+    "GetTenantSettings": PLATFORM_ADMIN,
+    "UpdateTenantSettings": PLATFORM_ADMIN,
+    "GetUsage": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -70,6 +76,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         jobs: JobUseCases,
         web: WebPageUseCases | None = None,
         imports: ImportUseCases | None = None,
+        tenants: TenantUseCases | None = None,
     ) -> None:
         self._corpora = corpora
         self._documents = documents
@@ -77,6 +84,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self._jobs = jobs
         self._web = web
         self._imports = imports
+        self._tenants = tenants
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(
@@ -254,6 +262,27 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def DismissImportFinding(self, request, context: Context) -> ingest_pb2.ImportFinding:
         imports = await self._imports_or_abort(context)
         return finding_message(await imports.dismiss(current_scope(), request.finding_id))
+
+    # ---- issue 19: enablement, quotas and usage ----
+
+    def _tenant_cases(self) -> TenantUseCases:
+        if self._tenants is None:
+            raise NotImplementedError  # UNIMPLEMENTED: this ingest was wired without tenant settings
+        return self._tenants
+
+    async def GetTenantSettings(self, request, context: Context) -> ingest_pb2.TenantSettings:
+        return settings_message(await self._tenant_cases().get_settings(current_scope(), request.tenant))
+
+    async def UpdateTenantSettings(self, request, context: Context) -> ingest_pb2.UpdateTenantSettingsResponse:
+        if not request.HasField("enabled"):
+            raise InvalidRequest("enabled is required (true or false)", field="enabled")
+        settings = await self._tenant_cases().update_settings(
+            current_scope(), request.tenant, request.enabled, quotas_from(request.quotas)
+        )
+        return ingest_pb2.UpdateTenantSettingsResponse(settings=settings_message(settings))
+
+    async def GetUsage(self, request: ingest_pb2.GetUsageRequest, context: Context) -> ingest_pb2.Usage:
+        return usage_message(await self._tenant_cases().usage(current_scope(), request.period))
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

@@ -25,6 +25,7 @@ from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.fetching import page_filename
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
+from knowledge_ingest.service_layer.tenants import QuotaChecks
 from knowledge_ingest.service_layer.uploads import capped
 from knowledge_ingest.service_layer.web import PageFetcher
 
@@ -59,6 +60,9 @@ class Pipeline:
     fetcher: PageFetcher | None = None  # IngestUrl jobs: their first stage fetches the page
     admission: FetchAdmission | None = None
     max_upload_bytes: int = 0
+    # The tenant's quotas before each costly step; a refusal fails the job (not retried) with the
+    # refusal's words on its document.
+    quotas: QuotaChecks | None = None
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
@@ -156,6 +160,8 @@ class Pipeline:
     async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
+        if self.quotas is not None:
+            await self.quotas.before_embedding(job.tenant, job.document_id, 0)
         await self._report(lease, State.EXTRACTING)
         with _tracer.start_as_current_span("ingest.extract"), tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "blob"
@@ -168,6 +174,8 @@ class Pipeline:
                 if extracted.extractable
                 else []
             )
+        if self.quotas is not None and chunks:
+            await self.quotas.before_embedding(job.tenant, job.document_id, len(chunks))
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)

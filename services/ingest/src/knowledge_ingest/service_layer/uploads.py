@@ -13,6 +13,7 @@ from knowledge_runtime.reach import Reach
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository, ReachSource
+from knowledge_ingest.service_layer.tenants import QuotaChecks
 
 MAX_TITLE_CHARS = 1000
 MAX_BATCH_ITEMS = 1000  # texts per IngestTexts / BatchIngestTexts call
@@ -73,6 +74,7 @@ class UploadUseCases:
     blobs: BlobStore
     max_upload_bytes: int
     reach: ReachSource
+    quotas: QuotaChecks | None = None  # None: no quotas (tests of the upload path alone)
 
     async def upload(self, scope: Scope, source: UploadSource, reach: Reach | None = None) -> Job:
         """``reach``: the caller's, when already computed for this request (a batch)."""
@@ -81,6 +83,8 @@ class UploadUseCases:
         reach = reach or await self.reach.reach_of(scope)
         if not reach.has(corpus_id) or not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):
             raise CorpusNotFound(source.corpus_id)
+        if self.quotas is not None:  # QUOTA_EXHAUSTED before any byte is stored
+            await self.quotas.before_upload(scope.tenant)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
         blob = await self.blobs.write(
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)

@@ -267,3 +267,6 @@ class Answer:
     citations: tuple[Citation, ...]
     relevance: Relevance
     cost: Cost = field(default_factory=Cost)
+    # Why the configured LLM was not asked (a refusal's reason, e.g. BUDGET_EXHAUSTED) and in words.
+    fallback_reason: str = ""
+    fallback_message: str = ""

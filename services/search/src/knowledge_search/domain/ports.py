@@ -7,6 +7,7 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.refusals import Refused
 
 from knowledge_search.domain.answer import Source, Synthesis
 from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Reranking, Weights
@@ -61,3 +62,8 @@ class Synthesiser(Protocol):
 class CostLedger(Protocol):
     async def record(self, tenant: str, item: CostItem) -> None:
         """Stores one cost record for the tenant."""
+
+
+class LlmBudget(Protocol):
+    async def refusal(self, tenant: str) -> Refused | None:
+        """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""
