@@ -27,6 +27,7 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+from knowledge_runtime.refusals import Refusal, refusals_markdown
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
@@ -377,9 +378,21 @@ class _Builder:
                 )
         if parameters:
             operation["parameters"] = parameters
-        responses = {
-            "200": {"description": "OK", "content": {"application/json": {"schema": self.ref(response, response=True)}}}
-        }
+        if method.server_streaming:  # transcoded with stream_newline_delimited: one message per line
+            responses = {
+                "200": {
+                    "description": "A stream, sent as it comes: one JSON object per line (newline-delimited JSON), "
+                    "until the client goes away or the server ends it.",
+                    "content": {"application/x-ndjson": {"schema": self.ref(response, response=True)}},
+                }
+            }
+        else:
+            responses = {
+                "200": {
+                    "description": "OK",
+                    "content": {"application/json": {"schema": self.ref(response, response=True)}},
+                }
+            }
         for status in sorted(errors):
             responses[status] = {
                 "description": errors[status],
@@ -418,7 +431,11 @@ class _Builder:
                         "type": "object",
                         "properties": {
                             "@type": {"type": "string"},
-                            "reason": {"type": "string"},
+                            "reason": {
+                                "type": "string",
+                                "description": "UPPER_SNAKE; for a refusal one of the closed set: "
+                                + ", ".join(r.value for r in Refusal),
+                            },
                             "domain": {"type": "string"},
                             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
                         },
@@ -436,7 +453,10 @@ class _Builder:
                 "description": "Corpora, uploads with durable ingestion jobs, hybrid search and cited answers, per "
                 "tenant. Every call carries a bearer JWT whose `tenant` and `capabilities` claims "
                 "decide what it sees and may do; a resource of another tenant answers 404. Generated "
-                "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.",
+                "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.\n\n"
+                "A request may be refused (well formed, but not done now for this caller) for one reason of "
+                "a closed set, knowledge.v1.RefusalReason, carried in the error's ErrorInfo.reason:\n\n"
+                + refusals_markdown(),
             },
             "servers": [{"url": "/"}],
             "security": [{"bearer": []}],

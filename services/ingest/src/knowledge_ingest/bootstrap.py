@@ -19,6 +19,7 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.adapters.document_feed import PostgresDocumentFeed
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
@@ -29,7 +30,7 @@ from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, Readiness
+from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, Readiness
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
@@ -46,12 +47,13 @@ def wire(
     embedder: Embedder,
     extract: Callable[[Path, str, str], Extracted],
     readiness: Readiness | None = None,
+    feed: DocumentFeed | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
-        documents=DocumentUseCases(documents),
+        documents=DocumentUseCases(documents, feed or PostgresDocumentFeed(db)),
         uploads=uploads,
         jobs=JobUseCases(jobs),
         web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
@@ -94,8 +96,10 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
+        feed = PostgresDocumentFeed(db)
+        resources.push_async_callback(feed.close)
         servicer, workers = wire(
-            settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract, readiness
+            settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract, readiness, feed
         )
         resources.push_async_callback(workers.stop)
         app = GrpcApp.for_service(
@@ -106,4 +110,5 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             readiness=[health.database(db)],
         )
     app.on_start.append(workers.start)
+    app.on_drain.append(feed.close)  # the watches end with UNAVAILABLE; their clients watch again
     return app

@@ -65,7 +65,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 DOCUMENT_SEARCHABLE = """
 UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
-    update_time = now()
+    refusal_reason = NULL, update_time = now()
 WHERE document_id = $1
 """
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
@@ -78,7 +78,7 @@ WITH reaped AS (
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
     RETURNING document_id
 ), documents_reaped AS (
-    UPDATE documents SET state = $1, error = NULL, update_time = now()
+    UPDATE documents SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
     WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
 )
 SELECT count(*) FROM reaped

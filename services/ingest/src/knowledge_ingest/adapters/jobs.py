@@ -40,14 +40,14 @@ FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 FOR UPDATE
 """
 REBIND_DOCUMENT = """
 UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
-    error = NULL, update_time = now()
+    error = NULL, refusal_reason = NULL, update_time = now()
 WHERE document_id = $1
 """
 INSERT_DOCUMENT = """
 INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url)
 VALUES ($1, $2, $3, $4, $5, $6) RETURNING document_id
 """
-REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, update_time = now() WHERE document_id = $1"
+REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, update_time = now() WHERE document_id = $1"
 INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
                          state, stage, progress, result, duplicate)

@@ -10,6 +10,7 @@ from knowledge_runtime.server import ServiceSpec
 
 from knowledge_ingest.api.convert import (
     batch_items,
+    change_message,
     corpus_message,
     document_message,
     job_message,
@@ -42,6 +43,8 @@ CAPABILITIES = {
     "IngestTexts": "document.upload",
     "BatchIngestTexts": "document.upload",
     "IngestUrl": "document.upload",
+    "WatchDocuments": "corpus.read",
+    "BatchGetDocuments": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -171,6 +174,20 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+    # ---- issue 18: a live document list ----
+
+    async def WatchDocuments(self, request: ingest_pb2.WatchDocumentsRequest, context: Context):
+        if self._documents.feed is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not watch documents")
+        async for change in self._documents.watch(current_scope(), request.corpus_id):
+            yield change_message(change)
+
+    async def BatchGetDocuments(self, request, context: Context) -> ingest_pb2.BatchGetDocumentsResponse:
+        documents, missing = await self._documents.batch_get(current_scope(), list(request.document_ids))
+        return ingest_pb2.BatchGetDocumentsResponse(
+            documents=[document_message(d) for d in documents], not_found_ids=missing
+        )
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

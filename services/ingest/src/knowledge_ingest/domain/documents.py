@@ -105,6 +105,9 @@ class Document:
     create_time: datetime
     update_time: datetime
     warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
+    stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one
+    progress: float = 0.0  # of its most recent job
+    refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
 
 
 @dataclass(frozen=True, slots=True)
