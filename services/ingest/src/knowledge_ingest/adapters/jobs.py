@@ -168,7 +168,7 @@ class PostgresJobs:
                 "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
             )
             assert row is not None  # the job is locked: the update finds it
-            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
+            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None, None)
         return job_from_row(row)
 
 
