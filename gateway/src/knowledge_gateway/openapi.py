@@ -78,6 +78,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.MoveDocumentsRequest.target_corpus_id": {"minLength": 1},
     "knowledge.v1.GetDocumentTextRequest.page": {"minimum": 0},
     "knowledge.v1.MoveDocumentsRequest.document_ids": {"maxItems": 1000},
+    "knowledge.v1.BatchGetDocumentsRequest.document_ids": {"minItems": 1, "maxItems": 100},
     "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
     "knowledge.v1.BatchIngestTextsRequest.items": {"minItems": 1, "maxItems": 1000},
     "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
@@ -117,6 +118,7 @@ _REQUIRED_INPUT = {
     "knowledge.v1.BatchIngestTextsRequest": ["items"],
     "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
     "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"],
+    "knowledge.v1.BatchGetDocumentsRequest": ["document_ids"],  # a query parameter
 }
 
 
@@ -371,7 +373,7 @@ class _Builder:
                     {
                         "name": name,
                         "in": "query",
-                        "required": False,
+                        "required": name in _REQUIRED_INPUT.get(request, ()),
                         "schema": self.constrained(f"{request}.{name}", self.field_schema(field, response=False)),
                         "description": self.comments.get(f"{request}.{name}", ""),
                     }
