@@ -20,7 +20,6 @@ from knowledge_runtime.refusals import REFUSALS, Refusal, Refused
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 
-from tests.integration.test_ingest_stack import backends, ingest_env  # noqa: F401 - the real services' fixture
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
@@ -31,6 +30,7 @@ from tests.support.ingest import (
     upload,
     wait_terminal,
 )
+from tests.support.real_services import ingest_env, start_backends
 
 pytestmark = pytest.mark.integration
 
@@ -270,7 +270,15 @@ async def document_of(db: Database, job_id: str) -> str:
     return str(await db.fetchval("t", "SELECT document_id FROM ingest_jobs WHERE job_id = $1", uuid.UUID(job_id)))
 
 
-async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migrated_pg, keys_dir, make_token):  # noqa: F811
+@pytest.fixture
+async def backends(migrated_pg, keys_dir, tmp_path):
+    apps, addresses = await start_backends(migrated_pg, keys_dir, tmp_path)
+    yield tmp_path, addresses
+    for app in apps:
+        await app.stop()
+
+
+async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migrated_pg, keys_dir, make_token):
     """Real content-index, the embedder with the real model, PostgreSQL: one client watches, another
     uploads, and the watcher sees the document move through its stages to searchable."""
     tmp, addresses = backends
