@@ -45,6 +45,7 @@ lint: setup
 protos: setup
 	$(BIN)/python scripts/gen_protos.py
 	$(BIN)/python -m knowledge_gateway.openapi  # the served OpenAPI description follows the protos
+	$(BIN)/python scripts/gen_refusals.py  # the README's table of refusals follows REFUSALS (and the proto)
 	$(MAKE) k8s-gateway  # the gateway's committed descriptor set follows the protos
 
 check-protos: setup

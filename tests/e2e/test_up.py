@@ -126,13 +126,13 @@ def test_knowledge_eval_through_the_rest_api(stack, tmp_path):
         text=True,
         timeout=600,
     )
-    assert refused.returncode == 1 and "RERANK_UNAVAILABLE" in refused.stderr
+    assert refused.returncode == 1 and "RUNTIME_UNAVAILABLE" in refused.stderr
     search = httpx.post(
         f"{stack['base']}/search",
         json={"query": "vacation", "rerank": True},
         headers={"Authorization": f"Bearer {dev_token(stack, 'eval-e2e')}"},
     )  # a tenant with chunks
-    assert search.status_code == 400 and search.json()["details"][0]["reason"] == "RERANK_UNAVAILABLE"
+    assert search.status_code == 503 and search.json()["details"][0]["reason"] == "RUNTIME_UNAVAILABLE"
 
 
 def test_rerank_through_rest_with_a_configured_model(tmp_path_factory, cross_encoder_dir):

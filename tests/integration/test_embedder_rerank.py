@@ -129,8 +129,10 @@ async def test_without_a_model_rerank_is_a_clear_refusal(embedders, make_service
                 embedder_pb2.RerankRequest(query=QUERY, passages=PASSAGES),
                 metadata=auth(make_service_token("rerank-t", ["embed"])),
             )
-    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert error_info(caught.value).reason == "RERANK_UNAVAILABLE"
+    assert (
+        caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    )  # the closed set's refusal: waiting (or configuring) helps
+    assert error_info(caught.value).reason == "RUNTIME_UNAVAILABLE"
     assert "KNOWLEDGE_RERANK_MODEL" in caught.value.details()
 
 
@@ -263,6 +265,8 @@ async def test_search_rerank_without_a_model_is_failed_precondition(search_stack
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.Search(search_pb2.SearchRequest(query=QUERY, rerank=True), metadata=metadata)
         plain = await stub.Search(search_pb2.SearchRequest(query=QUERY), metadata=metadata)
-    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert error_info(caught.value).reason == "RERANK_UNAVAILABLE"
+    assert (
+        caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    )  # the closed set's refusal: waiting (or configuring) helps
+    assert error_info(caught.value).reason == "RUNTIME_UNAVAILABLE"
     assert plain.results  # without rerank the same service answers

@@ -459,7 +459,7 @@ async def test_ingest_text_into_a_document_replaces_its_chunks_as_a_durable_job(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.IngestText(ingest_pb2.IngestTextRequest(document_id=document_id, text="Other."), metadata=metadata)
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "DOCUMENT_BUSY" in repr(caught.value.trailing_metadata()) and accepted.job_id in caught.value.details()
+    assert "INDEXING" in repr(caught.value.trailing_metadata()) and accepted.job_id in caught.value.details()
     gate.set()
     embedder.gate = None
     job = await wait_terminal(stub, metadata, accepted.job_id)

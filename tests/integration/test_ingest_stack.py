@@ -11,7 +11,6 @@ import grpc
 import numpy as np
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_cli.stack import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
@@ -23,50 +22,19 @@ from knowledge_runtime.settings import Env
 
 from tests.support.ingest import document_text, new_corpus, upload, wait_terminal
 from tests.support.net import LocalSite, free_port
+from tests.support.real_services import base_env, ingest_env, start_backends
 
 pytestmark = pytest.mark.integration
-
-
-def base_env(pg, keys_dir, tmp_path, service: str) -> dict[str, str]:
-    return {
-        "KNOWLEDGE_DATA_DIR": str(tmp_path),
-        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + service.replace("-", "_")),
-        "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
-        "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
-        "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
-        "KNOWLEDGE_BLOB_ROOT": str(tmp_path / "blobs"),
-        "KNOWLEDGE_LOG_LEVEL": "warning",
-    }
 
 
 @pytest.fixture(scope="module")
 async def backends(migrated_pg, keys_dir, tmp_path_factory):
     """Real content-index and embedder servers on free ports."""
     tmp = tmp_path_factory.mktemp("ingest-stack")
-    apps, addresses = [], {}
-    for name, settings_type, build in (
-        ("content-index", ContentIndexSettings, content_index_app),
-        ("embedder", EmbedderSettings, embedder_app),
-    ):
-        env = {**base_env(migrated_pg, keys_dir, tmp, name), f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0"}
-        app = await build(settings_type.from_env(Env(env)))
-        addresses[name] = f"127.0.0.1:{await app.start()}"
-        apps.append(app)
+    apps, addresses = await start_backends(migrated_pg, keys_dir, tmp)
     yield tmp, addresses
     for app in apps:
         await app.stop()
-
-
-def ingest_env(migrated_pg, keys_dir, tmp, addresses, port: int) -> dict[str, str]:
-    return {
-        **base_env(migrated_pg, keys_dir, tmp, "ingest"),
-        "KNOWLEDGE_INGEST_PORT": str(port),
-        "KNOWLEDGE_CONTENT_INDEX_ADDRESS": addresses["content-index"],
-        "KNOWLEDGE_EMBEDDER_ADDRESS": addresses["embedder"],
-        "KNOWLEDGE_INGEST_LEASE_S": "2",
-        "KNOWLEDGE_INGEST_EMBED_BATCH": "2",
-        "KNOWLEDGE_CHUNK_MAX_CHARS": "300",
-    }
 
 
 async def test_a_document_goes_through_the_real_services(backends, migrated_pg, keys_dir, make_token):

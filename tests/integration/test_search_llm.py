@@ -47,7 +47,8 @@ async def test_a_failing_model_is_unavailable(server_kwargs):
                 await client.synthesise("q", SOURCES)
         finally:
             await client.close()
-    assert caught.value.code == "UNAVAILABLE" and caught.value.reason == "LLM_UNAVAILABLE"
+    assert caught.value.code == "UNAVAILABLE" and caught.value.reason == "RUNTIME_UNAVAILABLE"
+    assert caught.value.metadata == {"runtime": "llm"}
 
 
 async def test_an_unreachable_model_is_unavailable():

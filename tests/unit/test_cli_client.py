@@ -294,3 +294,85 @@ def test_tenants_set_puts_the_whole_settings_and_prints_them(knowledge, capsys):
     assert out.startswith("tenant acme: disabled\n") and "max_documents: 5" in out and "max_bytes: unlimited" in out
     with pytest.raises(SystemExit):  # --enable or --disable is required: a PUT is the whole settings
         run("tenants", "set", "acme")
+
+
+def _doc(document_id: str, state: str, stage: str, chunks: int = 0) -> dict:
+    return {
+        "document_id": document_id,
+        "state": f"DOCUMENT_STATE_{state}",
+        "stage": stage,
+        "chunk_count": chunks,
+        "filename": f"{document_id}.md",
+        "error": "",
+    }
+
+
+WATCH_LINES = [
+    {"kind": "DOCUMENT_CHANGE_KIND_SNAPSHOT", "document_id": "1", "document": _doc("1", "SEARCHABLE", "searchable", 3)},
+    {"kind": "DOCUMENT_CHANGE_KIND_SYNCED", "document_id": ""},
+    {"kind": "DOCUMENT_CHANGE_KIND_CHANGED", "document_id": "2", "document": _doc("2", "QUEUED", "queued")},
+    {"kind": "DOCUMENT_CHANGE_KIND_CHANGED", "document_id": "2", "document": _doc("2", "EMBEDDING", "embedding 2/4")},
+    {"kind": "DOCUMENT_CHANGE_KIND_CHANGED", "document_id": "2", "document": _doc("2", "SEARCHABLE", "searchable", 4)},
+    {"kind": "DOCUMENT_CHANGE_KIND_REMOVED", "document_id": "1"},
+]
+
+
+def test_documents_watch_prints_the_list_then_each_change(knowledge, capsys):
+    from knowledge_cli.rest import watch_documents
+
+    paths = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        return httpx.Response(200, content="".join(json.dumps(line) + "\n" for line in WATCH_LINES).encode())
+
+    client = Client("http://gw/api/v1/knowledge", "t", transport=httpx.MockTransport(handler))
+    out = io.StringIO()
+    assert watch_documents(client, "5", out, reconnect=False) == codes.OK
+    assert paths == ["/api/v1/knowledge/corpora/5/documents:watch"]
+    assert out.getvalue().splitlines() == [
+        "document_id\tstate\tstage\tchunks\tfilename",
+        "1\tsearchable\tsearchable\t3\t1.md",
+        "2\tqueued\tqueued\t0\t2.md",
+        "2\tembedding\tembedding 2/4\t0\t2.md",
+        "2\tsearchable\tsearchable\t4\t2.md",
+        "1\tremoved",
+    ]
+    redrawn = io.StringIO()
+    watch_documents(client, "5", redrawn, redraw=True, reconnect=False)
+    last = redrawn.getvalue().rsplit("\x1b[H\x1b[J", 1)[1]  # a terminal: the whole list drawn again each time
+    assert last.splitlines() == ["document_id\tstate\tstage\tchunks\tfilename", "2\tsearchable\tsearchable\t4\t2.md"]
+    as_json = io.StringIO()
+    watch_documents(client, "5", as_json, as_json=True, reconnect=False)
+    assert [json.loads(line) for line in as_json.getvalue().splitlines()] == WATCH_LINES
+
+
+def test_a_watch_the_server_ends_is_started_again(capsys):
+    from knowledge_cli.rest import watch_documents
+
+    calls, slept = [], []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) > 2:
+            return httpx.Response(404, json=status(5, "corpus not found", "CORPUS_NOT_FOUND"))
+        return httpx.Response(200, content=(json.dumps(WATCH_LINES[1]) + "\n").encode())
+
+    client = Client("http://gw/api/v1/knowledge", "t", transport=httpx.MockTransport(handler))
+    with pytest.raises(ApiError) as raised:
+        watch_documents(client, "5", io.StringIO(), sleep=slept.append)
+    assert len(calls) == 3 and len(slept) == 2 and raised.value.exit_code == codes.NOT_FOUND
+
+
+def test_a_refusal_is_told_in_plain_words(knowledge, capsys):
+    from knowledge_runtime.refusals import REFUSALS, Refusal
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json=status(14, "the embedder is unavailable", "RUNTIME_UNAVAILABLE"))
+
+    run = knowledge(handler)
+    assert run("search", "vacation") == codes.FAILED
+    err = capsys.readouterr().err
+    assert "the embedder is unavailable (HTTP 503 RUNTIME_UNAVAILABLE)" in err
+    assert f"knowledge: {REFUSALS[Refusal.RUNTIME_UNAVAILABLE].plain}\n" in err
+    assert ApiError("x", codes.USAGE, reason="CORPUS_NOT_FOUND").refusal_words == ""

@@ -14,10 +14,12 @@ from knowledge_ingest.domain.jobs import (
     CancelKind,
     DocumentEffect,
     RetryPolicy,
+    after_refusal,
     after_transient,
     cancel_request,
     retry_request,
 )
+from knowledge_runtime.refusals import REFUSALS, Refusal
 
 NOW = datetime.now(UTC)
 JOB = Job(
@@ -116,3 +118,26 @@ def test_transient_failures_back_off_then_fail():
     assert (
         last.state is State.FAILED and last.error == "the embedder is unavailable after 4 attempts; retry the job later"
     )
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [r for r in Refusal if not REFUSALS[r].waiting_helps],
+)
+def test_a_refusal_waiting_cannot_fix_fails_at_once_with_its_reason(refusal):
+    """A quota used up, a feature switched off...: not retried, the reason kept for the document."""
+    policy = RetryPolicy(max_attempts=4, retry_base_s=2.0)
+    ended = after_refusal(replace(JOB, attempts=1), refusal, "the tenant holds 5 documents of 5", policy)
+    assert ended.state is State.FAILED and ended.requeue_after_s is None and ended.refusal is refusal
+    assert ended.error == f"the tenant holds 5 documents of 5 ({REFUSALS[refusal].plain})"
+    assert ended.document is DocumentEffect.FOLLOW  # the document takes the state, the error and the reason
+
+
+@pytest.mark.parametrize("refusal", [r for r in Refusal if REFUSALS[r].waiting_helps])
+def test_a_refusal_waiting_can_fix_is_transient(refusal):
+    policy = RetryPolicy(max_attempts=4, retry_base_s=2.0)
+    retried = after_refusal(replace(JOB, attempts=2), refusal, "the embedder is unavailable", policy)
+    assert retried == after_transient(replace(JOB, attempts=2), "the embedder is unavailable", policy)
+    assert retried.state is State.QUEUED and retried.requeue_after_s == 4.0 and retried.refusal is None
+    last = after_refusal(replace(JOB, attempts=4), refusal, "the embedder is unavailable", policy)
+    assert last.state is State.FAILED and last.refusal is refusal and "after 4 attempts" in last.error

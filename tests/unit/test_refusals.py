@@ -62,3 +62,54 @@ def test_a_missing_capability_is_the_closed_set_s_refusal():
         Scope(tenant="t1", capabilities=frozenset({"search"})).require("ingest")
     assert caught.value.refusal is Refusal.CAPABILITY_MISSING and caught.value.code == "PERMISSION_DENIED"
     assert caught.value.metadata == {"capability": "ingest"}
+
+
+def test_the_readme_and_the_openapi_description_list_the_set_as_the_table_says():
+    """Both are generated from REFUSALS (scripts/gen_refusals.py, make protos): they cannot drift."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from knowledge_gateway.openapi import generate, openapi_text
+    from knowledge_runtime.refusals import refusals_markdown
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert refusals_markdown() in readme
+    check = subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen_refusals.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
+    served = json.loads(openapi_text())
+    assert refusals_markdown() in served["info"]["description"] and openapi_text() == generate()
+    for refusal, spec in REFUSALS.items():
+        row = f"| `{refusal.value}` | {spec.code} | {spec.http_status} | {spec.meaning} | "
+        assert row + ("yes" if spec.waiting_helps else "no") + " |" in readme
+
+
+def test_a_callee_s_refusal_stays_that_refusal_whatever_its_code():
+    """A used-up quota is RESOURCE_EXHAUSTED but no passing overload: the caller must not retry it."""
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2
+    from knowledge_runtime.errors import DependencyUnavailable
+    from knowledge_runtime.rpc_errors import domain_error_from
+
+    def rpc_error(code: grpc.StatusCode, reason: str) -> grpc.aio.AioRpcError:
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="knowledge.v1"))
+        status = status_pb2.Status(code=code.value[0], message="m", details=[detail])
+        trailers = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, details="refused by the callee")
+
+    quota = domain_error_from(rpc_error(grpc.StatusCode.RESOURCE_EXHAUSTED, "QUOTA_EXHAUSTED"), "embedder")
+    assert isinstance(quota, Refused) and quota.refusal is Refusal.QUOTA_EXHAUSTED and not quota.waiting_helps
+    down = domain_error_from(rpc_error(grpc.StatusCode.UNAVAILABLE, "RUNTIME_UNAVAILABLE"), "embedder")
+    assert isinstance(down, Refused) and down.code == "UNAVAILABLE" and down.waiting_helps
+    overloaded = domain_error_from(rpc_error(grpc.StatusCode.RESOURCE_EXHAUSTED, "EMBEDDER_OVERLOADED"), "embedder")
+    assert isinstance(overloaded, DependencyUnavailable) and overloaded.code == "RESOURCE_EXHAUSTED"
+    wrong_code = domain_error_from(rpc_error(grpc.StatusCode.INTERNAL, "QUOTA_EXHAUSTED"), "embedder")
+    assert not isinstance(wrong_code, Refused)

@@ -290,7 +290,7 @@ async def test_rerank_true_without_a_model_is_refused_and_the_default_falls_back
 
     with pytest.raises(RerankUnavailable) as caught:  # no reranker wired at all
         await SearchUseCases(FakeIndex(), FakeEmbedder()).search(SCOPE, SearchRequest.parse("refund", rerank=True))
-    assert caught.value.code == "FAILED_PRECONDITION" and caught.value.reason == "RERANK_UNAVAILABLE"
+    assert caught.value.code == "UNAVAILABLE" and caught.value.reason == "RUNTIME_UNAVAILABLE"
     refusing = SearchUseCases(FakeIndex(), FakeEmbedder(), reranker=FakeReranker(RerankUnavailable()))
     with pytest.raises(RerankUnavailable):  # the embedder has no model
         await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=True))

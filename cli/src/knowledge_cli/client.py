@@ -7,12 +7,14 @@ with (see :data:`EXIT_CODES`) and a one-line message naming the HTTP status and 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+from knowledge_runtime.refusals import REFUSALS, refusal_of
 
 DEFAULT_URL = "http://127.0.0.1:8080/api/v1/knowledge"
 
@@ -53,6 +55,13 @@ class ApiError(Exception):
         self.exit_code = exit_code
         self.status = status
         self.reason = reason
+
+    @property
+    def refusal_words(self) -> str:
+        """What a refusal of the closed set means, in plain words (REFUSALS[..].plain); empty
+        for any other error."""
+        refusal = refusal_of(self.reason)
+        return REFUSALS[refusal].plain if refusal is not None else ""
 
 
 def error_from_response(response: httpx.Response) -> ApiError:
@@ -168,6 +177,41 @@ class Client:
 
     def cancel_job(self, job_id: str) -> dict:
         return self._call("POST", f"/ingest/{quote(job_id, safe='')}:cancel", json={})
+
+    def list_documents(self, corpus_id: str) -> Iterator[dict]:
+        token = ""
+        path = f"/corpora/{quote(corpus_id, safe='')}/documents"
+        while True:
+            page = self._call("GET", path, params={"page_size": 1000, **({"page_token": token} if token else {})})
+            yield from page.get("documents", [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
+    def batch_get_documents(self, document_ids: Sequence[str]) -> dict:
+        """``{"documents": [...], "not_found_ids": [...]}`` for up to 100 ids."""
+        return self._call("GET", "/documents:batchGet", params=[("document_ids", d) for d in document_ids])
+
+    def watch_documents(self, corpus_id: str) -> Iterator[dict]:
+        """The corpus's documents, then each change, as the server sends them (one JSON
+        ``DocumentChange`` per line; see WatchDocuments). Ends when the server ends the stream."""
+        url = f"{self._base}/corpora/{quote(corpus_id, safe='')}/documents:watch"
+        timeout = httpx.Timeout(self._http.timeout.connect, read=None)  # a quiet corpus sends nothing for a while
+        try:
+            with self._http.stream("GET", url, timeout=timeout) as response:
+                if not response.is_success:
+                    response.read()
+                    raise error_from_response(response)
+                for line in response.iter_lines():
+                    if line.strip():
+                        try:
+                            yield json.loads(line)
+                        except ValueError:
+                            raise ApiError("the server sent a line that is not JSON", FAILED) from None
+        except httpx.TimeoutException:
+            raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
+        except httpx.TransportError as error:
+            raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
 
     def document_text(self, document_id: str, page: int = 0) -> dict:
         params = {"page": page} if page else {}

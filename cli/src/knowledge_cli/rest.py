@@ -1,4 +1,4 @@
-"""``knowledge corpora|upload|search|query|text|delete|usage|tenants``: the REST API from a terminal or a script.
+"""``knowledge corpora|upload|search|query|documents|text|delete|usage|tenants``: the REST API from a terminal or a script.
 
 The base URL comes from ``--url`` or ``KNOWLEDGE_URL``; the token from ``--token`` or
 ``KNOWLEDGE_TOKEN``, or, for the local stack, ``--tenant T`` mints a development token with the
@@ -102,6 +102,18 @@ def add_parsers(commands) -> None:
     _common(text)
     text.set_defaults(run=_run(_text))
 
+    documents = commands.add_parser(
+        "documents", help="the documents of a corpus with their states (--watch: live)", epilog=epilog
+    )
+    documents.add_argument("--corpus", required=True, help="the corpus id")
+    documents.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep the list up to date as documents are added, ingested, moved or deleted (Ctrl-C ends)",
+    )
+    _common(documents)
+    documents.set_defaults(run=_run(_documents))
+
     delete = commands.add_parser("delete", help="delete a document", epilog=epilog)
     delete.add_argument("document")
     _common(delete)
@@ -144,6 +156,8 @@ def _run(command: Callable[[Client, argparse.Namespace, TextIO], int]) -> Callab
                 return command(client, options, sys.stdout)
         except ApiError as error:
             print(f"knowledge: {error}", file=sys.stderr)
+            if error.refusal_words:  # a refusal of the closed set, in words for a person
+                print(f"knowledge: {error.refusal_words}", file=sys.stderr)
             return error.exit_code
         except KeyboardInterrupt:
             print("knowledge: interrupted", file=sys.stderr)
@@ -375,6 +389,77 @@ def _text(client: Client, options, out: TextIO) -> int:
         following = f"; next: --page {page['next_page']}" if page.get("next_page") else ""
         print(f"knowledge: page {page.get('page')} of {page['page_count']}{following}", file=sys.stderr)
     return OK
+
+
+_DOCUMENTS_HEADER = "document_id\tstate\tstage\tchunks\tfilename\n"
+WATCH_RETRY_S = 1.0  # after the server ended a watch (ingest or the database restarted)
+
+
+def _document_line(document: dict) -> str:
+    state = str(document.get("state") or "").removeprefix("DOCUMENT_STATE_").lower()
+    stage = document.get("stage") or state
+    if document.get("error"):
+        stage = f"{stage}: {document['error']}"
+    return f"{document['document_id']}\t{state}\t{stage}\t{document.get('chunk_count', 0)}\t{document['filename']}\n"
+
+
+def _documents(client: Client, options, out: TextIO) -> int:
+    if not options.watch:
+        documents = list(client.list_documents(options.corpus))
+        if options.json:
+            _print_json(out, documents)
+        else:
+            out.write(_DOCUMENTS_HEADER)
+            out.writelines(_document_line(d) for d in documents)
+        return OK
+    return watch_documents(client, options.corpus, out, as_json=options.json, redraw=out.isatty())
+
+
+def watch_documents(
+    client: Client,
+    corpus_id: str,
+    out: TextIO,
+    *,
+    as_json: bool = False,
+    redraw: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+    reconnect: bool = True,
+) -> int:
+    """The list, live. ``as_json``: each change as the API sends it, one per line. ``redraw`` (a
+    terminal): the whole table drawn again after each change. Otherwise the table once the
+    snapshot is complete, then one line per change (``removed`` for a document that left the
+    corpus). A watch the server ends is started again (a fresh snapshot) unless ``reconnect`` is off."""
+    while True:
+        listed: dict[str, dict] = {}
+        synced = False
+        for change in client.watch_documents(corpus_id):
+            if as_json:
+                out.write(json.dumps(change, ensure_ascii=False) + "\n")
+                out.flush()
+                continue
+            kind = str(change.get("kind") or "").removeprefix("DOCUMENT_CHANGE_KIND_")
+            document_id = str(change.get("document_id") or "")
+            if kind in ("SNAPSHOT", "CHANGED") and change.get("document"):
+                listed[document_id] = change["document"]
+            elif kind == "REMOVED":
+                listed.pop(document_id, None)
+            if kind == "SYNCED":
+                synced = True
+            if redraw and synced:
+                out.write("\x1b[H\x1b[J" + _DOCUMENTS_HEADER)
+                out.writelines(_document_line(d) for d in listed.values())
+            elif kind == "SYNCED":
+                out.write(_DOCUMENTS_HEADER)
+                out.writelines(_document_line(d) for d in listed.values())
+            elif synced and kind == "CHANGED":
+                out.write(_document_line(listed[document_id]))
+            elif synced and kind == "REMOVED":
+                out.write(f"{document_id}\tremoved\n")
+            out.flush()
+        if not reconnect:
+            return OK
+        print("knowledge: the watch ended; watching again", file=sys.stderr)
+        sleep(WATCH_RETRY_S)
 
 
 def _delete(client: Client, options, out: TextIO) -> int:

@@ -54,6 +54,14 @@ def public_service_names() -> list[str]:
     return [service.full_name for service in PUBLIC_SERVICES]
 
 
+def streamed_methods() -> Iterator[MethodDescriptor]:
+    """The public RPCs that answer with a server stream (their REST answer streams too)."""
+    for service in PUBLIC_SERVICES:
+        for method in service.methods:
+            if method.server_streaming:
+                yield method
+
+
 def http_rules() -> Iterator[tuple[MethodDescriptor, str, str]]:
     """(method, verb, path template) of every public RPC with a ``google.api.http`` rule."""
     for service in PUBLIC_SERVICES:

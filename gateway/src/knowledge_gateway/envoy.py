@@ -37,7 +37,7 @@ from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor
 from knowledge_runtime.settings import DEFAULT_MAX_UPLOAD_BYTES, Env, SettingsError
 
-from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names
+from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names, streamed_methods
 from knowledge_gateway.openapi import committed_path
 
 REST_PREFIX = "/api/v1/knowledge"
@@ -100,6 +100,9 @@ class GatewayConfig:
     request_body_timeout_s: int | None = None
     idle_timeout_s: int = 60
     stream_idle_timeout_s: int = 300
+    # A server stream (WatchDocuments, GET .../documents:watch) has no route timeout; one with
+    # nothing sent either way for this long is closed, and its client watches again.
+    watch_idle_timeout_s: int = 3600
     max_concurrent_streams: int = 100  # per HTTP/2 connection
     max_requests_per_connection: int = 10_000
     max_connections: int = 10_000  # every downstream connection of the gateway together
@@ -208,6 +211,19 @@ def _routes(config: GatewayConfig) -> list[dict]:
             **_WITHOUT_BODY_LIMIT,
         },
     ]
+    # A server stream answers as long as its client listens (a watch): no route timeout.
+    for method in streamed_methods():
+        routes.append(
+            {
+                "match": {"path": f"/{method.containing_service.full_name}/{method.name}"},
+                "route": {
+                    "cluster": _cluster_name(method.containing_service.full_name),
+                    "timeout": "0s",
+                    "idle_timeout": f"{config.watch_idle_timeout_s}s",
+                },
+                **_WITHOUT_BODY_LIMIT,
+            }
+        )
     for service in public_service_names():
         routes.append(
             {
@@ -869,6 +885,8 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                     "always_print_primitive_fields": True,
                     "always_print_enums_as_ints": False,
                     "preserve_proto_field_names": True,
+                    # A server stream over REST: one JSON message per line, sent as it comes.
+                    "stream_newline_delimited": True,
                 },
                 "request_validation_options": {"reject_unknown_query_parameters": True},
                 "max_request_body_size": config.max_body_bytes,

@@ -28,6 +28,7 @@ from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
 from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
+from knowledge_runtime.refusals import Refusal, refusals_markdown
 from knowledge_runtime.tenancy import MAX_LLM_BUDGET, PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
@@ -81,6 +82,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.MoveDocumentsRequest.target_corpus_id": {"minLength": 1},
     "knowledge.v1.GetDocumentTextRequest.page": {"minimum": 0},
     "knowledge.v1.MoveDocumentsRequest.document_ids": {"maxItems": 1000},
+    "knowledge.v1.BatchGetDocumentsRequest.document_ids": {"minItems": 1, "maxItems": 100},
     "knowledge.v1.IngestTextRequest.text": _NON_BLANK,
     "knowledge.v1.BatchIngestTextsRequest.items": {"minItems": 1, "maxItems": 1000},
     "knowledge.v1.IngestTextRequest.title": {"maxLength": 1000},
@@ -135,6 +137,7 @@ _REQUIRED_INPUT = {
     "knowledge.v1.BindCorpusRequest": ["scope"],
     # A PUT is the whole of a tenant's settings: whether it is enabled must be said (issue 19).
     "knowledge.v1.UpdateTenantSettingsRequest": ["enabled"],
+    "knowledge.v1.BatchGetDocumentsRequest": ["document_ids"],  # a query parameter
 }
 
 
@@ -389,16 +392,28 @@ class _Builder:
                     {
                         "name": name,
                         "in": "query",
-                        "required": False,
+                        "required": name in _REQUIRED_INPUT.get(request, ()),
                         "schema": self.constrained(f"{request}.{name}", self.field_schema(field, response=False)),
                         "description": self.comments.get(f"{request}.{name}", ""),
                     }
                 )
         if parameters:
             operation["parameters"] = parameters
-        responses = {
-            "200": {"description": "OK", "content": {"application/json": {"schema": self.ref(response, response=True)}}}
-        }
+        if method.server_streaming:  # transcoded with stream_newline_delimited: one message per line
+            responses = {
+                "200": {
+                    "description": "A stream, sent as it comes: one JSON object per line (newline-delimited JSON), "
+                    "until the client goes away or the server ends it.",
+                    "content": {"application/x-ndjson": {"schema": self.ref(response, response=True)}},
+                }
+            }
+        else:
+            responses = {
+                "200": {
+                    "description": "OK",
+                    "content": {"application/json": {"schema": self.ref(response, response=True)}},
+                }
+            }
         for status in sorted(errors):
             responses[status] = {
                 "description": errors[status],
@@ -437,7 +452,11 @@ class _Builder:
                         "type": "object",
                         "properties": {
                             "@type": {"type": "string"},
-                            "reason": {"type": "string"},
+                            "reason": {
+                                "type": "string",
+                                "description": "UPPER_SNAKE; for a refusal one of the closed set: "
+                                + ", ".join(r.value for r in Refusal),
+                            },
                             "domain": {"type": "string"},
                             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
                         },
@@ -455,7 +474,10 @@ class _Builder:
                 "description": "Corpora, uploads with durable ingestion jobs, hybrid search and cited answers, per "
                 "tenant. Every call carries a bearer JWT whose `tenant` and `capabilities` claims "
                 "decide what it sees and may do; a resource of another tenant answers 404. Generated "
-                "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.",
+                "from protos/knowledge/v1 (google.api.http rules); JSON uses the proto field names.\n\n"
+                "A request may be refused (well formed, but not done now for this caller) for one reason of "
+                "a closed set, knowledge.v1.RefusalReason, carried in the error's ErrorInfo.reason:\n\n"
+                + refusals_markdown(),
             },
             "servers": [{"url": "/"}],
             "security": [{"bearer": []}],

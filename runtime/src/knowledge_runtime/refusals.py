@@ -128,3 +128,16 @@ def waiting_helps(reason: str) -> bool | None:
     """Whether waiting can fix a refusal with this reason; None when the reason is no refusal."""
     refusal = refusal_of(reason)
     return None if refusal is None else REFUSALS[refusal].waiting_helps
+
+
+def refusals_markdown() -> str:
+    """The set as a Markdown table (code, HTTP status, meaning, whether waiting helps): what the
+    README and the OpenAPI description list, generated from REFUSALS so they cannot drift."""
+    lines = [
+        "| reason | gRPC code | HTTP | meaning | waiting helps |",
+        "|---|---|---|---|---|",
+    ]
+    for refusal, spec in REFUSALS.items():
+        waiting = "yes" if spec.waiting_helps else "no"
+        lines.append(f"| `{refusal.value}` | {spec.code} | {spec.http_status} | {spec.meaning} | {waiting} |")
+    return "\n".join(lines) + "\n"

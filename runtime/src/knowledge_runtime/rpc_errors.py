@@ -5,8 +5,10 @@ embedder) raises what this returns, so its own callers see the callee's cause th
 the same code, and the callee's ``ErrorInfo`` reason and metadata (``UPLOAD_TOO_LARGE``,
 ``EMBEDDER_OVERLOADED``, ``CAPABILITY_MISSING``...). Two exceptions to "the same":
 
+- a refusal of the closed set (``knowledge_runtime.refusals``) stays that :class:`Refused`,
+  whatever its code, so its caller decides by the refusal whether waiting helps;
 - a failure that may pass (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED other
-  than an upload over the cap) is a :class:`DependencyUnavailable`, which callers retry;
+  than an upload over the cap or a refusal) is a :class:`DependencyUnavailable`, which callers retry;
 - a status without our ``ErrorInfo`` (the channel's own, e.g. "failed to connect to all
   addresses; ..." with the callee's address) keeps its code but not its text, which is not
   written for callers: the message names the dependency, the reason is the code's name.
@@ -72,6 +74,11 @@ def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainErr
     metadata = dict(info.metadata) if info is not None and reason is not None else {}
     if reason == UploadTooLarge.reason and _is_count(metadata.get("max_bytes", "")):
         return UploadTooLarge(int(metadata["max_bytes"]))  # a cap, not a passing failure: never retried
+    refusal = refusal_of(reason) if reason is not None else None
+    if refusal is not None and REFUSALS[refusal].code == code.name:
+        # The closed set's refusal, as the callee raised it, whatever its code: whether waiting
+        # helps is the refusal's to say (a used-up quota is RESOURCE_EXHAUSTED but no passing failure).
+        return Refused(refusal, error.details() or f"the {dependency} refused", metadata=metadata)
     if code in _RETRYABLE or (code == grpc.StatusCode.RESOURCE_EXHAUSTED and reason != UploadTooLarge.reason):
         return DependencyUnavailable(
             dependency, overloaded=code == grpc.StatusCode.RESOURCE_EXHAUSTED, reason=reason, metadata=metadata
@@ -80,9 +87,6 @@ def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainErr
         message, reason = f"the {dependency} failed ({code.name})", code.name
     else:
         message = error.details() or f"the {dependency} failed"
-    refusal = refusal_of(reason) if reason is not None else None
-    if refusal is not None and REFUSALS[refusal].code == code.name:
-        return Refused(refusal, message, metadata=metadata)  # the closed set's refusal, as the callee raised it
     kind = _BY_CODE.get(code, DomainError)
     translated: DomainError = kind(message, reason=reason, metadata=metadata)
     translated.code = code.name  # grpc's status codes are google.rpc.Code's, name for name

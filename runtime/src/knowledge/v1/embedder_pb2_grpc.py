@@ -126,7 +126,7 @@ class EmbedderServiceServicer:
 
     def Rerank(self, request, context):
         """Scores passages against a query with the configured cross-encoder (KNOWLEDGE_RERANK_MODEL),
-        batched by the same token-budget queue. FAILED_PRECONDITION with reason RERANK_UNAVAILABLE
+        batched by the same token-budget queue. UNAVAILABLE with reason RUNTIME_UNAVAILABLE
         when no reranking model is configured.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

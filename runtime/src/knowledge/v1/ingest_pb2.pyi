@@ -23,6 +23,14 @@ class DocumentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DOCUMENT_STATE_SEARCHABLE: _ClassVar[DocumentState]
     DOCUMENT_STATE_FAILED: _ClassVar[DocumentState]
     DOCUMENT_STATE_CANCELLED: _ClassVar[DocumentState]
+
+class DocumentChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DOCUMENT_CHANGE_KIND_UNSPECIFIED: _ClassVar[DocumentChangeKind]
+    DOCUMENT_CHANGE_KIND_SNAPSHOT: _ClassVar[DocumentChangeKind]
+    DOCUMENT_CHANGE_KIND_SYNCED: _ClassVar[DocumentChangeKind]
+    DOCUMENT_CHANGE_KIND_CHANGED: _ClassVar[DocumentChangeKind]
+    DOCUMENT_CHANGE_KIND_REMOVED: _ClassVar[DocumentChangeKind]
 DOCUMENT_STATE_UNSPECIFIED: DocumentState
 DOCUMENT_STATE_QUEUED: DocumentState
 DOCUMENT_STATE_EXTRACTING: DocumentState
@@ -32,6 +40,11 @@ DOCUMENT_STATE_STORING: DocumentState
 DOCUMENT_STATE_SEARCHABLE: DocumentState
 DOCUMENT_STATE_FAILED: DocumentState
 DOCUMENT_STATE_CANCELLED: DocumentState
+DOCUMENT_CHANGE_KIND_UNSPECIFIED: DocumentChangeKind
+DOCUMENT_CHANGE_KIND_SNAPSHOT: DocumentChangeKind
+DOCUMENT_CHANGE_KIND_SYNCED: DocumentChangeKind
+DOCUMENT_CHANGE_KIND_CHANGED: DocumentChangeKind
+DOCUMENT_CHANGE_KIND_REMOVED: DocumentChangeKind
 
 class Corpus(_message.Message):
     __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality")
@@ -80,7 +93,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "stage", "progress", "refusal_reason")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +110,9 @@ class Document(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     OCR_PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_REASON_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -113,7 +129,10 @@ class Document(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     extractor: str
     ocr_page_count: int
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ...) -> None: ...
+    stage: str
+    progress: float
+    refusal_reason: str
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("corpus_id", "page_size", "page_token")
@@ -668,3 +687,33 @@ class Usage(_message.Message):
     llm_cost: float
     quotas: TenantQuotas
     def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+
+class WatchDocumentsRequest(_message.Message):
+    __slots__ = ("corpus_id",)
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+
+class DocumentChange(_message.Message):
+    __slots__ = ("kind", "document_id", "document")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    kind: DocumentChangeKind
+    document_id: str
+    document: Document
+    def __init__(self, kind: _Optional[_Union[DocumentChangeKind, str]] = ..., document_id: _Optional[str] = ..., document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
+
+class BatchGetDocumentsRequest(_message.Message):
+    __slots__ = ("document_ids",)
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BatchGetDocumentsResponse(_message.Message):
+    __slots__ = ("documents", "not_found_ids")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    NOT_FOUND_IDS_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[Document]
+    not_found_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, documents: _Optional[_Iterable[_Union[Document, _Mapping]]] = ..., not_found_ids: _Optional[_Iterable[str]] = ...) -> None: ...

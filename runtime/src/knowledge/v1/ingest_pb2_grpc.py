@@ -178,6 +178,16 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
                 _registered_method=True)
+        self.WatchDocuments = channel.unary_stream(
+                '/knowledge.v1.IngestService/WatchDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
+                _registered_method=True)
+        self.BatchGetDocuments = channel.unary_unary(
+                '/knowledge.v1.IngestService/BatchGetDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -236,7 +246,8 @@ class IngestServiceServicer:
 
     def GetDocumentText(self, request, context):
         """One page (25,000 characters) of a document's text over its ordered chunks. A page that starts
-        inside a section re-emits "## <section> (continued)". Capability corpus.read.
+        inside a section re-emits "## <section> (continued)". A document still in its first
+        ingestion (no chunks yet) is refused: FAILED_PRECONDITION INDEXING. Capability corpus.read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -454,6 +465,36 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchDocuments(self, request, context):
+        """---- issue 18: a live document list ----
+
+        The corpus's documents as they are (one SNAPSHOT change each, then one SYNCED), then each
+        change as it is committed: a new document, a step of its ingestion (queued, extracting,
+        chunking, embedding k/n, storing, searchable / failed / cancelled, with `stage` and
+        `progress`), a move into the corpus (CHANGED) or out of it, or a deletion (REMOVED). Pushed
+        by the database (LISTEN/NOTIFY from triggers on the document and job rows), never polled;
+        several quick steps of one document may arrive as one change with the latest state. The
+        stream stays open until the client goes away; a restart of ingest or of the database ends it
+        with UNAVAILABLE, and a client watches again (it gets a fresh snapshot). REST: a streamed
+        answer, one JSON DocumentChange per line. NOT_FOUND when the corpus is not the tenant's.
+        Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchGetDocuments(self, request, context):
+        """Up to 100 documents by id, in the order asked (an id asked twice answers once). An id that
+        is not the tenant's document (unknown, deleted, another tenant's, or not an identifier at
+        all) is not an error: it is left out of `documents` and listed in `not_found_ids`, so
+        another tenant's id reads exactly like one that never existed. More than 100 ids, or none,
+        is INVALID_ARGUMENT. REST: GET /documents:batchGet?document_ids=1&document_ids=2.
+        Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -596,6 +637,16 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.GetUsage,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.Usage.SerializeToString,
+            ),
+            'WatchDocuments': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.SerializeToString,
+            ),
+            'BatchGetDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchGetDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1358,6 +1409,60 @@ class IngestService:
             '/knowledge.v1.IngestService/GetUsage',
             knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/knowledge.v1.IngestService/WatchDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchGetDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/BatchGetDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

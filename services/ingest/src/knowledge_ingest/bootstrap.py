@@ -21,6 +21,7 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.adapters.document_feed import PostgresDocumentFeed
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.imports import PostgresImports, hash_file
@@ -33,7 +34,7 @@ from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness
+from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, FileImporter, Readiness
 from knowledge_ingest.import_scheduler import ImportScheduler
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
@@ -55,6 +56,7 @@ def wire(
     extract: Callable[[Path, str, str], Extracted],
     readiness: Readiness | None = None,
     importer: FileImporter | None = None,
+    feed: DocumentFeed | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     reach = PostgresReach(db)
@@ -69,7 +71,7 @@ def wire(
     )
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db), reach),
-        documents=DocumentUseCases(documents, reach),
+        documents=DocumentUseCases(documents, reach, feed or PostgresDocumentFeed(db)),
         uploads=uploads,
         jobs=JobUseCases(jobs, reach),
         web=WebPageUseCases(uploads, fetcher),
@@ -118,6 +120,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
+        feed = PostgresDocumentFeed(db)
+        resources.push_async_callback(feed.close)
         servicer, workers = wire(
             settings,
             db,
@@ -126,6 +130,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             IsolatedExtractor(settings.extraction_limits()).extract,
             readiness,
             importer=blobs,
+            feed=feed,
         )
         resources.push_async_callback(workers.stop)
         assert servicer.imports is not None
@@ -149,4 +154,5 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     app.on_start.append(scheduler.start)
     if settings.common.metrics_port:
         app.on_start.append(tenant_metrics.start)
+    app.on_drain.append(feed.close)  # the watches end with UNAVAILABLE; their clients watch again
     return app

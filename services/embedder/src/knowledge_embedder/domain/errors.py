@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.errors import InvalidField, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.refusals import Refusal, Refused
 
 
 class InvalidInput(InvalidField):
@@ -52,10 +53,13 @@ class AnchorNotFound(NotFound):
         super().__init__("anchor not found", metadata={"entity_type": entity_type, "entity_id": entity_id[:256]})
 
 
-class RerankUnavailable(FailedPrecondition):
-    """Rerank without a configured reranking model: a clear refusal, never a silent no-op."""
-
-    reason = "RERANK_UNAVAILABLE"
+class RerankUnavailable(Refused):
+    """Rerank without a configured reranking model: a clear refusal, never a silent no-op.
+    RUNTIME_UNAVAILABLE (the closed set's), naming what to configure."""
 
     def __init__(self) -> None:
-        super().__init__("no reranking model is configured on the embedder (KNOWLEDGE_RERANK_MODEL)")
+        super().__init__(
+            Refusal.RUNTIME_UNAVAILABLE,
+            "no reranking model is configured on the embedder (KNOWLEDGE_RERANK_MODEL)",
+            metadata={"runtime": "reranker"},
+        )

@@ -18,12 +18,21 @@ DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
-       d.extractor, d.ocr_page_count,
-       (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id
-        ORDER BY j.create_time DESC LIMIT 1) AS job_id
+       d.extractor, d.ocr_page_count, d.refusal_reason,
+       j.job_id, j.stage, j.progress
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
+LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
+                   ORDER BY create_time DESC LIMIT 1) j ON true
 """
 GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2"
+# BatchGetDocuments: in the order asked ($2 holds no duplicate).
+GET_DOCUMENTS = (
+    _DOCUMENT_SELECT
+    + """
+JOIN unnest($2::bigint[]) WITH ORDINALITY AS asked(document_id, position) ON asked.document_id = d.document_id
+WHERE d.tenant_id = $1 ORDER BY asked.position
+"""
+)
 LIST_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
@@ -85,6 +94,9 @@ def _document(row: asyncpg.Record) -> Document:
         warnings=tuple(row["warnings"]),
         extractor=row["extractor"],
         ocr_page_count=row["ocr_page_count"],
+        stage=row["stage"] or "",
+        progress=round(row["progress"] or 0.0, 4),
+        refusal_reason=row["refusal_reason"] or "",
     )
 
 
@@ -98,6 +110,10 @@ class PostgresDocuments:
     async def document(self, tenant: str, document_id: int) -> Document | None:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)
         return None if row is None else _document(row)
+
+    async def documents(self, tenant: str, document_ids: Sequence[int]) -> list[Document]:
+        rows = await self._db.fetch("get_documents", GET_DOCUMENTS, tenant, list(document_ids))
+        return [_document(row) for row in rows]
 
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]:
         rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, tenant, corpus_id, page.after_id, page.size)

@@ -50,10 +50,11 @@ JOB_TRANSITION = f"""
     WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
     RETURNING tenant_id, document_id
 """
-# With $14 the document follows (the job's state and error) in the same statement: one round trip.
+# With $14 the document follows (the job's state, error and, $15, the refusal that failed it) in the
+# same statement: one round trip.
 APPLY = f"""
 WITH job AS ({JOB_TRANSITION}), followed AS (
-    UPDATE documents d SET state = $3, error = $6, update_time = now()
+    UPDATE documents d SET state = $3, error = $6, refusal_reason = $15, update_time = now()
     FROM job WHERE $14 AND d.document_id = job.document_id
 )
 SELECT tenant_id, document_id FROM job
@@ -65,7 +66,7 @@ SELECT tenant_id, document_id FROM job
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
-        extractor = $17, ocr_page_count = $18, error = NULL, update_time = now()
+        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now()
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
 ), replaced AS (
@@ -101,7 +102,7 @@ WITH reaped AS (
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
     RETURNING document_id
 ), documents_reaped AS (
-    UPDATE documents SET state = $1, error = NULL, update_time = now()
+    UPDATE documents SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
     WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
 )
 SELECT count(*) FROM reaped
@@ -118,7 +119,8 @@ class PostgresJobQueue:
         return None if row is None else Lease(job_from_row(row), owner)
 
     async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
-        row = await self._db.fetchrow("apply_transition", APPLY, *_transition_args(lease, transition, lease_s))
+        refusal = transition.refusal.value if transition.refusal is not None else None
+        row = await self._db.fetchrow("apply_transition", APPLY, *_transition_args(lease, transition, lease_s), refusal)
         return row is not None
 
     async def store(

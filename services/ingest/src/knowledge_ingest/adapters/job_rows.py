@@ -14,7 +14,9 @@ TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
 JOB_COLUMNS = """job_id, tenant_id, corpus_id, document_id, blob_id, filename, mime_type, state, stage, progress,
     error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time, interruptions, fetch_url"""
 J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in JOB_COLUMNS.split(","))  # where the table is aliased j
-SET_DOCUMENT_STATE = "UPDATE documents SET state = $2, error = $3, update_time = now() WHERE document_id = $1"
+SET_DOCUMENT_STATE = """
+UPDATE documents SET state = $2, error = $3, refusal_reason = $4, update_time = now() WHERE document_id = $1
+"""
 
 
 def job_from_row(row: asyncpg.Record, result: str | None = None) -> Job:
@@ -49,4 +51,7 @@ def result_json(transition: Transition) -> str | None:
 async def follow(tx: Transaction, document_id: int | None, transition: Transition) -> None:
     """The document's side of a transition that it follows (the job's state and error)."""
     if document_id is not None and transition.document is DocumentEffect.FOLLOW:
-        await tx.execute("document_state", SET_DOCUMENT_STATE, document_id, transition.state.value, transition.error)
+        refusal = transition.refusal.value if transition.refusal is not None else None
+        await tx.execute(
+            "document_state", SET_DOCUMENT_STATE, document_id, transition.state.value, transition.error, refusal
+        )

@@ -45,14 +45,14 @@ FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 FOR UPDATE
 """
 REBIND_DOCUMENT = """
 UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
-    error = NULL, update_time = now()
+    error = NULL, refusal_reason = NULL, update_time = now()
 WHERE document_id = $1
 """
 INSERT_DOCUMENT = """
 INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url)
 VALUES ($1, $2, $3, $4, $5, $6) RETURNING document_id
 """
-REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, update_time = now() WHERE document_id = $1"
+REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, update_time = now() WHERE document_id = $1"
 INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
                          state, stage, progress, result, duplicate)
@@ -268,7 +268,7 @@ class PostgresJobs:
                 "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
             )
             assert row is not None  # the job is locked: the update finds it
-            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
+            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None, None)
         return job_from_row(row)
 
 

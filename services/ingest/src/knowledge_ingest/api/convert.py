@@ -11,6 +11,7 @@ from knowledge_ingest.domain.documents import Document, Job, State
 from knowledge_ingest.domain.imports import Binding, Finding, PassReport
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
+from knowledge_ingest.domain.watch import DocumentChange
 from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
 
 
@@ -55,6 +56,17 @@ def document_message(document: Document) -> ingest_pb2.Document:
         create_time=timestamp(document.create_time),
         update_time=timestamp(document.update_time),
         warnings=list(document.warnings),
+        stage=document.stage,
+        progress=document.progress,
+        refusal_reason=document.refusal_reason,
+    )
+
+
+def change_message(change: DocumentChange) -> ingest_pb2.DocumentChange:
+    return ingest_pb2.DocumentChange(
+        kind=f"DOCUMENT_CHANGE_KIND_{change.kind.value}",
+        document_id=str(change.document_id) if change.document_id is not None else "",
+        document=document_message(change.document) if change.document is not None else None,
     )
 
 

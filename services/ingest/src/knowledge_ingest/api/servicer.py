@@ -11,6 +11,7 @@ from knowledge_runtime.server import ServiceSpec
 from knowledge_ingest.api.convert import (
     batch_items,
     binding_message,
+    change_message,
     corpus_message,
     document_message,
     finding_message,
@@ -63,6 +64,8 @@ CAPABILITIES = {
     "GetTenantSettings": PLATFORM_ADMIN,
     "UpdateTenantSettings": PLATFORM_ADMIN,
     "GetUsage": "corpus.read",
+    "WatchDocuments": "corpus.read",
+    "BatchGetDocuments": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -283,6 +286,20 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def GetUsage(self, request: ingest_pb2.GetUsageRequest, context: Context) -> ingest_pb2.Usage:
         return usage_message(await self._tenant_cases().usage(current_scope(), request.period))
+
+    # ---- issue 18: a live document list ----
+
+    async def WatchDocuments(self, request: ingest_pb2.WatchDocumentsRequest, context: Context):
+        if self._documents.feed is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not watch documents")
+        async for change in self._documents.watch(current_scope(), request.corpus_id):
+            yield change_message(change)
+
+    async def BatchGetDocuments(self, request, context: Context) -> ingest_pb2.BatchGetDocumentsResponse:
+        documents, missing = await self._documents.batch_get(current_scope(), list(request.document_ids))
+        return ingest_pb2.BatchGetDocumentsResponse(
+            documents=[document_message(d) for d in documents], not_found_ids=missing
+        )
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

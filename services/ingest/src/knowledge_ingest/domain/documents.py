@@ -107,6 +107,9 @@ class Document:
     warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
     extractor: str = ""  # what read the text behind its chunks ("pypdf; OCR (...) on pages 2, 5")
     ocr_page_count: int = 0  # pages of it OCR read
+    stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one
+    progress: float = 0.0  # of its most recent job
+    refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
 
 
 @dataclass(frozen=True, slots=True)

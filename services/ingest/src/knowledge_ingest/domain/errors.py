@@ -11,6 +11,7 @@ from knowledge_runtime.errors import (
     OutOfRange,
     Unavailable,
 )
+from knowledge_runtime.refusals import Refusal, Refused
 
 # An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises.
 
@@ -83,14 +84,27 @@ class JobSucceeded(FailedPrecondition):
         super().__init__("the job already ended SEARCHABLE; nothing to retry (upload the file again to re-ingest it)")
 
 
-class DocumentBusy(FailedPrecondition):
-    reason = "DOCUMENT_BUSY"
+class DocumentBusy(Refused):
+    """New content for a document another job is still ingesting: INDEXING (waiting helps)."""
 
     def __init__(self, document_id: int, job_id: object) -> None:
         super().__init__(
+            Refusal.INDEXING,
             f"document {document_id} is being ingested by job {job_id}; wait for it to end or cancel it, "
             "then send the content again",
             metadata={"document_id": str(document_id), "job_id": str(job_id)},
+        )
+
+
+class DocumentIndexing(Refused):
+    """The text of a document whose first ingestion has not ended: there is none yet. INDEXING."""
+
+    def __init__(self, document_id: int, stage: str) -> None:
+        super().__init__(
+            Refusal.INDEXING,
+            f"document {document_id} is still being ingested ({stage or 'queued'}); its text can be read once "
+            "it is searchable",
+            metadata={"document_id": str(document_id)},
         )
 
 

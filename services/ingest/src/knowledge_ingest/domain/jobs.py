@@ -8,7 +8,9 @@ rule lives in SQL: the adapters write what these functions answer.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from knowledge_runtime.refusals import REFUSALS, Refusal
 
 from knowledge_ingest.domain.admission import FETCH_STAGE, WAITING_STAGE
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State, progress_of
@@ -49,6 +51,7 @@ class Transition:
     document: DocumentEffect = DocumentEffect.FOLLOW
     unless_cancelled: bool = True  # not written once cancel was asked (the worker then ends it CANCELLED)
     re_extract: bool = False  # a retry of a SEARCHABLE job: its document's chunks are replaced
+    refusal: Refusal | None = None  # FAILED because a service refused the job for this reason (kept on the document)
 
     @property
     def releases_lease(self) -> bool:
@@ -154,6 +157,18 @@ def after_transient(job: Job, reason: str, policy: RetryPolicy) -> Transition:
     )
 
 
+def after_refusal(job: Job, refusal: Refusal, message: str, policy: RetryPolicy) -> Transition:
+    """A service refused the job's call for a reason of the closed set. One waiting can fix (the
+    model down, an approval pending, something still indexing) is transient: retried after a
+    growing delay like any dependency that failed for a while. One waiting cannot fix (a quota or
+    budget used up, the feature switched off, a capability missing) ends the job FAILED at once,
+    its reason recorded on the document; retrying would only be refused again."""
+    if REFUSALS[refusal].waiting_helps:
+        retry = after_transient(job, message, policy)
+        return retry if retry.state is State.QUEUED else replace(retry, refusal=refusal)
+    return _failed(f"{message} ({REFUSALS[refusal].plain})", refusal)
+
+
 def failed(message: str) -> Transition:
     """A permanent failure: FAILED at once, with words a person can act on."""
     return _failed(message)
@@ -168,8 +183,8 @@ def cancelled() -> Transition:
     return Transition(State.CANCELLED, "cancelled", 1.0, unless_cancelled=False)
 
 
-def _failed(message: str) -> Transition:
-    return Transition(State.FAILED, "failed", 1.0, error=message, unless_cancelled=False)
+def _failed(message: str, refusal: Refusal | None = None) -> Transition:
+    return Transition(State.FAILED, "failed", 1.0, error=message, unless_cancelled=False, refusal=refusal)
 
 
 # ---- the API's transitions (under the job's row lock) -------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -136,6 +137,9 @@ class DocumentRepository(Protocol):
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
+    async def documents(self, tenant: str, document_ids: Sequence[int]) -> list[Document]:
+        """The tenant's documents among ``document_ids`` (no duplicates), in that order."""
+
     async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]: ...
 
     async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...
@@ -226,3 +230,16 @@ class JobQueue(Protocol):
 
     async def backlog(self) -> int:
         """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""
+
+
+class DocumentSubscription(Protocol):
+    async def next(self) -> list[int]:
+        """The documents announced since the last call (at least one; waits for it), each once;
+        raises Unavailable when the announcements stopped (the database went away)."""
+
+
+class DocumentFeed(Protocol):
+    """Committed changes of documents, as the database announces them (no polling)."""
+
+    def subscribe(self, tenant: str, corpus_id: int) -> AbstractAsyncContextManager[DocumentSubscription]:
+        """Listening from the moment it is entered: what a read after that misses, it announces."""

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 
 from knowledge_ingest.domain.documents import Document, parse_id
-from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
-from knowledge_ingest.domain.ports import DocumentRepository, ReachSource
+from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
 from knowledge_ingest.domain.text import TextPage, paginate
+from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
+SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Deleted:
 class DocumentUseCases:
     store: DocumentRepository
     reach: ReachSource
+    feed: DocumentFeed | None = None  # None: this ingest does not watch (WatchDocuments is UNIMPLEMENTED)
 
     async def get(self, scope: Scope, document_id: str) -> Document:
         """The document when it is in the caller's reach; else not found, as if absent."""
@@ -43,6 +46,45 @@ class DocumentUseCases:
         if document is None or not reach.has(document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
+
+    async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
+        asked = batch_ids(document_ids)
+        wanted = [key for key in asked.values() if key is not None]
+        found = await self.store.documents(scope.tenant, wanted) if wanted else []
+        return batch_answer(asked, found)
+
+    async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
+        """The corpus's documents, then each change as the database announces it. Listening
+        starts before the snapshot is read, so a change committed meanwhile is not missed (at
+        worst it is re-read and found unchanged)."""
+        assert self.feed is not None
+        key = parse_id(corpus_id, "corpus_id")
+        if not await self.store.corpus_accepts_uploads(scope.tenant, key):
+            raise CorpusNotFound(corpus_id)
+        shown: dict[int, Document] = {}
+        async with self.feed.subscribe(scope.tenant, key) as announced:
+            page = Page(SNAPSHOT_PAGE)
+            while True:
+                found = await self.store.list_documents(scope.tenant, key, page.probe())
+                documents, after = page.cut(found, lambda document: document.document_id)
+                for document in documents:
+                    shown[document.document_id] = document
+                    yield DocumentChange(ChangeKind.SNAPSHOT, document.document_id, document)
+                if after is None:
+                    break
+                page = Page(SNAPSHOT_PAGE, after)
+            yield DocumentChange(ChangeKind.SYNCED)
+            while True:
+                for document_id in await announced.next():
+                    now = await self.store.document(scope.tenant, document_id)
+                    change = change_of(key, document_id, now, shown.get(document_id))
+                    if change is None:
+                        continue
+                    if change.document is None:
+                        shown.pop(document_id, None)
+                    else:
+                        shown[document_id] = change.document
+                    yield change
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
@@ -55,6 +97,10 @@ class DocumentUseCases:
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
         document = await self.get(scope, document_id)
+        if (
+            not document.state.terminal and document.chunk_count == 0
+        ):  # nothing searchable yet (a re-extraction keeps its old text)
+            raise DocumentIndexing(key, document.stage)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
         return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 

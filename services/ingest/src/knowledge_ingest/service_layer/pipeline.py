@@ -16,6 +16,7 @@ from pathlib import Path
 import structlog
 from knowledge_runtime.chunking import TextChunk, split_structural
 from knowledge_runtime.errors import DomainError, Unavailable
+from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tracing import tracer
 
 from knowledge_ingest.domain import jobs
@@ -96,6 +97,12 @@ class Pipeline:
                 log.info("ingest_cancelled", job_id=str(job.job_id))
             else:
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
+        except Refused as error:  # before Unavailable and DomainError: the closed set's rule decides
+            transition = jobs.after_refusal(job, error.refusal, error.message, self.settings.retry)
+            log.info(
+                "ingest_refused", job_id=str(job.job_id), reason=error.reason, retried=transition.state is State.QUEUED
+            )
+            await self._write(lease, transition)
         except DependencyNotReady as error:
             log.info("ingest_interrupted", job_id=str(job.job_id), service=error.service)
             await self._write(lease, jobs.interrupted(error.service))

@@ -5,7 +5,8 @@ internal ``embed`` capability, so when the service has a signing key it calls wi
 short-lived token of its own for the caller's tenant; without one the caller's token is
 forwarded. The embedder's errors reach search's callers through the runtime's one
 translation (``rpc_errors``): its code and reason (``EMBEDDER_OVERLOADED``,
-``CAPABILITY_MISSING``...), or ``EMBEDDER_UNAVAILABLE`` when it cannot be reached.
+``CAPABILITY_MISSING``...), or ``RUNTIME_UNAVAILABLE`` when it cannot be reached, or has no
+reranking model for a rerank.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Callable
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.rpc_errors import domain_error_from
+from knowledge_runtime.errors import DependencyUnavailable, DomainError
+from knowledge_runtime.refusals import Refusal, Refused
+from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
 
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery, Reranking
@@ -57,7 +60,7 @@ class GrpcQueryEmbedder:
                 embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s, metadata=metadata
             )
         except grpc.aio.AioRpcError as error:
-            raise domain_error_from(error, "embedder") from None
+            raise _translated(error) from None
         if not reply.vector.values:
             raise EmbedderUnavailable()
         return EmbeddedQuery(
@@ -72,12 +75,23 @@ class GrpcQueryEmbedder:
                 metadata=self._metadata(tenant),
             )
         except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                raise RerankUnavailable() from None
-            raise domain_error_from(error, "embedder") from None
+            raise _translated(error) from None
         if len(reply.scores) != len(passages):
             raise EmbedderUnavailable()
         return Reranking(scores=tuple(reply.scores), cost=cost_from_message(reply.cost))
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+def _translated(error: grpc.aio.AioRpcError) -> DomainError:
+    """The runtime's one translation, except that an embedder that cannot be reached (down,
+    unreachable, timed out: a status the channel made, not the embedder) is RUNTIME_UNAVAILABLE,
+    since no answer needing it can be given. What the embedder itself answered keeps its reason
+    (EMBEDDER_OVERLOADED: back off; EMBEDDER_STOPPING: retry on another replica)."""
+    translated = domain_error_from(error, "embedder")
+    if isinstance(translated, DependencyUnavailable) and callee_error_info(error) is None:
+        return EmbedderUnavailable()
+    if isinstance(translated, Refused) and translated.refusal is Refusal.RUNTIME_UNAVAILABLE:
+        return RerankUnavailable() if translated.metadata.get("runtime") == "reranker" else EmbedderUnavailable()
+    return translated

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, Unavailable
+from knowledge_runtime.errors import InvalidField, NotFound
+from knowledge_runtime.refusals import Refusal, Refused
 
 
 class InvalidSearch(InvalidField):
@@ -30,27 +31,31 @@ class DocumentNotFound(NotFound):
         super().__init__("document not found")
 
 
-class EmbedderUnavailable(Unavailable):
-    reason = "EMBEDDER_UNAVAILABLE"
+class EmbedderUnavailable(Refused):
+    """The embedder cannot embed the query (down, stopping, unreachable): no search that needs
+    the vector channel can be answered. RUNTIME_UNAVAILABLE (waiting helps)."""
 
     def __init__(self) -> None:
-        super().__init__("the embedder is unavailable")
+        super().__init__(Refusal.RUNTIME_UNAVAILABLE, "the embedder is unavailable", metadata={"runtime": "embedder"})
 
 
-class LlmUnavailable(Unavailable):
-    reason = "LLM_UNAVAILABLE"
+class LlmUnavailable(Refused):
+    """The language model behind an answer cannot answer. RUNTIME_UNAVAILABLE (waiting helps)."""
 
     def __init__(self, why: str) -> None:
-        super().__init__(f"the language model is unavailable ({why})")
+        super().__init__(
+            Refusal.RUNTIME_UNAVAILABLE, f"the language model is unavailable ({why})", metadata={"runtime": "llm"}
+        )
 
 
-class RerankUnavailable(FailedPrecondition):
-    """rerank: true while the embedder has no reranking model: refused, never silently ignored."""
-
-    reason = "RERANK_UNAVAILABLE"
+class RerankUnavailable(Refused):
+    """rerank: true while the embedder has no reranking model: refused, never silently ignored.
+    RUNTIME_UNAVAILABLE; the message says what to configure."""
 
     def __init__(self) -> None:
         super().__init__(
+            Refusal.RUNTIME_UNAVAILABLE,
             "reranking is not available: no reranking model is configured on the embedder "
-            "(KNOWLEDGE_RERANK_MODEL); search without rerank"
+            "(KNOWLEDGE_RERANK_MODEL); search without rerank",
+            metadata={"runtime": "reranker"},
         )
