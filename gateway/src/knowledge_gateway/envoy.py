@@ -48,6 +48,8 @@ TENANT_HEADER = "x-knowledge-tenant"
 UNROUTED_HEADER = "x-knowledge-unrouted"
 UPLOAD_PATH = f"{REST_PREFIX}/upload"
 BODY_LIMIT_FILTER = "envoy.filters.http.body_size_limit"
+# Server-streaming RPCs that last as long as their client watches (REST: newline-delimited JSON).
+STREAMED_PATHS = ("/knowledge.v1.IngestService/WatchEvents",)
 # Ingest's reason for an upload that crossed the cap while streaming (RESOURCE_EXHAUSTED, so 429).
 UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
 MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason
@@ -207,6 +209,17 @@ def _routes(config: GatewayConfig) -> list[dict]:
             "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
             **_WITHOUT_BODY_LIMIT,
         },
+        # A watch streams until its client goes away: no route timeout. A quiet one still sends a
+        # heartbeat (KNOWLEDGE_EVENTS_HEARTBEAT_S, below stream_idle_timeout_s), so a stream whose
+        # client or service is gone is still reset by the idle timeout.
+        *(
+            {
+                "match": {"path": path},
+                "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": "0s"},
+                **_WITHOUT_BODY_LIMIT,
+            }
+            for path in STREAMED_PATHS
+        ),
     ]
     for service in public_service_names():
         routes.append(
@@ -869,6 +882,9 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                     "always_print_primitive_fields": True,
                     "always_print_enums_as_ints": False,
                     "preserve_proto_field_names": True,
+                    # A server stream (WatchEvents) is one JSON object per line, each sent as it
+                    # comes, instead of one JSON array that only closes when the stream ends.
+                    "stream_newline_delimited": True,
                 },
                 "request_validation_options": {"reject_unknown_query_parameters": True},
                 "max_request_body_size": config.max_body_bytes,

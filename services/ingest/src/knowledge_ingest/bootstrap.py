@@ -23,6 +23,7 @@ from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
+from knowledge_ingest.adapters.outbox import PostgresEventLog, PostgresWakeups
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
@@ -32,6 +33,7 @@ from knowledge_ingest.domain.jobs import RetryPolicy
 from knowledge_ingest.domain.ports import BlobStore, Embedder, Readiness
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.events import EventRetention, EventUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.service_layer.uploads import UploadUseCases
@@ -48,6 +50,8 @@ def wire(
     readiness: Readiness | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
+    wakeups = PostgresWakeups(db)
+    events = EventUseCases(PostgresEventLog(db), wakeups, settings.events_heartbeat_s, settings.events_retention_s)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
@@ -55,6 +59,7 @@ def wire(
         uploads=uploads,
         jobs=JobUseCases(jobs),
         web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
+        events=events,
     )
     pipeline = Pipeline(
         queue=queue,
@@ -71,7 +76,12 @@ def wire(
         ),
     )
     workers = Workers(
-        queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
+        queue=queue,
+        pipeline=pipeline,
+        count=settings.workers,
+        lease_s=settings.lease_s,
+        readiness=readiness,
+        services=[wakeups, EventRetention(events)],
     )
     return servicer, workers
 

@@ -14,6 +14,8 @@ from knowledge_runtime.settings import CommonSettings, Env, service_address
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
 from knowledge_ingest.domain.fetching import parse_allow_hosts
 
+DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
+
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:
@@ -33,6 +35,8 @@ class IngestSettings:
     ocr_page_seconds: float  # one page's OCR
     fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
+    events_retention_s: float  # how long WatchEvents can resume from an event's cursor
+    events_heartbeat_s: float  # a quiet WatchEvents stream sends a heartbeat this often
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -54,6 +58,8 @@ class IngestSettings:
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
             fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
+            events_retention_s=env.float("EVENTS_RETENTION_S", DEFAULT_EVENTS_RETENTION_S, minimum=1.0),
+            events_heartbeat_s=env.float("EVENTS_HEARTBEAT_S", 30.0, minimum=0.1),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -2,7 +2,7 @@
 
 Jobs are claimed with ``FOR UPDATE SKIP LOCKED`` under a lease; every write a worker makes is a
 ``domain.jobs.Transition`` conditioned on still holding it, so a job taken over after its worker
-died is never written twice. Chunks, document state and job result change in ONE transaction.
+died is never written twice. Chunks, document state, job result and the event change in ONE transaction.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 
 from knowledge_ingest.adapters.job_rows import J_JOB_COLUMNS, TERMINAL, follow, job_from_row, result_json
+from knowledge_ingest.adapters.outbox import publish
+from knowledge_ingest.domain.events import NewEvent, document_ended, searchable
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
 from knowledge_ingest.domain.ports import Lease
 
@@ -76,12 +78,14 @@ WITH reaped AS (
         lease_expires_at = NULL, update_time = now()
     WHERE cancel_requested AND state NOT IN {TERMINAL}
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-    RETURNING document_id
+    RETURNING job_id, document_id
 ), documents_reaped AS (
     UPDATE documents SET state = $1, error = NULL, update_time = now()
     WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
+    RETURNING tenant_id, document_id, corpus_id
 )
-SELECT count(*) FROM reaped
+SELECT r.job_id, d.tenant_id, d.document_id, d.corpus_id
+FROM reaped r LEFT JOIN documents_reaped d USING (document_id)
 """
 BACKLOG = f"SELECT count(*) FROM ingest_jobs WHERE state NOT IN {TERMINAL} AND NOT cancel_requested"
 
@@ -118,6 +122,8 @@ class PostgresJobQueue:
                 transition.result.extractable,
                 list(transition.result.warnings),
             )
+            ended = searchable(document_id, corpus_id, len(chunks), tuple(transition.result.warnings))
+            await publish(tx, tenant, [ended])
         return True
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
@@ -128,7 +134,16 @@ class PostgresJobQueue:
 
     async def reap_cancelled(self) -> int:
         ended = cancelled()
-        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
+        async with self._db.transaction() as tx:
+            rows = await tx.fetch("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
+            by_tenant: dict[str, list[NewEvent | None]] = {}
+            for r in rows:
+                if r["document_id"] is not None:
+                    event = document_ended(ended.state, r["document_id"], r["corpus_id"], None)
+                    by_tenant.setdefault(r["tenant_id"], []).append(event)
+            for tenant in sorted(by_tenant):  # the heads locked in one order: two reapers cannot deadlock
+                await publish(tx, tenant, by_tenant[tenant])
+        return len(rows)
 
     async def backlog(self) -> int:
         return await self._db.fetchval("jobs_backlog", BACKLOG)
@@ -155,7 +170,7 @@ async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s:
     )
     if row is None:
         return None
-    await follow(tx, row["document_id"], transition)
+    await follow(tx, row["tenant_id"], row["document_id"], transition)
     return row["tenant_id"], row["document_id"]
 
 

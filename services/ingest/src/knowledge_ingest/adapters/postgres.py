@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncpg
 from knowledge_runtime.db.pool import Database
 
+from knowledge_ingest.adapters.outbox import publish
 from knowledge_ingest.domain.errors import CorpusNameTaken
+from knowledge_ingest.domain.events import corpus_created
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 
 ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
@@ -36,6 +38,8 @@ class PostgresCorpora:
             async with self._db.transaction() as tx:
                 await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
                 row = await tx.fetchrow("insert_corpus", INSERT_CORPUS, tenant, corpus.name, corpus.description)
+                assert row is not None
+                await publish(tx, tenant, [corpus_created(row["corpus_id"])])
         except asyncpg.UniqueViolationError:
             raise CorpusNameTaken(corpus.name) from None
         assert row is not None

@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
 from knowledge_ingest.domain.documents import Document, Job, State
+from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
 from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
@@ -129,3 +130,20 @@ def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestText
                 )
             )
     return items, sum(1 for outcome in outcomes if outcome.job is not None)
+
+
+def event_message(event: Event) -> ingest_pb2.Event:
+    detail = event.detail
+    from_corpus = detail.get("from_corpus_id")
+    return ingest_pb2.Event(
+        event_id=str(event.event_id) if event.event_id else "",
+        cursor=event.cursor,
+        type=event.type.value,
+        document_id=str(event.document_id) if event.document_id is not None else "",
+        corpus_id=str(event.corpus_id) if event.corpus_id is not None else "",
+        time=timestamp(event.time),
+        chunk_count=int(detail.get("chunk_count", 0)),
+        warnings=[str(w) for w in detail.get("warnings", ())],
+        reason=str(detail.get("reason", "")),
+        from_corpus_id=str(from_corpus) if from_corpus is not None else "",
+    )

@@ -12,6 +12,7 @@ from knowledge_ingest.api.convert import (
     batch_items,
     corpus_message,
     document_message,
+    event_message,
     job_message,
     text_accepted,
     text_item,
@@ -21,6 +22,7 @@ from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.events import EventUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
@@ -42,6 +44,7 @@ CAPABILITIES = {
     "IngestTexts": "document.upload",
     "BatchIngestTexts": "document.upload",
     "IngestUrl": "document.upload",
+    "WatchEvents": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -54,12 +57,14 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         uploads: UploadUseCases,
         jobs: JobUseCases,
         web: WebPageUseCases | None = None,
+        events: EventUseCases | None = None,
     ) -> None:
         self._corpora = corpora
         self._documents = documents
         self._uploads = uploads
         self._jobs = jobs
         self._web = web
+        self._events = events
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
@@ -171,6 +176,15 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+    # ---- issue 18: events ----
+
+    async def WatchEvents(self, request: ingest_pb2.WatchEventsRequest, context: Context):
+        if self._events is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not serve events")
+        assert self._events is not None
+        async for event in self._events.watch(current_scope(), request.after):
+            yield event_message(event)
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:
