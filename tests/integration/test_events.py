@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.outbox import PostgresEventLog, PostgresWakeups, publish
+from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups, publish
 from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.events import EventType, NewEvent
@@ -149,39 +149,47 @@ async def test_two_replicas_write_without_gaps_or_reordering_while_a_watcher_rea
 
 async def test_concurrent_publishers_on_two_pools_leave_no_gap_a_live_reader_could_skip(migrated_pg):
     """Transactions that publish and then hold their commit a moment (a slow commit), on two pools
-    at once: a reader polling all the while sees every sequence number once, in order."""
+    at once, each pool with its relay: a reader polling all the while sees every sequence number
+    once, in order, and every event written."""
     tenant = "t-events-race"
     pools = [await Database.connect(migrated_pg.url(user="knowledge_ingest"), max_size=8) for _ in range(2)]
     log = PostgresEventLog(pools[0])
+    wakeups = [PostgresWakeups(db) for db in pools]
+    relays = [OutboxRelay(PostgresEventLog(db), w, poll_s=0.05) for db, w in zip(pools, wakeups)]
+    for part in (*wakeups, *relays):
+        await part.start()
     await pools[0].execute("t", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
-    writers_done = asyncio.Event()
+    written: list[uuid.UUID] = []
+    total = 12 * 15 * 2
 
     async def writer(db: Database, n: int) -> None:
         for i in range(n):
             async with db.transaction() as tx:
-                await publish(
-                    tx, tenant, [NewEvent(EventType.DOCUMENT_MOVED, i, 1), NewEvent(EventType.CORPUS_CREATED)]
-                )
+                events = [NewEvent(EventType.DOCUMENT_MOVED, i, 1), NewEvent(EventType.CORPUS_CREATED)]
+                ids = await publish(tx, tenant, events)
                 await asyncio.sleep(random.random() * 0.01)  # the commit comes late
+            written.extend(ids)
 
-    async def reader() -> list[int]:
+    async def reader() -> list[tuple[int, uuid.UUID]]:
         seen, position = [], 0
-        while True:
-            done = writers_done.is_set()
-            for event in await log.read_after(tenant, position, 50):
-                seen.append(event.seq)
-                position = event.seq
-            if done and not await log.read_after(tenant, position, 1):
-                return seen
-            await asyncio.sleep(0.001)
+        async with asyncio.timeout(60):
+            while len(seen) < total:
+                for event in await log.read_after(tenant, position, 50):
+                    seen.append((event.seq, event.event_id))
+                    position = event.seq
+                await asyncio.sleep(0.001)
+        return seen
 
     try:
         reading = asyncio.create_task(reader())
         await asyncio.gather(*(writer(pools[i % 2], 15) for i in range(12)))
-        writers_done.set()
         seen = await reading
-        assert seen == list(range(1, 12 * 15 * 2 + 1))
+        assert [seq for seq, _ in seen] == list(range(1, total + 1))
+        assert sorted(event_id for _, event_id in seen) == sorted(written)
+        assert await log.bounds(tenant) == (1, total)
     finally:
+        for part in (*relays, *wakeups):
+            await part.stop()
         for db in pools:
             await db.close()
 
@@ -325,20 +333,25 @@ async def test_cursors_out_of_retention_or_not_issued_are_refused_and_a_quiet_st
         assert [e.cursor for e in theirs] == ["1"]
 
 
-async def test_the_listener_wakes_a_watcher_at_commit(migrated_pg):
-    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"), max_size=3)
+async def test_a_watcher_is_woken_once_its_event_is_committed_and_numbered(migrated_pg):
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"), max_size=4)
     wakeups = PostgresWakeups(db)
+    relay = OutboxRelay(PostgresEventLog(db), wakeups, poll_s=60)  # woken by the commit, not by polling
     await wakeups.start()
+    await relay.start()
     try:
         await db.execute("t", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", "t-events-wake")
         with wakeups.subscribe("t-events-wake") as wakeup:
-            await asyncio.sleep(0.3)  # the LISTEN is in place
+            await asyncio.sleep(0.5)  # the LISTEN is in place, the relay's first round done
             wakeup.clear()
             async with db.transaction() as tx:
                 await publish(tx, "t-events-wake", [NewEvent(EventType.CORPUS_CREATED, None, 1)])
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.3)
                 assert not await wakeup.wait(0.01)  # not before the commit
             assert await wakeup.wait(5)
+        events = await PostgresEventLog(db).read_after("t-events-wake", 0, 10)
+        assert [(e.seq, e.type) for e in events] == [(1, EventType.CORPUS_CREATED)]
     finally:
+        await relay.stop()
         await wakeups.stop()
         await db.close()

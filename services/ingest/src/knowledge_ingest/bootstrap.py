@@ -23,7 +23,7 @@ from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
-from knowledge_ingest.adapters.outbox import PostgresEventLog, PostgresWakeups
+from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
@@ -50,8 +50,8 @@ def wire(
     readiness: Readiness | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
-    wakeups = PostgresWakeups(db)
-    events = EventUseCases(PostgresEventLog(db), wakeups, settings.events_heartbeat_s, settings.events_retention_s)
+    event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
+    events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
     servicer = IngestServicer(
         corpora=CorpusUseCases(PostgresCorpora(db)),
@@ -81,7 +81,7 @@ def wire(
         count=settings.workers,
         lease_s=settings.lease_s,
         readiness=readiness,
-        services=[wakeups, EventRetention(events)],
+        services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events)],
     )
     return servicer, workers
 
