@@ -4,8 +4,8 @@ A fresh embedded PostgreSQL, migrated; ingest's real gRPC server (``wire`` with 
 adapters; no workers, the embedder and content-index are not needed) on a free port. Writers in
 two processes (two ingest replicas' worth, a pool each) publish events through ``adapters.outbox.publish`` in
 their own transactions (``--per-tx`` events each: 1 is the worst case, a commit per event) at
-``--rate`` events/s for ``--seconds``; two consumers watch the tenant with ``WatchEvents`` over
-gRPC. Latency is each event's commit (the writer's clock after COMMIT returned) to its arrival at
+``--rate`` events/s for ``--seconds``; two consumers, each in its own process, watch the tenant with
+``WatchEvents`` over gRPC. Latency is each event's commit (the writer's clock after COMMIT returned) to its arrival at
 a consumer. The baseline, measured in the same run, is a bare LISTEN/NOTIFY: a commit to the
 notification reaching an asyncpg listener, the floor of any push delivery from PostgreSQL.
 
@@ -84,16 +84,34 @@ async def commit_baseline(url: str, seconds: float = 3.0, connections: int = 16)
     return done / seconds
 
 
-async def consume(stub, metadata, after: str, total: int, arrivals: dict[str, float], order: list[int]) -> None:
+async def consume(
+    stub, metadata, after: str, total: int, arrivals: dict[str, float], order: list[int], ready: Path
+) -> None:
     call = stub.WatchEvents(ingest_pb2.WatchEventsRequest(after=after), metadata=metadata)
     async for event in call:
         if event.type == EventType.HEARTBEAT:
+            ready.touch()
             continue
         arrivals[event.event_id] = time.time()
         order.append(int(event.cursor))
         if len(arrivals) >= total:
             call.cancel()
             return
+
+
+async def consumer(address: str, token: str, total: int, ready: Path) -> tuple[dict[str, float], list[int]]:
+    arrivals: dict[str, float] = {}
+    order: list[int] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        await consume(stub, [("authorization", f"Bearer {token}")], "", total, arrivals, order, ready)
+    return arrivals, order
+
+
+def consumer_process(address: str, token: str, total: int, out: str) -> None:
+    """One consumer in its own process (another service of the platform)."""
+    arrivals, order = asyncio.run(consumer(address, token, total, Path(out + ".ready")))
+    Path(out).write_text(json.dumps({"arrivals": arrivals, "order": order}))
 
 
 async def write(db: Database, count: int, per_tx: int, interval_s: float, commits: dict[str, float]) -> None:
@@ -126,6 +144,14 @@ def writer_process(url: str, writers: int, count: int, per_tx: int, interval_s: 
     Path(out).write_text(json.dumps(commits))
 
 
+async def wait_watching(paths: list[Path], timeout_s: float = 120) -> None:
+    """Until every consumer has had its first heartbeat: its stream is open and subscribed."""
+    deadline = time.monotonic() + timeout_s
+    while not all(path.exists() for path in paths):
+        assert time.monotonic() < deadline, "the consumers did not start"
+        await asyncio.sleep(0.05)
+
+
 async def main(options: argparse.Namespace) -> None:
     configure_logging("bench", "warning")
     tmp = Path(tempfile.mkdtemp(prefix="bench-events-"))
@@ -136,7 +162,14 @@ async def main(options: argparse.Namespace) -> None:
     ceiling = await commit_baseline(pg.url())
 
     settings = IngestSettings.from_env(
-        Env({"KNOWLEDGE_DATA_DIR": str(tmp), "KNOWLEDGE_JWKS_PATH": str(jwks), "KNOWLEDGE_INGEST_WORKERS": "0"})
+        Env(
+            {
+                "KNOWLEDGE_DATA_DIR": str(tmp),
+                "KNOWLEDGE_JWKS_PATH": str(jwks),
+                "KNOWLEDGE_INGEST_WORKERS": "0",
+                "KNOWLEDGE_EVENTS_HEARTBEAT_S": "0.2",
+            }
+        )
     )
     served = await Database.connect(pg.url(user="knowledge_ingest"), max_size=6)
     servicer, workers = wire(settings, served, None, None, None)  # type: ignore[arg-type]  # no job runs
@@ -148,39 +181,42 @@ async def main(options: argparse.Namespace) -> None:
     )
     port = await app.start()
     await served.execute("tenant", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
-    metadata = [("authorization", f"Bearer {mint_dev_token(tmp / 'keys', tenant=TENANT)}")]
     transactions = int(options.rate * options.seconds / options.per_tx)
     per_writer = transactions // (2 * options.writers)
     total = per_writer * 2 * options.writers * options.per_tx
     interval_s = 2 * options.writers * options.per_tx / options.rate  # each writer's pace
     commits: dict[str, float] = {}
-    arrivals: list[dict[str, float]] = [{}, {}]
-    orders: list[list[int]] = [[], []]
+    arrivals: list[dict[str, float]] = []
+    orders: list[list[int]] = []
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            consumers = [
-                asyncio.create_task(consume(stub, metadata, "", total, seen, order))
-                for seen, order in zip(arrivals, orders)
-            ]
-            await asyncio.sleep(0.5)  # both watching
-            spawn = multiprocessing.get_context("spawn")
-            url = pg.url(user="knowledge_ingest")
-            outs = [str(tmp / f"commits-{i}.json") for i in range(2)]
-            replicas = [
-                spawn.Process(
-                    target=writer_process, args=(url, options.writers, per_writer, options.per_tx, interval_s, out)
-                )
-                for out in outs
-            ]
-            for process in replicas:
-                process.start()
-            for process in replicas:
-                await asyncio.to_thread(process.join)
-                assert process.exitcode == 0, "a writer process failed"
-            for out in outs:
-                commits.update(json.loads(Path(out).read_text()))
-            await asyncio.wait_for(asyncio.gather(*consumers), timeout=120)
+        spawn = multiprocessing.get_context("spawn")
+        token = mint_dev_token(tmp / "keys", tenant=TENANT)
+        watched = [str(tmp / f"arrivals-{i}.json") for i in range(2)]
+        consumers = [
+            spawn.Process(target=consumer_process, args=(f"127.0.0.1:{port}", token, total, out)) for out in watched
+        ]
+        for process in consumers:
+            process.start()
+        await wait_watching([Path(out + ".ready") for out in watched])
+        url = pg.url(user="knowledge_ingest")
+        outs = [str(tmp / f"commits-{i}.json") for i in range(2)]
+        replicas = [
+            spawn.Process(
+                target=writer_process, args=(url, options.writers, per_writer, options.per_tx, interval_s, out)
+            )
+            for out in outs
+        ]
+        for process in replicas:
+            process.start()
+        for process in (*replicas, *consumers):
+            await asyncio.to_thread(process.join, 180)
+            assert process.exitcode == 0, "a writer or consumer process failed"
+        for out in outs:
+            commits.update(json.loads(Path(out).read_text()))
+        for out in watched:
+            result = json.loads(Path(out).read_text())
+            arrivals.append(result["arrivals"])
+            orders.append(result["order"])
     finally:
         await app.stop()
         await served.close()
