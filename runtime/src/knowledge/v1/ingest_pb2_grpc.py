@@ -285,8 +285,9 @@ class IngestServiceServicer:
         """---- issue 18: events ----
 
         The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
-        deleted) in commit order, from the event after the cursor `after` (empty: the oldest one
-        kept), then each as it commits, until the caller goes away. Each event is written in the
+        deleted) in the order they were committed (a document's events in the order of its changes),
+        from the event after the cursor `after` (empty: the oldest one kept), then each as it
+        commits, until the caller goes away. Each event is written in the
         transaction of its change (an outbox), so none is lost and none is of a change that did not
         happen; delivery is at least once: a consumer keeps the `cursor` of the last event it handled
         and resumes with it, and de-duplicates by `event_id`. A quiet stream carries a

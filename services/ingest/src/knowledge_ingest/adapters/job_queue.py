@@ -141,7 +141,7 @@ class PostgresJobQueue:
                 if r["document_id"] is not None:
                     event = document_ended(ended.state, r["document_id"], r["corpus_id"], None)
                     by_tenant.setdefault(r["tenant_id"], []).append(event)
-            for tenant in sorted(by_tenant):  # the heads locked in one order: two reapers cannot deadlock
+            for tenant in sorted(by_tenant):
                 await publish(tx, tenant, by_tenant[tenant])
         return len(rows)
 

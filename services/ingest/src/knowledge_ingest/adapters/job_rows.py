@@ -50,7 +50,7 @@ def result_json(transition: Transition) -> str | None:
 
 async def follow(tx: Transaction, tenant: str, document_id: int | None, transition: Transition) -> None:
     """The document's side of a transition that it follows (the job's state and error), and its
-    event when that ends the document FAILED or CANCELLED (the transaction's last statement)."""
+    event when that ends the document FAILED or CANCELLED, in the same transaction."""
     if document_id is not None and transition.document is DocumentEffect.FOLLOW:
         corpus_id = await tx.fetchval(
             "document_state", FOLLOW_DOCUMENT, document_id, transition.state.value, transition.error

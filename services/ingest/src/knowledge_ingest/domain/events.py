@@ -2,8 +2,9 @@
 
 An event is decided here from what changed (``document_ended``, ``searchable``, ...) and written
 by ``adapters.outbox.publish`` in the transaction of the change. A tenant's events carry the
-gapless sequence 1, 2, 3, ... in commit order; a cursor is the sequence number of the last event
-a consumer has, and retention removes a prefix of the sequence.
+gapless sequence 1, 2, 3, ... given by the relay once committed (a document's events in the order
+of its changes); a cursor is the sequence number of the last event a consumer has, and retention
+removes a prefix of the sequence.
 """
 
 from __future__ import annotations
