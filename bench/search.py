@@ -17,6 +17,7 @@ lexical-led and paraphrased query subsets, so a change to the fusion is measured
     .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
         --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
         [--limit 200]                      # the judged documents plus 200 others
+        [--baseline]                       # the channels' previous SQL, to compare
     .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
 """
 
@@ -61,9 +62,10 @@ MODES = {
 }
 
 
-# The channels' SQL before issue 15 (full content rows for each channel's whole depth, the BM25
-# length recomputed per scored row), kept here as the baseline the latency bench measures against
-# in the same run.
+# The channels as they were before the lexeme postings (migration 0022): lexical candidates from
+# the GIN index on chunks.lexemes, each candidate's chunk row read and its query lexemes unnested
+# from its tsvector; HNSW ef_search raised to the channel depth. Kept as the baseline that
+# ``latency`` times in the same run and that ``eval --baseline`` scores.
 TODAY_VECTOR_SEARCH = """
 WITH nearest AS MATERIALIZED (
     SELECT c.chunk_id, c.embedding <=> $1 AS distance
@@ -72,11 +74,9 @@ WITH nearest AS MATERIALIZED (
     ORDER BY c.embedding <=> $1
     LIMIT $3
 )
-SELECT n.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename,
-       greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+SELECT n.chunk_id, c.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
 FROM nearest n
 JOIN chunks c ON c.chunk_id = n.chunk_id
-JOIN documents d ON d.document_id = c.document_id
 ORDER BY n.distance, n.chunk_id
 """
 TODAY_LEXICAL_SEARCH = """
@@ -105,30 +105,31 @@ query AS (
     FROM quoted
 ),
 matched AS (
-    SELECT c.chunk_id, c.lexemes, search_bm25_length(c.lexemes)::float8 AS len
+    SELECT c.chunk_id, c.document_id, c.lexemes, c.bm25_length::float8 AS len
     FROM chunks c, query
     WHERE c.tenant_id = $3 AND c.lexemes @@ query.q {filters}
 ),
 scored AS (
-    SELECT m.chunk_id,
+    SELECT m.chunk_id, m.document_id,
            sum(i.idf * tf.w * ($4 + 1.0) / (tf.w + $4 * (1.0 - $5 + $5 * m.len / st.avgdl))) AS score
     FROM matched m
     CROSS JOIN stats st
-    CROSS JOIN LATERAL unnest(m.lexemes) AS u
+    CROSS JOIN (SELECT array_agg(lexeme) AS lexemes FROM terms) AS qt
+    -- Only the query's lexemes of the chunk: deleting from it every lexeme that is not the
+    -- query's (all in C) leaves a few entries to unnest instead of the whole tsvector.
+    CROSS JOIN LATERAL unnest(ts_delete(m.lexemes, tsvector_to_array(ts_delete(m.lexemes, qt.lexemes)))) AS u
     JOIN idf i ON i.lexeme = u.lexeme
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(CASE wt WHEN 'A' THEN $6 WHEN 'B' THEN $7 WHEN 'C' THEN $8 ELSE 1.0 END), 1.0) AS w
         FROM unnest(u.weights) AS wt
     ) AS tf
-    GROUP BY m.chunk_id
+    GROUP BY m.chunk_id, m.document_id
     ORDER BY score DESC, m.chunk_id
     LIMIT $9
 )
-SELECT s.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, s.score,
+SELECT s.chunk_id, s.document_id, s.score,
        least(1.0, s.score / nullif((SELECT sum(idf) FROM idf), 0)) AS coverage
 FROM scored s
-JOIN chunks c ON c.chunk_id = s.chunk_id
-JOIN documents d ON d.document_id = c.document_id
 ORDER BY s.score DESC, s.chunk_id
 """
 
@@ -270,8 +271,21 @@ async def load_rows(
             "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
         )
         built = time.perf_counter() - started
-        await connection.execute("ANALYZE chunks")
-        print(f"loaded {rows} chunks in {loaded:.1f} s (statistics triggers included); HNSW built in {built:.1f} s")
+        started = time.perf_counter()
+        # What autovacuum does after a bulk insert: the postings' visibility map lets the lexical
+        # channel's index-only scans skip the heap.
+        await connection.execute("VACUUM ANALYZE chunks")
+        await connection.execute("VACUUM ANALYZE search_postings")
+        vacuumed = time.perf_counter() - started
+        postings = await connection.fetchrow(
+            "SELECT count(*) AS n, pg_total_relation_size('search_postings') AS size, "
+            "pg_total_relation_size('chunks') AS chunks FROM search_postings"
+        )
+        print(
+            f"loaded {rows} chunks in {loaded:.1f} s (statistics and postings triggers included); "
+            f"HNSW built in {built:.1f} s; VACUUM ANALYZE {vacuumed:.1f} s; {postings['n']} postings, "
+            f"{postings['size'] / 2**20:.0f} MiB (chunks with their indexes {postings['chunks'] / 2**20:.0f} MiB)"
+        )
     finally:
         await connection.close()
     return vectors, corpora, vocabulary
@@ -403,7 +417,7 @@ async def latency(options: argparse.Namespace) -> None:
                 nodes = [r[0].strip() for r in plan if "Scan" in r[0]]
                 print(f"plan {label}: {nodes[0] if nodes else plan[0][0]}")
         print(
-            f"HNSW recall@10 vs exact (channel depth 300, ef_search 300): "
+            f"HNSW recall@10 vs exact (channel depth 300, ef_search 100, iterative scan): "
             f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
             f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}"
         )
@@ -428,7 +442,6 @@ async def latency(options: argparse.Namespace) -> None:
         from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 
         embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
-        from knowledge_search.domain.fusion import Fusion, FusionMethod
 
         searches = SearchUseCases(index, embedder)
         app = GrpcApp(
@@ -436,7 +449,7 @@ async def latency(options: argparse.Namespace) -> None:
             verifier=verifier,
         )
         port = await app.start()
-        today = SearchUseCases(TodayChunkIndex(db), embedder, fusion=Fusion(FusionMethod.COVERAGE_RRF))
+        today = SearchUseCases(TodayChunkIndex(db), embedder)
         today_app = GrpcApp(
             services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
             verifier=verifier,
@@ -446,7 +459,7 @@ async def latency(options: argparse.Namespace) -> None:
         metadata = [("authorization", f"Bearer {token}")]
         results: dict[str, list[float]] = {}
         print(
-            "direct gRPC, top_k 10; 'today' is the code before issue 15 (its channel SQL and fusion), "
+            "direct gRPC, top_k 10; 'today' is the channel SQL before the lexeme postings (bench TodayChunkIndex), "
             "timed alternately with the current code in the same run"
         )
         async with (
@@ -613,6 +626,7 @@ async def evaluate(
     data_dir: Path | None = None,
     ingest_only: bool = False,
     limit: int | None = None,
+    baseline: bool = False,
 ) -> None:
     from knowledge_cli.evaluate import Dataset
 
@@ -634,6 +648,7 @@ async def evaluate(
                 split=split,
                 ingest_only=ingest_only,
                 corpus_name="eval" if limit is None else f"eval-limit-{limit}",
+                baseline=baseline,
             )
     finally:
         pg.stop()
@@ -653,6 +668,7 @@ async def _evaluate(
     split: str,
     ingest_only: bool,
     corpus_name: str,
+    baseline: bool = False,
 ) -> None:
     from knowledge_cli.evaluate import report, score, unique
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -664,7 +680,10 @@ async def _evaluate(
     if ingest_only:
         return
     db = await Database.connect(pg.url(user="knowledge_search"))
-    chunk_index = PostgresChunkIndex(db, bm25=bm25) if bm25 else PostgresChunkIndex(db)
+    kind = TodayChunkIndex if baseline else PostgresChunkIndex
+    chunk_index = kind(db, bm25=bm25) if bm25 else kind(db)
+    if baseline:
+        print("channels: the baseline SQL (TodayChunkIndex, before the lexeme postings)")
     embedder = GrpcQueryEmbedder(address, token_for=lambda tenant: token)
     variants: dict[str, dict[str, list[str]]] = {}
 
@@ -823,6 +842,7 @@ def main() -> None:
     ev.add_argument("--tiers", help="BM25 weight tiers D,C,B,A (default the service's)")
     ev.add_argument("--k1", type=float, default=1.2)
     ev.add_argument("--b", type=float, default=0.75)
+    ev.add_argument("--baseline", action="store_true", help="score the channels' previous SQL (TodayChunkIndex)")
     ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
     rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
     rc.add_argument(
@@ -855,6 +875,7 @@ def main() -> None:
                 data_dir=options.data_dir,
                 ingest_only=options.ingest_only,
                 limit=options.limit,
+                baseline=options.baseline,
             )
         )
 

@@ -181,6 +181,18 @@ def test_fusion_of_empty_channels():
     assert [(h.chunk_id, h.fused_score) for h in only] == [(1, 0.5)]
 
 
+def test_zscore_gives_a_sole_candidate_a_score():
+    zscore = Fusion(FusionMethod.ZSCORE, alpha=0.6)
+    # One hit in each channel, the same chunk: the best possible fused score, not 0.
+    both = fuse(hits((1, 0.7)), hits((1, 4.0)), Weights(1.0, 1.0), 5, zscore)
+    assert [(h.chunk_id, h.fused_score) for h in both] == [(1, pytest.approx(1.0))]
+    only = fuse(hits((1, 0.7)), [], Weights(1.0, 1.0), 5, zscore)
+    assert [(h.chunk_id, h.fused_score) for h in only] == [(1, pytest.approx(0.6))]
+    # A sole lexical hit counts one unit above what the lexical channel did not return.
+    mixed = {h.chunk_id: h.fused_score for h in fuse(hits((1, 0.80), (2, 0.79)), hits((2, 3.0)), Weights(), 5, zscore)}
+    assert mixed == {1: pytest.approx(0.6 * 1.0 + 0.4 * 0.0), 2: pytest.approx(0.6 * -1.0 + 0.4 * 1.0)}
+
+
 def test_single_channel_keeps_its_order_and_contract():
     lexical = single_channel(hits((5, 3.0), (6, 2.0)), vector=False, top_k=1)
     assert [(h.chunk_id, h.score, h.vector_rank, h.lexical_rank) for h in lexical] == [(5, 0.0, 0, 1)]

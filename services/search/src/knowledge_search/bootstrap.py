@@ -11,13 +11,15 @@ from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
-from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
+from knowledge_search.adapters.memory_cache import TtlCache
+from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
@@ -58,6 +60,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
             rerank_default=settings.rerank,
             rerank_window=settings.rerank_window,
+            cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:
@@ -80,6 +83,9 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             synthesiser=synthesiser,
             anonymiser=Anonymiser(settings.anonymise_names),
             ledger=PostgresCostLedger(db),
+            # an LLM's answers fall back to the extractive synthesiser once the tenant's budget is spent
+            budget=PostgresLlmBudget(db) if settings.llm is not None else None,
+            fallback=ExtractiveSynthesiser() if settings.llm is not None else None,
         )
         servicer = SearchServicer(searches, answers)
         return GrpcApp.for_service(
@@ -88,4 +94,5 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
+from knowledge_search.domain.cache import DEFAULT_TTL_S
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.relevance import Thresholds
@@ -51,6 +52,7 @@ class SearchSettings:
     thresholds: Thresholds = Thresholds()
     anonymise_names: tuple[str, ...] = ()
     llm: LlmSettings | None = None
+    cache_ttl_s: float = DEFAULT_TTL_S  # 0: no cache
 
     @property
     def sign_internal_calls(self) -> bool:
@@ -108,6 +110,7 @@ class SearchSettings:
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
+            cache_ttl_s=env.float("SEARCH_CACHE_TTL_S", DEFAULT_TTL_S, minimum=0.0),
         )
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.logging import get_logger
+from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Source, cite, excerpt
+from knowledge_search.domain.cache import OutcomeCache, cache_key
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
@@ -32,13 +34,14 @@ from knowledge_search.domain.model import (
     SearchRequest,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, LlmBudget, QueryEmbedder, Reranker, Synthesiser
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
+BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
 
 
 @dataclass
@@ -52,14 +55,29 @@ class SearchUseCases:
     reranker: Reranker | None = None
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
+    cache: OutcomeCache | None = None  # None: every request computed
 
     async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
+        """The outcome for the caller's reach; from the cache while nothing it sees has changed."""
         tenant = scope.tenant
+        reader = await self.index.reader(scope)
+        if self.cache is None:
+            return await self._search(tenant, reader, request)
+        key = cache_key(tenant, reader, await self.index.generation(tenant, reader), request)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return replace(cached, cost=Cost())  # nothing was embedded for this answer
+        outcome = await self._search(tenant, reader, request)
+        self.cache.put(key, outcome)
+        return outcome
+
+    async def _search(self, tenant: str, reader: Reader, request: SearchRequest) -> SearchOutcome:
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
             raise RerankUnavailable()
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
+        request = within(request, await self.index.reach_for(tenant, reader))
         await self.index.check_filters(tenant, request.filters)
         vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
@@ -139,6 +157,12 @@ class SearchUseCases:
         return request.weights.over(corpus).over(self.default_weights)
 
 
+def within(request: SearchRequest, reach: Reach) -> SearchRequest:
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)."""
+    corpus_ids = None if reach.everything else reach.corpus_ids
+    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
+
+
 async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
     return [], (), Cost()
 
@@ -153,6 +177,9 @@ class AnswerUseCases:
     synthesiser: Synthesiser
     anonymiser: Anonymiser = field(default_factory=Anonymiser)
     ledger: CostLedger | None = None
+    # With an LLM synthesiser: the tenant's LLM budget, and what answers once it is spent.
+    budget: LlmBudget | None = None
+    fallback: Synthesiser | None = None
 
     async def query(self, scope: Scope, request: SearchRequest) -> Answer:
         outcome = await self.searcher.search(scope, request)
@@ -164,9 +191,15 @@ class AnswerUseCases:
             Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
             for n, hit in enumerate(hits, start=1)
         ]
+        synthesiser, refusal = self.synthesiser, None
+        if self.budget is not None and self.fallback is not None:
+            refusal = await self.budget.refusal(scope.tenant)
+            if refusal is not None:
+                log.info("answer_budget_fallback", reason=refusal.reason)
+                synthesiser = self.fallback
         with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
-            synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
+            span.set_attribute("search.synthesiser", synthesiser.model_id)
+            synthesis = await synthesiser.synthesise(anonymised.text, sources)
         text, order = cite(synthesis.text, len(sources))
         quoted = synthesis.excerpts or {}
         citations = tuple(
@@ -179,12 +212,14 @@ class AnswerUseCases:
         if self.ledger is not None:
             for item in synthesis.cost.items:
                 await self.ledger.record(scope.tenant, item)
-        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=self.synthesiser.model_id)
+        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
             citations=citations,
             relevance=outcome.relevance,
             cost=outcome.cost.plus(synthesis.cost),
+            fallback_reason=refusal.reason if refusal is not None else "",
+            fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )
 
 

@@ -57,6 +57,11 @@ class Event:
         return str(self.seq)
 
 
+def ends_with_event(state: State) -> bool:
+    """Whether a document that follows its job into ``state`` has an event (``document_ended``)."""
+    return state in (State.FAILED, State.CANCELLED)
+
+
 def document_ended(state: State, document_id: int, corpus_id: int, error: str | None) -> NewEvent | None:
     """The event of a document whose job ended FAILED or CANCELLED; None for other states."""
     if state is State.FAILED:

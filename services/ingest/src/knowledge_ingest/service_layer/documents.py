@@ -11,7 +11,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
-from knowledge_ingest.domain.ports import DocumentRepository
+from knowledge_ingest.domain.ports import DocumentRepository, ReachSource
 from knowledge_ingest.domain.text import TextPage, paginate
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
@@ -33,27 +33,30 @@ class Deleted:
 @dataclass
 class DocumentUseCases:
     store: DocumentRepository
+    reach: ReachSource
 
     async def get(self, scope: Scope, document_id: str) -> Document:
-        document = await self.store.document(scope.tenant, parse_id(document_id, "document_id"))
-        if document is None:
+        """The document when it is in the caller's reach; else not found, as if absent."""
+        key = parse_id(document_id, "document_id")
+        reach = await self.reach.reach_of(scope)
+        document = await self.store.document(scope.tenant, key)
+        if document is None or not reach.has(document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, key):
+        reach = await self.reach.reach_of(scope)
+        if not reach.has(key) or not await self.store.corpus_accepts_uploads(scope.tenant, key):
             raise CorpusNotFound(corpus_id)
         found = await self.store.list_documents(scope.tenant, key, page.probe())
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
-        document = await self.store.document(scope.tenant, key)
-        if document is None:
-            raise DocumentNotFound(document_id)
+        document = await self.get(scope, document_id)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
-        return dataclasses.replace(text, source_url=document.source_url or "")
+        return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(
         self,
@@ -64,10 +67,13 @@ class DocumentUseCases:
         all_documents: bool,
     ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, target):
+        reach = await self.reach.reach_of(scope)
+        if not reach.has(target) or not await self.store.corpus_accepts_uploads(scope.tenant, target):
             raise CorpusNotFound(target_corpus_id)
         source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
-        if source is not None and not await self.store.corpus_accepts_uploads(scope.tenant, source):
+        if source is not None and (
+            not reach.has(source) or not await self.store.corpus_accepts_uploads(scope.tenant, source)
+        ):
             raise CorpusNotFound(source_corpus_id)
         if document_ids and all_documents:
             raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
@@ -83,7 +89,7 @@ class DocumentUseCases:
             count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
             return Moved(count, first)
         else:
-            movable = await self.store.movable_documents(scope.tenant, source)
+            movable = await self.store.movable_documents(scope.tenant, source, reach.corpus_ids)
             listed = ",".join(str(d) for d in movable[:100])
             raise InvalidRequest(
                 "name the documents to move, or set all_documents with a source_corpus_id; "
@@ -92,7 +98,7 @@ class DocumentUseCases:
                 reason="NOTHING_TO_MOVE",
                 movable_document_ids=listed,
             )
-        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source)
+        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.corpus_ids)
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
         if elsewhere:
@@ -107,6 +113,7 @@ class DocumentUseCases:
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
         key = parse_id(document_id, "document_id")
+        await self.get(scope, document_id)  # outside the caller's reach: not found, nothing deleted
         outcome = await self.store.delete_document(scope.tenant, key)
         if outcome is None:
             raise DocumentNotFound(document_id)
@@ -114,7 +121,8 @@ class DocumentUseCases:
         return Deleted(key, chunks, str(job) if job else None)
 
     async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
-        corpora = await self.store.corpus_summary(scope.tenant)
+        reach = await self.reach.reach_of(scope)
+        corpora = [c for c in await self.store.corpus_summary(scope.tenant) if reach.has(c[0])]
         if not corpora:
             return "", 0, 0
         documents = sum(count for _, _, count in corpora)

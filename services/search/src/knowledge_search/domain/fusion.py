@@ -20,7 +20,8 @@ repository's small set, where vector search is near perfect.
   channel's scores normalised per query to [0, 1] by min-max; a hit a channel did not return
   counts that channel's minimum (0).
 - ``zscore``: the same convex combination of per-query z-scores; a hit a channel did not
-  return counts that channel's lowest z-score.
+  return counts that channel's lowest z-score. A channel whose hits have no spread (a sole
+  hit, or all scored alike) gives them 1.0 and a missing hit 0, as min-max does.
 """
 
 from __future__ import annotations
@@ -81,7 +82,11 @@ def _zscore(hits: Sequence[ChannelHit]) -> tuple[dict[int, float], float]:
     scores = [hit.score for hit in hits]
     mean = sum(scores) / len(scores)
     std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-    normalised = {hit.chunk_id: (hit.score - mean) / std if std > 0 else 0.0 for hit in hits}
+    if std == 0:
+        # A sole hit (or hits all scored alike) has no spread to measure: like min-max's 1.0, it
+        # counts one unit above a hit the channel did not return, instead of 0 for everything.
+        return {hit.chunk_id: 1.0 for hit in hits}, 0.0
+    normalised = {hit.chunk_id: (hit.score - mean) / std for hit in hits}
     return normalised, min(normalised.values())
 
 

@@ -48,6 +48,9 @@ EQUAL_WEIGHTS = Weights(vector=1.0, lexical=1.0)
 class Filters:
     corpus_id: int | None = None
     document_id: int | None = None
+    # The corpora the caller reaches (runtime.reach); None only when it reaches every corpus the
+    # tenant can see, so the query needs no such predicate. Set by the use case, never a request.
+    corpus_ids: frozenset[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,3 +267,6 @@ class Answer:
     citations: tuple[Citation, ...]
     relevance: Relevance
     cost: Cost = field(default_factory=Cost)
+    # Why the configured LLM was not asked (a refusal's reason, e.g. BUDGET_EXHAUSTED) and in words.
+    fallback_reason: str = ""
+    fallback_message: str = ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHANNEL_DEPTH = 300  # candidates each channel returns before fusion
-DEFAULT_EF_SEARCH = 100  # hnsw.ef_search floor; a deeper channel raises it
+DEFAULT_EF_SEARCH = 100  # hnsw.ef_search; the iterative scan fills a deeper channel past it
 DEFAULT_MAX_SCAN_TUPLES = 20000  # hnsw.max_scan_tuples of an iterative (filtered) scan
 RERANK_WINDOW = 50  # fused results the reranking model re-scores
 

@@ -1,0 +1,1 @@
+"""Document AI: classify, extract and process documents against a per-tenant taxonomy."""

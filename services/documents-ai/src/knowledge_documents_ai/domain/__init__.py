@@ -1,0 +1,1 @@
+"""Pure rules of document AI: no I/O, no model, no database."""
