@@ -794,6 +794,49 @@ def test_a_watcher_through_the_gateway_and_the_cli_sees_an_upload_become_searcha
         reader.join(10)
 
 
+# -- events: the outbox as a newline-delimited JSON stream ----------------------------------------
+def read_events(base: str, headers: dict, after: str, until) -> list[dict]:
+    """Lines of GET /events?after= (heartbeats left out) until ``until(events)`` holds."""
+    events: list[dict] = []
+    with httpx.stream("GET", f"{base}/events", params={"after": after}, headers=headers, timeout=60) as reply:
+        assert reply.status_code == 200, reply.read()
+        for line in reply.iter_lines():
+            if not line.strip():
+                continue
+            event = json.loads(line)  # one whole event per line
+            if event["type"] != "stream.heartbeat":
+                events.append(event)
+                if until(events):
+                    return events
+    raise AssertionError(f"the stream ended after {events}")
+
+
+def test_events_stream_through_the_gateway_as_ndjson_and_resume_from_a_cursor(stack, token):
+    base, headers = stack["base"], auth(token("events-e2e"))
+    corpus = httpx.post(f"{base}/corpora", json={"name": "Events"}, headers=headers).json()
+    created = read_events(base, headers, "", lambda got: got[-1]["type"] == "corpus.created")
+    assert created[-1]["corpus_id"] == corpus["corpus_id"] and created[-1]["event_id"]
+    cursor = created[-1]["cursor"]
+    # A watcher connected before the ingest hears it become searchable as it commits.
+    with httpx.stream("GET", f"{base}/events", params={"after": cursor}, headers=headers, timeout=120) as live:
+        assert live.status_code == 200
+        job = httpx.post(
+            f"{base}/texts", json={"corpus_id": corpus["corpus_id"], "text": HANDBOOK, "title": "ev"}, headers=headers
+        ).json()
+        lines = live.iter_lines()
+        event = json.loads(next(line for line in lines if line.strip() and "stream.heartbeat" not in line))
+    done, _ = wait_for_job(base, headers, job["job_id"])
+    assert event["type"] == "document.searchable" and event["cursor"] == str(int(cursor) + 1)
+    assert event["document_id"] == done["result"]["document_id"] and event["chunk_count"] > 0
+    assert set(event) >= {"event_id", "cursor", "type", "document_id", "corpus_id", "time"}
+    # Reconnected with its cursor: the same event again, nothing before it.
+    again = read_events(base, headers, cursor, lambda got: True)
+    assert again[0]["event_id"] == event["event_id"]
+    refused = httpx.get(f"{base}/events", params={"after": "not-a-cursor"}, headers=headers)
+    assert refused.status_code == 400 and refused.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    assert httpx.get(f"{base}/events", headers=auth(token("events-e2e", ["search"]))).status_code == 403
+
+
 # -- Schemathesis against the live gateway ---------------------------------------------------------
 SCHEMATHESIS_CONFIG = Path(__file__).with_name("schemathesis.toml")  # its exceptions, and why
 
@@ -826,6 +869,9 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
             "--no-color",
             "--request-timeout",
             "30",
+            # GET /events streams until the client goes away (its own test is above).
+            "--exclude-operation-id",
+            "WatchEvents",
         ],
         capture_output=True,
         text=True,
@@ -835,9 +881,8 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
-    assert (
-        summary and "failure" not in summary[-1] and "29 selected / 30 total" in result.stdout
-    )  # WatchDocuments not fuzzed
+    # Every operation but the never-ending WatchDocuments and WatchEvents.
+    assert summary and "failure" not in summary[-1] and "29 selected / 31 total" in result.stdout
 
 
 def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tmp_path):

@@ -237,6 +237,13 @@ async def test_a_chunks_quota_fails_the_job_with_its_refusal_and_it_is_not_retri
     assert row["state"] == "FAILED" and "max_chunks" in row["error"]  # recorded on the document
     assert row["attempts"] <= 1  # failed at once, never rescheduled
     assert await admin.fetchval("n", "SELECT count(*) FROM chunks WHERE tenant_id = $1", name) == 0
+    events = await admin.fetch(
+        "e",
+        "SELECT e.type, e.detail->>'reason' AS reason FROM events e JOIN ingest_jobs j USING (document_id)"
+        " WHERE j.job_id = $1",
+        uuid.UUID(reply.job_id),
+    )
+    assert [(e["type"], e["reason"]) for e in events] == [("document.failed", row["error"])]  # in APPLY's transaction
 
 
 async def test_a_spent_embedding_token_quota_fails_the_job_before_extraction(ingest, make_token):

@@ -48,6 +48,7 @@ TENANT_HEADER = "x-knowledge-tenant"
 UNROUTED_HEADER = "x-knowledge-unrouted"
 UPLOAD_PATH = f"{REST_PREFIX}/upload"
 BODY_LIMIT_FILTER = "envoy.filters.http.body_size_limit"
+# Server-streaming RPCs that last as long as their client watches (REST: newline-delimited JSON).
 # Ingest's reason for an upload that crossed the cap while streaming (RESOURCE_EXHAUSTED, so 429).
 UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
 MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason
@@ -211,7 +212,9 @@ def _routes(config: GatewayConfig) -> list[dict]:
             **_WITHOUT_BODY_LIMIT,
         },
     ]
-    # A server stream answers as long as its client listens (a watch): no route timeout.
+    # A server stream answers as long as its client listens (a watch): no route timeout. A quiet
+    # WatchEvents still sends a heartbeat (KNOWLEDGE_EVENTS_HEARTBEAT_S, below the idle timeout),
+    # so a stream whose client or service is gone is still reset by the idle timeout.
     for method in streamed_methods():
         routes.append(
             {
@@ -885,7 +888,8 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                     "always_print_primitive_fields": True,
                     "always_print_enums_as_ints": False,
                     "preserve_proto_field_names": True,
-                    # A server stream over REST: one JSON message per line, sent as it comes.
+                    # A server stream (WatchEvents) is one JSON object per line, each sent as it
+                    # comes, instead of one JSON array that only closes when the stream ends.
                     "stream_newline_delimited": True,
                 },
                 "request_validation_options": {"reject_unknown_query_parameters": True},

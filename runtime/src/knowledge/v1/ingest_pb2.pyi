@@ -717,3 +717,33 @@ class BatchGetDocumentsResponse(_message.Message):
     documents: _containers.RepeatedCompositeFieldContainer[Document]
     not_found_ids: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, documents: _Optional[_Iterable[_Union[Document, _Mapping]]] = ..., not_found_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class WatchEventsRequest(_message.Message):
+    __slots__ = ("after",)
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    after: str
+    def __init__(self, after: _Optional[str] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id")
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    FROM_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    event_id: str
+    cursor: str
+    type: str
+    document_id: str
+    corpus_id: str
+    time: _timestamp_pb2.Timestamp
+    chunk_count: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    from_corpus_id: str
+    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ...) -> None: ...

@@ -188,6 +188,11 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
                 _registered_method=True)
+        self.WatchEvents = channel.unary_stream(
+                '/knowledge.v1.IngestService/WatchEvents',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -495,6 +500,25 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchEvents(self, request, context):
+        """---- issue 18: events ----
+
+        The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
+        deleted) in the order they were committed (a document's events in the order of its changes),
+        from the event after the cursor `after` (empty: the oldest one kept), then each as it
+        commits, until the caller goes away. Each event is written in the
+        transaction of its change (an outbox), so none is lost and none is of a change that did not
+        happen; delivery is at least once: a consumer keeps the `cursor` of the last event it handled
+        and resumes with it, and de-duplicates by `event_id`. A quiet stream carries a
+        `stream.heartbeat` every KNOWLEDGE_EVENTS_HEARTBEAT_S (30 s) with the stream's cursor. Events
+        are kept KNOWLEDGE_EVENTS_RETENTION_S (7 days): a cursor older than that is OUT_OF_RANGE
+        (EVENT_CURSOR_EXPIRED), one not issued is INVALID_ARGUMENT. Over REST the stream is
+        newline-delimited JSON, one event per line. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -647,6 +671,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.BatchGetDocuments,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.SerializeToString,
+            ),
+            'WatchEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchEvents,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Event.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1463,6 +1492,33 @@ class IngestService:
             '/knowledge.v1.IngestService/BatchGetDocuments',
             knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/knowledge.v1.IngestService/WatchEvents',
+            knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,6 +27,7 @@ from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.imports import PostgresImports, hash_file
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
+from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.adapters.tenants import PostgresTenants
@@ -38,6 +39,7 @@ from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, Fil
 from knowledge_ingest.import_scheduler import ImportScheduler
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.events import EventRetention, EventUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
@@ -59,6 +61,8 @@ def wire(
     feed: DocumentFeed | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
+    event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
+    events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s)
     reach = PostgresReach(db)
     tenants = PostgresTenants(db, settings.common.tenants_enabled_by_default)
     quotas = QuotaChecks(tenants)
@@ -77,6 +81,7 @@ def wire(
         web=WebPageUseCases(uploads, fetcher),
         imports=imports,
         tenants=TenantUseCases(tenants),
+        events=events,
     )
     pipeline = Pipeline(
         queue=queue,
@@ -97,7 +102,12 @@ def wire(
         quotas=quotas,
     )
     workers = Workers(
-        queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
+        queue=queue,
+        pipeline=pipeline,
+        count=settings.workers,
+        lease_s=settings.lease_s,
+        readiness=readiness,
+        services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events)],
     )
     return servicer, workers
 

@@ -18,6 +18,7 @@ from knowledge_runtime.settings import CommonSettings, Env, service_address
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
 from knowledge_ingest.domain.fetching import parse_allow_hosts
 
+DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
 WORKERS_PER_CORE = 2
 MAX_WORKERS = 64
 
@@ -61,6 +62,8 @@ class IngestSettings:
     ocr_page_seconds: float  # one page's OCR
     fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
+    events_retention_s: float  # how long WatchEvents can resume from an event's cursor
+    events_heartbeat_s: float  # a quiet WatchEvents stream sends a heartbeat this often
     import_roots: ImportRoots = field(default_factory=ImportRoots)  # the operator's import roots (configuration only)
     import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
     metrics_max_tenants: int = 20  # tenants with their own knowledge_tenant_* series; the rest are "_other"
@@ -86,6 +89,8 @@ class IngestSettings:
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
             fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
+            events_retention_s=env.float("EVENTS_RETENTION_S", DEFAULT_EVENTS_RETENTION_S, minimum=1.0),
+            events_heartbeat_s=env.float("EVENTS_HEARTBEAT_S", 30.0, minimum=0.1),
             import_roots=ImportRoots.from_env(env),
             import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
             metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),

@@ -7,6 +7,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 from knowledge_runtime.errors import Unavailable
@@ -19,6 +20,12 @@ from knowledge_ingest.service_layer.pipeline import Pipeline
 log = structlog.get_logger("knowledge.ingest.worker")
 
 
+class Service(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 @dataclass
 class Workers:
     queue: JobQueue
@@ -29,6 +36,8 @@ class Workers:
     poll_s: float = 0.5
     backlog_every_s: float = 5.0
     ready_log_after_s: float = 1.0
+    # Background loops that run while the workers do (the events listener, the events retention).
+    services: list[Service] = field(default_factory=list)
     _tasks: list[asyncio.Task] = field(default_factory=list)
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     # One line when the database goes away and one when it is back, shared by every loop (and
@@ -39,6 +48,8 @@ class Workers:
         base = f"{socket.gethostname()}:{os.getpid()}"
         self._tasks = [asyncio.create_task(self._loop(f"{base}:{i}:{uuid.uuid4().hex[:6]}")) for i in range(self.count)]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
+        for service in self.services:
+            await service.start()
 
     async def _housekeeping(self) -> None:
         """Even a replica with no workers reports the backlog, so the autoscaler sees demand; and
@@ -66,6 +77,8 @@ class Workers:
     async def stop(self) -> None:
         """Stop claiming; a job in flight is abandoned and its lease expires for another worker."""
         self._stopping.set()
+        for service in reversed(self.services):
+            await service.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

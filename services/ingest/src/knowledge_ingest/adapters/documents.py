@@ -10,7 +10,9 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 
 from knowledge_ingest.adapters.job_rows import TERMINAL
+from knowledge_ingest.adapters.outbox import publish
 from knowledge_ingest.domain.documents import Document, State
+from knowledge_ingest.domain.events import moved, removed
 from knowledge_ingest.domain.model import Page
 
 CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
@@ -54,12 +56,12 @@ SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND document_i
 ORDER BY document_id FOR UPDATE
 """
 LOCK_CORPUS_DOCUMENTS = """
-SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 ORDER BY document_id FOR UPDATE
+SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 ORDER BY document_id FOR UPDATE
 """
 MOVE_DOCUMENTS = "UPDATE documents SET corpus_id = $2, update_time = now() WHERE document_id = ANY($1::bigint[])"
 MOVE_CHUNKS = "UPDATE chunks SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
 MOVE_JOBS = "UPDATE ingest_jobs SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
-LOCK_FOR_DELETE = "SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE"
+LOCK_FOR_DELETE = "SELECT corpus_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE"
 CANCEL_FOR_DELETE = f"""
 UPDATE ingest_jobs SET cancel_requested = true, state = 'CANCELLED', stage = 'cancelled (document deleted)',
     progress = 1, lease_owner = NULL, lease_expires_at = NULL, update_time = now()
@@ -145,37 +147,41 @@ class PostgresDocuments:
             elsewhere = [d for d in wanted if d in owned and source_corpus_id not in (None, owned[d])]
             if missing or elsewhere:
                 return [], missing, elsewhere
-            await _move(tx, wanted, target_corpus_id)
+            await _move(tx, tenant, owned, target_corpus_id)
         return wanted, [], []
 
     async def move_all(
         self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int
     ) -> tuple[int, list[int]]:
         async with self._db.transaction() as tx:
-            ids = [
-                r["document_id"]
-                for r in await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant, source_corpus_id)
-            ]
-            if ids:
-                await _move(tx, ids, target_corpus_id)
+            rows = await tx.fetch("lock_corpus_documents", LOCK_CORPUS_DOCUMENTS, tenant, source_corpus_id)
+            owned = {r["document_id"]: r["corpus_id"] for r in rows}
+            if owned:
+                await _move(tx, tenant, owned, target_corpus_id)
+        ids = list(owned)
         return len(ids), ids[:listed]
 
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         async with self._db.transaction() as tx:
-            if await tx.fetchval("lock_for_delete", LOCK_FOR_DELETE, tenant, document_id) is None:
+            corpus_id = await tx.fetchval("lock_for_delete", LOCK_FOR_DELETE, tenant, document_id)
+            if corpus_id is None:
                 return None
             cancelled = await tx.fetchval("cancel_for_delete", CANCEL_FOR_DELETE, document_id)
             await tx.execute("release_blob", RELEASE_BLOB, document_id)
-            deleted = await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
+            chunks = int((await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)).split()[-1])
             await tx.execute("delete_document", DELETE_DOCUMENT, document_id)
-        return int(deleted.split()[-1]), cancelled
+            await publish(tx, tenant, [removed(document_id, corpus_id, chunks)])
+        return chunks, cancelled
 
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)
         return [(r["corpus_id"], r["name"], r["documents"]) for r in rows]
 
 
-async def _move(tx: Transaction, document_ids: list[int], target_corpus_id: int) -> None:
-    """Documents, their chunks and their jobs change corpus together (rows already locked)."""
+async def _move(tx: Transaction, tenant: str, owned: dict[int, int], target_corpus_id: int) -> None:
+    """Documents, their chunks and their jobs change corpus together (rows already locked:
+    ``owned`` maps each to its corpus before the move), with an event per document that moved."""
+    document_ids = sorted(owned)
     for name, sql in (("move_documents", MOVE_DOCUMENTS), ("move_chunks", MOVE_CHUNKS), ("move_jobs", MOVE_JOBS)):
         await tx.execute(name, sql, document_ids, target_corpus_id)
+    await publish(tx, tenant, [moved(d, owned[d], target_corpus_id) for d in document_ids])

@@ -2,7 +2,7 @@
 
 Jobs are claimed with ``FOR UPDATE SKIP LOCKED`` under a lease; every write a worker makes is a
 ``domain.jobs.Transition`` conditioned on still holding it, so a job taken over after its worker
-died is never written twice. Chunks, document state and job result change in ONE transaction.
+died is never written twice. Chunks, document state, job result and the event change in ONE transaction.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from knowledge_runtime.db.pool import Database, Transaction
 from pgvector import Vector
 
 from knowledge_ingest.adapters.job_rows import J_JOB_COLUMNS, TERMINAL, job_from_row, result_json
+from knowledge_ingest.adapters.outbox import publish
+from knowledge_ingest.domain.events import NewEvent, document_ended, ends_with_event, searchable
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
 from knowledge_ingest.domain.ports import Lease
 
@@ -51,13 +53,16 @@ JOB_TRANSITION = f"""
     RETURNING tenant_id, document_id
 """
 # With $14 the document follows (the job's state, error and, $15, the refusal that failed it) in the
-# same statement: one round trip.
+# same statement: one round trip. The document's corpus comes back when it followed, for the event
+# of a document ended FAILED or CANCELLED (``apply`` then writes it in the statement's transaction).
 APPLY = f"""
 WITH job AS ({JOB_TRANSITION}), followed AS (
     UPDATE documents d SET state = $3, error = $6, refusal_reason = $15, update_time = now()
     FROM job WHERE $14 AND d.document_id = job.document_id
+    RETURNING d.document_id, d.corpus_id
 )
-SELECT tenant_id, document_id FROM job
+SELECT job.tenant_id, job.document_id, followed.corpus_id
+FROM job LEFT JOIN followed ON followed.document_id = job.document_id
 """
 # The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
 # the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
@@ -100,12 +105,14 @@ WITH reaped AS (
         lease_expires_at = NULL, update_time = now()
     WHERE cancel_requested AND state NOT IN {TERMINAL}
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-    RETURNING document_id
+    RETURNING job_id, document_id
 ), documents_reaped AS (
     UPDATE documents SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
     WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
+    RETURNING tenant_id, document_id, corpus_id
 )
-SELECT count(*) FROM reaped
+SELECT r.job_id, d.tenant_id, d.document_id, d.corpus_id
+FROM reaped r LEFT JOIN documents_reaped d USING (document_id)
 """
 BACKLOG = f"SELECT count(*) FROM ingest_jobs WHERE state NOT IN {TERMINAL} AND NOT cancel_requested"
 
@@ -120,8 +127,18 @@ class PostgresJobQueue:
 
     async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
         refusal = transition.refusal.value if transition.refusal is not None else None
-        row = await self._db.fetchrow("apply_transition", APPLY, *_transition_args(lease, transition, lease_s), refusal)
-        return row is not None
+        args = (*_transition_args(lease, transition, lease_s), refusal)
+        if transition.document is not DocumentEffect.FOLLOW or not ends_with_event(transition.state):
+            # Progress, re-queues and the like: no event, one round trip.
+            return await self._db.fetchrow("apply_transition", APPLY, *args) is not None
+        async with self._db.transaction() as tx:
+            row = await tx.fetchrow("apply_transition", APPLY, *args)
+            if row is None:
+                return False
+            if row["corpus_id"] is not None:
+                ended = document_ended(transition.state, row["document_id"], row["corpus_id"], transition.error)
+                await publish(tx, row["tenant_id"], [ended])
+        return True
 
     async def store(
         self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
@@ -145,6 +162,8 @@ class PostgresJobQueue:
             await _insert_chunks(
                 tx, row["tenant_id"], row["corpus_id"], row["document_id"], lease.job.filename, chunks, vectors
             )
+            ended = searchable(row["document_id"], row["corpus_id"], len(chunks), tuple(transition.result.warnings))
+            await publish(tx, row["tenant_id"], [ended])
         return True
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
@@ -155,7 +174,16 @@ class PostgresJobQueue:
 
     async def reap_cancelled(self) -> int:
         ended = cancelled()
-        return await self._db.fetchval("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
+        async with self._db.transaction() as tx:
+            rows = await tx.fetch("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
+            by_tenant: dict[str, list[NewEvent | None]] = {}
+            for r in rows:
+                if r["document_id"] is not None:
+                    event = document_ended(ended.state, r["document_id"], r["corpus_id"], None)
+                    by_tenant.setdefault(r["tenant_id"], []).append(event)
+            for tenant in sorted(by_tenant):
+                await publish(tx, tenant, by_tenant[tenant])
+        return len(rows)
 
     async def backlog(self) -> int:
         return await self._db.fetchval("jobs_backlog", BACKLOG)

@@ -7,7 +7,9 @@ import json
 import asyncpg
 from knowledge_runtime.db.pool import Transaction
 
+from knowledge_ingest.adapters.outbox import publish
 from knowledge_ingest.domain.documents import Job, JobResult, State
+from knowledge_ingest.domain.events import document_ended
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition
 
 TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
@@ -17,6 +19,7 @@ J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in JOB_COLUMNS.split(","))  # w
 SET_DOCUMENT_STATE = """
 UPDATE documents SET state = $2, error = $3, refusal_reason = $4, update_time = now() WHERE document_id = $1
 """
+FOLLOW_DOCUMENT = SET_DOCUMENT_STATE.rstrip() + " RETURNING corpus_id"
 
 
 def job_from_row(row: asyncpg.Record, result: str | None = None) -> Job:
@@ -48,10 +51,13 @@ def result_json(transition: Transition) -> str | None:
     return json.dumps(transition.result.as_json()) if transition.result is not None else None
 
 
-async def follow(tx: Transaction, document_id: int | None, transition: Transition) -> None:
-    """The document's side of a transition that it follows (the job's state and error)."""
+async def follow(tx: Transaction, tenant: str, document_id: int | None, transition: Transition) -> None:
+    """The document's side of a transition that it follows (the job's state and error), and its
+    event when that ends the document FAILED or CANCELLED, in the same transaction."""
     if document_id is not None and transition.document is DocumentEffect.FOLLOW:
         refusal = transition.refusal.value if transition.refusal is not None else None
-        await tx.execute(
-            "document_state", SET_DOCUMENT_STATE, document_id, transition.state.value, transition.error, refusal
+        corpus_id = await tx.fetchval(
+            "document_state", FOLLOW_DOCUMENT, document_id, transition.state.value, transition.error, refusal
         )
+        if corpus_id is not None:
+            await publish(tx, tenant, [document_ended(transition.state, document_id, corpus_id, transition.error)])

@@ -250,7 +250,7 @@ class PostgresJobs:
             else:
                 row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
             assert row is not None  # the job is locked: the update finds it
-            await follow(tx, row["document_id"], change)
+            await follow(tx, tenant, row["document_id"], change)
         return job_from_row(row)
 
     async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:

@@ -6,7 +6,9 @@ import asyncpg
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import Band, ScopePath
 
+from knowledge_ingest.adapters.outbox import publish
 from knowledge_ingest.domain.errors import CorpusNameTaken
+from knowledge_ingest.domain.events import corpus_created
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 
 ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
@@ -63,6 +65,8 @@ class PostgresCorpora:
                     str(node),
                     corpus.confidentiality.value,
                 )
+                assert row is not None
+                await publish(tx, tenant, [corpus_created(row["corpus_id"])])
         except asyncpg.UniqueViolationError:
             raise CorpusNameTaken(corpus.name) from None
         assert row is not None

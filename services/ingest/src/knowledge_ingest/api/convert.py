@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
 from knowledge_ingest.domain.documents import Document, Job, State
+from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, PassReport
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
@@ -196,4 +197,24 @@ def pass_message(report: PassReport) -> ingest_pb2.ScanImportsResponse:
         findings_recorded=report.findings_recorded,
         jobs_started=report.jobs_started,
         errors=report.errors,
+    )
+
+
+# ---- issue 18: events ----
+
+
+def event_message(event: Event) -> ingest_pb2.Event:
+    detail = event.detail
+    from_corpus = detail.get("from_corpus_id")
+    return ingest_pb2.Event(
+        event_id=str(event.event_id) if event.event_id else "",
+        cursor=event.cursor,
+        type=event.type.value,
+        document_id=str(event.document_id) if event.document_id is not None else "",
+        corpus_id=str(event.corpus_id) if event.corpus_id is not None else "",
+        time=timestamp(event.time),
+        chunk_count=int(detail.get("chunk_count", 0)),
+        warnings=[str(w) for w in detail.get("warnings", ())],
+        reason=str(detail.get("reason", "")),
+        from_corpus_id=str(from_corpus) if from_corpus is not None else "",
     )

@@ -14,6 +14,7 @@ from knowledge_ingest.api.convert import (
     change_message,
     corpus_message,
     document_message,
+    event_message,
     finding_message,
     job_message,
     pass_message,
@@ -27,6 +28,7 @@ from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.events import EventUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.tenants import TenantUseCases
@@ -66,6 +68,7 @@ CAPABILITIES = {
     "GetUsage": "corpus.read",
     "WatchDocuments": "corpus.read",
     "BatchGetDocuments": "corpus.read",
+    "WatchEvents": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -80,6 +83,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         web: WebPageUseCases | None = None,
         imports: ImportUseCases | None = None,
         tenants: TenantUseCases | None = None,
+        events: EventUseCases | None = None,
     ) -> None:
         self._corpora = corpora
         self._documents = documents
@@ -88,6 +92,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self._web = web
         self._imports = imports
         self._tenants = tenants
+        self._events = events
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(
@@ -300,6 +305,15 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         return ingest_pb2.BatchGetDocumentsResponse(
             documents=[document_message(d) for d in documents], not_found_ids=missing
         )
+
+    # ---- issue 18: events ----
+
+    async def WatchEvents(self, request: ingest_pb2.WatchEventsRequest, context: Context):
+        if self._events is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not serve events")
+        assert self._events is not None
+        async for event in self._events.watch(current_scope(), request.after):
+            yield event_message(event)
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

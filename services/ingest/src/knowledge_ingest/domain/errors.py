@@ -147,3 +147,14 @@ class FetchFailed(InvalidArgument):
 
     def __init__(self, why: str) -> None:
         super().__init__(f"the page could not be fetched: {why}")
+
+
+class CursorExpired(OutOfRange):
+    reason = "EVENT_CURSOR_EXPIRED"
+
+    def __init__(self, after: int, first_retained: int) -> None:
+        super().__init__(
+            f"cursor {after} is older than the event retention: the events after it up to "
+            f"{first_retained - 1} are gone; resynchronise (list the documents again) and watch from an empty cursor",
+            metadata={"cursor": str(after), "first_retained_cursor": str(first_retained)},
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -14,6 +14,7 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.reach import Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
@@ -243,3 +244,29 @@ class DocumentFeed(Protocol):
 
     def subscribe(self, tenant: str, corpus_id: int) -> AbstractAsyncContextManager[DocumentSubscription]:
         """Listening from the moment it is entered: what a read after that misses, it announces."""
+
+
+class EventLog(Protocol):
+    """The tenant's events as the outbox committed them (``adapters.outbox``)."""
+
+    async def read_after(self, tenant: str, after: int, limit: int) -> list[Event]:
+        """Events with seq > ``after`` in seq order, at most ``limit``."""
+
+    async def bounds(self, tenant: str) -> tuple[int, int]:
+        """(oldest retained seq, or head + 1 when none is; newest seq, 0 when none)."""
+
+    async def prune(self, retention_s: float) -> int:
+        """Remove every tenant's events older than the retention (a prefix of its sequence)."""
+
+
+class Wakeup(Protocol):
+    def clear(self) -> None: ...
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True when the tenant may have new events, False when the timeout passed first."""
+
+
+class EventWakeups(Protocol):
+    """Wakes the watchers of a tenant when its events commit (LISTEN/NOTIFY)."""
+
+    def subscribe(self, tenant: str) -> AbstractContextManager[Wakeup]: ...

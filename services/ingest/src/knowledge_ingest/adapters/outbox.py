@@ -1,0 +1,284 @@
+"""The events outbox in PostgreSQL (role knowledge_ingest): written with each change, numbered
+by a relay, read by watchers.
+
+``publish`` is the one way an event is written: a statement of the transaction that makes the
+change, so the event commits with it or not at all. It does not number the event: a per-tenant
+number taken by the writer would have to stay locked until its commit, serialising every writer
+of the tenant behind each other's fsync. ``OutboxRelay`` numbers committed events instead, in
+batches, one relay at a time (an advisory lock; every replica runs one): each gets the next seq
+of its tenant in the order the relay finds them. A row is numbered only once it is committed and
+after every row numbered before it, so sequence numbers are gapless and a watcher reading
+``seq > cursor`` never skips an event that commits late, with two replicas writing too. Events of
+one document keep their order: its changes take its row lock, so the later one's event is
+inserted (and gets a higher id) only after the earlier one committed.
+
+Wakeups: a writer's ``pg_notify(RELAY_CHANNEL)`` (delivered at commit) wakes the relays, the
+relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWakeups``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import asyncpg
+import structlog
+from knowledge_runtime.db.pool import Database, Transaction
+
+from knowledge_ingest.domain.events import Event, EventType, NewEvent
+
+log = structlog.get_logger("knowledge.ingest.events")
+
+CHANNEL = "knowledge_events"  # payload: a tenant whose events were numbered
+RELAY_CHANNEL = "knowledge_outbox"  # an event was committed: the relay has work
+RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
+RELAY_BATCH = 5000
+PUBLISH = """
+WITH written AS (
+    INSERT INTO events (tenant_id, type, document_id, corpus_id, detail)
+    SELECT $1, e.type, e.document_id, e.corpus_id, e.detail
+    FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::jsonb[]) WITH ORDINALITY AS e(type, document_id, corpus_id, detail, ord)
+    ORDER BY e.ord
+    RETURNING event_id
+)
+SELECT pg_notify($6, ''), array_agg(event_id) FROM written
+"""
+LOCK_RELAY = "SELECT pg_advisory_xact_lock($1)"
+# The oldest committed unnumbered events, numbered per tenant in id order after its head.
+NUMBER_EVENTS = """
+WITH pending AS (
+    SELECT id, tenant_id FROM events WHERE seq IS NULL ORDER BY id LIMIT $1
+), numbered AS (
+    SELECT id, tenant_id, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS n,
+           count(*) OVER (PARTITION BY tenant_id) AS c
+    FROM pending
+), heads AS (
+    INSERT INTO event_heads AS h (tenant_id, last_seq)
+    SELECT DISTINCT tenant_id, c FROM numbered
+    ON CONFLICT (tenant_id) DO UPDATE SET last_seq = h.last_seq + EXCLUDED.last_seq
+    RETURNING tenant_id, last_seq
+), done AS (
+    UPDATE events e SET seq = heads.last_seq - numbered.c + numbered.n
+    FROM numbered JOIN heads USING (tenant_id)
+    WHERE e.id = numbered.id
+    RETURNING e.tenant_id
+)
+SELECT count(*) AS numbered, coalesce(array_agg(DISTINCT tenant_id), '{}') AS tenants FROM done
+"""
+NOTIFY_TENANTS = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t"
+READ_AFTER = """
+SELECT seq, event_id, type, document_id, corpus_id, detail, create_time FROM events
+WHERE tenant_id = $1 AND seq IS NOT NULL AND seq > $2 ORDER BY seq LIMIT $3
+"""
+BOUNDS = """
+SELECT coalesce((SELECT min(seq) FROM events WHERE tenant_id = $1 AND seq IS NOT NULL),
+                coalesce((SELECT last_seq FROM event_heads WHERE tenant_id = $1), 0) + 1) AS first_retained,
+       coalesce((SELECT last_seq FROM event_heads WHERE tenant_id = $1), 0) AS head
+"""
+# A prefix of each tenant's sequence: everything up to its newest event older than retention.
+PRUNE = """
+WITH cut AS (
+    SELECT tenant_id, max(seq) AS through FROM events
+    WHERE seq IS NOT NULL AND create_time < now() - make_interval(secs => $1) GROUP BY tenant_id
+)
+DELETE FROM events e USING cut WHERE e.tenant_id = cut.tenant_id AND e.seq <= cut.through
+"""
+
+
+async def publish(tx: Transaction, tenant: str, events: Sequence[NewEvent | None]) -> list[uuid.UUID]:
+    """Write the events (None entries skipped) in the change's transaction; their event ids."""
+    kept = [e for e in events if e is not None]
+    if not kept:
+        return []
+    row = await tx.fetchrow(
+        "publish_events",
+        PUBLISH,
+        tenant,
+        [e.type.value for e in kept],
+        [e.document_id for e in kept],
+        [e.corpus_id for e in kept],
+        [json.dumps(e.detail) for e in kept],
+        RELAY_CHANNEL,
+    )
+    assert row is not None
+    return list(row[1])
+
+
+def _event(row: asyncpg.Record) -> Event:
+    detail = row["detail"]
+    return Event(
+        seq=row["seq"],
+        event_id=row["event_id"],
+        type=EventType(row["type"]),
+        document_id=row["document_id"],
+        corpus_id=row["corpus_id"],
+        time=row["create_time"],
+        detail=json.loads(detail) if isinstance(detail, str) else dict(detail),
+    )
+
+
+class PostgresEventLog:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def read_after(self, tenant: str, after: int, limit: int) -> list[Event]:
+        return [_event(r) for r in await self._db.fetch("read_events", READ_AFTER, tenant, after, limit)]
+
+    async def bounds(self, tenant: str) -> tuple[int, int]:
+        row = await self._db.fetchrow("event_bounds", BOUNDS, tenant)
+        assert row is not None
+        return row["first_retained"], row["head"]
+
+    async def number_committed(self) -> int:
+        """Number the oldest committed unnumbered events (one relay at a time) and wake their
+        tenants' watchers; how many were numbered."""
+        async with self._db.transaction() as tx:
+            await tx.execute("lock_relay", LOCK_RELAY, RELAY_LOCK)
+            row = await tx.fetchrow("number_events", NUMBER_EVENTS, RELAY_BATCH)
+            assert row is not None
+            if row["tenants"]:
+                await tx.execute("notify_tenants", NOTIFY_TENANTS, CHANNEL, list(row["tenants"]))
+        return row["numbered"]
+
+    async def prune(self, retention_s: float) -> int:
+        status = await self._db.execute("prune_events", PRUNE, float(retention_s))
+        return int(status.split()[-1])
+
+
+class Wakeup:
+    """One watcher's flag: set when its tenant may have new events."""
+
+    def __init__(self) -> None:
+        self._flag = asyncio.Event()
+
+    def clear(self) -> None:
+        self._flag.clear()
+
+    def set(self) -> None:
+        self._flag.set()
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True when woken, False when the timeout passed first."""
+        try:
+            await asyncio.wait_for(self._flag.wait(), timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+
+class PostgresWakeups:
+    """One LISTEN connection (from the pool, held while running) fanning NOTIFYs out to the
+    watchers of each tenant and to the relay. A lost connection is taken again after ``retry_s``;
+    everyone is woken then, since notifications sent meanwhile are lost (they read again; nothing
+    is missed, because the read, not the notification, decides what is delivered)."""
+
+    def __init__(self, db: Database, retry_s: float = 1.0) -> None:
+        self._db = db
+        self._retry_s = retry_s
+        self._watchers: dict[str, set[Wakeup]] = {}
+        self._relays: set[Wakeup] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    @contextmanager
+    def relay(self) -> Iterator[Wakeup]:
+        """Woken when an event was committed (the relay has work)."""
+        wakeup = Wakeup()
+        self._relays.add(wakeup)
+        try:
+            yield wakeup
+        finally:
+            self._relays.discard(wakeup)
+
+    @contextmanager
+    def subscribe(self, tenant: str) -> Iterator[Wakeup]:
+        wakeup = Wakeup()
+        self._watchers.setdefault(tenant, set()).add(wakeup)
+        try:
+            yield wakeup
+        finally:
+            watchers = self._watchers.get(tenant, set())
+            watchers.discard(wakeup)
+            if not watchers:
+                self._watchers.pop(tenant, None)
+
+    def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        for wakeup in self._watchers.get(str(payload), ()):
+            wakeup.set()
+
+    def _relay_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        for wakeup in self._relays:
+            wakeup.set()
+
+    def _wake_all(self) -> None:
+        for wakeup in self._relays:
+            wakeup.set()
+        for watchers in self._watchers.values():
+            for wakeup in watchers:
+                wakeup.set()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async with self._db.pool.acquire() as connection:
+                    lost = asyncio.Event()
+                    connection.add_termination_listener(lambda _c, lost=lost: lost.set())
+                    await connection.add_listener(CHANNEL, self._notified)
+                    await connection.add_listener(RELAY_CHANNEL, self._relay_notified)
+                    self._wake_all()
+                    try:
+                        await lost.wait()
+                    finally:
+                        if not connection.is_closed():
+                            await connection.remove_listener(CHANNEL, self._notified)
+                            await connection.remove_listener(RELAY_CHANNEL, self._relay_notified)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the database is away: watchers wake on their heartbeat
+                log.warning("events_listener_lost", error_type=type(error).__name__)
+            self._wake_all()
+            await asyncio.sleep(self._retry_s)
+
+
+class OutboxRelay:
+    """Numbers committed events as they come (woken by the writers' notifications, and every
+    ``poll_s`` in case one was lost). Every replica runs one; the advisory lock makes them take
+    turns, each seeing what the one before it numbered."""
+
+    def __init__(self, log: PostgresEventLog, wakeups: PostgresWakeups, poll_s: float = 1.0) -> None:
+        self._log = log
+        self._wakeups = wakeups
+        self._poll_s = poll_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _loop(self) -> None:
+        with self._wakeups.relay() as wakeup:
+            while True:
+                wakeup.clear()
+                try:
+                    numbered = await self._log.number_committed()
+                except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
+                    log.warning("events_relay_failed", error_type=type(error).__name__)
+                    numbered = 0
+                if numbered < RELAY_BATCH:
+                    await wakeup.wait(self._poll_s)

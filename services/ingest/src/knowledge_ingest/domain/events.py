@@ -1,0 +1,117 @@
+"""Events: what other services hear about documents and corpora, and where a watch starts.
+
+An event is decided here from what changed (``document_ended``, ``searchable``, ...) and written
+by ``adapters.outbox.publish`` in the transaction of the change. A tenant's events carry the
+gapless sequence 1, 2, 3, ... given by the relay once committed (a document's events in the order
+of its changes); a cursor is the sequence number of the last event a consumer has, and retention
+removes a prefix of the sequence.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from knowledge_ingest.domain.documents import State
+from knowledge_ingest.domain.errors import CursorExpired, InvalidRequest
+
+MAX_CURSOR_CHARS = 20  # a bigint's digits
+
+
+class EventType(StrEnum):
+    DOCUMENT_SEARCHABLE = "document.searchable"
+    DOCUMENT_FAILED = "document.failed"
+    DOCUMENT_CANCELLED = "document.cancelled"
+    DOCUMENT_MOVED = "document.moved"
+    DOCUMENT_REMOVED = "document.removed"
+    CORPUS_CREATED = "corpus.created"
+    CORPUS_DELETED = "corpus.deleted"
+    # Not stored: sent on a quiet stream every heartbeat interval, with the stream's cursor, so
+    # that a consumer (and every proxy between) sees the stream alive.
+    HEARTBEAT = "stream.heartbeat"
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    type: EventType
+    document_id: int | None = None
+    corpus_id: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)  # chunk_count, warnings, reason, from_corpus_id
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    seq: int
+    event_id: uuid.UUID | None  # None for a heartbeat
+    type: EventType
+    document_id: int | None
+    corpus_id: int | None
+    time: datetime.datetime
+    detail: dict[str, Any]
+
+    @property
+    def cursor(self) -> str:
+        return str(self.seq)
+
+
+def ends_with_event(state: State) -> bool:
+    """Whether a document that follows its job into ``state`` has an event (``document_ended``)."""
+    return state in (State.FAILED, State.CANCELLED)
+
+
+def document_ended(state: State, document_id: int, corpus_id: int, error: str | None) -> NewEvent | None:
+    """The event of a document whose job ended FAILED or CANCELLED; None for other states."""
+    if state is State.FAILED:
+        return NewEvent(EventType.DOCUMENT_FAILED, document_id, corpus_id, {"reason": error or ""})
+    if state is State.CANCELLED:
+        return NewEvent(EventType.DOCUMENT_CANCELLED, document_id, corpus_id)
+    return None
+
+
+def searchable(document_id: int, corpus_id: int, chunk_count: int, warnings: tuple[str, ...]) -> NewEvent:
+    return NewEvent(
+        EventType.DOCUMENT_SEARCHABLE,
+        document_id,
+        corpus_id,
+        {"chunk_count": chunk_count, "warnings": list(warnings)},
+    )
+
+
+def moved(document_id: int, from_corpus_id: int, to_corpus_id: int) -> NewEvent | None:
+    """None when the document was already in the target corpus (nothing changed)."""
+    if from_corpus_id == to_corpus_id:
+        return None
+    return NewEvent(EventType.DOCUMENT_MOVED, document_id, to_corpus_id, {"from_corpus_id": from_corpus_id})
+
+
+def removed(document_id: int, corpus_id: int, chunk_count: int) -> NewEvent:
+    return NewEvent(EventType.DOCUMENT_REMOVED, document_id, corpus_id, {"chunk_count": chunk_count})
+
+
+def corpus_created(corpus_id: int) -> NewEvent:
+    return NewEvent(EventType.CORPUS_CREATED, None, corpus_id)
+
+
+def parse_cursor(after: str) -> int | None:
+    """A cursor as issued (the digits of a sequence number); empty: from the oldest retained event."""
+    if after == "":
+        return None
+    if len(after) > MAX_CURSOR_CHARS or not after.isascii() or not after.isdigit() or after != str(int(after)):
+        raise InvalidRequest("after must be a cursor this service issued (an event's `cursor`)", field="after")
+    return int(after)
+
+
+def start_after(after: int | None, first_retained: int, head: int) -> int:
+    """The sequence number a watch reads after: ``after`` itself while the events following it are
+    all retained; an empty cursor starts before the oldest retained event. ``first_retained`` is
+    the oldest retained sequence number (``head + 1`` when none is retained)."""
+    if after is None:
+        return first_retained - 1
+    if after > head:
+        raise InvalidRequest(f"cursor {after} is ahead of the tenant's newest event ({head})", field="after")
+    if after + 1 < first_retained:
+        raise CursorExpired(after, first_retained)
+    return after
