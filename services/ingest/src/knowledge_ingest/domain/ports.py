@@ -13,6 +13,7 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.system_corpora import CorpusKind
 
 
 class CorpusRepository(Protocol):
@@ -66,8 +67,8 @@ class Lease:
 class DocumentRepository(Protocol):
     """Documents and their chunks as the API reads and changes them (role knowledge_ingest)."""
 
-    async def corpus_accepts_uploads(self, tenant: str, corpus_id: int) -> bool:
-        """The corpus is the tenant's own or a system corpus."""
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
@@ -92,7 +93,7 @@ class DocumentRepository(Protocol):
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
 
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
-        """(corpus_id, name, document_count) of the tenant's user corpora."""
+        """(corpus_id, name, searchable documents, housekeeping files left out) of the tenant's user corpora."""
 
 
 class JobRepository(Protocol):

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import check_page_size
 
+from knowledge_ingest.domain.errors import CorpusNotFound
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
-from knowledge_ingest.domain.ports import CorpusRepository
+from knowledge_ingest.domain.ports import CorpusRepository, DocumentRepository
+from knowledge_ingest.domain.system_corpora import may_write
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -17,6 +19,14 @@ MAX_PAGE_SIZE = 1000
 def page_of(page_size: int, after_id: int) -> Page:
     size = DEFAULT_PAGE_SIZE if check_page_size(page_size) == 0 else min(page_size, MAX_PAGE_SIZE)
     return Page(size=size, after_id=after_id)
+
+
+async def require_writable(store: DocumentRepository, scope: Scope, corpus_id: int, named: str) -> None:
+    """CorpusNotFound unless the caller may write into the corpus: another tenant's corpus, and a
+    system corpus without the capability that writes it, are alike absent."""
+    kind = await store.corpus_kind(scope.tenant, corpus_id)
+    if kind is None or not may_write(kind, scope.capabilities):
+        raise CorpusNotFound(named)
 
 
 @dataclass

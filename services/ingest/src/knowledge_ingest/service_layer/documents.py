@@ -13,6 +13,7 @@ from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, Inv
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentRepository
 from knowledge_ingest.domain.text import TextPage, paginate
+from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
 
@@ -42,7 +43,7 @@ class DocumentUseCases:
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, key):
+        if await self.store.corpus_kind(scope.tenant, key) is None:
             raise CorpusNotFound(corpus_id)
         found = await self.store.list_documents(scope.tenant, key, page.probe())
         return page.cut(found, lambda document: document.document_id)
@@ -64,11 +65,10 @@ class DocumentUseCases:
         all_documents: bool,
     ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, target):
-            raise CorpusNotFound(target_corpus_id)
+        await require_writable(self.store, scope, target, target_corpus_id)
         source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
-        if source is not None and not await self.store.corpus_accepts_uploads(scope.tenant, source):
-            raise CorpusNotFound(source_corpus_id)
+        if source is not None:
+            await require_writable(self.store, scope, source, source_corpus_id)
         if document_ids and all_documents:
             raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
         if len(document_ids) > MAX_MOVE_IDS:

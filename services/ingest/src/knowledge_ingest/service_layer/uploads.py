@@ -10,8 +10,9 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import DomainError, UploadTooLarge
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
+from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_TITLE_CHARS = 1000
 MAX_BATCH_ITEMS = 1000  # texts per IngestTexts / BatchIngestTexts call
@@ -75,8 +76,7 @@ class UploadUseCases:
     async def upload(self, scope: Scope, source: UploadSource) -> Job:
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         corpus_id = parse_id(source.corpus_id, "corpus_id")
-        if not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):  # 3. before any write
-            raise CorpusNotFound(source.corpus_id)
+        await require_writable(self.documents, scope, corpus_id, source.corpus_id)  # 3. before any write
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
         blob = await self.blobs.write(
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
@@ -109,6 +109,9 @@ class UploadUseCases:
         document = await self.documents.document(scope.tenant, key)
         if document is None:  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
+        await require_writable(self.documents, scope, document.corpus_id, str(document.corpus_id))
+        if corpus is not None:
+            await require_writable(self.documents, scope, corpus, corpus_id)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
         job = await self.jobs.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC

@@ -1,0 +1,37 @@
+"""System corpora: who may write into which corpus, and what the prompt context leaves out.
+
+Two kinds of system corpus exist beside a tenant's own corpora. A tenant's housekeeping corpora
+(``operational_patterns``, ``user_behavior``, ``data_catalog``; ``corpora.tenant_id`` is the
+tenant, ``is_system``) are written only by platform services whose token carries
+``system.write``. Platform-wide corpora (``tenant_id`` NULL, ``is_system``) are written only by
+a platform administrator (``platform.admin``). An ordinary token that names either is told the
+corpus does not exist, as for another tenant's corpus: 404, never 403, so it learns nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
+
+
+class CorpusKind(enum.Enum):
+    USER = "user"  # the tenant's own corpus
+    HOUSEKEEPING = "housekeeping"  # the tenant's system corpus
+    PLATFORM = "platform"  # a platform-wide system corpus (no tenant)
+
+
+def corpus_kind(owner_tenant: str | None, is_system: bool) -> CorpusKind:
+    """The kind of a corpus row the caller's tenant can see (its own, or a platform-wide one)."""
+    if not is_system:
+        return CorpusKind.USER
+    return CorpusKind.PLATFORM if owner_tenant is None else CorpusKind.HOUSEKEEPING
+
+
+def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
+    """Whether a caller with ``capabilities`` may add, replace or move documents in such a corpus."""
+    if kind is CorpusKind.USER:
+        return True  # the RPC's own capability (document.upload) was already checked
+    if kind is CorpusKind.HOUSEKEEPING:
+        return SYSTEM_WRITE in capabilities
+    return PLATFORM_ADMIN in capabilities
