@@ -18,6 +18,8 @@ from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
+from knowledge_search.adapters.system_corpora import PostgresSystemCorpora
+from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
@@ -81,7 +83,13 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             anonymiser=Anonymiser(settings.anonymise_names),
             ledger=PostgresCostLedger(db),
         )
-        servicer = SearchServicer(searches, answers)
+        prefetches = PrefetchUseCases(
+            searches,
+            PostgresSystemCorpora(db),
+            deadline_s=settings.prefetch_deadline_s,
+            data_catalog=settings.prefetch_data_catalog,
+        )
+        servicer = SearchServicer(searches, answers, ContextUseCases(answers), prefetches)
         return GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],

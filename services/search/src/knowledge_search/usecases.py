@@ -7,15 +7,17 @@ The tenant always comes from the verified scope, never from the request.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.tracing import tracer
 
-from knowledge_search.domain.anonymise import Anonymiser
-from knowledge_search.domain.answer import Source, cite, excerpt
-from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.anonymise import Anonymised, Anonymiser
+from knowledge_search.domain.answer import Source, Synthesis, cite, excerpt
+from knowledge_search.domain.errors import EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
@@ -39,6 +41,7 @@ from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
+LEXICAL_ONLY = "the embedder is unavailable: only the lexical channel answered"
 
 
 @dataclass
@@ -53,7 +56,9 @@ class SearchUseCases:
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
 
-    async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
+    async def search(self, scope: Scope, request: SearchRequest, *, fallback_to_lexical: bool = False) -> SearchOutcome:
+        """``fallback_to_lexical``: an embedder that cannot answer leaves the lexical channel to
+        answer alone (HYBRID only), said in the outcome's ``degradations``, instead of failing."""
         tenant = scope.tenant
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
@@ -61,9 +66,15 @@ class SearchUseCases:
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
         await self.index.check_filters(tenant, request.filters)
-        vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
+        vector_task = (
+            self._vector(tenant, request, fallback_to_lexical and request.mode is SearchMode.HYBRID)
+            if request.mode is not SearchMode.LEXICAL
+            else _nothing()
+        )
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
         (vector_hits, warnings, cost), lexical_hits = await asyncio.gather(vector_task, lexical_task)
+        degradations = (LEXICAL_ONLY,) if vector_hits is None else ()
+        vector_hits = vector_hits or []
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
@@ -96,7 +107,13 @@ class SearchUseCases:
             lexical_hits=len(lexical_hits),
             relevance=relevance.value,
         )
-        return SearchOutcome(hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost)
+        return SearchOutcome(
+            hits=tuple(hits),
+            relevance=relevance,
+            warnings=request.warnings + warnings,
+            cost=cost,
+            degradations=degradations,
+        )
 
     async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
         """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused
@@ -117,9 +134,18 @@ class SearchUseCases:
             span.set_attribute("search.results", len(chunks))
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
-    async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+    async def _vector(
+        self, tenant: str, request: SearchRequest, fallback: bool = False
+    ) -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
+        """The vector channel's hits; None when it could not answer and ``fallback`` allows that."""
         with _tracer.start_as_current_span("search.embed"):
-            embedded = await self.embedder.embed_query(tenant, request.text)
+            try:
+                embedded = await self.embedder.embed_query(tenant, request.text)
+            except Unavailable as error:
+                if not fallback:
+                    raise
+                log.warning("search_lexical_fallback", reason=error.reason)
+                return None, (), Cost()
         with _tracer.start_as_current_span("search.vector") as span:
             hits = await self.index.vector_search(tenant, embedded.vector, request.filters, self.channel_depth)
             span.set_attribute("search.hits", len(hits))
@@ -139,7 +165,7 @@ class SearchUseCases:
         return request.weights.over(corpus).over(self.default_weights)
 
 
-async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
     return [], (), Cost()
 
 
@@ -155,19 +181,15 @@ class AnswerUseCases:
     ledger: CostLedger | None = None
 
     async def query(self, scope: Scope, request: SearchRequest) -> Answer:
-        outcome = await self.searcher.search(scope, request)
-        if not outcome.hits or outcome.relevance is Relevance.LOW:
+        return await self.answer(scope, request, await self.searcher.search(scope, request))
+
+    async def answer(self, scope: Scope, request: SearchRequest, outcome: SearchOutcome) -> Answer:
+        """The cited answer from a retrieval already made (SearchDocuments makes one, not two)."""
+        if not answerable(outcome):
             return Answer(text="", citations=(), relevance=outcome.relevance, cost=outcome.cost)
         hits = outcome.hits
-        anonymised = self.anonymiser.anonymise(request.text)
-        sources = [
-            Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
-            for n, hit in enumerate(hits, start=1)
-        ]
-        with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
-            synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
-        text, order = cite(synthesis.text, len(sources))
+        synthesis, anonymised = await self.synthesise(scope, request.text, hits)
+        text, order = cite(synthesis.text, len(hits))
         quoted = synthesis.excerpts or {}
         citations = tuple(
             Citation(
@@ -176,16 +198,54 @@ class AnswerUseCases:
             )
             for n in order
         )
-        if self.ledger is not None:
-            for item in synthesis.cost.items:
-                await self.ledger.record(scope.tenant, item)
-        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=self.synthesiser.model_id)
+        log.info("answer_done", sources=len(hits), citations=len(citations), synthesiser=self.synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
             citations=citations,
             relevance=outcome.relevance,
             cost=outcome.cost.plus(synthesis.cost),
         )
+
+    async def search_documents(self, scope: Scope, request: SearchRequest) -> tuple[SearchOutcome, str, str]:
+        """One retrieval, and its synthesis citing the results by their own numbers: (outcome,
+        synthesis, why there is none when the language model could not answer)."""
+        outcome = await self.searcher.search(scope, request)
+        if not answerable(outcome):
+            return outcome, "", ""
+        try:
+            synthesis, anonymised = await self.synthesise(scope, request.text, outcome.hits)
+        except LlmUnavailable as error:  # the sources still answer the tool
+            log.warning("search_documents_without_synthesis", reason=error.reason)
+            return outcome, "", error.message
+        text, _ = cite(synthesis.text, len(outcome.hits), renumber=False)
+        return outcome, anonymised.restore(text), ""
+
+    async def synthesise(
+        self, scope: Scope, question: str, hits: Sequence[SearchHit], *, graded: bool = False
+    ) -> tuple[Synthesis, Anonymised]:
+        """The synthesis over ``hits`` as sources 1..n: the question and the sources anonymised
+        before the synthesiser sees them; the synthesis text still anonymised (``restore`` it),
+        its cost recorded. ``graded`` asks for a support level per statement."""
+        anonymised = self.anonymiser.anonymise(question)
+        sources = [
+            Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
+            for n, hit in enumerate(hits, start=1)
+        ]
+        with _tracer.start_as_current_span("search.synthesise") as span:
+            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
+            if graded:
+                synthesis = await self.synthesiser.synthesise(anonymised.text, sources, graded=True)
+            else:
+                synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
+        if self.ledger is not None:
+            for item in synthesis.cost.items:
+                await self.ledger.record(scope.tenant, item)
+        return synthesis, anonymised
+
+
+def answerable(outcome: SearchOutcome) -> bool:
+    """Whether a retrieval is worth a synthesis: it found something, and not only unrelated text."""
+    return bool(outcome.hits) and outcome.relevance is not Relevance.LOW
 
 
 def _title(chunk: Chunk) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 from knowledge_runtime.db.pool import Database
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
-from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, Filters, Weights
+from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
@@ -159,15 +159,25 @@ VALUES ($1, $2, $3, $4, $5, $6)
 """
 
 
-def _filters(filters: Filters, first: int) -> tuple[str, list[int]]:
+def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
     """Predicates for the set filters only, so each combination gets a plan of its own."""
-    sql, args = [], []
+    sql: list[str] = []
+    args: list[object] = []
     if filters.corpus_id is not None:
         args.append(filters.corpus_id)
         sql.append(f"AND c.corpus_id = ${first + len(args) - 1}")
     if filters.document_id is not None:
         args.append(filters.document_id)
         sql.append(f"AND c.document_id = ${first + len(args) - 1}")
+    if filters.subject is not None:
+        args.append(filters.subject)
+        sql.append(
+            f"AND c.document_id IN (SELECT d.document_id FROM documents d "
+            f"WHERE d.tenant_id = c.tenant_id AND d.subject = ${first + len(args) - 1})"
+        )
+    if filters.exclude_provisional:
+        args.append(PROVISIONAL_MARKER)
+        sql.append(f"AND NOT starts_with(c.content, ${first + len(args) - 1})")
     return " ".join(sql), args
 
 

@@ -48,6 +48,11 @@ EQUAL_WEIGHTS = Weights(vector=1.0, lexical=1.0)
 class Filters:
     corpus_id: int | None = None
     document_id: int | None = None
+    subject: str | None = None  # only documents about this user (a user_behavior entry's subject)
+    exclude_provisional: bool = False  # leave out chunks marked PROVISIONAL_MARKER, before ranking
+
+
+PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +255,7 @@ class SearchOutcome:
     relevance: Relevance
     warnings: tuple[str, ...] = ()
     cost: Cost = Cost()
+    degradations: tuple[str, ...] = ()  # what did not answer as usual (e.g. the vector channel)
 
 
 @dataclass(frozen=True, slots=True)
