@@ -11,6 +11,7 @@ from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
 from knowledge_ingest.adapters.job_rows import TERMINAL
+from knowledge_ingest.adapters.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.documents import Document, State
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
@@ -72,6 +73,13 @@ LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.st
 WHERE c.tenant_id = $1 AND NOT c.is_system
 GROUP BY c.corpus_id ORDER BY c.corpus_id
 """
+
+
+INSERT_HOUSEKEEPING = """
+INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true) ON CONFLICT (tenant_id, name) DO NOTHING
+"""
+HOUSEKEEPING_CORPUS = "SELECT corpus_id, is_system FROM corpora WHERE tenant_id = $1 AND name = $2"
+SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 
 
 def _document(row: asyncpg.Record) -> Document:
@@ -150,6 +158,16 @@ class PostgresDocuments:
             deleted = await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
             await tx.execute("delete_document", DELETE_DOCUMENT, document_id)
         return int(deleted.split()[-1]), cancelled
+
+    async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
+        async with self._db.transaction() as tx:
+            await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+            await tx.execute("insert_housekeeping", INSERT_HOUSEKEEPING, tenant, name)
+            row = await tx.fetchrow("housekeeping_corpus", HOUSEKEEPING_CORPUS, tenant, name)
+        return row["corpus_id"] if row is not None and row["is_system"] else None
+
+    async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
+        await self._db.execute("set_subject", SET_SUBJECT, tenant, document_id, subject)
 
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant, list(HOUSEKEEPING_FILENAME_PREFIXES))

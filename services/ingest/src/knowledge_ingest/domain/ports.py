@@ -92,6 +92,13 @@ class DocumentRepository(Protocol):
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
 
+    async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
+        """The tenant's housekeeping corpus ``name``, created when missing; None when a corpus of
+        the tenant's own already bears the name."""
+
+    async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
+        """Records whom a housekeeping entry is about."""
+
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
         """(corpus_id, name, searchable documents, housekeeping files left out) of the tenant's user corpora."""
 

@@ -11,8 +11,13 @@ corpus does not exist, as for another tenant's corpus: 404, never 403, so it lea
 from __future__ import annotations
 
 import enum
+import unicodedata
 
-from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
+from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
+
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+
+MAX_SUBJECT_CHARS = 500
 
 
 class CorpusKind(enum.Enum):
@@ -35,3 +40,23 @@ def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
     if kind is CorpusKind.HOUSEKEEPING:
         return SYSTEM_WRITE in capabilities
     return PLATFORM_ADMIN in capabilities
+
+
+def housekeeping_target(system_corpus: str, about_subject: str, *, capabilities: frozenset[str]) -> str:
+    """The housekeeping corpus an IngestText with ``system_corpus`` writes into; what cannot be is
+    refused before anything is stored. Without system.write the corpus does not exist (404)."""
+    name = system_corpus.strip()
+    if name not in HOUSEKEEPING_CORPORA:
+        raise InvalidRequest(f"system_corpus must be one of {', '.join(HOUSEKEEPING_CORPORA)}", field="system_corpus")
+    if SYSTEM_WRITE not in capabilities:
+        raise CorpusNotFound(name)
+    if (name == USER_BEHAVIOR) != bool(about_subject):
+        raise InvalidRequest(
+            f"about_subject is required for {USER_BEHAVIOR} entries and allowed for no other", field="about_subject"
+        )
+    if len(about_subject) > MAX_SUBJECT_CHARS or any(unicodedata.category(ch) == "Cc" for ch in about_subject):
+        raise InvalidRequest(
+            f"about_subject must be at most {MAX_SUBJECT_CHARS} characters without control characters",
+            field="about_subject",
+        )
+    return name

@@ -12,6 +12,7 @@ from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
+from knowledge_ingest.domain.system_corpora import housekeeping_target
 from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_TITLE_CHARS = 1000
@@ -102,6 +103,23 @@ class UploadUseCases:
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
         source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None)
         return await self.upload(scope, source)
+
+    async def ingest_housekeeping(
+        self, scope: Scope, system_corpus: str, text: str, title: str, about_subject: str = ""
+    ) -> Job:
+        """A platform service's entry in one of the tenant's housekeeping corpora (created on demand)."""
+        name = housekeeping_target(system_corpus, about_subject, capabilities=scope.capabilities)
+        corpus_id = await self.documents.housekeeping_corpus(scope.tenant, name)
+        if corpus_id is None:
+            raise InvalidRequest(
+                f"a corpus of the tenant's own is named {name!r}: rename it to use the {name} system corpus",
+                field="system_corpus",
+                reason="SYSTEM_CORPUS_NAME_TAKEN",
+            )
+        job = await self.ingest_text(scope, str(corpus_id), text, title, "")
+        if about_subject and job.document_id is not None:
+            await self.documents.set_subject(scope.tenant, job.document_id, about_subject)
+        return job
 
     async def _ingest_into(self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str) -> Job:
         key = parse_id(document_id, "document_id")
