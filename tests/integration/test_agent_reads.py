@@ -46,9 +46,10 @@ def search_app(db: Database, embedder_address: str, make_service_token, verifier
     embedder = GrpcQueryEmbedder(
         embedder_address, timeout_s=5, token_for=lambda tenant: make_service_token(tenant, ["embed"])
     )
-    searches = SearchUseCases(PostgresChunkIndex(db), embedder, THRESHOLDS)
+    corpora = PostgresSystemCorpora(db)
+    searches = SearchUseCases(PostgresChunkIndex(db), embedder, THRESHOLDS, system_corpora=corpora)
     answers = AnswerUseCases(searches, ExtractiveSynthesiser())
-    prefetches = PrefetchUseCases(searches, PostgresSystemCorpora(db), deadline_s=2.0)
+    prefetches = PrefetchUseCases(searches, corpora, deadline_s=2.0)
     servicer = SearchServicer(searches, answers, ContextUseCases(answers), prefetches)
     return GrpcApp(services=[search_spec(servicer)], verifier=verifier), embedder
 
@@ -168,12 +169,24 @@ async def test_prefetch_suggests_patterns_and_only_the_callers_own_behaviour(sta
         search_pb2.PrefetchContextRequest(user_message="billing deploy"), metadata=user(make_token, "agent-none")
     )
     assert (stranger.rendered, stranger.degraded) == ("", False)
-    # A housekeeping entry never shows up in the tenant's ordinary search either... through another tenant.
+
+
+async def test_ordinary_reads_leave_the_housekeeping_corpora_out(stack, make_token, housekeeping):
+    metadata = user(make_token, "agent-acme", "user-1")
     found = await stack["search"].Search(
-        search_pb2.SearchRequest(query="globex billing deploy secret runbook", top_k=50),
-        metadata=user(make_token, "agent-acme"),
+        search_pb2.SearchRequest(query="billing deploy worker night bullet lists", top_k=50), metadata=metadata
     )
-    assert all("Globex" not in r.content for r in found.results)
+    assert list(found.results) == []  # acme holds only housekeeping entries: none is an ordinary result
+    context = await stack["search"].GetContext(search_pb2.GetContextRequest(query="billing deploy"), metadata=metadata)
+    assert list(context.context.evidence) == []
+    hidden = await stack["admin"].fetchval(
+        "t", "SELECT corpus_id FROM corpora WHERE tenant_id = 'agent-acme' AND name = 'user_behavior'"
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stack["search"].Search(
+            search_pb2.SearchRequest(query="billing deploy", corpus_id=str(hidden)), metadata=metadata
+        )
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND  # named in vain
 
 
 async def test_prefetch_with_the_embedder_stopped_answers_by_keywords_within_its_deadline(

@@ -153,7 +153,7 @@ class PrefetchUseCases:
             request = SearchRequest.parse(text, corpus_id=str(corpora[name]), top_k=top_k)
             filters = dataclasses.replace(request.filters, subject=subject, exclude_provisional=True)
             request = dataclasses.replace(request, filters=filters, rerank=False)
-            return name, await searcher.search(scope, request, fallback_to_lexical=True)
+            return name, await searcher.search(scope, request, fallback_to_lexical=True, include_housekeeping=True)
 
         outcomes = await asyncio.gather(*(one(*w) for w in wanted))
         degradations = tuple(sorted({d for _, outcome in outcomes for d in outcome.degradations}))

@@ -50,6 +50,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
         index = PostgresChunkIndex(
             db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
         )
+        system_corpora = PostgresSystemCorpora(db)
         searches = SearchUseCases(
             index=index,
             embedder=embedder,
@@ -60,6 +61,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
             rerank_default=settings.rerank,
             rerank_window=settings.rerank_window,
+            system_corpora=system_corpora,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:
@@ -85,7 +87,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
         )
         prefetches = PrefetchUseCases(
             searches,
-            PostgresSystemCorpora(db),
+            system_corpora,
             deadline_s=settings.prefetch_deadline_s,
             data_catalog=settings.prefetch_data_catalog,
         )

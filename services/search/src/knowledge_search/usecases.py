@@ -17,7 +17,7 @@ from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymised, Anonymiser
 from knowledge_search.domain.answer import Source, Synthesis, cite, excerpt
-from knowledge_search.domain.errors import EmbedderUnavailable, LlmUnavailable, RerankUnavailable
+from knowledge_search.domain.errors import CorpusNotFound, EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
@@ -34,7 +34,7 @@ from knowledge_search.domain.model import (
     SearchRequest,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser
+from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser, SystemCorpora
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
@@ -55,11 +55,23 @@ class SearchUseCases:
     reranker: Reranker | None = None
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
+    system_corpora: SystemCorpora | None = None  # the tenant's housekeeping corpora, left out of ordinary reads
 
-    async def search(self, scope: Scope, request: SearchRequest, *, fallback_to_lexical: bool = False) -> SearchOutcome:
+    async def search(
+        self,
+        scope: Scope,
+        request: SearchRequest,
+        *,
+        fallback_to_lexical: bool = False,
+        include_housekeeping: bool = False,
+    ) -> SearchOutcome:
         """``fallback_to_lexical``: an embedder that cannot answer leaves the lexical channel to
-        answer alone (HYBRID only), said in the outcome's ``degradations``, instead of failing."""
+        answer alone (HYBRID only), said in the outcome's ``degradations``, instead of failing.
+        ``include_housekeeping``: pre-fetch reads the tenant's housekeeping corpora; every other
+        read leaves them out, and names one of them in vain (404)."""
         tenant = scope.tenant
+        if self.system_corpora is not None and not include_housekeeping:
+            request = await self._without_housekeeping(tenant, request)
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
             raise RerankUnavailable()
@@ -114,6 +126,15 @@ class SearchUseCases:
             cost=cost,
             degradations=degradations,
         )
+
+    async def _without_housekeeping(self, tenant: str, request: SearchRequest) -> SearchRequest:
+        assert self.system_corpora is not None
+        hidden = tuple(sorted((await self.system_corpora.housekeeping(tenant)).values()))
+        if request.filters.corpus_id is not None and request.filters.corpus_id in hidden:
+            raise CorpusNotFound()
+        if not hidden or request.filters.corpus_id is not None:
+            return request
+        return replace(request, filters=replace(request.filters, exclude_corpora=hidden))
 
     async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
         """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused

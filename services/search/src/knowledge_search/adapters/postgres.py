@@ -175,6 +175,9 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
             f"AND c.document_id IN (SELECT d.document_id FROM documents d "
             f"WHERE d.tenant_id = c.tenant_id AND d.subject = ${first + len(args) - 1})"
         )
+    if filters.exclude_corpora:
+        args.append(list(filters.exclude_corpora))
+        sql.append(f"AND c.corpus_id <> ALL(${first + len(args) - 1}::bigint[])")
     if filters.exclude_provisional:
         args.append(PROVISIONAL_MARKER)
         sql.append(f"AND NOT starts_with(c.content, ${first + len(args) - 1})")

@@ -50,6 +50,7 @@ class Filters:
     document_id: int | None = None
     subject: str | None = None  # only documents about this user (a user_behavior entry's subject)
     exclude_provisional: bool = False  # leave out chunks marked PROVISIONAL_MARKER, before ranking
+    exclude_corpora: tuple[int, ...] = ()  # e.g. the tenant's housekeeping corpora in an ordinary read
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
