@@ -187,6 +187,12 @@ async def test_ordinary_reads_leave_the_housekeeping_corpora_out(stack, make_tok
             search_pb2.SearchRequest(query="billing deploy", corpus_id=str(hidden)), metadata=metadata
         )
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND  # named in vain
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # and another tenant's is no more there
+        await stack["search"].Search(
+            search_pb2.SearchRequest(query="billing deploy", corpus_id=str(hidden)),
+            metadata=user(make_token, "agent-globex"),
+        )
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 async def test_prefetch_with_the_embedder_stopped_answers_by_keywords_within_its_deadline(

@@ -150,7 +150,8 @@ FROM chunks c
 JOIN documents d ON d.document_id = c.document_id
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
 """
-CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
+# The tenant's own corpora and the platform-wide ones (no tenant); never another tenant's system corpus.
+CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system))"
 DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 RECORD_COST = """
