@@ -94,6 +94,22 @@ async def test_a_normal_token_cannot_write_into_either_kind_of_system_corpus(ing
         )
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     assert await stored(admin, housekeeping) == (1, 1)
+    # The entry is about the tenant's users: only its writers read or delete it here.
+    entry = await admin.fetchval("t", "SELECT document_id FROM documents WHERE corpus_id = $1", int(housekeeping))
+    for call in (
+        lambda m: stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=str(entry)), metadata=m),
+        lambda m: stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=str(entry)), metadata=m),
+        lambda m: stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=housekeeping), metadata=m),
+        lambda m: stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=str(entry)), metadata=m),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(normal)
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert await stored(admin, housekeeping) == (1, 1)  # the refused delete removed nothing
+    listed = await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=housekeeping), metadata=writer)
+    assert [d.document_id for d in listed.documents] == [str(entry)]
+    await stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=str(entry)), metadata=writer)
+    assert (await stored(admin, housekeeping))[0] == 0
 
 
 async def test_no_tenant_reads_another_tenants_material_through_a_system_corpus(ingest, make_token):

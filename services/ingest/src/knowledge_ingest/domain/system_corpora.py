@@ -42,6 +42,13 @@ def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
     return PLATFORM_ADMIN in capabilities
 
 
+def may_read(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
+    """Whether a caller may list or read documents of such a corpus: a housekeeping corpus holds
+    entries about the tenant's users (one user's behaviour), so only its writers read it here
+    (users get theirs through pre-fetch)."""
+    return kind is not CorpusKind.HOUSEKEEPING or SYSTEM_WRITE in capabilities
+
+
 def housekeeping_target(system_corpus: str, about_subject: str, *, capabilities: frozenset[str]) -> str:
     """The housekeeping corpus an IngestText with ``system_corpus`` writes into; what cannot be is
     refused before anything is stored. Without system.write the corpus does not exist (404)."""

@@ -12,6 +12,7 @@ from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentRepository
+from knowledge_ingest.domain.system_corpora import may_read, may_write
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.service_layer.corpora import require_writable
 
@@ -37,13 +38,17 @@ class DocumentUseCases:
 
     async def get(self, scope: Scope, document_id: str) -> Document:
         document = await self.store.document(scope.tenant, parse_id(document_id, "document_id"))
-        if document is None:
+        if document is None or not await self._readable(scope, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
 
+    async def _readable(self, scope: Scope, corpus_id: int) -> bool:
+        kind = await self.store.corpus_kind(scope.tenant, corpus_id)
+        return kind is not None and may_read(kind, scope.capabilities)
+
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        if await self.store.corpus_kind(scope.tenant, key) is None:
+        if not await self._readable(scope, key):
             raise CorpusNotFound(corpus_id)
         found = await self.store.list_documents(scope.tenant, key, page.probe())
         return page.cut(found, lambda document: document.document_id)
@@ -51,7 +56,7 @@ class DocumentUseCases:
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
         document = await self.store.document(scope.tenant, key)
-        if document is None:
+        if document is None or not await self._readable(scope, document.corpus_id):
             raise DocumentNotFound(document_id)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
         return dataclasses.replace(text, source_url=document.source_url or "")
@@ -107,6 +112,11 @@ class DocumentUseCases:
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
         key = parse_id(document_id, "document_id")
+        document = await self.store.document(scope.tenant, key)
+        if document is not None:  # a system corpus's entry is deleted only by its writer
+            kind = await self.store.corpus_kind(scope.tenant, document.corpus_id)
+            if kind is None or not may_write(kind, scope.capabilities):
+                raise DocumentNotFound(document_id)
         outcome = await self.store.delete_document(scope.tenant, key)
         if outcome is None:
             raise DocumentNotFound(document_id)
