@@ -99,6 +99,15 @@ class _EmbedOnce:
             self._task = asyncio.ensure_future(self._embedder.embed_query(tenant, text))
         return await asyncio.shield(self._task)
 
+    def close(self) -> None:
+        """A deadline may leave the embedding running: cancel it; a failure already seen is consumed."""
+        if self._task is None:
+            return
+        if not self._task.done():
+            self._task.cancel()
+        elif not self._task.cancelled():
+            self._task.exception()
+
 
 @dataclass
 class PrefetchUseCases:
@@ -147,7 +156,8 @@ class PrefetchUseCases:
         wanted = [(name, k, subject) for name, k, subject in self._wanted(scope) if name in corpora]
         if not wanted:
             return [], ()
-        searcher = dataclasses.replace(self.searcher, embedder=_EmbedOnce(self.searcher.embedder), reranker=None)
+        once = _EmbedOnce(self.searcher.embedder)
+        searcher = dataclasses.replace(self.searcher, embedder=once, reranker=None)
 
         async def one(name: str, top_k: int, subject: str | None) -> tuple[str, SearchOutcome]:
             request = SearchRequest.parse(text, corpus_id=str(corpora[name]), top_k=top_k)
@@ -155,7 +165,10 @@ class PrefetchUseCases:
             request = dataclasses.replace(request, filters=filters, rerank=False)
             return name, await searcher.search(scope, request, fallback_to_lexical=True, include_housekeeping=True)
 
-        outcomes = await asyncio.gather(*(one(*w) for w in wanted))
+        try:
+            outcomes = await asyncio.gather(*(one(*w) for w in wanted))
+        finally:
+            once.close()
         degradations = tuple(sorted({d for _, outcome in outcomes for d in outcome.degradations}))
         sections = [Section(name=name, hits=_relevant(outcome)) for name, outcome in outcomes if _relevant(outcome)]
         return sections, degradations
