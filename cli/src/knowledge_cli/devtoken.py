@@ -10,7 +10,12 @@ from knowledge_runtime.settings import Env, default_data_dir, jwt_audience, jwt_
 
 
 def mint_local_token(
-    tenant: str, *, capabilities: Iterable[str] | None = None, ttl_s: int = 3600, service: str | None = None
+    tenant: str,
+    *,
+    capabilities: Iterable[str] | None = None,
+    ttl_s: int = 3600,
+    service: str | None = None,
+    subject: str = "dev",
 ) -> str:
     """A token the local stack accepts: a user's, with the public capabilities when none are
     named; with ``service``, a service token that may carry the internal ones (all when none are named).
@@ -28,4 +33,5 @@ def mint_local_token(
         audience=jwt_audience(env),
         ttl_s=ttl_s,
         service=service,
+        subject=subject,
     )

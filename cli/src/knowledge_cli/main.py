@@ -13,6 +13,7 @@ import sys
 
 from knowledge_runtime.auth import ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
 from knowledge_runtime.settings import SettingsError
+from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
 
 def _up(options: argparse.Namespace) -> int:
@@ -52,7 +53,7 @@ def _dev_token(options: argparse.Namespace) -> int:
     from knowledge_cli.devtoken import mint_local_token
 
     capabilities = None
-    known = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES
+    known = (ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES) + PLATFORM_CAPABILITIES
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
         unknown = sorted(set(capabilities) - set(known))
@@ -65,7 +66,11 @@ def _dev_token(options: argparse.Namespace) -> int:
             return 2
     try:
         token = mint_local_token(
-            options.tenant, capabilities=capabilities, ttl_s=options.ttl, service="dev" if options.internal else None
+            options.tenant,
+            capabilities=capabilities,
+            ttl_s=options.ttl,
+            service="dev" if options.internal else None,
+            subject=options.subject,
         )
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
@@ -83,7 +88,12 @@ def parser() -> argparse.ArgumentParser:
     mig.set_defaults(run=_migrate)
     token = commands.add_parser("dev-token", help="print a JWT signed with the local development key")
     token.add_argument("--tenant", required=True, help="the tenant claim")
-    token.add_argument("--capabilities", help="comma-separated; the public capabilities when omitted")
+    token.add_argument(
+        "--capabilities",
+        help="comma-separated; the public capabilities when omitted; system.write and platform.admin "
+        "(the platform's, for housekeeping and platform-wide corpora) only when named",
+    )
+    token.add_argument("--subject", default="dev", help="the sub claim: the user pre-fetch suggests for (default dev)")
     token.add_argument(
         "--internal",
         action="store_true",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 SYSTEM_WRITE = "system.write"  # capability of the platform services that keep the housekeeping corpora
 PLATFORM_ADMIN = "platform.admin"  # capability of whoever curates the platform-wide corpora
+PLATFORM_CAPABILITIES = (SYSTEM_WRITE, PLATFORM_ADMIN)  # never in a token unless named
 OPERATIONAL_PATTERNS = "operational_patterns"
 USER_BEHAVIOR = "user_behavior"
 DATA_CATALOG = "data_catalog"
