@@ -165,6 +165,11 @@ async def test_prefetch_suggests_patterns_and_only_the_callers_own_behaviour(sta
         metadata=user(make_token, "agent-acme", "user-2"),
     )
     assert "user-2 runs every billing deploy" in other_user.rendered and "user-1" not in other_user.rendered
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # the caller's mistake, not a failure to hide
+        await stack["search"].PrefetchContext(
+            search_pb2.PrefetchContextRequest(user_message="  "), metadata=user(make_token, "agent-acme")
+        )
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "user_message" in caught.value.details()
     stranger = await stack["search"].PrefetchContext(
         search_pb2.PrefetchContextRequest(user_message="billing deploy"), metadata=user(make_token, "agent-none")
     )

@@ -103,6 +103,9 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     async def PrefetchContext(
         self, request: search_pb2.PrefetchContextRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.PrefetchContextResponse:
+        # A message no search could take is the caller's mistake (400); anything that fails after
+        # this is the pre-fetch's own, answered empty and degraded.
+        SearchRequest.parse(request.user_message, field="user_message")
         if self._prefetches is None:
             return convert.prefetch_response(Prefetch.empty("pre-fetch is not configured", 0))
         return convert.prefetch_response(await self._prefetches.prefetch(current_scope(), request.user_message))

@@ -79,14 +79,16 @@ class SearchRequest:
         default_top_k: int = 10,
         max_top_k: int = 100,
         rerank: bool | None = None,
+        field: str = "query",
     ) -> SearchRequest:
+        """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
         if not text:
-            raise InvalidSearch("query must not be empty", field="query")
+            raise InvalidSearch(f"{field} must not be empty", field=field)
         if len(text) > MAX_QUERY_CHARS:
-            raise InvalidSearch(f"query must be at most {MAX_QUERY_CHARS} characters", field="query")
+            raise InvalidSearch(f"{field} must be at most {MAX_QUERY_CHARS} characters", field=field)
         if "\x00" in text:
-            raise InvalidSearch("query must not contain NUL characters", field="query")
+            raise InvalidSearch(f"{field} must not contain NUL characters", field=field)
         if top_k < 0:
             raise InvalidSearch(f"top_k must be between 1 and {max_top_k} (0 means {default_top_k})", field="top_k")
         warnings: list[str] = []
