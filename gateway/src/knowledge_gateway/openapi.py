@@ -94,14 +94,17 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
 }
+# An ordinary text names no housekeeping corpus and no subject (issue 16: system_corpus and
+# about_subject go alone, need system.write, and never in a batch; described in words only).
+_NOT_HOUSEKEEPING = {"system_corpus": {"maxLength": 0}, "about_subject": {"maxLength": 0}}
 # Rules across a request message's fields, as JSON Schema merged into its input schema.
 MESSAGE_CONSTRAINTS: dict[str, dict] = {
     # A new document's corpus, or the document whose content the text becomes (IngestText refuses
     # neither; in a batch, such an item refuses the whole batch).
     "knowledge.v1.IngestTextRequest": {
         "anyOf": [
-            {"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK}},
-            {"required": ["document_id"], "properties": {"document_id": _NON_BLANK}},
+            {"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
+            {"required": ["document_id"], "properties": {"document_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
         ]
     },
     # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
