@@ -181,7 +181,11 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
         sql.append(f"AND c.corpus_id <> ALL(${first + len(args) - 1}::bigint[])")
     if filters.exclude_provisional:
         args.append(PROVISIONAL_MARKER)
-        sql.append(f"AND NOT starts_with(c.content, ${first + len(args) - 1})")
+        # c is chunks in the vector channel and search_postings (no content) in the lexical one
+        sql.append(
+            f"AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.chunk_id = c.chunk_id "
+            f"AND starts_with(k.content, ${first + len(args) - 1}))"
+        )
     return " ".join(sql), args
 
 
