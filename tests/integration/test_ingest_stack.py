@@ -296,6 +296,9 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
     assert job.result.chunk_count >= 2 and job.result.re_extracted and job.result.extractable
     assert any("read by OCR" in w for w in document.warnings)
+    # what read it is stored on the document: OCR on both pages of the scan
+    assert document.extractor.startswith("OCR (tesseract") and document.extractor.endswith("on every page")
+    assert document.ocr_page_count == 2
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     admin = await Database.connect(migrated_pg.url())
     try:
@@ -349,13 +352,28 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
                     ingest_pb2.IngestUrlRequest(url=url, corpus_id=corpus_id), metadata=metadata
                 )
 
+            # the request answers with the job at once; the fetch is the job's first stage
+            site.delays["/moved"] = 2.0
+            started = asyncio.get_running_loop().time()
             reply = await ingest(site.url("/moved"))
-            assert reply.source_url == site.url("/guide.html") and reply.filename == "guide.html"
+            assert asyncio.get_running_loop().time() - started < 1.5
+            assert reply.source_url == site.url("/moved") and reply.filename == "moved"
+            first = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+            assert first.state == ingest_pb2.DOCUMENT_STATE_QUEUED and first.stage in ("queued (to fetch)", "fetching")
+            stages = set()
+            for _ in range(400):
+                polled = await stub.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=reply.job_id), metadata=metadata)
+                stages.add(polled.stage)
+                if polled.stage not in ("queued (to fetch)", "fetching"):
+                    break
+                await asyncio.sleep(0.02)
+            assert "fetching" in stages
+            del site.delays["/moved"]
             job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
             assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
             document_id = job.result.document_id
             document = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata)
-            assert document.source_url == site.url("/guide.html")
+            assert document.source_url == site.url("/guide.html") and document.filename == "guide.html"
             page = await stub.GetDocumentText(
                 ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata
             )
@@ -364,13 +382,29 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
             assert "# Pump maintenance guide" in text and "| Valve | 120 |" in text and "About us" not in text
             again = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=60)
             assert again.result.duplicate and again.result.document_id == document_id  # unchanged page
+            assert document.extractor == "trafilatura" and page.extractor == "trafilatura"
+            # the page changed: the same URL re-extracts into the same document, its chunks replaced
+            site.pages["/guide.html"] = (
+                "text/html; charset=utf-8",
+                WEB_PAGE.replace("Pump maintenance guide", "Pump maintenance handbook").encode(),
+            )
+            changed = await wait_terminal(stub, metadata, (await ingest(site.url("/guide.html"))).job_id, timeout=120)
+            assert changed.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, changed.error
+            assert changed.result.document_id == document_id and changed.result.re_extracted
+            assert not changed.result.duplicate
+            now = await stub.GetDocumentText(
+                ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata
+            )
+            assert "# Pump maintenance handbook" in now.text and "# Pump maintenance guide" not in now.text
             plain = await wait_terminal(stub, metadata, (await ingest(site.url("/notes"))).job_id, timeout=60)
             assert plain.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and plain.result.chunk_count == 1
 
             refused = {}
+            for url in (site.url("/to-loopback"), site.url("/to-metadata")):  # refused by the fetching stage
+                ended = await wait_terminal(stub, metadata, (await ingest(url)).job_id, timeout=60)
+                assert ended.state == ingest_pb2.DOCUMENT_STATE_FAILED
+                refused[url] = ended.error
             for url in (
-                site.url("/to-loopback"),
-                site.url("/to-metadata"),
                 "ftp://127.0.0.1/x",
                 "file:///etc/passwd",
                 f"http://localhost:{site.port}/guide.html",
@@ -380,8 +414,13 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
                     await ingest(url)
                 assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
                 refused[url] = error.value.details()
-            with pytest.raises(grpc.aio.AioRpcError) as missing:
-                await ingest(site.url("/nowhere"))
+            missing = await wait_terminal(stub, metadata, (await ingest(site.url("/nowhere"))).job_id, timeout=60)
+            assert missing.state == ingest_pb2.DOCUMENT_STATE_FAILED
+            # the page appears: a retry fetches again (the job's first stage), under the same job
+            site.pages["/nowhere"] = ("text/plain", b"The car park closes at nine in the evening.\n")
+            await stub.RetryIngestJob(ingest_pb2.RetryIngestJobRequest(job_id=missing.job_id), metadata=metadata)
+            fetched = await wait_terminal(stub, metadata, missing.job_id, timeout=60)
+            assert fetched.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE and fetched.result.chunk_count == 1
     finally:
         await app.stop()
         site.close()
@@ -391,6 +430,6 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
         "only http and https" in refused["ftp://127.0.0.1/x"] and "only http and https" in refused["file:///etc/passwd"]
     )
     assert "private network" in refused["http://10.1.2.3/"]
-    assert "answered 404" in missing.value.details()
+    assert "answered 404" in missing.error
     # The redirects to refused addresses were followed no further: nothing else was asked for.
-    assert site.requests.count("/guide.html") == 2 and "/latest/meta-data/" not in site.requests
+    assert site.requests.count("/guide.html") == 3 and "/latest/meta-data/" not in site.requests

@@ -75,7 +75,7 @@ async def test_hybrid_is_not_worse_than_the_better_channel(migrated_pg, indexed,
     db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     embedder = GrpcQueryEmbedder(embedder_address, token_for=lambda tenant: make_service_token(tenant, ["embed"]))
     searches = SearchUseCases(PostgresChunkIndex(db), embedder)
-    scope = Scope(tenant=TENANT, capabilities=frozenset({"search"}))
+    scope = Scope(tenant=TENANT, capabilities=frozenset({"search"}), scope_claim="/")
     rankings: dict[str, dict[str, list[str]]] = {mode: {} for mode in MODES}
     try:
 

@@ -383,7 +383,7 @@ async def test_query_through_a_chat_completions_model(stack):
         answers = AnswerUseCases(searches, llm, Anonymiser(["Mia"]), PostgresCostLedger(db))
         try:
             answer = await answers.query(
-                scope_from_claims({"tenant": "acme", "capabilities": ["search"]}),
+                scope_from_claims({"tenant": "acme", "capabilities": ["search"], "scope": "/"}),
                 SearchRequest.parse(question, corpus_id=corpus(stack), top_k=4),
             )
         finally:
@@ -448,7 +448,7 @@ async def test_search_reads_content_for_the_returned_top_k_only(stack):
     lexical = await index.lexical_search("acme", "travel policy staff", filters, 300)
     assert len(vector) > 3 and len(lexical) > 3
     assert all(type(h) is ChannelHit for h in (*vector, *lexical)) and not hasattr(ChannelHit, "content")
-    scope = Scope(tenant="acme", capabilities=frozenset({"search"}))
+    scope = Scope(tenant="acme", capabilities=frozenset({"search"}), scope_claim="/")
     outcome = await SearchUseCases(index, _DirectEmbedder()).search(
         scope, SearchRequest.parse("travel policy staff", top_k=3, corpus_id=str(filters.corpus_id))
     )

@@ -17,12 +17,15 @@ class LocalSite:
     def __init__(self, pages: dict[str, tuple[str, bytes]]) -> None:
         import http.server
         import threading
+        import time
 
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 site.requests.append(self.path)
+                if self.path in site.delays:
+                    time.sleep(site.delays[self.path])
                 if self.path in site.redirects:
                     self.send_response(302)
                     self.send_header("Location", site.redirects[self.path])
@@ -43,6 +46,7 @@ class LocalSite:
 
         self.pages = pages
         self.redirects: dict[str, str] = {}
+        self.delays: dict[str, float] = {}  # seconds a path waits before it answers
         self.requests: list[str] = []
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]

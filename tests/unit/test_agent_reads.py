@@ -11,6 +11,7 @@ import time
 
 import pytest
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Reach
 from knowledge_runtime.system_corpora import DATA_CATALOG, OPERATIONAL_PATTERNS, USER_BEHAVIOR
 from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.domain.answer import ExtractiveSynthesiser, Synthesis
@@ -28,7 +29,7 @@ from knowledge_search.domain.model import ChannelHit, Chunk, EmbeddedQuery, Sear
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import LEXICAL_ONLY, AnswerUseCases, SearchUseCases
 
-SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}), subject="user-1")
+SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}), subject="user-1", scope_claim="/")
 CONTENT = {
     1: "Refunds take thirty days from the date of purchase. Ask the desk for a form.",
     2: "Shipping is free for orders above fifty euros.",
@@ -70,6 +71,15 @@ class ShuffledIndex:
 
     async def check_filters(self, tenant, filters):
         pass
+
+    async def reader(self, scope):
+        return scope.reader([])
+
+    async def reach_for(self, tenant, reader):
+        return Reach(reader, frozenset(), everything=True)  # the caller reaches every corpus
+
+    async def generation(self, tenant, reader):
+        return 0
 
     async def corpus_weights(self, corpus_id):
         from knowledge_search.domain.model import Weights
@@ -247,7 +257,7 @@ async def test_prefetch_reads_each_housekeeping_corpus_once_embedded_and_filters
     assert by_corpus[2].subject == "user-1" and by_corpus[1].subject is None  # the caller's own behaviour only
     with_catalog = PrefetchUseCases(searches(housekeeping_index()), Corpora(), data_catalog=True)
     assert "Data catalog:" in (await with_catalog.prefetch(SCOPE, "deploy billing")).rendered
-    anonymous = Scope(tenant="acme", capabilities=frozenset({"search"}))
+    anonymous = Scope(tenant="acme", capabilities=frozenset({"search"}), scope_claim="/")
     index = housekeeping_index()
     await PrefetchUseCases(searches(index), Corpora()).prefetch(anonymous, "deploy billing")
     assert {f.corpus_id for f in index.filters} == {1}  # no subject: no user_behavior at all

@@ -4,6 +4,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from knowledge_runtime.auth import (
+    ADMIN_CAPABILITIES,
     ALL_CAPABILITIES,
     INTERNAL_CAPABILITIES,
     PUBLIC_CAPABILITIES,
@@ -36,7 +37,7 @@ def test_only_a_service_token_carries_internal_capabilities(verifier, make_servi
         "capabilities": list(ALL_CAPABILITIES),
     }
     forged = _signed(keys_dir, claims)
-    assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES)
+    assert verifier.verify(forged).capabilities == frozenset(PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES)
     for subject in ("service:", "services:ingest", "Service:ingest"):
         assert not verifier.verify(_signed(keys_dir, {**claims, "sub": subject})).capabilities & set(
             INTERNAL_CAPABILITIES
@@ -201,3 +202,28 @@ def test_the_cli_dev_token_carries_a_platform_capability_and_a_subject_only_when
         main(["dev-token", "--tenant", "acme"])
     default = verifier.verify(capsys.readouterr().out.strip())
     assert "system.write" not in default.capabilities and default.subject == "dev"
+
+
+def test_the_cli_dev_token_names_a_scope_and_a_clearance(tmp_path, monkeypatch, capsys):
+    from knowledge_cli.main import main
+    from knowledge_runtime.auth import TokenVerifier
+    from knowledge_runtime.reach import Band
+
+    verifier = TokenVerifier.from_file(ensure_dev_keys(tmp_path / "keys"), issuer="knowledge-dev", audience="knowledge")
+    monkeypatch.setenv("KNOWLEDGE_DATA_DIR", str(tmp_path))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["dev-token", "--tenant", "acme", *args])
+        out, err = capsys.readouterr()
+        return ended.value.code, out.strip(), err
+
+    code, token, _ = run()
+    scope = verifier.verify(token)
+    assert code == 0 and scope.scope_claim == "/" and scope.clearance is Band.TENANT  # the root by default
+    code, token, _ = run("--scope", "workspace:eng/project:billing", "--clearance", "confidential")
+    scope = verifier.verify(token)
+    assert scope.scope_claim == "workspace:eng/project:billing" and scope.clearance is Band.CONFIDENTIAL
+    for bad in (("--scope", "project:billing"), ("--clearance", "TOP_SECRET")):
+        code, _, err = run(*bad)
+        assert code == 2 and "knowledge:" in err

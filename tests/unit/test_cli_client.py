@@ -249,3 +249,48 @@ def test_upload_of_a_url_asks_the_service_to_fetch_it(knowledge, capsys, tmp_pat
     assert run("upload", "https://example.com/guide", str(tmp_path / "a.txt"), "--corpus", "3", "--no-wait") == codes.OK
     assert asked == [{"url": "https://example.com/guide", "corpus_id": "3"}, "a.txt"]
     assert capsys.readouterr().out == "u1\thttps://example.com/guide\nf1\ta.txt\n"
+
+
+# ---- issue 19: usage and tenant settings -------------------------------------------------------------
+def test_usage_prints_a_table_against_the_quotas(knowledge, capsys):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        usage = {"period": "2026-12", "document_count": "14", "stored_bytes": "8412311", "chunk_count": "612"}
+        usage |= {
+            "embedding_tokens": "180311",
+            "llm_tokens": "91200",
+            "llm_cost": 4.12,
+            "quotas": {"max_documents": "1000"},
+        }
+        return httpx.Response(200, json=usage)
+
+    assert knowledge(handler)("usage", "--period", "2026-12") == codes.OK
+    assert seen[0].url.path.endswith("/usage") and seen[0].url.params["period"] == "2026-12"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "period 2026-12"
+    rows = {line.split("  ")[0].strip(): line.split() for line in lines[2:]}
+    assert rows["documents"][-2:] == ["14", "1000"] and rows["chunks"][-1] == "unlimited"
+    assert rows["LLM cost"][-2:] == ["4.12", "unlimited"]
+
+
+def test_tenants_set_puts_the_whole_settings_and_prints_them(knowledge, capsys):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        settings = {"tenant": "acme", "enabled": False, "configured": True, "quotas": {"max_documents": "5"}}
+        return httpx.Response(200, json={"settings": settings})
+
+    run = knowledge(handler)
+    assert run("tenants", "set", "acme", "--disable", "--max-documents", "5", "--max-llm-cost-per-month", "2.5") == 0
+    assert seen[0].method == "PUT" and seen[0].url.path.endswith("/tenants/acme/settings")
+    assert json.loads(seen[0].content) == {
+        "enabled": False,
+        "quotas": {"max_documents": 5, "max_llm_cost_per_month": 2.5},
+    }
+    out = capsys.readouterr().out
+    assert out.startswith("tenant acme: disabled\n") and "max_documents: 5" in out and "max_bytes: unlimited" in out
+    with pytest.raises(SystemExit):  # --enable or --disable is required: a PUT is the whole settings
+        run("tenants", "set", "acme")

@@ -8,27 +8,43 @@ from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.service_layer.corpora import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
+from knowledge_runtime.reach import ScopePath
+
+from tests.support.reach import FakeReach
 
 
 class FakeCorpora:
-    def __init__(self) -> None:
+    def __init__(self, reach: FakeReach) -> None:
         self.rows: list[tuple[str, Corpus]] = []
+        self.reach = reach
 
-    async def create(self, tenant: str, corpus: NewCorpus) -> Corpus:
-        made = Corpus(len(self.rows) + 1, corpus.name, corpus.description, 0, 0, datetime.now(UTC))
+    async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
+        made = Corpus(
+            len(self.rows) + 1, corpus.name, corpus.description, 0, 0, datetime.now(UTC), node, corpus.confidentiality
+        )
         self.rows.append((tenant, made))
+        self.reach.place(tenant, made.corpus_id, str(node), corpus.confidentiality)
         return made
 
-    async def list_user_corpora(self, tenant: str, page: Page) -> list[Corpus]:
-        mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id]
+    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+        mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id and c.corpus_id in reachable]
         return mine[: page.size]
 
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
+        raise NotImplementedError
 
-SCOPE = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}))
+
+def use_cases() -> tuple[CorpusUseCases, FakeCorpora]:
+    reach = FakeReach()
+    repo = FakeCorpora(reach)
+    return CorpusUseCases(repo, reach), repo
+
+
+SCOPE = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/")
 
 
 async def test_names_are_trimmed_and_validated():
-    cases = CorpusUseCases(FakeCorpora())
+    cases, _ = use_cases()
     created = await cases.create_corpus(SCOPE, "  Handbook  ", "")
     assert created.name == "Handbook"
     for bad, field in [("   ", "name"), ("x" * 201, "name"), ("a\x00b", "name"), ("a\nb", "name")]:
@@ -40,8 +56,7 @@ async def test_names_are_trimmed_and_validated():
 
 
 async def test_pages_end_with_no_continuation():
-    repo = FakeCorpora()
-    cases = CorpusUseCases(repo)
+    cases, _ = use_cases()
     for i in range(5):
         await cases.create_corpus(SCOPE, f"c{i}", "")
     first, after = await cases.list_corpora(SCOPE, Page(size=2))

@@ -95,12 +95,16 @@ def config_map(overlay: str, prefix: str) -> dict:
 
 
 def pod_specs(overlay: str) -> dict[str, dict]:
-    """Workload name -> pod spec, for every Deployment and Job."""
-    return {
+    """Workload name -> pod spec, for every Deployment, Job and CronJob."""
+    specs = {
         o["metadata"]["name"]: o["spec"]["template"]["spec"]
         for o in rendered(overlay)
         if o["kind"] in ("Deployment", "Job")
     }
+    specs |= {
+        o["metadata"]["name"]: o["spec"]["jobTemplate"]["spec"]["template"]["spec"] for o in objects(overlay, "CronJob")
+    }
+    return specs
 
 
 def deployment(overlay: str, service: str) -> dict:
@@ -162,7 +166,7 @@ def test_everything_lands_in_one_namespace_and_is_labelled(overlay):
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_is_locked_down(overlay):
     specs = pod_specs(overlay)
-    assert set(specs) == {f"knowledge-{s}" for s in (*SERVICES, "gateway", "migrate")}
+    assert set(specs) == {f"knowledge-{s}" for s in (*SERVICES, "gateway", "migrate", "gc")}
     for name, spec in specs.items():
         assert spec["automountServiceAccountToken"] is False, name
         assert spec["serviceAccountName"] == name, name
@@ -650,7 +654,7 @@ def test_only_the_signing_services_get_the_service_key(overlay):
         signing.add(name)
         (mount,) = [m for m in box["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
         assert secrets[mount["name"]] == "knowledge-service-key" and mount["readOnly"] is True, name
-    assert signing == {"knowledge-ingest", "knowledge-search"}
+    assert signing == {"knowledge-ingest", "knowledge-search", "knowledge-gc"}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -659,3 +663,37 @@ def test_the_database_logs_no_row_values(overlay):
     out of the server log, whatever sizes it patches."""
     parameters = one(overlay, "Cluster", "knowledge-db")["spec"]["postgresql"]["parameters"]
     assert parameters["log_error_verbosity"] == "terse"
+
+
+# ---- scheduled garbage collection (issue 19) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_cronjob_collects_blob_garbage_in_every_overlay(overlay):
+    from knowledge_cli.main import parser
+
+    cron = one(overlay, "CronJob", "knowledge-gc")
+    spec = cron["spec"]
+    assert spec["concurrencyPolicy"] == "Forbid"  # two passes never overlap
+    assert len(spec["schedule"].split()) == 5 and spec["schedule"] != "* * * * *"
+    box = spec["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert box["command"] == ["knowledge", "gc", "--apply"]
+    options = parser().parse_args(box["command"][1:])
+    assert options.command == "gc" and options.apply is True  # the CLI takes what the CronJob runs
+    env_from = [ref["configMapRef"]["name"] for ref in box["envFrom"]]
+    # KNOWLEDGE_CONTENT_INDEX_ADDRESS and the service key's id come from there
+    assert env_from == [config_map(overlay, "knowledge-config")["metadata"]["name"]]
+    assert "KNOWLEDGE_CONTENT_INDEX_ADDRESS" in config_map(overlay, "knowledge-config")["data"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_gc_pass_reaches_content_index_and_nothing_else(overlay):
+    gc = pod("knowledge-gc")
+    assert reachable(overlay, gc, labels_of(overlay, "content-index"), DEFAULT_PORTS["content-index"])
+    for service in ("embedder", "ingest", "search"):
+        assert not reachable(overlay, gc, labels_of(overlay, service), DEFAULT_PORTS[service]), service
+
+
+def test_only_production_serves_just_the_tenants_an_operator_enabled():
+    assert config_map("production", "knowledge-config")["data"]["KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT"] == "false"
+    assert config_map("dev", "knowledge-config")["data"]["KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT"] == "true"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import ScopePath
 from knowledge_runtime.settings import Env, SettingsError
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
@@ -23,7 +24,9 @@ from knowledge_search.domain.model import (
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
-SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}))
+from tests.support.reach import FakeReach
+
+SCOPE = Scope(tenant="acme", capabilities=frozenset({"search"}), scope_claim="/")
 
 
 def chunk(chunk_id: int, content: str) -> Chunk:
@@ -44,6 +47,8 @@ class FakeIndex:
         self._weights = corpus_weights
         self._coverage = coverage
         self._extra = extra  # more vector hits, as a deep channel returns
+        self._reach = FakeReach()
+        self._reach.place("acme", 1)
 
     async def vector_search(self, tenant, vector, filters, depth):
         self.calls.append(("vector", tenant, tuple(vector), depth))
@@ -61,6 +66,15 @@ class FakeIndex:
 
     async def check_filters(self, tenant, filters):
         self.calls.append(("filters", tenant, filters))
+
+    async def reader(self, scope):
+        return await self._reach.reader(scope)
+
+    async def reach_for(self, tenant, reader):
+        return await self._reach.reach_for(tenant, reader)
+
+    async def generation(self, tenant, reader):
+        return await self._reach.generation(tenant, reader)
 
     async def corpus_weights(self, corpus_id):
         return self._weights
@@ -286,3 +300,100 @@ async def test_rerank_true_without_a_model_is_refused_and_the_default_falls_back
     assert any("reranking is unavailable" in w for w in fallback.warnings)
     off = await refusing.search(SCOPE, SearchRequest.parse("refund", rerank=False))  # the request says no
     assert not any("rerank" in w for w in off.warnings)
+
+
+async def test_the_cache_answers_while_the_scopes_generation_holds_and_is_keyed_on_the_reader():
+    from knowledge_runtime.reach import Band
+    from knowledge_search.adapters.memory_cache import TtlCache
+
+    index = FakeIndex()
+    index._reach.place("acme", 2, "workspace:eng")
+    searches = SearchUseCases(index, FakeEmbedder(), cache=TtlCache(30))
+    request = SearchRequest.parse("refund")
+
+    def channel_calls() -> int:
+        return sum(1 for call in index.calls if call[0] in ("vector", "lexical"))
+
+    first = await searches.search(SCOPE, request)
+    calls = channel_calls()
+    again = await searches.search(SCOPE, request)
+    assert channel_calls() == calls and again.hits == first.hits  # a hit
+    assert first.cost.items and not again.cost.items  # nothing was embedded for the hit
+    index._reach.generations[("acme", ScopePath())] = 1  # a change at the root: every reader sees it
+    await searches.search(SCOPE, request)
+    assert channel_calls() == calls * 2
+    # another reader, another scope or clearance, another request: each its own entry
+    for scope in (
+        Scope("acme", SCOPE.capabilities, scope_claim="workspace:eng"),
+        Scope("acme", SCOPE.capabilities, scope_claim="/", clearance=Band.GENERAL),
+    ):
+        before = channel_calls()
+        await searches.search(scope, request)
+        assert channel_calls() == before + calls
+    before = channel_calls()
+    await searches.search(SCOPE, SearchRequest.parse("refund", top_k=3))
+    assert channel_calls() == before + calls
+    index._reach.generations[("acme", ScopePath.parse("workspace:eng"))] = 1  # only eng's readers change
+    before = channel_calls()
+    await searches.search(SCOPE, request)
+    assert channel_calls() == before  # the root reader's entry survives
+
+
+def test_cache_entries_expire_after_the_ttl_and_the_oldest_go_first():
+    from knowledge_search.adapters.memory_cache import TtlCache
+    from knowledge_search.domain.cache import CacheKey
+    from knowledge_search.domain.model import SearchOutcome
+
+    now = [0.0]
+    cache = TtlCache(30, max_entries=2, clock=lambda: now[0])
+    outcome = SearchOutcome(hits=(), relevance=Relevance.LOW)
+    keys = [CacheKey("t", "/", "TENANT", 0, n) for n in range(3)]
+    cache.put(keys[0], outcome)
+    now[0] = 29.9
+    assert cache.get(keys[0]) is outcome
+    now[0] = 30.0
+    assert cache.get(keys[0]) is None and len(cache) == 0
+    for key in keys:
+        cache.put(key, outcome)
+    assert len(cache) == 2 and cache.get(keys[0]) is None and cache.get(keys[2]) is outcome
+
+
+def test_the_cache_ttl_is_a_setting_and_zero_disables_it():
+    assert SearchSettings.from_env(Env({})).cache_ttl_s == 30.0
+    assert SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_CACHE_TTL_S": "0"})).cache_ttl_s == 0.0
+    with pytest.raises(SettingsError):
+        SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_CACHE_TTL_S": "-1"}))
+
+
+# ---- issue 19: the LLM budget --------------------------------------------------------------------
+
+
+class Budget:
+    def __init__(self, spent: bool) -> None:
+        self.spent = spent
+        self.asked: list[str] = []
+
+    async def refusal(self, tenant):
+        from knowledge_runtime.refusals import Refusal, Refused
+
+        self.asked.append(tenant)
+        return (
+            Refused(Refusal.BUDGET_EXHAUSTED, "the tenant's LLM budget for this month is spent") if self.spent else None
+        )
+
+
+@pytest.mark.parametrize("spent", [False, True])
+async def test_a_spent_llm_budget_answers_extractively_and_says_so(spent):
+    from knowledge_search.domain.answer import ExtractiveSynthesiser
+
+    llm, ledger, budget = RecordingSynthesiser("Refunds take thirty days [1]."), Ledger(), Budget(spent)
+    searches = SearchUseCases(FakeIndex(), FakeEmbedder(), Thresholds(high_top=0.8, high_mean=0.5, moderate_top=0.4))
+    answers = AnswerUseCases(searches, llm, ledger=ledger, budget=budget, fallback=ExtractiveSynthesiser())
+    answer = await answers.query(SCOPE, SearchRequest.parse("refund"))
+    assert budget.asked == ["acme"]
+    if spent:
+        assert llm.seen == [] and ledger.items == []  # the LLM is not called, nothing is spent
+        assert answer.fallback_reason == "BUDGET_EXHAUSTED" and "extractive" in answer.fallback_message
+        assert answer.citations and answer.text
+    else:
+        assert len(llm.seen) == 1 and answer.fallback_reason == "" and answer.fallback_message == ""

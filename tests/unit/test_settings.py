@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,22 @@ def test_every_reader_of_the_upload_cap_and_the_token_audience_agrees(tmp_path):
     common = CommonSettings.from_env("ingest", Env(audience))
     assert (stack.issuer, stack.audience) == (common.jwt_issuer, common.jwt_audience) == ("iss", "aud")
     assert (gateway_config(audience).issuer, gateway_config(audience).audience) == ("iss", "aud")
+
+
+def test_ingest_workers_follow_the_cores_unless_set(tmp_path, monkeypatch):
+    from knowledge_ingest import config
+    from knowledge_ingest.config import IngestSettings, default_workers
+
+    assert 1 <= config.usable_cores() <= (os.cpu_count() or 1)
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # a container limited to 1.5 cores
+    assert config.usable_cores(tmp_path / "cpu.max") == min(2, os.cpu_count() or 1)
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert config.usable_cores(tmp_path / "cpu.max") == 1
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert config.usable_cores(tmp_path / "cpu.max") == config.usable_cores(tmp_path / "absent")
+    assert [default_workers(cores) for cores in (1, 2, 3, 16, 32, 100)] == [2, 4, 6, 32, 64, 64]
+    environ = {"KNOWLEDGE_DATA_DIR": str(tmp_path), "KNOWLEDGE_SERVICE_KEY_PATH": ""}
+    monkeypatch.setattr(config, "usable_cores", lambda: 3)
+    assert IngestSettings.from_env(Env(environ)).workers == 6
+    assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "1"})).workers == 1
+    assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "0"})).workers == 0

@@ -197,6 +197,55 @@ class Client:
     def prefetch(self, user_message: str) -> dict:
         return self._call("POST", "/prefetch", json={"user_message": user_message})
 
+    # -- issue 19: fenced imports, change findings, auto-index ---------------------------------
+    def import_paths(self, paths: Sequence[str], corpus_id: str) -> list[dict]:
+        """Files under the operator's import roots (POST /imports): one item per path, with the
+        resolved path and the job handle."""
+        return self._call("POST", "/imports", json={"corpus_id": corpus_id, "paths": list(paths)}).get("items", [])
+
+    def import_roots(self) -> list[dict]:
+        return self._call("GET", "/imports/roots").get("roots", [])
+
+    def set_import_binding(self, corpus_id: str, root: str, mode: str) -> dict:
+        return self._call(
+            "PUT", f"/corpora/{quote(corpus_id, safe='')}/imports/{quote(root, safe='')}", json={"mode": mode}
+        )
+
+    def import_bindings(self, corpus_id: str) -> list[dict]:
+        return self._call("GET", f"/corpora/{quote(corpus_id, safe='')}/imports").get("bindings", [])
+
+    def scan_imports(self, corpus_id: str) -> dict:
+        return self._call("POST", f"/corpora/{quote(corpus_id, safe='')}/imports:scan", json={})
+
+    def findings(self, corpus_id: str, state: str = "") -> Iterator[dict]:
+        token = ""
+        while True:
+            params: dict = {"page_size": 1000, **({"state": state} if state else {})}
+            if token:
+                params["page_token"] = token
+            page = self._call("GET", f"/corpora/{quote(corpus_id, safe='')}/findings", params=params)
+            yield from page.get("findings", [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
+    def accept_finding(self, finding_id: str) -> dict:
+        return self._call("POST", f"/findings/{quote(finding_id, safe='')}:accept", json={})
+
+    def dismiss_finding(self, finding_id: str) -> dict:
+        return self._call("POST", f"/findings/{quote(finding_id, safe='')}:dismiss", json={})
+
+    # -- tenants and usage (issue 19) --------------------------------------------------------
+    def usage(self, period: str = "") -> dict:
+        return self._call("GET", "/usage", params={"period": period} if period else {})
+
+    def tenant_settings(self, tenant: str) -> dict:
+        return self._call("GET", f"/tenants/{quote(tenant, safe='')}/settings")
+
+    def put_tenant_settings(self, tenant: str, enabled: bool, quotas: Mapping[str, object]) -> dict:
+        body = {"enabled": enabled, "quotas": dict(quotas)}
+        return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
+
 
 def _retry_after(response: httpx.Response) -> float:
     try:

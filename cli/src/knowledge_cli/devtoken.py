@@ -16,9 +16,12 @@ def mint_local_token(
     ttl_s: int = 3600,
     service: str | None = None,
     subject: str = "dev",
+    scope: str | None = "/",
+    clearance: str | None = None,
 ) -> str:
     """A token the local stack accepts: a user's, with the public capabilities when none are
     named; with ``service``, a service token that may carry the internal ones (all when none are named).
+    ``scope`` is its scope node (the tenant root by default), ``clearance`` its highest band.
 
     Raises FileNotFoundError when the stack has not made its key yet.
     """
@@ -34,4 +37,6 @@ def mint_local_token(
         ttl_s=ttl_s,
         service=service,
         subject=subject,
+        scope=scope,
+        clearance=clearance,
     )

@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | corpora | upload | search | query | text | delete``.
+"""``knowledge up | migrate | dev-token | eval | gc | corpora | upload | search | query | text | delete``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -11,7 +11,8 @@ import argparse
 import asyncio
 import sys
 
-from knowledge_runtime.auth import ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+from knowledge_runtime.auth import ADMIN_CAPABILITIES, ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+from knowledge_runtime.reach import ScopePath, parse_band
 from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
@@ -53,7 +54,8 @@ def _dev_token(options: argparse.Namespace) -> int:
     from knowledge_cli.devtoken import mint_local_token
 
     capabilities = None
-    known = (ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES) + PLATFORM_CAPABILITIES
+    base = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES
+    known = tuple(dict.fromkeys(base + PLATFORM_CAPABILITIES))
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
         unknown = sorted(set(capabilities) - set(known))
@@ -65,12 +67,20 @@ def _dev_token(options: argparse.Namespace) -> int:
             )
             return 2
     try:
+        ScopePath.parse(options.scope)
+        clearance = parse_band(options.clearance.upper()).value if options.clearance else None
+    except ValueError as error:
+        print(f"knowledge: {error}", file=sys.stderr)
+        return 2
+    try:
         token = mint_local_token(
             options.tenant,
             capabilities=capabilities,
             ttl_s=options.ttl,
             service="dev" if options.internal else None,
             subject=options.subject,
+            scope=options.scope,
+            clearance=clearance,
         )
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
@@ -91,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument(
         "--capabilities",
         help="comma-separated; the public capabilities when omitted; system.write and platform.admin "
-        "(the platform's, for housekeeping and platform-wide corpora) only when named",
+        "(the platform's: housekeeping and platform-wide corpora, tenants' settings) only when named",
     )
     token.add_argument("--subject", default="dev", help="the sub claim: the user pre-fetch suggests for (default dev)")
     token.add_argument(
@@ -102,13 +112,31 @@ def parser() -> argparse.ArgumentParser:
         "content-index or the embedder directly",
     )
     token.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires (default 3600)")
+    token.add_argument(
+        "--scope",
+        default="/",
+        help="the scope node the token reads from: '/' (the tenant root, the default), 'workspace:X', "
+        "'workspace:X/project:Y' or 'workspace:X/project:Y/mission:Z'; it reads the corpora bound to that "
+        "node and its ancestors. A token without one reads nothing",
+    )
+    token.add_argument(
+        "--clearance",
+        help="the highest confidentiality band the token reads: GENERAL, TENANT (the default when "
+        "omitted), CONFIDENTIAL or RESTRICTED",
+    )
     token.set_defaults(run=_dev_token)
     from knowledge_cli.evaluate import add_parser as add_eval
 
     add_eval(commands)
+    from knowledge_cli.gc import add_parser as add_gc
+
+    add_gc(commands)
     from knowledge_cli.rest import add_parsers as add_rest
 
     add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client
+    from knowledge_cli.imports import add_parsers as add_imports
+
+    add_imports(commands)  # import, imports, findings (issue 19)
     return root
 
 

@@ -1,4 +1,4 @@
-"""``knowledge corpora|upload|search|query|text|delete|context|prefetch``: the REST API from a terminal or a script.
+"""``knowledge corpora|upload|search|query|text|delete|context|prefetch|usage|tenants``: the REST API from a terminal or a script.
 
 The base URL comes from ``--url`` or ``KNOWLEDGE_URL``; the token from ``--token`` or
 ``KNOWLEDGE_TOKEN``, or, for the local stack, ``--tenant T`` mints a development token with the
@@ -121,6 +121,30 @@ def add_parsers(commands) -> None:
     prefetch.add_argument("message")
     _common(prefetch)
     prefetch.set_defaults(run=_run(_prefetch))
+    usage = commands.add_parser("usage", help="the tenant's usage and quotas in one month", epilog=epilog)
+    usage.add_argument("--period", default="", help="the month as YYYY-MM (default: the current one, UTC)")
+    _common(usage)
+    usage.set_defaults(run=_run(_usage))
+
+    tenants = commands.add_parser(
+        "tenants", help="a tenant's enablement and quotas (a platform.admin token)", epilog=epilog
+    )
+    tenant_actions = tenants.add_subparsers(dest="tenants_command", required=True)
+    show = tenant_actions.add_parser("get", help="show a tenant's settings", epilog=epilog)
+    show.add_argument("name", help="the tenant")
+    _common(show)
+    show.set_defaults(run=_run(_tenants_get))
+    put = tenant_actions.add_parser(
+        "set", help="set a tenant's settings (a quota not given is unlimited)", epilog=epilog
+    )
+    put.add_argument("name", help="the tenant")
+    state = put.add_mutually_exclusive_group(required=True)
+    state.add_argument("--enable", dest="enabled", action="store_true")
+    state.add_argument("--disable", dest="enabled", action="store_false")
+    for quota in QUOTA_FIELDS:
+        put.add_argument(f"--{quota.replace('_', '-')}", dest=quota, type=float if "cost" in quota else int)
+    _common(put)
+    put.set_defaults(run=_run(_tenants_set))
 
 
 def _run(command: Callable[[Client, argparse.Namespace, TextIO], int]) -> Callable[[argparse.Namespace], int]:
@@ -154,10 +178,12 @@ def _token(options: argparse.Namespace) -> str:
 
 
 def _dev_token(tenant: str) -> str:
+    from knowledge_runtime.auth import ADMIN_CAPABILITIES, PUBLIC_CAPABILITIES
+
     from knowledge_cli.devtoken import mint_local_token
 
-    try:
-        return mint_local_token(tenant)
+    try:  # the local stack's token: the public capabilities and the importing ones (issue 19)
+        return mint_local_token(tenant, capabilities=[*PUBLIC_CAPABILITIES, *ADMIN_CAPABILITIES])
     except FileNotFoundError as error:
         raise ApiError(str(error), AUTH) from None
 
@@ -207,7 +233,7 @@ def _upload(client: Client, options, out: TextIO) -> int:
         if options.no_wait or options.json:
             continue
         print(
-            f"knowledge: {jobs[-1][0]} {'fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
+            f"knowledge: {jobs[-1][0]} {'to be fetched' if _is_url(argument) else 'stored'}, job {jobs[-1][1]['job_id']}",
             file=sys.stderr,
         )
     if options.no_wait:
@@ -332,6 +358,8 @@ def _query(client: Client, options, out: TextIO) -> int:
         out.write(f"[{number}] {citation['filename']}{_where(citation)} (document {citation['document_id']})\n")
         out.write("    " + " ".join(citation.get("excerpt", "").split())[:300] + "\n")
     print(f"knowledge: relevance {_relevance(answer.get('relevance'))}", file=sys.stderr)
+    if answer.get("fallback_message"):
+        print(f"knowledge: {answer['fallback_message']}", file=sys.stderr)
     return OK
 
 
@@ -394,4 +422,61 @@ def _delete(client: Client, options, out: TextIO) -> int:
         _print_json(out, deleted)
     else:
         out.write(f"deleted document {deleted['document_id']} ({deleted['deleted_chunk_count']} chunks)\n")
+    return OK
+
+
+# -- usage and tenants (issue 19) ----------------------------------------------------------------
+QUOTA_FIELDS = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month", "max_llm_cost_per_month")
+# (label, usage field, the quota it is read against)
+USAGE_ROWS = (
+    ("documents", "document_count", "max_documents"),
+    ("stored bytes", "stored_bytes", "max_bytes"),
+    ("chunks", "chunk_count", "max_chunks"),
+    ("embedding tokens", "embedding_tokens", "max_embedding_tokens_per_month"),
+    ("embedding cost", "embedding_cost", ""),
+    ("LLM tokens", "llm_tokens", ""),
+    ("LLM cost", "llm_cost", "max_llm_cost_per_month"),
+)
+
+
+def _usage(client: Client, options, out: TextIO) -> int:
+    usage = client.usage(options.period)
+    if options.json:
+        _print_json(out, usage)
+        return OK
+    quotas = usage.get("quotas") or {}
+    out.write(f"period {usage.get('period', '')}\n")
+    rows = [
+        (label, str(usage.get(field, 0)), str(quotas.get(quota, "unlimited")) if quota else "")
+        for label, field, quota in USAGE_ROWS
+    ]
+    width = max(len(label) for label, _, _ in rows)
+    out.write(f"{'':{width}}  {'used':>14}  limit\n")
+    out.writelines(f"{label:{width}}  {used:>14}  {limit}\n" for label, used, limit in rows)
+    return OK
+
+
+def _print_settings(out: TextIO, settings: dict) -> None:
+    quotas = settings.get("quotas") or {}
+    default = "" if settings.get("configured") else " (the deployment's default: never configured)"
+    out.write(f"tenant {settings.get('tenant', '')}: {'enabled' if settings.get('enabled') else 'disabled'}{default}\n")
+    out.writelines(f"  {quota}: {quotas.get(quota, 'unlimited')}\n" for quota in QUOTA_FIELDS)
+
+
+def _tenants_get(client: Client, options, out: TextIO) -> int:
+    settings = client.tenant_settings(options.name)
+    if options.json:
+        _print_json(out, settings)
+    else:
+        _print_settings(out, settings)
+    return OK
+
+
+def _tenants_set(client: Client, options, out: TextIO) -> int:
+    quotas = {quota: getattr(options, quota) for quota in QUOTA_FIELDS if getattr(options, quota) is not None}
+    settings = client.put_tenant_settings(options.name, options.enabled, quotas).get("settings", {})
+    if options.json:
+        _print_json(out, settings)
+    else:
+        _print_settings(out, settings)
     return OK

@@ -99,6 +99,7 @@ class StackSettings:
     gateway_limits: Mapping[str, Any] = field(default_factory=dict)  # CORS origins, rate limit
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     shutdown_grace_s: float = 10.0  # how long the gateway may take to finish its requests on a stop
+    gc_every_s: float = 3600.0  # a blob garbage-collection pass (knowledge gc --apply) this often; 0: never
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> StackSettings:
@@ -126,6 +127,7 @@ class StackSettings:
                 max_backoff_s=env.float("SUPERVISOR_MAX_BACKOFF_S", 15.0, minimum=0.0),
             ),
             shutdown_grace_s=env.float("SHUTDOWN_GRACE_S", 10.0, minimum=0.0),
+            gc_every_s=env.float("GC_EVERY_S", 3600.0, minimum=0.0),
         )
 
     @property
@@ -223,6 +225,8 @@ class Stack:
                 "DO_NOT_TRACK": "true",
             }
         )
+        # The embedded stack serves any tenant unless told otherwise (issue 19; production: false).
+        env.setdefault("KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT", "true")
         for other, port in self.settings.ports.items():
             key = other.upper().replace("-", "_")
             env[f"KNOWLEDGE_{key}_PORT"] = str(port)
@@ -523,6 +527,33 @@ def _requests_in_flight(stats: str) -> int:
     return total
 
 
+async def collect_garbage_once(stack: Stack) -> None:
+    """One applied GC pass against the stack's content-index, with the stack's own key; one line
+    on stderr when it freed something (a failed pass is reported and retried at the next one)."""
+    from knowledge_runtime.devkeys import mint_dev_token
+
+    from knowledge_cli.gc import GC_CAPABILITIES, GC_TENANT, collect
+
+    settings = stack.settings
+    token = mint_dev_token(
+        settings.data_dir / "keys",
+        tenant=GC_TENANT,
+        capabilities=GC_CAPABILITIES,
+        issuer=settings.issuer,
+        audience=settings.audience,
+        ttl_s=900,
+        service="gc",
+    )
+    address = f"{settings.host}:{settings.ports['content-index']}"
+    try:
+        report = await collect(address, token, apply=True)
+    except grpc.aio.AioRpcError as error:
+        say(f"garbage collection failed ({error.code().name}); next pass in {settings.gc_every_s:g}s")
+        return
+    if report.removed_count or report.orphan_removed_count:
+        say(f"garbage collection: {report.line()}")
+
+
 async def run_up(settings: StackSettings) -> int:
     stack = Stack(settings)
     stop = asyncio.Event()
@@ -540,7 +571,12 @@ async def run_up(settings: StackSettings) -> int:
         logs = settings.data_dir / "logs"
         stack.write_status()
         print(f"knowledge: ready {settings.rest_url} (logs in {logs})", flush=True)
+        next_gc = loop.time() + settings.gc_every_s
+        gc_pass: asyncio.Task | None = None
         while not stop.is_set():
+            if settings.gc_every_s and loop.time() >= next_gc and (gc_pass is None or gc_pass.done()):
+                gc_pass = asyncio.ensure_future(collect_garbage_once(stack))
+                next_gc = loop.time() + settings.gc_every_s
             gave_up = await stack.supervise_once()
             if gave_up is not None:
                 say(f"{gave_up}; stopping the stack")
@@ -549,6 +585,8 @@ async def run_up(settings: StackSettings) -> int:
                 await asyncio.wait_for(stop.wait(), timeout=SUPERVISE_EVERY_S)
             except TimeoutError:
                 pass
+        if gc_pass is not None:
+            gc_pass.cancel()
         print("knowledge: stopping", flush=True)
         return 0
     except StartupFailed as error:

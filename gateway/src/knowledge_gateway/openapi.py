@@ -27,6 +27,8 @@ from pathlib import Path
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
+from knowledge_runtime.tenancy import MAX_LLM_BUDGET, PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
@@ -63,6 +65,8 @@ _PAGE_TOKEN = {
 }
 # Search's query: not blank, no NUL, at most 100,000 characters (knowledge_search.domain.model).
 _QUERY = {**_NON_BLANK, "maxLength": 100_000}
+_TENANT = {"minLength": 1, "maxLength": 200, "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$"}
+_COUNT = {"pattern": "^[0-9]+$", "maxLength": 18}  # an int64 travels as a string; a quota is never negative
 REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.CreateCorpusRequest.name": {
         "minLength": 1,
@@ -93,6 +97,18 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.PrefetchContextRequest.user_message": _QUERY,
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
+    # issue 16: a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
+    "knowledge.v1.CreateCorpusRequest.confidentiality": {"enum": ["", *(band.value for band in Band)]},
+    "knowledge.v1.BindCorpusRequest.scope": {"pattern": SCOPE_PATH_PATTERN},
+    # issue 19: tenant settings and usage (knowledge_runtime.tenancy)
+    "knowledge.v1.GetTenantSettingsRequest.tenant": _TENANT,
+    "knowledge.v1.UpdateTenantSettingsRequest.tenant": _TENANT,
+    "knowledge.v1.TenantQuotas.max_documents": _COUNT,
+    "knowledge.v1.TenantQuotas.max_bytes": _COUNT,
+    "knowledge.v1.TenantQuotas.max_chunks": _COUNT,
+    "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
+    "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
+    "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
 }
 # An ordinary text names no housekeeping corpus and no subject (issue 16: system_corpus and
 # about_subject go alone, need system.write, and never in a batch; described in words only).
@@ -127,6 +143,9 @@ _REQUIRED_INPUT = {
     "knowledge.v1.BatchIngestTextsRequest": ["items"],
     "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
     "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"],
+    "knowledge.v1.BindCorpusRequest": ["scope"],
+    # A PUT is the whole of a tenant's settings: whether it is enabled must be said (issue 19).
+    "knowledge.v1.UpdateTenantSettingsRequest": ["enabled"],
 }
 
 
@@ -312,7 +331,7 @@ class _Builder:
                 "name": name,
                 "in": "path",
                 "required": True,
-                "schema": {"type": "string", "minLength": 1},
+                "schema": self.constrained(f"{request}.{name}", {"type": "string", "minLength": 1}),
                 "description": self.comments.get(f"{request}.{name}", ""),
             }
             for name in path_params

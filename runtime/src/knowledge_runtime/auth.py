@@ -24,15 +24,25 @@ from pathlib import Path
 import jwt
 
 from knowledge_runtime.errors import Unauthenticated
+from knowledge_runtime.reach import DEFAULT_CLEARANCE, Band, Reader, ScopePath, parse_band, resolve
 from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
-PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search")
+PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind")
+# Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
+# importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
+# An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.
+PLATFORM_ADMIN = "platform.admin"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
-ALL_CAPABILITIES = PUBLIC_CAPABILITIES + INTERNAL_CAPABILITIES
+ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 
 TENANT_CLAIM = "tenant"
 CAPABILITIES_CLAIM = "capabilities"
+# The caller's node in its tenant's scope hierarchy (reach.py), e.g. "workspace:eng/project:billing".
+SCOPE_CLAIM = "scope"
+# The highest confidentiality band the caller may read; TENANT when absent.
+CLEARANCE_CLAIM = "clearance"
 ALGORITHMS = ("RS256", "ES256")
 # The subject of a token a service signs for its own calls (the only holder of internal capabilities).
 SERVICE_SUBJECT_PREFIX = "service:"
@@ -46,11 +56,29 @@ def is_service_subject(subject: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Who is calling: a resolved tenant and what it may do."""
+    """Who is calling: a resolved tenant and what it may do, and where in the tenant it reads
+    from (the ``scope`` claim, resolved against the tenant's nodes by :meth:`reader`; the
+    hierarchy's node is ``reach.ScopePath``, not this class)."""
 
     tenant: str
     capabilities: frozenset[str]
     subject: str = ""
+    scope_claim: str | None = None  # None: the token has none, and reads are refused
+    clearance: Band = DEFAULT_CLEARANCE
+
+    def reader(self, known: Iterable[ScopePath]) -> Reader:
+        """The resolved reader (reach.Reader) or Refused(SCOPE_UNRESOLVED)."""
+        return resolve(self.tenant, self.scope_claim, self.clearance, known)
+
+    @property
+    def claimed_node(self) -> ScopePath | None:
+        """The node the claim names when it parses (not yet resolved against the tenant)."""
+        if self.scope_claim is None:
+            return None
+        try:
+            return ScopePath.parse(self.scope_claim)
+        except ValueError:
+            return None
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
@@ -143,7 +171,33 @@ def scope_from_claims(claims: dict) -> Scope:
             raise Unauthenticated(f"the token's {name} claim holds a control character", reason="TOKEN_INVALID")
     if not is_service_subject(subject):
         capabilities = capabilities - frozenset(INTERNAL_CAPABILITIES)
-    return Scope(tenant=tenant.strip(), capabilities=capabilities, subject=subject)
+    scope_claim, clearance = _scope_claim(claims), _clearance(claims)
+    return Scope(
+        tenant=tenant.strip(), capabilities=capabilities, subject=subject, scope_claim=scope_claim, clearance=clearance
+    )
+
+
+def _scope_claim(claims: dict) -> str | None:
+    """The ``scope`` claim as sent (parsed and resolved only when a read needs it, so a token
+    naming an unknown node still reaches the refusal that says so)."""
+    raw = claims.get(SCOPE_CLAIM)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or _CONTROL.search(raw):
+        raise Unauthenticated("the token's scope claim must be a string naming a scope node", reason="TOKEN_INVALID")
+    return raw
+
+
+def _clearance(claims: dict) -> Band:
+    raw = claims.get(CLEARANCE_CLAIM)
+    if raw is None:
+        return DEFAULT_CLEARANCE
+    if not isinstance(raw, str):
+        raise Unauthenticated("the token's clearance claim must be a band name", reason="TOKEN_INVALID")
+    try:
+        return parse_band(raw)
+    except ValueError as error:
+        raise Unauthenticated(f"the token's clearance claim: {error}", reason="TOKEN_INVALID") from None
 
 
 def _capabilities(raw: object) -> frozenset[str]:

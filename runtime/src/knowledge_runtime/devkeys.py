@@ -20,8 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from knowledge_runtime.auth import (
     ALL_CAPABILITIES,
     CAPABILITIES_CLAIM,
+    CLEARANCE_CLAIM,
     INTERNAL_CAPABILITIES,
     PUBLIC_CAPABILITIES,
+    SCOPE_CLAIM,
     SERVICE_SUBJECT_PREFIX,
     TENANT_CLAIM,
 )
@@ -69,12 +71,16 @@ def mint_dev_token(
     ttl_s: int = 3600,
     subject: str = "dev",
     service: str | None = None,
+    scope: str | None = "/",
+    clearance: str | None = None,
 ) -> str:
     """A JWT signed with the development key.
 
     A user's token by default: the public capabilities when none are named, and never an
     internal one. ``service="name"`` mints a service token instead (subject ``service:name``),
     all capabilities when none are named: what a backend service signs for its own calls.
+    ``scope`` is the ``scope`` claim (the tenant root by default; None leaves it out, and such a
+    token reads nothing); ``clearance`` the ``clearance`` claim (absent by default: TENANT).
     """
     if service is not None:
         subject = SERVICE_SUBJECT_PREFIX + service
@@ -98,4 +104,8 @@ def mint_dev_token(
         TENANT_CLAIM: tenant,
         CAPABILITIES_CLAIM: granted,
     }
+    if scope is not None:
+        claims[SCOPE_CLAIM] = scope
+    if clearance is not None:
+        claims[CLEARANCE_CLAIM] = clearance
     return jwt.encode(claims, private_path.read_bytes(), algorithm="RS256", headers={"kid": kid})

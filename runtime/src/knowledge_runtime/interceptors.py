@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import grpc
@@ -30,12 +30,15 @@ from knowledge_runtime.errors import (
     Unauthenticated,
     Unimplemented,
 )
+from knowledge_runtime.tenancy import UNGATED_CAPABILITIES
 from knowledge_runtime.tracing import current_trace_id
 from knowledge_runtime.validation import check_request
 
 log = structlog.get_logger("knowledge.rpc")
 
 Guard = Callable[[grpc.HandlerCallDetails, grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
+# Raises (FEATURE_DISABLED) when the tenant may not use the service now; read per call.
+TenantGate = Callable[[str], Awaitable[None]]
 KNOWLEDGE_PREFIX = "/knowledge.v1."
 
 
@@ -162,11 +165,16 @@ class ScopeInterceptor(_GuardInterceptor):
 
     ``capabilities`` maps each full method name to the capability it needs; a method of
     ours without an entry is refused (fail closed). Health and reflection pass untouched.
+    ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
+    one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
     """
 
-    def __init__(self, verifier: TokenVerifier, capabilities: Mapping[str, str]) -> None:
+    def __init__(
+        self, verifier: TokenVerifier, capabilities: Mapping[str, str], gate: TenantGate | None = None
+    ) -> None:
         self._verifier = verifier
         self._capabilities = dict(capabilities)
+        self._gate = gate
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
@@ -182,6 +190,8 @@ class ScopeInterceptor(_GuardInterceptor):
         if capability is None:
             raise PermissionDenied("this method is not open to callers", reason="METHOD_NOT_ALLOWED")
         scope.require(capability)
+        if self._gate is not None and capability not in UNGATED_CAPABILITIES:
+            await self._gate(scope.tenant)
         tokens = bind_scope(scope, token)
         try:
             yield

@@ -32,6 +32,7 @@ from knowledge_runtime.interceptors import (
     LoggingInterceptor,
     RequestValidationInterceptor,
     ScopeInterceptor,
+    TenantGate,
 )
 from knowledge_runtime.settings import CommonSettings, SettingsError
 
@@ -77,6 +78,7 @@ class GrpcApp:
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     readiness: list[Dependency] = field(default_factory=list)
     readiness_interval_s: float = DEFAULT_INTERVAL_S
+    tenant_gate: TenantGate | None = None  # the enablement check (tenancy); None: every tenant passes
 
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: HealthServicer | None = field(default=None, init=False)
@@ -91,6 +93,7 @@ class GrpcApp:
         verifier: TokenVerifier,
         on_stop: list[Callable[[], Awaitable[None]]] | None = None,
         readiness: list[Dependency] | None = None,
+        tenant_gate: TenantGate | None = None,
     ) -> GrpcApp:
         return cls(
             services=services,
@@ -101,6 +104,7 @@ class GrpcApp:
             on_stop=list(on_stop or []),
             readiness=list(readiness or []),
             readiness_interval_s=common.readiness_interval_s,
+            tenant_gate=tenant_gate,
         )
 
     async def start(self) -> int:
@@ -112,7 +116,7 @@ class GrpcApp:
                 aio_server_interceptor(),
                 LoggingInterceptor(),
                 ErrorInterceptor(),
-                ScopeInterceptor(self.verifier, capabilities),
+                ScopeInterceptor(self.verifier, capabilities, self.tenant_gate),
                 RequestValidationInterceptor(),
             ],
             options=list(SERVER_OPTIONS),

@@ -149,6 +149,12 @@ def metrics_port(env: Env) -> int:
     return env.port("METRICS_PORT", 0)
 
 
+def tenants_enabled_by_default(env: Env) -> bool:
+    """``KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT``: true (the embedded stack, development); the
+    production overlay sets false, so only tenants an operator enabled are served."""
+    return env.bool("TENANTS_ENABLED_BY_DEFAULT", True)
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceKey:
     """The private key a service signs its internal calls with (runtime ``service_tokens``).
@@ -209,6 +215,8 @@ class CommonSettings:
     # The key this service signs internal calls with; None when KNOWLEDGE_SERVICE_KEY_PATH is unset.
     service_key: ServiceKey | None = field(default=None, repr=False)
     readiness_interval_s: float = 1.0  # how often readiness checks the service's hard dependencies
+    # Whether a tenant no operator has configured (no tenant_settings row) may use the service.
+    tenants_enabled_by_default: bool = True
 
     @classmethod
     def from_env(cls, service: str, env: Env | None = None) -> CommonSettings:
@@ -234,6 +242,7 @@ class CommonSettings:
             metrics_port=metrics_port(env),
             service_key=ServiceKey.optional(env),
             readiness_interval_s=env.float("READINESS_INTERVAL_S", 1.0, minimum=0.1),
+            tenants_enabled_by_default=tenants_enabled_by_default(env),
         )
 
 

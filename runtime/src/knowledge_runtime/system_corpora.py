@@ -7,8 +7,10 @@ demand; platform-wide corpora are ``is_system`` rows without a tenant.
 
 from __future__ import annotations
 
+from knowledge_runtime.auth import PLATFORM_ADMIN
+
 SYSTEM_WRITE = "system.write"  # capability of the platform services that keep the housekeeping corpora
-PLATFORM_ADMIN = "platform.admin"  # capability of whoever curates the platform-wide corpora
+# platform.admin (auth.PLATFORM_ADMIN) also curates the platform-wide corpora.
 PLATFORM_CAPABILITIES = (SYSTEM_WRITE, PLATFORM_ADMIN)  # never in a token unless named
 OPERATIONAL_PATTERNS = "operational_patterns"
 USER_BEHAVIOR = "user_behavior"

@@ -179,3 +179,21 @@ class CollectGarbageResponse(_message.Message):
     orphan_removed_count: int
     orphan_freed_bytes: int
     def __init__(self, removed_count: _Optional[int] = ..., freed_bytes: _Optional[int] = ..., removed_blob_ids: _Optional[_Iterable[str]] = ..., skipped_count: _Optional[int] = ..., orphan_removed_count: _Optional[int] = ..., orphan_freed_bytes: _Optional[int] = ...) -> None: ...
+
+class ImportFileRequest(_message.Message):
+    __slots__ = ("path", "mime_type")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    mime_type: str
+    def __init__(self, path: _Optional[str] = ..., mime_type: _Optional[str] = ...) -> None: ...
+
+class ImportFileResponse(_message.Message):
+    __slots__ = ("blob", "already_existed", "resolved_path")
+    BLOB_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_EXISTED_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_PATH_FIELD_NUMBER: _ClassVar[int]
+    blob: Blob
+    already_existed: bool
+    resolved_path: str
+    def __init__(self, blob: _Optional[_Union[Blob, _Mapping]] = ..., already_existed: _Optional[bool] = ..., resolved_path: _Optional[str] = ...) -> None: ...

@@ -72,6 +72,11 @@ class ContentIndexServiceStub:
                 request_serializer=knowledge_dot_v1_dot_content__index__pb2.CollectGarbageRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_content__index__pb2.CollectGarbageResponse.FromString,
                 _registered_method=True)
+        self.ImportFile = channel.unary_unary(
+                '/knowledge.v1.ContentIndexService/ImportFile',
+                request_serializer=knowledge_dot_v1_dot_content__index__pb2.ImportFileRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_content__index__pb2.ImportFileResponse.FromString,
+                _registered_method=True)
 
 
 class ContentIndexServiceServicer:
@@ -141,6 +146,21 @@ class ContentIndexServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ImportFile(self, request, context):
+        """---- issue 19: fenced imports ----
+        Stores the file at `path` (under an import root of KNOWLEDGE_IMPORT_ROOTS /
+        KNOWLEDGE_IMPORT_ROOTS_FILE open to the caller's tenant) as a blob, exactly as WriteBlob
+        would its bytes. Content-index resolves the path (symlinks, "..") and checks it against the
+        roots itself, whatever its caller checked, then opens it without following a final symlink
+        and checks where the opened file really is before reading a byte: outside every root, a
+        symlink swapped in, or not a regular file is INVALID_ARGUMENT / PATH_REFUSED; nothing there
+        is NOT_FOUND / PATH_NOT_FOUND; over the size cap RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE.
+        Capability blob.write.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContentIndexServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -178,6 +198,11 @@ def add_ContentIndexServiceServicer_to_server(servicer, server):
                     servicer.CollectGarbage,
                     request_deserializer=knowledge_dot_v1_dot_content__index__pb2.CollectGarbageRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_content__index__pb2.CollectGarbageResponse.SerializeToString,
+            ),
+            'ImportFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportFile,
+                    request_deserializer=knowledge_dot_v1_dot_content__index__pb2.ImportFileRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_content__index__pb2.ImportFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -372,6 +397,33 @@ class ContentIndexService:
             '/knowledge.v1.ContentIndexService/CollectGarbage',
             knowledge_dot_v1_dot_content__index__pb2.CollectGarbageRequest.SerializeToString,
             knowledge_dot_v1_dot_content__index__pb2.CollectGarbageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ContentIndexService/ImportFile',
+            knowledge_dot_v1_dot_content__index__pb2.ImportFileRequest.SerializeToString,
+            knowledge_dot_v1_dot_content__index__pb2.ImportFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,28 +34,34 @@ DOCUMENT_STATE_FAILED: DocumentState
 DOCUMENT_STATE_CANCELLED: DocumentState
 
 class Corpus(_message.Message):
-    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time")
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     name: str
     description: str
     document_count: int
     chunk_count: int
     create_time: _timestamp_pb2.Timestamp
-    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    scope: str
+    confidentiality: str
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description")
+    __slots__ = ("name", "description", "confidentiality")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    confidentiality: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -74,7 +80,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +95,8 @@ class Document(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
+    OCR_PAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -103,7 +111,9 @@ class Document(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     update_time: _timestamp_pb2.Timestamp
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    extractor: str
+    ocr_page_count: int
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("corpus_id", "page_size", "page_token")
@@ -174,7 +184,7 @@ class GetDocumentTextRequest(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., page: _Optional[int] = ...) -> None: ...
 
 class GetDocumentTextResponse(_message.Message):
-    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url")
+    __slots__ = ("document_id", "text", "page", "page_count", "next_page", "previous_page", "source_url", "extractor")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +192,7 @@ class GetDocumentTextResponse(_message.Message):
     NEXT_PAGE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_PAGE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     text: str
     page: int
@@ -189,7 +200,8 @@ class GetDocumentTextResponse(_message.Message):
     next_page: int
     previous_page: int
     source_url: str
-    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ...) -> None: ...
+    extractor: str
+    def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ..., extractor: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
     __slots__ = ("corpus_id", "filename", "http_body")
@@ -400,3 +412,263 @@ class GetPromptContextResponse(_message.Message):
     document_count: int
     corpus_count: int
     def __init__(self, text: _Optional[str] = ..., document_count: _Optional[int] = ..., corpus_count: _Optional[int] = ...) -> None: ...
+
+class BindCorpusRequest(_message.Message):
+    __slots__ = ("corpus_id", "scope")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    scope: str
+    def __init__(self, corpus_id: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+
+class BindCorpusResponse(_message.Message):
+    __slots__ = ("corpus",)
+    CORPUS_FIELD_NUMBER: _ClassVar[int]
+    corpus: Corpus
+    def __init__(self, corpus: _Optional[_Union[Corpus, _Mapping]] = ...) -> None: ...
+
+class ImportPathRequest(_message.Message):
+    __slots__ = ("corpus_id", "paths")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, corpus_id: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ImportPathResponse(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[ImportPathItem]
+    def __init__(self, items: _Optional[_Iterable[_Union[ImportPathItem, _Mapping]]] = ...) -> None: ...
+
+class ImportPathItem(_message.Message):
+    __slots__ = ("resolved_path", "job")
+    RESOLVED_PATH_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    resolved_path: str
+    job: UploadDocumentResponse
+    def __init__(self, resolved_path: _Optional[str] = ..., job: _Optional[_Union[UploadDocumentResponse, _Mapping]] = ...) -> None: ...
+
+class ListImportRootsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListImportRootsResponse(_message.Message):
+    __slots__ = ("roots",)
+    ROOTS_FIELD_NUMBER: _ClassVar[int]
+    roots: _containers.RepeatedCompositeFieldContainer[ImportRootInfo]
+    def __init__(self, roots: _Optional[_Iterable[_Union[ImportRootInfo, _Mapping]]] = ...) -> None: ...
+
+class ImportRootInfo(_message.Message):
+    __slots__ = ("name", "path")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    path: str
+    def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class SetImportBindingRequest(_message.Message):
+    __slots__ = ("corpus_id", "root", "mode")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    root: str
+    mode: str
+    def __init__(self, corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., mode: _Optional[str] = ...) -> None: ...
+
+class ImportBinding(_message.Message):
+    __slots__ = ("corpus_id", "root", "mode", "set_by", "update_time", "last_scan_time")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    SET_BY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_SCAN_TIME_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    root: str
+    mode: str
+    set_by: str
+    update_time: _timestamp_pb2.Timestamp
+    last_scan_time: _timestamp_pb2.Timestamp
+    def __init__(self, corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., mode: _Optional[str] = ..., set_by: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_scan_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListImportBindingsRequest(_message.Message):
+    __slots__ = ("corpus_id",)
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+
+class ListImportBindingsResponse(_message.Message):
+    __slots__ = ("bindings",)
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    bindings: _containers.RepeatedCompositeFieldContainer[ImportBinding]
+    def __init__(self, bindings: _Optional[_Iterable[_Union[ImportBinding, _Mapping]]] = ...) -> None: ...
+
+class ScanImportsRequest(_message.Message):
+    __slots__ = ("corpus_id",)
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+
+class ScanImportsResponse(_message.Message):
+    __slots__ = ("roots", "files_seen", "findings_recorded", "jobs_started", "errors")
+    ROOTS_FIELD_NUMBER: _ClassVar[int]
+    FILES_SEEN_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_STARTED_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    roots: int
+    files_seen: int
+    findings_recorded: int
+    jobs_started: int
+    errors: int
+    def __init__(self, roots: _Optional[int] = ..., files_seen: _Optional[int] = ..., findings_recorded: _Optional[int] = ..., jobs_started: _Optional[int] = ..., errors: _Optional[int] = ...) -> None: ...
+
+class ListImportFindingsRequest(_message.Message):
+    __slots__ = ("corpus_id", "state", "page_size", "page_token")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    state: str
+    page_size: int
+    page_token: str
+    def __init__(self, corpus_id: _Optional[str] = ..., state: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListImportFindingsResponse(_message.Message):
+    __slots__ = ("findings", "next_page_token")
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    findings: _containers.RepeatedCompositeFieldContainer[ImportFinding]
+    next_page_token: str
+    def __init__(self, findings: _Optional[_Iterable[_Union[ImportFinding, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ImportFinding(_message.Message):
+    __slots__ = ("finding_id", "corpus_id", "root", "path", "content_hash", "size_bytes", "kind", "state", "job_id", "decided_by", "decide_time", "create_time")
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    DECIDE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    corpus_id: str
+    root: str
+    path: str
+    content_hash: str
+    size_bytes: int
+    kind: str
+    state: str
+    job_id: str
+    decided_by: str
+    decide_time: _timestamp_pb2.Timestamp
+    create_time: _timestamp_pb2.Timestamp
+    def __init__(self, finding_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., root: _Optional[str] = ..., path: _Optional[str] = ..., content_hash: _Optional[str] = ..., size_bytes: _Optional[int] = ..., kind: _Optional[str] = ..., state: _Optional[str] = ..., job_id: _Optional[str] = ..., decided_by: _Optional[str] = ..., decide_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class AcceptImportFindingRequest(_message.Message):
+    __slots__ = ("finding_id",)
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    def __init__(self, finding_id: _Optional[str] = ...) -> None: ...
+
+class AcceptImportFindingResponse(_message.Message):
+    __slots__ = ("finding", "job")
+    FINDING_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    finding: ImportFinding
+    job: UploadDocumentResponse
+    def __init__(self, finding: _Optional[_Union[ImportFinding, _Mapping]] = ..., job: _Optional[_Union[UploadDocumentResponse, _Mapping]] = ...) -> None: ...
+
+class DismissImportFindingRequest(_message.Message):
+    __slots__ = ("finding_id",)
+    FINDING_ID_FIELD_NUMBER: _ClassVar[int]
+    finding_id: str
+    def __init__(self, finding_id: _Optional[str] = ...) -> None: ...
+
+class TenantQuotas(_message.Message):
+    __slots__ = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month", "max_llm_cost_per_month")
+    MAX_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    MAX_EMBEDDING_TOKENS_PER_MONTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_LLM_COST_PER_MONTH_FIELD_NUMBER: _ClassVar[int]
+    max_documents: int
+    max_bytes: int
+    max_chunks: int
+    max_embedding_tokens_per_month: int
+    max_llm_cost_per_month: float
+    def __init__(self, max_documents: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_chunks: _Optional[int] = ..., max_embedding_tokens_per_month: _Optional[int] = ..., max_llm_cost_per_month: _Optional[float] = ...) -> None: ...
+
+class GetTenantSettingsRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class UpdateTenantSettingsRequest(_message.Message):
+    __slots__ = ("tenant", "enabled", "quotas")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    enabled: bool
+    quotas: TenantQuotas
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+
+class UpdateTenantSettingsResponse(_message.Message):
+    __slots__ = ("settings",)
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    settings: TenantSettings
+    def __init__(self, settings: _Optional[_Union[TenantSettings, _Mapping]] = ...) -> None: ...
+
+class TenantSettings(_message.Message):
+    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    enabled: bool
+    quotas: TenantQuotas
+    configured: bool
+    update_time: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ("period",)
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    period: str
+    def __init__(self, period: _Optional[str] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("period", "document_count", "stored_bytes", "chunk_count", "embedding_tokens", "embedding_cost", "llm_tokens", "llm_cost", "quotas")
+    PERIOD_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_COST_FIELD_NUMBER: _ClassVar[int]
+    LLM_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LLM_COST_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    period: str
+    document_count: int
+    stored_bytes: int
+    chunk_count: int
+    embedding_tokens: int
+    embedding_cost: float
+    llm_tokens: int
+    llm_cost: float
+    quotas: TenantQuotas
+    def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...

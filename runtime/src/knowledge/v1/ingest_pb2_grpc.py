@@ -118,6 +118,66 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
                 _registered_method=True)
+        self.BindCorpus = channel.unary_unary(
+                '/knowledge.v1.IngestService/BindCorpus',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
+                _registered_method=True)
+        self.ImportPath = channel.unary_unary(
+                '/knowledge.v1.IngestService/ImportPath',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.FromString,
+                _registered_method=True)
+        self.ListImportRoots = channel.unary_unary(
+                '/knowledge.v1.IngestService/ListImportRoots',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.FromString,
+                _registered_method=True)
+        self.SetImportBinding = channel.unary_unary(
+                '/knowledge.v1.IngestService/SetImportBinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportBinding.FromString,
+                _registered_method=True)
+        self.ListImportBindings = channel.unary_unary(
+                '/knowledge.v1.IngestService/ListImportBindings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.FromString,
+                _registered_method=True)
+        self.ScanImports = channel.unary_unary(
+                '/knowledge.v1.IngestService/ScanImports',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.FromString,
+                _registered_method=True)
+        self.ListImportFindings = channel.unary_unary(
+                '/knowledge.v1.IngestService/ListImportFindings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.FromString,
+                _registered_method=True)
+        self.AcceptImportFinding = channel.unary_unary(
+                '/knowledge.v1.IngestService/AcceptImportFinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.FromString,
+                _registered_method=True)
+        self.DismissImportFinding = channel.unary_unary(
+                '/knowledge.v1.IngestService/DismissImportFinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
+                _registered_method=True)
+        self.GetTenantSettings = channel.unary_unary(
+                '/knowledge.v1.IngestService/GetTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
+                _registered_method=True)
+        self.UpdateTenantSettings = channel.unary_unary(
+                '/knowledge.v1.IngestService/UpdateTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
+                _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/knowledge.v1.IngestService/GetUsage',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -255,13 +315,18 @@ class IngestServiceServicer:
     def IngestUrl(self, request, context):
         """Fetches a web page (HTML, PDF, plain text, or any format an upload takes) and ingests it
         like an upload, its final URL (after at most 5 redirects) kept as the document's
-        source_url. Fenced: http and https only, and no loopback, private, link-local (metadata) or
+        source_url. Answers with the job at once: fetching is the job's first stage (stage
+        "fetching"), durable like the others; the URL and its host's address are checked before the
+        job exists, and what the fetch itself refuses or cannot fetch (a redirect to a refused
+        address, a site that fails) ends the job FAILED with the reason. A page fetched again from
+        the same final URL into the same corpus becomes that document's content: unchanged a
+        duplicate, changed re-extracted into the same document. Fenced: http and https only, and no loopback, private, link-local (metadata) or
         other non-public address unless the host is allowed by KNOWLEDGE_FETCH_ALLOW_HOSTS; the host
         is resolved once and the connection made to the checked address, again after each redirect.
-        A refused URL is INVALID_ARGUMENT / URL_REFUSED with the reason; a site that does not answer
-        (or answers an error, or too slowly) is INVALID_ARGUMENT / URL_FETCH_FAILED; a page over the
-        upload cap is RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE. The same page again (same bytes) is a
-        duplicate, as for an upload. Capability document.upload.
+        A URL refused in the request is INVALID_ARGUMENT / URL_REFUSED with the reason, a host that
+        does not resolve INVALID_ARGUMENT / URL_FETCH_FAILED; in the job, a site that does not answer
+        (or answers an error, or too slowly), a redirect to a refused address or a page over the
+        upload cap ends it FAILED with the reason. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -271,6 +336,119 @@ class IngestServiceServicer:
         """A short paragraph for an agent's system prompt describing the tenant's knowledge, e.g.
         "- Knowledge: 14 documents across 3 corpora: a (corpus_id=2), ... Use `search_documents` to
         find content."; empty when the tenant has no user corpus. gRPC only. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BindCorpus(self, request, context):
+        """---- issue 16: scopes ----
+        Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
+        own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
+        and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
+        reach (else NOT_FOUND) and the tenant's own (a system corpus is NOT_FOUND). Readers of the
+        corpus's old node lose it and readers of the new node and the nodes below gain it at once
+        (cached answers included). Capability corpus.bind.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportPath(self, request, context):
+        """---- issue 19: fenced imports, change findings, auto-index ----
+        Ingests files under the operator's import roots (KNOWLEDGE_IMPORT_ROOTS /
+        KNOWLEDGE_IMPORT_ROOTS_FILE: configuration only, never settable through the API). Every path
+        (absolute) is resolved (symlinks, "..") and checked against the roots open to the tenant
+        before anything is read; one outside them refuses the whole call, nothing stored
+        (INVALID_ARGUMENT / PATH_REFUSED; NOT_FOUND / PATH_NOT_FOUND inside a root with nothing there).
+        Content-index then resolves, checks and opens the resolved path again on its side (without
+        following a symlink, checking where the opened file really is). Each file becomes a job like
+        an upload (dedup as usual) and an accepted finding. No root for the tenant: FEATURE_DISABLED.
+        Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListImportRoots(self, request, context):
+        """The import roots open to the caller's tenant, by name and path. Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetImportBinding(self, request, context):
+        """Opts a corpus in to (or out of) passes over an import root: "auto" ingests each pass's
+        findings as jobs, "suggest" records them only, "off" does nothing. Who set it is recorded.
+        Idempotent. Capability imports.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListImportBindings(self, request, context):
+        """The corpus's import bindings. Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScanImports(self, request, context):
+        """A pass now over every root bound to the corpus ("off" ones do nothing); the same pass runs
+        on a schedule (KNOWLEDGE_IMPORT_SCAN_INTERVAL_S). Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListImportFindings(self, request, context):
+        """The corpus's change findings, oldest first, optionally of one state. Capability
+        document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcceptImportFinding(self, request, context):
+        """Ingests an open finding's file (read again through both fences) as a job; the finding
+        becomes accepted with that job. A decided finding is FAILED_PRECONDITION / FINDING_DECIDED.
+        Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DismissImportFinding(self, request, context):
+        """Dismisses an open finding; it is kept (somebody looked), so the same bytes at that path are
+        never found again. Capability document.import.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTenantSettings(self, request, context):
+        """---- issue 19: enablement, quotas and usage ----
+        A tenant's enablement and quotas: the tenant's row, or the deployment's default
+        (KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT, no quotas) when no operator set one. Any tenant named
+        in the path. Capability platform.admin (it passes the enablement check itself).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTenantSettings(self, request, context):
+        """Sets a tenant's enablement and quotas as given (idempotent: the same body again changes
+        nothing; a quota left out is unlimited). Every service reads them per request, so the change
+        holds from the next request on every replica. Capability platform.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUsage(self, request, context):
+        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
+        one month (from the cost records the embedder and search write), with its quotas.
+        Capability corpus.read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -358,6 +536,66 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.GetPromptContext,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.SerializeToString,
+            ),
+            'BindCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.BindCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.SerializeToString,
+            ),
+            'ImportPath': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportPath,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.SerializeToString,
+            ),
+            'ListImportRoots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListImportRoots,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.SerializeToString,
+            ),
+            'SetImportBinding': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetImportBinding,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportBinding.SerializeToString,
+            ),
+            'ListImportBindings': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListImportBindings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.SerializeToString,
+            ),
+            'ScanImports': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScanImports,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.SerializeToString,
+            ),
+            'ListImportFindings': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListImportFindings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.SerializeToString,
+            ),
+            'AcceptImportFinding': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcceptImportFinding,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.SerializeToString,
+            ),
+            'DismissImportFinding': grpc.unary_unary_rpc_method_handler(
+                    servicer.DismissImportFinding,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.SerializeToString,
+            ),
+            'GetTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.SerializeToString,
+            ),
+            'UpdateTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Usage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -796,6 +1034,330 @@ class IngestService:
             '/knowledge.v1.IngestService/GetPromptContext',
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BindCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/BindCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportPath(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ImportPath',
+            knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListImportRoots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ListImportRoots',
+            knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetImportBinding(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/SetImportBinding',
+            knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ImportBinding.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListImportBindings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ListImportBindings',
+            knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScanImports(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ScanImports',
+            knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListImportFindings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ListImportFindings',
+            knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcceptImportFinding(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/AcceptImportFinding',
+            knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DismissImportFinding(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/DismissImportFinding',
+            knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTenantSettings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/GetTenantSettings',
+            knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTenantSettings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/UpdateTenantSettings',
+            knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/GetUsage',
+            knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
             options,
             channel_credentials,
             insecure,

@@ -162,16 +162,20 @@ class QueryRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("answer", "citations", "relevance", "cost")
+    __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message")
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     relevance: Relevance
     cost: _common_pb2.Cost
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ...) -> None: ...
+    fallback_reason: _common_pb2.RefusalReason
+    fallback_message: str
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., fallback_reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., fallback_message: _Optional[str] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id", "source_url")

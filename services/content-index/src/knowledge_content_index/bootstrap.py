@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 import structlog
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -57,11 +58,14 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         policy = BlobPolicy(settings.common.max_upload_bytes, settings.gc_grace, settings.gc_min_age)
-        servicer = ContentIndexServicer(BlobUseCases(PostgresBlobs(db), storage, keyring, policy))
+        # the operator's import roots: content-index fences them itself, whatever its caller checked
+        blobs = BlobUseCases(PostgresBlobs(db), storage, keyring, policy, settings.import_roots)
+        servicer = ContentIndexServicer(blobs)
         return GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )

@@ -11,6 +11,8 @@
 - ``KNOWLEDGE_BLOB_GC_MIN_AGE_S`` (3600): the least grace period a GC call may ask for; it must
   outlast the time between a write and the reference its caller then inserts.
 - ``KNOWLEDGE_CONTENT_INDEX_DATABASE_POOL_SIZE`` (10): connections to PostgreSQL.
+- ``KNOWLEDGE_IMPORT_ROOTS`` / ``KNOWLEDGE_IMPORT_ROOTS_FILE``: the operator's import roots, which
+  ``ImportFile`` checks every path against itself (``knowledge_runtime.imports``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from knowledge_runtime.imports import ImportRoots
 from knowledge_runtime.settings import CommonSettings, Env, SettingsError
 
 from knowledge_content_index.domain.identity import MIN_MASTER_KEY_BYTES, decode_master_key
@@ -33,6 +36,7 @@ class ContentIndexSettings:
     database_pool_size: int
     # None: the embedded stack's key file. Never shown by repr.
     content_key: bytes | None = field(default=None, repr=False)
+    import_roots: ImportRoots = field(default_factory=ImportRoots)
 
     @property
     def key_file(self) -> Path:
@@ -57,6 +61,7 @@ class ContentIndexSettings:
             gc_min_age=timedelta(seconds=min_age),
             database_pool_size=env.int("CONTENT_INDEX_DATABASE_POOL_SIZE", 10, minimum=1, maximum=200),
             content_key=_content_key(env),
+            import_roots=ImportRoots.from_env(env),
         )
 
 

@@ -51,6 +51,7 @@ NOT_FOUND, like a read of it.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, replace
@@ -59,6 +60,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import UploadTooLarge
+from knowledge_runtime.imports import ImportRoots, open_fenced
 from knowledge_runtime.tracing import tracer
 
 from knowledge_content_index.domain.errors import (
@@ -111,12 +113,18 @@ class BlobRead:
 
 class BlobUseCases:
     def __init__(
-        self, blobs: BlobRepository, storage: BlobStorage, keyring: ContentKeyring, policy: BlobPolicy
+        self,
+        blobs: BlobRepository,
+        storage: BlobStorage,
+        keyring: ContentKeyring,
+        policy: BlobPolicy,
+        import_roots: ImportRoots | None = None,
     ) -> None:
         self._blobs = blobs
         self._storage = storage
         self._keyring = keyring
         self._policy = policy
+        self._import_roots = import_roots or ImportRoots()
         # Where the next orphan sweep starts (per process; None: from the first content path).
         self._orphan_cursor: BlobKey | None = None
 
@@ -153,6 +161,29 @@ class BlobUseCases:
             healed=ensured.healed,
         )
         return ensured
+
+    async def import_file(self, scope: Scope, path: str, mime_type: str) -> tuple[Ensured, str]:
+        """The file at ``path`` under an import root of the tenant, stored as ``write_blob`` stores
+        bytes. This service's own fence: the path is resolved and checked against the roots here,
+        whatever the caller checked, and the opened descriptor's real location checked again
+        (``knowledge_runtime.imports``) before a byte is read."""
+        resolved = self._import_roots.resolve(path, scope.tenant, field="path")
+        fd = await asyncio.to_thread(open_fenced, resolved)
+        try:
+            size = os.fstat(fd).st_size
+            header = UploadHeader.parse(resolved.real.name, mime_type, 0)
+            if size > self._policy.max_upload_bytes:
+                raise UploadTooLarge(self._policy.max_upload_bytes)
+
+            async def chunks() -> AsyncIterator[bytes]:
+                while data := await asyncio.to_thread(os.read, fd, READ_CHUNK_BYTES):
+                    yield data
+
+            ensured = await self.write_blob(scope, header, chunks())
+        finally:
+            os.close(fd)
+        log.info("file_imported", blob_id=ensured.blob.blob_id, root=resolved.root.name, size_bytes=size)
+        return ensured, str(resolved.real)
 
     async def _settle_staged(self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey) -> Ensured:
         async with self._blobs.locked(new.content_hash) as tx:

@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack
 import structlog
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -124,4 +125,5 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )

@@ -14,6 +14,8 @@ from pathlib import Path
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -21,21 +23,27 @@ from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.fetch import WebFetcher
+from knowledge_ingest.adapters.imports import PostgresImports, hash_file
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
+from knowledge_ingest.adapters.tenants import PostgresTenants
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, Readiness
+from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness
+from knowledge_ingest.import_scheduler import ImportScheduler
 from knowledge_ingest.service_layer.corpora import CorpusUseCases
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
+from knowledge_ingest.service_layer.tenants import QuotaChecks, TenantUseCases
 from knowledge_ingest.service_layer.uploads import UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
+from knowledge_ingest.tenant_metrics import TenantMetrics
 from knowledge_ingest.worker import Workers
 
 
@@ -46,15 +54,27 @@ def wire(
     embedder: Embedder,
     extract: Callable[[Path, str, str], Extracted],
     readiness: Readiness | None = None,
+    importer: FileImporter | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
-    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes)
+    reach = PostgresReach(db)
+    tenants = PostgresTenants(db, settings.common.tenants_enabled_by_default)
+    quotas = QuotaChecks(tenants)
+    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach, quotas)
+    fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
+    imports = (
+        None
+        if importer is None
+        else ImportUseCases(settings.import_roots, importer, documents, jobs, PostgresImports(db), hash_file, reach)
+    )
     servicer = IngestServicer(
-        corpora=CorpusUseCases(PostgresCorpora(db)),
-        documents=DocumentUseCases(documents),
+        corpora=CorpusUseCases(PostgresCorpora(db), reach),
+        documents=DocumentUseCases(documents, reach),
         uploads=uploads,
-        jobs=JobUseCases(jobs),
-        web=WebPageUseCases(uploads, WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)),
+        jobs=JobUseCases(jobs, reach),
+        web=WebPageUseCases(uploads, fetcher),
+        imports=imports,
+        tenants=TenantUseCases(tenants),
     )
     pipeline = Pipeline(
         queue=queue,
@@ -69,6 +89,10 @@ def wire(
             embed_window=settings.embed_window,
             retry=RetryPolicy(settings.max_attempts, settings.retry_base_s, settings.max_interruptions),
         ),
+        fetcher=fetcher,
+        admission=jobs,
+        max_upload_bytes=settings.common.max_upload_bytes,
+        quotas=quotas,
     )
     workers = Workers(
         queue=queue, pipeline=pipeline, count=settings.workers, lease_s=settings.lease_s, readiness=readiness
@@ -95,15 +119,34 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(metrics.stop)
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
         servicer, workers = wire(
-            settings, db, blobs, embedder, IsolatedExtractor(settings.extraction_limits()).extract, readiness
+            settings,
+            db,
+            blobs,
+            embedder,
+            IsolatedExtractor(settings.extraction_limits()).extract,
+            readiness,
+            importer=blobs,
         )
         resources.push_async_callback(workers.stop)
+        assert servicer.imports is not None
+        scheduler = ImportScheduler(servicer.imports, settings.import_scan_interval_s)
+        resources.push_async_callback(scheduler.stop)
+        tenant_metrics = TenantMetrics(
+            PostgresTenants(db, settings.common.tenants_enabled_by_default).totals,
+            settings.metrics_max_tenants,
+            settings.metrics_tenants_every_s,
+        )
+        resources.push_async_callback(tenant_metrics.stop)
         app = GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )
     app.on_start.append(workers.start)
+    app.on_start.append(scheduler.start)
+    if settings.common.metrics_port:
+        app.on_start.append(tenant_metrics.start)
     return app

@@ -6,13 +6,41 @@ embedder with are in ``common`` (runtime ``CommonSettings``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
+from knowledge_runtime.imports import ImportRoots
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
 from knowledge_ingest.domain.fetching import parse_allow_hosts
+
+WORKERS_PER_CORE = 2
+MAX_WORKERS = 64
+
+
+def usable_cores(cgroup_cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The CPU cores this process may run on: its affinity, bounded by a cgroup v2 CPU quota (a
+    container's CPU limit, which the affinity does not show), rounded up."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    try:
+        quota, period = cgroup_cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return cores
+
+
+def default_workers(cores: int) -> int:
+    """Job workers when ``KNOWLEDGE_INGEST_WORKERS`` is unset: two per core, at least 2, at most 64.
+    A worker spends most of a job waiting (for content-index, the embedder, PostgreSQL), so more
+    workers than cores keep the embedder's queue fed with the next small texts while others store."""
+    return max(2, min(MAX_WORKERS, WORKERS_PER_CORE * cores))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +61,10 @@ class IngestSettings:
     ocr_page_seconds: float  # one page's OCR
     fetch_allow_hosts: frozenset[str]  # host / host:port that IngestUrl may fetch though not public
     fetch_timeout_s: float  # one IngestUrl fetch, redirects and body included
+    import_roots: ImportRoots = field(default_factory=ImportRoots)  # the operator's import roots (configuration only)
+    import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
+    metrics_max_tenants: int = 20  # tenants with their own knowledge_tenant_* series; the rest are "_other"
+    metrics_tenants_every_s: float = 60.0  # how often those totals are counted
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -42,7 +74,7 @@ class IngestSettings:
             database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
             content_index_address=service_address("content-index", env),
             embedder_address=service_address("embedder", env),
-            workers=env.int("INGEST_WORKERS", 2, minimum=0, maximum=64),
+            workers=env.int("INGEST_WORKERS", default_workers(usable_cores()), minimum=0, maximum=MAX_WORKERS),
             lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
             max_interruptions=env.int("INGEST_MAX_INTERRUPTIONS", 10, minimum=1, maximum=1000),
@@ -54,6 +86,10 @@ class IngestSettings:
             ocr_page_seconds=env.float("OCR_PAGE_SECONDS", DEFAULT_OCR_PAGE_SECONDS, minimum=1.0),
             fetch_allow_hosts=parse_allow_hosts(env.str("FETCH_ALLOW_HOSTS") or ""),
             fetch_timeout_s=env.float("FETCH_TIMEOUT_S", 30.0, minimum=1.0),
+            import_roots=ImportRoots.from_env(env),
+            import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
+            metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),
+            metrics_tenants_every_s=env.float("METRICS_TENANTS_EVERY_S", 60.0, minimum=1.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -37,7 +37,7 @@ from knowledge_search.domain.model import (
 )
 from knowledge_search.domain.ports import QueryEmbedder, SystemCorpora
 from knowledge_search.domain.prefetch import PREFETCH_DEADLINE_S, Prefetch, Section, render_prefetch
-from knowledge_search.usecases import AnswerUseCases, SearchUseCases, answerable
+from knowledge_search.usecases import BUDGET_FALLBACK, AnswerUseCases, SearchUseCases, answerable
 
 log = get_logger("knowledge.search")
 NO_SYNTHESIS = "the language model is unavailable: evidence only, no facts"
@@ -57,18 +57,23 @@ class ContextUseCases:
         evidence = evidence_of(outcome.hits)
         degradations = list(outcome.degradations)
         facts: tuple[Fact, ...] = ()
-        synthesiser = self.answers.synthesiser
+        synthesiser, refusal = await self.answers.pick(scope)
+        if refusal is not None:
+            degradations.append(BUDGET_FALLBACK.format(why=refusal.message))
         if answerable(outcome):
             graded = bool(getattr(synthesiser, "grades", False))
             try:
-                synthesis, anonymised = await self.answers.synthesise(scope, request.text, outcome.hits, graded=graded)
+                synthesis, anonymised = await self.answers.synthesise(
+                    scope, request.text, outcome.hits, graded=graded, synthesiser=synthesiser
+                )
                 facts = facts_from(anonymised.restore(synthesis.text), evidence, graded=graded)
             except LlmUnavailable as error:
                 log.warning("context_without_synthesis", reason=error.reason)
                 degradations.append(NO_SYNTHESIS)
         metadata = ContextMetadata(
             query=request.text,
-            scope="",  # the caller's scope node, once tokens carry one
+            # the caller's scope node: the search above resolved it (else it was refused)
+            scope=str(scope.claimed_node) if scope.claimed_node is not None else "",
             backend=synthesiser.model_id,
             elapsed_ms=_elapsed_ms(started),
             truncated=bool(request.warnings) or len(request.text) > LEXICAL_QUERY_CHARS,

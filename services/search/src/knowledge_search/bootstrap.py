@@ -11,13 +11,15 @@ from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
-from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
+from knowledge_search.adapters.memory_cache import TtlCache
+from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
 from knowledge_search.adapters.system_corpora import PostgresSystemCorpora
 from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.api.servicer import SearchServicer, service_spec
@@ -62,6 +64,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             rerank_default=settings.rerank,
             rerank_window=settings.rerank_window,
             system_corpora=system_corpora,
+            cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
         )
         synthesiser: Synthesiser
         if settings.llm is not None:
@@ -84,6 +87,9 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             synthesiser=synthesiser,
             anonymiser=Anonymiser(settings.anonymise_names),
             ledger=PostgresCostLedger(db),
+            # an LLM's answers fall back to the extractive synthesiser once the tenant's budget is spent
+            budget=PostgresLlmBudget(db) if settings.llm is not None else None,
+            fallback=ExtractiveSynthesiser() if settings.llm is not None else None,
         )
         prefetches = PrefetchUseCases(
             searches,
@@ -98,4 +104,5 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
+            tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )

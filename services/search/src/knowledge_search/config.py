@@ -11,6 +11,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
+from knowledge_search.domain.cache import DEFAULT_TTL_S
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
 from knowledge_search.domain.prefetch import PREFETCH_DEADLINE_S
@@ -54,6 +55,7 @@ class SearchSettings:
     llm: LlmSettings | None = None
     prefetch_deadline_s: float = PREFETCH_DEADLINE_S
     prefetch_data_catalog: bool = False
+    cache_ttl_s: float = DEFAULT_TTL_S  # 0: no cache
 
     @property
     def sign_internal_calls(self) -> bool:
@@ -116,6 +118,7 @@ class SearchSettings:
             )
             / 1000,
             prefetch_data_catalog=env.bool("PREFETCH_DATA_CATALOG", False),
+            cache_ttl_s=env.float("SEARCH_CACHE_TTL_S", DEFAULT_TTL_S, minimum=0.0),
         )
 
 

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field, replace
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.logging import get_logger
+from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tracing import tracer
 
 from knowledge_search.domain.anonymise import Anonymised, Anonymiser
 from knowledge_search.domain.answer import Source, Synthesis, cite, excerpt
+from knowledge_search.domain.cache import OutcomeCache, cache_key
 from knowledge_search.domain.errors import CorpusNotFound, EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
@@ -34,7 +37,15 @@ from knowledge_search.domain.model import (
     SearchRequest,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, QueryEmbedder, Reranker, Synthesiser, SystemCorpora
+from knowledge_search.domain.ports import (
+    ChunkIndex,
+    CostLedger,
+    LlmBudget,
+    QueryEmbedder,
+    Reranker,
+    Synthesiser,
+    SystemCorpora,
+)
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
@@ -42,6 +53,7 @@ log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
 LEXICAL_ONLY = "the embedder is unavailable: only the lexical channel answered"
+BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
 
 
 @dataclass
@@ -56,6 +68,7 @@ class SearchUseCases:
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
     system_corpora: SystemCorpora | None = None  # the tenant's housekeeping corpora, left out of ordinary reads
+    cache: OutcomeCache | None = None  # None: every request computed
 
     async def search(
         self,
@@ -68,15 +81,35 @@ class SearchUseCases:
         """``fallback_to_lexical``: an embedder that cannot answer leaves the lexical channel to
         answer alone (HYBRID only), said in the outcome's ``degradations``, instead of failing.
         ``include_housekeeping``: pre-fetch reads the tenant's housekeeping corpora; every other
-        read leaves them out, and names one of them in vain (404)."""
+        read leaves them out, and names one of them in vain (404).
+
+        The outcome is for the caller's reach; from the cache while nothing it sees has changed
+        (keyed on the request as narrowed here, so a read with and one without the housekeeping
+        corpora never share an entry); a degraded outcome is never cached."""
         tenant = scope.tenant
         if self.system_corpora is not None and not include_housekeeping:
             request = await self._without_housekeeping(tenant, request)
+        reader = await self.index.reader(scope)
+        if self.cache is None:
+            return await self._search(tenant, reader, request, fallback_to_lexical)
+        key = cache_key(tenant, reader, await self.index.generation(tenant, reader), request)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return replace(cached, cost=Cost())  # nothing was embedded for this answer
+        outcome = await self._search(tenant, reader, request, fallback_to_lexical)
+        if not outcome.degradations:  # the same answer with or without a fallback allowed
+            self.cache.put(key, outcome)
+        return outcome
+
+    async def _search(
+        self, tenant: str, reader: Reader, request: SearchRequest, fallback_to_lexical: bool = False
+    ) -> SearchOutcome:
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
             raise RerankUnavailable()
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
+        request = within(request, await self.index.reach_for(tenant, reader))
         await self.index.check_filters(tenant, request.filters)
         vector_task = (
             self._vector(tenant, request, fallback_to_lexical and request.mode is SearchMode.HYBRID)
@@ -186,6 +219,12 @@ class SearchUseCases:
         return request.weights.over(corpus).over(self.default_weights)
 
 
+def within(request: SearchRequest, reach: Reach) -> SearchRequest:
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)."""
+    corpus_ids = None if reach.everything else reach.corpus_ids
+    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
+
+
 async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
     return [], (), Cost()
 
@@ -200,6 +239,9 @@ class AnswerUseCases:
     synthesiser: Synthesiser
     anonymiser: Anonymiser = field(default_factory=Anonymiser)
     ledger: CostLedger | None = None
+    # With an LLM synthesiser: the tenant's LLM budget, and what answers once it is spent.
+    budget: LlmBudget | None = None
+    fallback: Synthesiser | None = None
 
     async def query(self, scope: Scope, request: SearchRequest) -> Answer:
         return await self.answer(scope, request, await self.searcher.search(scope, request))
@@ -209,7 +251,8 @@ class AnswerUseCases:
         if not answerable(outcome):
             return Answer(text="", citations=(), relevance=outcome.relevance, cost=outcome.cost)
         hits = outcome.hits
-        synthesis, anonymised = await self.synthesise(scope, request.text, hits)
+        synthesiser, refusal = await self.pick(scope)
+        synthesis, anonymised = await self.synthesise(scope, request.text, hits, synthesiser=synthesiser)
         text, order = cite(synthesis.text, len(hits))
         quoted = synthesis.excerpts or {}
         citations = tuple(
@@ -219,12 +262,14 @@ class AnswerUseCases:
             )
             for n in order
         )
-        log.info("answer_done", sources=len(hits), citations=len(citations), synthesiser=self.synthesiser.model_id)
+        log.info("answer_done", sources=len(hits), citations=len(citations), synthesiser=synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
             citations=citations,
             relevance=outcome.relevance,
             cost=outcome.cost.plus(synthesis.cost),
+            fallback_reason=refusal.reason if refusal is not None else "",
+            fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )
 
     async def search_documents(self, scope: Scope, request: SearchRequest) -> tuple[SearchOutcome, str, str]:
@@ -233,31 +278,51 @@ class AnswerUseCases:
         outcome = await self.searcher.search(scope, request)
         if not answerable(outcome):
             return outcome, "", ""
+        synthesiser, _ = await self.pick(scope)  # extractive once the tenant's LLM budget is spent
         try:
-            synthesis, anonymised = await self.synthesise(scope, request.text, outcome.hits)
+            synthesis, anonymised = await self.synthesise(scope, request.text, outcome.hits, synthesiser=synthesiser)
         except LlmUnavailable as error:  # the sources still answer the tool
             log.warning("search_documents_without_synthesis", reason=error.reason)
             return outcome, "", error.message
         text, _ = cite(synthesis.text, len(outcome.hits), renumber=False)
         return outcome, anonymised.restore(text), ""
 
+    async def pick(self, scope: Scope) -> tuple[Synthesiser, Refused | None]:
+        """The synthesiser that answers the caller's tenant now: the configured one, or the
+        fallback with the BUDGET_EXHAUSTED refusal that chose it once the month's LLM budget is spent."""
+        if self.budget is None or self.fallback is None:
+            return self.synthesiser, None
+        refusal = await self.budget.refusal(scope.tenant)
+        if refusal is None:
+            return self.synthesiser, None
+        log.info("answer_budget_fallback", reason=refusal.reason)
+        return self.fallback, refusal
+
     async def synthesise(
-        self, scope: Scope, question: str, hits: Sequence[SearchHit], *, graded: bool = False
+        self,
+        scope: Scope,
+        question: str,
+        hits: Sequence[SearchHit],
+        *,
+        graded: bool = False,
+        synthesiser: Synthesiser | None = None,
     ) -> tuple[Synthesis, Anonymised]:
         """The synthesis over ``hits`` as sources 1..n: the question and the sources anonymised
         before the synthesiser sees them; the synthesis text still anonymised (``restore`` it),
-        its cost recorded. ``graded`` asks for a support level per statement."""
+        its cost recorded. ``graded`` asks for a support level per statement; ``synthesiser``
+        (from :meth:`pick`) defaults to the configured one."""
+        synthesiser = synthesiser or self.synthesiser
         anonymised = self.anonymiser.anonymise(question)
         sources = [
             Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
             for n, hit in enumerate(hits, start=1)
         ]
         with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", self.synthesiser.model_id)
+            span.set_attribute("search.synthesiser", synthesiser.model_id)
             if graded:
-                synthesis = await self.synthesiser.synthesise(anonymised.text, sources, graded=True)
+                synthesis = await synthesiser.synthesise(anonymised.text, sources, graded=True)
             else:
-                synthesis = await self.synthesiser.synthesise(anonymised.text, sources)
+                synthesis = await synthesiser.synthesise(anonymised.text, sources)
         if self.ledger is not None:
             for item in synthesis.cost.items:
                 await self.ledger.record(scope.tenant, item)

@@ -22,6 +22,7 @@ CAPABILITIES = {
     "CountReferences": "blob.read",
     "FindByHash": "blob.read",
     "CollectGarbage": "blob.admin",
+    "ImportFile": "blob.write",
 }
 
 
@@ -85,6 +86,14 @@ class ContentIndexServicer(content_index_pb2_grpc.ContentIndexServiceServicer):
     ) -> pb.CollectGarbageResponse:
         report = await self._blobs.collect_garbage(convert.min_age(request), request.max_blobs, request.dry_run)
         return convert.garbage_report(report)
+
+    async def ImportFile(
+        self, request: pb.ImportFileRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ImportFileResponse:
+        ensured, resolved = await self._blobs.import_file(current_scope(), request.path, request.mime_type)
+        return pb.ImportFileResponse(
+            blob=convert.blob_message(ensured.blob), already_existed=ensured.already_existed, resolved_path=resolved
+        )
 
 
 def service_spec(servicer: ContentIndexServicer) -> ServiceSpec:

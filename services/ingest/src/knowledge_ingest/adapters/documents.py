@@ -26,6 +26,7 @@ DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
+       d.extractor, d.ocr_page_count,
        (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id
         ORDER BY j.create_time DESC LIMIT 1) AS job_id
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
@@ -43,10 +44,12 @@ FROM chunks WHERE tenant_id = $1 AND document_id = $2 ORDER BY chunk_index
 """
 MOVABLE = """
 SELECT document_id FROM documents WHERE tenant_id = $1 AND ($2::bigint IS NULL OR corpus_id = $2)
+    AND corpus_id = ANY($3::bigint[])
 ORDER BY document_id LIMIT 1000
 """
 LOCK_OWNED = """
 SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND document_id = ANY($2::bigint[])
+    AND corpus_id = ANY($3::bigint[])
 ORDER BY document_id FOR UPDATE
 """
 LOCK_CORPUS_DOCUMENTS = """
@@ -98,6 +101,8 @@ def _document(row: asyncpg.Record) -> Document:
         create_time=row["create_time"],
         update_time=row["update_time"],
         warnings=tuple(row["warnings"]),
+        extractor=row["extractor"],
+        ocr_page_count=row["ocr_page_count"],
     )
 
 
@@ -121,15 +126,24 @@ class PostgresDocuments:
         rows = await self._db.fetch("document_chunks", DOCUMENT_CHUNKS, tenant, document_id)
         return [TextChunk(r["content"], r["section"], r["page"], r["chunk_index"], r["overlap_chars"]) for r in rows]
 
-    async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]:
-        return [r["document_id"] for r in await self._db.fetch("movable", MOVABLE, tenant, source_corpus_id)]
+    async def movable_documents(
+        self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int]
+    ) -> list[int]:
+        rows = await self._db.fetch("movable", MOVABLE, tenant, source_corpus_id, sorted(reachable))
+        return [r["document_id"] for r in rows]
 
     async def move(
-        self, tenant: str, target_corpus_id: int, document_ids: Sequence[int], source_corpus_id: int | None
+        self,
+        tenant: str,
+        target_corpus_id: int,
+        document_ids: Sequence[int],
+        source_corpus_id: int | None,
+        reachable: frozenset[int],
     ) -> tuple[list[int], list[int], list[int]]:
         wanted = sorted(set(document_ids))
         async with self._db.transaction() as tx:
-            owned = {r["document_id"]: r["corpus_id"] for r in await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted)}
+            rows = await tx.fetch("lock_owned", LOCK_OWNED, tenant, wanted, sorted(reachable))
+            owned = {r["document_id"]: r["corpus_id"] for r in rows}
             missing = [d for d in wanted if d not in owned]
             elsewhere = [d for d in wanted if d in owned and source_corpus_id not in (None, owned[d])]
             if missing or elsewhere:

@@ -37,6 +37,11 @@ class WebFetcher:
         self._timeout_s = timeout_s
         self._max_redirects = max_redirects
 
+    async def check(self, url: str) -> None:
+        """Before a job is queued: the URL's form and the address its host resolves to now
+        (``UrlRefused`` / ``FetchFailed``); the fetch checks again, and after each redirect."""
+        await self._resolve(target(url))
+
     @contextlib.asynccontextmanager
     async def open(self, url: str) -> AsyncIterator[FetchedPage]:
         deadline = time.monotonic() + self._timeout_s

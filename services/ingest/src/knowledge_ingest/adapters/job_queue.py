@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
+from pgvector import Vector
 
-from knowledge_ingest.adapters.job_rows import J_JOB_COLUMNS, TERMINAL, follow, job_from_row, result_json
+from knowledge_ingest.adapters.job_rows import J_JOB_COLUMNS, TERMINAL, job_from_row, result_json
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
 from knowledge_ingest.domain.ports import Lease
 
@@ -23,7 +24,7 @@ WITH next AS (
     SELECT job_id FROM ingest_jobs
     WHERE state NOT IN {TERMINAL} AND NOT cancel_requested AND not_before <= now()
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-      AND document_id IS NOT NULL AND blob_id IS NOT NULL
+      AND ((document_id IS NOT NULL AND blob_id IS NOT NULL) OR (fetch_url IS NOT NULL AND blob_id IS NULL))
     ORDER BY not_before, create_time
     FOR UPDATE SKIP LOCKED
     LIMIT 1
@@ -37,16 +38,41 @@ RETURNING {J_JOB_COLUMNS}
 """
 # A transition: written only by the lease's holder, on an unended job, and (when it says so) not
 # once cancel was asked; it keeps and renews the lease unless it ends the job or re-queues it.
+JOB_TRANSITION = f"""
+    UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
+        result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
+        lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
+        lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
+        not_before = CASE WHEN $10::float8 IS NULL THEN not_before
+                          ELSE now() + make_interval(secs => $10::float8) END,
+        attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
+        interruptions = interruptions + $13::int, update_time = now()
+    WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
+    RETURNING tenant_id, document_id
+"""
+# With $14 the document follows (the job's state and error) in the same statement: one round trip.
 APPLY = f"""
-UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
-    result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
-    lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
-    lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
-    not_before = CASE WHEN $10::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $10::float8) END,
-    attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
-    interruptions = interruptions + $13::int, update_time = now()
-WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
-RETURNING tenant_id, document_id
+WITH job AS ({JOB_TRANSITION}), followed AS (
+    UPDATE documents d SET state = $3, error = $6, update_time = now()
+    FROM job WHERE $14 AND d.document_id = job.document_id
+)
+SELECT tenant_id, document_id FROM job
+"""
+# The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
+# the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
+# is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
+# document's chunk count, extractable, warnings, extractor and pages read by OCR.
+STORE = f"""
+WITH job AS ({JOB_TRANSITION}), document AS (
+    UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
+        extractor = $17, ocr_page_count = $18, error = NULL, update_time = now()
+    FROM job WHERE d.document_id = job.document_id
+    RETURNING d.document_id, d.corpus_id
+), replaced AS (
+    DELETE FROM chunks c USING document WHERE c.document_id = document.document_id
+)
+SELECT job.tenant_id, job.document_id, document.corpus_id
+FROM job LEFT JOIN document ON document.document_id = job.document_id
 """
 RENEW = f"""
 UPDATE ingest_jobs SET lease_expires_at = now() + make_interval(secs => $3)
@@ -56,17 +82,14 @@ RETURNING 1
 CANCEL_REQUESTED = f"""
 SELECT cancel_requested FROM ingest_jobs WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL}
 """
-LOCK_DOCUMENT = "SELECT corpus_id FROM documents WHERE document_id = $1 FOR UPDATE"
-DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
-# Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013).
-INSERT_CHUNK = """
+# Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013). One statement
+# for all of a document's chunks: the BM25 statistics triggers (migration 0005) are per statement,
+# so they aggregate the whole document once instead of once per chunk.
+INSERT_CHUNKS = """
 INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-"""
-DOCUMENT_SEARCHABLE = """
-UPDATE documents SET state = 'SEARCHABLE', chunk_count = $2, extractable = $3, warnings = $4, error = NULL,
-    update_time = now()
-WHERE document_id = $1
+SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.metadata::jsonb
+FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[])
+    AS u(chunk_index, section, page, content, embedding, metadata)
 """
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
 # cancel_requested), so once its lease has expired it is ended here, with its document.
@@ -95,28 +118,30 @@ class PostgresJobQueue:
         return None if row is None else Lease(job_from_row(row), owner)
 
     async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
-        async with self._db.transaction() as tx:
-            return await _apply(tx, lease, transition, lease_s) is not None
+        row = await self._db.fetchrow("apply_transition", APPLY, *_transition_args(lease, transition, lease_s))
+        return row is not None
 
     async def store(
         self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
     ) -> bool:
         assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
         async with self._db.transaction() as tx:
-            owned = await _apply(tx, lease, transition, 0.0)
-            if owned is None:
-                return False
-            tenant, document_id = owned
-            corpus_id = await tx.fetchval("lock_document", LOCK_DOCUMENT, document_id)
-            await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)
-            await _insert_chunks(tx, tenant, corpus_id, document_id, lease.job.filename, chunks, vectors)
-            await tx.execute(
-                "document_searchable",
-                DOCUMENT_SEARCHABLE,
-                document_id,
+            row = await tx.fetchrow(
+                "store_job",
+                STORE,
+                *_transition_args(lease, transition, 0.0)[:13],  # the document's side is STORE's own
                 len(chunks),
                 transition.result.extractable,
                 list(transition.result.warnings),
+                transition.result.extractor,
+                transition.result.ocr_page_count,
+            )
+            if row is None:
+                return False
+            if row["corpus_id"] is None:  # the document went away under the job: store nothing
+                raise RuntimeError("the job's document no longer exists")
+            await _insert_chunks(
+                tx, row["tenant_id"], row["corpus_id"], row["document_id"], lease.job.filename, chunks, vectors
             )
         return True
 
@@ -134,11 +159,9 @@ class PostgresJobQueue:
         return await self._db.fetchval("jobs_backlog", BACKLOG)
 
 
-async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s: float) -> tuple[str, int] | None:
-    """(tenant, document_id) of the job written, None when the lease no longer allows it."""
-    row = await tx.fetchrow(
-        "apply_transition",
-        APPLY,
+def _transition_args(lease: Lease, transition: Transition, lease_s: float) -> tuple:
+    """APPLY's (and STORE's) $1..$14."""
+    return (
         lease.job.job_id,
         lease.owner,
         transition.state.value,
@@ -152,11 +175,8 @@ async def _apply(tx: Transaction, lease: Lease, transition: Transition, lease_s:
         transition.refund_attempt,
         transition.unless_cancelled,
         int(transition.interrupted),
+        transition.document is DocumentEffect.FOLLOW,
     )
-    if row is None:
-        return None
-    await follow(tx, row["document_id"], transition)
-    return row["tenant_id"], row["document_id"]
 
 
 async def _insert_chunks(
@@ -170,16 +190,21 @@ async def _insert_chunks(
 ) -> None:
     if len(chunks) != len(vectors):
         raise ValueError("one vector per chunk")
-    rows = [
-        (
-            tenant,
-            corpus_id,
-            document_id,
-            chunk.chunk_index,
-            chunk.section,
-            chunk.page,
-            chunk.content,
-            np.asarray(vector, dtype=np.float32),
+    if not chunks:
+        return
+    await tx.execute(
+        "insert_chunks",
+        INSERT_CHUNKS,
+        tenant,
+        corpus_id,
+        document_id,
+        [chunk.chunk_index for chunk in chunks],
+        [chunk.section for chunk in chunks],
+        [chunk.page for chunk in chunks],
+        [chunk.content for chunk in chunks],
+        # Vector, not a bare ndarray: asyncpg would read an array's elements as a nested list.
+        [Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
+        [
             json.dumps(
                 {
                     "source": source,
@@ -189,9 +214,7 @@ async def _insert_chunks(
                     "document_id": str(document_id),
                     "overlap_chars": chunk.overlap_chars,
                 }
-            ),
-        )
-        for chunk, vector in zip(chunks, vectors)
-    ]
-    if rows:
-        await tx.executemany("insert_chunks", INSERT_CHUNK, rows)
+            )
+            for chunk in chunks
+        ],
+    )

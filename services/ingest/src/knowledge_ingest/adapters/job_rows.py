@@ -12,7 +12,7 @@ from knowledge_ingest.domain.jobs import DocumentEffect, Transition
 
 TERMINAL = "('SEARCHABLE', 'FAILED', 'CANCELLED')"
 JOB_COLUMNS = """job_id, tenant_id, corpus_id, document_id, blob_id, filename, mime_type, state, stage, progress,
-    error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time, interruptions"""
+    error, attempts, cancel_requested, re_extract, duplicate, create_time, update_time, interruptions, fetch_url"""
 J_JOB_COLUMNS = ", ".join("j." + c.strip() for c in JOB_COLUMNS.split(","))  # where the table is aliased j
 SET_DOCUMENT_STATE = "UPDATE documents SET state = $2, error = $3, update_time = now() WHERE document_id = $1"
 
@@ -38,6 +38,7 @@ def job_from_row(row: asyncpg.Record, result: str | None = None) -> Job:
         result=JobResult.from_json(json.loads(result)) if result else None,
         duplicate=row["duplicate"],
         interruptions=row["interruptions"],
+        fetch_url=row["fetch_url"],
     )
 
 

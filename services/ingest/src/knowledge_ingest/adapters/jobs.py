@@ -12,6 +12,8 @@ import uuid
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.db.tenant_settings import TenantSettingsReader, holdings
+from knowledge_runtime.tenancy import current_period, period_bounds, upload_refusal
 
 from knowledge_ingest.adapters.job_rows import (
     J_JOB_COLUMNS,
@@ -22,11 +24,14 @@ from knowledge_ingest.adapters.job_rows import (
     job_from_row,
 )
 from knowledge_ingest.adapters.postgres import ENSURE_TENANT
-from knowledge_ingest.domain.admission import ExistingDocument, NewJob, admit, admit_into
+from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
 from knowledge_ingest.domain.ports import StoredBlob
 
+# Serialises the admissions of a tenant's new documents while it has a documents or bytes quota,
+# so that concurrent uploads cannot overshoot it (taken after the blob's lock, by enqueue only).
+LOCK_TENANT_QUOTA = "SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0))"
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
 SELECT document_id, corpus_id, blob_id, state, chunk_count, warnings FROM documents
@@ -52,6 +57,31 @@ INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
                          state, stage, progress, result, duplicate)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING {JOB_COLUMNS}
+"""
+INSERT_FETCH_JOB = f"""
+INSERT INTO ingest_jobs (tenant_id, corpus_id, filename, mime_type, fetch_url, state, stage, progress)
+VALUES ($1, $2, $3, '', $4, 'QUEUED', $5, 0)
+RETURNING {JOB_COLUMNS}
+"""
+# The fetching worker's job, still its own: nothing is admitted for a job taken over or cancelled.
+LOCK_FETCHING_JOB = f"""
+SELECT job_id FROM ingest_jobs
+WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT cancel_requested AND blob_id IS NULL
+FOR UPDATE
+"""
+DOCUMENT_AT_URL = """
+SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 AND source_url = $3
+ORDER BY document_id DESC LIMIT 1
+"""
+# The fetched page admitted: the job becomes what an upload's would have been created as, back
+# in the queue at once (or ended, a duplicate), its lease released; the fetch's claim is no
+# attempt of its own (the next claim counts the one attempt of the run).
+ADMIT_FETCHED_JOB = f"""
+UPDATE ingest_jobs SET document_id = $2, blob_id = $3, filename = $4, mime_type = $5, re_extract = $6, state = $7,
+    stage = $8, progress = $9, result = $10, duplicate = $11, lease_owner = NULL, lease_expires_at = NULL,
+    not_before = now(), attempts = greatest(attempts - 1, 0), update_time = now()
+WHERE job_id = $1
 RETURNING {JOB_COLUMNS}
 """
 GET_JOB = f"""
@@ -101,6 +131,7 @@ class PostgresJobs:
             row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
             new = admit(None if row is None else _existing(row))
             if new.creates_document:
+                await _admit_within_quota(tx, tenant, blob)
                 document_id = await tx.fetchval(
                     "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
                 )
@@ -131,6 +162,75 @@ class PostgresJobs:
             return await _insert_job(
                 tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"], mime_type, new
             )
+
+    async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
+        """A job whose first stage fetches ``url`` (no bytes, no document yet)."""
+        async with self._db.transaction() as tx:
+            await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+            row = await tx.fetchrow("insert_fetch_job", INSERT_FETCH_JOB, tenant, corpus_id, filename, url, FETCH_STAGE)
+        assert row is not None
+        return job_from_row(row)
+
+    async def admit_fetched(
+        self, job: Job, owner: str, blob: StoredBlob, filename: str, mime_type: str, source_url: str
+    ) -> Job | None:
+        """The fetched page's bytes admitted for ``job`` as an upload's would be, except that when
+        the corpus has a document fetched from the same URL the page becomes that document's
+        content (unchanged and searchable: a duplicate; changed: re-extracted into it). None when
+        the job is no longer this worker's or was cancelled (nothing admitted)."""
+        tenant = job.tenant
+        async with self._db.transaction() as tx:
+            if await tx.fetchval("lock_fetching_job", LOCK_FETCHING_JOB, job.job_id, owner) is None:
+                return None
+            await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
+            earlier = await tx.fetchval("document_at_url", DOCUMENT_AT_URL, tenant, job.corpus_id, source_url)
+            bound = None
+            if earlier is not None:
+                bound = await tx.fetchrow("lock_bound_document", LOCK_BOUND_DOCUMENT, tenant, earlier)
+            if bound is not None:
+                new = admit_into(_existing(bound), blob.blob_id, None, bound["unended_job"])
+                document_id, filename = bound["document_id"], bound["filename"]
+                if new.requeues_document:
+                    await tx.execute(
+                        "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url
+                    )
+            else:
+                row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
+                new = admit(None if row is None else _existing(row))
+                if new.creates_document:
+                    document_id = await tx.fetchval(
+                        "insert_document",
+                        INSERT_DOCUMENT,
+                        tenant,
+                        job.corpus_id,
+                        blob.blob_id,
+                        filename,
+                        mime_type,
+                        source_url,
+                    )
+                else:
+                    assert row is not None
+                    document_id = row["document_id"]
+                    if new.requeues_document:
+                        await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+            result = json.dumps(new.result.as_json()) if new.result is not None else None
+            admitted = await tx.fetchrow(
+                "admit_fetched_job",
+                ADMIT_FETCHED_JOB,
+                job.job_id,
+                document_id,
+                blob.blob_id,
+                filename,
+                mime_type,
+                new.re_extract,
+                new.state.value,
+                new.stage,
+                new.progress,
+                result,
+                new.duplicate,
+            )
+        assert admitted is not None
+        return job_from_row(admitted)
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
         row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result)
@@ -170,6 +270,20 @@ class PostgresJobs:
             assert row is not None  # the job is locked: the update finds it
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None)
         return job_from_row(row)
+
+
+async def _admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
+    """The exact check of a new document against the documents and bytes quotas, counted under
+    the tenant's lock (the check before the upload was a cheap early one). A refusal rolls the
+    admission back; the blob just written, referenced by nothing, goes by content-index's GC."""
+    quotas = (await TenantSettingsReader(tx, True).settings(tenant)).quotas
+    if quotas.max_documents is None and quotas.max_bytes is None:
+        return
+    await tx.execute("lock_tenant_quota", LOCK_TENANT_QUOTA, tenant)
+    held = await holdings(tx, tenant, period_bounds(current_period())[0])
+    refusal = upload_refusal(quotas, held, adding_bytes=blob.size_bytes)
+    if refusal is not None:
+        raise refusal
 
 
 async def _locked(tx: Transaction, tenant: str, job_id: uuid.UUID) -> Job | None:

@@ -113,6 +113,18 @@ class ContentIndexClient:
             raise _translate(error, "content index") from None
         return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
 
+    async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob:
+        """Content-index stores the file at ``path`` (resolved and fenced again on its side)."""
+        try:
+            reply = await self._stub.ImportFile(
+                content_index_pb2.ImportFileRequest(path=path, mime_type=mime_type),
+                metadata=self._signer.metadata(tenant, ["blob.write"]),
+                timeout=self._read_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "content index") from None
+        return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+
     @property
     def grpc_channel(self) -> grpc.aio.Channel:
         return self._channel

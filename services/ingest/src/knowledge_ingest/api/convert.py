@@ -9,6 +9,7 @@ from knowledge.v1 import ingest_pb2
 
 from knowledge_ingest.domain.documents import Document, Job, State
 from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.imports import Binding, Finding, PassReport
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
 from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
@@ -32,6 +33,8 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         document_count=corpus.document_count,
         chunk_count=corpus.chunk_count,
         create_time=timestamp(corpus.create_time),
+        scope=str(corpus.scope),
+        confidentiality=corpus.confidentiality.value,
     )
 
 
@@ -47,6 +50,8 @@ def document_message(document: Document) -> ingest_pb2.Document:
         mime_type=document.mime_type,
         extractable=bool(document.extractable),
         source_url=document.source_url or "",
+        extractor=document.extractor,
+        ocr_page_count=document.ocr_page_count,
         job_id=str(document.job_id) if document.job_id else "",
         create_time=timestamp(document.create_time),
         update_time=timestamp(document.update_time),
@@ -85,7 +90,7 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
 
 def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
     message = ingest_pb2.GetDocumentTextResponse(
-        document_id=str(page.document_id), text=page.text, source_url=page.source_url
+        document_id=str(page.document_id), text=page.text, source_url=page.source_url, extractor=page.extractor
     )
     if page.page is not None:
         message.page = page.page
@@ -134,3 +139,54 @@ def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestText
                 )
             )
     return items, sum(1 for outcome in outcomes if outcome.job is not None)
+
+
+# ---- issue 19: fenced imports, change findings, auto-index ----
+
+
+def upload_accepted(job: Job) -> ingest_pb2.UploadDocumentResponse:
+    return ingest_pb2.UploadDocumentResponse(
+        job_id=str(job.job_id), filename=job.filename, status="ingesting", corpus_id=str(job.corpus_id)
+    )
+
+
+def binding_message(binding: Binding) -> ingest_pb2.ImportBinding:
+    message = ingest_pb2.ImportBinding(
+        corpus_id=str(binding.corpus_id),
+        root=binding.root_name,
+        mode=binding.mode.value,
+        set_by=binding.set_by,
+        update_time=timestamp(binding.update_time),
+    )
+    if binding.last_scan_time is not None:
+        message.last_scan_time.CopyFrom(timestamp(binding.last_scan_time))
+    return message
+
+
+def finding_message(finding: Finding) -> ingest_pb2.ImportFinding:
+    message = ingest_pb2.ImportFinding(
+        finding_id=str(finding.finding_id),
+        corpus_id=str(finding.corpus_id),
+        root=finding.root_name,
+        path=finding.path,
+        content_hash=finding.content_hash,
+        size_bytes=finding.size_bytes,
+        kind=finding.kind,
+        state=finding.state.value,
+        job_id=str(finding.job_id) if finding.job_id else "",
+        decided_by=finding.decided_by or "",
+        create_time=timestamp(finding.create_time),
+    )
+    if finding.decided_time is not None:
+        message.decide_time.CopyFrom(timestamp(finding.decided_time))
+    return message
+
+
+def pass_message(report: PassReport) -> ingest_pb2.ScanImportsResponse:
+    return ingest_pb2.ScanImportsResponse(
+        roots=report.roots,
+        files_seen=report.files_seen,
+        findings_recorded=report.findings_recorded,
+        jobs_started=report.jobs_started,
+        errors=report.errors,
+    )

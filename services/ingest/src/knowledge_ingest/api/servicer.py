@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_runtime.auth import current_scope
+from knowledge_runtime.auth import PLATFORM_ADMIN, current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_ingest.api.convert import (
     batch_items,
+    binding_message,
     corpus_message,
     document_message,
+    finding_message,
     job_message,
+    pass_message,
     text_accepted,
     text_item,
     text_message,
+    upload_accepted,
 )
+from knowledge_ingest.api.tenants import quotas_from, settings_message, usage_message
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
 from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
+from knowledge_ingest.service_layer.tenants import TenantUseCases
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
 
@@ -42,6 +49,20 @@ CAPABILITIES = {
     "IngestTexts": "document.upload",
     "BatchIngestTexts": "document.upload",
     "IngestUrl": "document.upload",
+    "BindCorpus": "corpus.bind",
+    # issue 19: fenced imports, change findings, auto-index
+    "ImportPath": "document.import",
+    "ListImportRoots": "document.import",
+    "SetImportBinding": "imports.admin",
+    "ListImportBindings": "document.import",
+    "ScanImports": "document.import",
+    "ListImportFindings": "document.import",
+    "AcceptImportFinding": "document.import",
+    "DismissImportFinding": "document.import",
+    # issue 19
+    "GetTenantSettings": PLATFORM_ADMIN,
+    "UpdateTenantSettings": PLATFORM_ADMIN,
+    "GetUsage": "corpus.read",
 }
 Context = grpc.aio.ServicerContext
 
@@ -54,15 +75,21 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         uploads: UploadUseCases,
         jobs: JobUseCases,
         web: WebPageUseCases | None = None,
+        imports: ImportUseCases | None = None,
+        tenants: TenantUseCases | None = None,
     ) -> None:
         self._corpora = corpora
         self._documents = documents
         self._uploads = uploads
         self._jobs = jobs
         self._web = web
+        self._imports = imports
+        self._tenants = tenants
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
-        corpus = await self._corpora.create_corpus(current_scope(), request.name, request.description)
+        corpus = await self._corpora.create_corpus(
+            current_scope(), request.name, request.description, request.confidentiality
+        )
         return corpus_message(corpus)
 
     async def ListCorpora(
@@ -125,13 +152,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         if self._web is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not fetch web pages")
         assert self._web is not None
-        job, final_url = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
+        job = await self._web.ingest_url(current_scope(), request.corpus_id, request.url)
         return ingest_pb2.IngestUrlResponse(
             job_id=str(job.job_id),
             filename=job.filename,
             status="ingesting",
             corpus_id=str(job.corpus_id),
-            source_url=final_url,
+            source_url=job.fetch_url or "",
         )
 
     async def GetIngestJob(self, request: ingest_pb2.GetIngestJobRequest, context: Context) -> ingest_pb2.IngestJob:
@@ -183,6 +210,91 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+    # ---- issue 16: scopes ----
+    async def BindCorpus(
+        self, request: ingest_pb2.BindCorpusRequest, context: Context
+    ) -> ingest_pb2.BindCorpusResponse:
+        bound = await self._corpora.bind_corpus(current_scope(), request.corpus_id, request.scope)
+        return ingest_pb2.BindCorpusResponse(corpus=corpus_message(bound))
+
+    # ---- issue 19: fenced imports, change findings, auto-index ----
+
+    @property
+    def imports(self) -> ImportUseCases | None:
+        return self._imports
+
+    async def _imports_or_abort(self, context: Context) -> ImportUseCases:
+        if self._imports is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this ingest does not import files")
+        assert self._imports is not None
+        return self._imports
+
+    async def ImportPath(
+        self, request: ingest_pb2.ImportPathRequest, context: Context
+    ) -> ingest_pb2.ImportPathResponse:
+        imports = await self._imports_or_abort(context)
+        done = await imports.import_paths(current_scope(), request.corpus_id, list(request.paths))
+        return ingest_pb2.ImportPathResponse(
+            items=[ingest_pb2.ImportPathItem(resolved_path=path, job=upload_accepted(job)) for path, job in done]
+        )
+
+    async def ListImportRoots(self, request, context: Context) -> ingest_pb2.ListImportRootsResponse:
+        roots = await (await self._imports_or_abort(context)).list_roots(current_scope())
+        return ingest_pb2.ListImportRootsResponse(
+            roots=[ingest_pb2.ImportRootInfo(name=r.name, path=str(r.path)) for r in roots]
+        )
+
+    async def SetImportBinding(self, request, context: Context) -> ingest_pb2.ImportBinding:
+        imports = await self._imports_or_abort(context)
+        binding = await imports.set_binding(current_scope(), request.corpus_id, request.root, request.mode)
+        return binding_message(binding)
+
+    async def ListImportBindings(self, request, context: Context) -> ingest_pb2.ListImportBindingsResponse:
+        bindings = await (await self._imports_or_abort(context)).bindings(current_scope(), request.corpus_id)
+        return ingest_pb2.ListImportBindingsResponse(bindings=[binding_message(b) for b in bindings])
+
+    async def ScanImports(self, request, context: Context) -> ingest_pb2.ScanImportsResponse:
+        report = await (await self._imports_or_abort(context)).scan(current_scope(), request.corpus_id)
+        return pass_message(report)
+
+    async def ListImportFindings(self, request, context: Context) -> ingest_pb2.ListImportFindingsResponse:
+        imports = await self._imports_or_abort(context)
+        page = page_of(request.page_size, decode_page_token(request.page_token))
+        findings, next_after = await imports.findings(current_scope(), request.corpus_id, request.state, page)
+        return ingest_pb2.ListImportFindingsResponse(
+            findings=[finding_message(f) for f in findings], next_page_token=encode_page_token(next_after)
+        )
+
+    async def AcceptImportFinding(self, request, context: Context) -> ingest_pb2.AcceptImportFindingResponse:
+        imports = await self._imports_or_abort(context)
+        finding, job = await imports.accept(current_scope(), request.finding_id)
+        return ingest_pb2.AcceptImportFindingResponse(finding=finding_message(finding), job=upload_accepted(job))
+
+    async def DismissImportFinding(self, request, context: Context) -> ingest_pb2.ImportFinding:
+        imports = await self._imports_or_abort(context)
+        return finding_message(await imports.dismiss(current_scope(), request.finding_id))
+
+    # ---- issue 19: enablement, quotas and usage ----
+
+    def _tenant_cases(self) -> TenantUseCases:
+        if self._tenants is None:
+            raise NotImplementedError  # UNIMPLEMENTED: this ingest was wired without tenant settings
+        return self._tenants
+
+    async def GetTenantSettings(self, request, context: Context) -> ingest_pb2.TenantSettings:
+        return settings_message(await self._tenant_cases().get_settings(current_scope(), request.tenant))
+
+    async def UpdateTenantSettings(self, request, context: Context) -> ingest_pb2.UpdateTenantSettingsResponse:
+        if not request.HasField("enabled"):
+            raise InvalidRequest("enabled is required (true or false)", field="enabled")
+        settings = await self._tenant_cases().update_settings(
+            current_scope(), request.tenant, request.enabled, quotas_from(request.quotas)
+        )
+        return ingest_pb2.UpdateTenantSettingsResponse(settings=settings_message(settings))
+
+    async def GetUsage(self, request: ingest_pb2.GetUsageRequest, context: Context) -> ingest_pb2.Usage:
+        return usage_message(await self._tenant_cases().usage(current_scope(), request.period))
 
 
 def service_spec(servicer: IngestServicer) -> ServiceSpec:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from knowledge_ingest.domain.documents import JobResult, State
 from knowledge_ingest.domain.errors import DocumentBusy, DocumentNotInCorpus
 
+FETCH_STAGE = "queued (to fetch)"  # an IngestUrl job before its worker fetched the page
 WAITING_STAGE = "queued (same file being ingested)"
 
 

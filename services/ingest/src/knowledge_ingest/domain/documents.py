@@ -105,6 +105,8 @@ class Document:
     create_time: datetime
     update_time: datetime
     warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
+    extractor: str = ""  # what read the text behind its chunks ("pypdf; OCR (...) on pages 2, 5")
+    ocr_page_count: int = 0  # pages of it OCR read
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,8 @@ class JobResult:
     re_extracted: bool = False
     extractable: bool = True
     warnings: tuple[str, ...] = ()  # what extraction could not do
+    extractor: str = ""  # what read the text (stored on the document)
+    ocr_page_count: int = 0
 
     @property
     def message(self) -> str:
@@ -137,6 +141,8 @@ class JobResult:
             "re_extracted": self.re_extracted,
             "extractable": self.extractable,
             "warnings": list(self.warnings),
+            "extractor": self.extractor,
+            "ocr_page_count": self.ocr_page_count,
         }
 
     @classmethod
@@ -148,6 +154,8 @@ class JobResult:
             re_extracted=bool(data.get("re_extracted", False)),
             extractable=bool(data.get("extractable", True)),
             warnings=tuple(str(w) for w in data.get("warnings", ())),
+            extractor=str(data.get("extractor", "")),
+            ocr_page_count=int(data.get("ocr_page_count", 0)),
         )
 
 
@@ -172,3 +180,9 @@ class Job:
     result: JobResult | None = None  # set only on the one poll that delivers it
     duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it
     interruptions: int = 0  # takeovers and dependency restarts of this run: no attempt spent
+    fetch_url: str | None = None  # IngestUrl: the page to fetch, as the job's first stage
+
+    @property
+    def to_fetch(self) -> bool:
+        """Its page is still to be fetched (no bytes stored, no document admitted yet)."""
+        return self.fetch_url is not None and self.blob_id is None

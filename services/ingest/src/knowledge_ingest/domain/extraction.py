@@ -27,6 +27,7 @@ class Extracted:
     # What read the text: the reader, and OCR's engine with the pages it read where it read some
     # ("pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").
     extractor: str = ""
+    ocr_page_count: int = 0  # pages whose text OCR read
 
 
 DEFAULT_OCR_MAX_PAGES = 100  # about 2.5 s a page: within the 300 s bound

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from knowledge_ingest.domain.admission import WAITING_STAGE
+from knowledge_ingest.domain.admission import FETCH_STAGE, WAITING_STAGE
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State, progress_of
 from knowledge_ingest.domain.errors import JobFinished, JobSucceeded
 
@@ -62,6 +62,11 @@ def reached(state: State, done: int = 0, total: int = 0) -> Transition:
     """A step of the pipeline began (or k of n chunks are embedded): honest progress."""
     progress, stage = progress_of(state, done, total)
     return Transition(state, stage, progress)
+
+
+def fetching() -> Transition:
+    """An IngestUrl job's first stage began: its page is being fetched (no document yet)."""
+    return Transition(State.QUEUED, "fetching", 0.0, document=DocumentEffect.KEEP)
 
 
 def abandoned(job: Job, policy: RetryPolicy) -> Transition | None:
@@ -118,11 +123,20 @@ def settle_duplicate(job: Job, document: Document | None) -> Transition | None:
     return None
 
 
-def stored(job: Job, chunk_count: int, warnings: tuple[str, ...]) -> Transition:
-    """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll."""
+def stored(
+    job: Job, chunk_count: int, warnings: tuple[str, ...], extractor: str = "", ocr_page_count: int = 0
+) -> Transition:
+    """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll;
+    what read the text is stored on the document."""
     assert job.document_id is not None
     result = JobResult(
-        job.document_id, chunk_count, re_extracted=job.re_extract, extractable=chunk_count > 0, warnings=warnings
+        job.document_id,
+        chunk_count,
+        re_extracted=job.re_extract,
+        extractable=chunk_count > 0,
+        warnings=warnings,
+        extractor=extractor,
+        ocr_page_count=ocr_page_count,
     )
     return Transition(State.SEARCHABLE, "searchable", 1.0, result=result, document=DocumentEffect.SEARCHABLE)
 
@@ -194,6 +208,8 @@ def retry_request(job: Job, *, gave_no_text: bool = False) -> Transition | None:
         raise JobSucceeded()
     if not job.state.terminal:
         return None
+    if job.to_fetch:  # an IngestUrl job that ended before its page was admitted: fetched again
+        return Transition(State.QUEUED, FETCH_STAGE, 0.0, requeue_after_s=0.0, unless_cancelled=False)
     if job.document_id is None or job.blob_id is None:
         raise JobFinished(f"{job.state.value} and its document was deleted; upload the file again")
     return Transition(State.QUEUED, "queued", 0.0, requeue_after_s=0.0, unless_cancelled=False, re_extract=again)

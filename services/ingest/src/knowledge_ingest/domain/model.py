@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+from knowledge_runtime.reach import DEFAULT_BAND, TENANT_ROOT, Band, ScopePath, parse_band
+
 from knowledge_ingest.domain.errors import InvalidCorpus
 
 MAX_NAME_CHARS = 200
@@ -24,15 +26,18 @@ class Corpus:
     document_count: int
     chunk_count: int
     create_time: datetime
+    scope: ScopePath = TENANT_ROOT
+    confidentiality: Band = DEFAULT_BAND
 
 
 @dataclass(frozen=True, slots=True)
 class NewCorpus:
     name: str
     description: str
+    confidentiality: Band = DEFAULT_BAND
 
     @classmethod
-    def parse(cls, name: str, description: str) -> NewCorpus:
+    def parse(cls, name: str, description: str, confidentiality: str = "") -> NewCorpus:
         name = name.strip()
         if not name:
             raise InvalidCorpus("name must not be empty", field="name")
@@ -44,7 +49,13 @@ class NewCorpus:
             raise InvalidCorpus(f"description must be at most {MAX_DESCRIPTION_CHARS} characters", field="description")
         if "\x00" in description:
             raise InvalidCorpus("description must not contain NUL characters", field="description")
-        return cls(name=name, description=description)
+        band = DEFAULT_BAND
+        if confidentiality.strip():
+            try:
+                band = parse_band(confidentiality)
+            except ValueError as error:
+                raise InvalidCorpus(str(error), field="confidentiality") from None
+        return cls(name=name, description=description, confidentiality=band)
 
 
 @dataclass(frozen=True, slots=True)

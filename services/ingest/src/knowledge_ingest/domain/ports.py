@@ -8,20 +8,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.reach import Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.system_corpora import CorpusKind
 
 
-class CorpusRepository(Protocol):
-    async def create(self, tenant: str, corpus: NewCorpus) -> Corpus:
-        """Insert the corpus; raises CorpusNameTaken on a duplicate name in the tenant."""
+class ReachSource(Protocol):
+    """What the caller may read (runtime.reach decides; runtime.db.reach reads)."""
 
-    async def list_user_corpora(self, tenant: str, page: Page) -> list[Corpus]:
-        """The tenant's non-system corpora after ``page.after_id``, oldest first, at most ``page.size``."""
+    async def reader(self, scope: Scope) -> Reader:
+        """The caller's resolved reader; Refused(SCOPE_UNRESOLVED) when its scope does not resolve."""
+
+    async def reach_of(self, scope: Scope) -> Reach:
+        """The reader and the corpora it reaches."""
+
+
+class CorpusRepository(Protocol):
+    async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
+
+    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+        """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
+        first, at most ``page.size``."""
+
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
+        """Bind the tenant's own corpus to ``node``, creating the node and its ancestors; None
+        when the tenant has no such corpus (a system corpus included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +56,53 @@ class BlobStore(Protocol):
 
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
         """Copy the blob's bytes into ``target``; returns the size."""
+
+
+class FetchAdmission(Protocol):
+    """Admitting a page a job fetched (``adapters/jobs.py``)."""
+
+    async def admit_fetched(
+        self, job: Job, owner: str, blob: StoredBlob, filename: str, mime_type: str, source_url: str
+    ) -> Job | None: ...
+
+
+class FileImporter(Protocol):
+    """Content-index's ImportFile: it reads a file under an import root (fenced on its side too)
+    into a blob."""
+
+    async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob: ...
+
+
+class ImportRepository(Protocol):
+    """Import bindings and change findings (``adapters/imports.py``)."""
+
+    async def set_binding(self, tenant: str, corpus_id: int, root_name: str, mode: Mode, set_by: str) -> Binding: ...
+
+    async def bindings(self, tenant: str, corpus_id: int) -> list[Binding]: ...
+
+    async def claim_due_bindings(self, interval_s: float) -> list[Binding]: ...
+
+    async def record(
+        self,
+        tenant: str,
+        corpus_id: int,
+        root_name: str,
+        seen: SeenFile,
+        *,
+        state: FindingState = FindingState.OPEN,
+        job_id: uuid.UUID | None = None,
+        decided_by: str | None = None,
+    ) -> Finding | None: ...
+
+    async def findings(
+        self, tenant: str, corpus_id: int, state: FindingState | None, page: Page
+    ) -> tuple[list[Finding], int | None]: ...
+
+    async def finding(self, tenant: str, finding_id: int) -> Finding | None: ...
+
+    async def decide(
+        self, tenant: str, finding_id: int, state: FindingState, job_id: uuid.UUID | None, decided_by: str
+    ) -> Finding | None: ...
 
 
 class Embedder(Protocol):
@@ -76,13 +141,20 @@ class DocumentRepository(Protocol):
 
     async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...
 
-    async def movable_documents(self, tenant: str, source_corpus_id: int | None) -> list[int]: ...
+    async def movable_documents(
+        self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int]
+    ) -> list[int]: ...
 
     async def move(
-        self, tenant: str, target_corpus_id: int, document_ids: Sequence[int], source_corpus_id: int | None
+        self,
+        tenant: str,
+        target_corpus_id: int,
+        document_ids: Sequence[int],
+        source_corpus_id: int | None,
+        reachable: frozenset[int],
     ) -> tuple[list[int], list[int], list[int]]:
         """(moved, missing, outside the source): nothing moves unless every document is the
-        tenant's and, when a source is given, in it."""
+        tenant's, in a corpus among ``reachable`` (else missing) and, when a source is given, in it."""
 
     async def move_all(
         self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int
@@ -111,6 +183,9 @@ class JobRepository(Protocol):
         self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
     ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+
+    async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
+        """A job whose first stage fetches ``url``."""
 
     async def enqueue_into(
         self,

@@ -21,6 +21,7 @@ class TextPage:
     next_page: int | None
     previous_page: int | None
     source_url: str = ""  # where a fetched page came from
+    extractor: str = ""  # what read the document's text (Document.extractor)
 
 
 def _blocks(chunks: Sequence[TextChunk]) -> list[tuple[str, str, bool]]:

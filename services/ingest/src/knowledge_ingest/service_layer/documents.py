@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
-from knowledge_ingest.domain.ports import DocumentRepository
+from knowledge_ingest.domain.ports import DocumentRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import may_read, may_write
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.service_layer.corpora import require_writable
@@ -35,31 +36,36 @@ class Deleted:
 @dataclass
 class DocumentUseCases:
     store: DocumentRepository
+    reach: ReachSource
 
     async def get(self, scope: Scope, document_id: str) -> Document:
-        document = await self.store.document(scope.tenant, parse_id(document_id, "document_id"))
-        if document is None or not await self._readable(scope, document.corpus_id):
+        """The document when it is in the caller's reach and its corpus readable to the caller
+        (a housekeeping corpus only to its writers); else not found, as if absent."""
+        key = parse_id(document_id, "document_id")
+        reach = await self.reach.reach_of(scope)
+        document = await self.store.document(scope.tenant, key)
+        if document is None or not await self._readable(scope, reach, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
 
-    async def _readable(self, scope: Scope, corpus_id: int) -> bool:
+    async def _readable(self, scope: Scope, reach: Reach, corpus_id: int) -> bool:
+        if not reach.has(corpus_id):
+            return False
         kind = await self.store.corpus_kind(scope.tenant, corpus_id)
         return kind is not None and may_read(kind, scope.capabilities)
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self._readable(scope, key):
+        if not await self._readable(scope, await self.reach.reach_of(scope), key):
             raise CorpusNotFound(corpus_id)
         found = await self.store.list_documents(scope.tenant, key, page.probe())
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
-        document = await self.store.document(scope.tenant, key)
-        if document is None or not await self._readable(scope, document.corpus_id):
-            raise DocumentNotFound(document_id)
+        document = await self.get(scope, document_id)
         text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
-        return dataclasses.replace(text, source_url=document.source_url or "")
+        return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(
         self,
@@ -70,10 +76,11 @@ class DocumentUseCases:
         all_documents: bool,
     ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
-        await require_writable(self.store, scope, target, target_corpus_id)
+        reach = await self.reach.reach_of(scope)
+        await require_writable(self.store, scope, reach, target, target_corpus_id)
         source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
         if source is not None:
-            await require_writable(self.store, scope, source, source_corpus_id)
+            await require_writable(self.store, scope, reach, source, source_corpus_id)
         if document_ids and all_documents:
             raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
         if len(document_ids) > MAX_MOVE_IDS:
@@ -88,7 +95,7 @@ class DocumentUseCases:
             count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
             return Moved(count, first)
         else:
-            movable = await self.store.movable_documents(scope.tenant, source)
+            movable = await self.store.movable_documents(scope.tenant, source, reach.corpus_ids)
             listed = ",".join(str(d) for d in movable[:100])
             raise InvalidRequest(
                 "name the documents to move, or set all_documents with a source_corpus_id; "
@@ -97,7 +104,7 @@ class DocumentUseCases:
                 reason="NOTHING_TO_MOVE",
                 movable_document_ids=listed,
             )
-        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source)
+        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.corpus_ids)
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
         if elsewhere:
@@ -112,11 +119,10 @@ class DocumentUseCases:
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
         key = parse_id(document_id, "document_id")
-        document = await self.store.document(scope.tenant, key)
-        if document is not None:  # a system corpus's entry is deleted only by its writer
-            kind = await self.store.corpus_kind(scope.tenant, document.corpus_id)
-            if kind is None or not may_write(kind, scope.capabilities):
-                raise DocumentNotFound(document_id)
+        document = await self.get(scope, document_id)  # outside the caller's reach: not found, nothing deleted
+        kind = await self.store.corpus_kind(scope.tenant, document.corpus_id)
+        if kind is None or not may_write(kind, scope.capabilities):  # a system corpus's entry: only its writer
+            raise DocumentNotFound(document_id)
         outcome = await self.store.delete_document(scope.tenant, key)
         if outcome is None:
             raise DocumentNotFound(document_id)
@@ -124,7 +130,8 @@ class DocumentUseCases:
         return Deleted(key, chunks, str(job) if job else None)
 
     async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
-        corpora = await self.store.corpus_summary(scope.tenant)
+        reach = await self.reach.reach_of(scope)
+        corpora = [c for c in await self.store.corpus_summary(scope.tenant) if reach.has(c[0])]
         if not corpora:
             return "", 0, 0
         documents = sum(count for _, _, count in corpora)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 
 from knowledge_ingest.domain.documents import Job, parse_job_id
 from knowledge_ingest.domain.errors import JobNotFound
-from knowledge_ingest.domain.ports import JobRepository
+from knowledge_ingest.domain.ports import JobRepository, ReachSource
 
 CANCEL_WAIT_S = 5.0
 
@@ -18,11 +19,22 @@ CANCEL_WAIT_S = 5.0
 @dataclass
 class JobUseCases:
     store: JobRepository
+    reach: ReachSource
     cancel_wait_s: float = CANCEL_WAIT_S
 
+    async def _check_reach(self, scope: Scope, job_id: str) -> uuid.UUID:
+        """The job's id when the job is the tenant's and its corpus is in the caller's reach."""
+        key = parse_job_id(job_id)
+        reach = await self.reach.reach_of(scope)
+        job = await self.store.job(scope.tenant, key, deliver_result=False)
+        if job is None or not reach.has(job.corpus_id):
+            raise JobNotFound(job_id)
+        return key
+
     async def get(self, scope: Scope, job_id: str) -> Job:
-        """The job; its result rides along on the first poll after completion only."""
-        job = await self.store.job(scope.tenant, parse_job_id(job_id), deliver_result=True)
+        """The job; its result rides along on the first poll after completion only (a caller
+        outside the job's reach neither sees it nor consumes that result)."""
+        job = await self.store.job(scope.tenant, await self._check_reach(scope, job_id), deliver_result=True)
         if job is None:
             raise JobNotFound(job_id)
         return job
@@ -30,7 +42,7 @@ class JobUseCases:
     async def cancel(self, scope: Scope, job_id: str) -> Job:
         """A queued job ends CANCELLED at once; a running one at its worker's next checkpoint,
         which this waits for briefly so the answer is the real outcome."""
-        key = parse_job_id(job_id)
+        key = await self._check_reach(scope, job_id)
         job = await self.store.cancel(scope.tenant, key)
         if job is None:
             raise JobNotFound(job_id)
@@ -44,7 +56,8 @@ class JobUseCases:
         """A failed or cancelled job is queued again from the start, and so is a SEARCHABLE one
         whose file gave no text (extracted again: a scan read before OCR); a queued or running
         one is returned as is; another SEARCHABLE one has nothing to retry."""
-        job = await self.store.retry(scope.tenant, parse_job_id(job_id))  # domain.jobs.retry_request decides
+        key = await self._check_reach(scope, job_id)
+        job = await self.store.retry(scope.tenant, key)  # domain.jobs.retry_request decides
         if job is None:
             raise JobNotFound(job_id)
         return job

@@ -19,11 +19,15 @@ from knowledge_runtime.errors import DomainError, Unavailable
 from knowledge_runtime.tracing import tracer
 
 from knowledge_ingest.domain import jobs
-from knowledge_ingest.domain.documents import State
+from knowledge_ingest.domain.documents import State, safe_filename
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.domain.fetching import page_filename
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
-from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, JobQueue, Lease
+from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
+from knowledge_ingest.service_layer.tenants import QuotaChecks
+from knowledge_ingest.service_layer.uploads import capped
+from knowledge_ingest.service_layer.web import PageFetcher
 
 log = structlog.get_logger("knowledge.ingest.pipeline")
 _tracer = tracer("knowledge.ingest")
@@ -53,6 +57,12 @@ class Pipeline:
     embedder: Embedder
     extract: Callable[[Path, str, str], Extracted]
     settings: PipelineSettings
+    fetcher: PageFetcher | None = None  # IngestUrl jobs: their first stage fetches the page
+    admission: FetchAdmission | None = None
+    max_upload_bytes: int = 0
+    # The tenant's quotas before each costly step; a refusal fails the job (not retried) with the
+    # refusal's words on its document.
+    quotas: QuotaChecks | None = None
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
@@ -71,8 +81,12 @@ class Pipeline:
                 return
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
-            chunks, vectors, warnings = await self._ingest(lease)
-            if not await self.queue.store(lease, chunks, vectors, jobs.stored(job, len(chunks), warnings)):
+            if job.to_fetch:
+                await self._fetch(lease)
+                return
+            chunks, vectors, extracted = await self._ingest(lease)
+            outcome = jobs.stored(job, len(chunks), extracted.warnings, extracted.extractor, extracted.ocr_page_count)
+            if not await self.queue.store(lease, chunks, vectors, outcome):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return
             log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))
@@ -121,9 +135,33 @@ class Pipeline:
         if not await self._write(lease, jobs.reached(state, done, total)):
             raise Stopped()
 
-    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], tuple[str, ...]]:
+    async def _fetch(self, lease: Lease) -> None:
+        """The fetching stage of an IngestUrl job: the page (fenced, ``adapters/fetch.py``) into a
+        blob, then admitted as an upload would be; the job goes back to the queue for the rest
+        (or ends a duplicate). A refused URL, a redirect to a refused address, a site that does
+        not answer or a page over the cap ends the job FAILED with the reason."""
+        job = lease.job
+        assert job.fetch_url is not None and self.fetcher is not None and self.admission is not None
+        if not await self._write(lease, jobs.fetching()):
+            raise Stopped()
+        with _tracer.start_as_current_span("ingest.fetch"):
+            async with self.fetcher.open(job.fetch_url) as page:
+                filename = safe_filename(page_filename(page.final_url, page.content_type))
+                blob = await self.blobs.write(
+                    job.tenant, filename, page.content_type, capped(page.chunks, self.max_upload_bytes)
+                )
+        admitted = await self.admission.admit_fetched(
+            job, lease.owner, blob, filename, page.content_type, page.final_url
+        )
+        if admitted is None:
+            raise Stopped()  # cancelled or taken over: nothing admitted (the blob goes by GC)
+        log.info("ingest_page_fetched", job_id=str(job.job_id), size_bytes=blob.size_bytes)
+
+    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
+        if self.quotas is not None:
+            await self.quotas.before_embedding(job.tenant, job.document_id, 0)
         await self._report(lease, State.EXTRACTING)
         with _tracer.start_as_current_span("ingest.extract"), tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "blob"
@@ -136,10 +174,12 @@ class Pipeline:
                 if extracted.extractable
                 else []
             )
+        if self.quotas is not None and chunks:
+            await self.quotas.before_embedding(job.tenant, job.document_id, len(chunks))
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)
-        return chunks, vectors, extracted.warnings
+        return chunks, vectors, extracted
 
     async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import DomainError, UploadTooLarge
+from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import DocumentNotFound, InvalidRequest
-from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import housekeeping_target
 from knowledge_ingest.service_layer.corpora import require_writable
+from knowledge_ingest.service_layer.tenants import QuotaChecks
 
 MAX_TITLE_CHARS = 1000
 MAX_BATCH_ITEMS = 1000  # texts per IngestTexts / BatchIngestTexts call
@@ -73,11 +75,17 @@ class UploadUseCases:
     jobs: JobRepository
     blobs: BlobStore
     max_upload_bytes: int
+    reach: ReachSource
+    quotas: QuotaChecks | None = None  # None: no quotas (tests of the upload path alone)
 
-    async def upload(self, scope: Scope, source: UploadSource) -> Job:
+    async def upload(self, scope: Scope, source: UploadSource, reach: Reach | None = None) -> Job:
+        """``reach``: the caller's, when already computed for this request (a batch)."""
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         corpus_id = parse_id(source.corpus_id, "corpus_id")
-        await require_writable(self.documents, scope, corpus_id, source.corpus_id)  # 3. before any write
+        reach = reach or await self.reach.reach_of(scope)
+        await require_writable(self.documents, scope, reach, corpus_id, source.corpus_id)  # 3. before any write
+        if self.quotas is not None:  # QUOTA_EXHAUSTED before any byte is stored
+            await self.quotas.before_upload(scope.tenant)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
         blob = await self.blobs.write(
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
@@ -85,7 +93,14 @@ class UploadUseCases:
         return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
 
     async def ingest_text(
-        self, scope: Scope, corpus_id: str, text: str, title: str, source_url: str, document_id: str = ""
+        self,
+        scope: Scope,
+        corpus_id: str,
+        text: str,
+        title: str,
+        source_url: str,
+        document_id: str = "",
+        reach: Reach | None = None,
     ) -> Job:
         """The web-page path: the text is a blob like any upload, so dedup works on its hash. With
         ``document_id`` the text becomes that document's content (its chunks replaced)."""
@@ -96,13 +111,14 @@ class UploadUseCases:
             raise UploadTooLarge(self.max_upload_bytes)
         if len(title) > MAX_TITLE_CHARS:
             raise InvalidRequest(f"title must be at most {MAX_TITLE_CHARS} characters", field="title")
+        reach = reach or await self.reach.reach_of(scope)
         if document_id:
-            return await self._ingest_into(scope, document_id, corpus_id, data, source_url)
+            return await self._ingest_into(scope, document_id, corpus_id, data, source_url, reach)
         # the filename keeps the first 200 characters (sanitised further by safe_filename)
         name = (title.strip() or source_url.strip() or "text")[:FILENAME_TITLE_CHARS]
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
         source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None)
-        return await self.upload(scope, source)
+        return await self.upload(scope, source, reach)
 
     async def ingest_housekeeping(
         self, scope: Scope, system_corpus: str, text: str, title: str, about_subject: str = ""
@@ -121,15 +137,19 @@ class UploadUseCases:
             await self.documents.set_subject(scope.tenant, job.document_id, about_subject)
         return job
 
-    async def _ingest_into(self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str) -> Job:
+    async def _ingest_into(
+        self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str, reach: Reach
+    ) -> Job:
         key = parse_id(document_id, "document_id")
         corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
+        if corpus is not None and not reach.has(corpus):
+            raise CorpusNotFound(corpus_id)
         document = await self.documents.document(scope.tenant, key)
-        if document is None:  # before any write; checked again under the lock
+        if document is None or not reach.has(document.corpus_id):  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
-        await require_writable(self.documents, scope, document.corpus_id, str(document.corpus_id))
+        await require_writable(self.documents, scope, reach, document.corpus_id, str(document.corpus_id))
         if corpus is not None:
-            await require_writable(self.documents, scope, corpus, corpus_id)
+            await require_writable(self.documents, scope, reach, corpus, corpus_id)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
         job = await self.jobs.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC
@@ -146,12 +166,13 @@ class UploadUseCases:
         for index, item in enumerate(items):  # a malformed item refuses the batch; nothing is stored
             _check_shape(index, item)
         slots = asyncio.Semaphore(BATCH_CONCURRENCY)
+        reach = await self.reach.reach_of(scope)  # once for the batch
 
         async def one(index: int, item: TextItem) -> ItemOutcome:
             async with slots:
                 try:
                     job = await self.ingest_text(
-                        scope, item.corpus_id, item.text, item.title, item.source_url, item.document_id
+                        scope, item.corpus_id, item.text, item.title, item.source_url, item.document_id, reach
                     )
                 except DomainError as error:
                     return ItemOutcome(index, error=error)

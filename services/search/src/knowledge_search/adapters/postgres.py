@@ -24,7 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.db.tenant_settings import TenantSettingsReader, llm_cost_since
+from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.refusals import Refused
+from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
 from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
@@ -145,7 +151,7 @@ JOIN_RATIO = 4
 LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth).
 HYDRATE = """
-SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url
+SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
@@ -186,6 +192,9 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
             f"AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.chunk_id = c.chunk_id "
             f"AND starts_with(k.content, ${first + len(args) - 1}))"
         )
+    if filters.corpus_ids is not None:  # the caller's reach (scope and clearance)
+        args.append(sorted(filters.corpus_ids))
+        sql.append(f"AND c.corpus_id = ANY(${first + len(args) - 1}::bigint[])")
     return " ".join(sql), args
 
 
@@ -215,9 +224,19 @@ class PostgresChunkIndex:
         max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES,
     ) -> None:
         self._db = db
+        self._reach = PostgresReach(db)
         self._bm25 = bm25
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
+
+    async def reader(self, scope: Scope) -> Reader:
+        return await self._reach.reader(scope)
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        return await self._reach.reach_for(tenant, reader)
+
+    async def generation(self, tenant: str, reader: Reader) -> int:
+        return await self._reach.generation(tenant, reader)
 
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
@@ -302,17 +321,23 @@ class PostgresChunkIndex:
                 page=row["page"],
                 content=row["content"],
                 source_url=row["source_url"] or "",
+                extractor=row["extractor"] or "",
             )
             for row in rows
         }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
+        reachable = filters.corpus_ids
         if filters.corpus_id is not None:
+            if reachable is not None and filters.corpus_id not in reachable:
+                raise CorpusNotFound()  # outside the caller's reach: as if absent
             if await self._db.fetchval("corpus_visible", CORPUS_VISIBLE, filters.corpus_id, tenant) is None:
                 raise CorpusNotFound()
         if filters.document_id is not None:
             corpus = await self._db.fetchval("document_visible", DOCUMENT_VISIBLE, filters.document_id, tenant)
             if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
+                raise DocumentNotFound()
+            if reachable is not None and corpus not in reachable:
                 raise DocumentNotFound()
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
@@ -337,3 +362,18 @@ class PostgresCostLedger:
             item.input_tokens + item.output_tokens,
             item.amount,
         )
+
+
+class PostgresLlmBudget:
+    """The tenant's LLM budget against its spend this month (issue 19), read per query."""
+
+    def __init__(self, db: Database) -> None:
+        self._reader = TenantSettingsReader(db, enabled_by_default=True)  # only the quotas are read
+        self._db = db
+
+    async def refusal(self, tenant: str) -> Refused | None:
+        quotas = (await self._reader.settings(tenant)).quotas
+        if quotas.max_llm_cost_per_month is None:
+            return None
+        held = await llm_cost_since(self._db, tenant, period_bounds(current_period())[0])
+        return budget_refusal(quotas, held)

@@ -99,6 +99,8 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
         ],
         relevance=RELEVANCE[answer.relevance],
         cost=cost(answer.cost),
+        fallback_reason=f"REFUSAL_REASON_{answer.fallback_reason or 'UNSPECIFIED'}",
+        fallback_message=answer.fallback_message,
     )
 
 

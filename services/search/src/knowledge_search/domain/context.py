@@ -55,7 +55,7 @@ class Evidence:
     hit: SearchHit
     excerpt: str
     excerpt_sha256: str
-    extractor: str = ""  # the document does not record its extractor yet
+    extractor: str = ""  # what read the document's text (documents.extractor); empty when it records none
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +75,7 @@ def evidence_of(hits: Sequence[SearchHit]) -> tuple[Evidence, ...]:
             hit=hit,
             excerpt=hit.chunk.content,
             excerpt_sha256=hashlib.sha256(hit.chunk.content.encode("utf-8")).hexdigest(),
+            extractor=hit.chunk.extractor,
         )
         for n, hit in enumerate(hits, start=1)
     )

@@ -51,6 +51,9 @@ class Filters:
     subject: str | None = None  # only documents about this user (a user_behavior entry's subject)
     exclude_provisional: bool = False  # leave out chunks marked PROVISIONAL_MARKER, before ranking
     exclude_corpora: tuple[int, ...] = ()  # e.g. the tenant's housekeeping corpora in an ordinary read
+    # The corpora the caller reaches (runtime.reach); None only when it reaches every corpus the
+    # tenant can see, so the query needs no such predicate. Set by the use case, never a request.
+    corpus_ids: frozenset[int] | None = None
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
@@ -148,6 +151,7 @@ class Chunk:
     page: int | None
     content: str
     source_url: str = ""  # where a fetched page came from; empty for an upload
+    extractor: str = ""  # what read the document's text (documents.extractor); empty when not recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,3 +277,6 @@ class Answer:
     citations: tuple[Citation, ...]
     relevance: Relevance
     cost: Cost = field(default_factory=Cost)
+    # Why the configured LLM was not asked (a refusal's reason, e.g. BUDGET_EXHAUSTED) and in words.
+    fallback_reason: str = ""
+    fallback_message: str = ""

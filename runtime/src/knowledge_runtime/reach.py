@@ -1,0 +1,187 @@
+"""What a caller may read inside its tenant: the scope hierarchy and the confidentiality bands.
+
+Two rules, each decided here and nowhere else (issue 16):
+
+- **Scope nodes.** A tenant holds a hierarchy: the root ``/``, ``workspace:X``,
+  ``workspace:X/project:Y`` and ``workspace:X/project:Y/mission:Z``. A corpus is bound to exactly
+  one node. A caller (its node comes only from the verified token's ``scope`` claim) reads the
+  corpora bound to its node and to each ancestor up to the root, never a sibling's or a
+  descendant's. The root always exists; any other node exists once a corpus has been bound to it
+  or to a node below it (``BindCorpus`` creates the node and its ancestors). A token without a
+  ``scope`` claim, or naming a node the tenant does not have, is unresolved and reads nothing:
+  ``Refused(SCOPE_UNRESOLVED)``, never a wildcard and never the root.
+- **Confidentiality.** A corpus carries a band; a token's ``clearance`` claim names the highest
+  band it may read (TENANT when absent). :func:`allows` decides from :data:`READABLE`, a table of
+  what each clearance means, never from the order of the bands' numbers.
+
+``ScopePath`` is a node of the hierarchy; the verified caller is ``auth.Scope`` (tenant,
+capabilities, subject, and its node and clearance).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from knowledge_runtime.refusals import Refusal, Refused
+
+ROOT = "/"
+# The levels of the hierarchy, outermost first; a path names them in this order, none skipped.
+LEVELS = ("workspace", "project", "mission")
+# A node's name: letters, digits and . _ - (no ":" or "/", which structure the path).
+_NAME = r"[A-Za-z0-9._-]{1,100}"
+# The whole grammar of a scope path, one leading and one trailing "/" allowed; the served OpenAPI
+# states the same pattern, so what the description allows is exactly what parses.
+SCOPE_PATH_PATTERN = f"^(/|/?workspace:{_NAME}(/project:{_NAME}(/mission:{_NAME})?)?/?)$"
+_PATH = re.compile(SCOPE_PATH_PATTERN)
+
+
+class InvalidScopePath(ValueError):
+    """The text is not a scope path (the caller decides whether that is bad input or unresolved)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ScopePath:
+    """A node of a tenant's scope hierarchy: ``()`` is the root, else (level, name) pairs."""
+
+    parts: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> ScopePath:
+        """``/`` or ``workspace:eng``, ``workspace:eng/project:billing``, ...; one leading and one
+        trailing slash are allowed (``/workspace:eng/``). Anything else raises InvalidScopePath."""
+        if not isinstance(text, str) or not _PATH.match(text):
+            shown = text[:60] if isinstance(text, str) else type(text).__name__
+            raise InvalidScopePath(
+                f"{shown!r} is not a scope path: '/' (the tenant root), 'workspace:NAME', "
+                "'workspace:NAME/project:NAME' or 'workspace:NAME/project:NAME/mission:NAME' "
+                "(NAME of letters, digits, '.', '_', '-')"
+            )
+        segments = [s for s in text.strip("/").split("/") if s]
+        return cls(tuple((level, name) for level, _, name in (s.partition(":") for s in segments)))
+
+    def __str__(self) -> str:
+        return "/".join(f"{level}:{name}" for level, name in self.parts) or ROOT
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    def lineage(self) -> tuple[ScopePath, ...]:
+        """This node and each ancestor up to the root, the root first."""
+        return tuple(ScopePath(self.parts[:n]) for n in range(len(self.parts) + 1))
+
+    def is_within(self, other: ScopePath) -> bool:
+        """This node is ``other`` or below it."""
+        return self.parts[: len(other.parts)] == other.parts
+
+
+TENANT_ROOT = ScopePath()
+
+
+class Band(StrEnum):
+    """Confidentiality of a corpus, named as the proto enum ``Confidentiality`` carries it."""
+
+    GENERAL = "GENERAL"  # may be shared beyond the tenant
+    TENANT = "TENANT"  # the organisation's own material (the default)
+    CONFIDENTIAL = "CONFIDENTIAL"
+    RESTRICTED = "RESTRICTED"
+
+
+DEFAULT_BAND = Band.TENANT
+DEFAULT_CLEARANCE = Band.TENANT  # a token without a clearance claim
+
+# What each clearance may read: the meaning, written out. A GENERAL reader (a context shared
+# beyond the tenant) reads only GENERAL material, whatever number TENANT has in any enum.
+READABLE: Mapping[Band, frozenset[Band]] = {
+    Band.GENERAL: frozenset({Band.GENERAL}),
+    Band.TENANT: frozenset({Band.GENERAL, Band.TENANT}),
+    Band.CONFIDENTIAL: frozenset({Band.GENERAL, Band.TENANT, Band.CONFIDENTIAL}),
+    Band.RESTRICTED: frozenset({Band.GENERAL, Band.TENANT, Band.CONFIDENTIAL, Band.RESTRICTED}),
+}
+
+
+def allows(clearance: Band, band: Band) -> bool:
+    """Whether a reader of this clearance may read material of this band."""
+    return band in READABLE[clearance]
+
+
+def parse_band(text: str) -> Band:
+    """A band by its exact name (``CONFIDENTIAL``); ValueError naming the known ones."""
+    try:
+        return Band(text)
+    except ValueError:
+        raise ValueError(f"unknown confidentiality {text!r}; one of {', '.join(b.value for b in Band)}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a corpus sits: its node and its band."""
+
+    corpus_id: int
+    node: ScopePath
+    band: Band
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """A resolved caller: the node it reads from and its clearance."""
+
+    node: ScopePath
+    clearance: Band = DEFAULT_CLEARANCE
+
+    def may_read(self, node: ScopePath, band: Band) -> bool:
+        """THE reach decision: material bound to ``node`` with ``band`` is visible to this reader
+        when ``node`` is the reader's node or an ancestor of it, and the clearance allows the band."""
+        return self.node.is_within(node) and allows(self.clearance, band)
+
+    def may_bind_to(self, node: ScopePath) -> bool:
+        """A corpus may be bound only to the reader's own node or below it."""
+        return node.is_within(self.node)
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What one request may read: the reader and the corpora it reaches (computed once)."""
+
+    reader: Reader
+    corpus_ids: frozenset[int]
+    # True when every corpus the tenant can see at all is reachable, so a query need not filter.
+    everything: bool = False
+
+    def has(self, corpus_id: int | None) -> bool:
+        return corpus_id is not None and corpus_id in self.corpus_ids
+
+
+def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
+    """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
+    a claim that is no scope path, or a node the tenant does not have (the root always exists).
+    Never a wildcard, never a fallback to the root."""
+    if claim is None:
+        raise Refused(
+            Refusal.SCOPE_UNRESOLVED,
+            "the token carries no scope claim, so nothing can be read; "
+            "its issuer must name a scope node, e.g. '/' for the tenant root",
+        )
+    try:
+        node = ScopePath.parse(claim)
+    except InvalidScopePath as error:
+        raise Refused(
+            Refusal.SCOPE_UNRESOLVED, f"the token's scope claim is not a scope path ({error}); nothing can be read"
+        ) from None
+    if not node.is_root and node not in set(known):
+        raise Refused(
+            Refusal.SCOPE_UNRESOLVED,
+            f"the token's scope {str(node)!r} is not a scope node of tenant {tenant!r}; nothing can be read",
+            metadata={"scope": str(node)},
+        )
+    return Reader(node=node, clearance=clearance)
+
+
+def reach(reader: Reader, placements: Iterable[Placement]) -> Reach:
+    """The corpora ``reader`` may read among ``placements`` (every corpus the tenant can see)."""
+    listed = list(placements)
+    ids = frozenset(p.corpus_id for p in listed if reader.may_read(p.node, p.band))
+    return Reach(reader=reader, corpus_ids=ids, everything=len(ids) == len(listed))

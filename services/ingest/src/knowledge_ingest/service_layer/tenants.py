@@ -1,0 +1,96 @@
+"""Tenant settings (platform administration), usage, and the quota checks of uploads and jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.tenancy import (
+    Holdings,
+    Quotas,
+    TenantSettings,
+    check_quotas,
+    check_tenant,
+    current_period,
+    embedding_refusal,
+    period_bounds,
+    upload_refusal,
+)
+
+from knowledge_ingest.domain.usage import TenantTotals, UsageReport
+
+
+class TenantStore(Protocol):
+    async def settings(self, tenant: str) -> TenantSettings: ...
+
+    async def put(self, settings: TenantSettings) -> TenantSettings: ...
+
+    async def holdings(self, tenant: str, month_start: datetime, except_document: int | None = None) -> Holdings: ...
+
+    async def spending(self, tenant: str, start: datetime, end: datetime) -> dict[str, Any]: ...
+
+    async def totals(self) -> list[TenantTotals]: ...
+
+
+def _month_start() -> datetime:
+    return period_bounds(current_period())[0]
+
+
+@dataclass
+class TenantUseCases:
+    store: TenantStore
+
+    async def get_settings(self, scope: Scope, tenant: str) -> TenantSettings:
+        return await self.store.settings(check_tenant(tenant))
+
+    async def update_settings(self, scope: Scope, tenant: str, enabled: bool, quotas: Quotas) -> TenantSettings:
+        settings = TenantSettings(
+            tenant=check_tenant(tenant), enabled=enabled, quotas=check_quotas(quotas), updated_by=scope.subject
+        )
+        return await self.store.put(settings)
+
+    async def usage(self, scope: Scope, period: str) -> UsageReport:
+        period = period or current_period()  # exactly as sent: " 2026-12" is no month
+        start, end = period_bounds(period)
+        held = await self.store.holdings(scope.tenant, start)
+        spent = await self.store.spending(scope.tenant, start, end)
+        settings = await self.store.settings(scope.tenant)
+        return UsageReport(
+            period=period,
+            documents=held.documents,
+            stored_bytes=held.bytes,
+            chunks=held.chunks,
+            embedding_tokens=spent["embedding_tokens"],
+            embedding_cost=Decimal(spent["embedding_cost"]),
+            llm_tokens=spent["llm_tokens"],
+            llm_cost=Decimal(spent["llm_cost"]),
+            quotas=settings.quotas,
+        )
+
+
+@dataclass
+class QuotaChecks:
+    """Before each costly step: the upload (before any byte is stored), extraction, embedding.
+    Each raises the decision's refusal (QUOTA_EXHAUSTED); a job records it on its document."""
+
+    store: TenantStore
+
+    async def before_upload(self, tenant: str) -> None:
+        quotas = (await self.store.settings(tenant)).quotas
+        if quotas.max_documents is None and quotas.max_bytes is None:
+            return
+        refusal = upload_refusal(quotas, await self.store.holdings(tenant, _month_start()))
+        if refusal is not None:
+            raise refusal
+
+    async def before_embedding(self, tenant: str, document_id: int, chunks: int) -> None:
+        quotas = (await self.store.settings(tenant)).quotas
+        if quotas.max_chunks is None and quotas.max_embedding_tokens_per_month is None:
+            return
+        held = await self.store.holdings(tenant, _month_start(), except_document=document_id)
+        refusal = embedding_refusal(quotas, held, chunks)
+        if refusal is not None:
+            raise refusal

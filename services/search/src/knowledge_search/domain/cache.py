@@ -1,0 +1,37 @@
+"""What a cached search answer is keyed on (issue 16): the tenant, the reader's scope node and
+clearance, the generation of what that reader sees, and the full request. No key without a
+scope: a reader only exists once its token's scope resolved."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Protocol
+
+from knowledge_runtime.reach import Reader
+
+from knowledge_search.domain.model import SearchOutcome, SearchRequest
+
+DEFAULT_TTL_S = 30.0  # KNOWLEDGE_SEARCH_CACHE_TTL_S; 0 disables the cache
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    tenant: str
+    node: str
+    clearance: str
+    # The sum of the generations of the reader's node and its ancestors (migration 0024): any
+    # change a reader could see bumps one of them, so an entry of before the change never matches.
+    generation: int
+    request: Hashable
+
+
+def cache_key(tenant: str, reader: Reader, generation: int, request: SearchRequest) -> CacheKey:
+    return CacheKey(tenant, str(reader.node), reader.clearance.value, generation, request)
+
+
+class OutcomeCache(Protocol):
+    def get(self, key: CacheKey) -> SearchOutcome | None:
+        """The outcome stored under ``key`` while it is fresh; None otherwise (a miss)."""
+
+    def put(self, key: CacheKey, outcome: SearchOutcome) -> None: ...

@@ -1,0 +1,127 @@
+"""Scopes and clearance through Envoy, end to end (`knowledge up`, the real model): tokens of
+different scope nodes and clearances see exactly their reach over REST, a token without a scope
+or naming an unknown node is 403 SCOPE_UNRESOLVED, and what is out of reach is 404."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+from knowledge_runtime.devkeys import mint_dev_token
+
+from tests.support.stack import running_stack
+
+pytestmark = pytest.mark.e2e
+
+SEARCHABLE = "DOCUMENT_STATE_SEARCHABLE"
+# corpus -> (node, band)
+LAYOUT = {
+    "handbook": ("/", "TENANT"),
+    "brochure": ("/", "GENERAL"),
+    "salaries": ("/", "CONFIDENTIAL"),
+    "runbooks": ("workspace:eng", "TENANT"),
+    "invoices": ("workspace:eng/project:billing", "TENANT"),
+    "pipeline": ("workspace:sales", "TENANT"),
+}
+# (scope, clearance) -> corpora seen
+READERS = {
+    ("/", None): {"handbook", "brochure"},
+    ("/", "GENERAL"): {"brochure"},
+    ("/", "CONFIDENTIAL"): {"handbook", "brochure", "salaries"},
+    ("workspace:eng", None): {"handbook", "brochure", "runbooks"},
+    ("workspace:eng/project:billing", None): {"handbook", "brochure", "runbooks", "invoices"},
+    ("workspace:sales", "RESTRICTED"): {"handbook", "brochure", "salaries", "pipeline"},
+}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with running_stack(tmp_path_factory.mktemp("scopes-stack")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def tenant(stack):
+    name = f"scoped-{uuid.uuid4().hex[:8]}"
+    base = stack["base"]
+
+    def headers(scope: str | None = "/", clearance: str | None = None) -> dict:
+        token = mint_dev_token(stack["data_dir"] / "keys", tenant=name, scope=scope, clearance=clearance)
+        return {"Authorization": f"Bearer {token}"}
+
+    admin = headers(clearance="RESTRICTED")
+    ids, jobs = {}, {}
+    for corpus, (_, band) in LAYOUT.items():
+        made = httpx.post(f"{base}/corpora", headers=admin, json={"name": corpus, "confidentiality": band})
+        assert made.status_code == 200, made.text
+        assert made.json()["scope"] == "/" and made.json()["confidentiality"] == band
+        ids[corpus] = made.json()["corpus_id"]
+        text = f"# {corpus.title()}\n\nThe {corpus} corpus explains the aurora lantern procedure in detail."
+        reply = httpx.post(
+            f"{base}/upload?corpus_id={ids[corpus]}&filename={corpus}.md", headers=admin, content=text.encode()
+        )
+        assert reply.status_code == 200, reply.text
+        jobs[corpus] = reply.json()["job_id"]
+    documents = {}
+    for corpus, job_id in jobs.items():
+        deadline = time.monotonic() + 180
+        while True:
+            job = httpx.get(f"{base}/ingest/{job_id}", headers=admin).json()
+            if job["state"] == SEARCHABLE:
+                documents[corpus] = job["result"]["document_id"]
+                break
+            assert time.monotonic() < deadline and job["state"] != "DOCUMENT_STATE_FAILED", job
+            time.sleep(0.2)
+    for corpus, (node, _) in LAYOUT.items():
+        if node != "/":
+            bound = httpx.post(f"{base}/corpora/{ids[corpus]}:bind", headers=admin, json={"scope": node})
+            assert bound.status_code == 200, bound.text
+            assert bound.json()["corpus"]["scope"] == node
+    return {"headers": headers, "corpora": ids, "documents": documents}
+
+
+@pytest.mark.parametrize(("scope", "clearance"), list(READERS))
+def test_each_token_reads_exactly_its_reach_through_the_gateway(stack, tenant, scope, clearance):
+    base, headers = stack["base"], tenant["headers"](scope, clearance)
+    expected = READERS[(scope, clearance)]
+    found = httpx.post(f"{base}/search", headers=headers, json={"query": "aurora lantern procedure", "top_k": 20})
+    assert found.status_code == 200, found.text
+    assert {r["filename"].removesuffix(".md") for r in found.json().get("results", [])} == expected
+    answer = httpx.post(f"{base}/query", headers=headers, json={"query": "What is the aurora lantern procedure?"})
+    assert answer.status_code == 200, answer.text
+    assert {c["filename"].removesuffix(".md") for c in answer.json().get("citations", [])} <= expected
+    listed = httpx.get(f"{base}/corpora", headers=headers).json()
+    assert {c["name"] for c in listed.get("corpora", [])} == expected
+    for corpus, document_id in tenant["documents"].items():
+        status = 200 if corpus in expected else 404
+        for reply in (
+            httpx.get(f"{base}/documents/{document_id}", headers=headers),
+            httpx.get(f"{base}/documents/{document_id}/text", headers=headers),
+            httpx.get(f"{base}/corpora/{tenant['corpora'][corpus]}/documents", headers=headers),
+        ):
+            assert reply.status_code == status, (corpus, reply.text)
+
+
+def test_an_unresolved_scope_is_403_and_reads_nothing(stack, tenant):
+    base = stack["base"]
+    for headers in (tenant["headers"](scope=None), tenant["headers"](scope="workspace:nowhere")):
+        for reply in (
+            httpx.post(f"{base}/search", headers=headers, json={"query": "aurora"}),
+            httpx.get(f"{base}/corpora", headers=headers),
+            httpx.get(f"{base}/documents/{tenant['documents']['handbook']}", headers=headers),
+        ):
+            assert reply.status_code == 403, reply.text
+            assert reply.json()["details"][0]["reason"] == "SCOPE_UNRESOLVED"
+
+
+def test_binding_outside_the_own_node_is_refused_over_rest(stack, tenant):
+    base, billing = stack["base"], tenant["headers"]("workspace:eng/project:billing")
+    invoices = tenant["corpora"]["invoices"]
+    up = httpx.post(f"{base}/corpora/{invoices}:bind", headers=billing, json={"scope": "workspace:eng"})
+    assert up.status_code == 400 and up.json()["details"][0]["reason"] == "SCOPE_OUT_OF_REACH"
+    sales = httpx.post(
+        f"{base}/corpora/{tenant['corpora']['pipeline']}:bind", headers=billing, json={"scope": "workspace:eng"}
+    )
+    assert sales.status_code == 404  # another branch's corpus is not even there for this token

@@ -1,0 +1,293 @@
+"""Scopes and confidentiality over real PostgreSQL and real ingest and search gRPC servers
+(content-index and the embedder as fakes at ingest's ports; the whole stack through Envoy is in
+tests/e2e/test_scopes_gateway.py): every read obeys the caller's node and clearance."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import grpc
+import pytest
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge_ingest.api.servicer import service_spec as ingest_spec
+from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.domain.extraction import Extracted
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.server import GrpcApp
+from knowledge_search.adapters.postgres import PostgresChunkIndex
+from knowledge_search.api.servicer import SearchServicer
+from knowledge_search.api.servicer import service_spec as search_spec
+from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.model import Cost, EmbeddedQuery
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+
+from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, upload, wait_terminal
+from tests.support.rpc import auth, error_info
+
+pytestmark = pytest.mark.integration
+
+
+def extract(path: Path, filename: str, mime_type: str) -> Extracted:
+    text = path.read_text()
+    return Extracted(text=text, page_count=None, extractable=True, format="text")
+
+
+class SameVectors:
+    """The query embedder of search, giving the vectors CountingEmbedder gave the chunks."""
+
+    def __init__(self) -> None:
+        self._embedder = CountingEmbedder()
+
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        return EmbeddedQuery(vector=(await self._embedder.embed(tenant, [text]))[0], warnings=(), cost=Cost())
+
+
+@pytest.fixture(scope="module")
+async def services(migrated_pg, verifier):
+    ingest_db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
+    search_db = await Database.connect(migrated_pg.url(user="knowledge_search"))
+    admin = await Database.connect(migrated_pg.url())
+    servicer, workers = wire(settings(), ingest_db, MemoryBlobs(admin), CountingEmbedder(), extract)
+    ingest_app = GrpcApp(
+        services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
+    )
+    searches = SearchUseCases(PostgresChunkIndex(search_db), SameVectors())
+    search_app = GrpcApp(
+        services=[search_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+        verifier=verifier,
+    )
+    ingest_port, search_port = await ingest_app.start(), await search_app.start()
+    ingest_channel = grpc.aio.insecure_channel(f"127.0.0.1:{ingest_port}")
+    search_channel = grpc.aio.insecure_channel(f"127.0.0.1:{search_port}")
+    yield (
+        ingest_pb2_grpc.IngestServiceStub(ingest_channel),
+        search_pb2_grpc.SearchServiceStub(search_channel),
+        admin,
+    )
+    await ingest_channel.close()
+    await search_channel.close()
+    await search_app.stop()
+    await ingest_app.stop()
+    for db in (ingest_db, search_db, admin):
+        await db.close()
+
+
+# corpus name -> (node it is bound to, band); each holds one document "<name>.txt" on zebras.
+LAYOUT = {
+    "root": ("/", "TENANT"),
+    "shared": ("/", "GENERAL"),
+    "secret": ("/", "CONFIDENTIAL"),
+    "eng": ("workspace:eng", "TENANT"),
+    "billing": ("workspace:eng/project:billing", "TENANT"),
+    "launch": ("workspace:eng/project:billing/mission:launch", "TENANT"),
+    "sales": ("workspace:sales", "TENANT"),
+}
+
+
+@pytest.fixture(scope="module")
+async def tenant(services, make_token):
+    """A tenant laid out as LAYOUT, by a root token with clearance RESTRICTED."""
+    ingest, _, _ = services
+    name = f"scopes-{uuid.uuid4().hex[:8]}"
+    admin = auth(make_token(name, clearance="RESTRICTED"))
+    corpora, documents = {}, {}
+    for corpus, (node, band) in LAYOUT.items():
+        made = await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name=corpus, confidentiality=band), metadata=admin
+        )
+        assert made.scope == "/" and made.confidentiality == band
+        corpora[corpus] = made.corpus_id
+        text = f"# {corpus}\n\nZebras of the {corpus} corpus graze here; zebra stripes are unique.".encode()
+        reply = await upload(ingest, admin, made.corpus_id, text, f"{corpus}.txt")
+        job = await wait_terminal(ingest, admin, reply.job_id)
+        assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+        documents[corpus] = (job.result.document_id, reply.job_id)
+        if node != "/":  # bound last: the root token no longer reaches it afterwards
+            bound = await ingest.BindCorpus(
+                ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope=node), metadata=admin
+            )
+            assert bound.corpus.scope == node
+    return {"name": name, "corpora": corpora, "documents": documents}
+
+
+def token(make_token, tenant, scope="/", clearance=None, **kwargs):
+    return auth(make_token(tenant["name"], scope=scope, clearance=clearance, **kwargs))
+
+
+# scope, clearance -> the corpora that reader sees
+READERS = {
+    ("/", None): {"root", "shared"},
+    ("/", "GENERAL"): {"shared"},
+    ("/", "CONFIDENTIAL"): {"root", "shared", "secret"},
+    ("workspace:eng", None): {"root", "shared", "eng"},
+    ("workspace:eng/project:billing", None): {"root", "shared", "eng", "billing"},
+    ("workspace:eng/project:billing/mission:launch", None): {"root", "shared", "eng", "billing", "launch"},
+    ("workspace:sales", None): {"root", "shared", "sales"},
+}
+
+
+@pytest.mark.parametrize(("scope", "clearance"), list(READERS))
+async def test_every_read_sees_exactly_the_readers_reach(services, tenant, make_token, scope, clearance):
+    ingest, search, _ = services
+    metadata = token(make_token, tenant, scope, clearance)
+    expected = READERS[(scope, clearance)]
+    for mode in (search_pb2.SEARCH_MODE_HYBRID, search_pb2.SEARCH_MODE_LEXICAL):
+        found = await search.Search(
+            search_pb2.SearchRequest(query="zebra stripes", top_k=50, mode=mode), metadata=metadata
+        )
+        assert {r.filename.removesuffix(".txt") for r in found.results} == expected
+    answer = await search.Query(search_pb2.QueryRequest(query="zebra stripes", top_k=50), metadata=metadata)
+    assert {c.filename.removesuffix(".txt") for c in answer.citations} <= expected
+    agent = await search.SearchDocuments(search_pb2.SearchDocumentsRequest(query="zebra", top_k=50), metadata=metadata)
+    assert agent.result_count == len(expected)
+    listed = await ingest.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=metadata)
+    assert {c.name for c in listed.corpora} == expected
+    context = await ingest.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=metadata)
+    assert context.corpus_count == len(expected) and context.document_count == len(expected)
+    for corpus, corpus_id in tenant["corpora"].items():
+        document_id, job_id = tenant["documents"][corpus]
+        reads = [
+            ingest.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata),
+            ingest.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata),
+            ingest.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus_id), metadata=metadata),
+            ingest.GetIngestJob(ingest_pb2.GetIngestJobRequest(job_id=job_id), metadata=metadata),
+            search.Search(search_pb2.SearchRequest(query="zebra", corpus_id=corpus_id), metadata=metadata),
+            search.Search(search_pb2.SearchRequest(query="zebra", document_id=document_id), metadata=metadata),
+        ]
+        for call in reads:
+            if corpus in expected:
+                await call
+            else:
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await call
+                assert caught.value.code() == grpc.StatusCode.NOT_FOUND, (corpus, caught.value.details())
+
+
+async def test_writes_outside_the_reach_are_not_found_and_change_nothing(services, tenant, make_token):
+    ingest, _, admin = services
+    billing = token(make_token, tenant, "workspace:eng/project:billing")
+    sales_document, _ = tenant["documents"]["sales"]
+    for call in (
+        ingest.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=sales_document), metadata=billing),
+        ingest.MoveDocuments(
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=tenant["corpora"]["billing"], document_ids=[sales_document]
+            ),
+            metadata=billing,
+        ),
+        ingest.MoveDocuments(
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=tenant["corpora"]["sales"],
+                source_corpus_id=tenant["corpora"]["billing"],
+                all_documents=True,
+            ),
+            metadata=billing,
+        ),
+        ingest.IngestText(
+            ingest_pb2.IngestTextRequest(corpus_id=tenant["corpora"]["sales"], text="x", title="x"), metadata=billing
+        ),
+        ingest.IngestText(ingest_pb2.IngestTextRequest(document_id=sales_document, text="new"), metadata=billing),
+        ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=tenant["corpora"]["sales"], scope="workspace:eng/project:billing"),
+            metadata=billing,
+        ),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND, caught.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await upload(ingest, billing, tenant["corpora"]["sales"], b"zebra", "x.txt")
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    row = await admin.fetchrow(
+        "t", "SELECT corpus_id, state FROM documents WHERE document_id = $1", int(sales_document)
+    )
+    assert str(row["corpus_id"]) == tenant["corpora"]["sales"] and row["state"] == "SEARCHABLE"
+
+
+async def test_unresolved_scopes_read_nothing(services, tenant, make_token):
+    ingest, search, _ = services
+    document_id, _ = tenant["documents"]["root"]
+    for metadata in (
+        token(make_token, tenant, scope=None),  # no scope claim
+        token(make_token, tenant, scope="workspace:nowhere"),  # a node the tenant does not have
+        token(make_token, tenant, scope="project:billing"),  # no scope path at all
+        auth(make_token(f"other-{uuid.uuid4().hex[:6]}", scope="workspace:eng")),  # another tenant's node
+    ):
+        for call in (
+            search.Search(search_pb2.SearchRequest(query="zebra"), metadata=metadata),
+            search.Query(search_pb2.QueryRequest(query="zebra"), metadata=metadata),
+            ingest.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=metadata),
+            ingest.GetDocument(ingest_pb2.GetDocumentRequest(document_id=document_id), metadata=metadata),
+            ingest.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=metadata),
+            ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="never"), metadata=metadata),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call
+            assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert error_info(caught.value).reason == "SCOPE_UNRESOLVED"
+
+
+async def test_binding_moves_a_corpus_between_readers(services, make_token):
+    ingest, search, _ = services
+    tenant = {"name": f"bind-{uuid.uuid4().hex[:8]}"}
+    root, eng = token(make_token, tenant), None
+    made = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="notes"), metadata=root)
+    reply = await upload(ingest, root, made.corpus_id, b"# Notes\n\nOkapi sightings near the river.", "notes.txt")
+    assert (await wait_terminal(ingest, root, reply.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+    bound = await ingest.BindCorpus(
+        ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope="/workspace:eng/"), metadata=root
+    )
+    assert bound.corpus.scope == "workspace:eng" and bound.corpus.document_count == 1
+    eng = token(make_token, tenant, "workspace:eng")
+    billing = token(make_token, tenant, "workspace:eng/project:billing")
+
+    async def sees(metadata) -> bool:
+        found = await search.Search(search_pb2.SearchRequest(query="okapi"), metadata=metadata)
+        return any(r.filename == "notes.txt" for r in found.results)
+
+    assert not await sees(root) and await sees(eng)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # the project node does not exist yet
+        await sees(billing)
+    assert error_info(caught.value).reason == "SCOPE_UNRESOLVED"
+    await ingest.BindCorpus(
+        ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope="workspace:eng/project:billing"), metadata=eng
+    )
+    assert not await sees(eng) and await sees(billing)  # now a descendant of eng's node
+    for upward in ("workspace:eng", "/", "workspace:eng/project:search"):  # never above or beside its node
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await ingest.BindCorpus(
+                ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope=upward), metadata=billing
+            )
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_info(caught.value).reason == "SCOPE_OUT_OF_REACH"
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope="team:x"), metadata=billing
+        )
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    no_bind = token(make_token, tenant, "workspace:eng/project:billing", capabilities=["corpus.read"])
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope="workspace:eng/project:billing"),
+            metadata=no_bind,
+        )
+    assert error_info(caught.value).reason == "CAPABILITY_MISSING"
+
+
+async def test_a_band_above_the_creators_clearance_is_refused(services, make_token):
+    ingest, _, _ = services
+    tenant = {"name": f"band-{uuid.uuid4().hex[:8]}"}
+    for band in ("CONFIDENTIAL", "RESTRICTED", "SECRET"):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await ingest.CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name=band, confidentiality=band), metadata=token(make_token, tenant)
+            )
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    made = await ingest.CreateCorpus(
+        ingest_pb2.CreateCorpusRequest(name="c", confidentiality="CONFIDENTIAL"),
+        metadata=token(make_token, tenant, clearance="CONFIDENTIAL"),
+    )
+    assert made.confidentiality == "CONFIDENTIAL"
+    plain = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="p"), metadata=token(make_token, tenant))
+    assert plain.confidentiality == "TENANT" and plain.scope == "/"

@@ -1,0 +1,153 @@
+"""The reach rules (runtime.reach): scope paths, the reach decision, resolution, and the bands."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from knowledge_runtime.auth import Scope, scope_from_claims
+from knowledge_runtime.errors import Unauthenticated
+from knowledge_runtime.reach import (
+    READABLE,
+    Band,
+    InvalidScopePath,
+    Placement,
+    Reader,
+    ScopePath,
+    allows,
+    reach,
+    resolve,
+)
+from knowledge_runtime.refusals import Refusal, Refused
+
+P = ScopePath.parse
+ROOT = P("/")
+ENG = P("workspace:eng")
+BILLING = P("workspace:eng/project:billing")
+LAUNCH = P("workspace:eng/project:billing/mission:launch")
+SEARCHP = P("workspace:eng/project:search")
+SALES = P("workspace:sales")
+
+
+def test_paths_parse_to_one_spelling_and_refuse_anything_else():
+    assert str(ROOT) == "/" and ROOT.is_root
+    assert str(P("/workspace:eng/project:billing/")) == "workspace:eng/project:billing"
+    assert P("workspace:eng/project:billing") == BILLING
+    for bad in (
+        "",
+        "  ",
+        "eng",
+        "project:billing",
+        "workspace:eng/mission:x",
+        "workspace:",
+        "workspace:a b",
+        "workspace:eng/project:billing/mission:m/extra:x",
+        "workspace:a:b",
+        "workspace:e/" * 100,
+        " /",
+        "workspace:eng//",
+        "//",
+        "/ ",
+        "workspace:eng ",
+    ):
+        with pytest.raises(InvalidScopePath):
+            P(bad)
+
+
+def test_a_reader_reaches_its_node_and_its_ancestors_never_siblings_or_descendants():
+    reader = Reader(BILLING)
+    assert [reader.may_read(n, Band.TENANT) for n in (ROOT, ENG, BILLING)] == [True, True, True]
+    assert not reader.may_read(LAUNCH, Band.TENANT)  # a descendant
+    assert not reader.may_read(SEARCHP, Band.TENANT)  # a sibling
+    assert not reader.may_read(SALES, Band.TENANT)  # a sibling's branch
+    assert not reader.may_read(P("workspace:engineering"), Band.TENANT)  # a name that only starts alike
+    root = Reader(ROOT)
+    assert root.may_read(ROOT, Band.TENANT) and not root.may_read(ENG, Band.TENANT)
+
+
+def test_binding_is_to_the_own_node_or_below():
+    reader = Reader(ENG)
+    assert reader.may_bind_to(ENG) and reader.may_bind_to(BILLING) and reader.may_bind_to(LAUNCH)
+    assert not reader.may_bind_to(ROOT) and not reader.may_bind_to(SALES)
+
+
+def test_reach_lists_the_reachable_corpora_and_says_when_it_is_everything():
+    placements = [Placement(1, ROOT, Band.TENANT), Placement(2, BILLING, Band.TENANT), Placement(3, SALES, Band.TENANT)]
+    found = reach(Reader(BILLING), placements)
+    assert found.corpus_ids == {1, 2} and not found.everything
+    assert found.has(2) and not found.has(3) and not found.has(None)
+    assert reach(Reader(ROOT), placements[:1]).everything
+
+
+def test_unresolved_scopes_refuse_and_never_fall_back_to_the_root():
+    for claim, known in ((None, []), ("nonsense", []), ("workspace:eng", []), ("workspace:eng", [SALES])):
+        with pytest.raises(Refused) as caught:
+            resolve("acme", claim, Band.TENANT, known)
+        assert caught.value.refusal is Refusal.SCOPE_UNRESOLVED
+        assert caught.value.code == "PERMISSION_DENIED"
+    assert resolve("acme", "/", Band.TENANT, []).node == ROOT  # the root always exists
+    assert resolve("acme", "workspace:eng", Band.CONFIDENTIAL, [ENG]) == Reader(ENG, Band.CONFIDENTIAL)
+
+
+# Every (reader clearance, material band) pair, written out: what each clearance means.
+EXPECTED = {
+    (Band.GENERAL, Band.GENERAL): True,
+    (Band.GENERAL, Band.TENANT): False,
+    (Band.GENERAL, Band.CONFIDENTIAL): False,
+    (Band.GENERAL, Band.RESTRICTED): False,
+    (Band.TENANT, Band.GENERAL): True,
+    (Band.TENANT, Band.TENANT): True,
+    (Band.TENANT, Band.CONFIDENTIAL): False,
+    (Band.TENANT, Band.RESTRICTED): False,
+    (Band.CONFIDENTIAL, Band.GENERAL): True,
+    (Band.CONFIDENTIAL, Band.TENANT): True,
+    (Band.CONFIDENTIAL, Band.CONFIDENTIAL): True,
+    (Band.CONFIDENTIAL, Band.RESTRICTED): False,
+    (Band.RESTRICTED, Band.GENERAL): True,
+    (Band.RESTRICTED, Band.TENANT): True,
+    (Band.RESTRICTED, Band.CONFIDENTIAL): True,
+    (Band.RESTRICTED, Band.RESTRICTED): True,
+}
+
+
+@pytest.mark.parametrize(("clearance", "band"), list(itertools.product(Band, Band)))
+def test_allows_every_reader_band_pair(clearance, band):
+    assert allows(clearance, band) is EXPECTED[(clearance, band)]
+    assert Reader(ROOT, clearance).may_read(ROOT, band) is EXPECTED[(clearance, band)]
+
+
+def test_the_table_covers_every_band_and_the_proto_names_them_all():
+    assert set(READABLE) == set(Band) and len(EXPECTED) == len(Band) ** 2
+    proto = (Path(__file__).parents[2] / "protos" / "knowledge" / "v1" / "ingest.proto").read_text()
+    assert all(f'"{band.value}"' in proto for band in Band)  # Corpus.confidentiality names them all
+
+
+def test_regression_comparing_band_numbers_would_admit_tenant_material_to_a_general_reader():
+    """The first draft ranked bands by their enum numbers (TENANT, the default, numbered first)
+    and let a reader read any band numbered at most its clearance's: a GENERAL reader (a context
+    shared beyond the tenant) then read TENANT material. allows() decides from meaning."""
+    numbers = {band: n for n, band in enumerate([Band.TENANT, Band.GENERAL, Band.CONFIDENTIAL, Band.RESTRICTED], 1)}
+
+    def by_enum_order(clearance: Band, band: Band) -> bool:
+        return numbers[band] <= numbers[clearance]
+
+    assert by_enum_order(Band.GENERAL, Band.TENANT)  # the mistake
+    assert not allows(Band.GENERAL, Band.TENANT)  # the rule
+    # and the declaration order of Band itself is not what allows() follows either
+    assert [b for b in Band].index(Band.GENERAL) < [b for b in Band].index(Band.TENANT)
+    assert allows(Band.TENANT, Band.GENERAL) and not allows(Band.GENERAL, Band.TENANT)
+
+
+def test_the_token_claims_carry_scope_and_clearance():
+    scope = scope_from_claims({"tenant": "t", "scope": "workspace:eng", "clearance": "CONFIDENTIAL"})
+    assert scope.scope_claim == "workspace:eng" and scope.clearance is Band.CONFIDENTIAL
+    assert scope.claimed_node == ENG
+    plain = scope_from_claims({"tenant": "t"})
+    assert plain.scope_claim is None and plain.clearance is Band.TENANT  # absent clearance: TENANT
+    with pytest.raises(Refused):
+        plain.reader([])  # no scope claim: nothing is read
+    for bad in ({"scope": 3}, {"scope": ["/"]}, {"scope": "/\n"}, {"clearance": "TOP"}, {"clearance": 2}):
+        with pytest.raises(Unauthenticated):
+            scope_from_claims({"tenant": "t", **bad})
+    assert Scope("t", frozenset(), scope_claim="/").reader([]).node == ROOT
