@@ -16,8 +16,9 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grp
 from knowledge_ingest.api.servicer import service_spec as ingest_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted
-from knowledge_runtime.auth import PUBLIC_CAPABILITIES
+from knowledge_runtime.auth import PUBLIC_CAPABILITIES, Scope
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.system_corpora import SYSTEM_WRITE
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -198,6 +199,11 @@ async def test_ordinary_reads_leave_the_housekeeping_corpora_out(stack, make_tok
             metadata=user(make_token, "agent-globex"),
         )
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    # Nor is it in another tenant's reach at all (runtime/db/reach.py), so no read path can name it.
+    globex = await PostgresReach(stack["admin"]).reach_of(
+        Scope("agent-globex", frozenset(PUBLIC_CAPABILITIES), "user-1", scope_claim="/")
+    )
+    assert not globex.has(hidden) and globex.corpus_ids
 
 
 async def test_prefetch_with_the_embedder_stopped_answers_by_keywords_within_its_deadline(
@@ -226,6 +232,11 @@ async def test_get_context_on_real_documents_is_grounded_and_byte_stable(stack, 
         assert (await wait_terminal(stack["ingest"], metadata, accepted.job_id)).state == (
             ingest_pb2.DOCUMENT_STATE_SEARCHABLE
         )
+    # What read a document's text (documents.extractor, helper sources') reaches its evidence.
+    await stack["admin"].execute(
+        "t",
+        "UPDATE documents SET extractor = 'plain text (utf-8)' WHERE tenant_id = 'agent-ctx' AND filename = 'travel.txt'",
+    )
     request = search_pb2.GetContextRequest(query="How do employees book train travel?", top_k=4)
     first = (await stack["search"].GetContext(request, metadata=metadata)).context
     second = (await stack["search"].GetContext(request, metadata=metadata)).context
@@ -242,7 +253,8 @@ async def test_get_context_on_real_documents_is_grounded_and_byte_stable(stack, 
             "t", "SELECT content FROM chunks WHERE chunk_id = $1 AND tenant_id = 'agent-ctx'", int(e.chunk_id)
         )
         assert e.excerpt == stored and e.excerpt_sha256 == hashlib.sha256(stored.encode()).hexdigest()
-        assert e.filename in ("travel.txt", "expenses.txt") and e.extractor == ""
+        assert e.filename in ("travel.txt", "expenses.txt")
+        assert e.extractor == ("plain text (utf-8)" if e.filename == "travel.txt" else "")
     meta = first.metadata
     assert (meta.query, meta.backend, meta.fact_count, meta.evidence_count) == (
         "How do employees book train travel?",
@@ -251,6 +263,7 @@ async def test_get_context_on_real_documents_is_grounded_and_byte_stable(stack, 
         len(first.evidence),
     )
     assert list(meta.degradations) == [] and not meta.truncated
+    assert meta.scope == "/"  # the caller's scope node (the token's claim, resolved)
     degraded = (await stack["dead"].GetContext(request, metadata=metadata)).context
     assert list(degraded.metadata.degradations) == [LEXICAL_ONLY] and degraded.evidence
     assert all(e.score == 0.0 for e in degraded.evidence)  # lexical-only hits

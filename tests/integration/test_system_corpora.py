@@ -72,6 +72,12 @@ async def test_a_normal_token_cannot_write_into_either_kind_of_system_corpus(ing
                 ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text="an entry", title="t"), metadata=normal
             )
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.aio.AioRpcError) as caught:  # the fetching path too, before any fetch
+            await stub.IngestUrl(
+                ingest_pb2.IngestUrlRequest(corpus_id=corpus_id, url="https://docs.example.org/runbook"),
+                metadata=normal,
+            )
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
         assert await stored(admin, corpus_id) == (0, 0)  # refused before anything was written
     # Each kind has its own writer: system.write for housekeeping, platform.admin for platform-wide.
     wrong = with_capability(make_token, "t-sys", PLATFORM_ADMIN)

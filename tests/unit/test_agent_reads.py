@@ -277,3 +277,39 @@ async def test_prefetch_degrades_instead_of_failing():
     assert (broken.rendered, broken.degradations) == ("", ("the pre-fetch failed",))
     nothing = await PrefetchUseCases(searches(housekeeping_index()), Corpora(names=())).prefetch(SCOPE, "deploy")
     assert (nothing.rendered, nothing.degraded) == ("", False)  # no housekeeping corpus yet: empty, not degraded
+
+
+async def test_the_scope_keyed_cache_covers_the_agent_reads_but_never_a_degraded_outcome():
+    from knowledge_search.adapters.memory_cache import TtlCache
+
+    embedder = Embedder(down=True)
+    index = ShuffledIndex(4)
+    searcher = SearchUseCases(index, embedder, Thresholds(), system_corpora=Corpora(), cache=TtlCache(30.0))
+    context = ContextUseCases(AnswerUseCases(searcher, ExtractiveSynthesiser()))
+    request = SearchRequest.parse("refund receipt", top_k=2)
+    degraded = await context.context(SCOPE, request)
+    assert degraded.metadata.degradations == (LEXICAL_ONLY,)
+    embedder.down = False
+    fresh = await context.context(SCOPE, request)  # the lexical-only outcome was not kept
+    assert fresh.metadata.degradations == () and embedder.calls == 2
+    again = await context.context(SCOPE, request)
+    assert embedder.calls == 2 and again.rendered == fresh.rendered  # from the cache
+    # Pre-fetch's reads include the housekeeping corpora: never the entry of an ordinary read.
+    seen = len(index.filters)
+    await searcher.search(SCOPE, request, include_housekeeping=True)
+    assert len(index.filters) > seen and all(not f.exclude_corpora for f in index.filters[seen:])
+
+
+async def test_a_spent_llm_budget_makes_the_context_extractive_and_says_so():
+    from knowledge_runtime.refusals import Refusal, Refused
+
+    class Spent:
+        async def refusal(self, tenant):
+            return Refused(Refusal.BUDGET_EXHAUSTED, "the tenant's LLM budget for the month is spent")
+
+    model = ModelSynthesiser("SUPPORTED: Refunds take thirty days [1].")
+    answers = AnswerUseCases(searches(ShuffledIndex(5)), model, budget=Spent(), fallback=ExtractiveSynthesiser())
+    context = await ContextUseCases(answers).context(SCOPE, SearchRequest.parse("How long do refunds take?", top_k=2))
+    assert model.questions == [] and context.metadata.backend == "extractive"
+    assert any("LLM budget" in d and "extractive" in d for d in context.metadata.degradations)
+    assert context.facts and all(f.status is FactStatus.GROUNDED for f in context.facts)
