@@ -186,6 +186,24 @@ def test_the_cli_dev_token_is_a_users_unless_internal_is_asked_for(tmp_path, mon
     assert code == 0 and verifier.verify(token).capabilities == {"blob.read"}
 
 
+def test_the_cli_dev_token_carries_a_platform_capability_and_a_subject_only_when_named(tmp_path, monkeypatch, capsys):
+    from knowledge_cli.main import main
+    from knowledge_runtime.auth import TokenVerifier
+
+    verifier = TokenVerifier.from_file(ensure_dev_keys(tmp_path / "keys"), issuer="knowledge-dev", audience="knowledge")
+    monkeypatch.setenv("KNOWLEDGE_DATA_DIR", str(tmp_path))
+    with pytest.raises(SystemExit) as ended:
+        main(["dev-token", "--tenant", "acme", "--capabilities", "document.upload,system.write", "--subject", "alice"])
+    token = capsys.readouterr().out.strip()
+    scope = verifier.verify(token)
+    assert ended.value.code == 0 and scope.capabilities == {"document.upload", "system.write"}
+    assert scope.subject == "alice"
+    with pytest.raises(SystemExit):
+        main(["dev-token", "--tenant", "acme"])
+    default = verifier.verify(capsys.readouterr().out.strip())
+    assert "system.write" not in default.capabilities and default.subject == "dev"
+
+
 def test_the_cli_dev_token_names_a_scope_and_a_clearance(tmp_path, monkeypatch, capsys):
     from knowledge_cli.main import main
     from knowledge_runtime.auth import TokenVerifier

@@ -20,7 +20,8 @@ def test_every_http_rule_is_an_operation_with_the_rest_path():
     assert operations == expected
     assert operations["CreateCorpus"] == ("post", "/api/v1/knowledge/corpora")
     assert operations["GetDocumentText"] == ("get", "/api/v1/knowledge/documents/{document_id}/text")
-    assert "SearchDocuments" not in operations and "GetPromptContext" not in operations  # gRPC only
+    assert operations["SearchDocuments"] == ("post", "/api/v1/knowledge/search_documents")
+    assert "GetPromptContext" not in operations  # gRPC only
 
 
 def test_schemas_use_proto_field_names_and_the_transcoders_json():

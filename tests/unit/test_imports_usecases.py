@@ -14,6 +14,7 @@ from knowledge_ingest.domain.imports import (
     records_findings,
     require_open,
 )
+from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import InvalidField
@@ -33,8 +34,8 @@ class Nothing:
 
 
 class AcceptingDocuments(Nothing):
-    async def corpus_accepts_uploads(self, tenant, corpus_id):
-        return True
+    async def corpus_kind(self, tenant, corpus_id):
+        return CorpusKind.USER
 
 
 def use_cases(roots: ImportRoots, documents=None) -> ImportUseCases:

@@ -234,6 +234,13 @@ class Client:
             json={"query": question, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k},
         )
 
+    # -- issue 16: agent-facing reads ---------------------------------------------------------
+    def context(self, query: str, *, top_k: int = 0) -> dict:
+        return self._call("POST", "/context", json={"query": query, "top_k": top_k})
+
+    def prefetch(self, user_message: str) -> dict:
+        return self._call("POST", "/prefetch", json={"user_message": user_message})
+
     # -- issue 19: fenced imports, change findings, auto-index ---------------------------------
     def import_paths(self, paths: Sequence[str], corpus_id: str) -> list[dict]:
         """Files under the operator's import roots (POST /imports): one item per path, with the

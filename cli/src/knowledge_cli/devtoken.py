@@ -15,6 +15,7 @@ def mint_local_token(
     capabilities: Iterable[str] | None = None,
     ttl_s: int = 3600,
     service: str | None = None,
+    subject: str = "dev",
     scope: str | None = "/",
     clearance: str | None = None,
 ) -> str:
@@ -35,6 +36,7 @@ def mint_local_token(
         audience=jwt_audience(env),
         ttl_s=ttl_s,
         service=service,
+        subject=subject,
         scope=scope,
         clearance=clearance,
     )

@@ -14,6 +14,7 @@ import sys
 from knowledge_runtime.auth import ADMIN_CAPABILITIES, ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
 from knowledge_runtime.reach import ScopePath, parse_band
 from knowledge_runtime.settings import SettingsError
+from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
 
 def _up(options: argparse.Namespace) -> int:
@@ -53,7 +54,8 @@ def _dev_token(options: argparse.Namespace) -> int:
     from knowledge_cli.devtoken import mint_local_token
 
     capabilities = None
-    known = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES
+    base = ALL_CAPABILITIES if options.internal else PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES
+    known = tuple(dict.fromkeys(base + PLATFORM_CAPABILITIES))
     if options.capabilities is not None:
         capabilities = [c.strip() for c in options.capabilities.split(",") if c.strip()]
         unknown = sorted(set(capabilities) - set(known))
@@ -76,6 +78,7 @@ def _dev_token(options: argparse.Namespace) -> int:
             capabilities=capabilities,
             ttl_s=options.ttl,
             service="dev" if options.internal else None,
+            subject=options.subject,
             scope=options.scope,
             clearance=clearance,
         )
@@ -97,8 +100,10 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--tenant", required=True, help="the tenant claim")
     token.add_argument(
         "--capabilities",
-        help="comma-separated; the public capabilities when omitted (platform.admin, an operator's, only when named)",
+        help="comma-separated; the public capabilities when omitted; system.write and platform.admin "
+        "(the platform's: housekeeping and platform-wide corpora, tenants' settings) only when named",
     )
+    token.add_argument("--subject", default="dev", help="the sub claim: the user pre-fetch suggests for (default dev)")
     token.add_argument(
         "--internal",
         action="store_true",

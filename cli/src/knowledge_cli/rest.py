@@ -1,4 +1,4 @@
-"""``knowledge corpora|upload|search|query|documents|text|delete|usage|tenants``: the REST API from a terminal or a script.
+"""``knowledge corpora|upload|search|query|documents|text|delete|context|prefetch|usage|tenants``: the REST API from a terminal or a script.
 
 The base URL comes from ``--url`` or ``KNOWLEDGE_URL``; the token from ``--token`` or
 ``KNOWLEDGE_TOKEN``, or, for the local stack, ``--tenant T`` mints a development token with the
@@ -119,6 +119,20 @@ def add_parsers(commands) -> None:
     _common(delete)
     delete.set_defaults(run=_run(_delete))
 
+    context = commands.add_parser(
+        "context", help="facts with their evidence for an agent (POST /context): the rendered block", epilog=epilog
+    )
+    context.add_argument("query")
+    context.add_argument("--top-k", type=int, default=0)
+    _common(context)
+    context.set_defaults(run=_run(_context))
+
+    prefetch = commands.add_parser(
+        "prefetch", help="the suggested context for a chat message (POST /prefetch)", epilog=epilog
+    )
+    prefetch.add_argument("message")
+    _common(prefetch)
+    prefetch.set_defaults(run=_run(_prefetch))
     usage = commands.add_parser("usage", help="the tenant's usage and quotas in one month", epilog=epilog)
     usage.add_argument("--period", default="", help="the month as YYYY-MM (default: the current one, UTC)")
     _common(usage)
@@ -360,6 +374,31 @@ def _query(client: Client, options, out: TextIO) -> int:
     print(f"knowledge: relevance {_relevance(answer.get('relevance'))}", file=sys.stderr)
     if answer.get("fallback_message"):
         print(f"knowledge: {answer['fallback_message']}", file=sys.stderr)
+    return OK
+
+
+def _context(client: Client, options, out: TextIO) -> int:
+    answer = client.context(options.query, top_k=options.top_k)
+    if options.json:
+        _print_json(out, answer)
+        return OK
+    context = answer.get("context") or {}
+    out.write(context.get("rendered", ""))
+    for why in (context.get("metadata") or {}).get("degradations", []):
+        print(f"knowledge: degraded: {why}", file=sys.stderr)
+    return OK
+
+
+def _prefetch(client: Client, options, out: TextIO) -> int:
+    answer = client.prefetch(options.message)
+    if options.json:
+        _print_json(out, answer)
+        return OK
+    out.write(answer.get("rendered") or "")
+    if not answer.get("rendered"):
+        print("knowledge: no suggested context", file=sys.stderr)
+    for why in answer.get("degradations", []):
+        print(f"knowledge: degraded: {why}", file=sys.stderr)
     return OK
 
 

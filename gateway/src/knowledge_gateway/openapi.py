@@ -92,6 +92,11 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.SearchRequest.top_k": {"minimum": 0},
     "knowledge.v1.QueryRequest.query": _QUERY,
     "knowledge.v1.QueryRequest.top_k": {"minimum": 0},
+    "knowledge.v1.SearchDocumentsRequest.query": _QUERY,
+    "knowledge.v1.SearchDocumentsRequest.top_k": {"minimum": 0},
+    "knowledge.v1.GetContextRequest.query": _QUERY,
+    "knowledge.v1.GetContextRequest.top_k": {"minimum": 0},
+    "knowledge.v1.PrefetchContextRequest.user_message": _QUERY,
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
     # issue 16: a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
@@ -107,14 +112,17 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
 }
+# An ordinary text names no housekeeping corpus and no subject (issue 16: system_corpus and
+# about_subject go alone, need system.write, and never in a batch; described in words only).
+_NOT_HOUSEKEEPING = {"system_corpus": {"maxLength": 0}, "about_subject": {"maxLength": 0}}
 # Rules across a request message's fields, as JSON Schema merged into its input schema.
 MESSAGE_CONSTRAINTS: dict[str, dict] = {
     # A new document's corpus, or the document whose content the text becomes (IngestText refuses
     # neither; in a batch, such an item refuses the whole batch).
     "knowledge.v1.IngestTextRequest": {
         "anyOf": [
-            {"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK}},
-            {"required": ["document_id"], "properties": {"document_id": _NON_BLANK}},
+            {"required": ["corpus_id"], "properties": {"corpus_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
+            {"required": ["document_id"], "properties": {"document_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
         ]
     },
     # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
@@ -130,6 +138,9 @@ _REQUIRED_INPUT = {
     "knowledge.v1.CreateCorpusRequest": ["name"],
     "knowledge.v1.SearchRequest": ["query"],
     "knowledge.v1.QueryRequest": ["query"],
+    "knowledge.v1.SearchDocumentsRequest": ["query"],
+    "knowledge.v1.GetContextRequest": ["query"],
+    "knowledge.v1.PrefetchContextRequest": ["user_message"],
     "knowledge.v1.IngestTextRequest": ["text"],
     "knowledge.v1.BatchIngestTextsRequest": ["items"],
     "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],

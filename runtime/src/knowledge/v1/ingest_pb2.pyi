@@ -321,18 +321,22 @@ class RetryIngestJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[IngestJob, _Mapping]] = ...) -> None: ...
 
 class IngestTextRequest(_message.Message):
-    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id")
+    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id", "system_corpus", "about_subject")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_CORPUS_FIELD_NUMBER: _ClassVar[int]
+    ABOUT_SUBJECT_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     text: str
     title: str
     source_url: str
     document_id: str
-    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
+    system_corpus: str
+    about_subject: str
+    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ..., system_corpus: _Optional[str] = ..., about_subject: _Optional[str] = ...) -> None: ...
 
 class IngestTextResponse(_message.Message):
     __slots__ = ("job_id", "filename", "status", "corpus_id")

@@ -262,8 +262,9 @@ class IngestServiceServicer:
         """Uploads one file and starts its ingestion. Over REST the request body is either a browser's
         multipart/form-data (parts `file` and `corpus_id`) or the raw file with
         ?corpus_id=&filename=; either way it arrives in `http_body`, streamed as several messages.
-        Checks, before any job exists and in this order: filename sanitised, corpus is the tenant's
-        or a system corpus (else NOT_FOUND, before any byte is stored), then the bytes stream to
+        Checks, before any job exists and in this order: filename sanitised, corpus in the caller's
+        reach and writable by it (a system corpus only with its writer's capability; else NOT_FOUND,
+        before any byte is stored), then the bytes stream to
         ContentIndexService.WriteBlob with the size capped on the way (RESOURCE_EXHAUSTED /
         UPLOAD_TOO_LARGE, HTTP 413; nothing is kept).
         Capability document.upload.

@@ -23,6 +23,19 @@ class Relevance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RELEVANCE_MODERATE: _ClassVar[Relevance]
     RELEVANCE_LOW: _ClassVar[Relevance]
     RELEVANCE_LEXICAL_MATCH: _ClassVar[Relevance]
+
+class SupportLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SUPPORT_LEVEL_UNSPECIFIED: _ClassVar[SupportLevel]
+    SUPPORT_LEVEL_SUPPORTED: _ClassVar[SupportLevel]
+    SUPPORT_LEVEL_PARTIAL: _ClassVar[SupportLevel]
+    SUPPORT_LEVEL_UNKNOWN: _ClassVar[SupportLevel]
+
+class FactStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FACT_STATUS_UNSPECIFIED: _ClassVar[FactStatus]
+    FACT_STATUS_GROUNDED: _ClassVar[FactStatus]
+    FACT_STATUS_UNRESOLVED: _ClassVar[FactStatus]
 SEARCH_MODE_UNSPECIFIED: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
 SEARCH_MODE_VECTOR: SearchMode
@@ -32,6 +45,13 @@ RELEVANCE_HIGH: Relevance
 RELEVANCE_MODERATE: Relevance
 RELEVANCE_LOW: Relevance
 RELEVANCE_LEXICAL_MATCH: Relevance
+SUPPORT_LEVEL_UNSPECIFIED: SupportLevel
+SUPPORT_LEVEL_SUPPORTED: SupportLevel
+SUPPORT_LEVEL_PARTIAL: SupportLevel
+SUPPORT_LEVEL_UNKNOWN: SupportLevel
+FACT_STATUS_UNSPECIFIED: FactStatus
+FACT_STATUS_GROUNDED: FactStatus
+FACT_STATUS_UNRESOLVED: FactStatus
 
 class ChannelWeights(_message.Message):
     __slots__ = ("vector", "lexical")
@@ -116,14 +136,16 @@ class SearchDocumentsRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
-    __slots__ = ("text", "relevance", "result_count")
+    __slots__ = ("text", "relevance", "result_count", "synthesis")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     RESULT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SYNTHESIS_FIELD_NUMBER: _ClassVar[int]
     text: str
     relevance: Relevance
     result_count: int
-    def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ...) -> None: ...
+    synthesis: str
+    def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
     __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank")
@@ -172,3 +194,113 @@ class Citation(_message.Message):
     chunk_id: str
     source_url: str
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
+
+class GetContextRequest(_message.Message):
+    __slots__ = ("query", "top_k")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    top_k: int
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ...) -> None: ...
+
+class GetContextResponse(_message.Message):
+    __slots__ = ("context",)
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    context: KnowledgeContext
+    def __init__(self, context: _Optional[_Union[KnowledgeContext, _Mapping]] = ...) -> None: ...
+
+class KnowledgeContext(_message.Message):
+    __slots__ = ("facts", "evidence", "metadata", "rendered")
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    RENDERED_FIELD_NUMBER: _ClassVar[int]
+    facts: _containers.RepeatedCompositeFieldContainer[Fact]
+    evidence: _containers.RepeatedCompositeFieldContainer[Evidence]
+    metadata: ContextMetadata
+    rendered: str
+    def __init__(self, facts: _Optional[_Iterable[_Union[Fact, _Mapping]]] = ..., evidence: _Optional[_Iterable[_Union[Evidence, _Mapping]]] = ..., metadata: _Optional[_Union[ContextMetadata, _Mapping]] = ..., rendered: _Optional[str] = ...) -> None: ...
+
+class Fact(_message.Message):
+    __slots__ = ("statement", "support", "confidence", "evidence_ids", "status")
+    STATEMENT_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    statement: str
+    support: SupportLevel
+    confidence: float
+    evidence_ids: _containers.RepeatedScalarFieldContainer[str]
+    status: FactStatus
+    def __init__(self, statement: _Optional[str] = ..., support: _Optional[_Union[SupportLevel, str]] = ..., confidence: _Optional[float] = ..., evidence_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[FactStatus, str]] = ...) -> None: ...
+
+class Evidence(_message.Message):
+    __slots__ = ("evidence_id", "document_id", "filename", "page", "section", "source_url", "excerpt", "excerpt_sha256", "extractor", "chunk_id", "score")
+    EVIDENCE_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SECTION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    EXCERPT_FIELD_NUMBER: _ClassVar[int]
+    EXCERPT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    evidence_id: str
+    document_id: str
+    filename: str
+    page: int
+    section: str
+    source_url: str
+    excerpt: str
+    excerpt_sha256: str
+    extractor: str
+    chunk_id: str
+    score: float
+    def __init__(self, evidence_id: _Optional[str] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., source_url: _Optional[str] = ..., excerpt: _Optional[str] = ..., excerpt_sha256: _Optional[str] = ..., extractor: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
+class ContextMetadata(_message.Message):
+    __slots__ = ("query", "scope", "backend", "fact_count", "evidence_count", "unresolved_count", "elapsed_ms", "truncated", "degradations", "relevance")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    FACT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    UNRESOLVED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADATIONS_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    scope: str
+    backend: str
+    fact_count: int
+    evidence_count: int
+    unresolved_count: int
+    elapsed_ms: int
+    truncated: bool
+    degradations: _containers.RepeatedScalarFieldContainer[str]
+    relevance: Relevance
+    def __init__(self, query: _Optional[str] = ..., scope: _Optional[str] = ..., backend: _Optional[str] = ..., fact_count: _Optional[int] = ..., evidence_count: _Optional[int] = ..., unresolved_count: _Optional[int] = ..., elapsed_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., degradations: _Optional[_Iterable[str]] = ..., relevance: _Optional[_Union[Relevance, str]] = ...) -> None: ...
+
+class PrefetchContextRequest(_message.Message):
+    __slots__ = ("user_message",)
+    USER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    user_message: str
+    def __init__(self, user_message: _Optional[str] = ...) -> None: ...
+
+class PrefetchContextResponse(_message.Message):
+    __slots__ = ("rendered", "degraded", "degradations", "entry_count", "elapsed_ms")
+    RENDERED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADATIONS_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
+    rendered: str
+    degraded: bool
+    degradations: _containers.RepeatedScalarFieldContainer[str]
+    entry_count: int
+    elapsed_ms: int
+    def __init__(self, rendered: _Optional[str] = ..., degraded: _Optional[bool] = ..., degradations: _Optional[_Iterable[str]] = ..., entry_count: _Optional[int] = ..., elapsed_ms: _Optional[int] = ...) -> None: ...

@@ -52,6 +52,16 @@ class SearchServiceStub:
                 request_serializer=knowledge_dot_v1_dot_search__pb2.QueryRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_search__pb2.QueryResponse.FromString,
                 _registered_method=True)
+        self.GetContext = channel.unary_unary(
+                '/knowledge.v1.SearchService/GetContext',
+                request_serializer=knowledge_dot_v1_dot_search__pb2.GetContextRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_search__pb2.GetContextResponse.FromString,
+                _registered_method=True)
+        self.PrefetchContext = channel.unary_unary(
+                '/knowledge.v1.SearchService/PrefetchContext',
+                request_serializer=knowledge_dot_v1_dot_search__pb2.PrefetchContextRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_search__pb2.PrefetchContextResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServiceServicer:
@@ -68,8 +78,10 @@ class SearchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchDocuments(self, request, context):
-        """The agent tool's form of Search: the banner, then every retrieved chunk in full, never
-        truncated, each as "[Source N (document_id=...), relevance: ...%, vec#.../lex#...]". gRPC only.
+        """The agent tool's form of Search, from one retrieval: the banner, the synthesis (the query
+        anonymised before the synthesiser sees it, the answer de-anonymised), then every retrieved
+        chunk in full, never truncated, each as
+        "[Source N (document_id=...), relevance: ...%, vec#.../lex#...]".
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -79,6 +91,25 @@ class SearchServiceServicer:
         """Answers a question from retrieved chunks with citations. The query is anonymised (reversible
         placeholders for e-mail addresses, phone numbers, IBAN and card numbers, configured names)
         before it reaches the LLM, and the answer de-anonymised.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetContext(self, request, context):
+        """---- issue 16: agent-facing reads ----
+
+        Provenance-carrying context for an agent: facts, each with its support level and the
+        evidence it rests on (or UNRESOLVED), the evidence itself, metadata, and the rendered
+        plain-text block a model is given (byte-stable for the same inputs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PrefetchContext(self, request, context):
+        """Suggested context for a chat turn from the tenant's housekeeping corpora, within a deadline.
+        Never an error for the chat: past the deadline or on any failure, an empty, degraded answer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -101,6 +132,16 @@ def add_SearchServiceServicer_to_server(servicer, server):
                     servicer.Query,
                     request_deserializer=knowledge_dot_v1_dot_search__pb2.QueryRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_search__pb2.QueryResponse.SerializeToString,
+            ),
+            'GetContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetContext,
+                    request_deserializer=knowledge_dot_v1_dot_search__pb2.GetContextRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_search__pb2.GetContextResponse.SerializeToString,
+            ),
+            'PrefetchContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrefetchContext,
+                    request_deserializer=knowledge_dot_v1_dot_search__pb2.PrefetchContextRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_search__pb2.PrefetchContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -187,6 +228,60 @@ class SearchService:
             '/knowledge.v1.SearchService/Query',
             knowledge_dot_v1_dot_search__pb2.QueryRequest.SerializeToString,
             knowledge_dot_v1_dot_search__pb2.QueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.SearchService/GetContext',
+            knowledge_dot_v1_dot_search__pb2.GetContextRequest.SerializeToString,
+            knowledge_dot_v1_dot_search__pb2.GetContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PrefetchContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.SearchService/PrefetchContext',
+            knowledge_dot_v1_dot_search__pb2.PrefetchContextRequest.SerializeToString,
+            knowledge_dot_v1_dot_search__pb2.PrefetchContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,9 +14,10 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath, reach
 
 NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
-# Every corpus the tenant can see at all: its own, and the system corpora.
+# Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the
+# platform-wide ones (no tenant); never another tenant's system corpus.
 PLACEMENTS = """
-SELECT corpus_id, scope_path, confidentiality FROM corpora WHERE tenant_id = $1 OR is_system
+SELECT corpus_id, scope_path, confidentiality FROM corpora WHERE tenant_id = $1 OR (tenant_id IS NULL AND is_system)
 """
 GENERATION = """
 SELECT coalesce(sum(generation), 0)::bigint FROM scope_generations WHERE tenant_id = $1 AND scope_path = ANY($2::text[])

@@ -20,6 +20,8 @@ from knowledge_search.adapters.embedder import GrpcQueryEmbedder
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
 from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
+from knowledge_search.adapters.system_corpora import PostgresSystemCorpora
+from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
@@ -50,6 +52,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
         index = PostgresChunkIndex(
             db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples
         )
+        system_corpora = PostgresSystemCorpora(db)
         searches = SearchUseCases(
             index=index,
             embedder=embedder,
@@ -60,6 +63,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             reranker=embedder,  # the embedder holds the reranking model too; it refuses when none is configured
             rerank_default=settings.rerank,
             rerank_window=settings.rerank_window,
+            system_corpora=system_corpora,
             cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
         )
         synthesiser: Synthesiser
@@ -87,7 +91,13 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             budget=PostgresLlmBudget(db) if settings.llm is not None else None,
             fallback=ExtractiveSynthesiser() if settings.llm is not None else None,
         )
-        servicer = SearchServicer(searches, answers)
+        prefetches = PrefetchUseCases(
+            searches,
+            system_corpora,
+            deadline_s=settings.prefetch_deadline_s,
+            data_catalog=settings.prefetch_data_catalog,
+        )
+        servicer = SearchServicer(searches, answers, ContextUseCases(answers), prefetches)
         return GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],

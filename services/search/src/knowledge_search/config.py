@@ -14,6 +14,7 @@ from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsErro
 from knowledge_search.domain.cache import DEFAULT_TTL_S
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
+from knowledge_search.domain.prefetch import PREFETCH_DEADLINE_S
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.domain.retrieval import (
     CHANNEL_DEPTH,
@@ -52,6 +53,8 @@ class SearchSettings:
     thresholds: Thresholds = Thresholds()
     anonymise_names: tuple[str, ...] = ()
     llm: LlmSettings | None = None
+    prefetch_deadline_s: float = PREFETCH_DEADLINE_S
+    prefetch_data_catalog: bool = False
     cache_ttl_s: float = DEFAULT_TTL_S  # 0: no cache
 
     @property
@@ -110,6 +113,11 @@ class SearchSettings:
             thresholds=thresholds,
             anonymise_names=_names(env),
             llm=_llm(env),
+            prefetch_deadline_s=env.int(
+                "PREFETCH_DEADLINE_MS", int(PREFETCH_DEADLINE_S * 1000), minimum=1, maximum=60_000
+            )
+            / 1000,
+            prefetch_data_catalog=env.bool("PREFETCH_DATA_CATALOG", False),
             cache_ttl_s=env.float("SEARCH_CACHE_TTL_S", DEFAULT_TTL_S, minimum=0.0),
         )
 

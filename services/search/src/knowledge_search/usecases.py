@@ -7,17 +7,20 @@ The tenant always comes from the verified scope, never from the request.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tracing import tracer
 
-from knowledge_search.domain.anonymise import Anonymiser
-from knowledge_search.domain.answer import Source, cite, excerpt
+from knowledge_search.domain.anonymise import Anonymised, Anonymiser
+from knowledge_search.domain.answer import Source, Synthesis, cite, excerpt
 from knowledge_search.domain.cache import OutcomeCache, cache_key
-from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.errors import CorpusNotFound, EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
     EQUAL_WEIGHTS,
@@ -34,13 +37,22 @@ from knowledge_search.domain.model import (
     SearchRequest,
     Weights,
 )
-from knowledge_search.domain.ports import ChunkIndex, CostLedger, LlmBudget, QueryEmbedder, Reranker, Synthesiser
+from knowledge_search.domain.ports import (
+    ChunkIndex,
+    CostLedger,
+    LlmBudget,
+    QueryEmbedder,
+    Reranker,
+    Synthesiser,
+    SystemCorpora,
+)
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
+LEXICAL_ONLY = "the embedder is unavailable: only the lexical channel answered"
 BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
 
 
@@ -55,23 +67,43 @@ class SearchUseCases:
     reranker: Reranker | None = None
     rerank_default: bool = False  # rerank when the request does not say
     rerank_window: int = RERANK_WINDOW
+    system_corpora: SystemCorpora | None = None  # the tenant's housekeeping corpora, left out of ordinary reads
     cache: OutcomeCache | None = None  # None: every request computed
 
-    async def search(self, scope: Scope, request: SearchRequest) -> SearchOutcome:
-        """The outcome for the caller's reach; from the cache while nothing it sees has changed."""
+    async def search(
+        self,
+        scope: Scope,
+        request: SearchRequest,
+        *,
+        fallback_to_lexical: bool = False,
+        include_housekeeping: bool = False,
+    ) -> SearchOutcome:
+        """``fallback_to_lexical``: an embedder that cannot answer leaves the lexical channel to
+        answer alone (HYBRID only), said in the outcome's ``degradations``, instead of failing.
+        ``include_housekeeping``: pre-fetch reads the tenant's housekeeping corpora; every other
+        read leaves them out, and names one of them in vain (404).
+
+        The outcome is for the caller's reach; from the cache while nothing it sees has changed
+        (keyed on the request as narrowed here, so a read with and one without the housekeeping
+        corpora never share an entry); a degraded outcome is never cached."""
         tenant = scope.tenant
+        if self.system_corpora is not None and not include_housekeeping:
+            request = await self._without_housekeeping(tenant, request)
         reader = await self.index.reader(scope)
         if self.cache is None:
-            return await self._search(tenant, reader, request)
+            return await self._search(tenant, reader, request, fallback_to_lexical)
         key = cache_key(tenant, reader, await self.index.generation(tenant, reader), request)
         cached = self.cache.get(key)
         if cached is not None:
             return replace(cached, cost=Cost())  # nothing was embedded for this answer
-        outcome = await self._search(tenant, reader, request)
-        self.cache.put(key, outcome)
+        outcome = await self._search(tenant, reader, request, fallback_to_lexical)
+        if not outcome.degradations:  # the same answer with or without a fallback allowed
+            self.cache.put(key, outcome)
         return outcome
 
-    async def _search(self, tenant: str, reader: Reader, request: SearchRequest) -> SearchOutcome:
+    async def _search(
+        self, tenant: str, reader: Reader, request: SearchRequest, fallback_to_lexical: bool = False
+    ) -> SearchOutcome:
         rerank = self.rerank_default if request.rerank is None else request.rerank
         if request.rerank and self.reranker is None:
             raise RerankUnavailable()
@@ -79,9 +111,15 @@ class SearchUseCases:
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
         request = within(request, await self.index.reach_for(tenant, reader))
         await self.index.check_filters(tenant, request.filters)
-        vector_task = self._vector(tenant, request) if request.mode is not SearchMode.LEXICAL else _nothing()
+        vector_task = (
+            self._vector(tenant, request, fallback_to_lexical and request.mode is SearchMode.HYBRID)
+            if request.mode is not SearchMode.LEXICAL
+            else _nothing()
+        )
         lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
         (vector_hits, warnings, cost), lexical_hits = await asyncio.gather(vector_task, lexical_task)
+        degradations = (LEXICAL_ONLY,) if vector_hits is None else ()
+        vector_hits = vector_hits or []
         with _tracer.start_as_current_span("search.fuse") as span:
             if request.mode is SearchMode.HYBRID:
                 weights = await self._weights(request)
@@ -114,7 +152,22 @@ class SearchUseCases:
             lexical_hits=len(lexical_hits),
             relevance=relevance.value,
         )
-        return SearchOutcome(hits=tuple(hits), relevance=relevance, warnings=request.warnings + warnings, cost=cost)
+        return SearchOutcome(
+            hits=tuple(hits),
+            relevance=relevance,
+            warnings=request.warnings + warnings,
+            cost=cost,
+            degradations=degradations,
+        )
+
+    async def _without_housekeeping(self, tenant: str, request: SearchRequest) -> SearchRequest:
+        assert self.system_corpora is not None
+        hidden = tuple(sorted((await self.system_corpora.housekeeping(tenant)).values()))
+        if request.filters.corpus_id is not None and request.filters.corpus_id in hidden:
+            raise CorpusNotFound()
+        if not hidden or request.filters.corpus_id is not None:
+            return request
+        return replace(request, filters=replace(request.filters, exclude_corpora=hidden))
 
     async def _rerank(self, tenant: str, request: SearchRequest, hits: list[SearchHit]) -> tuple[list[SearchHit], Cost]:
         """The first ``rerank_window`` hits in the reranking model's order (ties keep the fused
@@ -135,9 +188,18 @@ class SearchUseCases:
             span.set_attribute("search.results", len(chunks))
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
-    async def _vector(self, tenant: str, request: SearchRequest) -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+    async def _vector(
+        self, tenant: str, request: SearchRequest, fallback: bool = False
+    ) -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
+        """The vector channel's hits; None when it could not answer and ``fallback`` allows that."""
         with _tracer.start_as_current_span("search.embed"):
-            embedded = await self.embedder.embed_query(tenant, request.text)
+            try:
+                embedded = await self.embedder.embed_query(tenant, request.text)
+            except Unavailable as error:
+                if not fallback:
+                    raise
+                log.warning("search_lexical_fallback", reason=error.reason)
+                return None, (), Cost()
         with _tracer.start_as_current_span("search.vector") as span:
             hits = await self.index.vector_search(tenant, embedded.vector, request.filters, self.channel_depth)
             span.set_attribute("search.hits", len(hits))
@@ -163,7 +225,7 @@ def within(request: SearchRequest, reach: Reach) -> SearchRequest:
     return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
 
 
-async def _nothing() -> tuple[list[ChannelHit], tuple[str, ...], Cost]:
+async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
     return [], (), Cost()
 
 
@@ -182,25 +244,16 @@ class AnswerUseCases:
     fallback: Synthesiser | None = None
 
     async def query(self, scope: Scope, request: SearchRequest) -> Answer:
-        outcome = await self.searcher.search(scope, request)
-        if not outcome.hits or outcome.relevance is Relevance.LOW:
+        return await self.answer(scope, request, await self.searcher.search(scope, request))
+
+    async def answer(self, scope: Scope, request: SearchRequest, outcome: SearchOutcome) -> Answer:
+        """The cited answer from a retrieval already made (SearchDocuments makes one, not two)."""
+        if not answerable(outcome):
             return Answer(text="", citations=(), relevance=outcome.relevance, cost=outcome.cost)
         hits = outcome.hits
-        anonymised = self.anonymiser.anonymise(request.text)
-        sources = [
-            Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
-            for n, hit in enumerate(hits, start=1)
-        ]
-        synthesiser, refusal = self.synthesiser, None
-        if self.budget is not None and self.fallback is not None:
-            refusal = await self.budget.refusal(scope.tenant)
-            if refusal is not None:
-                log.info("answer_budget_fallback", reason=refusal.reason)
-                synthesiser = self.fallback
-        with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", synthesiser.model_id)
-            synthesis = await synthesiser.synthesise(anonymised.text, sources)
-        text, order = cite(synthesis.text, len(sources))
+        synthesiser, refusal = await self.pick(scope)
+        synthesis, anonymised = await self.synthesise(scope, request.text, hits, synthesiser=synthesiser)
+        text, order = cite(synthesis.text, len(hits))
         quoted = synthesis.excerpts or {}
         citations = tuple(
             Citation(
@@ -209,10 +262,7 @@ class AnswerUseCases:
             )
             for n in order
         )
-        if self.ledger is not None:
-            for item in synthesis.cost.items:
-                await self.ledger.record(scope.tenant, item)
-        log.info("answer_done", sources=len(sources), citations=len(citations), synthesiser=synthesiser.model_id)
+        log.info("answer_done", sources=len(hits), citations=len(citations), synthesiser=synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
             citations=citations,
@@ -221,6 +271,67 @@ class AnswerUseCases:
             fallback_reason=refusal.reason if refusal is not None else "",
             fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )
+
+    async def search_documents(self, scope: Scope, request: SearchRequest) -> tuple[SearchOutcome, str, str]:
+        """One retrieval, and its synthesis citing the results by their own numbers: (outcome,
+        synthesis, why there is none when the language model could not answer)."""
+        outcome = await self.searcher.search(scope, request)
+        if not answerable(outcome):
+            return outcome, "", ""
+        synthesiser, _ = await self.pick(scope)  # extractive once the tenant's LLM budget is spent
+        try:
+            synthesis, anonymised = await self.synthesise(scope, request.text, outcome.hits, synthesiser=synthesiser)
+        except LlmUnavailable as error:  # the sources still answer the tool
+            log.warning("search_documents_without_synthesis", reason=error.reason)
+            return outcome, "", error.message
+        text, _ = cite(synthesis.text, len(outcome.hits), renumber=False)
+        return outcome, anonymised.restore(text), ""
+
+    async def pick(self, scope: Scope) -> tuple[Synthesiser, Refused | None]:
+        """The synthesiser that answers the caller's tenant now: the configured one, or the
+        fallback with the BUDGET_EXHAUSTED refusal that chose it once the month's LLM budget is spent."""
+        if self.budget is None or self.fallback is None:
+            return self.synthesiser, None
+        refusal = await self.budget.refusal(scope.tenant)
+        if refusal is None:
+            return self.synthesiser, None
+        log.info("answer_budget_fallback", reason=refusal.reason)
+        return self.fallback, refusal
+
+    async def synthesise(
+        self,
+        scope: Scope,
+        question: str,
+        hits: Sequence[SearchHit],
+        *,
+        graded: bool = False,
+        synthesiser: Synthesiser | None = None,
+    ) -> tuple[Synthesis, Anonymised]:
+        """The synthesis over ``hits`` as sources 1..n: the question and the sources anonymised
+        before the synthesiser sees them; the synthesis text still anonymised (``restore`` it),
+        its cost recorded. ``graded`` asks for a support level per statement; ``synthesiser``
+        (from :meth:`pick`) defaults to the configured one."""
+        synthesiser = synthesiser or self.synthesiser
+        anonymised = self.anonymiser.anonymise(question)
+        sources = [
+            Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
+            for n, hit in enumerate(hits, start=1)
+        ]
+        with _tracer.start_as_current_span("search.synthesise") as span:
+            span.set_attribute("search.synthesiser", synthesiser.model_id)
+            if graded:
+                synthesis = await synthesiser.synthesise(anonymised.text, sources, graded=True)
+            else:
+                synthesis = await synthesiser.synthesise(anonymised.text, sources)
+        if self.ledger is not None:
+            for item in synthesis.cost.items:
+                await self.ledger.record(scope.tenant, item)
+        return synthesis, anonymised
+
+
+def answerable(outcome: SearchOutcome) -> bool:
+    """Whether a retrieval is worth a synthesis: it found something, and not only unrelated text."""
+    return bool(outcome.hits) and outcome.relevance is not Relevance.LOW
 
 
 def _title(chunk: Chunk) -> str:

@@ -8,14 +8,22 @@ from collections.abc import Sequence
 import asyncpg
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
 from knowledge_ingest.adapters.job_rows import TERMINAL
 from knowledge_ingest.adapters.outbox import publish
+from knowledge_ingest.adapters.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.documents import Document, State
 from knowledge_ingest.domain.events import moved, removed
 from knowledge_ingest.domain.model import Page
+from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
 
-CORPUS_ACCEPTS = "SELECT 1 FROM corpora WHERE corpus_id = $2 AND (tenant_id = $1 OR is_system)"
+# The tenant's own corpora (its housekeeping ones among them) and the platform-wide ones; whether
+# the caller may write into one is domain.system_corpora's decision.
+CORPUS_KIND = """
+SELECT tenant_id, is_system FROM corpora
+WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system))
+"""
 DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
@@ -70,12 +78,22 @@ RETURNING job_id
 """
 RELEASE_BLOB = "UPDATE ingest_jobs SET blob_id = NULL WHERE document_id = $1"
 DELETE_DOCUMENT = "DELETE FROM documents WHERE document_id = $1"
+# Only what a search can find (SEARCHABLE) and no housekeeping file ($2: filename prefixes).
 CORPUS_SUMMARY = """
 SELECT c.corpus_id, c.name, count(d.document_id) AS documents
-FROM corpora c LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1
+FROM corpora c
+LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.state = 'SEARCHABLE'
+    AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS p (prefix) WHERE starts_with(d.filename, p.prefix))
 WHERE c.tenant_id = $1 AND NOT c.is_system
 GROUP BY c.corpus_id ORDER BY c.corpus_id
 """
+
+
+INSERT_HOUSEKEEPING = """
+INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true) ON CONFLICT (tenant_id, name) DO NOTHING
+"""
+HOUSEKEEPING_CORPUS = "SELECT corpus_id, is_system FROM corpora WHERE tenant_id = $1 AND name = $2"
+SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 
 
 def _document(row: asyncpg.Record) -> Document:
@@ -106,8 +124,9 @@ class PostgresDocuments:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def corpus_accepts_uploads(self, tenant: str, corpus_id: int) -> bool:
-        return await self._db.fetchval("corpus_accepts", CORPUS_ACCEPTS, tenant, corpus_id) is not None
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        row = await self._db.fetchrow("corpus_kind", CORPUS_KIND, tenant, corpus_id)
+        return None if row is None else corpus_kind(row["tenant_id"], row["is_system"])
 
     async def document(self, tenant: str, document_id: int) -> Document | None:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)
@@ -173,8 +192,18 @@ class PostgresDocuments:
             await publish(tx, tenant, [removed(document_id, corpus_id, chunks)])
         return chunks, cancelled
 
+    async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
+        async with self._db.transaction() as tx:
+            await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+            await tx.execute("insert_housekeeping", INSERT_HOUSEKEEPING, tenant, name)
+            row = await tx.fetchrow("housekeeping_corpus", HOUSEKEEPING_CORPUS, tenant, name)
+        return row["corpus_id"] if row is not None and row["is_system"] else None
+
+    async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
+        await self._db.execute("set_subject", SET_SUBJECT, tenant, document_id, subject)
+
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
-        rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant)
+        rows = await self._db.fetch("corpus_summary", CORPUS_SUMMARY, tenant, list(HOUSEKEEPING_FILENAME_PREFIXES))
         return [(r["corpus_id"], r["name"], r["documents"]) for r in rows]
 
 

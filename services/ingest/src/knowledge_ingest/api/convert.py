@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
 from knowledge_ingest.domain.documents import Document, Job, State
+from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, PassReport
 from knowledge_ingest.domain.model import Corpus
@@ -121,6 +122,10 @@ def text_accepted(job: Job) -> ingest_pb2.IngestTextResponse:
 
 
 def text_item(message: ingest_pb2.IngestTextRequest) -> TextItem:
+    """A batch's item; a housekeeping entry goes one at a time (IngestText), never in a batch."""
+    for name in ("system_corpus", "about_subject"):
+        if getattr(message, name):
+            raise InvalidRequest(f"items[].{name} is for IngestText only, not in a batch", field=f"items.{name}")
     return TextItem(
         corpus_id=message.corpus_id,
         text=message.text,

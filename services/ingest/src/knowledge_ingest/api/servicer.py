@@ -119,6 +119,18 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def IngestText(
         self, request: ingest_pb2.IngestTextRequest, context: Context
     ) -> ingest_pb2.IngestTextResponse:
+        if request.system_corpus:
+            if request.corpus_id or request.document_id or request.source_url:
+                raise InvalidRequest(
+                    "system_corpus names the target: give no corpus_id, document_id or source_url with it",
+                    field="system_corpus",
+                )
+            job = await self._uploads.ingest_housekeeping(
+                current_scope(), request.system_corpus, request.text, request.title, request.about_subject
+            )
+            return text_accepted(job)
+        if request.about_subject:
+            raise InvalidRequest("about_subject is only for a system_corpus entry", field="about_subject")
         job = await self._uploads.ingest_text(
             current_scope(), request.corpus_id, request.text, request.title, request.source_url, request.document_id
         )

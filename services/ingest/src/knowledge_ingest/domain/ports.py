@@ -18,6 +18,7 @@ from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.system_corpora import CorpusKind
 
 
 class ReachSource(Protocol):
@@ -133,8 +134,8 @@ class Lease:
 class DocumentRepository(Protocol):
     """Documents and their chunks as the API reads and changes them (role knowledge_ingest)."""
 
-    async def corpus_accepts_uploads(self, tenant: str, corpus_id: int) -> bool:
-        """The corpus is the tenant's own or a system corpus."""
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
 
     async def document(self, tenant: str, document_id: int) -> Document | None: ...
 
@@ -168,8 +169,15 @@ class DocumentRepository(Protocol):
     async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
         """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
 
+    async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
+        """The tenant's housekeeping corpus ``name``, created when missing; None when a corpus of
+        the tenant's own already bears the name."""
+
+    async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
+        """Records whom a housekeeping entry is about."""
+
     async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
-        """(corpus_id, name, document_count) of the tenant's user corpora."""
+        """(corpus_id, name, searchable documents, housekeeping files left out) of the tenant's user corpora."""
 
 
 class JobRepository(Protocol):

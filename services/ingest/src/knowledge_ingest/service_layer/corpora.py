@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import check_page_size
-from knowledge_runtime.reach import InvalidScopePath, ScopePath, allows
+from knowledge_runtime.reach import InvalidScopePath, Reach, ScopePath, allows
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, InvalidCorpus, InvalidRequest
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
-from knowledge_ingest.domain.ports import CorpusRepository, ReachSource
+from knowledge_ingest.domain.ports import CorpusRepository, DocumentRepository, ReachSource
+from knowledge_ingest.domain.system_corpora import may_write
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -20,6 +21,19 @@ MAX_PAGE_SIZE = 1000
 def page_of(page_size: int, after_id: int) -> Page:
     size = DEFAULT_PAGE_SIZE if check_page_size(page_size) == 0 else min(page_size, MAX_PAGE_SIZE)
     return Page(size=size, after_id=after_id)
+
+
+async def require_writable(
+    store: DocumentRepository, scope: Scope, reach: Reach | None, corpus_id: int, named: str
+) -> None:
+    """CorpusNotFound unless the corpus is in the caller's reach (``reach``; None: the whole
+    tenant) and the caller may write into it: another tenant's corpus, one outside the caller's
+    scope or clearance, and a system corpus without the capability that writes it, are alike absent."""
+    if reach is not None and not reach.has(corpus_id):
+        raise CorpusNotFound(named)
+    kind = await store.corpus_kind(scope.tenant, corpus_id)
+    if kind is None or not may_write(kind, scope.capabilities):
+        raise CorpusNotFound(named)
 
 
 @dataclass

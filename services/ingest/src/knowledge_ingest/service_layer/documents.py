@@ -7,13 +7,16 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
+from knowledge_ingest.domain.system_corpora import may_read, may_write
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
+from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
 SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
@@ -39,11 +42,12 @@ class DocumentUseCases:
     feed: DocumentFeed | None = None  # None: this ingest does not watch (WatchDocuments is UNIMPLEMENTED)
 
     async def get(self, scope: Scope, document_id: str) -> Document:
-        """The document when it is in the caller's reach; else not found, as if absent."""
+        """The document when it is in the caller's reach and its corpus readable to the caller
+        (a housekeeping corpus only to its writers); else not found, as if absent."""
         key = parse_id(document_id, "document_id")
         reach = await self.reach.reach_of(scope)
         document = await self.store.document(scope.tenant, key)
-        if document is None or not reach.has(document.corpus_id):
+        if document is None or not await self._readable(scope, reach, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
 
@@ -51,7 +55,9 @@ class DocumentUseCases:
         asked = batch_ids(document_ids)
         wanted = [key for key in asked.values() if key is not None]
         found = await self.store.documents(scope.tenant, wanted) if wanted else []
-        return batch_answer(asked, found)
+        reach = await self.reach.reach_of(scope)
+        readable = [d for d in found if await self._readable(scope, reach, d.corpus_id)]
+        return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
     async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
@@ -59,7 +65,7 @@ class DocumentUseCases:
         worst it is re-read and found unchanged)."""
         assert self.feed is not None
         key = parse_id(corpus_id, "corpus_id")
-        if not await self.store.corpus_accepts_uploads(scope.tenant, key):
+        if not await self._readable(scope, await self.reach.reach_of(scope), key):
             raise CorpusNotFound(corpus_id)
         shown: dict[int, Document] = {}
         async with self.feed.subscribe(scope.tenant, key) as announced:
@@ -86,10 +92,15 @@ class DocumentUseCases:
                         shown[document_id] = change.document
                     yield change
 
+    async def _readable(self, scope: Scope, reach: Reach, corpus_id: int) -> bool:
+        if not reach.has(corpus_id):
+            return False
+        kind = await self.store.corpus_kind(scope.tenant, corpus_id)
+        return kind is not None and may_read(kind, scope.capabilities)
+
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        reach = await self.reach.reach_of(scope)
-        if not reach.has(key) or not await self.store.corpus_accepts_uploads(scope.tenant, key):
+        if not await self._readable(scope, await self.reach.reach_of(scope), key):
             raise CorpusNotFound(corpus_id)
         found = await self.store.list_documents(scope.tenant, key, page.probe())
         return page.cut(found, lambda document: document.document_id)
@@ -114,13 +125,10 @@ class DocumentUseCases:
     ) -> Moved:
         target = parse_id(target_corpus_id, "target_corpus_id")
         reach = await self.reach.reach_of(scope)
-        if not reach.has(target) or not await self.store.corpus_accepts_uploads(scope.tenant, target):
-            raise CorpusNotFound(target_corpus_id)
+        await require_writable(self.store, scope, reach, target, target_corpus_id)
         source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
-        if source is not None and (
-            not reach.has(source) or not await self.store.corpus_accepts_uploads(scope.tenant, source)
-        ):
-            raise CorpusNotFound(source_corpus_id)
+        if source is not None:
+            await require_writable(self.store, scope, reach, source, source_corpus_id)
         if document_ids and all_documents:
             raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
         if len(document_ids) > MAX_MOVE_IDS:
@@ -159,7 +167,10 @@ class DocumentUseCases:
 
     async def delete(self, scope: Scope, document_id: str) -> Deleted:
         key = parse_id(document_id, "document_id")
-        await self.get(scope, document_id)  # outside the caller's reach: not found, nothing deleted
+        document = await self.get(scope, document_id)  # outside the caller's reach: not found, nothing deleted
+        kind = await self.store.corpus_kind(scope.tenant, document.corpus_id)
+        if kind is None or not may_write(kind, scope.capabilities):  # a system corpus's entry: only its writer
+            raise DocumentNotFound(document_id)
         outcome = await self.store.delete_document(scope.tenant, key)
         if outcome is None:
             raise DocumentNotFound(document_id)

@@ -19,7 +19,7 @@ from knowledge_runtime.imports import ImportRoot, ImportRoots, ResolvedPath, wal
 from knowledge_runtime.refusals import Refusal, Refused
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.imports import (
     AUTO_DECIDER,
     MAX_FILES_PER_PASS,
@@ -46,6 +46,7 @@ from knowledge_ingest.domain.ports import (
     JobRepository,
     ReachSource,
 )
+from knowledge_ingest.service_layer.corpora import require_writable
 
 log = structlog.get_logger("knowledge.ingest.imports")
 
@@ -78,8 +79,8 @@ class ImportUseCases:
 
     async def _corpus(self, scope: Scope, corpus_id: str) -> int:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self._reaches(scope, key) or not await self.documents.corpus_accepts_uploads(scope.tenant, key):
-            raise CorpusNotFound(corpus_id)
+        reach = await self.reach.reach_of(scope) if self.reach is not None else None
+        await require_writable(self.documents, scope, reach, key, corpus_id)
         return key
 
     async def _reaches(self, scope: Scope, corpus_id: int) -> bool:

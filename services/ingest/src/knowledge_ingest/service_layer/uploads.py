@@ -13,6 +13,8 @@ from knowledge_runtime.reach import Reach
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository, ReachSource
+from knowledge_ingest.domain.system_corpora import housekeeping_target
+from knowledge_ingest.service_layer.corpora import require_writable
 from knowledge_ingest.service_layer.tenants import QuotaChecks
 
 MAX_TITLE_CHARS = 1000
@@ -81,8 +83,7 @@ class UploadUseCases:
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         corpus_id = parse_id(source.corpus_id, "corpus_id")
         reach = reach or await self.reach.reach_of(scope)
-        if not reach.has(corpus_id) or not await self.documents.corpus_accepts_uploads(scope.tenant, corpus_id):
-            raise CorpusNotFound(source.corpus_id)
+        await require_writable(self.documents, scope, reach, corpus_id, source.corpus_id)  # 3. before any write
         if self.quotas is not None:  # QUOTA_EXHAUSTED before any byte is stored
             await self.quotas.before_upload(scope.tenant)
         # 2 + 4: the capped stream goes straight to content-index, never whole in memory.
@@ -119,6 +120,23 @@ class UploadUseCases:
         source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None)
         return await self.upload(scope, source, reach)
 
+    async def ingest_housekeeping(
+        self, scope: Scope, system_corpus: str, text: str, title: str, about_subject: str = ""
+    ) -> Job:
+        """A platform service's entry in one of the tenant's housekeeping corpora (created on demand)."""
+        name = housekeeping_target(system_corpus, about_subject, capabilities=scope.capabilities)
+        corpus_id = await self.documents.housekeeping_corpus(scope.tenant, name)
+        if corpus_id is None:
+            raise InvalidRequest(
+                f"a corpus of the tenant's own is named {name!r}: rename it to use the {name} system corpus",
+                field="system_corpus",
+                reason="SYSTEM_CORPUS_NAME_TAKEN",
+            )
+        job = await self.ingest_text(scope, str(corpus_id), text, title, "")
+        if about_subject and job.document_id is not None:
+            await self.documents.set_subject(scope.tenant, job.document_id, about_subject)
+        return job
+
     async def _ingest_into(
         self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str, reach: Reach
     ) -> Job:
@@ -129,6 +147,9 @@ class UploadUseCases:
         document = await self.documents.document(scope.tenant, key)
         if document is None or not reach.has(document.corpus_id):  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
+        await require_writable(self.documents, scope, reach, document.corpus_id, str(document.corpus_id))
+        if corpus is not None:
+            await require_writable(self.documents, scope, reach, corpus, corpus_id)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
         job = await self.jobs.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC

@@ -12,8 +12,9 @@ from typing import Protocol
 from knowledge_runtime.auth import Scope
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.fetching import page_filename, target
+from knowledge_ingest.service_layer.corpora import require_writable
 from knowledge_ingest.service_layer.uploads import UploadUseCases
 
 
@@ -50,8 +51,8 @@ class WebPageUseCases:
             raise InvalidRequest("corpus_id must not be empty", field="corpus_id")
         target(url)  # a malformed or non-http URL is refused before anything else
         corpus = parse_id(corpus_id, "corpus_id")
-        if not await self.uploads.documents.corpus_accepts_uploads(scope.tenant, corpus):
-            raise CorpusNotFound(corpus_id)
+        reach = await self.uploads.reach.reach_of(scope)
+        await require_writable(self.uploads.documents, scope, reach, corpus, corpus_id)
         await self.fetcher.check(url)
         name = safe_filename(page_filename(url, ""))
         return await self.uploads.jobs.enqueue_fetch(scope.tenant, corpus, url, name)

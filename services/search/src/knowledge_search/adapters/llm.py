@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import httpx
 
 from knowledge_search.domain.answer import Source, Synthesis, chat_messages
+from knowledge_search.domain.context import GRADING_INSTRUCTION
 from knowledge_search.domain.errors import LlmUnavailable
 from knowledge_search.domain.model import Cost, CostItem
 
@@ -30,14 +31,15 @@ class ChatCompletionsSynthesiser:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model_id = model
+        self.grades = True  # asked to, it labels each statement's support level
         self._url = base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(timeout=timeout_s, headers=headers, transport=transport)
         self._prices = (price_input_per_1k, price_output_per_1k)
         self._max_tokens = max_tokens
 
-    async def synthesise(self, question: str, sources: Sequence[Source]) -> Synthesis:
-        messages = chat_messages(question, sources)
+    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
+        messages = chat_messages(question, sources, GRADING_INSTRUCTION if graded else "")
         body = {"model": self.model_id, "messages": messages, "temperature": 0, "max_tokens": self._max_tokens}
         try:
             response = await self._client.post(self._url, json=body)

@@ -33,7 +33,7 @@ from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
-from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, Filters, Weights
+from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
@@ -151,12 +151,13 @@ JOIN_RATIO = 4
 LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth).
 HYDRATE = """
-SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url
+SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
 """
-CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR is_system)"
+# The tenant's own corpora and the platform-wide ones (no tenant); never another tenant's system corpus.
+CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system))"
 DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 RECORD_COST = """
@@ -175,6 +176,22 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
     if filters.document_id is not None:
         args.append(filters.document_id)
         sql.append(f"AND c.document_id = ${first + len(args) - 1}")
+    if filters.subject is not None:
+        args.append(filters.subject)
+        sql.append(
+            f"AND c.document_id IN (SELECT d.document_id FROM documents d "
+            f"WHERE d.tenant_id = c.tenant_id AND d.subject = ${first + len(args) - 1})"
+        )
+    if filters.exclude_corpora:
+        args.append(list(filters.exclude_corpora))
+        sql.append(f"AND c.corpus_id <> ALL(${first + len(args) - 1}::bigint[])")
+    if filters.exclude_provisional:
+        args.append(PROVISIONAL_MARKER)
+        # c is chunks in the vector channel and search_postings (no content) in the lexical one
+        sql.append(
+            f"AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.chunk_id = c.chunk_id "
+            f"AND starts_with(k.content, ${first + len(args) - 1}))"
+        )
     if filters.corpus_ids is not None:  # the caller's reach (scope and clearance)
         args.append(sorted(filters.corpus_ids))
         sql.append(f"AND c.corpus_id = ANY(${first + len(args) - 1}::bigint[])")
@@ -304,6 +321,7 @@ class PostgresChunkIndex:
                 page=row["page"],
                 content=row["content"],
                 source_url=row["source_url"] or "",
+                extractor=row["extractor"] or "",
             )
             for row in rows
         }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from knowledge.v1 import common_pb2, search_pb2
 
+from knowledge_search.domain.context import FactStatus, KnowledgeContext, Support
 from knowledge_search.domain.model import Answer, Cost, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
+from knowledge_search.domain.prefetch import Prefetch
 
 MODES: dict[int, SearchMode] = {
     search_pb2.SEARCH_MODE_UNSPECIFIED: SearchMode.HYBRID,
@@ -99,4 +101,72 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
         cost=cost(answer.cost),
         fallback_reason=f"REFUSAL_REASON_{answer.fallback_reason or 'UNSPECIFIED'}",
         fallback_message=answer.fallback_message,
+    )
+
+
+# ---- issue 16: agent-facing reads ----
+
+SUPPORT = {
+    Support.SUPPORTED: search_pb2.SUPPORT_LEVEL_SUPPORTED,
+    Support.PARTIAL: search_pb2.SUPPORT_LEVEL_PARTIAL,
+    Support.UNKNOWN: search_pb2.SUPPORT_LEVEL_UNKNOWN,
+}
+FACT_STATUS = {
+    FactStatus.GROUNDED: search_pb2.FACT_STATUS_GROUNDED,
+    FactStatus.UNRESOLVED: search_pb2.FACT_STATUS_UNRESOLVED,
+}
+
+
+def knowledge_context(value: KnowledgeContext) -> search_pb2.KnowledgeContext:
+    meta = value.metadata
+    return search_pb2.KnowledgeContext(
+        facts=[
+            search_pb2.Fact(
+                statement=f.statement,
+                support=SUPPORT[f.support],
+                confidence=f.confidence,
+                evidence_ids=list(f.evidence_ids),
+                status=FACT_STATUS[f.status],
+            )
+            for f in value.facts
+        ],
+        evidence=[
+            search_pb2.Evidence(
+                evidence_id=e.evidence_id,
+                document_id=str(e.hit.chunk.document_id),
+                filename=e.hit.chunk.filename,
+                page=e.hit.chunk.page or 0,
+                section=e.hit.chunk.section,
+                source_url=e.hit.chunk.source_url,
+                excerpt=e.excerpt,
+                excerpt_sha256=e.excerpt_sha256,
+                extractor=e.extractor,
+                chunk_id=str(e.hit.chunk.chunk_id),
+                score=e.hit.score,
+            )
+            for e in value.evidence
+        ],
+        metadata=search_pb2.ContextMetadata(
+            query=meta.query,
+            scope=meta.scope,
+            backend=meta.backend,
+            fact_count=len(value.facts),
+            evidence_count=len(value.evidence),
+            unresolved_count=value.unresolved_count,
+            elapsed_ms=meta.elapsed_ms,
+            truncated=meta.truncated,
+            degradations=list(meta.degradations),
+            relevance=RELEVANCE[meta.relevance],
+        ),
+        rendered=value.rendered,
+    )
+
+
+def prefetch_response(value: Prefetch) -> search_pb2.PrefetchContextResponse:
+    return search_pb2.PrefetchContextResponse(
+        rendered=value.rendered,
+        degraded=value.degraded,
+        degradations=list(value.degradations),
+        entry_count=value.entry_count,
+        elapsed_ms=value.elapsed_ms,
     )

@@ -7,13 +7,21 @@ from knowledge.v1 import search_pb2, search_pb2_grpc
 from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
+from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.api import convert
 from knowledge_search.domain.errors import InvalidSearch
 from knowledge_search.domain.model import SearchMode, SearchRequest
+from knowledge_search.domain.prefetch import Prefetch
 from knowledge_search.domain.render import render
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
-CAPABILITIES = {"Search": "search", "SearchDocuments": "search", "Query": "search"}
+CAPABILITIES = {
+    "Search": "search",
+    "SearchDocuments": "search",
+    "Query": "search",
+    "GetContext": "search",
+    "PrefetchContext": "search",
+}
 SEARCH_TOP_K = (10, 100)  # default, maximum
 QUERY_TOP_K = (8, 50)
 
@@ -40,10 +48,23 @@ def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
     )
 
 
+def _context_request(request: search_pb2.GetContextRequest) -> SearchRequest:
+    default_top_k, max_top_k = QUERY_TOP_K
+    return SearchRequest.parse(request.query, top_k=request.top_k, default_top_k=default_top_k, max_top_k=max_top_k)
+
+
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):
-    def __init__(self, searches: SearchUseCases, answers: AnswerUseCases) -> None:
+    def __init__(
+        self,
+        searches: SearchUseCases,
+        answers: AnswerUseCases,
+        contexts: ContextUseCases | None = None,
+        prefetches: PrefetchUseCases | None = None,
+    ) -> None:
         self._searches = searches
         self._answers = answers
+        self._contexts = contexts or ContextUseCases(answers)
+        self._prefetches = prefetches
 
     async def Search(
         self, request: search_pb2.SearchRequest, context: grpc.aio.ServicerContext
@@ -57,11 +78,12 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self, request: search_pb2.SearchDocumentsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchDocumentsResponse:
         parsed = _search_request(request, SEARCH_TOP_K, mode=_mode(request.mode))
-        outcome = await self._searches.search(current_scope(), parsed)
+        outcome, synthesis, unavailable = await self._answers.search_documents(current_scope(), parsed)
         return search_pb2.SearchDocumentsResponse(
-            text=render(outcome.hits, outcome.relevance),
+            text=render(outcome.hits, outcome.relevance, synthesis, unavailable),
             relevance=convert.RELEVANCE[outcome.relevance],
             result_count=len(outcome.hits),
+            synthesis=synthesis,
         )
 
     async def Query(
@@ -69,6 +91,24 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
     ) -> search_pb2.QueryResponse:
         parsed = _search_request(request, QUERY_TOP_K)
         return convert.query_response(await self._answers.query(current_scope(), parsed))
+
+    # ---- issue 16: agent-facing reads ----
+
+    async def GetContext(
+        self, request: search_pb2.GetContextRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.GetContextResponse:
+        found = await self._contexts.context(current_scope(), _context_request(request))
+        return search_pb2.GetContextResponse(context=convert.knowledge_context(found))
+
+    async def PrefetchContext(
+        self, request: search_pb2.PrefetchContextRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.PrefetchContextResponse:
+        # A message no search could take is the caller's mistake (400); anything that fails after
+        # this is the pre-fetch's own, answered empty and degraded.
+        SearchRequest.parse(request.user_message, field="user_message")
+        if self._prefetches is None:
+            return convert.prefetch_response(Prefetch.empty("pre-fetch is not configured", 0))
+        return convert.prefetch_response(await self._prefetches.prefetch(current_scope(), request.user_message))
 
 
 def service_spec(servicer: SearchServicer) -> ServiceSpec:

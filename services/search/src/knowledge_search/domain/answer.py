@@ -97,27 +97,31 @@ class Synthesis:
     excerpts: dict[int, str] | None = None  # source number -> the part the answer quotes
 
 
-def chat_messages(question: str, sources: Sequence[Source]) -> list[dict[str, str]]:
+def chat_messages(question: str, sources: Sequence[Source], instruction: str = "") -> list[dict[str, str]]:
+    """The chat; ``instruction`` is added to the system prompt (e.g. the context's grading)."""
     blocks = [f"[{s.number}] {s.title}\n{s.text}" for s in sources]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    system = f"{SYSTEM_PROMPT} {instruction}" if instruction else SYSTEM_PROMPT
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def cite(text: str, source_count: int) -> tuple[str, list[int]]:
-    """The answer with valid markers renumbered 1..m, and the 1-based source numbers they now name."""
+def cite(text: str, source_count: int, *, renumber: bool = True) -> tuple[str, list[int]]:
+    """The answer with valid markers renumbered 1..m, and the 1-based source numbers they now name.
+
+    ``renumber=False`` keeps the valid markers' own numbers (the sources are shown as numbered)."""
     order: list[int] = []
 
-    def renumber(match: re.Match[str]) -> str:
+    def marker(match: re.Match[str]) -> str:
         kept = []
         for part in match.group(1).split(","):
             number = int(part)
             if 1 <= number <= source_count:
                 if number not in order:
                     order.append(number)
-                kept.append(f"[{order.index(number) + 1}]")
+                kept.append(f"[{order.index(number) + 1}]" if renumber else f"[{number}]")
         return "".join(kept)
 
-    cited = _MARKER.sub(renumber, text)
+    cited = _MARKER.sub(marker, text)
     cited = re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cited)).strip()
     return cited, order
 
@@ -153,12 +157,13 @@ class ExtractiveSynthesiser:
     """
 
     model_id = "extractive"
+    grades = False  # it quotes: every statement is a source's own words
 
     def __init__(self, sentences: int = EXTRACTIVE_SENTENCES, max_sentence_chars: int = 600) -> None:
         self._sentences = sentences
         self._max_chars = max_sentence_chars
 
-    async def synthesise(self, question: str, sources: Sequence[Source]) -> Synthesis:
+    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
         wanted = _terms(question)
         scored: list[tuple[float, int, int, str]] = []
         for source in sources:

@@ -48,9 +48,15 @@ EQUAL_WEIGHTS = Weights(vector=1.0, lexical=1.0)
 class Filters:
     corpus_id: int | None = None
     document_id: int | None = None
+    subject: str | None = None  # only documents about this user (a user_behavior entry's subject)
+    exclude_provisional: bool = False  # leave out chunks marked PROVISIONAL_MARKER, before ranking
+    exclude_corpora: tuple[int, ...] = ()  # e.g. the tenant's housekeeping corpora in an ordinary read
     # The corpora the caller reaches (runtime.reach); None only when it reaches every corpus the
     # tenant can see, so the query needs no such predicate. Set by the use case, never a request.
     corpus_ids: frozenset[int] | None = None
+
+
+PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +82,16 @@ class SearchRequest:
         default_top_k: int = 10,
         max_top_k: int = 100,
         rerank: bool | None = None,
+        field: str = "query",
     ) -> SearchRequest:
+        """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
         if not text:
-            raise InvalidSearch("query must not be empty", field="query")
+            raise InvalidSearch(f"{field} must not be empty", field=field)
         if len(text) > MAX_QUERY_CHARS:
-            raise InvalidSearch(f"query must be at most {MAX_QUERY_CHARS} characters", field="query")
+            raise InvalidSearch(f"{field} must be at most {MAX_QUERY_CHARS} characters", field=field)
         if "\x00" in text:
-            raise InvalidSearch("query must not contain NUL characters", field="query")
+            raise InvalidSearch(f"{field} must not contain NUL characters", field=field)
         if top_k < 0:
             raise InvalidSearch(f"top_k must be between 1 and {max_top_k} (0 means {default_top_k})", field="top_k")
         warnings: list[str] = []
@@ -143,6 +151,7 @@ class Chunk:
     page: int | None
     content: str
     source_url: str = ""  # where a fetched page came from; empty for an upload
+    extractor: str = ""  # what read the document's text (documents.extractor); empty when not recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +262,7 @@ class SearchOutcome:
     relevance: Relevance
     warnings: tuple[str, ...] = ()
     cost: Cost = Cost()
+    degradations: tuple[str, ...] = ()  # what did not answer as usual (e.g. the vector channel)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,14 +54,23 @@ class ChunkIndex(Protocol):
 
 class Synthesiser(Protocol):
     model_id: str
+    grades: bool  # whether ``graded=True`` gets a support level per statement
 
-    async def synthesise(self, question: str, sources: Sequence[Source]) -> Synthesis:
-        """An answer citing sources as [n]; LlmUnavailable when a remote model cannot answer."""
+    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
+        """An answer citing sources as [n]; LlmUnavailable when a remote model cannot answer.
+
+        ``graded``: each statement starts with its support level (``context.GRADING_INSTRUCTION``)
+        where the synthesiser can judge it; the extractive one quotes, so it never labels."""
 
 
 class CostLedger(Protocol):
     async def record(self, tenant: str, item: CostItem) -> None:
         """Stores one cost record for the tenant."""
+
+
+class SystemCorpora(Protocol):
+    async def housekeeping(self, tenant: str) -> dict[str, int]:
+        """The tenant's housekeeping corpora that exist, by name (created on demand by ingest)."""
 
 
 class LlmBudget(Protocol):

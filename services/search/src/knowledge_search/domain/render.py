@@ -1,4 +1,4 @@
-"""The agent tool's text: the banner, then every retrieved chunk in full, never truncated."""
+"""The agent tool's text: the banner, the synthesis, then every retrieved chunk in full, never truncated."""
 
 from __future__ import annotations
 
@@ -16,8 +16,16 @@ def source_line(number: int, hit: SearchHit) -> str:
     return f"[Source {number} (document_id={hit.chunk.document_id}{url}), relevance: {percent}%, {vec}/{lex}]"
 
 
-def render(hits: Sequence[SearchHit], relevance: Relevance) -> str:
+SYNTHESIS_UNAVAILABLE = "Synthesis: unavailable ({why}); the sources follow."
+
+
+def render(hits: Sequence[SearchHit], relevance: Relevance, synthesis: str = "", unavailable: str = "") -> str:
+    """``synthesis`` cites the sources below by their numbers; ``unavailable`` says why there is none."""
     parts = [BANNER_TEXT[relevance]]
+    if synthesis:
+        parts.append(f"Synthesis: {synthesis}")
+    elif unavailable:
+        parts.append(SYNTHESIS_UNAVAILABLE.format(why=unavailable))
     for number, hit in enumerate(hits, start=1):
         parts.append(f"{source_line(number, hit)}\n{hit.chunk.content}")
     return "\n\n".join(parts) + "\n"

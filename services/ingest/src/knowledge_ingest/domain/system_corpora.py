@@ -1,0 +1,69 @@
+"""System corpora: who may write into which corpus, and what the prompt context leaves out.
+
+Two kinds of system corpus exist beside a tenant's own corpora. A tenant's housekeeping corpora
+(``operational_patterns``, ``user_behavior``, ``data_catalog``; ``corpora.tenant_id`` is the
+tenant, ``is_system``) are written only by platform services whose token carries
+``system.write``. Platform-wide corpora (``tenant_id`` NULL, ``is_system``) are written only by
+a platform administrator (``platform.admin``). An ordinary token that names either is told the
+corpus does not exist, as for another tenant's corpus: 404, never 403, so it learns nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import unicodedata
+
+from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
+
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+
+MAX_SUBJECT_CHARS = 500
+
+
+class CorpusKind(enum.Enum):
+    USER = "user"  # the tenant's own corpus
+    HOUSEKEEPING = "housekeeping"  # the tenant's system corpus
+    PLATFORM = "platform"  # a platform-wide system corpus (no tenant)
+
+
+def corpus_kind(owner_tenant: str | None, is_system: bool) -> CorpusKind:
+    """The kind of a corpus row the caller's tenant can see (its own, or a platform-wide one)."""
+    if not is_system:
+        return CorpusKind.USER
+    return CorpusKind.PLATFORM if owner_tenant is None else CorpusKind.HOUSEKEEPING
+
+
+def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
+    """Whether a caller with ``capabilities`` may add, replace or move documents in such a corpus."""
+    if kind is CorpusKind.USER:
+        return True  # the RPC's own capability (document.upload) was already checked
+    if kind is CorpusKind.HOUSEKEEPING:
+        return SYSTEM_WRITE in capabilities
+    return PLATFORM_ADMIN in capabilities
+
+
+def may_read(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
+    """Whether a caller may list or read documents of such a corpus: a housekeeping corpus holds
+    entries about the tenant's users (one user's behaviour), so only its writers read it here
+    (users get theirs through pre-fetch)."""
+    return kind is not CorpusKind.HOUSEKEEPING or SYSTEM_WRITE in capabilities
+
+
+def housekeeping_target(system_corpus: str, about_subject: str, *, capabilities: frozenset[str]) -> str:
+    """The housekeeping corpus an IngestText with ``system_corpus`` writes into; what cannot be is
+    refused before anything is stored. Without system.write the corpus does not exist (404)."""
+    name = system_corpus.strip()
+    if name not in HOUSEKEEPING_CORPORA:
+        raise InvalidRequest(f"system_corpus must be one of {', '.join(HOUSEKEEPING_CORPORA)}", field="system_corpus")
+    if SYSTEM_WRITE not in capabilities:
+        raise CorpusNotFound(name)
+    if (name == USER_BEHAVIOR) != bool(about_subject):
+        raise InvalidRequest(
+            f"about_subject is required for {USER_BEHAVIOR} entries and allowed for no other", field="about_subject"
+        )
+    if len(about_subject) > MAX_SUBJECT_CHARS or any(unicodedata.category(ch) == "Cc" for ch in about_subject):
+        raise InvalidRequest(
+            f"about_subject must be at most {MAX_SUBJECT_CHARS} characters without control characters",
+            field="about_subject",
+        )
+    return name
