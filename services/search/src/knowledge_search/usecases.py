@@ -195,7 +195,7 @@ class SearchUseCases:
         with _tracer.start_as_current_span("search.embed"):
             try:
                 embedded = await self.embedder.embed_query(tenant, request.text)
-            except Unavailable as error:
+            except (Unavailable, EmbedderUnavailable) as error:  # down: a passing failure, or RUNTIME_UNAVAILABLE
                 if not fallback:
                     raise
                 log.warning("search_lexical_fallback", reason=error.reason)
