@@ -311,3 +311,38 @@ async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migr
                 await watcher.close()
     finally:
         await app.stop()
+
+
+async def test_a_corpus_outside_the_caller_s_scope_is_neither_watched_nor_batch_got(ingest, make_token):
+    """The live list obeys reach (issue 16): a sibling scope's corpus is 404 to watch, and its
+    documents are among the not-found ids of a batch, as if absent."""
+    stub, *_ = ingest
+    capabilities = ["corpus.create", "corpus.read", "document.upload", "corpus.bind"]
+
+    def scoped(node: str) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {make_token('t-watch-scopes', capabilities, scope=node)}")]
+
+    root = scoped("/")
+    corpus_id = await new_corpus(stub, root)
+    job = await wait_terminal(stub, root, (await upload(stub, root, corpus_id, b"A billing note.")).job_id)
+    document_id = job.result.document_id
+    await stub.BindCorpus(
+        ingest_pb2.BindCorpusRequest(corpus_id=corpus_id, scope="workspace:eng/project:billing"), metadata=root
+    )
+    await stub.BindCorpus(  # a sibling node, so that the tenant has it
+        ingest_pb2.BindCorpusRequest(corpus_id=await new_corpus(stub, root), scope="workspace:eng/project:ops"),
+        metadata=root,
+    )
+    inside, sibling = scoped("workspace:eng/project:billing"), scoped("workspace:eng/project:ops")
+    reply = await stub.BatchGetDocuments(
+        ingest_pb2.BatchGetDocumentsRequest(document_ids=[document_id]), metadata=inside
+    )
+    assert [d.document_id for d in reply.documents] == [document_id]
+    reply = await stub.BatchGetDocuments(
+        ingest_pb2.BatchGetDocumentsRequest(document_ids=[document_id]), metadata=sibling
+    )
+    assert list(reply.documents) == [] and list(reply.not_found_ids) == [document_id]
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        async for _ in stub.WatchDocuments(ingest_pb2.WatchDocumentsRequest(corpus_id=corpus_id), metadata=sibling):
+            pass
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
