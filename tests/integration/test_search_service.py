@@ -7,13 +7,11 @@ chunks' vectors come from the same function.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 
 import asyncpg
 import grpc
-import numpy as np
 import pytest
 from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_runtime.db.pool import Database
@@ -26,17 +24,9 @@ from knowledge_search.domain.fusion import Fusion, FusionMethod
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
+from tests.support.hashing import hashed_vector
+
 pytestmark = pytest.mark.integration
-DIM = 384
-
-
-def hashed_vector(text: str) -> np.ndarray:
-    vector = np.zeros(DIM, dtype=np.float32)
-    for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.sha256(word.rstrip("s").encode()).digest()
-        vector[int.from_bytes(digest[:4], "little") % DIM] += 1.0 if digest[4] & 1 else -1.0
-    norm = np.linalg.norm(vector)
-    return vector / norm if norm else vector
 
 
 class HashingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):

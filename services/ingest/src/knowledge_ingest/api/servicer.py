@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_runtime.auth import PLATFORM_ADMIN, current_scope
+from knowledge_runtime.errors import Unimplemented
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
@@ -287,7 +288,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     def _tenant_cases(self) -> TenantUseCases:
         if self._tenants is None:
-            raise NotImplementedError  # UNIMPLEMENTED: this ingest was wired without tenant settings
+            raise Unimplemented("this ingest was wired without tenant settings")
         return self._tenants
 
     async def GetTenantSettings(self, request, context: Context) -> ingest_pb2.TenantSettings:
