@@ -13,15 +13,8 @@ after every row numbered before it, so sequence numbers are gapless and a watche
 one document keep their order: its changes take its row lock, so the later one's event is
 inserted (and gets a higher id) only after the earlier one committed.
 
-Wakeups: a writer's ``pg_notify(RELAY_CHANNEL)`` (delivered at commit) wakes the relays. Once a
-relay's numbering has committed, it wakes the tenants' watchers of its own replica at once, in
-process, and announces the tenants to the other replicas with ``pg_notify(CHANNEL, sender tenant)``
-in a transaction of its own: the numbering transaction itself carries no NOTIFY, so it is not
-serialised behind every notifying commit of the cluster (PostgreSQL holds one global lock from a
-NOTIFY's queueing through its transaction's WAL flush), and the announcement, which changes
-nothing, commits without waiting for a flush. An announcement lost to a crash between the two
-only delays the other replicas' watchers to their next heartbeat read; the read, not the
-notification, decides what is delivered.
+Wakeups: a writer's ``pg_notify(RELAY_CHANNEL)`` (delivered at commit) wakes the relays, the
+relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWakeups``).
 """
 
 from __future__ import annotations
@@ -43,7 +36,7 @@ from knowledge_ingest.domain.system_corpora import corpus_kind
 
 log = structlog.get_logger("knowledge.ingest.events")
 
-CHANNEL = "knowledge_events"  # payload: "<sender> <tenant>", a tenant whose events were numbered
+CHANNEL = "knowledge_events"  # payload: a tenant whose events were numbered
 RELAY_CHANNEL = "knowledge_outbox"  # an event was committed: the relay has work
 RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
 RELAY_BATCH = 5000
@@ -80,10 +73,7 @@ WITH pending AS (
 )
 SELECT count(*) AS numbered, coalesce(array_agg(DISTINCT tenant_id), '{}') AS tenants FROM done
 """
-# A notification changes nothing durable: its transaction need not wait for the WAL flush.
-NOTIFY_TENANTS = """
-SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $3 || ' ' || t) FROM unnest($2::text[]) AS t
-"""
+NOTIFY_TENANTS = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t"
 # Each event with its corpus's placement as it is now (0043): the corpus row when it exists (so a
 # rebinding applies from its commit on), else the placement recorded when the event was written.
 # One statement, one snapshot: a rebinding committed before an event's change is seen with it.
@@ -169,18 +159,16 @@ class PostgresEventLog:
         assert row is not None
         return row["first_retained"], row["head"]
 
-    async def number_committed(self) -> tuple[int, list[str]]:
-        """Number the oldest committed unnumbered events (one relay at a time); how many were
-        numbered, and the tenants they belong to."""
+    async def number_committed(self) -> int:
+        """Number the oldest committed unnumbered events (one relay at a time) and wake their
+        tenants' watchers; how many were numbered."""
         async with self._db.transaction() as tx:
             await tx.execute("lock_relay", LOCK_RELAY, RELAY_LOCK)
             row = await tx.fetchrow("number_events", NUMBER_EVENTS, RELAY_BATCH)
             assert row is not None
-        return row["numbered"], list(row["tenants"])
-
-    async def announce(self, tenants: list[str], sender: str) -> None:
-        """Tell every replica's watchers of these tenants that events were numbered."""
-        await self._db.execute("notify_tenants", NOTIFY_TENANTS, CHANNEL, tenants, sender)
+            if row["tenants"]:
+                await tx.execute("notify_tenants", NOTIFY_TENANTS, CHANNEL, list(row["tenants"]))
+        return row["numbered"]
 
     async def prune(self, retention_s: float) -> int:
         status = await self._db.execute("prune_events", PRUNE, float(retention_s))
@@ -217,7 +205,6 @@ class PostgresWakeups:
     def __init__(self, db: Database, retry_s: float = 1.0) -> None:
         self._db = db
         self._retry_s = retry_s
-        self.sender = uuid.uuid4().hex  # this replica's announcements, which it has acted on already
         self._watchers: dict[str, set[Wakeup]] = {}
         self._relays: set[Wakeup] = set()
         self._task: asyncio.Task[None] | None = None
@@ -244,16 +231,9 @@ class PostgresWakeups:
             if not watchers:
                 self._watchers.pop(tenant, None)
 
-    def wake(self, tenants: list[str]) -> None:
-        """Wake this replica's watchers of ``tenants`` (their events were numbered here)."""
-        for tenant in tenants:
-            for wakeup in self._watchers.get(tenant, ()):
-                wakeup.set()
-
     def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        sender, _, tenant = str(payload).partition(" ")
-        if sender != self.sender:
-            self.wake([tenant])
+        for wakeup in self._watchers.get(str(payload), ()):
+            wakeup.set()
 
     def _relay_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
         for wakeup in self._relays:
@@ -323,15 +303,9 @@ class OutboxRelay:
             while True:
                 wakeup.clear()
                 try:
-                    numbered, tenants = await self._log.number_committed()
+                    numbered = await self._log.number_committed()
                 except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
                     log.warning("events_relay_failed", error_type=type(error).__name__)
-                    numbered, tenants = 0, []
-                if tenants:
-                    self._wakeups.wake(tenants)
-                    try:
-                        await self._log.announce(tenants, self._wakeups.sender)
-                    except Exception as error:  # noqa: BLE001 - other replicas' watchers read at their heartbeat
-                        log.warning("events_announce_failed", error_type=type(error).__name__)
+                    numbered = 0
                 if numbered < RELAY_BATCH:
                     await wakeup.wait(self._poll_s)
