@@ -45,7 +45,7 @@ WITH written AS (
     INSERT INTO events (tenant_id, type, document_id, corpus_id, detail, scope_path, confidentiality, corpus_system)
     SELECT $1, e.type, e.document_id, e.corpus_id, e.detail, c.scope_path, c.confidentiality, c.is_system
     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::jsonb[]) WITH ORDINALITY AS e(type, document_id, corpus_id, detail, ord)
-    LEFT JOIN corpora c ON c.corpus_id = e.corpus_id
+    LEFT JOIN corpora c ON c.corpus_id = e.corpus_id AND (c.tenant_id = $1 OR (c.tenant_id IS NULL AND c.is_system))
     ORDER BY e.ord
     RETURNING event_id
 )
