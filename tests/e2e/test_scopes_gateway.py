@@ -4,6 +4,7 @@ or naming an unknown node is 403 SCOPE_UNRESOLVED, and what is out of reach is 4
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -38,7 +39,8 @@ READERS = {
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("scopes-stack")) as running:
+    # A quiet event stream beats every second (the events tests below wait for one).
+    with running_stack(tmp_path_factory.mktemp("scopes-stack"), EVENTS_HEARTBEAT_S="1") as running:
         yield running
 
 
@@ -125,3 +127,48 @@ def test_binding_outside_the_own_node_is_refused_over_rest(stack, tenant):
         f"{base}/corpora/{tenant['corpora']['pipeline']}:bind", headers=billing, json={"scope": "workspace:eng"}
     )
     assert sales.status_code == 404  # another branch's corpus is not even there for this token
+
+
+# ---- issue 18 (evscope): events obey scope and clearance ----
+def stream_until_cursor(base: str, headers: dict, cursor: int) -> list[dict]:
+    """Every line of GET /events from the start (heartbeats too) until one carries ``cursor``."""
+    lines: list[dict] = []
+    with httpx.stream("GET", f"{base}/events", params={"after": ""}, headers=headers, timeout=60) as reply:
+        assert reply.status_code == 200, reply.read()
+        for raw in reply.iter_lines():
+            if raw.strip():
+                lines.append(json.loads(raw))
+                if int(lines[-1]["cursor"]) >= cursor:
+                    return lines
+    raise AssertionError(f"the stream ended after {lines}")
+
+
+@pytest.mark.parametrize(("scope", "clearance"), list(READERS))
+def test_each_token_hears_only_the_events_of_its_reach_through_the_gateway(stack, tenant, scope, clearance):
+    """The tenant is fresh and nothing else in this module writes events: its head is a
+    corpus.created and a document.searchable per corpus. Each token's stream reaches that head
+    (skipped events move its cursor on) carrying only the events of corpora it reads now —
+    the bound corpora's corpus.created was written while they were still at the root."""
+    names = {corpus_id: name for name, corpus_id in tenant["corpora"].items()}
+    head = 2 * len(LAYOUT)
+    lines = stream_until_cursor(stack["base"], tenant["headers"](scope, clearance), head)
+    events = [line for line in lines if line["type"] != "stream.heartbeat"]
+    expected = READERS[(scope, clearance)]
+    assert sorted((names[e["corpus_id"]], e["type"]) for e in events) == sorted(
+        (name, kind) for name in expected for kind in ("corpus.created", "document.searchable")
+    )
+    cursors = [int(line["cursor"]) for line in lines]
+    assert cursors == sorted(cursors) and cursors[-1] == head
+    # Resumed from its last cursor, the stream starts after the head: nothing again.
+    with httpx.stream(
+        "GET", f"{stack['base']}/events", params={"after": str(head)}, headers=tenant["headers"](scope, clearance)
+    ) as reply:
+        first = json.loads(next(raw for raw in reply.iter_lines() if raw.strip()))
+    assert first["type"] == "stream.heartbeat" and first["cursor"] == str(head)
+
+
+def test_an_unresolved_scope_hears_no_events_through_the_gateway(stack, tenant):
+    for headers in (tenant["headers"](scope=None), tenant["headers"](scope="workspace:nowhere")):
+        reply = httpx.get(f"{stack['base']}/events", headers=headers)
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["details"][0]["reason"] == "SCOPE_UNRESOLVED"

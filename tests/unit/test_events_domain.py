@@ -10,15 +10,23 @@ from knowledge_ingest.domain.documents import State
 from knowledge_ingest.domain.errors import CursorExpired, InvalidRequest
 from knowledge_ingest.domain.events import (
     Event,
+    EventPlacement,
     EventType,
+    delivered_to,
     document_ended,
     moved,
     parse_cursor,
     searchable,
     start_after,
 )
+from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.service_layer.events import EventUseCases
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Band, Reader, ScopePath
+from knowledge_runtime.refusals import Refusal, Refused
+from knowledge_runtime.system_corpora import SYSTEM_WRITE
+
+from tests.support.reach import FakeReach
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 
@@ -91,14 +99,79 @@ class FakeWakeups:
         yield self._Wakeup()
 
 
-def event(seq: int) -> Event:
-    return Event(seq, None, EventType.CORPUS_CREATED, None, seq, NOW, {})
+def placed(node: str = "/", band: Band = Band.TENANT, kind: CorpusKind = CorpusKind.USER) -> EventPlacement:
+    return EventPlacement(ScopePath.parse(node), band, kind)
+
+
+ROOT_TENANT = placed()
+
+
+def event(seq: int, placement: EventPlacement | None = ROOT_TENANT) -> Event:
+    return Event(seq, None, EventType.CORPUS_CREATED, None, seq, NOW, {}, placement)
+
+
+def reach_with(*nodes: str) -> FakeReach:
+    reach = FakeReach()
+    for i, node in enumerate(nodes):
+        reach.place("t", 1000 + i, node)
+    return reach
+
+
+def use_cases(log: FakeLog, reach: FakeReach | None = None) -> EventUseCases:
+    return EventUseCases(log, FakeWakeups(), heartbeat_s=0.01, retention_s=60, reach=reach or FakeReach())
+
+
+ROOT_READER = Scope("t", frozenset(), scope_claim="/")
+
+
+@pytest.mark.parametrize(
+    ("placement", "sent"),
+    [
+        (placed("/"), True),  # an ancestor's corpus
+        (placed("/", Band.GENERAL), True),
+        (placed("workspace:eng"), True),  # its own node
+        (placed("/", Band.CONFIDENTIAL), False),  # above its clearance
+        (placed("workspace:sales"), False),  # a sibling's
+        (placed("workspace:eng/project:billing"), False),  # a descendant's
+        (placed("/", kind=CorpusKind.HOUSEKEEPING), False),  # only its writers read a housekeeping corpus
+        (None, False),  # no corpus to judge by: closed
+    ],
+)
+def test_an_event_is_sent_only_to_a_consumer_that_could_read_its_corpus(placement, sent):
+    reader = Reader(ScopePath.parse("workspace:eng"), Band.TENANT)
+    assert delivered_to(event(1, placement), reader, frozenset()) is sent
+
+
+def test_a_housekeeping_corpus_event_reaches_its_writers():
+    housekeeping = event(1, placed("/", kind=CorpusKind.HOUSEKEEPING))
+    assert delivered_to(housekeeping, Reader(ScopePath()), frozenset({SYSTEM_WRITE}))
+
+
+async def test_skipped_events_move_the_cursor_on_and_a_heartbeat_says_so_at_once():
+    sales, eng = placed("workspace:sales"), placed("workspace:eng")
+    log = FakeLog([event(1, eng), event(2, sales), event(3, eng), event(4, sales), event(5, sales)])
+    stream = use_cases(log, reach_with("workspace:eng", "workspace:sales")).watch(
+        Scope("t", frozenset(), scope_claim="workspace:eng"), ""
+    )
+    got = [await anext(stream) for _ in range(3)]
+    assert [(e.type, e.cursor) for e in got] == [
+        (EventType.CORPUS_CREATED, "1"),
+        (EventType.CORPUS_CREATED, "3"),
+        (EventType.HEARTBEAT, "5"),  # 4 and 5 were not for it: a resume starts after them
+    ]
+
+
+async def test_a_watch_with_an_unresolved_scope_is_refused():
+    for scope in (Scope("t", frozenset()), Scope("t", frozenset(), scope_claim="workspace:nowhere")):
+        with pytest.raises(Refused) as refused:
+            await anext(use_cases(FakeLog([event(1)])).watch(scope, ""))
+        assert refused.value.refusal is Refusal.SCOPE_UNRESOLVED
 
 
 async def test_the_watch_delivers_in_order_then_heartbeats_at_its_cursor():
-    events = EventUseCases(FakeLog([event(1), event(2), event(3)]), FakeWakeups(), heartbeat_s=0.01, retention_s=60)
+    events = use_cases(FakeLog([event(1), event(2), event(3)]))
     got = []
-    async for item in events.watch(Scope("t", frozenset()), "1"):
+    async for item in events.watch(ROOT_READER, "1"):
         got.append((item.type, item.cursor))
         if len(got) == 4:
             break
@@ -112,8 +185,7 @@ async def test_the_watch_delivers_in_order_then_heartbeats_at_its_cursor():
 
 async def test_a_consumer_overtaken_by_retention_mid_stream_is_told_not_skipped():
     log = FakeLog([event(1), event(2)])
-    events = EventUseCases(log, FakeWakeups(), heartbeat_s=0.01, retention_s=60)
-    stream = events.watch(Scope("t", frozenset()), "")
+    stream = use_cases(log).watch(ROOT_READER, "")
     assert (await anext(stream)).seq == 1
     log.events = [event(5)]  # 3 and 4 were pruned while the consumer was still at 1
     assert (await anext(stream)).seq == 2  # read in the first batch

@@ -514,7 +514,12 @@ class IngestServiceServicer:
         `stream.heartbeat` every KNOWLEDGE_EVENTS_HEARTBEAT_S (30 s) with the stream's cursor. Events
         are kept KNOWLEDGE_EVENTS_RETENTION_S (7 days): a cursor older than that is OUT_OF_RANGE
         (EVENT_CURSOR_EXPIRED), one not issued is INVALID_ARGUMENT. Over REST the stream is
-        newline-delimited JSON, one event per line. Capability corpus.read.
+        newline-delimited JSON, one event per line. Capability corpus.read. Only the events of
+        corpora the caller could read now are sent (its scope node and ancestors, bands within its
+        clearance, as every read decides it; a corpus rebound out of reach is not heard of from the
+        rebinding on); the cursor moves past the others, and when the newest events read were all
+        skipped a heartbeat carries the cursor at once. An unresolved scope is PERMISSION_DENIED
+        (SCOPE_UNRESOLVED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -62,8 +62,8 @@ def wire(
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
     event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
-    events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s)
     reach = PostgresReach(db)
+    events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
     tenants = PostgresTenants(db, settings.common.tenants_enabled_by_default)
     quotas = QuotaChecks(tenants)
     uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach, quotas)

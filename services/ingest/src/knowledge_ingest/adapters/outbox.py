@@ -2,7 +2,8 @@
 by a relay, read by watchers.
 
 ``publish`` is the one way an event is written: a statement of the transaction that makes the
-change, so the event commits with it or not at all. It does not number the event: a per-tenant
+change, so the event commits with it or not at all (with its corpus's placement at that moment,
+read only once the corpus is gone: migration 0043). It does not number the event: a per-tenant
 number taken by the writer would have to stay locked until its commit, serialising every writer
 of the tenant behind each other's fsync. ``OutboxRelay`` numbers committed events instead, in
 batches, one relay at a time (an advisory lock; every replica runs one): each gets the next seq
@@ -19,6 +20,7 @@ relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWa
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import Iterator, Sequence
@@ -27,8 +29,10 @@ from contextlib import contextmanager
 import asyncpg
 import structlog
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.reach import Band, ScopePath
 
-from knowledge_ingest.domain.events import Event, EventType, NewEvent
+from knowledge_ingest.domain.events import Event, EventPlacement, EventType, NewEvent
+from knowledge_ingest.domain.system_corpora import corpus_kind
 
 log = structlog.get_logger("knowledge.ingest.events")
 
@@ -38,9 +42,10 @@ RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a 
 RELAY_BATCH = 5000
 PUBLISH = """
 WITH written AS (
-    INSERT INTO events (tenant_id, type, document_id, corpus_id, detail)
-    SELECT $1, e.type, e.document_id, e.corpus_id, e.detail
+    INSERT INTO events (tenant_id, type, document_id, corpus_id, detail, scope_path, confidentiality, corpus_system)
+    SELECT $1, e.type, e.document_id, e.corpus_id, e.detail, c.scope_path, c.confidentiality, c.is_system
     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::jsonb[]) WITH ORDINALITY AS e(type, document_id, corpus_id, detail, ord)
+    LEFT JOIN corpora c ON c.corpus_id = e.corpus_id AND (c.tenant_id = $1 OR (c.tenant_id IS NULL AND c.is_system))
     ORDER BY e.ord
     RETURNING event_id
 )
@@ -69,9 +74,18 @@ WITH pending AS (
 SELECT count(*) AS numbered, coalesce(array_agg(DISTINCT tenant_id), '{}') AS tenants FROM done
 """
 NOTIFY_TENANTS = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t"
+# Each event with its corpus's placement as it is now (0043): the corpus row when it exists (so a
+# rebinding applies from its commit on), else the placement recorded when the event was written.
+# One statement, one snapshot: a rebinding committed before an event's change is seen with it.
 READ_AFTER = """
-SELECT seq, event_id, type, document_id, corpus_id, detail, create_time FROM events
-WHERE tenant_id = $1 AND seq IS NOT NULL AND seq > $2 ORDER BY seq LIMIT $3
+SELECT e.seq, e.event_id, e.type, e.document_id, e.corpus_id, e.detail, e.create_time,
+       coalesce(c.scope_path, e.scope_path) AS scope_path,
+       coalesce(c.confidentiality, e.confidentiality) AS confidentiality,
+       coalesce(c.is_system, e.corpus_system) AS corpus_system,
+       CASE WHEN c.corpus_id IS NULL THEN e.tenant_id ELSE c.tenant_id END AS corpus_tenant
+FROM events e
+LEFT JOIN corpora c ON c.corpus_id = e.corpus_id AND (c.tenant_id = e.tenant_id OR (c.tenant_id IS NULL AND c.is_system))
+WHERE e.tenant_id = $1 AND e.seq IS NOT NULL AND e.seq > $2 ORDER BY e.seq LIMIT $3
 """
 BOUNDS = """
 SELECT coalesce((SELECT min(seq) FROM events WHERE tenant_id = $1 AND seq IS NOT NULL),
@@ -107,6 +121,18 @@ async def publish(tx: Transaction, tenant: str, events: Sequence[NewEvent | None
     return list(row[1])
 
 
+@functools.lru_cache(maxsize=4096)
+def _node(path: str) -> ScopePath:
+    return ScopePath.parse(path)
+
+
+def _placement(row: asyncpg.Record) -> EventPlacement | None:
+    if row["scope_path"] is None or row["confidentiality"] is None:
+        return None
+    kind = corpus_kind(row["corpus_tenant"], bool(row["corpus_system"]))
+    return EventPlacement(_node(row["scope_path"]), Band(row["confidentiality"]), kind)
+
+
 def _event(row: asyncpg.Record) -> Event:
     detail = row["detail"]
     return Event(
@@ -117,6 +143,7 @@ def _event(row: asyncpg.Record) -> Event:
         corpus_id=row["corpus_id"],
         time=row["create_time"],
         detail=json.loads(detail) if isinstance(detail, str) else dict(detail),
+        placement=_placement(row),
     )
 
 

@@ -5,6 +5,11 @@ by ``adapters.outbox.publish`` in the transaction of the change. A tenant's even
 gapless sequence 1, 2, 3, ... given by the relay once committed (a document's events in the order
 of its changes); a cursor is the sequence number of the last event a consumer has, and retention
 removes a prefix of the sequence.
+
+A consumer receives only the events of corpora it could read now (:func:`delivered_to`): the
+corpus's placement as the read finds it, judged by the one reach decision
+(``Reader.may_read``) and the system corpora's read rule; a skipped event still moves the
+stream's cursor on.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from knowledge_runtime.reach import Band, Reader, ScopePath
+
 from knowledge_ingest.domain.documents import State
 from knowledge_ingest.domain.errors import CursorExpired, InvalidRequest
+from knowledge_ingest.domain.system_corpora import CorpusKind, may_read
 
 MAX_CURSOR_CHARS = 20  # a bigint's digits
 
@@ -43,6 +51,15 @@ class NewEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class EventPlacement:
+    """Where the corpus of an event sits when the event is read: its node, band and kind."""
+
+    node: ScopePath
+    band: Band
+    kind: CorpusKind
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     seq: int
     event_id: uuid.UUID | None  # None for a heartbeat
@@ -51,10 +68,21 @@ class Event:
     corpus_id: int | None
     time: datetime.datetime
     detail: dict[str, Any]
+    placement: EventPlacement | None = None  # None: no corpus to judge by (then nobody is sent it)
 
     @property
     def cursor(self) -> str:
         return str(self.seq)
+
+
+def delivered_to(event: Event, reader: Reader, capabilities: frozenset[str]) -> bool:
+    """Whether a consumer (its resolved reader and capabilities) is sent ``event``: only when it
+    could read the event's corpus now, as every other read decides it. An event whose corpus
+    cannot be placed is sent to no one (closed by default)."""
+    placement = event.placement
+    if placement is None:
+        return False
+    return reader.may_read(placement.node, placement.band) and may_read(placement.kind, capabilities)
 
 
 def ends_with_event(state: State) -> bool:

@@ -258,7 +258,9 @@ class EventLog(Protocol):
     """The tenant's events as the outbox committed them (``adapters.outbox``)."""
 
     async def read_after(self, tenant: str, after: int, limit: int) -> list[Event]:
-        """Events with seq > ``after`` in seq order, at most ``limit``."""
+        """Events with seq > ``after`` in seq order, at most ``limit``, each with its corpus's
+        placement as of this read (the corpus row now; the one recorded at write time once the
+        corpus is gone)."""
 
     async def bounds(self, tenant: str) -> tuple[int, int]:
         """(oldest retained seq, or head + 1 when none is; newest seq, 0 when none)."""
