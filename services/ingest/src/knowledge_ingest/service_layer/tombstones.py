@@ -99,7 +99,7 @@ class Remover:
                 if deleted is None:
                     log.info("removal_lease_lost", document_id=removal.document_id)
                     return False
-                if deleted == 0:
+                if deleted < self.batch:  # the last batch: nothing is added to a deleted document
                     break
             if not await self.tombstones.finish(removal, self.lease_s):
                 log.info("removal_lease_lost", document_id=removal.document_id)
