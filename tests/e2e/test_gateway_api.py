@@ -263,11 +263,49 @@ def test_search_query_text_and_delete(stack, token, handbook):
     )
     assert into.status_code == 404
     assert httpx.post(f"{base}/search", json={"query": "quokka"}, headers=other).json()["results"] == []
-    # The owner deletes it; then it is gone.
-    deleted = httpx.delete(f"{base}/documents/{document_id}", headers=headers)
+    # The owner deletes it; then it is gone, from search too, and its tombstone says what it was.
+    deleted = httpx.delete(f"{base}/documents/{document_id}", params={"reason": "outdated"}, headers=headers)
     assert deleted.status_code == 200 and deleted.json()["deleted_chunk_count"] >= 1
+    tombstone = deleted.json()["tombstone"]
+    assert (tombstone["document_id"], tombstone["filename"], tombstone["reason"]) == (
+        document_id,
+        "handbook.md",
+        "outdated",
+    )
     missing = httpx.get(f"{base}/documents/{document_id}/text", headers=headers)
     assert missing.status_code == 404 and missing.json()["details"][0]["reason"] == "DOCUMENT_NOT_FOUND"
+    assert httpx.delete(f"{base}/documents/{document_id}", headers=headers).status_code == 404
+    gone = httpx.post(f"{base}/search", json={"query": "quokka mentoring program"}, headers=headers)
+    assert document_id not in {r["document_id"] for r in gone.json()["results"]}
+    # GET /tombstones needs audit.read (not in a default token); another tenant's auditor sees none.
+    assert httpx.get(f"{base}/tombstones", headers=headers).status_code == 403
+    audit = httpx.get(f"{base}/tombstones", headers=auth(token("acme", capabilities=["audit.read"])))
+    assert audit.status_code == 200, audit.text
+    assert [t["document_id"] for t in audit.json()["tombstones"]] == [document_id]
+    elsewhere = httpx.get(f"{base}/tombstones", headers=auth(token("globex", capabilities=["audit.read"])))
+    assert elsewhere.status_code == 200 and not elsewhere.json().get("tombstones")
+
+
+def test_a_corpus_is_deleted_over_rest_only_when_asked_to_take_its_documents(stack, token):
+    base, headers = stack["base"], auth(token("corpus-deleter"))
+    corpus_id = httpx.post(f"{base}/corpora", json={"name": "Old"}, headers=headers).json()["corpus_id"]
+    upload = httpx.post(
+        f"{base}/upload",
+        params={"corpus_id": corpus_id, "filename": "old.md"},
+        content=b"# Old\n\nOld news.",
+        headers=headers,
+    )
+    job, _ = wait_for_job(base, headers, upload.json()["job_id"])
+    assert job["state"] == SEARCHABLE
+    refused = httpx.delete(f"{base}/corpora/{corpus_id}", headers=headers)
+    assert refused.status_code == 400 and refused.json()["details"][0]["reason"] == "CORPUS_NOT_EMPTY"
+    assert httpx.delete(f"{base}/corpora/{corpus_id}", headers=auth(token("globex"))).status_code == 404
+    deleted = httpx.delete(f"{base}/corpora/{corpus_id}", params={"delete_documents": "true"}, headers=headers)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["deleted_document_count"] == 1
+    assert deleted.json()["tombstones"][0]["document_id"] == job["result"]["document_id"]
+    assert not httpx.get(f"{base}/corpora", headers=headers).json().get("corpora")
+    assert httpx.get(f"{base}/documents/{job['result']['document_id']}", headers=headers).status_code == 404
 
 
 def test_texts_in_a_batch_and_a_text_bound_to_a_document(stack, token):
@@ -646,7 +684,12 @@ def test_cli_end_to_end_with_exit_codes(stack, tmp_path):
     text = knowledge(stack, "text", security_id, "--tenant", "cli")
     assert text.returncode == 0 and "wombat building" in text.stdout
     assert knowledge(stack, "text", security_id, "--tenant", "someone-else").returncode == 3
-    assert knowledge(stack, "delete", security_id, "--tenant", "cli").returncode == 0
+    removed = knowledge(stack, "delete", security_id, "--reason", "replaced", "--tenant", "cli")
+    assert removed.returncode == 0 and f"deleted document {security_id}" in removed.stdout
+    assert "filename: security.md" in removed.stdout and "reason: replaced" in removed.stdout
+    listed = knowledge(stack, "tombstones", "--corpus", corpus_id, "--tenant", "cli")
+    assert listed.returncode == 0 and listed.stdout.startswith("tombstone\tdocument")
+    assert [line.split("\t")[1] for line in listed.stdout.splitlines()[1:]] == [security_id]
     gone = knowledge(stack, "text", security_id, "--tenant", "cli")
     assert gone.returncode == 3 and "DOCUMENT_NOT_FOUND" in gone.stderr
     big = tmp_path / "big.bin"
@@ -882,7 +925,7 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
     # Every operation but the never-ending WatchDocuments and WatchEvents.
-    assert summary and "failure" not in summary[-1] and "32 selected / 34 total" in result.stdout
+    assert summary and "failure" not in summary[-1] and "34 selected / 36 total" in result.stdout
 
 
 def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tmp_path):

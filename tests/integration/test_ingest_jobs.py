@@ -23,6 +23,7 @@ from tests.support.ingest import (
     new_corpus,
     settings,
     upload,
+    wait_removed,
     wait_terminal,
 )
 
@@ -260,13 +261,11 @@ async def test_move_delete_and_prompt_context(ingest, make_token):
     )
     deleted = await stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=document_id), metadata=metadata)
     assert deleted.deleted_chunk_count == job.result.chunk_count
+    # Its jobs (their blob references) go at once; the removal job deletes its chunks and row.
+    assert await db.fetchval("t", "SELECT count(*) FROM ingest_jobs WHERE job_id = $1", uuid.UUID(job.job_id)) == 0
+    await wait_removed(db, int(document_id))
     assert await db.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
-    assert (
-        await db.fetchval(
-            "t", "SELECT count(*) FROM ingest_jobs WHERE blob_id IS NOT NULL AND job_id = $1", uuid.UUID(job.job_id)
-        )
-        == 0
-    )
+    assert await db.fetchval("t", "SELECT count(*) FROM documents WHERE document_id = $1", int(document_id)) == 0
     empty = await stub.GetPromptContext(ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token, "t-none"))
     assert empty.text == ""
 

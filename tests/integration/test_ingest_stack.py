@@ -20,7 +20,7 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
-from tests.support.ingest import document_text, new_corpus, upload, wait_terminal
+from tests.support.ingest import document_text, new_corpus, upload, wait_removed, wait_terminal
 from tests.support.net import LocalSite, free_port
 from tests.support.real_services import base_env, ingest_env, start_backends
 
@@ -401,3 +401,65 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
     assert "answered 404" in missing.error
     # The redirects to refused addresses were followed no further: nothing else was asked for.
     assert site.requests.count("/guide.html") == 3 and "/latest/meta-data/" not in site.requests
+
+
+async def test_a_removal_killed_with_its_process_completes_in_the_next(backends, migrated_pg, keys_dir, make_token):
+    """Issue 18: the removal job of a deleted document, its process SIGKILLed in the middle of a
+    batch (held there by a share lock on the chunks), is taken over by the next process once its
+    lease expires and completes: no chunk and no document row are left."""
+    tmp, addresses = backends
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
+    env.update(ingest_env(migrated_pg, keys_dir, tmp, addresses, port))
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "knowledge_ingest"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+
+    admin = await Database.connect(migrated_pg.url())
+    metadata = [("authorization", f"Bearer {make_token('removal-kill-tenant')}")]
+    first = start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            await asyncio.wait_for(channel.channel_ready(), 60)
+            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            corpus_id = await new_corpus(stub, metadata)
+            reply = await upload(stub, metadata, corpus_id, document_text(4), "doomed.md")
+            job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
+            assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+            document_id = int(job.result.document_id)
+            async with admin.transaction() as hold:  # the removal's chunk delete waits on this
+                await hold.fetch("hold", "SELECT 1 FROM chunks WHERE document_id = $1 FOR SHARE", document_id)
+                await stub.DeleteDocument(
+                    ingest_pb2.DeleteDocumentRequest(document_id=str(document_id)), metadata=metadata
+                )
+                for _ in range(600):
+                    owner = await admin.fetchval(
+                        "t", "SELECT lease_owner FROM document_tombstones WHERE document_id = $1", document_id
+                    )
+                    if owner is not None:
+                        break
+                    await asyncio.sleep(0.05)
+                assert owner is not None, "no removal claimed the tombstone"
+                first.send_signal(signal.SIGKILL)  # mid-batch: its transaction dies with it
+                first.wait(10)
+        assert await admin.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", document_id) == (
+            job.result.chunk_count
+        )
+        second = start()
+        try:
+            await wait_removed(admin, document_id, timeout=120)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(30)
+        row = await admin.fetchrow(
+            "t", "SELECT interruptions, lease_owner FROM document_tombstones WHERE document_id = $1", document_id
+        )
+        assert row["interruptions"] == 1 and row["lease_owner"] is None
+        assert await admin.fetchval("t", "SELECT count(*) FROM chunks WHERE document_id = $1", document_id) == 0
+        assert await admin.fetchval("t", "SELECT count(*) FROM documents WHERE document_id = $1", document_id) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+        await admin.close()

@@ -12,7 +12,16 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    auth,
+    new_corpus,
+    settings,
+    upload,
+    wait_removed,
+    wait_terminal,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +124,7 @@ async def test_a_normal_token_cannot_write_into_either_kind_of_system_corpus(ing
     listed = await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=housekeeping), metadata=writer)
     assert [d.document_id for d in listed.documents] == [str(entry)]
     await stub.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=str(entry)), metadata=writer)
+    await wait_removed(admin, entry)  # its row goes with the removal job
     assert (await stored(admin, housekeeping))[0] == 0
 
 

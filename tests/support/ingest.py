@@ -123,6 +123,19 @@ async def wait_terminal(stub, metadata, job_id: str, timeout: float = 30.0) -> i
     raise AssertionError(f"job never ended: {seen[-1] if seen else None}")
 
 
+async def wait_removed(db: Database, document_id: int, timeout: float = 30.0) -> None:
+    """Until the removal job of a deleted document is done (its tombstone says so)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        state = await db.fetchval(
+            "removal_state", "SELECT removal_state FROM document_tombstones WHERE document_id = $1", document_id
+        )
+        if state == "DONE":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the removal of document {document_id} never completed")
+
+
 def document_text(sections: int = 6) -> bytes:
     parts = []
     for i in range(sections):

@@ -217,8 +217,26 @@ class Client:
         params = {"page": page} if page else {}
         return self._call("GET", f"/documents/{quote(document_id, safe='')}/text", params=params)
 
-    def delete_document(self, document_id: str) -> dict:
-        return self._call("DELETE", f"/documents/{quote(document_id, safe='')}")
+    def delete_document(self, document_id: str, reason: str = "") -> dict:
+        params = {"reason": reason} if reason else None
+        return self._call("DELETE", f"/documents/{quote(document_id, safe='')}", params=params)
+
+    # -- issue 18: tombstones, corpus deletion -------------------------------------------------
+    def delete_corpus(self, corpus_id: str, *, delete_documents: bool = False) -> dict:
+        params = {"delete_documents": "true"} if delete_documents else None
+        return self._call("DELETE", f"/corpora/{quote(corpus_id, safe='')}", params=params)
+
+    def tombstones(self, corpus_id: str = "") -> Iterator[dict]:
+        token = ""
+        while True:
+            params: dict = {"page_size": 1000, **({"corpus_id": corpus_id} if corpus_id else {})}
+            if token:
+                params["page_token"] = token
+            page = self._call("GET", "/tombstones", params=params)
+            yield from page.get("tombstones", [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
 
     # -- retrieval ---------------------------------------------------------------------------
     def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0, mode: str = "") -> dict:

@@ -1,4 +1,4 @@
-"""``knowledge corpora|upload|search|query|documents|text|delete|context|prefetch|usage|tenants``: the REST API from a terminal or a script.
+"""``knowledge corpora|upload|search|query|documents|text|delete|tombstones|context|prefetch|usage|tenants``: the REST API from a terminal or a script.
 
 The base URL comes from ``--url`` or ``KNOWLEDGE_URL``; the token from ``--token`` or
 ``KNOWLEDGE_TOKEN``, or, for the local stack, ``--tenant T`` mints a development token with the
@@ -63,6 +63,11 @@ def add_parsers(commands) -> None:
     listing = actions.add_parser("list", help="list the tenant's corpora", epilog=epilog)
     _common(listing)
     listing.set_defaults(run=_run(_corpora_list))
+    drop = actions.add_parser("delete", help="delete a corpus (with --documents: and its documents)", epilog=epilog)
+    drop.add_argument("corpus")
+    drop.add_argument("--documents", action="store_true", help="delete its documents too (else refused if any)")
+    _common(drop)
+    drop.set_defaults(run=_run(_corpora_delete))
 
     upload = commands.add_parser(
         "upload", help="upload files (or fetch web pages by URL) and follow their ingestion", epilog=epilog
@@ -114,10 +119,18 @@ def add_parsers(commands) -> None:
     _common(documents)
     documents.set_defaults(run=_run(_documents))
 
-    delete = commands.add_parser("delete", help="delete a document", epilog=epilog)
+    delete = commands.add_parser("delete", help="delete a document (prints its tombstone)", epilog=epilog)
     delete.add_argument("document")
+    delete.add_argument("--reason", default="", help="why, recorded on the tombstone")
     _common(delete)
     delete.set_defaults(run=_run(_delete))
+
+    tombstones = commands.add_parser(
+        "tombstones", help="what deleted documents were (GET /tombstones; an audit.read token)", epilog=epilog
+    )
+    tombstones.add_argument("--corpus", default="", help="only this corpus's")
+    _common(tombstones)
+    tombstones.set_defaults(run=_run(_tombstones))
 
     context = commands.add_parser(
         "context", help="facts with their evidence for an agent (POST /context): the rendered block", epilog=epilog
@@ -502,11 +515,68 @@ def watch_documents(
 
 
 def _delete(client: Client, options, out: TextIO) -> int:
-    deleted = client.delete_document(options.document)
+    deleted = client.delete_document(options.document, options.reason)
+    if options.json:
+        _print_json(out, deleted)
+        return OK
+    out.write(f"deleted document {deleted['document_id']} ({deleted.get('deleted_chunk_count', 0)} chunks)\n")
+    if deleted.get("cancelled_job_id"):
+        out.write(f"cancelled its ingestion {deleted['cancelled_job_id']}\n")
+    out.write(_tombstone_text(deleted.get("tombstone") or {}))
+    return OK
+
+
+def _tombstone_text(tombstone: dict) -> str:
+    """A tombstone as ``knowledge delete`` shows it, one field a line."""
+    fields = (
+        ("tombstone", "tombstone_id"),
+        ("corpus", "corpus_id"),
+        ("filename", "filename"),
+        ("content hash", "content_hash"),
+        ("deleted by", "deleted_by"),
+        ("deleted at", "delete_time"),
+        ("reason", "reason"),
+        ("removal", "removal_state"),
+    )
+    return "".join(f"  {label}: {tombstone.get(key, '')}\n" for label, key in fields)
+
+
+_TOMBSTONES_HEADER = "tombstone\tdocument\tcorpus\tchunks\tremoval\tdeleted_at\tdeleted_by\tfilename\treason\n"
+
+
+def _tombstones(client: Client, options, out: TextIO) -> int:
+    tombstones = list(client.tombstones(options.corpus))
+    if options.json:
+        _print_json(out, tombstones)
+        return OK
+    out.write(_TOMBSTONES_HEADER)
+    out.writelines(
+        "\t".join(
+            str(t.get(key, 0 if key == "chunk_count" else ""))
+            for key in (
+                "tombstone_id",
+                "document_id",
+                "corpus_id",
+                "chunk_count",
+                "removal_state",
+                "delete_time",
+                "deleted_by",
+                "filename",
+                "reason",
+            )
+        )
+        + "\n"
+        for t in tombstones
+    )
+    return OK
+
+
+def _corpora_delete(client: Client, options, out: TextIO) -> int:
+    deleted = client.delete_corpus(options.corpus, delete_documents=options.documents)
     if options.json:
         _print_json(out, deleted)
     else:
-        out.write(f"deleted document {deleted['document_id']} ({deleted['deleted_chunk_count']} chunks)\n")
+        out.write(f"deleted corpus {deleted['corpus_id']} ({deleted.get('deleted_document_count', 0)} documents)\n")
     return OK
 
 

@@ -33,7 +33,9 @@ PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "searc
 # importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
 # An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.
 PLATFORM_ADMIN = "platform.admin"
-ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN)
+# An auditor's: listing the tenant's tombstones (issue 18). Never in a default token.
+AUDIT_READ = "audit.read"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 

@@ -179,20 +179,24 @@ class MoveDocumentsResponse(_message.Message):
     def __init__(self, moved_count: _Optional[int] = ..., moved_document_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeleteDocumentRequest(_message.Message):
-    __slots__ = ("document_id",)
+    __slots__ = ("document_id", "reason")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     document_id: str
-    def __init__(self, document_id: _Optional[str] = ...) -> None: ...
+    reason: str
+    def __init__(self, document_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class DeleteDocumentResponse(_message.Message):
-    __slots__ = ("document_id", "deleted_chunk_count", "cancelled_job_id")
+    __slots__ = ("document_id", "deleted_chunk_count", "cancelled_job_id", "tombstone")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     DELETED_CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     deleted_chunk_count: int
     cancelled_job_id: str
-    def __init__(self, document_id: _Optional[str] = ..., deleted_chunk_count: _Optional[int] = ..., cancelled_job_id: _Optional[str] = ...) -> None: ...
+    tombstone: Tombstone
+    def __init__(self, document_id: _Optional[str] = ..., deleted_chunk_count: _Optional[int] = ..., cancelled_job_id: _Optional[str] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ...) -> None: ...
 
 class GetDocumentTextRequest(_message.Message):
     __slots__ = ("document_id", "page")
@@ -751,3 +755,65 @@ class Event(_message.Message):
     reason: str
     from_corpus_id: str
     def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ...) -> None: ...
+
+class Tombstone(_message.Message):
+    __slots__ = ("tombstone_id", "document_id", "corpus_id", "filename", "content_hash", "chunk_count", "deleted_by", "reason", "delete_time", "removal_state", "remove_time")
+    TOMBSTONE_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DELETED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DELETE_TIME_FIELD_NUMBER: _ClassVar[int]
+    REMOVAL_STATE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_TIME_FIELD_NUMBER: _ClassVar[int]
+    tombstone_id: str
+    document_id: str
+    corpus_id: str
+    filename: str
+    content_hash: str
+    chunk_count: int
+    deleted_by: str
+    reason: str
+    delete_time: _timestamp_pb2.Timestamp
+    removal_state: str
+    remove_time: _timestamp_pb2.Timestamp
+    def __init__(self, tombstone_id: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., deleted_by: _Optional[str] = ..., reason: _Optional[str] = ..., delete_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., removal_state: _Optional[str] = ..., remove_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListTombstonesRequest(_message.Message):
+    __slots__ = ("corpus_id", "page_size", "page_token")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTombstonesResponse(_message.Message):
+    __slots__ = ("tombstones", "next_page_token")
+    TOMBSTONES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tombstones: _containers.RepeatedCompositeFieldContainer[Tombstone]
+    next_page_token: str
+    def __init__(self, tombstones: _Optional[_Iterable[_Union[Tombstone, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DeleteCorpusRequest(_message.Message):
+    __slots__ = ("corpus_id", "delete_documents")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    DELETE_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    delete_documents: bool
+    def __init__(self, corpus_id: _Optional[str] = ..., delete_documents: _Optional[bool] = ...) -> None: ...
+
+class DeleteCorpusResponse(_message.Message):
+    __slots__ = ("corpus_id", "deleted_document_count", "tombstones")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    DELETED_DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONES_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    deleted_document_count: int
+    tombstones: _containers.RepeatedCompositeFieldContainer[Tombstone]
+    def __init__(self, corpus_id: _Optional[str] = ..., deleted_document_count: _Optional[int] = ..., tombstones: _Optional[_Iterable[_Union[Tombstone, _Mapping]]] = ...) -> None: ...

@@ -193,6 +193,16 @@ class IngestServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
                 _registered_method=True)
+        self.ListTombstones = channel.unary_unary(
+                '/knowledge.v1.IngestService/ListTombstones',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
+                _registered_method=True)
+        self.DeleteCorpus = channel.unary_unary(
+                '/knowledge.v1.IngestService/DeleteCorpus',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -241,9 +251,12 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteDocument(self, request, context):
-        """Deletes a document and its chunks in one transaction and releases its blob reference (the
-        blob itself goes only by garbage collection); a running ingest of it is cancelled first.
-        Capability document.upload.
+        """Deletes a document, answered at once: in one transaction it leaves every read (search,
+        context, text, lists, batch get, watches), its jobs go (a running ingest is cancelled), a
+        tombstone records what it was (ListTombstones) and document.removed is written. A durable
+        removal job then deletes its chunks and its row, which releases its blob reference (the blob
+        itself goes only by content-index's garbage collection). Its id answers NOT_FOUND from then
+        on, to every RPC. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -525,6 +538,30 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTombstones(self, request, context):
+        """---- issue 18 (tomb): tombstones, corpus deletion ----
+
+        The tenant's tombstones, oldest first: what each deleted document was, who deleted it, when
+        and why, and whether its removal is done. Only those of corpora the caller could read where
+        they were (scope and clearance), so a page may hold fewer than page_size. Kept
+        KNOWLEDGE_TOMBSTONE_RETENTION_DAYS (90) after the deletion, once removed. Capability
+        audit.read (not in a default token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCorpus(self, request, context):
+        """Deletes a corpus the same way as a document, at once: out of every reach from the commit on,
+        a tombstone for each of its documents, document.removed for each and corpus.deleted; its row
+        goes with the last removal. While it holds documents it is refused with FAILED_PRECONDITION
+        (CORPUS_NOT_EMPTY) unless delete_documents is set. A system corpus, another tenant's or one
+        out of the caller's reach is NOT_FOUND. Capability corpus.create.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -682,6 +719,16 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.Event.SerializeToString,
+            ),
+            'ListTombstones': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTombstones,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.SerializeToString,
+            ),
+            'DeleteCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1525,6 +1572,60 @@ class IngestService:
             '/knowledge.v1.IngestService/WatchEvents',
             knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTombstones(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/ListTombstones',
+            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestService/DeleteCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
             options,
             channel_credentials,
             insecure,

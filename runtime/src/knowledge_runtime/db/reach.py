@@ -15,9 +15,10 @@ from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath, r
 
 NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
 # Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the
-# platform-wide ones (no tenant); never another tenant's system corpus.
+# platform-wide ones (no tenant); never another tenant's system corpus, never a deleted one (issue 18).
 PLACEMENTS = """
-SELECT corpus_id, scope_path, confidentiality FROM corpora WHERE tenant_id = $1 OR (tenant_id IS NULL AND is_system)
+SELECT corpus_id, scope_path, confidentiality FROM corpora
+WHERE (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
 GENERATION = """
 SELECT coalesce(sum(generation), 0)::bigint FROM scope_generations WHERE tenant_id = $1 AND scope_path = ANY($2::text[])

@@ -21,13 +21,14 @@ FROM tenant_settings WHERE tenant_id = $1
 """
 ENABLED = "SELECT enabled FROM tenant_settings WHERE tenant_id = $1"
 # What a tenant holds (documents, their distinct blobs' bytes, chunks: those of document $3 left
-# out, whose chunks a job is about to replace) and has embedded and spent since $2.
+# out, whose chunks a job is about to replace; a deleted one is gone at once, its removal pending)
+# and has embedded and spent since $2.
 HOLDINGS = """
-SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1) AS documents,
+SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL) AS documents,
        (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
-        WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1)) AS bytes,
+        WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL)) AS bytes,
        (SELECT coalesce(sum(chunk_count), 0)::bigint FROM documents
-        WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint) AS chunks,
+        WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint AND deleted_at IS NULL) AS chunks,
        (SELECT coalesce(sum(tokens), 0)::bigint FROM cost_records
         WHERE tenant_id = $1 AND operation = 'embed' AND create_time >= $2) AS embedding_tokens,
        (SELECT coalesce(sum(cost), 0) FROM cost_records

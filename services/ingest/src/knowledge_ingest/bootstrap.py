@@ -31,6 +31,7 @@ from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, Post
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.adapters.tenants import PostgresTenants
+from knowledge_ingest.adapters.tombstones import PostgresTombstones
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted
@@ -44,6 +45,7 @@ from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.service_layer.tenants import QuotaChecks, TenantUseCases
+from knowledge_ingest.service_layer.tombstones import RemovalWorkers, TombstoneUseCases
 from knowledge_ingest.service_layer.uploads import UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
 from knowledge_ingest.tenant_metrics import TenantMetrics
@@ -61,6 +63,14 @@ def wire(
     feed: DocumentFeed | None = None,
 ) -> tuple[IngestServicer, Workers]:
     documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
+    tombstones = PostgresTombstones(db)
+    # Removals run wherever jobs do (a replica with no workers serves the API only).
+    removals = RemovalWorkers(
+        tombstones,
+        count=1 if settings.workers else 0,
+        lease_s=settings.lease_s,
+        retention_s=settings.tombstone_retention_days * 86400.0,
+    )
     event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
     reach = PostgresReach(db)
     events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
@@ -82,6 +92,7 @@ def wire(
         imports=imports,
         tenants=TenantUseCases(tenants),
         events=events,
+        tombstones=TombstoneUseCases(tombstones, documents, reach),
     )
     pipeline = Pipeline(
         queue=queue,
@@ -107,7 +118,7 @@ def wire(
         count=settings.workers,
         lease_s=settings.lease_s,
         readiness=readiness,
-        services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events)],
+        services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events), removals],
     )
     return servicer, workers
 

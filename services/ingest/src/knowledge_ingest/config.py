@@ -68,6 +68,7 @@ class IngestSettings:
     import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
     metrics_max_tenants: int = 20  # tenants with their own knowledge_tenant_* series; the rest are "_other"
     metrics_tenants_every_s: float = 60.0  # how often those totals are counted
+    tombstone_retention_days: float = 90.0  # how long a removed document's tombstone is listed
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -95,6 +96,7 @@ class IngestSettings:
             import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
             metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),
             metrics_tenants_every_s=env.float("METRICS_TENANTS_EVERY_S", 60.0, minimum=1.0),
+            tombstone_retention_days=env.float("TOMBSTONE_RETENTION_DAYS", 90.0, minimum=0.0),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 import asyncpg
@@ -10,11 +9,10 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
-from knowledge_ingest.adapters.job_rows import TERMINAL
 from knowledge_ingest.adapters.outbox import publish
 from knowledge_ingest.adapters.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.documents import Document, State
-from knowledge_ingest.domain.events import moved, removed
+from knowledge_ingest.domain.events import moved
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
 
@@ -22,9 +20,8 @@ from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
 # the caller may write into one is domain.system_corpora's decision.
 CORPUS_KIND = """
 SELECT tenant_id, is_system FROM corpora
-WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system))
+WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
-DELETE_CHUNKS = "DELETE FROM chunks WHERE document_id = $1"
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
@@ -34,57 +31,52 @@ FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
                    ORDER BY create_time DESC LIMIT 1) j ON true
 """
-GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2"
+# A deleted document (deleted_at set, its removal pending) is gone for every read.
+GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2 AND d.deleted_at IS NULL"
 # BatchGetDocuments: in the order asked ($2 holds no duplicate).
 GET_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
 JOIN unnest($2::bigint[]) WITH ORDINALITY AS asked(document_id, position) ON asked.document_id = d.document_id
-WHERE d.tenant_id = $1 ORDER BY asked.position
+WHERE d.tenant_id = $1 AND d.deleted_at IS NULL ORDER BY asked.position
 """
 )
 LIST_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
-WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 ORDER BY d.document_id LIMIT $4
+WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL ORDER BY d.document_id LIMIT $4
 """
 )
 DOCUMENT_CHUNKS = """
 SELECT content, section, page, chunk_index, coalesce((metadata->>'overlap_chars')::int, 0) AS overlap_chars
-FROM chunks WHERE tenant_id = $1 AND document_id = $2 ORDER BY chunk_index
+FROM chunks WHERE tenant_id = $1 AND document_id = $2
+    AND EXISTS (SELECT 1 FROM documents d WHERE d.document_id = $2 AND d.deleted_at IS NULL)
+ORDER BY chunk_index
 """
 MOVABLE = """
 SELECT document_id FROM documents WHERE tenant_id = $1 AND ($2::bigint IS NULL OR corpus_id = $2)
-    AND corpus_id = ANY($3::bigint[])
+    AND corpus_id = ANY($3::bigint[]) AND deleted_at IS NULL
 ORDER BY document_id LIMIT 1000
 """
 LOCK_OWNED = """
 SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND document_id = ANY($2::bigint[])
-    AND corpus_id = ANY($3::bigint[])
+    AND corpus_id = ANY($3::bigint[]) AND deleted_at IS NULL
 ORDER BY document_id FOR UPDATE
 """
 LOCK_CORPUS_DOCUMENTS = """
-SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 ORDER BY document_id FOR UPDATE
+SELECT document_id, corpus_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 AND deleted_at IS NULL
+ORDER BY document_id FOR UPDATE
 """
 MOVE_DOCUMENTS = "UPDATE documents SET corpus_id = $2, update_time = now() WHERE document_id = ANY($1::bigint[])"
 MOVE_CHUNKS = "UPDATE chunks SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
 MOVE_JOBS = "UPDATE ingest_jobs SET corpus_id = $2 WHERE document_id = ANY($1::bigint[])"
-LOCK_FOR_DELETE = "SELECT corpus_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE"
-CANCEL_FOR_DELETE = f"""
-UPDATE ingest_jobs SET cancel_requested = true, state = 'CANCELLED', stage = 'cancelled (document deleted)',
-    progress = 1, lease_owner = NULL, lease_expires_at = NULL, update_time = now()
-WHERE document_id = $1 AND state NOT IN {TERMINAL}
-RETURNING job_id
-"""
-RELEASE_BLOB = "UPDATE ingest_jobs SET blob_id = NULL WHERE document_id = $1"
-DELETE_DOCUMENT = "DELETE FROM documents WHERE document_id = $1"
 # Only what a search can find (SEARCHABLE) and no housekeeping file ($2: filename prefixes).
 CORPUS_SUMMARY = """
 SELECT c.corpus_id, c.name, count(d.document_id) AS documents
 FROM corpora c
 LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.state = 'SEARCHABLE'
-    AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS p (prefix) WHERE starts_with(d.filename, p.prefix))
-WHERE c.tenant_id = $1 AND NOT c.is_system
+    AND d.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS p (prefix) WHERE starts_with(d.filename, p.prefix))
+WHERE c.tenant_id = $1 AND NOT c.is_system AND c.deleted_at IS NULL
 GROUP BY c.corpus_id ORDER BY c.corpus_id
 """
 
@@ -179,18 +171,6 @@ class PostgresDocuments:
                 await _move(tx, tenant, owned, target_corpus_id)
         ids = list(owned)
         return len(ids), ids[:listed]
-
-    async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
-        async with self._db.transaction() as tx:
-            corpus_id = await tx.fetchval("lock_for_delete", LOCK_FOR_DELETE, tenant, document_id)
-            if corpus_id is None:
-                return None
-            cancelled = await tx.fetchval("cancel_for_delete", CANCEL_FOR_DELETE, document_id)
-            await tx.execute("release_blob", RELEASE_BLOB, document_id)
-            chunks = int((await tx.execute("delete_chunks", DELETE_CHUNKS, document_id)).split()[-1])
-            await tx.execute("delete_document", DELETE_DOCUMENT, document_id)
-            await publish(tx, tenant, [removed(document_id, corpus_id, chunks)])
-        return chunks, cancelled
 
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         async with self._db.transaction() as tx:

@@ -35,13 +35,13 @@ LOCK_TENANT_QUOTA = "SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $
 LOCK_BLOB = "SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || ($2::bigint)::text, 0))"
 EXISTING_DOCUMENT = """
 SELECT document_id, corpus_id, blob_id, state, chunk_count, warnings FROM documents
-WHERE tenant_id = $1 AND blob_id = $2 ORDER BY document_id LIMIT 1 FOR UPDATE
+WHERE tenant_id = $1 AND blob_id = $2 AND deleted_at IS NULL ORDER BY document_id LIMIT 1 FOR UPDATE
 """
 LOCK_BOUND_DOCUMENT = f"""
 SELECT d.document_id, d.corpus_id, d.blob_id, d.state, d.chunk_count, d.warnings, d.filename,
        (SELECT j.job_id FROM ingest_jobs j WHERE j.document_id = d.document_id AND j.state NOT IN {TERMINAL}
         LIMIT 1) AS unended_job
-FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 FOR UPDATE
+FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 AND d.deleted_at IS NULL FOR UPDATE
 """
 REBIND_DOCUMENT = """
 UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
@@ -72,6 +72,7 @@ FOR UPDATE
 """
 DOCUMENT_AT_URL = """
 SELECT document_id FROM documents WHERE tenant_id = $1 AND corpus_id = $2 AND source_url = $3
+    AND deleted_at IS NULL
 ORDER BY document_id DESC LIMIT 1
 """
 # The fetched page admitted: the job becomes what an upload's would have been created as, back

@@ -22,8 +22,8 @@ SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confid
        count(d.document_id) AS document_count,
        coalesce(sum(d.chunk_count), 0) AS chunk_count
 FROM corpora c
-LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1
-WHERE c.tenant_id = $1 AND NOT c.is_system AND c.corpus_id > $2 AND c.corpus_id = ANY($4::bigint[])
+LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.deleted_at IS NULL
+WHERE c.tenant_id = $1 AND NOT c.is_system AND c.corpus_id > $2 AND c.deleted_at IS NULL AND c.corpus_id = ANY($4::bigint[])
 GROUP BY c.corpus_id
 ORDER BY c.corpus_id
 LIMIT $3
@@ -34,7 +34,7 @@ INSERT INTO scope_nodes (tenant_id, path) SELECT $1, p FROM unnest($2::text[]) A
 ON CONFLICT (tenant_id, path) DO NOTHING
 """
 BIND_CORPUS = """
-UPDATE corpora SET scope_path = $3 WHERE tenant_id = $1 AND corpus_id = $2 AND NOT is_system
+UPDATE corpora SET scope_path = $3 WHERE tenant_id = $1 AND corpus_id = $2 AND NOT is_system AND deleted_at IS NULL
 RETURNING corpus_id
 """
 GET_CORPUS = """
@@ -42,8 +42,8 @@ SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confid
        count(d.document_id) AS document_count,
        coalesce(sum(d.chunk_count), 0) AS chunk_count
 FROM corpora c
-LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1
-WHERE c.tenant_id = $1 AND c.corpus_id = $2
+LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.deleted_at IS NULL
+WHERE c.tenant_id = $1 AND c.corpus_id = $2 AND c.deleted_at IS NULL
 GROUP BY c.corpus_id
 """
 

@@ -36,8 +36,9 @@ FROM cost_records WHERE tenant_id = $1 AND create_time >= $2 AND create_time < $
 TENANT_TOTALS = """
 SELECT d.tenant_id, count(*) AS documents, coalesce(sum(d.chunk_count), 0)::bigint AS chunks,
        coalesce((SELECT sum(b.size_bytes) FROM content_blobs b WHERE b.blob_id IN
-                 (SELECT blob_id FROM documents WHERE tenant_id = d.tenant_id)), 0)::bigint AS stored_bytes
-FROM documents d GROUP BY d.tenant_id
+                 (SELECT blob_id FROM documents WHERE tenant_id = d.tenant_id AND deleted_at IS NULL)), 0)::bigint
+           AS stored_bytes
+FROM documents d WHERE d.deleted_at IS NULL GROUP BY d.tenant_id
 """
 
 

@@ -13,6 +13,7 @@ from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, PassReport
 from knowledge_ingest.domain.model import Corpus
 from knowledge_ingest.domain.text import TextPage
+from knowledge_ingest.domain.tombstones import Tombstone
 from knowledge_ingest.domain.watch import DocumentChange
 from knowledge_ingest.service_layer.uploads import ItemOutcome, TextItem
 
@@ -223,3 +224,21 @@ def event_message(event: Event) -> ingest_pb2.Event:
         reason=str(detail.get("reason", "")),
         from_corpus_id=str(from_corpus) if from_corpus is not None else "",
     )
+
+
+def tombstone_message(tombstone: Tombstone) -> ingest_pb2.Tombstone:
+    message = ingest_pb2.Tombstone(
+        tombstone_id=str(tombstone.tombstone_id),
+        document_id=str(tombstone.document_id),
+        corpus_id=str(tombstone.corpus_id),
+        filename=tombstone.filename,
+        content_hash=tombstone.content_hash,
+        chunk_count=tombstone.chunk_count,
+        deleted_by=tombstone.deleted_by,
+        reason=tombstone.reason,
+        delete_time=timestamp(tombstone.delete_time),
+        removal_state=tombstone.removal_state.value.lower(),
+    )
+    if tombstone.remove_time is not None:
+        message.remove_time.CopyFrom(timestamp(tombstone.remove_time))
+    return message

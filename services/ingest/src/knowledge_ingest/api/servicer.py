@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_runtime.auth import PLATFORM_ADMIN, current_scope
+from knowledge_runtime.auth import AUDIT_READ, PLATFORM_ADMIN, current_scope
 from knowledge_runtime.errors import Unimplemented
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
@@ -22,6 +22,7 @@ from knowledge_ingest.api.convert import (
     text_accepted,
     text_item,
     text_message,
+    tombstone_message,
     upload_accepted,
 )
 from knowledge_ingest.api.tenants import quotas_from, settings_message, usage_message
@@ -33,6 +34,7 @@ from knowledge_ingest.service_layer.events import EventUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
 from knowledge_ingest.service_layer.tenants import TenantUseCases
+from knowledge_ingest.service_layer.tombstones import TombstoneUseCases
 from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
 from knowledge_ingest.service_layer.web import WebPageUseCases
 
@@ -70,6 +72,9 @@ CAPABILITIES = {
     "WatchDocuments": "corpus.read",
     "BatchGetDocuments": "corpus.read",
     "WatchEvents": "corpus.read",
+    # issue 18 (tomb): tombstones, corpus deletion
+    "ListTombstones": AUDIT_READ,
+    "DeleteCorpus": "corpus.create",
 }
 Context = grpc.aio.ServicerContext
 
@@ -85,6 +90,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         imports: ImportUseCases | None = None,
         tenants: TenantUseCases | None = None,
         events: EventUseCases | None = None,
+        tombstones: TombstoneUseCases | None = None,
     ) -> None:
         self._corpora = corpora
         self._documents = documents
@@ -94,6 +100,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         self._imports = imports
         self._tenants = tenants
         self._events = events
+        self._tombstones = tombstones
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(
@@ -209,12 +216,35 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         )
 
     async def DeleteDocument(self, request, context: Context) -> ingest_pb2.DeleteDocumentResponse:
-        deleted = await self._documents.delete(current_scope(), request.document_id)
+        deletion = await self._tombstone_cases().delete_document(current_scope(), request.document_id, request.reason)
         return ingest_pb2.DeleteDocumentResponse(
-            document_id=str(deleted.document_id),
-            deleted_chunk_count=deleted.chunk_count,
-            cancelled_job_id=deleted.cancelled_job_id or "",
+            document_id=str(deletion.tombstone.document_id),
+            deleted_chunk_count=deletion.tombstone.chunk_count,
+            cancelled_job_id=deletion.cancelled_job_id or "",
+            tombstone=tombstone_message(deletion.tombstone),
         )
+
+    async def DeleteCorpus(self, request, context: Context) -> ingest_pb2.DeleteCorpusResponse:
+        tombstones = await self._tombstone_cases().delete_corpus(
+            current_scope(), request.corpus_id, request.delete_documents
+        )
+        return ingest_pb2.DeleteCorpusResponse(
+            corpus_id=request.corpus_id,
+            deleted_document_count=len(tombstones),
+            tombstones=[tombstone_message(t) for t in tombstones[:100]],
+        )
+
+    async def ListTombstones(self, request, context: Context) -> ingest_pb2.ListTombstonesResponse:
+        page = page_of(request.page_size, decode_page_token(request.page_token))
+        tombstones, next_after = await self._tombstone_cases().list(current_scope(), request.corpus_id, page)
+        return ingest_pb2.ListTombstonesResponse(
+            tombstones=[tombstone_message(t) for t in tombstones], next_page_token=encode_page_token(next_after)
+        )
+
+    def _tombstone_cases(self) -> TombstoneUseCases:
+        if self._tombstones is None:
+            raise Unimplemented("deletion is not wired in this ingest")
+        return self._tombstones
 
     async def GetPromptContext(self, request, context: Context) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())

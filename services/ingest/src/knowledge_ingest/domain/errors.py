@@ -158,3 +158,17 @@ class CursorExpired(OutOfRange):
             f"{first_retained - 1} are gone; resynchronise (list the documents again) and watch from an empty cursor",
             metadata={"cursor": str(after), "first_retained_cursor": str(first_retained)},
         )
+
+
+class CorpusNotEmpty(FailedPrecondition):
+    """DeleteCorpus of a corpus that still holds documents, without delete_documents: the
+    caller's choice to make, not a refusal."""
+
+    reason = "CORPUS_NOT_EMPTY"
+
+    def __init__(self, corpus_id: int, documents: int) -> None:
+        super().__init__(
+            f"corpus {corpus_id} holds {documents} document(s); delete them first, or ask to delete them "
+            "with it (delete_documents=true)",
+            metadata={"corpus_id": str(corpus_id), "document_count": str(documents)},
+        )

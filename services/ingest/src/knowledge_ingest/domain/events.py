@@ -123,6 +123,10 @@ def corpus_created(corpus_id: int) -> NewEvent:
     return NewEvent(EventType.CORPUS_CREATED, None, corpus_id)
 
 
+def corpus_deleted(corpus_id: int, document_count: int) -> NewEvent:
+    return NewEvent(EventType.CORPUS_DELETED, None, corpus_id, {"document_count": document_count})
+
+
 def parse_cursor(after: str) -> int | None:
     """A cursor as issued (the digits of a sequence number); empty: from the oldest retained event."""
     if after == "":

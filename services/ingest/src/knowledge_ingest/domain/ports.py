@@ -19,6 +19,7 @@ from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.system_corpora import CorpusKind
+from knowledge_ingest.domain.tombstones import Deletion, Removal, Tombstone
 
 
 class ReachSource(Protocol):
@@ -166,9 +167,6 @@ class DocumentRepository(Protocol):
     ) -> tuple[int, list[int]]:
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
-    async def delete_document(self, tenant: str, document_id: int) -> tuple[int, uuid.UUID | None] | None:
-        """Delete the document and its chunks, release its blob reference; (chunks, cancelled job)."""
-
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         """The tenant's housekeeping corpus ``name``, created when missing; None when a corpus of
         the tenant's own already bears the name."""
@@ -280,3 +278,32 @@ class EventWakeups(Protocol):
     """Wakes the watchers of a tenant when its events commit (LISTEN/NOTIFY)."""
 
     def subscribe(self, tenant: str) -> AbstractContextManager[Wakeup]: ...
+
+
+class TombstoneRepository(Protocol):
+    """Deletions (one transaction each: invisible, tombstoned, evented), their removal jobs, and
+    the tombstones' retention (issue 18)."""
+
+    async def delete_document(self, tenant: str, document_id: int, subject: str, reason: str) -> Deletion | None:
+        """None when the tenant has no such live document."""
+
+    async def delete_corpus(
+        self, tenant: str, corpus_id: int, subject: str, reason: str, with_documents: bool
+    ) -> list[Tombstone] | int | None:
+        """Its documents' tombstones; None: no such live corpus; an int: its live documents, nothing changed."""
+
+    async def list_tombstones(self, tenant: str, corpus_id: int | None, page: Page) -> list[Tombstone]:
+        """The tenant's tombstones (of one corpus when given) after ``page.after_id``, oldest first."""
+
+    async def claim(self, owner: str, lease_s: float) -> Removal | None: ...
+
+    async def remove_batch(self, removal: Removal, batch: int, lease_s: float) -> int | None:
+        """Chunks deleted (0: none left); None when the lease is no longer held."""
+
+    async def finish(self, removal: Removal, lease_s: float) -> bool:
+        """The document row (and its deleted, empty corpus) removed; False when the lease is lost."""
+
+    async def failed(self, removal: Removal, retry_after_s: float, error: str) -> None: ...
+
+    async def prune(self, retention_s: float) -> int:
+        """Remove the tombstones of completed removals older than the retention."""

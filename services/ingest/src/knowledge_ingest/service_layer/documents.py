@@ -13,7 +13,7 @@ from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
-from knowledge_ingest.domain.system_corpora import may_read, may_write
+from knowledge_ingest.domain.system_corpora import may_read
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
 from knowledge_ingest.service_layer.corpora import require_writable
@@ -26,13 +26,6 @@ SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
 class Moved:
     count: int
     document_ids: list[int]  # the first MAX_MOVE_IDS
-
-
-@dataclass(frozen=True)
-class Deleted:
-    document_id: int
-    chunk_count: int
-    cancelled_job_id: str | None
 
 
 @dataclass
@@ -164,18 +157,6 @@ class DocumentUseCases:
                 document_ids=listed,
             )
         return Moved(len(moved), moved)
-
-    async def delete(self, scope: Scope, document_id: str) -> Deleted:
-        key = parse_id(document_id, "document_id")
-        document = await self.get(scope, document_id)  # outside the caller's reach: not found, nothing deleted
-        kind = await self.store.corpus_kind(scope.tenant, document.corpus_id)
-        if kind is None or not may_write(kind, scope.capabilities):  # a system corpus's entry: only its writer
-            raise DocumentNotFound(document_id)
-        outcome = await self.store.delete_document(scope.tenant, key)
-        if outcome is None:
-            raise DocumentNotFound(document_id)
-        chunks, job = outcome
-        return Deleted(key, chunks, str(job) if job else None)
 
     async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
         reach = await self.reach.reach_of(scope)

@@ -150,15 +150,19 @@ JOIN_RATIO = 4
 # Candidates (a multiple of the channel depth) that at most get the looked-up terms' share.
 LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth).
+# A deleted document's chunks stay until its removal job deletes them (issue 18): this join is
+# what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
 SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
 FROM chunks c
-JOIN documents d ON d.document_id = c.document_id
+JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
 """
 # The tenant's own corpora and the platform-wide ones (no tenant); never another tenant's system corpus.
-CORPUS_VISIBLE = "SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system))"
-DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2"
+CORPUS_VISIBLE = """
+SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
+"""
+DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2 AND deleted_at IS NULL"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 RECORD_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
