@@ -3,6 +3,7 @@
 import pytest
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind, may_write
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
+from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
 
 NORMAL = frozenset(PUBLIC_CAPABILITIES)
@@ -27,4 +28,13 @@ def test_the_kind_follows_the_row():
     ],
 )
 def test_each_kind_has_its_own_writer(kind, extra, allowed):
-    assert may_write(kind, NORMAL | frozenset(extra)) is allowed
+    assert may_write(kind, NORMAL | frozenset(extra), PLATFORM_TENANT) is allowed
+
+
+def test_a_platform_wide_corpus_is_written_only_by_the_platform_tenants_administrator():
+    """Another tenant's platform.admin would key the rows to its own tenant, which no one else
+    reads: refused, as a corpus that does not exist."""
+    admin = NORMAL | {PLATFORM_ADMIN}
+    assert may_write(CorpusKind.PLATFORM, admin, PLATFORM_TENANT)
+    assert not may_write(CorpusKind.PLATFORM, admin, "acme")
+    assert may_write(CorpusKind.USER, NORMAL, "acme") and not may_write(CorpusKind.HOUSEKEEPING, admin, "acme")

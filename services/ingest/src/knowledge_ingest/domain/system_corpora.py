@@ -4,7 +4,8 @@ Two kinds of system corpus exist beside a tenant's own corpora. A tenant's house
 (``operational_patterns``, ``user_behavior``, ``data_catalog``; ``corpora.tenant_id`` is the
 tenant, ``is_system``) are written only by platform services whose token carries
 ``system.write``. Platform-wide corpora (``tenant_id`` NULL, ``is_system``) are written only by
-a platform administrator (``platform.admin``). An ordinary token that names either is told the
+a platform administrator (``platform.admin``) of the platform tenant (``reach.PLATFORM_TENANT``),
+and every tenant reads them (reach.py). An ordinary token that writes into either is told the
 corpus does not exist, as for another tenant's corpus: 404, never 403, so it learns nothing.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import enum
 import unicodedata
 
+from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
 
 from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
@@ -33,13 +35,16 @@ def corpus_kind(owner_tenant: str | None, is_system: bool) -> CorpusKind:
     return CorpusKind.PLATFORM if owner_tenant is None else CorpusKind.HOUSEKEEPING
 
 
-def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
-    """Whether a caller with ``capabilities`` may add, replace or move documents in such a corpus."""
+def may_write(kind: CorpusKind, capabilities: frozenset[str], tenant: str) -> bool:
+    """Whether a caller of ``tenant`` with ``capabilities`` may add, replace, move or delete
+    documents in such a corpus. A platform-wide corpus is written only by a platform administrator
+    of the platform tenant, so its rows carry the key every tenant's reads include
+    (reach.PLATFORM_TENANT): another tenant's administrator would key them to its own tenant."""
     if kind is CorpusKind.USER:
         return True  # the RPC's own capability (document.upload) was already checked
     if kind is CorpusKind.HOUSEKEEPING:
         return SYSTEM_WRITE in capabilities
-    return PLATFORM_ADMIN in capabilities
+    return PLATFORM_ADMIN in capabilities and tenant == PLATFORM_TENANT
 
 
 def may_read(kind: CorpusKind, capabilities: frozenset[str]) -> bool:

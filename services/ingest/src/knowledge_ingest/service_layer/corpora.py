@@ -32,7 +32,7 @@ async def require_writable(
     if reach is not None and not reach.has(corpus_id):
         raise CorpusNotFound(named)
     kind = await store.corpus_kind(scope.tenant, corpus_id)
-    if kind is None or not may_write(kind, scope.capabilities):
+    if kind is None or not may_write(kind, scope.capabilities, scope.tenant):
         raise CorpusNotFound(named)
 
 
