@@ -11,15 +11,20 @@ reranking model for a rerank.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import DependencyUnavailable, DomainError
+from knowledge_runtime.logging import get_logger
 from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
 
+from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery, Reranking
 
@@ -82,6 +87,67 @@ class GrpcQueryEmbedder:
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+log = get_logger("knowledge.search")
+T = TypeVar("T")
+
+
+class BreakingEmbedder:
+    """The query embedder and reranker behind a circuit breaker (domain/breaker.py): while the
+    embedder is out, calls fail at once with EmbedderUnavailable (the pre-fetch and context take
+    their keyword fallback, a rerank its fused order) instead of each waiting for its deadline."""
+
+    def __init__(self, inner: GrpcQueryEmbedder, breaker: CircuitBreaker) -> None:
+        self._inner = inner
+        self._breaker = breaker
+
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        return await self._call(lambda: self._inner.embed_query(tenant, text))
+
+    async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
+        return await self._call(lambda: self._inner.rerank(tenant, query, passages))
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
+        breaker = self._breaker
+        if not breaker.allow():
+            raise EmbedderUnavailable()
+        probing = breaker.state is BreakerState.HALF_OPEN
+        started = breaker.clock()
+        try:
+            result = await call()
+        except EmbedderUnavailable:  # unreachable, timed out, or its runtime down: the outage itself
+            self._opened(probing)
+            raise
+        except asyncio.CancelledError:  # the caller's deadline: a failure when the embedder was silent long enough
+            was = breaker.state
+            breaker.abandoned(started)
+            if breaker.state is BreakerState.OPEN and was is not BreakerState.OPEN:
+                log.warning("embedder_breaker_open", cool_off_s=breaker.cool_off_s, after="silence")
+            raise
+        except Exception:  # the embedder answered (a refusal, an overload): it is up
+            breaker.succeeded()
+            raise
+        if probing:
+            log.info("embedder_breaker_closed")
+        breaker.succeeded()
+        return result
+
+    def _opened(self, probing: bool) -> None:
+        was = self._breaker.state
+        self._breaker.failed()
+        if was is BreakerState.CLOSED or probing:
+            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after="error")
+
+
+def breaking(inner: GrpcQueryEmbedder, cool_off_s: float) -> GrpcQueryEmbedder | BreakingEmbedder:
+    """The embedder behind a breaker of this cool-off (monotonic clock); 0 leaves it bare."""
+    if cool_off_s <= 0:
+        return inner
+    return BreakingEmbedder(inner, CircuitBreaker(time.monotonic, cool_off_s=cool_off_s))
 
 
 def _translated(error: grpc.aio.AioRpcError) -> DomainError:
