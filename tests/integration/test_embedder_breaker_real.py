@@ -32,7 +32,7 @@ from tests.support.processes import service_env, wait_serving
 
 pytestmark = pytest.mark.integration
 DEADLINE_MS = 300
-COOL_OFF_S = 2.0
+COOL_OFF_S = 5.0  # longer than the ten fast answers take on a loaded machine
 MESSAGE = "how do I restart the billing worker?"
 
 
@@ -131,9 +131,9 @@ async def test_a_stopped_embedder_costs_one_deadline_then_the_keyword_fallback_a
     for reply, elapsed_ms in later:  # the breaker is open: no wait for the silent embedder
         assert reply.degraded and reply.entry_count == 1, (reply.degradations, reply.rendered)
         assert "Restart the billing worker" in reply.rendered
-        assert elapsed_ms < DEADLINE_MS / 2, (elapsed_ms, first_ms)
+        assert elapsed_ms < DEADLINE_MS * 0.8, (elapsed_ms, first_ms)  # without the breaker: each >= the deadline
     context, context_ms = await timed(search.GetContext(search_pb2.GetContextRequest(query=MESSAGE), metadata=user))
-    assert context.context.metadata.degradations and context_ms < DEADLINE_MS / 2  # lexical only, at once
+    assert context.context.metadata.degradations and context_ms < DEADLINE_MS * 0.8  # lexical only, at once
 
     embedder.send_signal(signal.SIGCONT)
     await asyncio.sleep(COOL_OFF_S + 0.2)

@@ -66,12 +66,17 @@ class Embedder:
             raise EmbedderUnavailable()
         if self.mode == "hung":
             await asyncio.sleep(3600)
+        if self.mode == "cold":
+            await self.release.wait()
         if self.mode == "no-reranker":
             raise RerankUnavailable()
         return EmbeddedQuery(vector=[1.0], warnings=(), cost=Cost())
 
     async def rerank(self, tenant, query, passages):
         return await self.embed_query(tenant, query)
+
+    async def close(self):
+        pass
 
 
 async def test_the_embedder_behind_the_breaker_fails_fast_while_it_is_out():
@@ -95,6 +100,30 @@ async def test_the_embedder_behind_the_breaker_fails_fast_while_it_is_out():
     clock.now += 5.0  # the probe goes through and closes it
     assert (await embedder.embed_query("acme", "q")).vector == [1.0]
     assert (await embedder.embed_query("acme", "q")).vector == [1.0] and inner.calls == 4
+    await embedder.close()  # the silent call left to finish is given up
+
+
+async def test_a_cold_embedder_that_answers_late_closes_the_breaker_at_once():
+    """The call its caller gave up on is left to finish: its late answer closes the breaker, so a
+    slow first embedding does not leave a whole cool-off of keyword-only answers."""
+    clock, inner = Clock(), Embedder()
+    embedder = BreakingEmbedder(inner, CircuitBreaker(clock, cool_off_s=5.0, slow_s=0.2))
+    inner.mode = "cold"
+    release = inner.release = asyncio.Event()
+    call = asyncio.ensure_future(embedder.embed_query("acme", "q"))
+    await asyncio.sleep(0)
+    clock.now += 0.3
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    with pytest.raises(EmbedderUnavailable):  # open meanwhile
+        await embedder.embed_query("acme", "q")
+    release.set()  # the embedder answers the abandoned call
+    for _ in range(10):
+        await asyncio.sleep(0)
+    inner.mode = "up"
+    assert (await embedder.embed_query("acme", "q")).vector == [1.0]  # closed again, within the cool-off
+    await embedder.close()
 
 
 async def test_an_unreachable_embedder_opens_it_and_an_answered_refusal_does_not():

@@ -96,11 +96,16 @@ T = TypeVar("T")
 class BreakingEmbedder:
     """The query embedder and reranker behind a circuit breaker (domain/breaker.py): while the
     embedder is out, calls fail at once with EmbedderUnavailable (the pre-fetch and context take
-    their keyword fallback, a rerank its fused order) instead of each waiting for its deadline."""
+    their keyword fallback, a rerank its fused order) instead of each waiting for its deadline.
+
+    A call its caller gave up on after a silence opens the breaker but is left to finish (for at
+    most one cool-off): a cold embedder that answers late closes it again at once, a stopped one
+    keeps it open."""
 
     def __init__(self, inner: GrpcQueryEmbedder, breaker: CircuitBreaker) -> None:
         self._inner = inner
         self._breaker = breaker
+        self._lingering: set[asyncio.Future] = set()
 
     async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
         return await self._call(lambda: self._inner.embed_query(tenant, text))
@@ -109,38 +114,61 @@ class BreakingEmbedder:
         return await self._call(lambda: self._inner.rerank(tenant, query, passages))
 
     async def close(self) -> None:
+        for task in list(self._lingering):
+            task.cancel()
         await self._inner.close()
 
     async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
         breaker = self._breaker
         if not breaker.allow():
             raise EmbedderUnavailable()
-        probing = breaker.state is BreakerState.HALF_OPEN
         started = breaker.clock()
+        task = asyncio.ensure_future(call())
         try:
-            result = await call()
-        except EmbedderUnavailable:  # unreachable, timed out, or its runtime down: the outage itself
-            self._opened(probing)
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:  # the caller's deadline passed
+            self._abandoned(task, started)
             raise
-        except asyncio.CancelledError:  # the caller's deadline: a failure when the embedder was silent long enough
-            was = breaker.state
-            breaker.abandoned(started)
-            if breaker.state is BreakerState.OPEN and was is not BreakerState.OPEN:
-                log.warning("embedder_breaker_open", cool_off_s=breaker.cool_off_s, after="silence")
+        except EmbedderUnavailable:  # unreachable, timed out, or its runtime down: the outage itself
+            self._failed("error")
             raise
         except Exception:  # the embedder answered (a refusal, an overload): it is up
-            breaker.succeeded()
+            self._succeeded()
             raise
-        if probing:
-            log.info("embedder_breaker_closed")
-        breaker.succeeded()
+        self._succeeded()
         return result
 
-    def _opened(self, probing: bool) -> None:
+    def _abandoned(self, task: asyncio.Future, started: float) -> None:
         was = self._breaker.state
+        if not self._breaker.abandoned(started):  # given up on quickly: says nothing of the embedder
+            task.cancel()
+            return
+        if was is not BreakerState.OPEN:
+            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after="silence")
+        self._lingering.add(task)
+        expiry = asyncio.get_running_loop().call_later(self._breaker.cool_off_s, task.cancel)
+        task.add_done_callback(lambda done: self._settled(done, expiry))
+
+    def _settled(self, task: asyncio.Future, expiry: asyncio.TimerHandle) -> None:
+        """A call left to finish ended: an answer closes the breaker; an outage keeps it open."""
+        expiry.cancel()
+        self._lingering.discard(task)
+        if task.cancelled():
+            return
+        if isinstance(task.exception(), EmbedderUnavailable):
+            self._failed("error")
+        else:
+            self._succeeded()
+
+    def _succeeded(self) -> None:
+        if self._breaker.state is not BreakerState.CLOSED:
+            log.info("embedder_breaker_closed")
+        self._breaker.succeeded()
+
+    def _failed(self, after: str) -> None:
+        if self._breaker.state is not BreakerState.OPEN:
+            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after=after)
         self._breaker.failed()
-        if was is BreakerState.CLOSED or probing:
-            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after="error")
 
 
 def breaking(inner: GrpcQueryEmbedder, cool_off_s: float) -> GrpcQueryEmbedder | BreakingEmbedder:

@@ -2,10 +2,12 @@
 
 A stopped embedder (SIGSTOP, a hung node) accepts the connection and never answers, so each call
 waits until its caller's deadline: a pre-fetch spends its whole 300 ms and answers empty. With the
-breaker, one failure (an error, or a call still unanswered after ``slow_s``) opens it; while open,
-calls are refused at once (the caller takes its fallback: the keyword channel). After
-``cool_off_s`` one call is let through as a probe (half-open); its success closes the breaker, its
-failure opens it again for another cool-off. Pure: the clock is given, so tests use a fake one.
+breaker, one failure (an error, or a call still unanswered after ``slow_s`` when its caller gives
+up) opens it; while open, calls are refused at once (the caller takes its fallback: the keyword
+channel). After ``cool_off_s`` one call is let through as a probe (half-open); its success closes
+the breaker, its failure opens it again for another cool-off; a success at any time (a call given
+up on that answers late: the embedder was cold, not stopped) closes it. Pure: the clock is given,
+so tests use a fake one.
 """
 
 from __future__ import annotations
@@ -50,10 +52,13 @@ class CircuitBreaker:
         self.state = BreakerState.OPEN
         self._opened_at = self.clock()
 
-    def abandoned(self, started: float) -> None:
+    def abandoned(self, started: float) -> bool:
         """The caller gave up on a call begun at ``started`` (its deadline passed): a failure when
-        the dependency had been silent that long; a probe given up on sooner lets the next call probe."""
+        the dependency had been silent that long (True); a probe given up on sooner lets the next
+        call probe."""
         if self.clock() - started >= self.slow_s:
             self.failed()
-        elif self.state is BreakerState.HALF_OPEN:
+            return True
+        if self.state is BreakerState.HALF_OPEN:
             self.state = BreakerState.OPEN  # still past the cool-off: the next allow() probes again
+        return False
