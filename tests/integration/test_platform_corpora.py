@@ -80,13 +80,13 @@ async def stack(migrated_pg, verifier, make_service_token, make_token):
     channels = {name: grpc.aio.insecure_channel(f"127.0.0.1:{port}") for name, port in ports.items()}
     ingest_stub = ingest_pb2_grpc.IngestServiceStub(channels["ingest"])
 
-    # The platform-wide corpus (an operator's row: no tenant, GENERAL) and each tenant's own one.
-    platform_corpus = await admin.fetchval(
-        "t",
-        "INSERT INTO corpora (tenant_id, name, is_system, confidentiality) "
-        "VALUES (NULL, 'ostrich-handbook', true, 'GENERAL') RETURNING corpus_id",
-    )
+    # The platform-wide corpus (created by the platform tenant's administrator) and each tenant's own one.
     curator = bearer(make_token(PLATFORM_TENANT, [*PUBLIC_CAPABILITIES, PLATFORM_ADMIN]))
+    created = await ingest_stub.CreateCorpus(
+        ingest_pb2.CreateCorpusRequest(name="ostrich-handbook", platform_wide=True), metadata=curator
+    )
+    assert (created.confidentiality, created.scope) == ("GENERAL", "/")
+    platform_corpus = created.corpus_id
     documents, own = {}, {}
     for owner, metadata in (("platform", curator), ("acme", None), ("globex", None)):
         if metadata is None:
@@ -220,6 +220,36 @@ async def test_no_tenant_token_writes_moves_binds_or_deletes_in_a_platform_corpu
         "t", "SELECT corpus_id FROM documents WHERE document_id = $1", int(stack["documents"]["acme"])
     )
     assert str(corpus) == stack["own"]["acme"]
+
+
+async def test_only_the_platform_tenants_administrator_creates_one_and_only_general(stack, make_token):
+    ingest, admin = stack["ingest"], stack["admin"]
+    before = await admin.fetchval("t", "SELECT count(*) FROM corpora WHERE tenant_id IS NULL")
+    for metadata in (
+        bearer(make_token("pf-acme")),
+        bearer(make_token("pf-acme", [*PUBLIC_CAPABILITIES, PLATFORM_ADMIN])),  # another tenant's admin
+        bearer(make_token(PLATFORM_TENANT)),  # the platform tenant without platform.admin
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await ingest.CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name="rumours", platform_wide=True), metadata=metadata
+            )
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED and "platform.admin" in caught.value.details()
+    for band in ("TENANT", "CONFIDENTIAL", "RESTRICTED"):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await ingest.CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name="inner", platform_wide=True, confidentiality=band),
+                metadata=stack["curator"],
+            )
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "GENERAL" in caught.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # one name among the platform-wide corpora
+        await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name="ostrich-handbook", platform_wide=True), metadata=stack["curator"]
+        )
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert await admin.fetchval("t", "SELECT count(*) FROM corpora WHERE tenant_id IS NULL") == before
+    listed = await ingest.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=stack["curator"])
+    assert stack["platform_corpus"] not in {c.corpus_id for c in listed.corpora}  # never listed
 
 
 async def test_a_platform_corpus_holds_only_general_material(stack):

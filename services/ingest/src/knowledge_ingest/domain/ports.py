@@ -35,6 +35,10 @@ class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
         """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
 
+    async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
+        """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
+        ``tenant`` (the platform tenant); CorpusNameTaken on a duplicate platform-wide name."""
+
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
         """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
         first, at most ``page.size``."""

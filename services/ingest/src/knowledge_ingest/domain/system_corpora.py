@@ -14,10 +14,12 @@ from __future__ import annotations
 import enum
 import unicodedata
 
-from knowledge_runtime.reach import PLATFORM_TENANT
+from knowledge_runtime.reach import PLATFORM_TENANT, Band
+from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
 
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidCorpus, InvalidRequest
+from knowledge_ingest.domain.model import NewCorpus
 
 MAX_SUBJECT_CHARS = 500
 
@@ -45,6 +47,26 @@ def may_write(kind: CorpusKind, capabilities: frozenset[str], tenant: str) -> bo
     if kind is CorpusKind.HOUSEKEEPING:
         return SYSTEM_WRITE in capabilities
     return PLATFORM_ADMIN in capabilities and tenant == PLATFORM_TENANT
+
+
+def new_platform_corpus(
+    name: str, description: str, confidentiality: str, *, capabilities: frozenset[str], tenant: str
+) -> NewCorpus:
+    """A platform-wide corpus to create: only by its writers (else CAPABILITY_MISSING: creating
+    names nothing that exists), GENERAL only (every tenant reads it; empty means GENERAL)."""
+    if not may_write(CorpusKind.PLATFORM, capabilities, tenant):
+        raise Refused(
+            Refusal.CAPABILITY_MISSING,
+            f"a platform-wide corpus is created only by a {PLATFORM_ADMIN!r} token of tenant {PLATFORM_TENANT!r}",
+            metadata={"capability": PLATFORM_ADMIN},
+        )
+    corpus = NewCorpus.parse(name, description, confidentiality if confidentiality.strip() else Band.GENERAL.value)
+    if corpus.confidentiality is not Band.GENERAL:
+        raise InvalidCorpus(
+            "a platform-wide corpus is read by every tenant: its confidentiality can only be GENERAL",
+            field="confidentiality",
+        )
+    return corpus
 
 
 def may_read(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
