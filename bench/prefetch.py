@@ -61,6 +61,8 @@ def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str
             # Phase 3 keeps the embedder down: the supervisor waits long before it restarts it.
             "KNOWLEDGE_SUPERVISOR_BACKOFF_S": "600",
             "KNOWLEDGE_SUPERVISOR_MAX_BACKOFF_S": "600",
+            # Every request computed: a cached answer of the baseline would answer the later phases.
+            "KNOWLEDGE_SEARCH_CACHE_TTL_S": "0",
             **{f"KNOWLEDGE_{key}": value for key, _, value in (setting.partition("=") for setting in extra)},
         }
     )

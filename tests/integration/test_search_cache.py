@@ -20,11 +20,15 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grp
 from knowledge_ingest.api.servicer import service_spec as ingest_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.system_corpora import PLATFORM_ADMIN
 
 from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, upload, wait_terminal
 from tests.support.net import free_port
+from tests.support.platform import drop_platform_corpora
 from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
@@ -168,3 +172,59 @@ async def test_a_change_in_a_scope_reaches_every_replica_and_spares_other_scopes
     assert await herons(a, sales) == []
     q3 = auth(make_token(tenant, scope="workspace:sales/project:q3"))
     assert await herons(b, q3) == ["sales-pond.txt"]
+
+
+async def egrets(stub, metadata) -> list[str]:
+    request = search_pb2.SearchRequest(query="egret", mode=search_pb2.SEARCH_MODE_LEXICAL, top_k=20)
+    return sorted(r.filename for r in (await stub.Search(request, metadata=metadata)).results)
+
+
+async def test_a_platform_corpus_change_reaches_every_tenants_cache_and_a_tenants_own_spares_the_others(
+    ingest, searches, migrated_pg, make_token
+):
+    """The platform tenant's root generation is in every cache key (runtime/db/reach.py): a change
+    in a platform-wide corpus replaces every tenant's cached answer on every replica, while one
+    tenant's own change leaves another tenant's entry a hit."""
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        platform = await admin.fetchval(
+            "t",
+            "INSERT INTO corpora (tenant_id, name, is_system, confidentiality) "
+            "VALUES (NULL, $1, true, 'GENERAL') RETURNING corpus_id",
+            f"egrets-{uuid.uuid4().hex[:8]}",
+        )
+        curator = auth(make_token(PLATFORM_TENANT, [*PUBLIC_CAPABILITIES, PLATFORM_ADMIN]))
+        await ingest_egret(ingest, curator, str(platform), "platform-egret.txt")
+        suffix = uuid.uuid4().hex[:8]
+        acme, globex = auth(make_token(f"acme-{suffix}")), auth(make_token(f"globex-{suffix}"))
+        own = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="own"), metadata=acme)
+        (a, a_metrics), (b, _) = searches
+        for stub in (a, b):  # both replicas cache both tenants' answers
+            for metadata in (acme, globex):
+                assert await egrets(stub, metadata) == ["platform-egret.txt"]
+
+        marsh = await ingest_egret(ingest, curator, str(platform), "platform-marsh.txt")  # a platform change
+        for stub in (a, b):  # seen at once by every tenant through both replicas
+            for metadata in (acme, globex):
+                assert await egrets(stub, metadata) == ["platform-egret.txt", "platform-marsh.txt"]
+
+        await ingest_egret(ingest, acme, own.corpus_id, "acme-egret.txt")  # acme's own change
+        assert await egrets(a, acme) == ["acme-egret.txt", "platform-egret.txt", "platform-marsh.txt"]
+        before = counted(a_metrics)
+        assert await egrets(a, globex) == ["platform-egret.txt", "platform-marsh.txt"]  # globex's entry survived
+        assert counted(a_metrics)["hits"] == before["hits"] + 1
+
+        await ingest.DeleteDocument(ingest_pb2.DeleteDocumentRequest(document_id=marsh), metadata=curator)
+        for stub in (b, a):
+            assert await egrets(stub, globex) == ["platform-egret.txt"]
+            assert await egrets(stub, acme) == ["acme-egret.txt", "platform-egret.txt"]
+    finally:
+        await drop_platform_corpora(admin)
+        await admin.close()
+
+
+async def ingest_egret(ingest, metadata, corpus_id: str, name: str) -> str:
+    reply = await upload(ingest, metadata, corpus_id, f"# {name}\n\nA white egret fishes at the {name}.".encode(), name)
+    job = await wait_terminal(ingest, metadata, reply.job_id)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    return job.result.document_id

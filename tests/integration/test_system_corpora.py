@@ -9,6 +9,7 @@ from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
 
@@ -22,6 +23,7 @@ from tests.support.ingest import (
     wait_removed,
     wait_terminal,
 )
+from tests.support.platform import drop_platform_corpora
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +44,7 @@ async def ingest(migrated_pg, verifier):
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     yield ingest_pb2_grpc.IngestServiceStub(channel), admin
+    await drop_platform_corpora(admin)
     await channel.close()
     await app.stop()
     await db.close()
@@ -55,8 +58,13 @@ def with_capability(make_token, tenant: str, capability: str):
 async def system_corpus(admin: Database, tenant: str | None, name: str) -> str:
     if tenant is not None:
         await admin.execute("t", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
+    band = "GENERAL" if tenant is None else "TENANT"  # a platform-wide corpus holds only GENERAL material
     corpus_id = await admin.fetchval(
-        "t", "INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true) RETURNING corpus_id", tenant, name
+        "t",
+        "INSERT INTO corpora (tenant_id, name, is_system, confidentiality) VALUES ($1, $2, true, $3) RETURNING corpus_id",
+        tenant,
+        name,
+        band,
     )
     return str(corpus_id)
 
@@ -96,7 +104,7 @@ async def test_a_normal_token_cannot_write_into_either_kind_of_system_corpus(ing
     writer = with_capability(make_token, "t-sys", SYSTEM_WRITE)
     job = await wait_terminal(stub, writer, (await upload(stub, writer, housekeeping, b"Restart the worker.")).job_id)
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
-    curator = with_capability(make_token, "t-platform", PLATFORM_ADMIN)
+    curator = with_capability(make_token, PLATFORM_TENANT, PLATFORM_ADMIN)
     job = await wait_terminal(stub, curator, (await upload(stub, curator, platform, b"Platform guide.")).job_id)
     assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
     # A normal token cannot move its documents into a system corpus either.
@@ -129,17 +137,23 @@ async def test_a_normal_token_cannot_write_into_either_kind_of_system_corpus(ing
 
 
 async def test_no_tenant_reads_another_tenants_material_through_a_system_corpus(ingest, make_token):
+    """Another tenant's platform.admin cannot write into a platform-wide corpus (every tenant reads
+    it, tests/integration/test_platform_corpora.py): its upload is refused before anything is stored."""
     stub, admin = ingest
     platform = await system_corpus(admin, None, "platform-shared")
     globex_housekeeping = await system_corpus(admin, "t-globex", "user_behavior")
-    curator = with_capability(make_token, "t-acme", PLATFORM_ADMIN)
-    job = await wait_terminal(stub, curator, (await upload(stub, curator, platform, b"acme's secret plan")).job_id)
+    acme_admin = with_capability(make_token, "t-acme", PLATFORM_ADMIN)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await upload(stub, acme_admin, platform, b"acme's secret plan")
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert await stored(admin, platform) == (0, 0)
+    acme_corpus = await new_corpus(stub, auth(make_token, "t-acme"))
+    job = await wait_terminal(stub, acme_admin, (await upload(stub, acme_admin, acme_corpus, b"acme's plan")).job_id)
     other = auth(make_token, "t-globex")
-    listed = await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=platform), metadata=other)
-    assert list(listed.documents) == []
     for call in (
         stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=job.result.document_id), metadata=other),
         stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=job.result.document_id), metadata=other),
+        stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=acme_corpus), metadata=other),
         stub.ListDocuments(
             ingest_pb2.ListDocumentsRequest(corpus_id=globex_housekeeping), metadata=auth(make_token, "t-acme")
         ),

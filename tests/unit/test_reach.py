@@ -9,6 +9,7 @@ import pytest
 from knowledge_runtime.auth import Scope, scope_from_claims
 from knowledge_runtime.errors import Unauthenticated
 from knowledge_runtime.reach import (
+    PLATFORM_TENANT,
     READABLE,
     Band,
     InvalidScopePath,
@@ -78,6 +79,20 @@ def test_reach_lists_the_reachable_corpora_and_says_when_it_is_everything():
     assert found.corpus_ids == {1, 2} and not found.everything
     assert found.has(2) and not found.has(3) and not found.has(None)
     assert reach(Reader(ROOT), placements[:1]).everything
+
+
+def test_a_platform_wide_corpus_adds_the_platform_tenants_key_and_always_filters_on_corpus_ids():
+    """Its rows carry PLATFORM_TENANT; a reach holding it reads that key only within its corpus ids
+    (the platform tenant's other corpora never come along), even when it reaches every corpus."""
+    own, platform = Placement(1, ROOT, Band.TENANT), Placement(9, ROOT, Band.GENERAL, platform=True)
+    found = reach(Reader(ROOT), [own, platform])
+    assert found.corpus_ids == {1, 9} and found.platform and not found.everything
+    assert found.owners("acme") == ("acme", PLATFORM_TENANT)
+    assert found.owners(PLATFORM_TENANT) == (PLATFORM_TENANT,)
+    general = reach(Reader(BILLING, Band.GENERAL), [own, platform])  # every clearance admits GENERAL
+    assert general.corpus_ids == {9} and general.owners("acme") == ("acme", PLATFORM_TENANT)
+    alone = reach(Reader(ROOT), [own])
+    assert alone.everything and not alone.platform and alone.owners("acme") == ("acme",)
 
 
 def test_unresolved_scopes_refuse_and_never_fall_back_to_the_root():

@@ -1,8 +1,11 @@
 """Who may write into which kind of corpus: one pure decision (issue 16)."""
 
 import pytest
-from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind, may_write
+from knowledge_ingest.domain.errors import InvalidCorpus
+from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind, may_write, new_platform_corpus
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
+from knowledge_runtime.reach import PLATFORM_TENANT, Band
+from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
 
 NORMAL = frozenset(PUBLIC_CAPABILITIES)
@@ -27,4 +30,27 @@ def test_the_kind_follows_the_row():
     ],
 )
 def test_each_kind_has_its_own_writer(kind, extra, allowed):
-    assert may_write(kind, NORMAL | frozenset(extra)) is allowed
+    assert may_write(kind, NORMAL | frozenset(extra), PLATFORM_TENANT) is allowed
+
+
+def test_a_platform_wide_corpus_is_written_only_by_the_platform_tenants_administrator():
+    """Another tenant's platform.admin would key the rows to its own tenant, which no one else
+    reads: refused, as a corpus that does not exist."""
+    admin = NORMAL | {PLATFORM_ADMIN}
+    assert may_write(CorpusKind.PLATFORM, admin, PLATFORM_TENANT)
+    assert not may_write(CorpusKind.PLATFORM, admin, "acme")
+    assert may_write(CorpusKind.USER, NORMAL, "acme") and not may_write(CorpusKind.HOUSEKEEPING, admin, "acme")
+
+
+def test_a_platform_wide_corpus_is_created_by_its_writer_and_only_general():
+    admin = NORMAL | {PLATFORM_ADMIN}
+    made = new_platform_corpus(" handbook ", "", "", capabilities=admin, tenant=PLATFORM_TENANT)
+    assert (made.name, made.confidentiality) == ("handbook", Band.GENERAL)  # empty means GENERAL
+    for capabilities, tenant in ((NORMAL, PLATFORM_TENANT), (admin, "acme")):
+        with pytest.raises(Refused) as refused:
+            new_platform_corpus("handbook", "", "", capabilities=capabilities, tenant=tenant)
+        assert refused.value.refusal is Refusal.CAPABILITY_MISSING
+    for band in ("TENANT", "CONFIDENTIAL", "RESTRICTED"):
+        with pytest.raises(InvalidCorpus) as invalid:
+            new_platform_corpus("handbook", "", band, capabilities=admin, tenant=PLATFORM_TENANT)
+        assert invalid.value.field == "confidentiality"

@@ -14,6 +14,13 @@ Two rules, each decided here and nowhere else (issue 16):
   band it may read (TENANT when absent). :func:`allows` decides from :data:`READABLE`, a table of
   what each clearance means, never from the order of the bands' numbers.
 
+- **Platform-wide corpora.** Beside a tenant's own corpora, every tenant sees the platform-wide
+  ones (``corpora.tenant_id`` NULL, ``is_system``; GENERAL band only, bound to the root). Their
+  documents are written only by a platform administrator of :data:`PLATFORM_TENANT`, so their
+  rows (documents, chunks, postings) are keyed by that tenant; :meth:`Reach.owners` names the
+  tenant keys a read of this reach may touch, and a reach holding platform material always filters
+  on its corpus ids (the platform tenant's other corpora are never read through it).
+
 ``ScopePath`` is a node of the hierarchy; the verified caller is ``auth.Scope`` (tenant,
 capabilities, subject, and its node and clearance).
 """
@@ -28,6 +35,9 @@ from enum import StrEnum
 from knowledge_runtime.refusals import Refusal, Refused
 
 ROOT = "/"
+# The tenant whose platform administrators write the platform-wide corpora; their documents,
+# chunks and postings carry it as their tenant key (docs/operations.md, "Platform-wide corpora").
+PLATFORM_TENANT = "platform"
 # The levels of the hierarchy, outermost first; a path names them in this order, none skipped.
 LEVELS = ("workspace", "project", "mission")
 # A node's name: letters, digits and . _ - (no ":" or "/", which structure the path).
@@ -123,6 +133,7 @@ class Placement:
     corpus_id: int
     node: ScopePath
     band: Band
+    platform: bool = False  # a platform-wide corpus (no tenant): its rows carry PLATFORM_TENANT
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +161,19 @@ class Reach:
     corpus_ids: frozenset[int]
     # True when every corpus the tenant can see at all is reachable, so a query need not filter.
     everything: bool = False
+    # True when a platform-wide corpus is among corpus_ids (then ``everything`` is never set).
+    platform: bool = False
 
     def has(self, corpus_id: int | None) -> bool:
         return corpus_id is not None and corpus_id in self.corpus_ids
+
+    def owners(self, tenant: str) -> tuple[str, ...]:
+        """The tenant keys of the rows this reach may read: the caller's own, and the platform
+        tenant's when a platform-wide corpus is reached (its rows are read only within
+        ``corpus_ids``: ``everything`` is false then)."""
+        if self.platform and tenant != PLATFORM_TENANT:
+            return (tenant, PLATFORM_TENANT)
+        return (tenant,)
 
 
 def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
@@ -183,5 +204,7 @@ def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[Sco
 def reach(reader: Reader, placements: Iterable[Placement]) -> Reach:
     """The corpora ``reader`` may read among ``placements`` (every corpus the tenant can see)."""
     listed = list(placements)
-    ids = frozenset(p.corpus_id for p in listed if reader.may_read(p.node, p.band))
-    return Reach(reader=reader, corpus_ids=ids, everything=len(ids) == len(listed))
+    readable = [p for p in listed if reader.may_read(p.node, p.band)]
+    ids = frozenset(p.corpus_id for p in readable)
+    platform = any(p.platform for p in readable)
+    return Reach(reader=reader, corpus_ids=ids, everything=len(ids) == len(listed) and not platform, platform=platform)

@@ -67,14 +67,16 @@ class Corpus(_message.Message):
     def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description", "confidentiality")
+    __slots__ = ("name", "description", "confidentiality", "platform_wide")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    PLATFORM_WIDE_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     confidentiality: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+    platform_wide: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")

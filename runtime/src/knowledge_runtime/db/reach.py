@@ -11,17 +11,21 @@ from __future__ import annotations
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath, reach
+from knowledge_runtime.reach import PLATFORM_TENANT, Band, Placement, Reach, Reader, ScopePath, reach
 
 NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
 # Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the
 # platform-wide ones (no tenant); never another tenant's system corpus, never a deleted one (issue 18).
 PLACEMENTS = """
-SELECT corpus_id, scope_path, confidentiality FROM corpora
-WHERE (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
+SELECT corpus_id, scope_path, confidentiality, tenant_id IS NULL AS platform
+FROM corpora WHERE (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
+# The reader's node and ancestors, and the platform tenant's root ($3): the documents of a
+# platform-wide corpus (bound to the root, rows keyed by the platform tenant) bump that row, so a
+# change there reaches every tenant's cache key.
 GENERATION = """
-SELECT coalesce(sum(generation), 0)::bigint FROM scope_generations WHERE tenant_id = $1 AND scope_path = ANY($2::text[])
+SELECT coalesce(sum(generation), 0)::bigint FROM scope_generations
+WHERE (tenant_id = $1 AND scope_path = ANY($2::text[])) OR (tenant_id = $3 AND scope_path = '/')
 """
 
 
@@ -49,10 +53,14 @@ class PostgresReach:
         rows = await self._db.fetch("corpus_placements", PLACEMENTS, tenant)
         return reach(
             reader,
-            (Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"])) for r in rows),
+            (
+                Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"]), r["platform"])
+                for r in rows
+            ),
         )
 
     async def generation(self, tenant: str, reader: Reader) -> int:
-        """A number that grows whenever what ``reader`` sees may have changed (0024's triggers)."""
+        """A number that grows whenever what ``reader`` sees may have changed (0024's triggers),
+        the platform-wide corpora's changes included."""
         lineage = [str(node) for node in reader.node.lineage()]
-        return int(await self._db.fetchval("scope_generation", GENERATION, tenant, lineage))
+        return int(await self._db.fetchval("scope_generation", GENERATION, tenant, lineage, PLATFORM_TENANT))

@@ -16,7 +16,7 @@ from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
-from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+from knowledge_search.adapters.embedder import GrpcQueryEmbedder, breaking
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
 from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
@@ -47,7 +47,10 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
-        embedder = GrpcQueryEmbedder(settings.embedder_address, token_for=token_for)
+        # Behind a breaker: a stopped embedder costs one deadline per cool-off, not every request.
+        embedder = breaking(
+            GrpcQueryEmbedder(settings.embedder_address, token_for=token_for), settings.embedder_cool_off_s
+        )
         resources.push_async_callback(embedder.close)
         index = PostgresChunkIndex(
             db, bm25=settings.bm25, ef_search=settings.ef_search, max_scan_tuples=settings.max_scan_tuples

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
+from knowledge_search.domain.breaker import DEFAULT_COOL_OFF_S
 from knowledge_search.domain.cache import DEFAULT_TTL_S
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights
@@ -56,6 +57,7 @@ class SearchSettings:
     prefetch_deadline_s: float = PREFETCH_DEADLINE_S
     prefetch_data_catalog: bool = False
     cache_ttl_s: float = DEFAULT_TTL_S  # 0: no cache
+    embedder_cool_off_s: float = DEFAULT_COOL_OFF_S  # the embedder breaker's; 0: no breaker
 
     @property
     def sign_internal_calls(self) -> bool:
@@ -119,6 +121,7 @@ class SearchSettings:
             / 1000,
             prefetch_data_catalog=env.bool("PREFETCH_DATA_CATALOG", False),
             cache_ttl_s=env.float("SEARCH_CACHE_TTL_S", DEFAULT_TTL_S, minimum=0.0),
+            embedder_cool_off_s=env.float("SEARCH_EMBEDDER_COOL_OFF_S", DEFAULT_COOL_OFF_S, minimum=0.0),
         )
 
 

@@ -109,7 +109,7 @@ class SearchUseCases:
             raise RerankUnavailable()
         rerank = rerank and self.reranker is not None
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
-        request = within(request, await self.index.reach_for(tenant, reader))
+        request = within(request, await self.index.reach_for(tenant, reader), tenant)
         await self.index.check_filters(tenant, request.filters)
         vector_task = (
             self._vector(tenant, request, fallback_to_lexical and request.mode is SearchMode.HYBRID)
@@ -219,10 +219,11 @@ class SearchUseCases:
         return request.weights.over(corpus).over(self.default_weights)
 
 
-def within(request: SearchRequest, reach: Reach) -> SearchRequest:
-    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)."""
+def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)
+    and to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide corpus)."""
     corpus_ids = None if reach.everything else reach.corpus_ids
-    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids))
+    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant)))
 
 
 async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:

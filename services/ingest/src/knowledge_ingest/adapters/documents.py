@@ -31,25 +31,26 @@ FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
                    ORDER BY create_time DESC LIMIT 1) j ON true
 """
+# $1: the tenant keys the caller may read (Reach.owners); reach and kind are checked by the use case.
 # A deleted document (deleted_at set, its removal pending) is gone for every read.
-GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = $1 AND d.document_id = $2 AND d.deleted_at IS NULL"
+GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = ANY($1::text[]) AND d.document_id = $2 AND d.deleted_at IS NULL"
 # BatchGetDocuments: in the order asked ($2 holds no duplicate).
 GET_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
 JOIN unnest($2::bigint[]) WITH ORDINALITY AS asked(document_id, position) ON asked.document_id = d.document_id
-WHERE d.tenant_id = $1 AND d.deleted_at IS NULL ORDER BY asked.position
+WHERE d.tenant_id = ANY($1::text[]) AND d.deleted_at IS NULL ORDER BY asked.position
 """
 )
 LIST_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
-WHERE d.tenant_id = $1 AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL ORDER BY d.document_id LIMIT $4
+WHERE d.tenant_id = ANY($1::text[]) AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL ORDER BY d.document_id LIMIT $4
 """
 )
 DOCUMENT_CHUNKS = """
 SELECT content, section, page, chunk_index, coalesce((metadata->>'overlap_chars')::int, 0) AS overlap_chars
-FROM chunks WHERE tenant_id = $1 AND document_id = $2
+FROM chunks WHERE tenant_id = ANY($1::text[]) AND document_id = $2
     AND EXISTS (SELECT 1 FROM documents d WHERE d.document_id = $2 AND d.deleted_at IS NULL)
 ORDER BY chunk_index
 """
@@ -120,20 +121,20 @@ class PostgresDocuments:
         row = await self._db.fetchrow("corpus_kind", CORPUS_KIND, tenant, corpus_id)
         return None if row is None else corpus_kind(row["tenant_id"], row["is_system"])
 
-    async def document(self, tenant: str, document_id: int) -> Document | None:
-        row = await self._db.fetchrow("get_document", GET_DOCUMENT, tenant, document_id)
+    async def document(self, owners: Sequence[str], document_id: int) -> Document | None:
+        row = await self._db.fetchrow("get_document", GET_DOCUMENT, list(owners), document_id)
         return None if row is None else _document(row)
 
-    async def documents(self, tenant: str, document_ids: Sequence[int]) -> list[Document]:
-        rows = await self._db.fetch("get_documents", GET_DOCUMENTS, tenant, list(document_ids))
+    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
+        rows = await self._db.fetch("get_documents", GET_DOCUMENTS, list(owners), list(document_ids))
         return [_document(row) for row in rows]
 
-    async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]:
-        rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, tenant, corpus_id, page.after_id, page.size)
+    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]:
+        rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, list(owners), corpus_id, page.after_id, page.size)
         return [_document(row) for row in rows]
 
-    async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]:
-        rows = await self._db.fetch("document_chunks", DOCUMENT_CHUNKS, tenant, document_id)
+    async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]:
+        rows = await self._db.fetch("document_chunks", DOCUMENT_CHUNKS, list(owners), document_id)
         return [TextChunk(r["content"], r["section"], r["page"], r["chunk_index"], r["overlap_chars"]) for r in rows]
 
     async def movable_documents(

@@ -17,6 +17,11 @@ INSERT INTO corpora (tenant_id, name, description, scope_path, confidentiality)
 VALUES ($1, $2, $3, $4, $5)
 RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
 """
+INSERT_PLATFORM_CORPUS = """
+INSERT INTO corpora (tenant_id, name, description, is_system, scope_path, confidentiality)
+VALUES (NULL, $1, $2, true, '/', 'GENERAL')
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
+"""
 LIST_USER_CORPORA = """
 SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
        count(d.document_id) AS document_count,
@@ -70,6 +75,19 @@ class PostgresCorpora:
         except asyncpg.UniqueViolationError:
             raise CorpusNameTaken(corpus.name) from None
         assert row is not None
+        return _corpus(row)
+
+    async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
+        try:
+            async with self._db.transaction() as tx:
+                await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+                row = await tx.fetchrow(
+                    "insert_platform_corpus", INSERT_PLATFORM_CORPUS, corpus.name, corpus.description
+                )
+                assert row is not None
+                await publish(tx, tenant, [corpus_created(row["corpus_id"])])
+        except asyncpg.UniqueViolationError:
+            raise CorpusNameTaken(corpus.name) from None
         return _corpus(row)
 
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:

@@ -104,7 +104,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(
-            current_scope(), request.name, request.description, request.confidentiality
+            current_scope(), request.name, request.description, request.confidentiality, request.platform_wide
         )
         return corpus_message(corpus)
 

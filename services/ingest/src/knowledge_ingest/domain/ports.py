@@ -36,6 +36,10 @@ class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
         """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
 
+    async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
+        """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
+        ``tenant`` (the platform tenant); CorpusNameTaken on a duplicate platform-wide name."""
+
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
         """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
         first, at most ``page.size``."""
@@ -138,14 +142,16 @@ class DocumentRepository(Protocol):
     async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
         """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
 
-    async def document(self, tenant: str, document_id: int) -> Document | None: ...
+    # ``owners``: the tenant keys whose rows may be read (Reach.owners: the caller's tenant, and
+    # the platform tenant's when the caller reaches a platform-wide corpus).
+    async def document(self, owners: Sequence[str], document_id: int) -> Document | None: ...
 
-    async def documents(self, tenant: str, document_ids: Sequence[int]) -> list[Document]:
-        """The tenant's documents among ``document_ids`` (no duplicates), in that order."""
+    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
+        """The owners' documents among ``document_ids`` (no duplicates), in that order."""
 
-    async def list_documents(self, tenant: str, corpus_id: int, page: Page) -> list[Document]: ...
+    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]: ...
 
-    async def document_chunks(self, tenant: str, document_id: int) -> list[TextChunk]: ...
+    async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]: ...
 
     async def movable_documents(
         self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int]

@@ -4,7 +4,8 @@ Two kinds of system corpus exist beside a tenant's own corpora. A tenant's house
 (``operational_patterns``, ``user_behavior``, ``data_catalog``; ``corpora.tenant_id`` is the
 tenant, ``is_system``) are written only by platform services whose token carries
 ``system.write``. Platform-wide corpora (``tenant_id`` NULL, ``is_system``) are written only by
-a platform administrator (``platform.admin``). An ordinary token that names either is told the
+a platform administrator (``platform.admin``) of the platform tenant (``reach.PLATFORM_TENANT``),
+and every tenant reads them (reach.py). An ordinary token that writes into either is told the
 corpus does not exist, as for another tenant's corpus: 404, never 403, so it learns nothing.
 """
 
@@ -13,9 +14,12 @@ from __future__ import annotations
 import enum
 import unicodedata
 
+from knowledge_runtime.reach import PLATFORM_TENANT, Band
+from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
 
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidCorpus, InvalidRequest
+from knowledge_ingest.domain.model import NewCorpus
 
 MAX_SUBJECT_CHARS = 500
 
@@ -33,13 +37,36 @@ def corpus_kind(owner_tenant: str | None, is_system: bool) -> CorpusKind:
     return CorpusKind.PLATFORM if owner_tenant is None else CorpusKind.HOUSEKEEPING
 
 
-def may_write(kind: CorpusKind, capabilities: frozenset[str]) -> bool:
-    """Whether a caller with ``capabilities`` may add, replace or move documents in such a corpus."""
+def may_write(kind: CorpusKind, capabilities: frozenset[str], tenant: str) -> bool:
+    """Whether a caller of ``tenant`` with ``capabilities`` may add, replace, move or delete
+    documents in such a corpus. A platform-wide corpus is written only by a platform administrator
+    of the platform tenant, so its rows carry the key every tenant's reads include
+    (reach.PLATFORM_TENANT): another tenant's administrator would key them to its own tenant."""
     if kind is CorpusKind.USER:
         return True  # the RPC's own capability (document.upload) was already checked
     if kind is CorpusKind.HOUSEKEEPING:
         return SYSTEM_WRITE in capabilities
-    return PLATFORM_ADMIN in capabilities
+    return PLATFORM_ADMIN in capabilities and tenant == PLATFORM_TENANT
+
+
+def new_platform_corpus(
+    name: str, description: str, confidentiality: str, *, capabilities: frozenset[str], tenant: str
+) -> NewCorpus:
+    """A platform-wide corpus to create: only by its writers (else CAPABILITY_MISSING: creating
+    names nothing that exists), GENERAL only (every tenant reads it; empty means GENERAL)."""
+    if not may_write(CorpusKind.PLATFORM, capabilities, tenant):
+        raise Refused(
+            Refusal.CAPABILITY_MISSING,
+            f"a platform-wide corpus is created only by a {PLATFORM_ADMIN!r} token of tenant {PLATFORM_TENANT!r}",
+            metadata={"capability": PLATFORM_ADMIN},
+        )
+    corpus = NewCorpus.parse(name, description, confidentiality if confidentiality.strip() else Band.GENERAL.value)
+    if corpus.confidentiality is not Band.GENERAL:
+        raise InvalidCorpus(
+            "a platform-wide corpus is read by every tenant: its confidentiality can only be GENERAL",
+            field="confidentiality",
+        )
+    return corpus
 
 
 def may_read(kind: CorpusKind, capabilities: frozenset[str]) -> bool:

@@ -12,7 +12,7 @@ from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, InvalidCorpus, InvalidRequest
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.ports import CorpusRepository, DocumentRepository, ReachSource
-from knowledge_ingest.domain.system_corpora import may_write
+from knowledge_ingest.domain.system_corpora import may_write, new_platform_corpus
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -32,7 +32,7 @@ async def require_writable(
     if reach is not None and not reach.has(corpus_id):
         raise CorpusNotFound(named)
     kind = await store.corpus_kind(scope.tenant, corpus_id)
-    if kind is None or not may_write(kind, scope.capabilities):
+    if kind is None or not may_write(kind, scope.capabilities, scope.tenant):
         raise CorpusNotFound(named)
 
 
@@ -41,8 +41,16 @@ class CorpusUseCases:
     corpora: CorpusRepository
     reach: ReachSource
 
-    async def create_corpus(self, scope: Scope, name: str, description: str, confidentiality: str = "") -> Corpus:
-        """A new corpus is bound to its creator's own node, in a band the creator may read."""
+    async def create_corpus(
+        self, scope: Scope, name: str, description: str, confidentiality: str = "", platform_wide: bool = False
+    ) -> Corpus:
+        """A new corpus is bound to its creator's own node, in a band the creator may read; a
+        platform-wide one (domain.system_corpora decides who and which band) to no tenant."""
+        if platform_wide:
+            platform = new_platform_corpus(
+                name, description, confidentiality, capabilities=scope.capabilities, tenant=scope.tenant
+            )
+            return await self.corpora.create_platform(scope.tenant, platform)
         corpus = NewCorpus.parse(name, description, confidentiality)
         reader = await self.reach.reader(scope)
         if not allows(reader.clearance, corpus.confidentiality):

@@ -38,8 +38,10 @@ class DocumentUseCases:
         """The document when it is in the caller's reach and its corpus readable to the caller
         (a housekeeping corpus only to its writers); else not found, as if absent."""
         key = parse_id(document_id, "document_id")
-        reach = await self.reach.reach_of(scope)
-        document = await self.store.document(scope.tenant, key)
+        return await self._get(scope, await self.reach.reach_of(scope), key, document_id)
+
+    async def _get(self, scope: Scope, reach: Reach, key: int, document_id: str) -> Document:
+        document = await self.store.document(reach.owners(scope.tenant), key)
         if document is None or not await self._readable(scope, reach, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
@@ -47,8 +49,8 @@ class DocumentUseCases:
     async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
         asked = batch_ids(document_ids)
         wanted = [key for key in asked.values() if key is not None]
-        found = await self.store.documents(scope.tenant, wanted) if wanted else []
         reach = await self.reach.reach_of(scope)
+        found = await self.store.documents(reach.owners(scope.tenant), wanted) if wanted else []
         readable = [d for d in found if await self._readable(scope, reach, d.corpus_id)]
         return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
@@ -58,13 +60,15 @@ class DocumentUseCases:
         worst it is re-read and found unchanged)."""
         assert self.feed is not None
         key = parse_id(corpus_id, "corpus_id")
-        if not await self._readable(scope, await self.reach.reach_of(scope), key):
+        reach = await self.reach.reach_of(scope)
+        if not await self._readable(scope, reach, key):
             raise CorpusNotFound(corpus_id)
+        owners = reach.owners(scope.tenant)
         shown: dict[int, Document] = {}
         async with self.feed.subscribe(scope.tenant, key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
-                found = await self.store.list_documents(scope.tenant, key, page.probe())
+                found = await self.store.list_documents(owners, key, page.probe())
                 documents, after = page.cut(found, lambda document: document.document_id)
                 for document in documents:
                     shown[document.document_id] = document
@@ -75,7 +79,7 @@ class DocumentUseCases:
             yield DocumentChange(ChangeKind.SYNCED)
             while True:
                 for document_id in await announced.next():
-                    now = await self.store.document(scope.tenant, document_id)
+                    now = await self.store.document(owners, document_id)
                     change = change_of(key, document_id, now, shown.get(document_id))
                     if change is None:
                         continue
@@ -93,19 +97,21 @@ class DocumentUseCases:
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
         key = parse_id(corpus_id, "corpus_id")
-        if not await self._readable(scope, await self.reach.reach_of(scope), key):
+        reach = await self.reach.reach_of(scope)
+        if not await self._readable(scope, reach, key):
             raise CorpusNotFound(corpus_id)
-        found = await self.store.list_documents(scope.tenant, key, page.probe())
+        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe())
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
         key = parse_id(document_id, "document_id")
-        document = await self.get(scope, document_id)
+        reach = await self.reach.reach_of(scope)
+        document = await self._get(scope, reach, key, document_id)
         if (
             not document.state.terminal and document.chunk_count == 0
         ):  # nothing searchable yet (a re-extraction keeps its old text)
             raise DocumentIndexing(key, document.stage)
-        text = paginate(key, await self.store.document_chunks(scope.tenant, key), page)
+        text = paginate(key, await self.store.document_chunks(reach.owners(scope.tenant), key), page)
         return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(

@@ -76,7 +76,7 @@ class Pipeline:
             return
         if job.duplicate:
             assert job.document_id is not None
-            settled = jobs.settle_duplicate(job, await self.documents.document(job.tenant, job.document_id))
+            settled = jobs.settle_duplicate(job, await self.documents.document((job.tenant,), job.document_id))
             if settled is not None:
                 await self._write(lease, settled)
                 return

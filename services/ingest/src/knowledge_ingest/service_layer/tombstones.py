@@ -46,11 +46,11 @@ class TombstoneUseCases:
         already deleted) is not found, and nothing changes."""
         key = parse_id(document_id, "document_id")
         reach = await self.reach.reach_of(scope)
-        document = await self.documents.document(scope.tenant, key)
+        document = await self.documents.document((scope.tenant,), key)  # its own rows: only they are deletable
         if document is None or not reach.has(document.corpus_id):
             raise DocumentNotFound(document_id)
         kind = await self.documents.corpus_kind(scope.tenant, document.corpus_id)
-        if kind is None or not may_read(kind, scope.capabilities) or not may_write(kind, scope.capabilities):
+        if kind is None or not may_read(kind, scope.capabilities) or not may_write(kind, scope.capabilities, scope.tenant):
             raise DocumentNotFound(document_id)
         deletion = await self.tombstones.delete_document(scope.tenant, key, scope.subject, reason_of(reason))
         if deletion is None:  # deleted meanwhile

@@ -11,15 +11,20 @@ reranking model for a rerank.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import DependencyUnavailable, DomainError
+from knowledge_runtime.logging import get_logger
 from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
 
+from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import Cost, CostItem, EmbeddedQuery, Reranking
 
@@ -82,6 +87,95 @@ class GrpcQueryEmbedder:
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+log = get_logger("knowledge.search")
+T = TypeVar("T")
+
+
+class BreakingEmbedder:
+    """The query embedder and reranker behind a circuit breaker (domain/breaker.py): while the
+    embedder is out, calls fail at once with EmbedderUnavailable (the pre-fetch and context take
+    their keyword fallback, a rerank its fused order) instead of each waiting for its deadline.
+
+    A call its caller gave up on after a silence opens the breaker but is left to finish (for at
+    most one cool-off): a cold embedder that answers late closes it again at once, a stopped one
+    keeps it open."""
+
+    def __init__(self, inner: GrpcQueryEmbedder, breaker: CircuitBreaker) -> None:
+        self._inner = inner
+        self._breaker = breaker
+        self._lingering: set[asyncio.Future] = set()
+
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        return await self._call(lambda: self._inner.embed_query(tenant, text))
+
+    async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
+        return await self._call(lambda: self._inner.rerank(tenant, query, passages))
+
+    async def close(self) -> None:
+        for task in list(self._lingering):
+            task.cancel()
+        await self._inner.close()
+
+    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
+        breaker = self._breaker
+        if not breaker.allow():
+            raise EmbedderUnavailable()
+        started = breaker.clock()
+        task = asyncio.ensure_future(call())
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:  # the caller's deadline passed
+            self._abandoned(task, started)
+            raise
+        except EmbedderUnavailable:  # unreachable, timed out, or its runtime down: the outage itself
+            self._failed("error")
+            raise
+        except Exception:  # the embedder answered (a refusal, an overload): it is up
+            self._succeeded()
+            raise
+        self._succeeded()
+        return result
+
+    def _abandoned(self, task: asyncio.Future, started: float) -> None:
+        was = self._breaker.state
+        if not self._breaker.abandoned(started):  # given up on quickly: says nothing of the embedder
+            task.cancel()
+            return
+        if was is not BreakerState.OPEN:
+            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after="silence")
+        self._lingering.add(task)
+        expiry = asyncio.get_running_loop().call_later(self._breaker.cool_off_s, task.cancel)
+        task.add_done_callback(lambda done: self._settled(done, expiry))
+
+    def _settled(self, task: asyncio.Future, expiry: asyncio.TimerHandle) -> None:
+        """A call left to finish ended: an answer closes the breaker; an outage keeps it open."""
+        expiry.cancel()
+        self._lingering.discard(task)
+        if task.cancelled():
+            return
+        if isinstance(task.exception(), EmbedderUnavailable):
+            self._failed("error")
+        else:
+            self._succeeded()
+
+    def _succeeded(self) -> None:
+        if self._breaker.state is not BreakerState.CLOSED:
+            log.info("embedder_breaker_closed")
+        self._breaker.succeeded()
+
+    def _failed(self, after: str) -> None:
+        if self._breaker.state is not BreakerState.OPEN:
+            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after=after)
+        self._breaker.failed()
+
+
+def breaking(inner: GrpcQueryEmbedder, cool_off_s: float) -> GrpcQueryEmbedder | BreakingEmbedder:
+    """The embedder behind a breaker of this cool-off (monotonic clock); 0 leaves it bare."""
+    if cool_off_s <= 0:
+        return inner
+    return BreakingEmbedder(inner, CircuitBreaker(time.monotonic, cool_off_s=cool_off_s))
 
 
 def _translated(error: grpc.aio.AioRpcError) -> DomainError:

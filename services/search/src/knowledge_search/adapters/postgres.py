@@ -28,7 +28,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.db.tenant_settings import TenantSettingsReader, llm_cost_since
-from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.reach import PLATFORM_TENANT, Reach, Reader
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
@@ -41,7 +41,7 @@ VECTOR_SEARCH = """
 WITH nearest AS MATERIALIZED (
     SELECT c.chunk_id, c.document_id, c.embedding <=> $1 AS distance
     FROM chunks c
-    WHERE c.tenant_id = $2 {filters}
+    WHERE c.tenant_id = ANY($2::text[]) {filters}
     ORDER BY c.embedding <=> $1
     LIMIT $3
 )
@@ -55,15 +55,16 @@ SELECT set_config('hnsw.ef_search', $1, true),
        set_config('hnsw.max_scan_tuples', $2, true)
 """
 # The query's distinct lexemes with their idf, document frequency, whether they are selective,
-# and the tenant's mean BM25 length; rarest first. No row when the tenant has no chunks.
+# and the mean BM25 length, over the tenant keys $3 (the caller's, and the platform tenant's when
+# it reaches a platform-wide corpus: Reach.owners); rarest first. No row when they have no chunks.
 LEXICAL_TERMS = """
 WITH terms AS (
     SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
 ),
 stats AS (
-    SELECT greatest(s.chunk_count, 1)::float8 AS n,
-           greatest(s.total_length::float8 / greatest(s.chunk_count, 1), 1.0) AS avgdl
-    FROM search_tenant_stats s WHERE s.tenant_id = $3
+    SELECT greatest(sum(s.chunk_count), 1)::float8 AS n,
+           greatest(sum(s.total_length)::float8 / greatest(sum(s.chunk_count), 1), 1.0) AS avgdl
+    FROM search_tenant_stats s WHERE s.tenant_id = ANY($3::text[]) HAVING count(*) > 0
 )
 SELECT t.lexeme,
        ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf,
@@ -72,7 +73,10 @@ SELECT t.lexeme,
        st.avgdl
 FROM terms t
 CROSS JOIN stats st
-LEFT JOIN search_lexeme_stats l ON l.tenant_id = $3 AND l.lexeme = t.lexeme
+LEFT JOIN LATERAL (
+    SELECT sum(l.doc_freq)::bigint AS doc_freq FROM search_lexeme_stats l
+    WHERE l.tenant_id = ANY($3::text[]) AND l.lexeme = t.lexeme
+) l ON true
 ORDER BY coalesce(l.doc_freq, 0), t.lexeme
 """
 # BM25 over the postings of migration 0022, index-only reads of the query's own terms, exact:
@@ -99,7 +103,7 @@ LEXICAL_SEARCH = """
 WITH driven AS (
     SELECT c.chunk_id, c.document_id, sum({bm25_c}) AS score
     FROM unnest($2::text[], $3::float8[]) AS t (lexeme, idf)
-    JOIN search_postings c ON c.tenant_id = $1 AND c.lexeme = t.lexeme
+    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
     WHERE true {{filters}}
     GROUP BY c.chunk_id, c.document_id
 ),
@@ -108,7 +112,7 @@ joined AS (
     FROM driven d
     LEFT JOIN (
         unnest($4::text[], $5::float8[]) AS t (lexeme, idf)
-        JOIN search_postings j ON j.tenant_id = $1 AND j.lexeme = t.lexeme
+        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme
     ) ON j.chunk_id = d.chunk_id
     GROUP BY d.chunk_id, d.document_id, d.score
     HAVING NOT $12 OR count(j.chunk_id) = cardinality($4::text[])
@@ -128,7 +132,7 @@ looked_up AS (
     -- a key lookup per (candidate, term), never a scan of a very common term's postings
     CROSS JOIN LATERAL (
         SELECT o.count_a, o.count_b, o.count_c, o.count_d, o.bm25_length FROM search_postings o
-        WHERE o.tenant_id = $1 AND o.lexeme = t.lexeme AND o.chunk_id = k.chunk_id
+        WHERE o.tenant_id = ANY($1::text[]) AND o.lexeme = t.lexeme AND o.chunk_id = k.chunk_id
         LIMIT 1
     ) AS p
     GROUP BY k.chunk_id
@@ -149,20 +153,22 @@ LIMIT $11
 JOIN_RATIO = 4
 # Candidates (a multiple of the channel depth) that at most get the looked-up terms' share.
 LOOKUP_WINDOW = 2
-# What results show, read once for the chunks that are returned (never for the channels' depth).
+# What results show, read once for the chunks that are returned (never for the channels' depth):
+# the caller's, or a platform-wide corpus's (chunks the channels found within the caller's reach).
 # A deleted document's chunks stay until its removal job deletes them (issue 18): this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
 SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
-WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = $2
+WHERE c.chunk_id = ANY($1::bigint[]) AND (c.tenant_id = $2
+    OR (c.tenant_id = $3 AND c.corpus_id IN (SELECT p.corpus_id FROM corpora p WHERE p.tenant_id IS NULL AND p.is_system)))
 """
 # The tenant's own corpora and the platform-wide ones (no tenant); never another tenant's system corpus.
 CORPUS_VISIBLE = """
 SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
-DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = $2 AND deleted_at IS NULL"
+DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 RECORD_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
@@ -200,6 +206,11 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
         args.append(sorted(filters.corpus_ids))
         sql.append(f"AND c.corpus_id = ANY(${first + len(args) - 1}::bigint[])")
     return " ".join(sql), args
+
+
+def _owners(tenant: str, filters: Filters) -> list[str]:
+    """The tenant keys a channel reads (Filters.owners, set from the caller's reach)."""
+    return list(filters.owners) or [tenant]
 
 
 def _hits(rows) -> list[ChannelHit]:
@@ -255,7 +266,7 @@ class PostgresChunkIndex:
                 "vector_search",
                 VECTOR_SEARCH.format(filters=predicates),
                 np.asarray(vector, dtype=np.float32),
-                tenant,
+                _owners(tenant, filters),
                 depth,
                 *args,
             )
@@ -264,7 +275,13 @@ class PostgresChunkIndex:
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         bm25 = self._bm25
         terms = await self._db.fetch(
-            "lexical_terms", LEXICAL_TERMS, bm25.text_config, text, tenant, bm25.common_min_df, bm25.common_fraction
+            "lexical_terms",
+            LEXICAL_TERMS,
+            bm25.text_config,
+            text,
+            _owners(tenant, filters),
+            bm25.common_min_df,
+            bm25.common_fraction,
         )
         if not terms:
             return []
@@ -281,7 +298,7 @@ class PostgresChunkIndex:
         rows = await self._db.fetch(
             "lexical_search",
             LEXICAL_SEARCH.format(filters=predicates),
-            tenant,
+            _owners(tenant, filters),
             [t["lexeme"] for t in driving],
             [t["idf"] for t in driving],
             [t["lexeme"] for t in joined],
@@ -314,7 +331,7 @@ class PostgresChunkIndex:
     async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
         if not chunk_ids:
             return {}
-        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), tenant)
+        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), tenant, PLATFORM_TENANT)
         return {
             row["chunk_id"]: Chunk(
                 chunk_id=row["chunk_id"],
@@ -338,7 +355,9 @@ class PostgresChunkIndex:
             if await self._db.fetchval("corpus_visible", CORPUS_VISIBLE, filters.corpus_id, tenant) is None:
                 raise CorpusNotFound()
         if filters.document_id is not None:
-            corpus = await self._db.fetchval("document_visible", DOCUMENT_VISIBLE, filters.document_id, tenant)
+            corpus = await self._db.fetchval(
+                "document_visible", DOCUMENT_VISIBLE, filters.document_id, _owners(tenant, filters)
+            )
             if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
                 raise DocumentNotFound()
             if reachable is not None and corpus not in reachable:

@@ -54,6 +54,9 @@ class Filters:
     # The corpora the caller reaches (runtime.reach); None only when it reaches every corpus the
     # tenant can see, so the query needs no such predicate. Set by the use case, never a request.
     corpus_ids: frozenset[int] | None = None
+    # The tenant keys of the rows the caller may read (Reach.owners: its own, and the platform
+    # tenant's when it reaches a platform-wide corpus); () means the caller's tenant alone.
+    owners: tuple[str, ...] = ()
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins

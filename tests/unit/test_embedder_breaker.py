@@ -1,0 +1,142 @@
+"""The embedder's circuit breaker (issue 16): one outage costs one deadline per cool-off, not every
+request; a half-open probe closes it again. A fake clock drives it."""
+
+import asyncio
+
+import pytest
+from knowledge_search.adapters.embedder import BreakingEmbedder
+from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
+from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
+from knowledge_search.domain.model import Cost, EmbeddedQuery
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_failure_opens_it_for_the_cool_off_then_one_probe_goes_through():
+    clock = Clock()
+    breaker = CircuitBreaker(clock, cool_off_s=5.0)
+    assert breaker.allow() and breaker.state is BreakerState.CLOSED
+    breaker.failed()
+    clock.now += 4.9
+    assert not breaker.allow()  # within the cool-off: refused at once
+    clock.now += 0.1
+    assert breaker.allow() and breaker.state is BreakerState.HALF_OPEN  # the probe
+    assert not breaker.allow()  # one probe at a time
+    breaker.failed()  # the probe failed: another whole cool-off
+    clock.now += 4.0
+    assert not breaker.allow()
+    clock.now += 1.0
+    assert breaker.allow()
+    breaker.succeeded()
+    assert breaker.state is BreakerState.CLOSED and breaker.allow() and breaker.allow()
+
+
+def test_a_call_abandoned_after_a_silence_counts_as_a_failure_a_quick_one_does_not():
+    clock = Clock()
+    breaker = CircuitBreaker(clock, cool_off_s=5.0, slow_s=0.2)
+    started = clock.now
+    clock.now += 0.05
+    breaker.abandoned(started)  # the caller went away quickly: says nothing about the embedder
+    assert breaker.state is BreakerState.CLOSED
+    clock.now += 0.2
+    breaker.abandoned(started)  # silent for 0.25 s until its deadline: the embedder is out
+    assert breaker.state is BreakerState.OPEN and not breaker.allow()
+    clock.now += 5.0
+    assert breaker.allow()  # the probe, abandoned quickly: the next call probes again
+    breaker.abandoned(clock.now)
+    assert breaker.allow() and breaker.state is BreakerState.HALF_OPEN
+
+
+class Embedder:
+    """The inner client: answers, fails as unreachable, or hangs like a SIGSTOPped process."""
+
+    def __init__(self) -> None:
+        self.mode = "up"
+        self.calls = 0
+
+    async def embed_query(self, tenant, text):
+        self.calls += 1
+        if self.mode == "down":
+            raise EmbedderUnavailable()
+        if self.mode == "hung":
+            await asyncio.sleep(3600)
+        if self.mode == "cold":
+            await self.release.wait()
+        if self.mode == "no-reranker":
+            raise RerankUnavailable()
+        return EmbeddedQuery(vector=[1.0], warnings=(), cost=Cost())
+
+    async def rerank(self, tenant, query, passages):
+        return await self.embed_query(tenant, query)
+
+    async def close(self):
+        pass
+
+
+async def test_the_embedder_behind_the_breaker_fails_fast_while_it_is_out():
+    clock, inner = Clock(), Embedder()
+    embedder = BreakingEmbedder(inner, CircuitBreaker(clock, cool_off_s=5.0, slow_s=0.2))
+    assert (await embedder.embed_query("acme", "q")).vector == [1.0]
+    inner.mode = "hung"
+    call = asyncio.ensure_future(embedder.embed_query("acme", "q"))
+    await asyncio.sleep(0)
+    clock.now += 0.3  # the caller's deadline passes after 0.3 s of silence
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    for _ in range(50):  # within the cool-off: at once, without calling the embedder
+        with pytest.raises(EmbedderUnavailable):
+            await asyncio.wait_for(embedder.embed_query("acme", "q"), timeout=0.05)
+        with pytest.raises(EmbedderUnavailable):
+            await embedder.rerank("acme", "q", ["p"])
+    assert inner.calls == 2
+    inner.mode = "up"
+    clock.now += 5.0  # the probe goes through and closes it
+    assert (await embedder.embed_query("acme", "q")).vector == [1.0]
+    assert (await embedder.embed_query("acme", "q")).vector == [1.0] and inner.calls == 4
+    await embedder.close()  # the silent call left to finish is given up
+
+
+async def test_a_cold_embedder_that_answers_late_closes_the_breaker_at_once():
+    """The call its caller gave up on is left to finish: its late answer closes the breaker, so a
+    slow first embedding does not leave a whole cool-off of keyword-only answers."""
+    clock, inner = Clock(), Embedder()
+    embedder = BreakingEmbedder(inner, CircuitBreaker(clock, cool_off_s=5.0, slow_s=0.2))
+    inner.mode = "cold"
+    release = inner.release = asyncio.Event()
+    call = asyncio.ensure_future(embedder.embed_query("acme", "q"))
+    await asyncio.sleep(0)
+    clock.now += 0.3
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    with pytest.raises(EmbedderUnavailable):  # open meanwhile
+        await embedder.embed_query("acme", "q")
+    release.set()  # the embedder answers the abandoned call
+    for _ in range(10):
+        await asyncio.sleep(0)
+    inner.mode = "up"
+    assert (await embedder.embed_query("acme", "q")).vector == [1.0]  # closed again, within the cool-off
+    await embedder.close()
+
+
+async def test_an_unreachable_embedder_opens_it_and_an_answered_refusal_does_not():
+    clock, inner = Clock(), Embedder()
+    embedder = BreakingEmbedder(inner, CircuitBreaker(clock, cool_off_s=5.0))
+    inner.mode = "no-reranker"  # the embedder answered: it is up
+    for _ in range(3):
+        with pytest.raises(RerankUnavailable):
+            await embedder.rerank("acme", "q", ["p"])
+    assert inner.calls == 3
+    inner.mode = "down"
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed_query("acme", "q")
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed_query("acme", "q")
+    assert inner.calls == 4  # the second never reached it
