@@ -18,11 +18,13 @@ from pathlib import Path
 
 import docx
 import pytest
-from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path
+from knowledge_ingest.adapters.extraction import DocumentExtractor, isolated, unstructured_path
 from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
 from knowledge_ingest.adapters.extraction.markdown import TextSink
 from knowledge_ingest.domain.extraction import ExtractionLimits
 from knowledge_runtime.chunking import split_structural
+
+from tests.support.extraction_child import report_preloaded
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -218,3 +220,18 @@ def test_the_optional_venv_pins_what_the_main_one_pins():
     for requirement in extra["unstructured"]:
         name, version = re.sub(r"\[.*\]", "", requirement).split("==")
         assert optional[re.sub(r"[-_.]+", "-", name).lower()] == version
+
+
+@requires_unstructured
+def test_the_fork_server_loads_the_optional_path_once_for_every_child():
+    """Each file's child is forked with unstructured and its spaCy model already loaded (about 11 s
+    per file when every child loaded them itself)."""
+    receiver, sender = isolated._context.Pipe(duplex=False)
+    child = isolated._context.Process(target=report_preloaded, args=(sender,), daemon=True)
+    child.start()
+    sender.close()
+    try:
+        assert receiver.poll(120)
+        assert receiver.recv() == {"spacy": True, "partitioners": True}
+    finally:
+        child.join(10)

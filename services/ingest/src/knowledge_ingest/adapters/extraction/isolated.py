@@ -30,8 +30,15 @@ _GRACE_S = 60.0  # past the soft time bound, before the child is killed
 
 _context = multiprocessing.get_context("forkserver")
 # The fork server imports the parsers once (and the main module, which, as for any
-# multiprocessing program, must not do work at import: knowledge-ingest's does not).
-_context.set_forkserver_preload(["__main__", "knowledge_ingest.adapters.extraction.extractor"])
+# multiprocessing program, must not do work at import: knowledge-ingest's does not), and loads
+# the optional unstructured path's model when it is installed (``preload.py``).
+_context.set_forkserver_preload(
+    [
+        "__main__",
+        "knowledge_ingest.adapters.extraction.extractor",
+        "knowledge_ingest.adapters.extraction.preload",
+    ]
+)
 
 
 class IsolatedExtractor:
