@@ -12,7 +12,14 @@ TORCH := torch==2.13.0
 DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+# The optional unstructured path of ingest (services/ingest/README.md, "Choice of engine") in a
+# venv of its own: its extra needs filelock<4 (the main venv has 4) and about 1 GB. `make test`
+# runs the tests marked `unstructured` there; the main venv skips them, with the reason.
+UNSTRUCTURED_VENV := .venv-unstructured
+UNSTRUCTURED_BIN := $(UNSTRUCTURED_VENV)/bin
+UNSTRUCTURED_STAMP := $(UNSTRUCTURED_VENV)/.setup-done
+
+.PHONY: setup system-packages setup-unstructured test-unstructured run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
 
 setup: system-packages $(STAMP)
 
@@ -29,10 +36,24 @@ $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.t
 		$(addprefix -e ,$(PACKAGES))
 	touch $(STAMP)
 
+# No --upgrade pip and no byte-compiling at install (about 1 GB of files): both only cost time here.
+setup-unstructured: $(UNSTRUCTURED_STAMP)
+
+$(UNSTRUCTURED_STAMP): Makefile constraints-unstructured.txt runtime/pyproject.toml services/ingest/pyproject.toml
+	test -x $(UNSTRUCTURED_BIN)/python || $(PYTHON) -m venv $(UNSTRUCTURED_VENV)
+	$(UNSTRUCTURED_BIN)/python -m pip install --quiet --no-compile -c constraints-unstructured.txt \
+		-e runtime -e 'services/ingest[unstructured]' pytest pytest-asyncio pytest-timeout
+	touch $(UNSTRUCTURED_STAMP)
+
+# Only the optional path's tests, offline, where a path that is not usable fails instead of skipping.
+test-unstructured: setup-unstructured
+	KNOWLEDGE_TEST_UNSTRUCTURED=1 $(UNSTRUCTURED_BIN)/python -m pytest -m unstructured \
+		tests/unit/test_extraction_unstructured.py
+
 run: setup
 	$(BIN)/knowledge up
 
-test: setup lint
+test: setup lint test-unstructured
 	$(BIN)/python -m pytest
 
 # Lint and types (pyproject.toml: [tool.ruff], [tool.mypy]; strict for each service's domain/ and
@@ -80,4 +101,4 @@ images-smoke: setup images-tools
 	$(BIN)/python scripts/images_smoke.py --replicas 2 --uploads 50
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(UNSTRUCTURED_VENV)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import subprocess
+import sys
 
 import docx
 import pytest
@@ -86,3 +88,21 @@ def test_small_plain_text_and_markdown_are_read_without_a_child_under_the_same_l
     ):
         with pytest.raises(AssertionError, match="child process"):
             IsolatedExtractor(use_unstructured=False).extract(data, name, "")
+
+
+def test_the_fork_server_starts_with_the_service_not_with_its_first_file():
+    """``start`` (an on_start hook of ingest's app) runs the fork server before any file comes, so
+    the first file's child does not wait for it to import the parsers."""
+    probe = (
+        "import asyncio, psutil\n"
+        "from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor\n"
+        "def servers():\n"
+        "    return [c for c in psutil.Process().children() if 'forkserver' in ' '.join(c.cmdline())]\n"
+        "before = len(servers())\n"
+        "asyncio.run(IsolatedExtractor().start())\n"
+        "asyncio.run(IsolatedExtractor().start())\n"
+        "print(before, len(servers()))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["0", "1"]

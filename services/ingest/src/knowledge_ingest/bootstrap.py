@@ -143,12 +143,13 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
         feed = PostgresDocumentFeed(db)
         resources.push_async_callback(feed.close)
+        extractor = IsolatedExtractor(settings.extraction_limits())
         servicer, workers = wire(
             settings,
             db,
             blobs,
             embedder,
-            IsolatedExtractor(settings.extraction_limits()).extract,
+            extractor.extract,
             readiness,
             importer=blobs,
             feed=feed,
@@ -171,6 +172,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )
+    app.on_start.append(extractor.start)  # before the workers: their first file finds it started
     app.on_start.append(workers.start)
     app.on_start.append(scheduler.start)
     if settings.common.metrics_port:

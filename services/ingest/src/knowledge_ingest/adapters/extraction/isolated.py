@@ -30,8 +30,15 @@ _GRACE_S = 60.0  # past the soft time bound, before the child is killed
 
 _context = multiprocessing.get_context("forkserver")
 # The fork server imports the parsers once (and the main module, which, as for any
-# multiprocessing program, must not do work at import: knowledge-ingest's does not).
-_context.set_forkserver_preload(["__main__", "knowledge_ingest.adapters.extraction.extractor"])
+# multiprocessing program, must not do work at import: knowledge-ingest's does not), and loads
+# the optional unstructured path's model when it is installed (``preload.py``).
+_context.set_forkserver_preload(
+    [
+        "__main__",
+        "knowledge_ingest.adapters.extraction.extractor",
+        "knowledge_ingest.adapters.extraction.preload",
+    ]
+)
 
 
 class IsolatedExtractor:
@@ -57,6 +64,14 @@ class IsolatedExtractor:
     @property
     def timeout_s(self) -> float:
         return self._timeout_s
+
+    async def start(self) -> None:
+        """Starts the fork server now, with the service: it imports the parsers (and the optional
+        path's model) in the background, so the first file does not wait for that (4-6 s on a
+        loaded 2-core machine before a 100-page PDF's child could start). Idempotent."""
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
     def extract(self, data: Source, filename: str, mime_type: str) -> Extracted:
         if _small_plain_text(data, filename, mime_type):
