@@ -15,7 +15,7 @@ machine's load between the two full passes does not pass for a difference of the
 ratio is the median of the rounds' int8 / torch ratios.
 
     .venv/bin/python bench/backends.py [--dataset DIR] [--split train] [--limit N]   # N: the judged documents plus N others
-        [--rounds 7] [--sample 256]
+        [--rounds 7] [--sample 256] [--throughput-only]   # only the interleaved rounds, no quality pass
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the judged documents plus this many others")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved throughput rounds (0: none)")
     parser.add_argument("--sample", type=int, default=256, help="chunks encoded per backend and round")
+    parser.add_argument("--throughput-only", action="store_true", help="skip the quality pass")
     options = parser.parse_args()
     if not (options.dataset / "corpus.jsonl").is_file():
         print(f"bench/backends.py: skipped, no dataset at {options.dataset} (see ../shared/datasets/)")
@@ -77,6 +78,9 @@ def main() -> None:
     vectors = {}
     with tempfile.TemporaryDirectory(prefix="bench-backends-") as cache:
         loaded = encoders(Path(cache))
+        if options.throughput_only:
+            throughput(loaded, texts, options.rounds, options.sample)
+            return
         for name, encoder in loaded.items():
             started = time.perf_counter()
             chunks = encoder.encode(texts)  # type: ignore[attr-defined]
