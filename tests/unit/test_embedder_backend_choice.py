@@ -98,3 +98,29 @@ def test_auto_keeps_torch_for_a_model_the_export_does_not_support(machine, tmp_p
     assert bootstrap.backend_for(settings("auto"), dense) == "torch"
     normalised = model(tmp_path / "normalised", modules=("Transformer", "Pooling", "Normalize"))
     assert bootstrap.backend_for(settings("auto"), normalised) == "onnx-int8"
+
+
+def test_knowledge_up_starts_the_embedder_on_auto_unless_told_otherwise(tmp_path, monkeypatch):
+    from knowledge_cli.stack import Stack, StackSettings
+    from knowledge_runtime.devkeys import KEY_ID_FILE
+
+    (tmp_path / KEY_ID_FILE).write_text("kid\n")
+    stack = Stack(
+        StackSettings(
+            data_dir=tmp_path,
+            host="127.0.0.1",
+            http_port=1,
+            admin_port=0,
+            ports={},
+            database_url="unused",
+            embedding_model="unused",
+            embedding_model_id="",
+            issuer="i",
+            audience="a",
+            max_upload_bytes=1,
+        )
+    )
+    monkeypatch.delenv("KNOWLEDGE_EMBEDDING_BACKEND", raising=False)
+    assert stack._service_env(tmp_path / "jwks.json", "postgresql://x")["KNOWLEDGE_EMBEDDING_BACKEND"] == "auto"
+    monkeypatch.setenv("KNOWLEDGE_EMBEDDING_BACKEND", "torch")
+    assert stack._service_env(tmp_path / "jwks.json", "postgresql://x")["KNOWLEDGE_EMBEDDING_BACKEND"] == "torch"
