@@ -540,6 +540,7 @@ async def latency(options: argparse.Namespace) -> None:
 
 
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
+BENCH_TOKEN_TTL_S = 86400
 
 
 async def prepare(
@@ -567,7 +568,9 @@ async def prepare(
     addresses = await services.enter_async_context(
         ingest_services(lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning")
     )
-    token = mint_dev_token(token_keys, tenant=tenant, capabilities=["embed"], service="bench")
+    # A full ingestion on a loaded machine outlasts the default hour: the first run died polling
+    # its jobs with "token expired" after 3,200 of 5,183 documents. Bench tokens live a day.
+    token = mint_dev_token(token_keys, tenant=tenant, capabilities=["embed"], service="bench", ttl_s=BENCH_TOKEN_TTL_S)
     admin = await asyncpg.connect(pg.url())
     try:
         await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
@@ -617,7 +620,7 @@ async def prepare(
             )
 
     if todo:
-        upload = mint_dev_token(token_keys, tenant=tenant, capabilities=["document.upload"])
+        upload = mint_dev_token(token_keys, tenant=tenant, capabilities=["document.upload"], ttl_s=BENCH_TOKEN_TTL_S)
         by_row.update(await ingest_texts(addresses["ingest"], upload, todo, progress=progress))
     print(
         f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
