@@ -8,9 +8,14 @@ and each claim encoded by the backend with the service's settings (``max_seq_len
 at the model's 512, the backend's default texts per pass), and the chunks ranked by exact cosine
 (a document at its best chunk's place, as search's VECTOR mode answers). No PostgreSQL, no HNSW:
 what differs between the two rows is the backend alone. Also prints each backend's encoding rate
-and the mean cosine between the two backends' vectors of the same chunks.
+over the whole corpus, the mean cosine between the two backends' vectors of the same chunks, and
+the encoding throughput measured interleaved: ``--rounds`` rounds, each encoding the same
+``--sample`` chunks with both backends (which one goes first alternates), so a change of the
+machine's load between the two full passes does not pass for a difference of the backends; the
+ratio is the median of the rounds' int8 / torch ratios.
 
     .venv/bin/python bench/backends.py [--dataset DIR] [--split train] [--limit N]   # N: the judged documents plus N others
+        [--rounds 7] [--sample 256] [--throughput-only]   # only the interleaved rounds, no quality pass
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--split", default="train")
     parser.add_argument("--limit", type=int, help="only the judged documents plus this many others")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved throughput rounds (0: none)")
+    parser.add_argument("--sample", type=int, default=256, help="chunks encoded per backend and round")
+    parser.add_argument("--throughput-only", action="store_true", help="skip the quality pass")
     options = parser.parse_args()
     if not (options.dataset / "corpus.jsonl").is_file():
         print(f"bench/backends.py: skipped, no dataset at {options.dataset} (see ../shared/datasets/)")
@@ -69,7 +77,11 @@ def main() -> None:
     owner = np.array(owners)
     vectors = {}
     with tempfile.TemporaryDirectory(prefix="bench-backends-") as cache:
-        for name, encoder in encoders(Path(cache)).items():
+        loaded = encoders(Path(cache))
+        if options.throughput_only:
+            throughput(loaded, texts, options.rounds, options.sample)
+            return
+        for name, encoder in loaded.items():
             started = time.perf_counter()
             chunks = encoder.encode(texts)  # type: ignore[attr-defined]
             seconds = time.perf_counter() - started
@@ -87,8 +99,30 @@ def main() -> None:
                 f"load average {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
-    cosine = float(np.mean(np.sum(vectors["torch"] * vectors["onnx-int8"], axis=1)))
-    print(f"mean cosine onnx-int8 vs torch over the chunks: {cosine:.4f}")
+        cosine = float(np.mean(np.sum(vectors["torch"] * vectors["onnx-int8"], axis=1)))
+        print(f"mean cosine onnx-int8 vs torch over the chunks: {cosine:.4f}", flush=True)
+        if options.rounds > 0:
+            throughput(loaded, texts, options.rounds, options.sample)
+
+
+def throughput(loaded: dict[str, object], texts: list[str], rounds: int, size: int) -> None:
+    """Texts/s of each backend on the same sample, interleaved round by round."""
+    sample = [texts[i] for i in np.random.default_rng(0).permutation(len(texts))[:size]]
+    names = list(loaded)
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            started = time.perf_counter()
+            loaded[name].encode(sample)  # type: ignore[attr-defined]
+            rates[name].append(len(sample) / (time.perf_counter() - started))
+    ratios = [int8 / torch for int8, torch in zip(rates["onnx-int8"], rates["torch"], strict=True)]
+    print(
+        f"throughput, {rounds} interleaved rounds of the same {len(sample)} chunks: "
+        + ", ".join(f"{name} median {np.median(rates[name]):.1f} texts/s" for name in names)
+        + f"; onnx-int8 / torch median {np.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}; "
+        f"load average {os.getloadavg()[0]:.2f})",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ lexical-led and paraphrased query subsets, so a change to the fusion is measured
         --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
         [--limit 200]                      # the judged documents plus 200 others
         [--baseline]                       # the channels' previous SQL, to compare
+        [--stack-dir DIR --tenant T --corpus-name C]   # score the corpus `knowledge eval` indexed through a
+                                           # (stopped) `knowledge up` in DIR: the same chunks, the in-process channels
     .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
 """
 
@@ -538,9 +540,18 @@ async def latency(options: argparse.Namespace) -> None:
 
 
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
+BENCH_TOKEN_TTL_S = 86400
 
 
-async def prepare(dataset, pg, work: Path, token_keys: Path, services: AsyncExitStack, corpus_name: str = "eval"):
+async def prepare(
+    dataset,
+    pg,
+    work: Path,
+    token_keys: Path,
+    services: AsyncExitStack,
+    corpus_name: str = "eval",
+    tenant: str = TENANT,
+):
     """content-index, embedder and ingest in-process (on ``services``), and every dataset document
     ingested once into corpus ``corpus_name`` through IngestTexts, as a user's text is.
 
@@ -557,16 +568,18 @@ async def prepare(dataset, pg, work: Path, token_keys: Path, services: AsyncExit
     addresses = await services.enter_async_context(
         ingest_services(lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning")
     )
-    token = mint_dev_token(token_keys, tenant=TENANT, capabilities=["embed"], service="bench")
+    # A full ingestion on a loaded machine outlasts the default hour: the first run died polling
+    # its jobs with "token expired" after 3,200 of 5,183 documents. Bench tokens live a day.
+    token = mint_dev_token(token_keys, tenant=tenant, capabilities=["embed"], service="bench", ttl_s=BENCH_TOKEN_TTL_S)
     admin = await asyncpg.connect(pg.url())
     try:
-        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
+        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
         corpus = await admin.fetchval(
-            "SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = $2", TENANT, corpus_name
+            "SELECT corpus_id FROM corpora WHERE tenant_id = $1 AND name = $2", tenant, corpus_name
         )
         if corpus is None:
             corpus = await admin.fetchval(
-                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, corpus_name
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", tenant, corpus_name
             )
         rows = {
             r["filename"].removesuffix(".md"): (r["document_id"], r["chunks"])
@@ -607,7 +620,7 @@ async def prepare(dataset, pg, work: Path, token_keys: Path, services: AsyncExit
             )
 
     if todo:
-        upload = mint_dev_token(token_keys, tenant=TENANT, capabilities=["document.upload"])
+        upload = mint_dev_token(token_keys, tenant=tenant, capabilities=["document.upload"], ttl_s=BENCH_TOKEN_TTL_S)
         by_row.update(await ingest_texts(addresses["ingest"], upload, todo, progress=progress))
     print(
         f"indexed {len(todo)} documents in {time.perf_counter() - started:.1f} s "
@@ -627,12 +640,16 @@ async def evaluate(
     ingest_only: bool = False,
     limit: int | None = None,
     baseline: bool = False,
+    stack_dir: Path | None = None,
+    tenant: str = TENANT,
+    corpus_name: str | None = None,
 ) -> None:
     from knowledge_cli.evaluate import Dataset
 
     dataset = Dataset.load(directory, split=split, limit=limit)
     work = data_dir or Path(tempfile.mkdtemp(prefix="search-eval-"))
-    pg = start_embedded(work / "pg")
+    # A stopped `knowledge up`'s cluster is <stack dir>/postgres, the bench's own <work>/pg/postgres.
+    pg = start_embedded(stack_dir or work / "pg")
     keys = work / "keys"
     ensure_dev_keys(keys)
     try:
@@ -647,8 +664,9 @@ async def evaluate(
                 verbose,
                 split=split,
                 ingest_only=ingest_only,
-                corpus_name="eval" if limit is None else f"eval-limit-{limit}",
+                corpus_name=corpus_name or ("eval" if limit is None else f"eval-limit-{limit}"),
                 baseline=baseline,
+                tenant=tenant,
             )
     finally:
         pg.stop()
@@ -669,6 +687,7 @@ async def _evaluate(
     ingest_only: bool,
     corpus_name: str,
     baseline: bool = False,
+    tenant: str = TENANT,
 ) -> None:
     from knowledge_cli.evaluate import report, score, unique
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -676,7 +695,7 @@ async def _evaluate(
     from knowledge_search.domain.model import Weights
     from knowledge_search.usecases import CHANNEL_DEPTH
 
-    address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name)
+    address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name, tenant)
     if ingest_only:
         return
     db = await Database.connect(pg.url(user="knowledge_search"))
@@ -710,10 +729,10 @@ async def _evaluate(
     coverage: dict[str, float] = {}
     for n, (query_id, text) in enumerate(dataset.queries.items(), start=1):
         t0 = time.perf_counter()
-        vector_query = (await embedder.embed_query(TENANT, text)).vector
-        vector = await chunk_index.vector_search(TENANT, vector_query, filters, CHANNEL_DEPTH)
+        vector_query = (await embedder.embed_query(tenant, text)).vector
+        vector = await chunk_index.vector_search(tenant, vector_query, filters, CHANNEL_DEPTH)
         t1 = time.perf_counter()
-        lexical = await chunk_index.lexical_search(TENANT, text, filters, CHANNEL_DEPTH)
+        lexical = await chunk_index.lexical_search(tenant, text, filters, CHANNEL_DEPTH)
         t2 = time.perf_counter()
         hybrid = fuse(vector, lexical, equal, CHANNEL_DEPTH, DEFAULT_FUSION)
         t3 = time.perf_counter()
@@ -844,6 +863,9 @@ def main() -> None:
     ev.add_argument("--b", type=float, default=0.75)
     ev.add_argument("--baseline", action="store_true", help="score the channels' previous SQL (TodayChunkIndex)")
     ev.add_argument("--verbose", action="store_true", help="print the queries where HYBRID differs")
+    ev.add_argument("--stack-dir", type=Path, help="the data dir of a stopped `knowledge up` whose corpus to score")
+    ev.add_argument("--tenant", default=TENANT, help=f"the corpus's tenant (default {TENANT})")
+    ev.add_argument("--corpus-name", help="the corpus's name (default eval, or eval-limit-N)")
     rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
     rc.add_argument(
         "--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval"
@@ -876,6 +898,9 @@ def main() -> None:
                 ingest_only=options.ingest_only,
                 limit=options.limit,
                 baseline=options.baseline,
+                stack_dir=options.stack_dir,
+                tenant=options.tenant,
+                corpus_name=options.corpus_name,
             )
         )
 

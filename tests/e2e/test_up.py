@@ -200,3 +200,15 @@ def test_a_killed_knowledge_up_takes_its_services_and_gateway_along(tmp_path_fac
         finally:
             for leftover in processes_using(running["data_dir"]):  # the daemonised PostgreSQL, at least
                 leftover.terminate()
+
+
+def test_the_embedded_stack_encodes_with_the_int8_export_on_a_machine_without_an_accelerator(stack):
+    import json
+
+    import torch
+
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        pytest.skip("this machine has an accelerator: auto runs torch there")
+    log = (stack["data_dir"] / "logs" / "embedder.log").read_text()
+    loaded = [json.loads(line) for line in log.splitlines() if '"model_loaded"' in line]
+    assert loaded and (loaded[-1]["backend"], loaded[-1]["configured_backend"]) == ("onnx-int8", "auto")

@@ -116,3 +116,29 @@ def test_the_accelerator_cache_is_released_after_each_sub_batch(model_dir, monke
     vectors = encoder.encode(TEXTS)  # 10 texts in passes of 4: three sub-batches
     assert vectors.shape == (10, 384)
     assert released == {"cuda": 3 if device == "cuda" else 0, "mps": 3 if device == "mps" else 0}
+
+
+def test_auto_on_this_machine_loads_the_int8_export_when_there_is_no_accelerator(model_dir, tmp_path):
+    import torch
+    from knowledge_embedder.bootstrap import load_encoder
+    from knowledge_embedder.config import EmbedderSettings
+    from knowledge_runtime.settings import Env
+
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        pytest.skip(
+            "this machine has an accelerator: auto loads torch there (tests/unit/test_embedder_backend_choice.py)"
+        )
+    env = {"KNOWLEDGE_EMBEDDING_MODEL": str(model_dir), "KNOWLEDGE_DATA_DIR": str(tmp_path)}
+    encoder = load_encoder(EmbedderSettings.from_env(Env({**env, "KNOWLEDGE_EMBEDDING_BACKEND": "auto"})))
+    assert isinstance(encoder, OnnxEncoder)
+    assert (encoder.backend, encoder.device, encoder.dimension, encoder.max_seq_length) == (
+        "onnx-int8",
+        "cpu",
+        384,
+        512,
+    )
+    torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).encode(
+        TEXTS
+    )
+    assert (encoder.encode(TEXTS) * torch_vectors).sum(axis=1).mean() >= 0.98
+    assert load_encoder(EmbedderSettings.from_env(Env(env))).backend == "torch"  # the service's default stays torch

@@ -217,3 +217,17 @@ def test_slow_clients_and_header_sizes_have_explicit_limits():
     jwt = filters(rendered())["envoy.filters.http.jwt_authn"]["providers"]["knowledge"]
     assert jwt["from_headers"] == [{"name": "Authorization", "value_prefix": "Bearer "}] and "from_params" not in jwt
     assert filters(rendered())["envoy.filters.http.local_ratelimit"]["rate_limited_as_resource_exhausted"] is True
+
+
+def test_the_bulk_texts_call_gets_the_upload_timeout_and_keeps_the_body_limit():
+    routes = manager(rendered(upload_timeout_s=600, request_timeout_s=30))["route_config"]["virtual_hosts"][0]["routes"]
+
+    def route_of(path: str) -> dict:
+        return next(
+            r for r in routes if r["match"].get("path") == path or path.startswith(r["match"].get("prefix", "~"))
+        )
+
+    batch = route_of("/knowledge.v1.IngestService/BatchIngestTexts")
+    assert batch["route"]["timeout"] == "600s"  # it writes up to 1,000 jobs before it answers
+    assert BODY_LIMIT_FILTER not in batch.get("typed_per_filter_config", {})  # the JSON body is still counted
+    assert route_of("/knowledge.v1.IngestService/IngestText")["route"]["timeout"] == "30s"

@@ -227,6 +227,8 @@ class Stack:
         )
         # The embedded stack serves any tenant unless told otherwise (issue 19; production: false).
         env.setdefault("KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT", "true")
+        # torch on cuda or mps, the int8 export on a CPU (issue 14: as good there, and faster).
+        env.setdefault("KNOWLEDGE_EMBEDDING_BACKEND", "auto")
         for other, port in self.settings.ports.items():
             key = other.upper().replace("-", "_")
             env[f"KNOWLEDGE_{key}_PORT"] = str(port)

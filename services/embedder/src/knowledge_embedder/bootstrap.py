@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import structlog
 from knowledge_runtime import health
@@ -18,11 +19,13 @@ from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
-from knowledge_embedder.adapters.model_files import resolve_model_dir
+from knowledge_embedder.adapters.devices import onnx_runtime_installed, pick_device
+from knowledge_embedder.adapters.model_files import has_extra_modules, resolve_model_dir
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching import BatchQueue
 from knowledge_embedder.config import EmbedderSettings
+from knowledge_embedder.domain.backend import choose_backend
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.domain.ports import Encoder, Reranker
 from knowledge_embedder.usecases import EmbedderUseCases, forward_pass
@@ -30,12 +33,24 @@ from knowledge_embedder.usecases import EmbedderUseCases, forward_pass
 log = structlog.get_logger("knowledge.embedder")
 
 
+def backend_for(settings: EmbedderSettings, model_dir: Path) -> str:
+    """The backend to load: the configured one, or for ``auto`` the one this machine suits."""
+    if settings.backend != "auto":
+        return settings.backend
+    return choose_backend(
+        settings.backend,
+        device=pick_device(settings.device),
+        onnx_runtime=onnx_runtime_installed(),
+        onnx_model=(model_dir / "tokenizer.json").is_file() and not has_extra_modules(model_dir),
+    )
+
+
 def load_encoder(settings: EmbedderSettings) -> Encoder:
     """The configured model on the configured backend, warmed up. Blocking: call it off the loop."""
     # Never reach a model hub at run time, whatever the environment says.
     os.environ["HF_HUB_OFFLINE"] = "1"
     model_dir = resolve_model_dir(settings.model)
-    if settings.backend == "onnx-int8":
+    if backend_for(settings, model_dir) == "onnx-int8":
         from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 
         encoder: Encoder = OnnxEncoder(
@@ -87,6 +102,7 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         "model_loaded",
         model=settings.model_id,
         backend=encoder.backend,
+        configured_backend=settings.backend,
         device=encoder.device,
         dimension=encoder.dimension,
         max_seq_length=encoder.max_seq_length,

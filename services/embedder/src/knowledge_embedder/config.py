@@ -11,7 +11,8 @@ from pathlib import Path
 
 from knowledge_runtime.settings import CommonSettings, Env
 
-BACKENDS = ("torch", "onnx-int8")
+from knowledge_embedder.domain.backend import BACKENDS
+
 CPU_BULK_BATCH_TOKENS = 512
 
 
@@ -29,7 +30,7 @@ class EmbedderSettings:
     model: str
     model_id: str  # what Info, cost records and answers name: never a server path
     device: str  # "auto" picks cuda > mps > cpu
-    backend: str
+    backend: str  # "auto": torch on cuda or mps, else onnx-int8 when ONNX Runtime is installed
     max_seq_length: int
     max_batch_tokens: int
     bulk_batch_tokens: int  # the cap of a batch of passages (what a query may wait behind); 0 = by device

@@ -1,7 +1,8 @@
 """The sentence-transformers (PyTorch) encoder: device cuda > mps > cpu unless configured.
 
-The only module of the project that imports torch and sentence_transformers at run time
-(the ONNX export borrows transformers + torch once, to build its cache).
+The only module of the project that imports sentence_transformers at run time, and with
+``devices`` (which asks torch for the device) the only one that imports torch (the ONNX export
+borrows transformers + torch once, to build its cache).
 """
 
 from __future__ import annotations
@@ -11,23 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from knowledge_runtime.settings import SettingsError
 from sentence_transformers import SentenceTransformer
 
+from knowledge_embedder.adapters.devices import pick_device
 from knowledge_embedder.adapters.model_files import capped_max_seq_length
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
 DEFAULT_BATCH_SIZES = {"cuda": 32, "mps": 8, "cpu": 16}
-
-
-def pick_device(configured: str) -> str:
-    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
-    if configured == "auto":
-        return "cuda" if cuda else "mps" if mps else "cpu"
-    if (configured == "cuda" and not cuda) or (configured == "mps" and not mps):
-        raise SettingsError(f"KNOWLEDGE_EMBEDDING_DEVICE: {configured} is not available on this machine")
-    return configured
 
 
 class TorchEncoder:
