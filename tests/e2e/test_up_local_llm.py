@@ -33,7 +33,7 @@ def chat_items(reply: httpx.Response) -> list[dict]:
 def test_knowledge_up_runs_supervises_and_answers_through_a_local_model(tmp_path_factory):
     model = served_model()
     with running_stack(
-        tmp_path_factory.mktemp("local-llm"), LOCAL_LLM_MODEL=str(model), LOCAL_LLM_THREADS="2", LLM_TIMEOUT_S="120"
+        tmp_path_factory.mktemp("local-llm"), LOCAL_LLM_MODEL=str(model), LLM_TIMEOUT_S="120"
     ) as running:
         llm = status(running["data_dir"])["llm"]
         assert llm["state"] == "running"

