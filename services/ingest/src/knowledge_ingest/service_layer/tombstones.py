@@ -50,7 +50,11 @@ class TombstoneUseCases:
         if document is None or not reach.has(document.corpus_id):
             raise DocumentNotFound(document_id)
         kind = await self.documents.corpus_kind(scope.tenant, document.corpus_id)
-        if kind is None or not may_read(kind, scope.capabilities) or not may_write(kind, scope.capabilities, scope.tenant):
+        if (
+            kind is None
+            or not may_read(kind, scope.capabilities)
+            or not may_write(kind, scope.capabilities, scope.tenant)
+        ):
             raise DocumentNotFound(document_id)
         deletion = await self.tombstones.delete_document(scope.tenant, key, scope.subject, reason_of(reason))
         if deletion is None:  # deleted meanwhile

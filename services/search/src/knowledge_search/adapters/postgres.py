@@ -168,7 +168,9 @@ WHERE c.chunk_id = ANY($1::bigint[]) AND (c.tenant_id = $2
 CORPUS_VISIBLE = """
 SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
-DOCUMENT_VISIBLE = "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
+DOCUMENT_VISIBLE = (
+    "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
+)
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 RECORD_COST = """
 INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
