@@ -2,12 +2,14 @@
 
 Vector channel: cosine distance on the HNSW index with pgvector's iterative index scans, so
 a filtered query still fills its depth; the nearest rows are re-sorted exactly because the
-relaxed scan may return them slightly out of order.
+relaxed scan may return them slightly out of order. The scan settings are the pool's session
+defaults (``scan_settings``), so a query is one statement.
 
 Lexical channel: Okapi BM25 computed in SQL from the lexeme postings (migration 0022: one row
 per tenant, lexeme and chunk, with the positions per weight tier and the chunk's BM25 length,
-kept by triggers on chunks) and the per-tenant statistics of migration 0005. A query reads only
-its own terms' postings, by index-only scans, never a chunk row. A term's frequency in a chunk
+kept by triggers on chunks; keyed by corpus since 0053) and the per-tenant statistics of
+migration 0005, in one statement. A query reads only its own terms' postings (only the filtered
+corpora's, when filtered), by index-only scans, never a chunk row. A term's frequency in a chunk
 sums its positions' tier weights relative to body text (D), so a heading match counts more than
 a body match while body text keeps BM25's saturation.
 
