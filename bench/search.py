@@ -12,7 +12,7 @@ content-index, embedder and ingest in-process (documents through ingest's Ingest
 ``knowledge_search.domain.fusion`` computed from the same channel results, overall and on the
 lexical-led and paraphrased query subsets, so a change to the fusion is measured, not guessed.
 
-    .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200]
+    .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200] [--data-dir DIR]
     .venv/bin/python bench/search.py eval tests/data/search_eval
     .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
         --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
@@ -48,7 +48,7 @@ from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
 from knowledge_runtime.server import GrpcApp, ServiceSpec
-from knowledge_search.adapters.postgres import PostgresChunkIndex
+from knowledge_search.adapters.postgres import PostgresChunkIndex, scan_settings
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.model import Filters
@@ -212,7 +212,8 @@ def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
 async def load_rows(
     admin_url: str, rows: int, rng: np.random.Generator, uniform: bool
 ) -> tuple[np.ndarray, list[int], list[str]]:
-    """Chunks with unit vectors (clustered as real embeddings are, or uniform) and Zipf words."""
+    """Chunks with unit vectors (clustered as real embeddings are, or uniform) and Zipf words;
+    a database that already holds them (a kept ``--data-dir``) only gets the same draws again."""
     vocabulary = [f"w{i}" for i in range(20000)]
     noise = rng.standard_normal((rows, DIM)).astype(np.float32) / np.sqrt(DIM)
     if uniform:
@@ -226,6 +227,15 @@ async def load_rows(
 
     await register_vector(connection)
     try:
+        if await connection.fetchval("SELECT count(*) FROM chunks WHERE tenant_id = $1", TENANT) == rows:
+            corpora = [
+                r["corpus_id"]
+                for r in await connection.fetch(
+                    "SELECT corpus_id FROM corpora WHERE tenant_id = $1 ORDER BY corpus_id", TENANT
+                )
+            ]
+            print(f"reusing the {rows} chunks already loaded")
+            return vectors, corpora, vocabulary
         await connection.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
         corpora = [
             await connection.fetchval(
@@ -322,7 +332,7 @@ async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> 
             await tx.fetchrow("scan", SET_SCAN, "300", "20000")
             await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
             rows = await tx.fetch(
-                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, TENANT, 300, corpus
+                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, [TENANT], 300, corpus
             )
         exact = [
             r["chunk_id"]
@@ -379,7 +389,7 @@ def free_port() -> int:
 
 async def latency(options: argparse.Namespace) -> None:
     rng = np.random.default_rng(7)
-    work = Path(tempfile.mkdtemp(prefix="search-bench-"))
+    work = options.data_dir or Path(tempfile.mkdtemp(prefix="search-bench-"))
     pg = start_embedded(work / "pg")
     processes: list[subprocess.Popen] = []
     try:
@@ -397,7 +407,8 @@ async def latency(options: argparse.Namespace) -> None:
             " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
             for i in range(options.queries)
         ]
-        db = await Database.connect(pg.url(user="knowledge_search"), max_size=4)
+        # as the service's bootstrap opens it: the HNSW scan settings are session defaults
+        db = await Database.connect(pg.url(user="knowledge_search"), max_size=4, server_settings=scan_settings())
         index = PostgresChunkIndex(db)
         filtered_corpus = corpora[0]
         from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
@@ -412,7 +423,7 @@ async def latency(options: argparse.Namespace) -> None:
                     "explain",
                     "EXPLAIN " + VECTOR_SEARCH.format(filters=predicate),
                     query_vectors[0],
-                    TENANT,
+                    [TENANT],
                     300,
                     *args,
                 )
@@ -536,7 +547,8 @@ async def latency(options: argparse.Namespace) -> None:
             process.terminate()
             process.wait(timeout=10)
         pg.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if options.data_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
@@ -698,7 +710,7 @@ async def _evaluate(
     address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name, tenant)
     if ingest_only:
         return
-    db = await Database.connect(pg.url(user="knowledge_search"))
+    db = await Database.connect(pg.url(user="knowledge_search"), server_settings=scan_settings())
     kind = TodayChunkIndex if baseline else PostgresChunkIndex
     chunk_index = kind(db, bm25=bm25) if bm25 else kind(db)
     if baseline:
@@ -851,6 +863,7 @@ def main() -> None:
     lat.add_argument("--rows", type=int, default=100_000)
     lat.add_argument("--queries", type=int, default=200)
     lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
+    lat.add_argument("--data-dir", type=Path, help="keep the loaded chunks here and reuse them on the next run")
     ev = commands.add_parser("eval")
     ev.add_argument("directory", type=Path, nargs="?", help="a BEIR-layout dataset (or --dataset)")
     ev.add_argument("--dataset", type=Path, help="a BEIR-layout dataset, e.g. ../shared/datasets/scifact-train")

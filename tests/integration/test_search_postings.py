@@ -3,6 +3,7 @@ reads them scores exactly the BM25 of the chunks' own tsvectors (recomputed here
 
 from __future__ import annotations
 
+import json
 import math
 
 import asyncpg
@@ -174,25 +175,96 @@ async def test_lexical_channel_scores_exact_bm25_on_every_path(migrated_pg):
         # (at most 4 x zebra's postings); apple (350) is common and looked up per candidate.
         bm25 = Bm25(common_fraction=0.05, common_min_df=0)
         index = PostgresChunkIndex(db, bm25=bm25)
+        # (query, filters, the one corpus they leave or None)
         cases = [
-            ("zebra quill apple", None),
-            ("zebras and quills, apples", corpora[1]),
-            ("quill apple", None),  # every term common: candidates hold both
-            ("apple", corpora[0]),
-            ("zebra unheardof", None),
-            ("unheardof", None),
+            ("zebra quill apple", Filters(), None),
+            ("zebras and quills, apples", Filters(corpus_id=corpora[1]), corpora[1]),
+            ("quill apple", Filters(), None),  # every term common: candidates hold both
+            ("apple", Filters(corpus_id=corpora[0]), corpora[0]),
+            ("zebra unheardof", Filters(), None),
+            ("unheardof", Filters(), None),
+            # the caller's reach and the housekeeping exclusion narrow the postings read by corpus too
+            ("zebra quill apple", Filters(corpus_ids=frozenset({corpora[0]})), corpora[0]),
+            ("quill apple", Filters(corpus_id=corpora[1], corpus_ids=frozenset(corpora)), corpora[1]),
+            ("zebra quill apple", Filters(exclude_corpora=(corpora[1],)), corpora[0]),
         ]
-        for text, corpus in cases:
+        for text, filters, corpus in cases:
             terms = [
                 r["lexeme"]
                 for r in await admin.fetch("SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))", text)
             ]
+            n = len(chunks)
+            idf_mass = sum(
+                math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                for df in (sum(t in c["terms"] for c in chunks.values()) for t in terms)
+            )
             for depth in (300, 10):
-                got = await index.lexical_search(tenant, text, Filters(corpus_id=corpus), depth)
+                got = await index.lexical_search(tenant, text, filters, depth)
                 want = _reference(list(chunks.values()), terms, bm25, corpus, depth)
-                assert [h.chunk_id for h in got] == [chunk_id for chunk_id, _ in want], (text, corpus, depth)
-                assert [h.score for h in got] == pytest.approx([score for _, score in want]), (text, corpus, depth)
+                assert [h.chunk_id for h in got] == [chunk_id for chunk_id, _ in want], (text, filters, depth)
+                assert [h.score for h in got] == pytest.approx([score for _, score in want]), (text, filters, depth)
+                assert [h.coverage for h in got] == pytest.approx([min(1.0, score / idf_mass) for _, score in want])
         assert len(await index.lexical_search(tenant, "quill apple", Filters(), 300)) == 31 - 4  # not i % 8 == 0
+    finally:
+        await db.close()
+        await admin.close()
+        await ingest.close()
+
+
+class _Capturing:
+    """The search pool, keeping the statements the channel sends (to EXPLAIN them)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.sent: dict[str, tuple[str, tuple]] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+    async def fetch(self, name, sql, *args):
+        self.sent[name] = (sql, args)
+        return await self.db.fetch(name, sql, *args)
+
+
+def _nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
+async def test_a_corpus_filter_reads_only_that_corpus_postings(migrated_pg):
+    """Migration 0053 keys the postings by corpus: the driving and the joined terms' reads take the
+    corpus (or the caller's reach) as part of the index condition, so no other corpus's posting is
+    read and dropped afterwards."""
+    tenant = "postings-by-corpus"
+    admin = await asyncpg.connect(migrated_pg.url())
+    ingest = await asyncpg.connect(migrated_pg.url(user="knowledge_ingest"))
+    await register_vector(ingest)
+    db = await Database.connect(migrated_pg.url(user="knowledge_search"), max_size=1)
+    try:
+        corpora, documents = await _setup(admin, tenant, corpora=3)
+        await ingest.executemany(
+            "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata)"
+            " VALUES ($1, $2, $3, $4, $5, $6, '{\"document_id\": 1}')",
+            [
+                (tenant, corpora[i % 3], documents[i % 3], i, f"zebra {'quill ' * (i % 4 == 0)}apple filler{i}", v)
+                for i, v in enumerate([np.ones(TEST_DIMENSION, dtype=np.float32)] * 90)
+            ],
+        )
+        captured = _Capturing(db)
+        # zebra in every chunk, quill in a quarter: both common, so quill (the rarer) drives, zebra is joined
+        index = PostgresChunkIndex(captured, bm25=Bm25(common_fraction=0.2, common_min_df=0))  # type: ignore[arg-type]
+        for filters in (Filters(corpus_id=corpora[1]), Filters(corpus_ids=frozenset({corpora[1], corpora[2]}))):
+            hits = await index.lexical_search(tenant, "quill zebra", filters, 300)
+            assert hits and {h.document_id for h in hits} <= {documents[1], documents[2]}
+            sql, args = captured.sent["lexical_search"]
+            await admin.execute("SET enable_seqscan = off")  # a tiny table: read it as a large one is
+            plan = json.loads(await admin.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *args))[0]["Plan"]
+            reads = [n for n in _nodes(plan) if n.get("Relation Name") == "search_postings" and n["Alias"] in "cj"]
+            assert {n["Alias"] for n in reads} == {"c", "j"}
+            for node in reads:
+                assert "corpus_id" in node["Index Cond"], node
+                assert node.get("Rows Removed by Filter", 0) == 0, node
     finally:
         await db.close()
         await admin.close()

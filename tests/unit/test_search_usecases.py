@@ -117,10 +117,13 @@ class Ledger:
 )
 async def test_each_mode_runs_its_channels_for_the_scope_tenant(mode, channels):
     index, embedder = FakeIndex(), FakeEmbedder()
-    outcome = await SearchUseCases(index, embedder).search(SCOPE, SearchRequest.parse("refund", mode=mode))
+    request = SearchRequest.parse("refund", mode=mode, top_k=7)
+    outcome = await SearchUseCases(index, embedder).search(SCOPE, request)
     assert {c[0] for c in index.calls if c[0] not in ("filters", "chunks")} == channels
     assert all(c[1] == "acme" for c in index.calls)
-    assert all(c[3] == 300 for c in index.calls if c[0] in ("vector", "lexical"))  # each channel 300 deep
+    # fusion reads each channel 300 deep; a single channel only as deep as what it returns
+    depth = 300 if mode is SearchMode.HYBRID else 7
+    assert all(c[3] == depth for c in index.calls if c[0] in ("vector", "lexical"))
     assert bool(embedder.texts) == ("vector" in channels)
     if mode is SearchMode.HYBRID:
         assert [h.chunk.chunk_id for h in outcome.hits] == [1, 3, 2]
@@ -283,6 +286,13 @@ async def test_the_banner_keeps_its_meaning_when_reranked():
     by_cosine = SearchUseCases(FakeIndex(), FakeEmbedder()).search
     same_hits = await by_cosine(SCOPE, SearchRequest.parse("refund", top_k=2))
     assert {h.chunk.chunk_id: h.score for h in outcome.hits} == {h.chunk.chunk_id: h.score for h in same_hits.hits}
+
+
+async def test_a_single_channel_reranked_is_read_as_deep_as_the_rerank_window():
+    index = FakeIndex()
+    searches = SearchUseCases(index, FakeEmbedder(), reranker=FakeReranker(), rerank_window=20)
+    await searches.search(SCOPE, SearchRequest.parse("refund", mode=SearchMode.LEXICAL, top_k=3, rerank=True))
+    assert [c[3] for c in index.calls if c[0] in ("vector", "lexical")] == [20]
 
 
 async def test_rerank_true_without_a_model_is_refused_and_the_default_falls_back():

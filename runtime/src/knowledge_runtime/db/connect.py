@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import asyncpg
 
 from knowledge_runtime.db.pool import Database
@@ -23,10 +25,12 @@ def service_database_url(common: CommonSettings) -> str:
     return start_embedded(common.data_dir).url(service_role(common.service))
 
 
-async def connect_service_database(common: CommonSettings, *, max_size: int = 10) -> Database:
+async def connect_service_database(
+    common: CommonSettings, *, max_size: int = 10, server_settings: Mapping[str, str] | None = None
+) -> Database:
     url = service_database_url(common)
     try:
-        return await Database.connect(url, max_size=max_size)
+        return await Database.connect(url, max_size=max_size, server_settings=server_settings)
     except asyncpg.InvalidAuthorizationSpecificationError:
         raise SettingsError(
             f"KNOWLEDGE_DATABASE_URL: the role of {common.service} cannot log in; run `knowledge migrate` first"

@@ -10,7 +10,7 @@ constraint name still say what happened, and a traceback in the logs carries no 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -90,9 +90,19 @@ class Database(_Queries):
         self.pool = pool
 
     @classmethod
-    async def connect(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> Database:
+    async def connect(
+        cls, dsn: str, *, min_size: int = 1, max_size: int = 10, server_settings: Mapping[str, str] | None = None
+    ) -> Database:
+        """``server_settings``: session defaults of every connection (sent when it connects; the
+        pool's RESET ALL on release returns to them), for settings a service wants on every query."""
         try:
-            pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=_init_connection)
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=min_size,
+                max_size=max_size,
+                init=_init_connection,
+                server_settings=dict(server_settings) if server_settings else None,
+            )
         except _UNAVAILABLE as error:
             raise Unavailable("the database is unavailable") from error
         return cls(pool)

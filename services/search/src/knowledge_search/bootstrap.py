@@ -19,7 +19,12 @@ from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.embedder import GrpcQueryEmbedder, breaking
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
 from knowledge_search.adapters.memory_cache import TtlCache
-from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
+from knowledge_search.adapters.postgres import (
+    PostgresChunkIndex,
+    PostgresCostLedger,
+    PostgresLlmBudget,
+    scan_settings,
+)
 from knowledge_search.adapters.system_corpora import PostgresSystemCorpora
 from knowledge_search.agent_usecases import ContextUseCases, PrefetchUseCases
 from knowledge_search.api.servicer import SearchServicer, service_spec
@@ -45,7 +50,11 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
     verifier = prepare(settings.common)
     token_for = _embed_tokens(settings)
     async with AsyncExitStack() as resources:
-        db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
+        db = await connect_service_database(
+            settings.common,
+            max_size=settings.database_pool_size,
+            server_settings=scan_settings(settings.ef_search, settings.max_scan_tuples),
+        )
         resources.push_async_callback(db.close)
         # Behind a breaker: a stopped embedder costs one deadline per cool-off, not every request.
         embedder = breaking(

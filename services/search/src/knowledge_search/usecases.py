@@ -111,12 +111,17 @@ class SearchUseCases:
         depth = max(request.top_k, self.rerank_window) if rerank else request.top_k
         request = within(request, await self.index.reach_for(tenant, reader), tenant)
         await self.index.check_filters(tenant, request.filters)
+        # Fusion needs each channel's depth; a single channel's order is final, so it is read only
+        # as deep as what is returned (and reranked).
+        channel_depth = self.channel_depth if request.mode is SearchMode.HYBRID else depth
         vector_task = (
-            self._vector(tenant, request, fallback_to_lexical and request.mode is SearchMode.HYBRID)
+            self._vector(tenant, request, channel_depth, fallback_to_lexical and request.mode is SearchMode.HYBRID)
             if request.mode is not SearchMode.LEXICAL
             else _nothing()
         )
-        lexical_task = self._lexical(tenant, request) if request.mode is not SearchMode.VECTOR else _none()
+        lexical_task = (
+            self._lexical(tenant, request, channel_depth) if request.mode is not SearchMode.VECTOR else _none()
+        )
         (vector_hits, warnings, cost), lexical_hits = await asyncio.gather(vector_task, lexical_task)
         degradations = (LEXICAL_ONLY,) if vector_hits is None else ()
         vector_hits = vector_hits or []
@@ -189,7 +194,7 @@ class SearchUseCases:
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
     async def _vector(
-        self, tenant: str, request: SearchRequest, fallback: bool = False
+        self, tenant: str, request: SearchRequest, depth: int, fallback: bool = False
     ) -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
         """The vector channel's hits; None when it could not answer and ``fallback`` allows that."""
         with _tracer.start_as_current_span("search.embed"):
@@ -201,13 +206,13 @@ class SearchUseCases:
                 log.warning("search_lexical_fallback", reason=error.reason)
                 return None, (), Cost()
         with _tracer.start_as_current_span("search.vector") as span:
-            hits = await self.index.vector_search(tenant, embedded.vector, request.filters, self.channel_depth)
+            hits = await self.index.vector_search(tenant, embedded.vector, request.filters, depth)
             span.set_attribute("search.hits", len(hits))
         return hits, embedded.warnings, embedded.cost
 
-    async def _lexical(self, tenant: str, request: SearchRequest) -> list[ChannelHit]:
+    async def _lexical(self, tenant: str, request: SearchRequest, depth: int) -> list[ChannelHit]:
         with _tracer.start_as_current_span("search.lexical") as span:
-            hits = await self.index.lexical_search(tenant, request.lexical_text, request.filters, self.channel_depth)
+            hits = await self.index.lexical_search(tenant, request.lexical_text, request.filters, depth)
             span.set_attribute("search.hits", len(hits))
         return hits
 

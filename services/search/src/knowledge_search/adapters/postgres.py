@@ -2,12 +2,14 @@
 
 Vector channel: cosine distance on the HNSW index with pgvector's iterative index scans, so
 a filtered query still fills its depth; the nearest rows are re-sorted exactly because the
-relaxed scan may return them slightly out of order.
+relaxed scan may return them slightly out of order. The scan settings are the pool's session
+defaults (``scan_settings``), so a query is one statement.
 
 Lexical channel: Okapi BM25 computed in SQL from the lexeme postings (migration 0022: one row
 per tenant, lexeme and chunk, with the positions per weight tier and the chunk's BM25 length,
-kept by triggers on chunks) and the per-tenant statistics of migration 0005. A query reads only
-its own terms' postings, by index-only scans, never a chunk row. A term's frequency in a chunk
+kept by triggers on chunks; keyed by corpus since 0053) and the per-tenant statistics of
+migration 0005, in one statement. A query reads only its own terms' postings (only the filtered
+corpora's, when filtered), by index-only scans, never a chunk row. A term's frequency in a chunk
 sums its positions' tier weights relative to body text (D), so a heading match counts more than
 a body match while body text keeps BM25's saturation.
 
@@ -54,94 +56,121 @@ SELECT set_config('hnsw.ef_search', $1, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.max_scan_tuples', $2, true)
 """
-# The query's distinct lexemes with their idf, document frequency, whether they are selective,
-# and the mean BM25 length, over the tenant keys $3 (the caller's, and the platform tenant's when
-# it reaches a platform-wide corpus: Reach.owners); rarest first. No row when they have no chunks.
-LEXICAL_TERMS = """
-WITH terms AS (
-    SELECT DISTINCT t.lexeme FROM unnest(to_tsvector($1::regconfig, $2)) AS t
-),
-stats AS (
-    SELECT greatest(sum(s.chunk_count), 1)::float8 AS n,
-           greatest(sum(s.total_length)::float8 / greatest(sum(s.chunk_count), 1), 1.0) AS avgdl
-    FROM search_tenant_stats s WHERE s.tenant_id = ANY($3::text[]) HAVING count(*) > 0
-)
-SELECT t.lexeme,
-       ln(1.0 + (st.n - coalesce(l.doc_freq, 0) + 0.5) / (coalesce(l.doc_freq, 0) + 0.5)) AS idf,
-       coalesce(l.doc_freq, 0) AS doc_freq,
-       coalesce(l.doc_freq, 0) <= greatest($4, $5 * st.n) AS selective,
-       st.avgdl
-FROM terms t
-CROSS JOIN stats st
-LEFT JOIN LATERAL (
-    SELECT sum(l.doc_freq)::bigint AS doc_freq FROM search_lexeme_stats l
-    WHERE l.tenant_id = ANY($3::text[]) AND l.lexeme = t.lexeme
-) l ON true
-ORDER BY coalesce(l.doc_freq, 0), t.lexeme
+SHOW_SCAN = """
+SELECT current_setting('hnsw.ef_search', true) AS ef_search,
+       current_setting('hnsw.iterative_scan', true) AS iterative_scan,
+       current_setting('hnsw.max_scan_tuples', true) AS max_scan_tuples
 """
-# BM25 over the postings of migration 0022, index-only reads of the query's own terms, exact:
-# - the driving terms ($2, idf $3) select the candidates (any of them) and score them;
-# - the joined terms ($4, idf $5), whose postings are short enough to read whole, add their share
-#   to every candidate; when $12 is set (no selective term) a candidate must hold all of them;
-# - the looked-up terms ($6, idf $7), far more frequent than the driving ones, add their share
-#   by a key lookup, only for candidates that can still reach the best $11: a term adds less than
-#   idf * (k1 + 1), so a candidate whose score plus $8 (that bound summed) stays below the
-#   $11-th best score so far cannot. Of those, the best $15 so far are looked up: exact unless more
-#   than $15 candidates lie within the bound of that floor (many near-ties, as in random text).
-# $9, $10: k1, b; $13: the mean BM25 length; $14: tier weights D, C, B, A relative to D.
-# {filters} is one of FILTERS' fragments, never caller text.
+# The lexical channel in one statement: BM25 over the postings of migration 0022 (keyed by corpus
+# since 0053), index-only reads of the query's own terms, exact.
+# - terms: the query's distinct lexemes with their idf and document frequency over the tenants
+#   read ($1: the tenant keys, one today), and whether they are selective; none when those
+#   tenants have no chunks;
+# - roles: the driving terms select the candidates (any of them) and score them: the selective
+#   ones, or the rarest when none is (a candidate must then hold every term); the joined terms,
+#   whose postings are at most $6 times longer than the driving ones' together, are read whole
+#   and add their share to every candidate; the looked-up terms, far more frequent, add their
+#   share by a key lookup, only for candidates that can still reach the best $9: a term adds
+#   less than idf * (k1 + 1), so a candidate whose score plus that bound (summed) stays below the
+#   $9-th best score so far cannot. Of those, the best $11 so far are looked up: exact unless more
+#   than $11 candidates lie within the bound of that floor (many near-ties, as in random text).
+# $2, $3: text search configuration and query text; $4, $5: common_min_df, common_fraction;
+# $7, $8: k1, b; $10: tier weights D, C, B, A relative to D. {filters} and {narrowing} are
+# FILTERS' fragments, never caller text; a predicate of what every read may see (a tenant key,
+# a deletion) goes beside the tenant keys, once per alias (c, j, o).
 _TF = (
-    "({p}.count_a * ($14::float8[])[4] + {p}.count_b * ($14::float8[])[3]"
-    " + {p}.count_c * ($14::float8[])[2] + {p}.count_d * ($14::float8[])[1])"
+    "({p}.count_a * ($10::float8[])[4] + {p}.count_b * ($10::float8[])[3]"
+    " + {p}.count_c * ($10::float8[])[2] + {p}.count_d * ($10::float8[])[1])"
 )
 # float8 throughout: a numeric literal would make PostgreSQL score in (slow) numeric arithmetic.
 _BM25 = (
-    "t.idf * {tf} * ($9::float8 + 1.0::float8)"
-    " / ({tf} + $9::float8 * (1.0::float8 - $10::float8 + $10::float8 * {p}.bm25_length / $13::float8))"
+    "t.idf * {tf} * ($7::float8 + 1.0::float8)"
+    " / ({tf} + $7::float8 * (1.0::float8 - $8::float8 + $8::float8 * {p}.bm25_length / t.avgdl))"
 )
 LEXICAL_SEARCH = """
-WITH driven AS (
-    SELECT c.chunk_id, c.document_id, sum({bm25_c}) AS score
-    FROM unnest($2::text[], $3::float8[]) AS t (lexeme, idf)
+WITH stats AS (
+    SELECT greatest(sum(s.chunk_count)::float8, 1.0::float8) AS n,
+           greatest(sum(s.total_length)::float8 / greatest(sum(s.chunk_count)::float8, 1.0::float8), 1.0::float8)
+               AS avgdl
+    FROM search_tenant_stats s WHERE s.tenant_id = ANY($1::text[])
+    HAVING count(*) > 0
+),
+terms AS (
+    SELECT q.lexeme,
+           ln(1.0::float8 + (st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) AS idf,
+           f.df AS doc_freq,
+           f.df <= greatest($4::float8, $5::float8 * st.n) AS selective,
+           st.avgdl
+    FROM (SELECT DISTINCT u.lexeme FROM unnest(to_tsvector($2::regconfig, $3)) AS u) AS q
+    CROSS JOIN stats st
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(l.doc_freq), 0)::float8 AS df FROM search_lexeme_stats l
+        WHERE l.tenant_id = ANY($1::text[]) AND l.lexeme = q.lexeme
+    ) AS f
+),
+picked AS (
+    SELECT t.*, CASE WHEN bool_or(t.selective) OVER () THEN t.selective
+                     ELSE row_number() OVER (ORDER BY t.doc_freq, t.lexeme) = 1 END AS driving,
+           bool_or(t.selective) OVER () AS any_selective
+    FROM terms t
+),
+roles AS MATERIALIZED (
+    SELECT p.lexeme, p.idf, p.avgdl, p.any_selective,
+           CASE WHEN p.driving THEN 'drive'
+                WHEN NOT p.any_selective
+                  OR p.doc_freq <= $6 * greatest(1.0::float8, sum(p.doc_freq) FILTER (WHERE p.driving) OVER ())
+                THEN 'join'
+                ELSE 'lookup' END AS role
+    FROM picked p
+),
+driven AS (
+    SELECT c.chunk_id, c.document_id, c.corpus_id, sum({bm25_c}) AS score
+    FROM roles t
     JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-    WHERE true {{filters}}
-    GROUP BY c.chunk_id, c.document_id
+    WHERE t.role = 'drive' {{filters}}
+    GROUP BY c.chunk_id, c.document_id, c.corpus_id
 ),
 joined AS (
-    SELECT d.chunk_id, d.document_id, d.score + coalesce(sum({bm25_j}), 0.0) AS score
+    SELECT d.chunk_id, d.document_id, d.corpus_id, d.score + coalesce(sum({bm25_j}), 0.0::float8) AS score
     FROM driven d
     LEFT JOIN (
-        unnest($4::text[], $5::float8[]) AS t (lexeme, idf)
-        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme
+        roles t
+        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme AND t.role = 'join' {{narrowing}}
     ) ON j.chunk_id = d.chunk_id
-    GROUP BY d.chunk_id, d.document_id, d.score
-    HAVING NOT $12 OR count(j.chunk_id) = cardinality($4::text[])
+    GROUP BY d.chunk_id, d.document_id, d.corpus_id, d.score
+    HAVING (SELECT bool_or(r.any_selective) FROM roles r)
+        OR count(j.chunk_id) = (SELECT count(*) FROM roles r WHERE r.role = 'join')
 ),
 floor AS (
-    SELECT coalesce((SELECT score FROM joined ORDER BY score DESC OFFSET $11 - 1 LIMIT 1), '-Infinity') AS score
+    SELECT coalesce((SELECT score FROM joined ORDER BY score DESC OFFSET $9 - 1 LIMIT 1), '-Infinity') AS score,
+           -- the bound of what the looked-up terms can add, widened against rounding
+           (SELECT coalesce(sum(r.idf), 0.0::float8) FROM roles r WHERE r.role = 'lookup')
+               * ($7::float8 + 1.0::float8) * (1.0::float8 + 1e-9::float8) + 1e-9::float8 AS bound
 ),
 looked_up AS (
     SELECT k.chunk_id, sum({bm25_p}) AS score
     FROM (
-        SELECT k.chunk_id, k.score FROM joined k, floor f
-        WHERE k.score + $8::float8 >= f.score
+        SELECT k.chunk_id, k.corpus_id, k.score FROM joined k, floor f
+        WHERE k.score + f.bound >= f.score AND EXISTS (SELECT 1 FROM roles r WHERE r.role = 'lookup')
         ORDER BY k.score DESC, k.chunk_id
-        LIMIT $15
+        LIMIT $11
     ) AS k
-    CROSS JOIN unnest($6::text[], $7::float8[]) AS t (lexeme, idf)
+    JOIN roles t ON t.role = 'lookup'
     -- a key lookup per (candidate, term), never a scan of a very common term's postings
     CROSS JOIN LATERAL (
         SELECT o.count_a, o.count_b, o.count_c, o.count_d, o.bm25_length FROM search_postings o
-        WHERE o.tenant_id = ANY($1::text[]) AND o.lexeme = t.lexeme AND o.chunk_id = k.chunk_id
+        WHERE o.tenant_id = ANY($1::text[]) AND o.lexeme = t.lexeme AND o.corpus_id = k.corpus_id
+          AND o.chunk_id = k.chunk_id
         LIMIT 1
     ) AS p
     GROUP BY k.chunk_id
 )
-SELECT k.chunk_id, k.document_id, k.score + coalesce(r.score, 0.0) AS score
+SELECT k.chunk_id, k.document_id, k.score + coalesce(r.score, 0.0::float8) AS score,
+       (SELECT sum(t.idf) FROM roles t) AS idf_mass
 FROM joined k
 LEFT JOIN looked_up r ON r.chunk_id = k.chunk_id
 ORDER BY 3 DESC, k.chunk_id
-LIMIT $11
+LIMIT $9
 """.format(
     bm25_c=_BM25.format(tf=_TF.format(p="c"), p="c"),
     bm25_j=_BM25.format(tf=_TF.format(p="j"), p="j"),
@@ -178,36 +207,68 @@ VALUES ($1, $2, $3, $4, $5, $6)
 """
 
 
-def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
-    """Predicates for the set filters only, so each combination gets a plan of its own."""
-    sql: list[str] = []
+def _predicates(filters: Filters, first: int) -> tuple[list[tuple[bool, str]], list[object]]:
+    """Predicates for the set filters only, so each combination gets a plan of its own: each with
+    whether it narrows a postings read by its key (a corpus), written for alias ``{a}``."""
+    sql: list[tuple[bool, str]] = []
     args: list[object] = []
     if filters.corpus_id is not None:
         args.append(filters.corpus_id)
-        sql.append(f"AND c.corpus_id = ${first + len(args) - 1}")
+        sql.append((True, f"AND {{a}}.corpus_id = ${first + len(args) - 1}"))
     if filters.document_id is not None:
         args.append(filters.document_id)
-        sql.append(f"AND c.document_id = ${first + len(args) - 1}")
+        sql.append((False, f"AND {{a}}.document_id = ${first + len(args) - 1}"))
     if filters.subject is not None:
         args.append(filters.subject)
         sql.append(
-            f"AND c.document_id IN (SELECT d.document_id FROM documents d "
-            f"WHERE d.tenant_id = c.tenant_id AND d.subject = ${first + len(args) - 1})"
+            (
+                False,
+                (
+                    f"AND {{a}}.document_id IN (SELECT d.document_id FROM documents d "
+                    f"WHERE d.tenant_id = {{a}}.tenant_id AND d.subject = ${first + len(args) - 1})"
+                ),
+            )
         )
     if filters.exclude_corpora:
         args.append(list(filters.exclude_corpora))
-        sql.append(f"AND c.corpus_id <> ALL(${first + len(args) - 1}::bigint[])")
+        sql.append((False, f"AND {{a}}.corpus_id <> ALL(${first + len(args) - 1}::bigint[])"))
     if filters.exclude_provisional:
         args.append(PROVISIONAL_MARKER)
-        # c is chunks in the vector channel and search_postings (no content) in the lexical one
+        # {a} is chunks in the vector channel and search_postings (no content) in the lexical one
         sql.append(
-            f"AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.chunk_id = c.chunk_id "
-            f"AND starts_with(k.content, ${first + len(args) - 1}))"
+            (
+                False,
+                (
+                    f"AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.chunk_id = {{a}}.chunk_id "
+                    f"AND starts_with(k.content, ${first + len(args) - 1}))"
+                ),
+            )
         )
     if filters.corpus_ids is not None:  # the caller's reach (scope and clearance)
         args.append(sorted(filters.corpus_ids))
-        sql.append(f"AND c.corpus_id = ANY(${first + len(args) - 1}::bigint[])")
-    return " ".join(sql), args
+        sql.append((True, f"AND {{a}}.corpus_id = ANY(${first + len(args) - 1}::bigint[])"))
+    return sql, args
+
+
+def _render(predicates: list[tuple[bool, str]], alias: str, *, narrowing_only: bool = False) -> str:
+    return " ".join(p.replace("{a}", alias) for narrowing, p in predicates if narrowing or not narrowing_only)
+
+
+def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
+    """Every set filter's predicate on alias c, and their parameters from ``$first``."""
+    predicates, args = _predicates(filters, first)
+    return _render(predicates, "c"), args
+
+
+def scan_settings(ef_search: int = DEFAULT_EF_SEARCH, max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES) -> dict[str, str]:
+    """The HNSW scan's settings as session defaults of the search pool's connections
+    (``Database.connect(server_settings=...)``): the vector channel is then one statement, not a
+    transaction of four round trips (BEGIN, SET LOCAL, the query, COMMIT)."""
+    return {
+        "hnsw.ef_search": str(ef_search),
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.max_scan_tuples": str(max_scan_tuples),
+    }
 
 
 def _owners(tenant: str, filters: Filters) -> list[str]:
@@ -245,6 +306,7 @@ class PostgresChunkIndex:
         self._bm25 = bm25
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
+        self._session_scan: bool | None = None  # whether the pool's sessions carry scan_settings()
 
     async def reader(self, scope: Scope) -> Reader:
         return await self._reach.reader(scope)
@@ -259,73 +321,54 @@ class PostgresChunkIndex:
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
     ) -> list[ChannelHit]:
         predicates, args = _filters(filters, 4)
+        statement = VECTOR_SEARCH.format(filters=predicates)
+        query = np.asarray(vector, dtype=np.float32)
         # The iterative scan goes on past ef_search until the depth is filled, so ef_search stays
         # the configured floor rather than the depth: at 100k chunks, ef_search 100 returned the
         # same 300 nearest as 300 did (bench/search.py latency prints the recall).
-        async with self._db.transaction() as tx:
-            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(self._ef_search), str(self._max_scan_tuples))
-            rows = await tx.fetch(
-                "vector_search",
-                VECTOR_SEARCH.format(filters=predicates),
-                np.asarray(vector, dtype=np.float32),
-                _owners(tenant, filters),
-                depth,
-                *args,
+        if self._session_scan is None:
+            shown = await self._db.fetchrow("show_hnsw_scan", SHOW_SCAN)
+            wanted = scan_settings(self._ef_search, self._max_scan_tuples)
+            self._session_scan = shown is not None and {f"hnsw.{k}": v for k, v in shown.items()} == wanted
+        if self._session_scan:
+            return _hits(
+                await self._db.fetch("vector_search", statement, query, _owners(tenant, filters), depth, *args)
             )
+        async with self._db.transaction() as tx:  # a pool opened without scan_settings()
+            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(self._ef_search), str(self._max_scan_tuples))
+            rows = await tx.fetch("vector_search", statement, query, _owners(tenant, filters), depth, *args)
         return _hits(rows)
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         bm25 = self._bm25
-        terms = await self._db.fetch(
-            "lexical_terms",
-            LEXICAL_TERMS,
-            bm25.text_config,
-            text,
-            _owners(tenant, filters),
-            bm25.common_min_df,
-            bm25.common_fraction,
-        )
-        if not terms:
-            return []
-        # Selective terms select the candidates (any of them); when every term is common, a
-        # candidate must hold them all, found from the rarest one's postings.
-        require_all = not any(t["selective"] for t in terms)
-        driving = terms[:1] if require_all else [t for t in terms if t["selective"]]
-        rest = terms[1:] if require_all else [t for t in terms if not t["selective"]]
-        reach = JOIN_RATIO * max(1, sum(t["doc_freq"] for t in driving))
-        joined = rest if require_all else [t for t in rest if t["doc_freq"] <= reach]
-        looked_up = [t for t in rest if t not in joined]
-        predicates, args = _filters(filters, 16)
+        predicates, args = _predicates(filters, 12)
         d, c, b, a = bm25.tiers
+        # One statement (one round trip): the query's terms, their roles and the scoring.
         rows = await self._db.fetch(
             "lexical_search",
-            LEXICAL_SEARCH.format(filters=predicates),
+            LEXICAL_SEARCH.format(
+                filters=_render(predicates, "c"), narrowing=_render(predicates, "j", narrowing_only=True)
+            ),
             _owners(tenant, filters),
-            [t["lexeme"] for t in driving],
-            [t["idf"] for t in driving],
-            [t["lexeme"] for t in joined],
-            [t["idf"] for t in joined],
-            [t["lexeme"] for t in looked_up],
-            [t["idf"] for t in looked_up],
-            # the bound of what the looked-up terms can add, widened against rounding
-            sum(t["idf"] for t in looked_up) * (bm25.k1 + 1.0) * (1.0 + 1e-9) + 1e-9,
+            bm25.text_config,
+            text,
+            bm25.common_min_df,
+            bm25.common_fraction,
+            JOIN_RATIO,
             bm25.k1,
             bm25.b,
             depth,
-            require_all,
-            terms[0]["avgdl"],
             [1.0, c / d, b / d, a / d],
             LOOKUP_WINDOW * depth,
             *args,
         )
-        idf_mass = sum(t["idf"] for t in terms)
         return [
             ChannelHit(
                 chunk_id=row["chunk_id"],
                 document_id=row["document_id"],
                 score=float(row["score"]),
                 rank=rank,
-                coverage=min(1.0, float(row["score"]) / idf_mass) if idf_mass > 0 else 1.0,
+                coverage=min(1.0, float(row["score"]) / row["idf_mass"]) if row["idf_mass"] > 0 else 1.0,
             )
             for rank, row in enumerate(rows, start=1)
         ]
