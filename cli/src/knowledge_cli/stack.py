@@ -52,8 +52,12 @@ from knowledge_runtime.settings import (
     max_upload_bytes,
 )
 
-SERVICES = ("content-index", "embedder", "ingest", "search")
-GRPC_NAMES = {"ingest": "knowledge.v1.IngestService", "search": "knowledge.v1.SearchService"}
+SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
+GRPC_NAMES = {
+    "ingest": "knowledge.v1.IngestService",
+    "search": "knowledge.v1.SearchService",
+    "documents-ai": "knowledge.v1.DocumentsAIService",
+}
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 SUPERVISE_EVERY_S = 0.5

@@ -229,7 +229,12 @@ class DocumentsAi:
             return existing, True
         tables = self._tables(content)
         values: Checked | None = None
-        if schema is not None and self._llm is not None:
+        if schema is not None and self._llm is None:
+            notes.append(
+                f"no fields: extraction with {schema.type_name} v{schema.version} needs a language model "
+                "(set KNOWLEDGE_LLM_URL and KNOWLEDGE_LLM_MODEL)"
+            )
+        elif schema is not None:
             try:
                 values, _, spent = await self._fill(scope, schema, content.chunks)
                 cost = cost + spent

@@ -112,8 +112,6 @@ class DocumentsAiServicer(documents_ai_pb2_grpc.DocumentsAIServiceServicer):
     ) -> documents_ai_pb2.ExtractDocumentResponse:
         if request.schema_version < 0:
             raise InvalidRequest("schema_version", "schema_version must be >= 0 (0 means the newest)")
-        if request.schema_version and not request.schema_name:
-            raise InvalidRequest("schema_name", "a schema_version needs the schema_name it is a version of")
         outcome = await self._ai.extract(
             current_scope(), _document_id(request.document_id), request.schema_name.strip(), request.schema_version
         )
