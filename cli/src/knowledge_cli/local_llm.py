@@ -97,13 +97,13 @@ def base_url(host: str, port: int) -> str:
 
 def check_model(model: Path) -> None:
     """A clear refusal for a model path that cannot be served, before anything starts."""
-    if not server_available():
-        raise LocalLlmError("llama-cpp-python[server] is not installed; run `make setup`")
     if not model.is_file():
         raise LocalLlmError(f"the local LLM model {model} does not exist (run `make local-llm`, or name a .gguf file)")
     with model.open("rb") as handle:
         if handle.read(4) != b"GGUF":
             raise LocalLlmError(f"the local LLM model {model} is not a GGUF file")
+    if not server_available():
+        raise LocalLlmError("llama-cpp-python[server] is not installed; run `make setup`")
 
 
 def ready(url: str, timeout_s: float = 1.0) -> bool:

@@ -10,17 +10,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from knowledge_runtime.auth import ADMIN_CAPABILITIES, ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
 from knowledge_runtime.reach import ScopePath, parse_band
 from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
+if TYPE_CHECKING:
+    from knowledge_cli.stack import StackSettings
+
+
+def up_settings(options: argparse.Namespace) -> StackSettings:
+    """The stack's settings from the environment, ``--llm`` over ``KNOWLEDGE_LOCAL_LLM_MODEL``."""
+    import dataclasses
+    from pathlib import Path
+
+    from knowledge_cli.stack import StackSettings
+
+    settings = StackSettings.from_env()
+    if options.llm:
+        settings = dataclasses.replace(settings, local_llm_model=Path(options.llm).expanduser().resolve())
+    return settings
+
 
 def _up(options: argparse.Namespace) -> int:
-    from knowledge_cli.stack import StackSettings, run_up
+    from knowledge_cli.stack import run_up
 
-    return asyncio.run(run_up(StackSettings.from_env()))
+    return asyncio.run(run_up(up_settings(options)))
 
 
 def _migrate(options: argparse.Namespace) -> int:
@@ -93,6 +110,12 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="knowledge", description="The knowledge service.")
     commands = root.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="run the whole stack locally until Ctrl-C / SIGTERM")
+    up.add_argument(
+        "--llm",
+        metavar="MODEL.gguf",
+        help="also run a local OpenAI-compatible LLM server (llama.cpp) with this GGUF model, and answer "
+        "with it (default: KNOWLEDGE_LOCAL_LLM_MODEL; `make local-llm` assembles one)",
+    )
     up.set_defaults(run=_up)
     mig = commands.add_parser("migrate", help="apply the database migrations")
     mig.set_defaults(run=_migrate)

@@ -4,8 +4,12 @@ Embedded PostgreSQL (unless ``KNOWLEDGE_DATABASE_URL`` is set) → migrations �
 services, each as its own process and database role → Envoy. Prints one line with
 ``ready`` and the REST base URL once every health check is SERVING and the gateway answers.
 
-Then it supervises: a child that dies (a service, Envoy, or the embedded PostgreSQL) is started
-again after a backoff that doubles with each recent death, with one line on stderr when it dies
+With a GGUF model configured (``KNOWLEDGE_LOCAL_LLM_MODEL`` or ``knowledge up --llm PATH``) it
+first starts a local OpenAI-compatible LLM server (llama.cpp, ``knowledge_cli.local_llm``) as the
+child ``llm``, and points the services' ``KNOWLEDGE_LLM_URL`` / ``KNOWLEDGE_LLM_MODEL`` at it.
+
+Then it supervises: a child that dies (a service, the LLM server, Envoy, or the embedded
+PostgreSQL) is started again after a backoff that doubles with each recent death, with one line on stderr when it dies
 and one when it is back, and ``<data dir>/run/status.json`` says what each child is doing. The
 stack gives up (and stops, status 1) only when one child died more than
 ``KNOWLEDGE_SUPERVISOR_MAX_RESTARTS`` times within ``KNOWLEDGE_SUPERVISOR_WINDOW_S``.
@@ -51,6 +55,8 @@ from knowledge_runtime.settings import (
     jwt_issuer,
     max_upload_bytes,
 )
+
+from knowledge_cli.local_llm import DEFAULT_THREADS, LocalLlmError, base_url, check_model, model_alias, server_argv
 
 SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
 GRPC_NAMES = {
@@ -104,6 +110,9 @@ class StackSettings:
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     shutdown_grace_s: float = 10.0  # how long the gateway may take to finish its requests on a stop
     gc_every_s: float = 3600.0  # a blob garbage-collection pass (knowledge gc --apply) this often; 0: never
+    local_llm_model: Path | None = None  # a GGUF file: the stack runs a local LLM server with it
+    local_llm_port: int = 0  # 0: a free port, chosen at start
+    local_llm_threads: int = DEFAULT_THREADS
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> StackSettings:
@@ -132,6 +141,9 @@ class StackSettings:
             ),
             shutdown_grace_s=env.float("SHUTDOWN_GRACE_S", 10.0, minimum=0.0),
             gc_every_s=env.float("GC_EVERY_S", 3600.0, minimum=0.0),
+            local_llm_model=env.path("LOCAL_LLM_MODEL"),
+            local_llm_port=env.port("LOCAL_LLM_PORT", 0),
+            local_llm_threads=env.int("LOCAL_LLM_THREADS", DEFAULT_THREADS, minimum=1),
         )
 
     @property
@@ -204,6 +216,7 @@ class Stack:
     children: list[Child] = field(default_factory=list)
     embedded: EmbeddedPostgres | None = None
     database: WatchedDatabase = field(default_factory=WatchedDatabase)
+    llm_url: str | None = None  # the local LLM server's API base, once started
 
     @property
     def run_dir(self) -> Path:
@@ -229,6 +242,10 @@ class Stack:
                 "DO_NOT_TRACK": "true",
             }
         )
+        if self.llm_url is not None and self.settings.local_llm_model is not None:
+            env["KNOWLEDGE_LLM_URL"] = self.llm_url
+            env["KNOWLEDGE_LLM_MODEL"] = model_alias(self.settings.local_llm_model)
+            env.pop("KNOWLEDGE_LLM_API_KEY", None)
         # The embedded stack serves any tenant unless told otherwise (issue 19; production: false).
         env.setdefault("KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT", "true")
         for other, port in self.settings.ports.items():
@@ -287,12 +304,42 @@ class Stack:
         jwks_path = ensure_dev_keys(self.settings.data_dir / "keys")
         admin_url, service_urls = self._database()
         await migrate(admin_url, embedding_dimension=self.settings.embedding_dimension())
+        if self.settings.local_llm_model is not None:
+            await self._start_local_llm(self.settings.local_llm_model)
         for name in SERVICES:
             module = "knowledge_" + name.replace("-", "_")
             self._spawn(name, [sys.executable, "-m", module], self._service_env(jwks_path, service_urls[name]))
         await self._wait_serving()
         self._start_gateway(jwks_path)
         await self._wait_gateway()
+
+    async def _start_local_llm(self, model: Path) -> None:
+        """The llama.cpp server as the child ``llm``, on the configured port (or one free now, kept
+        for its restarts), ready (its model loaded) before the services that call it start."""
+        try:
+            check_model(model)
+        except LocalLlmError as error:
+            raise StartupFailed(str(error)) from None
+        port = self.settings.local_llm_port or _free_port(self.settings.host)
+        argv = server_argv(model, host=self.settings.host, port=port, threads=self.settings.local_llm_threads)
+        child = self._spawn("llm", argv, os.environ)
+        url = base_url(self.settings.host, port)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        async with httpx.AsyncClient(timeout=1.0) as client:
+            while True:
+                self._check_alive()
+                try:
+                    if (await client.get(f"{url}/models")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise StartupFailed(f"the local LLM server did not answer in time\n{child.tail()}")
+                await asyncio.sleep(0.2)
+        self.llm_url = url
+        say(f"local LLM {model_alias(model)} serving on {url}")
+        if os.environ.get("KNOWLEDGE_LLM_URL"):
+            say("KNOWLEDGE_LLM_URL is set too; the services use the local LLM server instead")
 
     async def _wait_serving(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -516,6 +563,14 @@ class Stack:
         if self.embedded is not None:
             self.embedded.shutdown()  # whichever postmaster runs on its data directory now
             self.embedded = None
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def _requests_in_flight(stats: str) -> int:
