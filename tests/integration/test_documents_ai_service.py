@@ -115,14 +115,14 @@ async def stack(migrated_pg, keys_dir, tmp_path_factory, make_token):
             await app.stop()
 
 
-async def llm_service(migrated_pg, keys_dir, stack, server: ChatServer):
+async def llm_service(migrated_pg, keys_dir, stack, url: str, model: str = "local-model"):
     env = docai_env(
         migrated_pg,
         keys_dir,
         stack["tmp"],
         stack["addresses"],
-        KNOWLEDGE_LLM_URL=server.url,
-        KNOWLEDGE_LLM_MODEL="local-model",
+        KNOWLEDGE_LLM_URL=url,
+        KNOWLEDGE_LLM_MODEL=model,
         KNOWLEDGE_LLM_PRICE_INPUT_PER_1K="0.5",
     )
     app = await documents_ai_app(DocumentsAiSettings.from_env(Env(env)))
@@ -251,7 +251,7 @@ async def test_schema_extraction_retries_keeps_only_evidenced_values_and_records
             ]
         }
         with ChatServer(answers=["Sure! Here it is.", json.dumps(good)]) as server:
-            app, channel = await llm_service(migrated_pg, keys_dir, stack, server)
+            app, channel = await llm_service(migrated_pg, keys_dir, stack, server.url)
             try:
                 stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
                 reply = await stub.ExtractDocument(
@@ -320,7 +320,7 @@ async def test_processing_with_a_model_grows_the_taxonomy_reversibly(stack, migr
         json.dumps(claims),
     ]
     with ChatServer(answers=answers) as server:
-        app, channel = await llm_service(migrated_pg, keys_dir, stack, server)
+        app, channel = await llm_service(migrated_pg, keys_dir, stack, server.url)
         try:
             stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
             reply = await stub.ProcessDocument(
@@ -359,3 +359,88 @@ async def test_the_service_role_reads_chunks_and_cannot_write_them(migrated_pg):
                 await db.execute("t", sql)
     finally:
         await db.close()
+
+
+# ---- contract tests against a real llama.cpp server with the tiny SmolLM2-135M (local_llm) ----
+# The tiny model says whatever it says; these assert what the service promises of ANY model's
+# output: an answer is accepted only when valid, a bounded number of attempts is made (each one a
+# cost record with the server's token counts), then a clear refusal; no value without its quote
+# in the cited chunk; a classification names a candidate or is refused and the embedding's kept.
+
+
+async def chunk_texts(migrated_pg, document_id: str) -> dict[str, str]:
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        rows = await admin.fetch("t", "SELECT chunk_id, content FROM chunks WHERE document_id = $1", int(document_id))
+    finally:
+        await admin.close()
+    return {str(r["chunk_id"]): r["content"] for r in rows}
+
+
+async def chat_costs(migrated_pg, model: str) -> list:
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        return await admin.fetch(
+            "t", "SELECT tokens FROM cost_records WHERE tenant_id = $1 AND model = $2", TENANT, model
+        )
+    finally:
+        await admin.close()
+
+
+async def test_schema_extraction_by_a_real_model_is_valid_and_evidenced_or_refused(
+    stack, migrated_pg, keys_dir, local_llm
+):
+    documents, metadata = stack["documents"], stack["metadata"]
+    before = len(await chat_costs(migrated_pg, local_llm.model))
+    app, channel = await llm_service(migrated_pg, keys_dir, stack, local_llm.base_url, local_llm.model)
+    try:
+        stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
+        created = await stub.CreateExtractionSchema(
+            pb.CreateExtractionSchemaRequest(type_name="invoice", json_schema=json.dumps(INVOICE_SCHEMA)),
+            metadata=metadata,
+        )
+        request = pb.ExtractDocumentRequest(
+            document_id=documents["invoice"], schema_name="invoice", schema_version=created.schema.version
+        )
+        try:
+            reply = await stub.ExtractDocument(request, metadata=metadata, timeout=600)
+        except grpc.aio.AioRpcError as error:  # three invalid answers: the clear refusal
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
+            assert error_info(error).reason == "EXTRACTION_INVALID" and "after 3 attempts" in error.details()
+            attempts = 3
+        else:
+            attempts = reply.attempts
+            assert 1 <= attempts <= 3 and reply.card.kind == "extraction_result"
+            chunks = await chunk_texts(migrated_pg, documents["invoice"])
+            for field in reply.fields:  # no value without its quote in the chunk it cites
+                assert field.name in INVOICE_SCHEMA["properties"]
+                assert (
+                    " ".join(field.evidence.quote.split()).casefold()
+                    in " ".join(chunks[field.evidence.chunk_id].split()).casefold()
+                )
+            assert len(reply.cost.items) == attempts and all(i.input_tokens > 0 for i in reply.cost.items)
+    finally:
+        await channel.close()
+        await app.stop()
+    costs = await chat_costs(migrated_pg, local_llm.model)
+    assert len(costs) - before == attempts and all(c["tokens"] > 0 for c in costs)
+
+
+async def test_classification_by_a_real_model_names_a_candidate_or_is_refused(stack, migrated_pg, keys_dir, local_llm):
+    documents, metadata = stack["documents"], stack["metadata"]
+    app, channel = await llm_service(migrated_pg, keys_dir, stack, local_llm.base_url, local_llm.model)
+    try:
+        stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
+        reply = await stub.ClassifyDocument(
+            pb.ClassifyDocumentRequest(document_id=documents["invoice"]), metadata=metadata, timeout=600
+        )
+    finally:
+        await channel.close()
+        await app.stop()
+    candidates = {"invoice", "policy", "unclassified", "meeting_minutes"}
+    assert reply.type_name in candidates
+    if reply.decided_by == "llm":
+        assert not reply.refused_llm_answer
+    else:  # the model named none of the candidates: refused, and the embedding's answer kept
+        assert reply.decided_by == "embedding" and reply.refused_llm_answer and reply.type_name == "invoice"
+    assert len(reply.cost.items) == 1 and reply.cost.items[0].model_id == local_llm.model
