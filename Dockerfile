@@ -9,7 +9,7 @@
 # Without a registry, `make images` (scripts/build_images.sh) builds both with podman from a
 # debootstrapped Debian 12 base (docs/operations.md, "Build the images without a registry").
 #
-# "service" runs content-index, ingest, search and `knowledge migrate` (the Deployment names
+# "service" runs content-index, ingest, search, documents-ai and `knowledge migrate` (the Deployment names
 # the command) and has no torch; "embedder" adds torch, sentence-transformers and the model at
 # /models/embedding.
 #
@@ -51,13 +51,14 @@ COPY runtime/ runtime/
 COPY services/content-index/ services/content-index/
 COPY services/ingest/ services/ingest/
 COPY services/search/ services/search/
+COPY services/documents-ai/ services/documents-ai/
 COPY gateway/ gateway/
 COPY cli/ cli/
 # The gateway package (only its configuration code) and the CLI (for `knowledge migrate`) come
 # without their dependencies: those are the Envoy binary and the local stack's default model,
 # which would pull torch into every service image.
 RUN pip install --no-build-isolation -c constraints.txt \
-        ./runtime ./services/content-index ./services/ingest ./services/search httpx tqdm \
+        ./runtime ./services/content-index ./services/ingest ./services/search ./services/documents-ai httpx tqdm \
     && pip install --no-build-isolation --no-deps ./gateway ./cli
 
 FROM build AS build-embedder

@@ -42,7 +42,10 @@ def start_stack(data_dir: Path, **settings: str) -> tuple[subprocess.Popen, str]
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            **{
+                f"KNOWLEDGE_{s}_PORT": str(free_port())
+                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
+            },
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",  # one client of one tenant: no rate limit in the way
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
             **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},

@@ -54,7 +54,10 @@ def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            **{
+                f"KNOWLEDGE_{s}_PORT": str(free_port())
+                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
+            },
             # The benchmark's clients are one tenant: no rate limit in the way of what is measured.
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",

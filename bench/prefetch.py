@@ -55,7 +55,10 @@ def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            **{
+                f"KNOWLEDGE_{s}_PORT": str(free_port())
+                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
+            },
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
             # Phase 3 keeps the embedder down: the supervisor waits long before it restarts it.

@@ -365,6 +365,7 @@ def start_envoy(work: Path, search_port: int, keys: Path, http_port: int) -> sub
         upstreams={
             "knowledge.v1.SearchService": f"127.0.0.1:{search_port}",
             "knowledge.v1.IngestService": "127.0.0.1:1",
+            "knowledge.v1.DocumentsAIService": "127.0.0.1:1",
         },  # not measured here
         jwks_path=keys / "jwks.json",
         issuer="knowledge-dev",

@@ -918,14 +918,14 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=420,  # 42 operations (issue 20 added 10); the machine is shared
         cwd=tmp_path,
     )
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
     print("schemathesis:", summary, f"in {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
     # Every operation but the never-ending WatchDocuments and WatchEvents.
-    assert summary and "failure" not in summary[-1] and "34 selected / 36 total" in result.stdout
+    assert summary and "failure" not in summary[-1] and "44 selected / 46 total" in result.stdout
 
 
 def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tmp_path):

@@ -10,8 +10,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class ChatServer:
     """An OpenAI-compatible /v1/chat/completions endpoint on 127.0.0.1 that records what it got."""
 
-    def __init__(self, answer: str = "An answer [1].", status: int = 200, raw: bytes | None = None) -> None:
+    def __init__(
+        self,
+        answer: str = "An answer [1].",
+        status: int = 200,
+        raw: bytes | None = None,
+        answers: list[str] | None = None,
+    ) -> None:
+        """``answers``: one per request in order (then ``answer`` for every later one)."""
         self.answer, self.status, self.raw = answer, status, raw
+        self.answers = list(answers or [])
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         server = self
@@ -37,7 +45,7 @@ class ChatServer:
                                 {
                                     "index": 0,
                                     "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": server.answer},
+                                    "message": {"role": "assistant", "content": server.next_answer()},
                                 }
                             ],
                             "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
@@ -55,6 +63,9 @@ class ChatServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def next_answer(self) -> str:
+        return self.answers.pop(0) if self.answers else self.answer
 
     def __enter__(self) -> ChatServer:
         self._thread.start()

@@ -48,7 +48,10 @@ def running_stack(data_dir: Path, **settings: str) -> Iterator[dict]:
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(http_port),
-            **{f"KNOWLEDGE_{s}_PORT": str(free_port()) for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH")},
+            **{
+                f"KNOWLEDGE_{s}_PORT": str(free_port())
+                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
+            },
             **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},
         }
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from google.api import annotations_pb2
-from knowledge.v1 import ingest_pb2, search_pb2
+from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 BUF = Path(sys.executable).parent / "buf"
@@ -28,7 +28,7 @@ REST_API = {
 
 def http_rules() -> dict[tuple[str, str], str]:
     found = {}
-    for module in (ingest_pb2, search_pb2):
+    for module in (ingest_pb2, search_pb2, documents_ai_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             for method in service.methods:
                 rule = method.GetOptions().Extensions[annotations_pb2.http]
@@ -59,12 +59,15 @@ def architecture_routes() -> dict[tuple[str, str], str]:
 
 
 def test_the_architecture_document_lists_every_rest_route_with_its_capability():
+    from knowledge_documents_ai.api.servicer import CAPABILITIES as DOCUMENTS_AI
     from knowledge_ingest.api.servicer import CAPABILITIES as INGEST
     from knowledge_search.api.servicer import CAPABILITIES as SEARCH
 
-    capabilities = {f"IngestService.{m}": c for m, c in INGEST.items()} | {
-        f"SearchService.{m}": c for m, c in SEARCH.items()
-    }
+    capabilities = (
+        {f"IngestService.{m}": c for m, c in INGEST.items()}
+        | {f"SearchService.{m}": c for m, c in SEARCH.items()}
+        | {f"DocumentsAIService.{m}": c for m, c in DOCUMENTS_AI.items()}
+    )
     documented, rules = architecture_routes(), http_rules()
     assert len(documented) >= len(REST_API)
     assert set(documented) == set(rules)

@@ -74,6 +74,7 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
         upstreams={
             "knowledge.v1.IngestService": f"127.0.0.1:{ingest_port}",
             "knowledge.v1.SearchService": "127.0.0.1:1",
+            "knowledge.v1.DocumentsAIService": "127.0.0.1:1",
         },
         jwks_path=keys_dir / "jwks.json",
         issuer="knowledge-dev",

@@ -17,7 +17,11 @@ def config(tmp_path: Path, jwks: Path) -> GatewayConfig:
         listen_host="127.0.0.1",
         listen_port=18080,
         admin_port=0,
-        upstreams={"knowledge.v1.IngestService": "127.0.0.1:1", "knowledge.v1.SearchService": "search:50054"},
+        upstreams={
+            "knowledge.v1.IngestService": "127.0.0.1:1",
+            "knowledge.v1.SearchService": "search:50054",
+            "knowledge.v1.DocumentsAIService": "127.0.0.1:3",
+        },
         jwks_path=jwks,
         issuer="knowledge-dev",
         audience="knowledge",
@@ -31,7 +35,11 @@ def test_descriptor_set_is_self_contained():
     for index, file in enumerate(files):  # every dependency precedes its dependant
         assert all(dep in names[:index] for dep in file.dependency), file.name
     assert {"knowledge/v1/ingest.proto", "google/api/http.proto", "google/rpc/error_details.proto"} <= set(names)
-    assert public_service_names() == ["knowledge.v1.IngestService", "knowledge.v1.SearchService"]
+    assert public_service_names() == [
+        "knowledge.v1.IngestService",
+        "knowledge.v1.SearchService",
+        "knowledge.v1.DocumentsAIService",
+    ]
     assert isinstance(files[0], descriptor_pb2.FileDescriptorProto)
 
 
@@ -41,7 +49,7 @@ def test_render_keeps_proto_names_and_converts_status(tmp_path, keys_dir):
     assert '"preserve_proto_field_names": true' in text
     assert '"convert_grpc_status": true' in text
     clusters = {c["name"]: c["type"] for c in rendered["static_resources"]["clusters"]}
-    assert clusters == {"ingestservice": "STATIC", "searchservice": "STRICT_DNS"}
+    assert clusters == {"ingestservice": "STATIC", "searchservice": "STRICT_DNS", "documentsaiservice": "STATIC"}
 
 
 def test_envoy_validates_the_config(tmp_path, keys_dir):

@@ -20,7 +20,7 @@ import grpc
 import httpx
 import pytest
 from google.protobuf import message_factory
-from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
+from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
@@ -31,6 +31,7 @@ ENVOY = Path(sys.executable).parent / "envoy"
 SERVICES = (
     ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
     search_pb2.DESCRIPTOR.services_by_name["SearchService"],
+    documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
 )
 API = "/api/v1/knowledge"
 

@@ -20,6 +20,7 @@ from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
 INGEST, SEARCH = "knowledge.v1.IngestService", "knowledge.v1.SearchService"
+DOCUMENTS_AI = "knowledge.v1.DocumentsAIService"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -38,16 +39,20 @@ def config(tmp_path: Path, upstreams: dict[str, str], keys_dir: Path, port: int 
 
 
 def test_each_upstream_is_health_checked_on_its_named_service_and_healthz_needs_all(tmp_path, keys_dir):
-    rendered = render(config(tmp_path, {INGEST: "127.0.0.1:1", SEARCH: "search:2"}, keys_dir))
+    rendered = render(config(tmp_path, {INGEST: "127.0.0.1:1", SEARCH: "search:2", DOCUMENTS_AI: "ai:3"}, keys_dir))
     checks = {
         c["name"]: c["health_checks"][0]["grpc_health_check"]["service_name"]
         for c in rendered["static_resources"]["clusters"]
     }
-    assert checks == {"ingestservice": INGEST, "searchservice": SEARCH}
+    assert checks == {"ingestservice": INGEST, "searchservice": SEARCH, "documentsaiservice": DOCUMENTS_AI}
     manager = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     first = manager["http_filters"][0]  # before JWT: probes carry no token
     assert first["name"] == "envoy.filters.http.health_check"
-    assert set(first["typed_config"]["cluster_min_healthy_percentages"]) == {"ingestservice", "searchservice"}
+    assert set(first["typed_config"]["cluster_min_healthy_percentages"]) == {
+        "ingestservice",
+        "searchservice",
+        "documentsaiservice",
+    }
 
 
 async def status_of(client: httpx.AsyncClient, path: str) -> int:
@@ -68,7 +73,7 @@ async def eventually_status(client: httpx.AsyncClient, path: str, wanted: int, e
 
 async def test_healthz_follows_the_upstreams_readiness_and_livez_does_not(tmp_path, keys_dir):
     servers, healths, upstreams = [], {}, {}
-    for name in (INGEST, SEARCH):
+    for name in (INGEST, SEARCH, DOCUMENTS_AI):
         server = grpc.aio.server()
         healths[name] = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(healths[name], server)

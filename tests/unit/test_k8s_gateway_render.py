@@ -33,6 +33,7 @@ def test_renders_kubernetes_upstreams_from_env_files(tmp_path, capsys):
     first.write_text(
         "# comment\nKNOWLEDGE_INGEST_ADDRESS=knowledge-ingest.ns.svc.cluster.local:50153\n"
         "KNOWLEDGE_SEARCH_ADDRESS=wrong:1\nKNOWLEDGE_JWT_ISSUER=first\n"
+        "KNOWLEDGE_DOCUMENTS_AI_ADDRESS=knowledge-documents-ai.ns.svc.cluster.local:50155\n"
     )
     second = tmp_path / "overlay.env"
     second.write_text(

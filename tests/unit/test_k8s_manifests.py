@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 BIN = Path(sys.executable).parent
 OVERLAYS = ("dev", "production")
-SERVICES = ("content-index", "embedder", "ingest", "search")
+SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
 GRPC_SERVICES = {
     "content-index": "knowledge.v1.ContentIndexService",
     "embedder": "knowledge.v1.EmbedderService",
     "ingest": "knowledge.v1.IngestService",
     "search": "knowledge.v1.SearchService",
+    "documents-ai": "knowledge.v1.DocumentsAIService",
 }
 NAMESPACE = "knowledge"
 METRICS_PORT = 9464
@@ -202,10 +203,10 @@ def test_services_have_native_grpc_probes_on_the_health_service(overlay):
 
 
 def test_probed_grpc_services_exist_in_the_contracts():
-    from knowledge.v1 import content_index_pb2, embedder_pb2, ingest_pb2, search_pb2
+    from knowledge.v1 import content_index_pb2, documents_ai_pb2, embedder_pb2, ingest_pb2, search_pb2
 
     names = set()
-    for module in (content_index_pb2, embedder_pb2, ingest_pb2, search_pb2):
+    for module in (content_index_pb2, embedder_pb2, ingest_pb2, search_pb2, documents_ai_pb2):
         names |= {service.full_name for service in module.DESCRIPTOR.services_by_name.values()}
     assert set(GRPC_SERVICES.values()) <= names
 
@@ -409,9 +410,10 @@ MIGRATE = pod("knowledge-migrate")
 STRANGER = pod("debug-shell")  # another pod in the same namespace
 CALLERS = {  # who may call each service's gRPC port
     "content-index": {"ingest"},
-    "embedder": {"ingest", "search"},
+    "embedder": {"ingest", "search", "documents-ai"},
     "ingest": {"gateway"},
     "search": {"gateway"},
+    "documents-ai": {"gateway"},
 }
 
 
@@ -435,15 +437,15 @@ def test_only_the_gateway_is_reachable_from_outside(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_the_embedder_is_reachable_only_from_ingest_and_search(overlay):
+def test_the_embedder_is_reachable_only_from_ingest_search_and_documents_ai(overlay):
     target = labels_of(overlay, "embedder")
     for port in (DEFAULT_PORTS["embedder"], 8080, 9464, 50000):
         allowed = {
             name
-            for name in ("gateway", "content-index", "ingest", "search", "migrate", "embedder")
+            for name in ("gateway", "content-index", "ingest", "search", "documents-ai", "migrate", "embedder")
             if reachable(overlay, pod(f"knowledge-{name}"), target, port)
         }
-        assert allowed == ({"ingest", "search"} if port == DEFAULT_PORTS["embedder"] else set()), port
+        assert allowed == ({"ingest", "search", "documents-ai"} if port == DEFAULT_PORTS["embedder"] else set()), port
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -654,7 +656,7 @@ def test_only_the_signing_services_get_the_service_key(overlay):
         signing.add(name)
         (mount,) = [m for m in box["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
         assert secrets[mount["name"]] == "knowledge-service-key" and mount["readOnly"] is True, name
-    assert signing == {"knowledge-ingest", "knowledge-search", "knowledge-gc"}
+    assert signing == {"knowledge-ingest", "knowledge-search", "knowledge-documents-ai", "knowledge-gc"}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -308,6 +308,48 @@ class Client:
         body = {"enabled": enabled, "quotas": dict(quotas)}
         return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
 
+    # -- document AI (issue 20) --------------------------------------------------------------
+    def create_document_type(self, name: str, description: str, examples: Sequence[str], reason: str) -> dict:
+        body = {"name": name, "description": description, "examples": list(examples), "reason": reason}
+        return self._call("POST", "/document_types", json=body)["document_type"]
+
+    def document_types(self, include_retired: bool = False) -> Iterator[dict]:
+        token = ""
+        while True:
+            params: dict = {"page_size": 200, **({"include_retired": "true"} if include_retired else {})}
+            if token:
+                params["page_token"] = token
+            page = self._call("GET", "/document_types", params=params)
+            yield from page.get("document_types", [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
+    def set_document_type_retired(self, name: str, retired: bool) -> dict:
+        verb = "retire" if retired else "restore"
+        return self._call("POST", f"/document_types/{quote(name, safe='')}:{verb}", json={})["document_type"]
+
+    def create_extraction_schema(self, type_name: str, json_schema: str) -> dict:
+        path = f"/document_types/{quote(type_name, safe='')}/schemas"
+        return self._call("POST", path, json={"json_schema": json_schema})["schema"]
+
+    def extraction_schemas(self, type_name: str) -> list[dict]:
+        return self._call("GET", f"/document_types/{quote(type_name, safe='')}/schemas").get("schemas", [])
+
+    def classify_document(self, document_id: str) -> dict:
+        return self._call("POST", f"/documents/{quote(document_id, safe='')}:classify", json={})
+
+    def extract_document(self, document_id: str, schema_name: str = "", schema_version: int = 0) -> dict:
+        body: dict = {"schema_name": schema_name, **({"schema_version": schema_version} if schema_version else {})}
+        return self._call("POST", f"/documents/{quote(document_id, safe='')}:extract", json=body)
+
+    def process_document(self, document_id: str) -> dict:
+        return self._call("POST", f"/documents/{quote(document_id, safe='')}:process", json={})
+
+    def processing_results(self, document_id: str) -> list[dict]:
+        path = f"/documents/{quote(document_id, safe='')}/processing_results"
+        return self._call("GET", path, params={"page_size": 100}).get("results", [])
+
 
 def _retry_after(response: httpx.Response) -> float:
     try:

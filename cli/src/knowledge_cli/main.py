@@ -160,6 +160,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.imports import add_parsers as add_imports
 
     add_imports(commands)  # import, imports, findings (issue 19)
+    from knowledge_cli.docai import add_parsers as add_docai
+
+    add_docai(commands)  # types, classify, extract, process (issue 20)
     return root
 
 

@@ -58,8 +58,12 @@ from knowledge_runtime.settings import (
 
 from knowledge_cli.local_llm import DEFAULT_THREADS, LocalLlmError, base_url, check_model, model_alias, server_argv
 
-SERVICES = ("content-index", "embedder", "ingest", "search")
-GRPC_NAMES = {"ingest": "knowledge.v1.IngestService", "search": "knowledge.v1.SearchService"}
+SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
+GRPC_NAMES = {
+    "ingest": "knowledge.v1.IngestService",
+    "search": "knowledge.v1.SearchService",
+    "documents-ai": "knowledge.v1.DocumentsAIService",
+}
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 SUPERVISE_EVERY_S = 0.5

@@ -12,12 +12,13 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor, MethodDescriptor
 from google.rpc import error_details_pb2, status_pb2
-from knowledge.v1 import ingest_pb2, search_pb2
+from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 
 # The services the REST API exposes; the embedder and content-index stay internal.
 PUBLIC_SERVICES = (
     ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
     search_pb2.DESCRIPTOR.services_by_name["SearchService"],
+    documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
 )
 
 

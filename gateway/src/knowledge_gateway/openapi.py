@@ -111,6 +111,26 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
     "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
+    # issue 20: the taxonomy (knowledge_documents_ai.domain.taxonomy) and the document-AI calls
+    "knowledge.v1.CreateDocumentTypeRequest.name": {
+        "pattern": "^[a-z][a-z0-9_]*$",
+        "maxLength": 64,
+        "not": {"enum": ["unclassified"]},
+    },
+    "knowledge.v1.CreateDocumentTypeRequest.description": {**_NON_BLANK, "maxLength": 2000},
+    "knowledge.v1.CreateDocumentTypeRequest.examples": {
+        "maxItems": 20,
+        "items": {"type": "string", "pattern": _NO_NUL, "maxLength": 1000},
+    },
+    "knowledge.v1.CreateDocumentTypeRequest.reason": {"maxLength": 2000},
+    "knowledge.v1.CreateExtractionSchemaRequest.json_schema": {**_NON_BLANK, "maxLength": 100_000},
+    "knowledge.v1.ListDocumentTypesRequest.page_size": {"minimum": 0},
+    "knowledge.v1.ListDocumentTypesRequest.page_token": _PAGE_TOKEN,
+    "knowledge.v1.ListProcessingResultsRequest.page_size": {"minimum": 0},
+    "knowledge.v1.ListProcessingResultsRequest.page_token": _PAGE_TOKEN,
+    # Over REST the path names the document; a text is classified over gRPC only.
+    "knowledge.v1.ClassifyDocumentRequest.text": {"maxLength": 0},
+    "knowledge.v1.ExtractDocumentRequest.schema_version": {"minimum": 0},
 }
 # An ordinary text names no housekeeping corpus and no subject (issue 16: system_corpus and
 # about_subject go alone, need system.write, and never in a batch; described in words only).
@@ -149,6 +169,8 @@ _REQUIRED_INPUT = {
     # A PUT is the whole of a tenant's settings: whether it is enabled must be said (issue 19).
     "knowledge.v1.UpdateTenantSettingsRequest": ["enabled"],
     "knowledge.v1.BatchGetDocumentsRequest": ["document_ids"],  # a query parameter
+    "knowledge.v1.CreateDocumentTypeRequest": ["name", "description"],
+    "knowledge.v1.CreateExtractionSchemaRequest": ["json_schema"],
 }
 
 

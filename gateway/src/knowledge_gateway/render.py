@@ -37,7 +37,11 @@ DEFAULT_CONFIG_DIR = "/etc/envoy"
 DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
 DEFAULT_ADMIN_PORT = 9901
 # gRPC service -> the runtime's service key whose KNOWLEDGE_<KEY>_ADDRESS Envoy routes to.
-UPSTREAMS = {"knowledge.v1.IngestService": "ingest", "knowledge.v1.SearchService": "search"}
+UPSTREAMS = {
+    "knowledge.v1.IngestService": "ingest",
+    "knowledge.v1.SearchService": "search",
+    "knowledge.v1.DocumentsAIService": "documents-ai",
+}
 
 
 def read_env_files(paths: Sequence[Path]) -> dict[str, str]:

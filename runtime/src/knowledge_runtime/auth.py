@@ -28,7 +28,8 @@ from knowledge_runtime.reach import DEFAULT_CLEARANCE, Band, Reader, ScopePath, 
 from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
-PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind")
+# taxonomy.edit: change a tenant's document taxonomy and process documents against it (issue 20).
+PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind", "taxonomy.edit")
 # Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
 # importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
 # An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.

@@ -31,6 +31,7 @@ DEFAULT_PORTS = {
     "embedder": 50152,
     "ingest": 50153,
     "search": 50154,
+    "documents-ai": 50155,
 }
 DEFAULT_HTTP_PORT = 8080
 

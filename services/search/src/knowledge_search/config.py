@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge_runtime.llm import LlmSettings, llm_settings
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
 from knowledge_search.domain.breaker import DEFAULT_COOL_OFF_S
@@ -26,16 +27,6 @@ from knowledge_search.domain.retrieval import (
 )
 
 _TEXT_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
-
-
-@dataclass(frozen=True, slots=True)
-class LlmSettings:
-    url: str
-    model: str
-    api_key: str | None
-    timeout_s: float
-    price_input_per_1k: float
-    price_output_per_1k: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +105,7 @@ class SearchSettings:
             max_scan_tuples=env.int("SEARCH_HNSW_MAX_SCAN_TUPLES", DEFAULT_MAX_SCAN_TUPLES, minimum=1),
             thresholds=thresholds,
             anonymise_names=_names(env),
-            llm=_llm(env),
+            llm=llm_settings(env),
             prefetch_deadline_s=env.int(
                 "PREFETCH_DEADLINE_MS", int(PREFETCH_DEADLINE_S * 1000), minimum=1, maximum=60_000
             )
@@ -165,22 +156,3 @@ def _names(env: Env) -> tuple[str, ...]:
         except OSError:
             raise SettingsError(f"{PREFIX}SEARCH_ANONYMISE_NAMES_FILE: cannot read {path}") from None
     return tuple(sorted({n for n in names if n and not n.startswith("#")}))
-
-
-def _llm(env: Env) -> LlmSettings | None:
-    url = env.str("LLM_URL")
-    if url is None:
-        return None
-    if not url.startswith(("http://", "https://")):
-        raise SettingsError(f"{PREFIX}LLM_URL must be an http(s) URL")
-    model = env.str("LLM_MODEL")
-    if model is None:
-        raise SettingsError(f"{PREFIX}LLM_MODEL is required when {PREFIX}LLM_URL is set")
-    return LlmSettings(
-        url=url,
-        model=model,
-        api_key=env.str("LLM_API_KEY"),
-        timeout_s=env.float("LLM_TIMEOUT_S", 60.0, minimum=0.1),
-        price_input_per_1k=env.float("LLM_PRICE_INPUT_PER_1K", 0.0, minimum=0.0),
-        price_output_per_1k=env.float("LLM_PRICE_OUTPUT_PER_1K", 0.0, minimum=0.0),
-    )

@@ -37,7 +37,7 @@ class Interpretation:
 def interpret(answer: str, schema: ExtractionSchema) -> Interpretation:
     """The model's claims, or the problem to tell it on the next attempt."""
     try:
-        data = json.loads(_strip_fence(answer))
+        data = json.loads(strip_fence(answer))
     except ValueError:
         return Interpretation(problem="the answer is not JSON")
     values = data.get("values") if isinstance(data, dict) else None
@@ -62,7 +62,7 @@ def _describe(error: Any) -> str:
     return f"{where}: {error.message}"
 
 
-def _strip_fence(answer: str) -> str:
+def strip_fence(answer: str) -> str:
     """Models often wrap JSON in a markdown code fence; the JSON inside is the answer."""
     text = answer.strip()
     if text.startswith("```"):

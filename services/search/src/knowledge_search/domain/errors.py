@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from knowledge_runtime.errors import InvalidField, NotFound
+from knowledge_runtime.llm import LlmUnavailable  # the runtime chat client's one error
 from knowledge_runtime.refusals import Refusal, Refused
+
+__all__ = [
+    "CorpusNotFound",
+    "DocumentNotFound",
+    "EmbedderUnavailable",
+    "InvalidSearch",
+    "LlmUnavailable",
+    "RerankUnavailable",
+]
 
 
 class InvalidSearch(InvalidField):
@@ -37,15 +47,6 @@ class EmbedderUnavailable(Refused):
 
     def __init__(self) -> None:
         super().__init__(Refusal.RUNTIME_UNAVAILABLE, "the embedder is unavailable", metadata={"runtime": "embedder"})
-
-
-class LlmUnavailable(Refused):
-    """The language model behind an answer cannot answer. RUNTIME_UNAVAILABLE (waiting helps)."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(
-            Refusal.RUNTIME_UNAVAILABLE, f"the language model is unavailable ({why})", metadata={"runtime": "llm"}
-        )
 
 
 class RerankUnavailable(Refused):
