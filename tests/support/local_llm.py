@@ -24,14 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from knowledge_cli.local_llm import (
-    base_url,
-    model_alias,
-    server_argv,
-    server_available,
-    smollm2_path,
-    wait_ready,
-)
 
 from tests.support.net import free_port
 
@@ -61,6 +53,10 @@ def _unavailable(why: str) -> None:
 
 def served_model() -> Path:
     """The GGUF the tests serve: ``KNOWLEDGE_TEST_LLM_MODEL`` or the packaged SmolLM2-135M."""
+    # Imported when used: this plugin is loaded for every session, also in the optional path's own
+    # venv (make test-unstructured), which has no CLI package.
+    from knowledge_cli.local_llm import server_available, smollm2_path
+
     if not server_available():
         _unavailable("llama-cpp-python[server] is not installed")
     configured = os.environ.get("KNOWLEDGE_TEST_LLM_MODEL")
@@ -74,6 +70,8 @@ def served_model() -> Path:
 @contextmanager
 def start_local_llm(log_dir: Path, model: Path | None = None) -> Iterator[LocalLlm]:
     """One llama.cpp server on a free 127.0.0.1 port, ready when entered, stopped on exit."""
+    from knowledge_cli.local_llm import base_url, model_alias, server_argv, wait_ready
+
     model = model or served_model()
     port = free_port()
     threads = int(os.environ.get("KNOWLEDGE_TEST_LLM_THREADS", "1"))
