@@ -91,7 +91,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
     with running_stack(data_dir, **SETTINGS) as stack:
         headers = {"Authorization": f"Bearer {dev_token(stack['env'], 'resilient')}"}
         assert answers(stack, headers)
-        for name in ("content-index", "embedder", "ingest", "search", "gateway"):
+        for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "gateway"):
             before = status(stack)[name]
             psutil.Process(before["pid"]).send_signal(signal.SIGKILL)
             eventually(
@@ -109,6 +109,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
             "embedder": 1,
             "ingest": 1,
             "search": 1,
+            "documents-ai": 1,
             "gateway": 1,
             "postgres": 0,
         }
@@ -145,7 +146,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         stack["process"].send_signal(signal.SIGTERM)
         assert stack["process"].wait(60) == 0
         stderr = stack["process"].stderr.read()
-    for name in ("content-index", "embedder", "ingest", "search", "gateway"):
+    for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "gateway"):
         assert f"knowledge: {name} exited with status -9; restarting it in" in stderr
     assert "knowledge: postgres (pid" in stderr and "is down; restarting it in" in stderr
     assert "Traceback" not in stderr

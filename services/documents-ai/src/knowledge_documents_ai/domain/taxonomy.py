@@ -76,6 +76,8 @@ def document_type(name: str, description: str, examples: Sequence[str] = (), **p
         raise TaxonomyInvalid(
             "examples", f"at most {MAX_EXAMPLES} examples of at most {MAX_EXAMPLE_CHARS} characters each"
         )
+    if len(str(provenance.get("reason", ""))) > MAX_DESCRIPTION_CHARS:
+        raise TaxonomyInvalid("reason", f"a reason of at most {MAX_DESCRIPTION_CHARS} characters")
     return DocumentType(name=name, description=description, examples=cleaned, **provenance)
 
 
