@@ -17,7 +17,7 @@ from knowledge_content_index.domain.naming import (
         ("report.pdf", ".pdf"),
         ("Report.Final.PDF", ".pdf"),
         ("../../etc/passwd", ""),
-        ("../../../tmp/evil.docx", ".docx"),
+        ("../../../outside/evil.docx", ".docx"),
         ("a/b\\c", ""),
         ("a\\b\\c.xlsx", ".xlsx"),
         ("evil.exe\x00.pdf", ""),
