@@ -105,7 +105,9 @@ class _EmbedOnce:
         return await asyncio.shield(self._task)
 
     def close(self) -> None:
-        """A deadline may leave the embedding running: cancel it; a failure already seen is consumed."""
+        """A deadline may leave the embedding running: stop waiting for it (behind the breaker the
+        call itself may be left to finish, to learn whether the embedder answers late); a failure
+        already seen is consumed."""
         if self._task is None:
             return
         if not self._task.done():

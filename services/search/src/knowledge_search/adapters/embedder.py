@@ -143,8 +143,7 @@ class BreakingEmbedder:
         if not self._breaker.abandoned(started):  # given up on quickly: says nothing of the embedder
             task.cancel()
             return
-        if was is not BreakerState.OPEN:
-            log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after="silence")
+        self._failed("silence", was=was)
         self._lingering.add(task)
         expiry = asyncio.get_running_loop().call_later(self._breaker.cool_off_s, task.cancel)
         task.add_done_callback(lambda done: self._settled(done, expiry))
@@ -165,8 +164,10 @@ class BreakingEmbedder:
             log.info("embedder_breaker_closed")
         self._breaker.succeeded()
 
-    def _failed(self, after: str) -> None:
-        if self._breaker.state is not BreakerState.OPEN:
+    def _failed(self, after: str, *, was: BreakerState | None = None) -> None:
+        """Open the breaker, said once as it opens; ``was``: its state before, when a call given
+        up on (``CircuitBreaker.abandoned``) has opened it already."""
+        if (self._breaker.state if was is None else was) is not BreakerState.OPEN:
             log.warning("embedder_breaker_open", cool_off_s=self._breaker.cool_off_s, after=after)
         self._breaker.failed()
 
