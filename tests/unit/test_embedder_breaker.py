@@ -4,8 +4,8 @@ request; a half-open probe closes it again. A fake clock drives it."""
 import asyncio
 
 import pytest
-from knowledge_search.adapters.embedder import BreakingEmbedder
-from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
+from knowledge_search.adapters.embedder import BreakingEmbedder, breaking
+from knowledge_search.domain.breaker import DEFAULT_SLOW_S, BreakerState, CircuitBreaker, slow_within
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import Cost, EmbeddedQuery
 
@@ -140,3 +140,23 @@ async def test_an_unreachable_embedder_opens_it_and_an_answered_refusal_does_not
     with pytest.raises(EmbedderUnavailable):
         await embedder.embed_query("acme", "q")
     assert inner.calls == 4  # the second never reached it
+
+
+def test_the_silence_that_opens_it_stays_below_a_short_pre_fetch_deadline():
+    assert slow_within(1.0) == DEFAULT_SLOW_S and slow_within(0.3) == pytest.approx(0.2)  # the default: 300 ms
+    assert slow_within(0.1) < 0.1 and slow_within(0.001) < 0.001
+
+
+async def test_a_call_given_up_on_at_a_100_ms_deadline_opens_the_breaker():
+    """KNOWLEDGE_PREFETCH_DEADLINE_MS=100: each pre-fetch gives up at 100 ms, so a fixed 200 ms
+    silence would never open the breaker and every request would wait its whole deadline."""
+    inner = Embedder()
+    embedder = breaking(inner, 5.0, slow_s=slow_within(0.1))  # type: ignore[arg-type]
+    inner.mode = "hung"
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await embedder.embed_query("acme", "q")
+    with pytest.raises(EmbedderUnavailable):  # open: refused at once, the embedder not asked
+        await asyncio.wait_for(embedder.embed_query("acme", "q"), timeout=0.05)
+    assert inner.calls == 1
+    await embedder.close()

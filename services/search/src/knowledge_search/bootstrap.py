@@ -31,6 +31,7 @@ from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.breaker import slow_within
 from knowledge_search.domain.ports import Synthesiser
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
@@ -57,8 +58,11 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
         )
         resources.push_async_callback(db.close)
         # Behind a breaker: a stopped embedder costs one deadline per cool-off, not every request.
+        # Its silence stays below the pre-fetch deadline, or a call given up on there would never open it.
         embedder = breaking(
-            GrpcQueryEmbedder(settings.embedder_address, token_for=token_for), settings.embedder_cool_off_s
+            GrpcQueryEmbedder(settings.embedder_address, token_for=token_for),
+            settings.embedder_cool_off_s,
+            slow_s=slow_within(settings.prefetch_deadline_s),
         )
         resources.push_async_callback(embedder.close)
         index = PostgresChunkIndex(

@@ -172,11 +172,12 @@ class BreakingEmbedder:
         self._breaker.failed()
 
 
-def breaking(inner: GrpcQueryEmbedder, cool_off_s: float) -> GrpcQueryEmbedder | BreakingEmbedder:
-    """The embedder behind a breaker of this cool-off (monotonic clock); 0 leaves it bare."""
+def breaking(inner: GrpcQueryEmbedder, cool_off_s: float, *, slow_s: float) -> GrpcQueryEmbedder | BreakingEmbedder:
+    """The embedder behind a breaker of this cool-off and silence (monotonic clock); a cool-off
+    of 0 leaves it bare."""
     if cool_off_s <= 0:
         return inner
-    return BreakingEmbedder(inner, CircuitBreaker(time.monotonic, cool_off_s=cool_off_s))
+    return BreakingEmbedder(inner, CircuitBreaker(time.monotonic, cool_off_s=cool_off_s, slow_s=slow_s))
 
 
 def _translated(error: grpc.aio.AioRpcError) -> DomainError:

@@ -17,7 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DEFAULT_COOL_OFF_S = 5.0  # KNOWLEDGE_SEARCH_EMBEDDER_COOL_OFF_S; 0 disables the breaker
-DEFAULT_SLOW_S = 0.2  # a call cancelled after this long counts as a failure (below the pre-fetch deadline)
+DEFAULT_SLOW_S = 0.2  # a call cancelled after this long counts as a failure (slow_within caps it)
+# A silence counts from the embedding call's start, which comes after a pre-fetch's deadline
+# started (the housekeeping corpora are looked up first): this share of the deadline leaves room.
+DEADLINE_SHARE = 2 / 3
+
+
+def slow_within(deadline_s: float) -> float:
+    """``slow_s`` for callers that give up after ``deadline_s`` (the pre-fetch deadline): a call
+    abandoned at that deadline must count as a failure, else the breaker never opens."""
+    return min(DEFAULT_SLOW_S, DEADLINE_SHARE * deadline_s)
 
 
 class BreakerState(enum.Enum):
