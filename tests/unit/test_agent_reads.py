@@ -76,7 +76,7 @@ class ShuffledIndex:
         return scope.reader([])
 
     async def reach_for(self, tenant, reader):
-        return Reach(reader, frozenset(), everything=True)  # the caller reaches every corpus
+        return Reach(reader, frozenset({1, 2, 3}), everything=True)  # the caller reaches every corpus
 
     async def generation(self, tenant, reader):
         return 0

@@ -9,6 +9,7 @@ from knowledge_runtime.settings import Env, SettingsError
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import Synthesis
+from knowledge_search.domain.errors import CorpusNotFound
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import (
     ChannelHit,
@@ -157,6 +158,16 @@ async def test_corpus_weights_apply_unless_the_request_sets_its_own():
     assert [h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, request)).hits][:2] == [3, 1]
     override = SearchRequest.parse("refund", corpus_id="1", weights=Weights(vector=1.0))
     assert next(h.chunk.chunk_id for h in (await lexical_corpus.search(SCOPE, override)).hits) == 1
+
+
+async def test_a_corpus_filter_outside_the_callers_reach_is_not_found_before_any_channel_reads():
+    index = FakeIndex()
+    index._reach.place("acme", 2, node="workspace:eng")  # beyond the root caller's node
+    index._reach.place("globex", 3)  # another tenant's
+    for corpus in ("2", "3", "99"):
+        with pytest.raises(CorpusNotFound):
+            await SearchUseCases(index, FakeEmbedder()).search(SCOPE, SearchRequest.parse("refund", corpus_id=corpus))
+    assert index.calls == []
 
 
 async def test_query_anonymises_for_the_model_and_restores_the_answer():

@@ -226,7 +226,11 @@ class SearchUseCases:
 
 def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
     """The request restricted to the corpora the caller reaches (no predicate when it reaches all)
-    and to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide corpus)."""
+    and to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide corpus).
+    CorpusNotFound for a corpus filter outside that reach: another tenant's, a deleted one, or one
+    beyond the caller's node or clearance are all as if absent."""
+    if request.filters.corpus_id is not None and not reach.has(request.filters.corpus_id):
+        raise CorpusNotFound()
     corpus_ids = None if reach.everything else reach.corpus_ids
     return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant)))
 

@@ -34,7 +34,7 @@ from knowledge_runtime.reach import PLATFORM_TENANT, Reach, Reader
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
-from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound
+from knowledge_search.domain.errors import DocumentNotFound
 from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
@@ -192,10 +192,6 @@ FROM chunks c
 JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
 WHERE c.chunk_id = ANY($1::bigint[]) AND (c.tenant_id = $2
     OR (c.tenant_id = $3 AND c.corpus_id IN (SELECT p.corpus_id FROM corpora p WHERE p.tenant_id IS NULL AND p.is_system)))
-"""
-# The tenant's own corpora and the platform-wide ones (no tenant); never another tenant's system corpus.
-CORPUS_VISIBLE = """
-SELECT 1 FROM corpora WHERE corpus_id = $1 AND (tenant_id = $2 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
 DOCUMENT_VISIBLE = (
     "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
@@ -393,12 +389,8 @@ class PostgresChunkIndex:
         }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
+        # A corpus filter was checked against the caller's reach already (usecases.within).
         reachable = filters.corpus_ids
-        if filters.corpus_id is not None:
-            if reachable is not None and filters.corpus_id not in reachable:
-                raise CorpusNotFound()  # outside the caller's reach: as if absent
-            if await self._db.fetchval("corpus_visible", CORPUS_VISIBLE, filters.corpus_id, tenant) is None:
-                raise CorpusNotFound()
         if filters.document_id is not None:
             corpus = await self._db.fetchval(
                 "document_visible", DOCUMENT_VISIBLE, filters.document_id, _owners(tenant, filters)

@@ -45,8 +45,9 @@ class ChunkIndex(Protocol):
         """Content, section, page and filename of the tenant's chunks among ``chunk_ids`` (gone ones absent)."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
-        """CorpusNotFound / DocumentNotFound unless the filters name the tenant's (or a system) resources
-        within ``filters.corpus_ids`` when that is set."""
+        """DocumentNotFound unless a document filter names the tenant's (or a platform-wide) document
+        within ``filters.corpus_ids`` when that is set, and within the corpus filter when that is set
+        (the corpus filter itself is checked against the reach before: ``usecases.within``)."""
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
         """The corpus's fusion weights; unset fields when it has none."""
