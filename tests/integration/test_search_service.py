@@ -427,8 +427,8 @@ async def test_search_reads_content_for_the_returned_top_k_only(stack):
             super().__init__(db)
             self.read: list[int] = []
 
-        async def chunks(self, tenant, chunk_ids):
-            found = await super().chunks(tenant, chunk_ids)
+        async def chunks(self, tenant, chunk_ids, owners=()):
+            found = await super().chunks(tenant, chunk_ids, owners)
             self.read.append(len(found))
             return found
 

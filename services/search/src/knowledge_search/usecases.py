@@ -134,7 +134,7 @@ class SearchUseCases:
             else:
                 ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
             span.set_attribute("search.fused", len(ranked))
-        hits = await self._hydrate(tenant, ranked)
+        hits = await self._hydrate(tenant, ranked, request.filters.owners)
         if rerank and hits:
             try:
                 hits, rerank_cost = await self._rerank(tenant, request, hits)
@@ -186,10 +186,11 @@ class SearchUseCases:
         reranked = [replace(window[i], rerank_score=reranking.scores[i]) for i in order]
         return reranked + rest, reranking.cost
 
-    async def _hydrate(self, tenant: str, ranked: list[Ranked]) -> list[SearchHit]:
-        """Content is read once, for the results returned; a chunk deleted meanwhile drops out."""
+    async def _hydrate(self, tenant: str, ranked: list[Ranked], owners: Sequence[str]) -> list[SearchHit]:
+        """Content is read once, for the results returned, under the tenant keys the channels read;
+        a chunk deleted meanwhile drops out."""
         with _tracer.start_as_current_span("search.hydrate") as span:
-            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked])
+            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], owners)
             span.set_attribute("search.results", len(chunks))
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 

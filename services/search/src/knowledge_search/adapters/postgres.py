@@ -30,7 +30,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.db.tenant_settings import TenantSettingsReader, llm_cost_since
-from knowledge_runtime.reach import PLATFORM_TENANT, Reach, Reader
+from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
@@ -182,16 +182,16 @@ LIMIT $9
 JOIN_RATIO = 4
 # Candidates (a multiple of the channel depth) that at most get the looked-up terms' share.
 LOOKUP_WINDOW = 2
-# What results show, read once for the chunks that are returned (never for the channels' depth):
-# the caller's, or a platform-wide corpus's (chunks the channels found within the caller's reach).
+# What results show, read once for the chunks that are returned (never for the channels' depth),
+# under the tenant keys the channels read ($2: Filters.owners, the caller's and the platform
+# tenant's when its reach holds a platform-wide corpus; the ids came from within that reach).
 # A deleted document's chunks stay until its removal job deletes them (issue 18): this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
 SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
-WHERE c.chunk_id = ANY($1::bigint[]) AND (c.tenant_id = $2
-    OR (c.tenant_id = $3 AND c.corpus_id IN (SELECT p.corpus_id FROM corpora p WHERE p.tenant_id IS NULL AND p.is_system)))
+WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = ANY($2::text[])
 """
 DOCUMENT_VISIBLE = (
     "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
@@ -369,10 +369,10 @@ class PostgresChunkIndex:
             for rank, row in enumerate(rows, start=1)
         ]
 
-    async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+    async def chunks(self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = ()) -> dict[int, Chunk]:
         if not chunk_ids:
             return {}
-        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), tenant, PLATFORM_TENANT)
+        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), list(owners) or [tenant])
         return {
             row["chunk_id"]: Chunk(
                 chunk_id=row["chunk_id"],

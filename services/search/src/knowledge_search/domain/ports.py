@@ -41,8 +41,9 @@ class ChunkIndex(Protocol):
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
 
-    async def chunks(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
-        """Content, section, page and filename of the tenant's chunks among ``chunk_ids`` (gone ones absent)."""
+    async def chunks(self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = ()) -> dict[int, Chunk]:
+        """Content, section, page and filename of the chunks among ``chunk_ids`` whose rows carry one
+        of ``owners`` (the channels' ``Filters.owners``; the tenant's own when empty); gone ones absent."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
         """DocumentNotFound unless a document filter names the tenant's (or a platform-wide) document
