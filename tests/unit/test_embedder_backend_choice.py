@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from knowledge_embedder import bootstrap
+from knowledge_embedder.adapters.model_files import onnx_unsupported
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.backend import choose_backend
 from knowledge_runtime.settings import Env, SettingsError
@@ -55,11 +56,21 @@ def settings(backend: str, device: str = "auto") -> EmbedderSettings:
     )
 
 
-def model(folder: Path, *, tokenizer: bool = True, modules: tuple[str, ...] = ("Transformer", "Pooling")) -> Path:
+def model(
+    folder: Path,
+    *,
+    tokenizer: bool = True,
+    modules: tuple[str, ...] = ("Transformer", "Pooling"),
+    pooling: dict | None = None,
+) -> Path:
     folder.mkdir()
     if tokenizer:
         (folder / "tokenizer.json").write_text("{}")
-    (folder / "modules.json").write_text(json.dumps([{"type": f"sentence_transformers.models.{m}"} for m in modules]))
+    listed = [{"type": f"sentence_transformers.models.{m}", "path": f"{n}_{m}"} for n, m in enumerate(modules)]
+    (folder / "modules.json").write_text(json.dumps(listed))
+    if pooling is not None:
+        (folder / f"{modules.index('Pooling')}_Pooling").mkdir()
+        (folder / f"{modules.index('Pooling')}_Pooling" / "config.json").write_text(json.dumps(pooling))
     return folder
 
 
@@ -98,6 +109,12 @@ def test_auto_keeps_torch_for_a_model_the_export_does_not_support(machine, tmp_p
     assert bootstrap.backend_for(settings("auto"), dense) == "torch"
     normalised = model(tmp_path / "normalised", modules=("Transformer", "Pooling", "Normalize"))
     assert bootstrap.backend_for(settings("auto"), normalised) == "onnx-int8"
+    # A pooling the export does not implement (max): torch, not an OnnxEncoder that refuses to start.
+    max_pooled = model(tmp_path / "max", pooling={"pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": True})
+    assert onnx_unsupported(max_pooled) is not None and "pooling" in str(onnx_unsupported(max_pooled))
+    assert bootstrap.backend_for(settings("auto"), max_pooled) == "torch"
+    cls_pooled = model(tmp_path / "cls", pooling={"pooling_mode_cls_token": True})
+    assert bootstrap.backend_for(settings("auto"), cls_pooled) == "onnx-int8"
 
 
 def test_knowledge_up_starts_the_embedder_on_auto_unless_told_otherwise(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
 from knowledge_embedder.adapters.devices import onnx_runtime_installed, pick_device
-from knowledge_embedder.adapters.model_files import has_extra_modules, resolve_model_dir
+from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching import BatchQueue
@@ -41,7 +41,7 @@ def backend_for(settings: EmbedderSettings, model_dir: Path) -> str:
         settings.backend,
         device=pick_device(settings.device),
         onnx_runtime=onnx_runtime_installed(),
-        onnx_model=(model_dir / "tokenizer.json").is_file() and not has_extra_modules(model_dir),
+        onnx_model=onnx_unsupported(model_dir) is None,
     )
 
 

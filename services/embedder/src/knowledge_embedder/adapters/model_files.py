@@ -84,6 +84,21 @@ def has_extra_modules(model_dir: Path) -> bool:
     return any(not m.get("type", "").endswith(plain) for m in _modules(model_dir))
 
 
+def onnx_unsupported(model_dir: Path) -> str | None:
+    """Why the int8 ONNX export cannot run this model, as the setting's error says it; None when it
+    can: it needs the model's tokenizer.json, only transformer, pooling and normalisation modules,
+    and a pooling it implements (:func:`pooling_mode`)."""
+    if not (model_dir / "tokenizer.json").is_file():
+        return "KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 needs the model's tokenizer.json"
+    if has_extra_modules(model_dir):
+        return "KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 supports transformer + pooling models only"
+    try:
+        pooling_mode(model_dir)
+    except SettingsError as error:
+        return str(error)
+    return None
+
+
 def _modules(model_dir: Path) -> list[dict]:
     modules = _json(model_dir / "modules.json")
     return modules if isinstance(modules, list) else []

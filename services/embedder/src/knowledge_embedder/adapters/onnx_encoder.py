@@ -12,7 +12,7 @@ import onnxruntime as ort
 from knowledge_runtime.settings import SettingsError
 from tokenizers import Tokenizer
 
-from knowledge_embedder.adapters.model_files import capped_max_seq_length, has_extra_modules, pooling_mode
+from knowledge_embedder.adapters.model_files import capped_max_seq_length, onnx_unsupported, pooling_mode
 from knowledge_embedder.adapters.onnx_export import ensure_int8_model
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
@@ -32,11 +32,10 @@ class OnnxEncoder:
     def __init__(
         self, model_id: str, model_dir: Path, *, cache_root: Path, max_seq_length: int, batch_size: int
     ) -> None:
+        unsupported = onnx_unsupported(model_dir)
+        if unsupported is not None:
+            raise SettingsError(unsupported)
         tokenizer_file = model_dir / "tokenizer.json"
-        if not tokenizer_file.exists():
-            raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 needs the model's tokenizer.json")
-        if has_extra_modules(model_dir):
-            raise SettingsError("KNOWLEDGE_EMBEDDING_BACKEND: onnx-int8 supports transformer + pooling models only")
         self.model_id = model_id
         self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
