@@ -14,23 +14,33 @@ from knowledge_runtime.settings import Env, SettingsError
 
 
 @pytest.mark.parametrize(
-    ("device", "onnx_runtime", "onnx_model", "expected"),
+    ("device", "onnx_model", "expected"),
     [
-        ("cuda", True, True, "torch"),
-        ("mps", True, True, "torch"),
-        ("cpu", True, True, "onnx-int8"),
-        ("cpu", False, True, "torch"),  # ONNX Runtime not installed
-        ("cpu", True, False, "torch"),  # a model the export does not support (no tokenizer.json, a Dense module)
+        ("cuda", True, "torch"),
+        ("mps", True, "torch"),
+        ("cpu", True, "onnx-int8"),
+        ("cpu", False, "torch"),  # a model the export does not support (no tokenizer.json, a Dense module)
     ],
 )
-def test_auto_is_torch_on_an_accelerator_and_int8_on_a_cpu_that_can_run_it(device, onnx_runtime, onnx_model, expected):
-    assert choose_backend("auto", device=device, onnx_runtime=onnx_runtime, onnx_model=onnx_model) == expected
+def test_auto_is_torch_on_an_accelerator_and_int8_on_a_cpu_that_can_run_it(device, onnx_model, expected):
+    asked: list[str] = []
+
+    def machine() -> str:
+        asked.append(device)
+        return device
+
+    assert choose_backend(onnx_model=onnx_model, device=machine) == expected
+    assert len(asked) == int(onnx_model)  # the device (torch's import) only for a model the export supports
 
 
 @pytest.mark.parametrize("configured", ["torch", "onnx-int8"])
 @pytest.mark.parametrize("device", ["cuda", "mps", "cpu"])
-def test_a_configured_backend_wins_on_every_device(configured, device):
-    assert choose_backend(configured, device=device, onnx_runtime=False, onnx_model=False) == configured
+def test_a_configured_backend_wins_on_every_device(configured, device, machine, tmp_path):
+    machine["device"] = device
+    unsupported = model(tmp_path / "dense", modules=("Transformer", "Pooling", "Dense"))
+    for folder in (model(tmp_path / "plain"), unsupported):
+        assert bootstrap.backend_for(settings(configured), folder) == configured
+    assert machine["asked"] == []
 
 
 def test_the_setting_takes_auto_and_stays_torch_by_default():
@@ -76,15 +86,14 @@ def model(
 
 @pytest.fixture
 def machine(monkeypatch):
-    """What the bootstrap is told the machine has (torch's device, ONNX Runtime), and what it asked."""
-    seen: dict[str, object] = {"device": "cpu", "onnx": True, "asked": []}
+    """What the bootstrap is told the machine has (torch's device), and what it asked."""
+    seen: dict[str, object] = {"device": "cpu", "asked": []}
 
     def pick_device(configured: str) -> str:
         seen["asked"].append(configured)  # type: ignore[attr-defined]
         return str(seen["device"]) if configured == "auto" else configured
 
     monkeypatch.setattr(bootstrap, "pick_device", pick_device)
-    monkeypatch.setattr(bootstrap, "onnx_runtime_installed", lambda: seen["onnx"])
     return seen
 
 
@@ -93,20 +102,19 @@ def test_the_bootstrap_asks_the_machine_only_for_auto(machine, tmp_path):
     assert bootstrap.backend_for(settings("auto"), plain) == "onnx-int8"
     machine["device"] = "cuda"
     assert bootstrap.backend_for(settings("auto"), plain) == "torch"
-    machine["device"], machine["onnx"] = "cpu", False
-    assert bootstrap.backend_for(settings("auto"), plain) == "torch"
-    assert machine["asked"] == ["auto", "auto", "auto"]
-    machine["onnx"] = True
+    assert machine["asked"] == ["auto", "auto"]
+    machine["device"] = "cpu"
     assert bootstrap.backend_for(settings("auto", device="cpu"), plain) == "onnx-int8"
     assert bootstrap.backend_for(settings("torch"), plain) == "torch"
     assert bootstrap.backend_for(settings("onnx-int8"), plain) == "onnx-int8"
-    assert machine["asked"] == ["auto", "auto", "auto", "cpu"]  # a configured backend asks nothing
+    assert machine["asked"] == ["auto", "auto", "cpu"]  # a configured backend asks nothing
 
 
 def test_auto_keeps_torch_for_a_model_the_export_does_not_support(machine, tmp_path):
     assert bootstrap.backend_for(settings("auto"), model(tmp_path / "no-tokenizer", tokenizer=False)) == "torch"
     dense = model(tmp_path / "dense", modules=("Transformer", "Pooling", "Dense", "Normalize"))
     assert bootstrap.backend_for(settings("auto"), dense) == "torch"
+    assert machine["asked"] == []  # torch either way: the device (torch's import) is not asked for
     normalised = model(tmp_path / "normalised", modules=("Transformer", "Pooling", "Normalize"))
     assert bootstrap.backend_for(settings("auto"), normalised) == "onnx-int8"
     # A pooling the export does not implement (max): torch, not an OnnxEncoder that refuses to start.

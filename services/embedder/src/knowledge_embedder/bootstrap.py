@@ -19,7 +19,7 @@ from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 
-from knowledge_embedder.adapters.devices import onnx_runtime_installed, pick_device
+from knowledge_embedder.adapters.devices import pick_device
 from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
@@ -37,12 +37,7 @@ def backend_for(settings: EmbedderSettings, model_dir: Path) -> str:
     """The backend to load: the configured one, or for ``auto`` the one this machine suits."""
     if settings.backend != "auto":
         return settings.backend
-    return choose_backend(
-        settings.backend,
-        device=pick_device(settings.device),
-        onnx_runtime=onnx_runtime_installed(),
-        onnx_model=onnx_unsupported(model_dir) is None,
-    )
+    return choose_backend(onnx_model=onnx_unsupported(model_dir) is None, device=lambda: pick_device(settings.device))
 
 
 def load_encoder(settings: EmbedderSettings) -> Encoder:

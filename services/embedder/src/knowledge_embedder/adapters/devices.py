@@ -1,9 +1,8 @@
-"""What the machine offers the encoders: the device torch would run on, and whether ONNX Runtime
-is installed. Imports torch (not sentence-transformers) only when asked for the device."""
+"""What the machine offers the encoders: the device torch would run on. Imports torch (not
+sentence-transformers) only when asked for a device other than cpu (ONNX Runtime, the int8
+backend's, is a dependency of the embedder: always installed)."""
 
 from __future__ import annotations
-
-import importlib.util
 
 from knowledge_runtime.settings import SettingsError
 
@@ -20,7 +19,3 @@ def pick_device(configured: str) -> str:
     if (configured == "cuda" and not cuda) or (configured == "mps" and not mps):
         raise SettingsError(f"KNOWLEDGE_EMBEDDING_DEVICE: {configured} is not available on this machine")
     return configured
-
-
-def onnx_runtime_installed() -> bool:
-    return importlib.util.find_spec("onnxruntime") is not None

@@ -15,7 +15,8 @@ import torch
 from sentence_transformers import CrossEncoder
 from transformers import AutoTokenizer
 
-from knowledge_embedder.adapters.torch_encoder import DEFAULT_BATCH_SIZES, pick_device
+from knowledge_embedder.adapters.devices import pick_device
+from knowledge_embedder.adapters.torch_encoder import DEFAULT_BATCH_SIZES
 from knowledge_embedder.domain.model import RerankPair
 
 
