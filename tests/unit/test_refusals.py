@@ -113,3 +113,25 @@ def test_a_callee_s_refusal_stays_that_refusal_whatever_its_code():
     assert isinstance(overloaded, DependencyUnavailable) and overloaded.code == "RESOURCE_EXHAUSTED"
     wrong_code = domain_error_from(rpc_error(grpc.StatusCode.INTERNAL, "QUOTA_EXHAUSTED"), "embedder")
     assert not isinstance(wrong_code, Refused)
+
+
+def test_a_status_the_channel_made_is_told_apart_from_one_the_callee_answered():
+    """search's and documents-ai's embedder clients and ingest's restart check share this one predicate."""
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2
+    from knowledge_runtime.rpc_errors import made_by_channel
+
+    def rpc_error(code: grpc.StatusCode, reason: str | None = None) -> grpc.aio.AioRpcError:
+        trailers = grpc.aio.Metadata()
+        if reason is not None:
+            detail = any_pb2.Any()
+            detail.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="knowledge.v1"))
+            status = status_pb2.Status(code=code.value[0], message="m", details=[detail])
+            trailers = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, details="failed to connect")
+
+    for code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED):
+        assert made_by_channel(rpc_error(code))
+    assert not made_by_channel(rpc_error(grpc.StatusCode.UNAVAILABLE, "EMBEDDER_STOPPING"))  # the callee answered
+    assert not made_by_channel(rpc_error(grpc.StatusCode.INTERNAL))  # not a passing failure
+    assert not made_by_channel(rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED), (grpc.StatusCode.UNAVAILABLE,))

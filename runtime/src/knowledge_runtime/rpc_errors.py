@@ -16,6 +16,8 @@ the same code, and the callee's ``ErrorInfo`` reason and metadata (``UPLOAD_TOO_
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
@@ -37,6 +39,9 @@ from knowledge_runtime.errors import (
 from knowledge_runtime.refusals import REFUSALS, Refused, refusal_of
 
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
+# The passing failures (what domain_error_from makes a DependencyUnavailable of, without a callee's
+# ErrorInfo): a callee that could not be reached, dropped the call, or did not answer in time.
+PASSING = _RETRYABLE | {grpc.StatusCode.RESOURCE_EXHAUSTED}
 _BY_CODE: dict[grpc.StatusCode, type[DomainError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
     grpc.StatusCode.NOT_FOUND: NotFound,
@@ -64,6 +69,13 @@ def callee_error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInf
         if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
             return info
     return None
+
+
+def made_by_channel(error: grpc.aio.AioRpcError, codes: Collection[grpc.StatusCode] = PASSING) -> bool:
+    """Whether ``error`` is a status the channel made, not the callee (no ``ErrorInfo`` of ours),
+    among ``codes``: by default the passing failures, so the callee gave no answer at all
+    (down, unreachable, timed out), which a caller may tell apart from what the callee answered."""
+    return error.code() in codes and callee_error_info(error) is None
 
 
 def domain_error_from(error: grpc.aio.AioRpcError, dependency: str) -> DomainError:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.errors import DependencyUnavailable, DomainError
+from knowledge_runtime.errors import DomainError
 from knowledge_runtime.refusals import Refusal, Refused
-from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
+from knowledge_runtime.rpc_errors import domain_error_from, made_by_channel
 
 from knowledge_documents_ai.domain.taxonomy import ANCHOR_ENTITY_TYPE, DocumentType, anchor_text
 
@@ -55,7 +55,6 @@ class GrpcAnchors:
 
 
 def _translated(error: grpc.aio.AioRpcError) -> DomainError:
-    translated = domain_error_from(error, "embedder")
-    if isinstance(translated, DependencyUnavailable) and callee_error_info(error) is None:
+    if made_by_channel(error):
         return Refused(Refusal.RUNTIME_UNAVAILABLE, "the embedder is unavailable", metadata={"runtime": "embedder"})
-    return translated
+    return domain_error_from(error, "embedder")

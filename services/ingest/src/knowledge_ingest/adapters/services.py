@@ -16,7 +16,7 @@ import grpc
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import DomainError
-from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
+from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from, made_by_channel
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.domain.errors import DependencyNotReady
@@ -38,12 +38,10 @@ def _restarting(error: grpc.aio.AioRpcError) -> bool:
     """The service went away under the call: its connection failed or dropped (UNAVAILABLE with
     no status of the service's own), it answered that it is stopping, or it cancelled the call
     as it stopped (this client never cancels through here)."""
-    if error.code() == grpc.StatusCode.CANCELLED:
+    if error.code() == grpc.StatusCode.CANCELLED or made_by_channel(error, (grpc.StatusCode.UNAVAILABLE,)):
         return True
-    if error.code() != grpc.StatusCode.UNAVAILABLE:
-        return False
     info = callee_error_info(error)
-    return info is None or info.reason.endswith("_STOPPING")
+    return error.code() == grpc.StatusCode.UNAVAILABLE and info is not None and info.reason.endswith("_STOPPING")
 
 
 async def wait_connected(channel: grpc.aio.Channel) -> None:

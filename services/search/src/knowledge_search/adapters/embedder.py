@@ -19,10 +19,10 @@ from typing import TypeVar
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.errors import DependencyUnavailable, DomainError
+from knowledge_runtime.errors import DomainError
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.refusals import Refusal, Refused
-from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from
+from knowledge_runtime.rpc_errors import domain_error_from, made_by_channel
 
 from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
@@ -185,9 +185,9 @@ def _translated(error: grpc.aio.AioRpcError) -> DomainError:
     unreachable, timed out: a status the channel made, not the embedder) is RUNTIME_UNAVAILABLE,
     since no answer needing it can be given. What the embedder itself answered keeps its reason
     (EMBEDDER_OVERLOADED: back off; EMBEDDER_STOPPING: retry on another replica)."""
-    translated = domain_error_from(error, "embedder")
-    if isinstance(translated, DependencyUnavailable) and callee_error_info(error) is None:
+    if made_by_channel(error):
         return EmbedderUnavailable()
+    translated = domain_error_from(error, "embedder")
     if isinstance(translated, Refused) and translated.refusal is Refusal.RUNTIME_UNAVAILABLE:
         return RerankUnavailable() if translated.metadata.get("runtime") == "reranker" else EmbedderUnavailable()
     return translated
