@@ -10,8 +10,10 @@ import grpc
 import pytest
 from knowledge.v1 import documents_ai_pb2 as pb
 from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from knowledge_documents_ai.adapters.postgres import PostgresResults
 from knowledge_documents_ai.bootstrap import build_app as documents_ai_app
 from knowledge_documents_ai.config import DocumentsAiSettings
+from knowledge_documents_ai.domain.model import ProcessingResult
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
@@ -346,6 +348,21 @@ async def test_processing_with_a_model_grows_the_taxonomy_reversibly(stack, migr
     assert proposed.origin == "proposal" and proposed.proposed_for_document_id == documents["minutes"]
     assert proposed.schema_version == 1 and "proposed for document" in proposed.reason
     assert retired.document_type.retired and "meeting_minutes" not in {t.name for t in active.document_types}
+
+
+async def test_a_stored_result_is_keyed_by_its_type_as_well_as_its_schema_version(stack, migrated_pg):
+    db = await Database.connect(migrated_pg.url(user="knowledge_documents_ai"), max_size=1)
+    results = PostgresResults(db)
+    try:
+        kept = {}
+        for type_name in ("unclassified", "policy", "policy"):
+            result = ProcessingResult(int(stack["documents"]["policy"]), "ab" * 32, type_name, 0.5, False, 0, {})
+            kept[type_name] = await results.add(TENANT, result)
+    finally:
+        await db.close()
+    (unclassified, was_stored), (policy, existed) = kept["unclassified"], kept["policy"]
+    assert not was_stored and unclassified.type_name == "unclassified"
+    assert existed and policy.type_name == "policy" and policy.result_id != unclassified.result_id
 
 
 async def test_the_service_role_reads_chunks_and_cannot_write_them(migrated_pg):

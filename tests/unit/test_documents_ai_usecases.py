@@ -97,18 +97,16 @@ class MemoryResults:
     def __init__(self) -> None:
         self.rows: list[ProcessingResult] = []
 
-    async def find(self, tenant, document_id, content_hash, schema_version):
+    async def find(self, tenant, document_id, content_hash, type_name, schema_version):
+        key = (document_id, content_hash, type_name, schema_version)
         return next(
-            (
-                r
-                for r in self.rows
-                if (r.document_id, r.content_hash, r.schema_version) == (document_id, content_hash, schema_version)
-            ),
-            None,
+            (r for r in self.rows if (r.document_id, r.content_hash, r.type_name, r.schema_version) == key), None
         )
 
     async def add(self, tenant, result):
-        found = await self.find(tenant, result.document_id, result.content_hash, result.schema_version)
+        found = await self.find(
+            tenant, result.document_id, result.content_hash, result.type_name, result.schema_version
+        )
         if found is not None:
             return found, True
         self.rows.append(result)
@@ -293,3 +291,14 @@ async def test_a_retired_type_leaves_classification_and_comes_back_restored():
     assert (await ai.classify(SCOPE, document_id=1)).classification.type_name == "invoice"
     with pytest.raises(TypeNotFound):
         await ai.set_retired(SCOPE, "nothing", True)
+
+
+async def test_processing_as_a_new_type_without_a_schema_is_a_new_result_not_the_unclassified_one():
+    ai = service(d1=["Minutes of the rowing club meeting."])
+    await with_types(ai)
+    first, _ = await ai.process(SCOPE, 1)
+    assert first.type_name == UNCLASSIFIED and first.schema_version == 0
+    await ai.create_type(SCOPE, "minutes", "minutes of the rowing club meeting", [], "we keep minutes")
+    second, existing = await ai.process(SCOPE, 1)
+    assert not existing and (second.type_name, second.schema_version) == ("minutes", 0)
+    assert [r.type_name for r in ai._results.rows] == [UNCLASSIFIED, "minutes"]

@@ -224,7 +224,7 @@ class DocumentsAi:
                 notes.append(note)
         after_taxonomy = self._clock()
         version = schema.version if schema is not None else 0
-        existing = await self._results.find(scope.tenant, document_id, content.content_hash, version)
+        existing = await self._results.find(scope.tenant, document_id, content.content_hash, type_name, version)
         if existing is not None:
             return existing, True
         tables = self._tables(content)

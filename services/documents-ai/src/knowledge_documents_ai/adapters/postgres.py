@@ -66,13 +66,13 @@ outcome::text AS outcome, cost::text AS cost, timings::text AS timings, run_by, 
 """
 FIND_RESULT = f"""
 SELECT {_RESULT_COLUMNS} FROM processing_results
-WHERE tenant_id = $1 AND document_id = $2 AND content_hash = $3 AND schema_version = $4
+WHERE tenant_id = $1 AND document_id = $2 AND content_hash = $3 AND type_name = $4 AND schema_version = $5
 """
 ADD_RESULT = f"""
 INSERT INTO processing_results (tenant_id, document_id, content_hash, type_name, confidence, proposed_type,
                                 schema_version, outcome, cost, timings, run_by, model)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11, $12)
-ON CONFLICT (tenant_id, document_id, content_hash, schema_version) DO NOTHING
+ON CONFLICT (tenant_id, document_id, content_hash, type_name, schema_version) DO NOTHING
 RETURNING {_RESULT_COLUMNS}
 """
 RESULTS = f"""
@@ -228,10 +228,10 @@ class PostgresResults:
         self._db = db
 
     async def find(
-        self, tenant: str, document_id: int, content_hash: str, schema_version: int
+        self, tenant: str, document_id: int, content_hash: str, type_name: str, schema_version: int
     ) -> ProcessingResult | None:
         row = await self._db.fetchrow(
-            "find_processing_result", FIND_RESULT, tenant, document_id, content_hash, schema_version
+            "find_processing_result", FIND_RESULT, tenant, document_id, content_hash, type_name, schema_version
         )
         return _result(row) if row is not None else None
 
@@ -261,7 +261,9 @@ class PostgresResults:
         )
         if row is not None:
             return _result(row), False
-        existing = await self.find(tenant, result.document_id, result.content_hash, result.schema_version)
+        existing = await self.find(
+            tenant, result.document_id, result.content_hash, result.type_name, result.schema_version
+        )
         assert existing is not None  # the conflicting row; results are never deleted but with their document
         return existing, True
 

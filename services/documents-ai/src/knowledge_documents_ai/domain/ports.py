@@ -66,8 +66,11 @@ class CostLedger(Protocol):
 
 class Results(Protocol):
     async def find(
-        self, tenant: str, document_id: int, content_hash: str, schema_version: int
-    ) -> ProcessingResult | None: ...
+        self, tenant: str, document_id: int, content_hash: str, type_name: str, schema_version: int
+    ) -> ProcessingResult | None:
+        """The stored result of this content processed as this type with this schema version
+        (versions count within a type, so the type is part of the key)."""
+        ...
 
     async def add(self, tenant: str, result: ProcessingResult) -> tuple[ProcessingResult, bool]:
         """The stored result and whether an identical one existed (then it is answered instead)."""
