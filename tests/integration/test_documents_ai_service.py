@@ -218,6 +218,24 @@ async def test_a_document_outside_the_callers_reach_or_tenant_is_not_found(stack
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+async def test_a_deleted_document_pending_removal_is_not_found(stack, migrated_pg):
+    stub, metadata, documents = stack["stub"], stack["metadata"], stack["documents"]
+    admin = await Database.connect(migrated_pg.url())
+    mark = "UPDATE documents SET deleted_at = {} WHERE document_id = $1"
+    try:
+        await admin.execute("t", mark.format("now()"), int(documents["policy"]))
+        for call, request in (
+            (stub.ClassifyDocument, pb.ClassifyDocumentRequest(document_id=documents["policy"])),
+            (stub.ProcessDocument, pb.ProcessDocumentRequest(document_id=documents["policy"])),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(request, metadata=metadata)
+            assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        await admin.execute("t", mark.format("NULL"), int(documents["policy"]))
+        await admin.close()
+
+
 async def test_schemaless_extraction_measures_the_tables_and_schema_extraction_needs_a_model(stack):
     stub, metadata, documents = stack["stub"], stack["metadata"], stack["documents"]
     reply = await stub.ExtractDocument(pb.ExtractDocumentRequest(document_id=documents["invoice"]), metadata=metadata)

@@ -56,7 +56,10 @@ SELECT $1, $2, coalesce(max(version), 0) + 1, $3::jsonb, $4, $5
 FROM extraction_schemas WHERE tenant_id = $1 AND type_name = $2
 RETURNING type_name, version, json_schema::text AS json_schema, added_by, add_time, origin
 """
-DOCUMENT = "SELECT state FROM documents WHERE document_id = $1 AND corpus_id = ANY($2::bigint[])"
+# A deleted document (deleted_at set, its removal pending) is gone here as for ingest and search.
+DOCUMENT = """
+SELECT state FROM documents WHERE document_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL
+"""
 CHUNKS = """
 SELECT chunk_id, content, page, section FROM chunks WHERE document_id = $1 ORDER BY chunk_index
 """
