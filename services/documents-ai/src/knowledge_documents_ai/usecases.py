@@ -269,7 +269,6 @@ class DocumentsAi:
         if self._llm is None:
             return None, Cost()
         existing = await self._taxonomy.types(scope.tenant, include_retired=True)
-        names = [t.kind.name for t in existing]
         text = processing.excerpt(content.chunks, self._tuning.prompt_chars)
         reason = f"proposed for document {content.document_id} (best fit {result.type_name} at {result.confidence:.0%})"
         cost, problem = Cost(), ""
@@ -278,7 +277,7 @@ class DocumentsAi:
                 scope, processing.proposal_messages([t.kind for t in existing], text, problem), json_object=True
             )
             cost = cost + spent
-            proposal = processing.interpret_proposal(answer, names, added_by=scope.subject, reason=reason)
+            proposal = processing.interpret_proposal(answer, added_by=scope.subject, reason=reason)
             if proposal.kind is None:
                 problem = proposal.problem
                 continue

@@ -118,7 +118,7 @@ class Proposal:
     problem: str = ""
 
 
-def interpret_proposal(answer: str, existing_names: Sequence[str], **provenance: Any) -> Proposal:
+def interpret_proposal(answer: str, **provenance: Any) -> Proposal:
     """A valid new type from the model's answer, or the problem to tell it."""
     try:
         data = json.loads(strip_fence(answer))
