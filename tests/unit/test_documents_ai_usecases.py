@@ -302,3 +302,18 @@ async def test_processing_as_a_new_type_without_a_schema_is_a_new_result_not_the
     second, existing = await ai.process(SCOPE, 1)
     assert not existing and (second.type_name, second.schema_version) == ("minutes", 0)
     assert [r.type_name for r in ai._results.rows] == [UNCLASSIFIED, "minutes"]
+
+
+async def test_a_type_proposed_for_another_document_is_no_proposal_when_named_again():
+    schema = {"type": "object", "properties": {"club": {"type": "string", "description": "the club's name"}}}
+    proposal = '{"name": "meeting_minutes", "description": "Minutes of a meeting."}'
+    chat = ScriptedChat(
+        *("unclassified", proposal, json.dumps(schema), claims(("club", "rowing club", 100, "the rowing club"))),
+        *("unclassified", proposal, claims(("club", "chess society", 200, "the chess society"))),
+    )
+    ai = service(chat, d1=["Minutes of the rowing club."], d2=["Notes from the chess society."])
+    await with_types(ai)
+    first, _ = await ai.process(SCOPE, 1)
+    second, existing = await ai.process(SCOPE, 2)
+    assert first.type_name == "meeting_minutes" and first.proposed_type
+    assert not existing and second.type_name == "meeting_minutes" and not second.proposed_type

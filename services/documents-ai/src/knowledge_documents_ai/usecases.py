@@ -204,7 +204,7 @@ class DocumentsAi:
         notes: list[str] = []
         type_name, proposed = result.type_name, False
         if processing.needs_proposal(result, self._tuning.proposal_threshold):
-            proposal, spent = await self._propose(scope, content, result)
+            proposal, proposed, spent = await self._propose(scope, content, result)
             cost = cost + spent
             if proposal is None:
                 type_name = UNCLASSIFIED
@@ -215,7 +215,7 @@ class DocumentsAi:
                     else "unclassified proposal: the language model proposed no acceptable type"
                 )
             else:
-                type_name, proposed = proposal.kind.name, proposal.origin == PROPOSAL
+                type_name = proposal.kind.name
         schema: ExtractionSchema | None = None
         if type_name != UNCLASSIFIED:
             schema, spent, note = await self._schema_for(scope, type_name, content)
@@ -263,11 +263,12 @@ class DocumentsAi:
 
     async def _propose(
         self, scope: Scope, content: DocumentContent, result: classifying.Classification
-    ) -> tuple[StoredType | None, Cost]:
+    ) -> tuple[StoredType | None, bool, Cost]:
         """A new type for a document no type fits, added with its provenance; None without a
-        model or when the model's proposals are refused."""
+        model or when the model's proposals are refused. The flag: whether this call added it
+        (a type the tenant has, proposed earlier for another document or not, is not a proposal)."""
         if self._llm is None:
-            return None, Cost()
+            return None, False, Cost()
         existing = await self._taxonomy.types(scope.tenant, include_retired=True)
         text = processing.excerpt(content.chunks, self._tuning.prompt_chars)
         reason = f"proposed for document {content.document_id} (best fit {result.type_name} at {result.confidence:.0%})"
@@ -283,13 +284,13 @@ class DocumentsAi:
                 continue
             known = next((t for t in existing if t.kind.name == proposal.kind.name), None)
             if known is not None:  # the model named a type the tenant has: the document is of it
-                return (None, cost) if known.retired else (known, cost)
+                return (None, False, cost) if known.retired else (known, False, cost)
             stored = await self._taxonomy.add_type(
                 scope.tenant, proposal.kind, origin=PROPOSAL, proposed_for=content.document_id
             )
             await self._anchors.index_type(scope.tenant, proposal.kind)
-            return stored, cost
-        return None, cost
+            return stored, True, cost
+        return None, False, cost
 
     async def _schema_for(
         self, scope: Scope, type_name: str, content: DocumentContent
