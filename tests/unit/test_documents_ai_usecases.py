@@ -15,7 +15,7 @@ from knowledge_documents_ai.domain.taxonomy import UNCLASSIFIED, DocumentType, e
 from knowledge_documents_ai.usecases import DocumentsAi
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.llm import ChatReply
-from knowledge_runtime.refusals import Refused
+from knowledge_runtime.refusals import Refusal, Refused
 
 SCOPE = Scope("acme", frozenset({"taxonomy.edit", "corpus.read"}), "user-1", scope_claim="/")
 INVOICE_TEXT = "Invoice number INV-7 issued by Globex. Total due: 1,250.00 EUR. Payment within 30 days."
@@ -317,3 +317,25 @@ async def test_a_type_proposed_for_another_document_is_no_proposal_when_named_ag
     second, existing = await ai.process(SCOPE, 2)
     assert first.type_name == "meeting_minutes" and first.proposed_type
     assert not existing and second.type_name == "meeting_minutes" and not second.proposed_type
+
+
+class DownAnchors(WordAnchors):
+    """The embedder unreachable while ``down``."""
+
+    down = True
+
+    async def index_type(self, tenant, kind: DocumentType):
+        if self.down:
+            raise Refused(Refusal.RUNTIME_UNAVAILABLE, "the embedder is unreachable")
+        await super().index_type(tenant, kind)
+
+
+async def test_a_type_is_not_stored_without_its_anchor_so_a_retry_succeeds():
+    anchors = DownAnchors()
+    ai = DocumentsAi(MemoryTaxonomy(), MemoryDocuments(), anchors, MemoryResults(), Ledger())
+    with pytest.raises(Refused):
+        await ai.create_type(SCOPE, "invoice", "A bill", [], "we get bills")
+    assert not ai._taxonomy.kinds
+    anchors.down = False
+    stored = await ai.create_type(SCOPE, "invoice", "A bill", [], "we get bills")
+    assert stored.kind.name == "invoice" and "invoice" in anchors.anchors

@@ -18,7 +18,7 @@ from knowledge_runtime.llm import LlmNotConfigured
 
 from knowledge_documents_ai.domain import classification as classifying
 from knowledge_documents_ai.domain import extraction, processing
-from knowledge_documents_ai.domain.errors import ExtractionInvalid, SchemaNotFound, TypeNotFound
+from knowledge_documents_ai.domain.errors import ExtractionInvalid, SchemaNotFound, TypeExists, TypeNotFound
 from knowledge_documents_ai.domain.evidence import Checked, SourceChunk, checked
 from knowledge_documents_ai.domain.model import (
     GENERATED,
@@ -76,9 +76,12 @@ class DocumentsAi:
         self, scope: Scope, name: str, description: str, examples: Sequence[str], reason: str
     ) -> StoredType:
         kind = document_type(name, description, examples, added_by=scope.subject, reason=reason.strip())
-        stored = await self._taxonomy.add_type(scope.tenant, kind, origin=PERSON)
+        if await self._taxonomy.get_type(scope.tenant, kind.name) is not None:
+            raise TypeExists(kind.name)
+        # The anchor first (create-or-replace): with the embedder down nothing is stored, and a
+        # retry can succeed; stored first, the type would stay without an anchor for good.
         await self._anchors.index_type(scope.tenant, kind)
-        return stored
+        return await self._taxonomy.add_type(scope.tenant, kind, origin=PERSON)
 
     async def list_types(self, scope: Scope, *, include_retired: bool) -> list[StoredType]:
         return await self._taxonomy.types(scope.tenant, include_retired=include_retired)
@@ -285,10 +288,10 @@ class DocumentsAi:
             known = next((t for t in existing if t.kind.name == proposal.kind.name), None)
             if known is not None:  # the model named a type the tenant has: the document is of it
                 return (None, False, cost) if known.retired else (known, False, cost)
+            await self._anchors.index_type(scope.tenant, proposal.kind)  # before it is stored, as in create_type
             stored = await self._taxonomy.add_type(
                 scope.tenant, proposal.kind, origin=PROPOSAL, proposed_for=content.document_id
             )
-            await self._anchors.index_type(scope.tenant, proposal.kind)
             return stored, True, cost
         return None, False, cost
 
