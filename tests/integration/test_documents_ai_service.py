@@ -383,6 +383,31 @@ async def test_a_stored_result_is_keyed_by_its_type_as_well_as_its_schema_versio
     assert existed and policy.type_name == "policy" and policy.result_id != unclassified.result_id
 
 
+async def test_a_spent_llm_budget_refuses_processing_before_the_model_is_called(stack, migrated_pg, keys_dir):
+    documents, metadata = stack["documents"], stack["metadata"]
+    admin = await Database.connect(migrated_pg.url())
+    await admin.execute(
+        "t", "INSERT INTO tenant_settings (tenant_id, enabled, max_llm_cost_per_month) VALUES ($1, true, 0)", TENANT
+    )
+    try:
+        with ChatServer(answers=["invoice"]) as server:
+            app, channel = await llm_service(migrated_pg, keys_dir, stack, server.url)
+            try:
+                stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.ProcessDocument(
+                        pb.ProcessDocumentRequest(document_id=documents["invoice"]), metadata=metadata
+                    )
+            finally:
+                await channel.close()
+                await app.stop()
+    finally:
+        await admin.execute("t", "DELETE FROM tenant_settings WHERE tenant_id = $1", TENANT)
+        await admin.close()
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert error_info(caught.value).reason == "BUDGET_EXHAUSTED" and not server.requests
+
+
 async def test_the_service_role_reads_chunks_and_cannot_write_them(migrated_pg):
     import asyncpg
 

@@ -339,3 +339,38 @@ async def test_a_type_is_not_stored_without_its_anchor_so_a_retry_succeeds():
     anchors.down = False
     stored = await ai.create_type(SCOPE, "invoice", "A bill", [], "we get bills")
     assert stored.kind.name == "invoice" and "invoice" in anchors.anchors
+
+
+class SpentBudget:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def refusal(self, tenant):
+        self.asked.append(tenant)
+        return Refused(Refusal.BUDGET_EXHAUSTED, "the tenant's LLM budget for this month is spent")
+
+
+async def test_a_spent_llm_budget_refuses_the_use_cases_that_call_the_model_before_any_call():
+    chat, budget = ScriptedChat(), SpentBudget()
+    ai = DocumentsAi(
+        MemoryTaxonomy(),
+        MemoryDocuments(d1=[INVOICE_TEXT]),
+        WordAnchors(),
+        MemoryResults(),
+        Ledger(),
+        chat,
+        budget=budget,
+    )
+    await with_types(ai)
+    await ai.add_schema(SCOPE, "invoice", json.dumps(SCHEMA))
+    for call in (
+        ai.classify(SCOPE, document_id=1),
+        ai.extract(SCOPE, 1, "invoice"),
+        ai.process(SCOPE, 1),
+    ):
+        with pytest.raises(Refused) as caught:
+            await call
+        assert caught.value.reason == "BUDGET_EXHAUSTED"
+    assert not chat.calls and not ai._ledger.items and not ai._results.rows
+    assert budget.asked == ["acme"] * 3  # once per use case
+    assert (await ai.extract(SCOPE, 1)).checked is None  # schemaless extraction calls no model

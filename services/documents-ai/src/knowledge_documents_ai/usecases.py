@@ -3,7 +3,8 @@
 Each reads what the domain needs through the ports, lets the domain decide, and writes what it
 decided. Every LLM call goes through :meth:`DocumentsAi._chat`, which records its cost in the
 ledger; without a model the calls that need one refuse (``LlmNotConfigured``), while
-classification by embedding and schemaless extraction still work.
+classification by embedding and schemaless extraction still work. A use case that may call the
+model first checks the tenant's monthly LLM budget (``Refused(BUDGET_EXHAUSTED)`` once spent).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from knowledge_documents_ai.domain.model import (
     StoredType,
     Timings,
 )
-from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, Documents, Results, Taxonomy
+from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, Documents, LlmBudget, Results, Taxonomy
 from knowledge_documents_ai.domain.processing import DocumentContent, Tuning
 from knowledge_documents_ai.domain.tables import ExtractedTable, extract_tables
 from knowledge_documents_ai.domain.taxonomy import (
@@ -60,6 +61,7 @@ class DocumentsAi:
         llm: ChatModel | None = None,
         tuning: Tuning | None = None,
         clock: Callable[[], float] = time.monotonic,
+        budget: LlmBudget | None = None,
     ) -> None:
         self._taxonomy = taxonomy
         self._documents = documents
@@ -69,6 +71,7 @@ class DocumentsAi:
         self._llm = llm
         self._tuning = tuning or Tuning()
         self._clock = clock
+        self._budget = budget
 
     # ---- the taxonomy ----
 
@@ -107,6 +110,7 @@ class DocumentsAi:
     # ---- classification ----
 
     async def classify(self, scope: Scope, *, document_id: int | None = None, text: str = "") -> ClassifyOutcome:
+        await self._within_budget(scope)
         if document_id is not None:
             chunks = (await self._documents.content(scope, document_id)).chunks
         else:
@@ -156,6 +160,7 @@ class DocumentsAi:
         if not schema_name:
             return ExtractOutcome(tables, None, None, 0, Cost(), processing.extraction_card(tables, None))
         schema = await self._schema(scope.tenant, schema_name, schema_version)
+        await self._within_budget(scope)
         values, attempts, cost = await self._fill(scope, schema, content.chunks)
         return ExtractOutcome(
             tables, values, schema, attempts, cost, processing.extraction_card(tables, values, schema)
@@ -200,6 +205,7 @@ class DocumentsAi:
 
     async def process(self, scope: Scope, document_id: int) -> tuple[ProcessingResult, bool]:
         started = self._clock()
+        await self._within_budget(scope)
         content = await self._documents.content(scope, document_id)
         classified = await self._classify(scope, content.chunks, with_evidence=True)
         result, cost = classified.classification, classified.cost
@@ -326,6 +332,15 @@ class DocumentsAi:
         return await self._results.page(scope.tenant, document_id, after_id, limit)
 
     # ---- the model ----
+
+    async def _within_budget(self, scope: Scope) -> None:
+        """Once per use case, before its first LLM call: refused (BUDGET_EXHAUSTED) when the
+        tenant's LLM budget for the month is spent. Without a model there is nothing to spend."""
+        if self._llm is None or self._budget is None:
+            return
+        refusal = await self._budget.refusal(scope.tenant)
+        if refusal is not None:
+            raise refusal
 
     async def _chat(
         self, scope: Scope, messages: Sequence[Mapping[str, str]], *, max_tokens: int = 800, json_object: bool = False

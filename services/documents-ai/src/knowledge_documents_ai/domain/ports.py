@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.llm import ChatReply
+from knowledge_runtime.refusals import Refused
 
 from knowledge_documents_ai.domain.model import CostItem, ProcessingResult, StoredSchema, StoredType
 from knowledge_documents_ai.domain.processing import DocumentContent
@@ -62,6 +63,12 @@ class ChatModel(Protocol):
 
 class CostLedger(Protocol):
     async def record(self, tenant: str, item: CostItem) -> None: ...
+
+
+class LlmBudget(Protocol):
+    async def refusal(self, tenant: str) -> Refused | None:
+        """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""
+        ...
 
 
 class Results(Protocol):
