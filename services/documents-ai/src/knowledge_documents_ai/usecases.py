@@ -117,10 +117,13 @@ class DocumentsAi:
             chunks = tuple(
                 SourceChunk(i + 1, c.content, c.page, c.section) for i, c in enumerate(split_structural(text))
             )
-        return await self._classify(scope, chunks, with_evidence=document_id is not None)
-
-    async def _classify(self, scope: Scope, chunks: Sequence[SourceChunk], *, with_evidence: bool) -> ClassifyOutcome:
         types = await self._taxonomy.types(scope.tenant)
+        return await self._classify(scope, chunks, types, with_evidence=document_id is not None)
+
+    async def _classify(
+        self, scope: Scope, chunks: Sequence[SourceChunk], types: Sequence[StoredType], *, with_evidence: bool
+    ) -> ClassifyOutcome:
+        """Among the tenant's active ``types``."""
         names = [t.kind.name for t in types]
         read = [c for c in chunks if c.content.strip()][: self._tuning.classify_chunks]
         chunk_scores: dict[int, dict[str, float]] = {}
@@ -207,10 +210,12 @@ class DocumentsAi:
         started = self._clock()
         await self._within_budget(scope)
         content = await self._documents.content(scope, document_id)
-        classified = await self._classify(scope, content.chunks, with_evidence=True)
+        types = await self._taxonomy.types(scope.tenant)
+        classified = await self._classify(scope, content.chunks, types, with_evidence=True)
         result, cost = classified.classification, classified.cost
         after_classify = self._clock()
         notes: list[str] = []
+        kinds = {t.kind.name: t.kind for t in types}
         type_name, proposed = result.type_name, False
         if processing.needs_proposal(result, self._tuning.proposal_threshold):
             proposal, proposed, spent = await self._propose(scope, content, result)
@@ -225,9 +230,10 @@ class DocumentsAi:
                 )
             else:
                 type_name = proposal.kind.name
+                kinds[type_name] = proposal.kind
         schema: ExtractionSchema | None = None
-        if type_name != UNCLASSIFIED:
-            schema, spent, note = await self._schema_for(scope, type_name, content)
+        if type_name != UNCLASSIFIED:  # an active type classified, or the one proposed
+            schema, spent, note = await self._schema_for(scope, kinds[type_name], content)
             cost = cost + spent
             if note:
                 notes.append(note)
@@ -302,15 +308,14 @@ class DocumentsAi:
         return None, False, cost
 
     async def _schema_for(
-        self, scope: Scope, type_name: str, content: DocumentContent
+        self, scope: Scope, kind: DocumentType, content: DocumentContent
     ) -> tuple[ExtractionSchema | None, Cost, str]:
+        type_name = kind.name
         schemas = await self._taxonomy.schemas(scope.tenant, type_name)
         if schemas:
             return schemas[0].schema, Cost(), ""
         if self._llm is None:
             return None, Cost(), f"no schema: {type_name} has none and no language model is configured to write one"
-        stored = await self._taxonomy.get_type(scope.tenant, type_name)
-        kind = stored.kind if stored is not None else DocumentType(type_name, type_name)
         text = processing.excerpt(content.chunks, self._tuning.prompt_chars)
         cost, problem = Cost(), ""
         for _ in range(extraction.MAX_ATTEMPTS):
