@@ -9,6 +9,7 @@ model first checks the tenant's monthly LLM budget (``Refused(BUDGET_EXHAUSTED)`
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -127,9 +128,11 @@ class DocumentsAi:
         names = [t.kind.name for t in types]
         read = [c for c in chunks if c.content.strip()][: self._tuning.classify_chunks]
         chunk_scores: dict[int, dict[str, float]] = {}
-        if names:
-            for chunk in read:
-                scores = await self._anchors.scores(scope.tenant, chunk.content, ANCHOR_TOP_K)
+        if names:  # concurrently: the embedder batches concurrent calls
+            scored = await asyncio.gather(
+                *(self._anchors.scores(scope.tenant, chunk.content, ANCHOR_TOP_K) for chunk in read)
+            )
+            for chunk, scores in zip(read, scored, strict=True):
                 chunk_scores[chunk.chunk_id] = {n: s for n, s in scores.items() if n in names}
         similarities, per_chunk = processing.document_scores(chunk_scores, names)
         evidence = per_chunk if with_evidence else None
