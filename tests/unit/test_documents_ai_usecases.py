@@ -73,9 +73,12 @@ class MemoryDocuments:
             for key, texts in documents.items()
         }
 
-    async def content(self, scope, document_id):
+    async def visible(self, scope, document_id):
         if document_id not in self.documents:
             raise DocumentNotFound()
+
+    async def content(self, scope, document_id):
+        await self.visible(scope, document_id)
         return self.documents[document_id]
 
 
@@ -374,3 +377,18 @@ async def test_a_spent_llm_budget_refuses_the_use_cases_that_call_the_model_befo
     assert not chat.calls and not ai._ledger.items and not ai._results.rows
     assert budget.asked == ["acme"] * 3  # once per use case
     assert (await ai.extract(SCOPE, 1)).checked is None  # schemaless extraction calls no model
+
+
+class IngestingDocuments(MemoryDocuments):
+    async def content(self, scope, document_id):
+        raise Refused(Refusal.INDEXING, "the document is still being ingested")
+
+
+async def test_stored_results_are_listed_while_the_document_is_reingested_and_not_outside_reach():
+    documents = IngestingDocuments(d1=[INVOICE_TEXT])
+    ai = DocumentsAi(MemoryTaxonomy(), documents, WordAnchors(), MemoryResults(), Ledger())
+    stored = ProcessingResult(1, "ab" * 32, "invoice", 0.9, False, 0, {})
+    ai._results.rows.append(stored)
+    assert await ai.page_results(SCOPE, 1, None, 10) == [stored]
+    with pytest.raises(DocumentNotFound):
+        await ai.page_results(SCOPE, 2, None, 10)

@@ -336,7 +336,7 @@ class DocumentsAi:
     async def page_results(
         self, scope: Scope, document_id: int, after_id: int | None, limit: int
     ) -> list[ProcessingResult]:
-        await self._documents.content(scope, document_id)  # 404 outside the caller's reach
+        await self._documents.visible(scope, document_id)  # 404 outside the caller's reach
         return await self._results.page(scope.tenant, document_id, after_id, limit)
 
     # ---- the model ----

@@ -169,11 +169,11 @@ class PostgresDocuments:
         self._db = db
         self._reach = PostgresReach(db)
 
+    async def visible(self, scope: Scope, document_id: int) -> None:
+        await self._state(scope, document_id)
+
     async def content(self, scope: Scope, document_id: int) -> DocumentContent:
-        reach = await self._reach.reach_of(scope)
-        state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
-        if state is None:
-            raise DocumentNotFound()
+        state = await self._state(scope, document_id)
         if state in _INGESTING:
             raise Refused(Refusal.INDEXING, "the document is still being ingested; try again when it is searchable")
         rows = await self._db.fetch("document_chunks", CHUNKS, document_id)
@@ -183,6 +183,14 @@ class PostgresDocuments:
             document_id,
             tuple(SourceChunk(r["chunk_id"], r["content"], r["page"], r["section"]) for r in rows),
         )
+
+    async def _state(self, scope: Scope, document_id: int) -> str:
+        """The document's ingest state, or DocumentNotFound outside the caller's reach."""
+        reach = await self._reach.reach_of(scope)
+        state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
+        if state is None:
+            raise DocumentNotFound()
+        return str(state)
 
 
 def _cost_json(cost: Cost) -> str:

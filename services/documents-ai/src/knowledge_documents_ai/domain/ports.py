@@ -39,6 +39,11 @@ class Taxonomy(Protocol):
 
 
 class Documents(Protocol):
+    async def visible(self, scope: Scope, document_id: int) -> None:
+        """DocumentNotFound when the document is absent, another tenant's or out of reach; reads
+        nothing else (its state and chunks do not matter)."""
+        ...
+
     async def content(self, scope: Scope, document_id: int) -> DocumentContent:
         """The document's chunks, or DocumentNotFound (absent, another tenant's, out of reach),
         or Refused(INDEXING) while it is being ingested."""
