@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from knowledge_runtime.devkeys import mint_dev_token
 
-from tests.support.stack import running_stack
+from tests.support.stack import running_stack, wait_for_job
 
 pytestmark = pytest.mark.e2e
 
@@ -52,13 +51,8 @@ def invoice(stack):
         headers=auth,
     )
     assert upload.status_code == 200, upload.text
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = httpx.get(f"{base}/ingest/{upload.json()['job_id']}", headers=auth).json()
-        if job["state"] in ("DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"):
-            assert job["state"] == "DOCUMENT_STATE_SEARCHABLE", job
-            break
-        time.sleep(0.2)
+    job, _ = wait_for_job(base, auth, upload.json()["job_id"])
+    assert job["state"] == "DOCUMENT_STATE_SEARCHABLE", job
     for name, description in (
         ("invoice", "A bill from a supplier: invoice number, amount due, payment terms, line items."),
         ("policy", "Rules employees and staff must follow, approvals and what is allowed."),

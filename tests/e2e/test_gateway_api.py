@@ -23,7 +23,7 @@ from knowledge_gateway.openapi import openapi_text
 from knowledge_runtime.devkeys import mint_dev_token
 
 from tests.support.net import LocalSite
-from tests.support.stack import post_body, running_stack, zeros
+from tests.support.stack import post_body, running_stack, wait_for_job, zeros
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,6 @@ BIN = Path(sys.executable).parent
 CAP = 8 * 1024 * 1024
 ORIGIN = "https://app.example.com"
 SEARCHABLE = "DOCUMENT_STATE_SEARCHABLE"
-TERMINAL = {SEARCHABLE, "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"}
 HANDBOOK = (
     "# Staff handbook\n\n## Vacation\n\nEvery employee receives thirty days of paid vacation per year, "
     "approved by the line manager.\n\n## Quokka program\n\nThe quokka mentoring program pairs new staff "
@@ -78,19 +77,6 @@ def token(stack):
 
 def auth(token: str) -> dict:
     return {"Authorization": f"Bearer {token}"}
-
-
-def wait_for_job(base: str, headers: dict, job_id: str, timeout_s: float = 180) -> tuple[dict, list[dict]]:
-    seen = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        reply = httpx.get(f"{base}/ingest/{job_id}", headers=headers)
-        assert reply.status_code == 200, reply.text
-        seen.append(reply.json())
-        if seen[-1]["state"] in TERMINAL:
-            return seen[-1], seen
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish: {seen[-1]}")
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,10 @@ import grpc
 import pytest
 from knowledge.v1 import documents_ai_pb2 as pb
 from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from knowledge_documents_ai.adapters.postgres import PostgresResults
 from knowledge_documents_ai.bootstrap import build_app as documents_ai_app
 from knowledge_documents_ai.config import DocumentsAiSettings
+from knowledge_documents_ai.domain.model import ProcessingResult
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
@@ -216,6 +218,24 @@ async def test_a_document_outside_the_callers_reach_or_tenant_is_not_found(stack
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+async def test_a_deleted_document_pending_removal_is_not_found(stack, migrated_pg):
+    stub, metadata, documents = stack["stub"], stack["metadata"], stack["documents"]
+    admin = await Database.connect(migrated_pg.url())
+    mark = "UPDATE documents SET deleted_at = {} WHERE document_id = $1"
+    try:
+        await admin.execute("t", mark.format("now()"), int(documents["policy"]))
+        for call, request in (
+            (stub.ClassifyDocument, pb.ClassifyDocumentRequest(document_id=documents["policy"])),
+            (stub.ProcessDocument, pb.ProcessDocumentRequest(document_id=documents["policy"])),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await call(request, metadata=metadata)
+            assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        await admin.execute("t", mark.format("NULL"), int(documents["policy"]))
+        await admin.close()
+
+
 async def test_schemaless_extraction_measures_the_tables_and_schema_extraction_needs_a_model(stack):
     stub, metadata, documents = stack["stub"], stack["metadata"], stack["documents"]
     reply = await stub.ExtractDocument(pb.ExtractDocumentRequest(document_id=documents["invoice"]), metadata=metadata)
@@ -346,6 +366,46 @@ async def test_processing_with_a_model_grows_the_taxonomy_reversibly(stack, migr
     assert proposed.origin == "proposal" and proposed.proposed_for_document_id == documents["minutes"]
     assert proposed.schema_version == 1 and "proposed for document" in proposed.reason
     assert retired.document_type.retired and "meeting_minutes" not in {t.name for t in active.document_types}
+
+
+async def test_a_stored_result_is_keyed_by_its_type_as_well_as_its_schema_version(stack, migrated_pg):
+    db = await Database.connect(migrated_pg.url(user="knowledge_documents_ai"), max_size=1)
+    results = PostgresResults(db)
+    try:
+        kept = {}
+        for type_name in ("unclassified", "policy", "policy"):
+            result = ProcessingResult(int(stack["documents"]["policy"]), "ab" * 32, type_name, 0.5, False, 0, {})
+            kept[type_name] = await results.add(TENANT, result)
+    finally:
+        await db.close()
+    (unclassified, was_stored), (policy, existed) = kept["unclassified"], kept["policy"]
+    assert not was_stored and unclassified.type_name == "unclassified"
+    assert existed and policy.type_name == "policy" and policy.result_id != unclassified.result_id
+
+
+async def test_a_spent_llm_budget_refuses_processing_before_the_model_is_called(stack, migrated_pg, keys_dir):
+    documents, metadata = stack["documents"], stack["metadata"]
+    admin = await Database.connect(migrated_pg.url())
+    await admin.execute(
+        "t", "INSERT INTO tenant_settings (tenant_id, enabled, max_llm_cost_per_month) VALUES ($1, true, 0)", TENANT
+    )
+    try:
+        with ChatServer(answers=["invoice"]) as server:
+            app, channel = await llm_service(migrated_pg, keys_dir, stack, server.url)
+            try:
+                stub = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.ProcessDocument(
+                        pb.ProcessDocumentRequest(document_id=documents["invoice"]), metadata=metadata
+                    )
+            finally:
+                await channel.close()
+                await app.stop()
+    finally:
+        await admin.execute("t", "DELETE FROM tenant_settings WHERE tenant_id = $1", TENANT)
+        await admin.close()
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert error_info(caught.value).reason == "BUDGET_EXHAUSTED" and not server.requests
 
 
 async def test_the_service_role_reads_chunks_and_cannot_write_them(migrated_pg):

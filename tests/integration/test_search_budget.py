@@ -11,9 +11,10 @@ import grpc
 import pytest
 from knowledge.v1 import common_pb2, search_pb2, search_pb2_grpc
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.db.tenant_settings import PostgresLlmBudget
 from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
-from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger, PostgresLlmBudget
+from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.model import Cost, EmbeddedQuery

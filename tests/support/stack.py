@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psutil
 
 from tests.support.net import free_port
@@ -85,6 +86,23 @@ class EarlyAnswer:
     headers: dict[str, str]
     body: bytes
     sent: int  # body bytes the socket took before the answer came (or the connection closed)
+
+
+TERMINAL_STATES = frozenset({"DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED"})
+
+
+def wait_for_job(base: str, headers: dict, job_id: str, timeout_s: float = 180) -> tuple[dict, list[dict]]:
+    """Polls GET /ingest/{job_id} through the gateway until the job ends: its last state and every poll."""
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reply = httpx.get(f"{base}/ingest/{job_id}", headers=headers)
+        assert reply.status_code == 200, reply.text
+        seen.append(reply.json())
+        if seen[-1]["state"] in TERMINAL_STATES:
+            return seen[-1], seen
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish: {seen[-1] if seen else None}")
 
 
 def zeros(total: int, piece: int = 256 * 1024) -> Iterator[bytes]:

@@ -15,7 +15,7 @@ from knowledge_documents_ai.domain.taxonomy import UNCLASSIFIED, DocumentType, e
 from knowledge_documents_ai.usecases import DocumentsAi
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.llm import ChatReply
-from knowledge_runtime.refusals import Refused
+from knowledge_runtime.refusals import Refusal, Refused
 
 SCOPE = Scope("acme", frozenset({"taxonomy.edit", "corpus.read"}), "user-1", scope_claim="/")
 INVOICE_TEXT = "Invoice number INV-7 issued by Globex. Total due: 1,250.00 EUR. Payment within 30 days."
@@ -73,9 +73,12 @@ class MemoryDocuments:
             for key, texts in documents.items()
         }
 
-    async def content(self, scope, document_id):
+    async def visible(self, scope, document_id):
         if document_id not in self.documents:
             raise DocumentNotFound()
+
+    async def content(self, scope, document_id):
+        await self.visible(scope, document_id)
         return self.documents[document_id]
 
 
@@ -97,18 +100,16 @@ class MemoryResults:
     def __init__(self) -> None:
         self.rows: list[ProcessingResult] = []
 
-    async def find(self, tenant, document_id, content_hash, schema_version):
+    async def find(self, tenant, document_id, content_hash, type_name, schema_version):
+        key = (document_id, content_hash, type_name, schema_version)
         return next(
-            (
-                r
-                for r in self.rows
-                if (r.document_id, r.content_hash, r.schema_version) == (document_id, content_hash, schema_version)
-            ),
-            None,
+            (r for r in self.rows if (r.document_id, r.content_hash, r.type_name, r.schema_version) == key), None
         )
 
     async def add(self, tenant, result):
-        found = await self.find(tenant, result.document_id, result.content_hash, result.schema_version)
+        found = await self.find(
+            tenant, result.document_id, result.content_hash, result.type_name, result.schema_version
+        )
         if found is not None:
             return found, True
         self.rows.append(result)
@@ -293,3 +294,101 @@ async def test_a_retired_type_leaves_classification_and_comes_back_restored():
     assert (await ai.classify(SCOPE, document_id=1)).classification.type_name == "invoice"
     with pytest.raises(TypeNotFound):
         await ai.set_retired(SCOPE, "nothing", True)
+
+
+async def test_processing_as_a_new_type_without_a_schema_is_a_new_result_not_the_unclassified_one():
+    ai = service(d1=["Minutes of the rowing club meeting."])
+    await with_types(ai)
+    first, _ = await ai.process(SCOPE, 1)
+    assert first.type_name == UNCLASSIFIED and first.schema_version == 0
+    await ai.create_type(SCOPE, "minutes", "minutes of the rowing club meeting", [], "we keep minutes")
+    second, existing = await ai.process(SCOPE, 1)
+    assert not existing and (second.type_name, second.schema_version) == ("minutes", 0)
+    assert [r.type_name for r in ai._results.rows] == [UNCLASSIFIED, "minutes"]
+
+
+async def test_a_type_proposed_for_another_document_is_no_proposal_when_named_again():
+    schema = {"type": "object", "properties": {"club": {"type": "string", "description": "the club's name"}}}
+    proposal = '{"name": "meeting_minutes", "description": "Minutes of a meeting."}'
+    chat = ScriptedChat(
+        *("unclassified", proposal, json.dumps(schema), claims(("club", "rowing club", 100, "the rowing club"))),
+        *("unclassified", proposal, claims(("club", "chess society", 200, "the chess society"))),
+    )
+    ai = service(chat, d1=["Minutes of the rowing club."], d2=["Notes from the chess society."])
+    await with_types(ai)
+    first, _ = await ai.process(SCOPE, 1)
+    second, existing = await ai.process(SCOPE, 2)
+    assert first.type_name == "meeting_minutes" and first.proposed_type
+    assert not existing and second.type_name == "meeting_minutes" and not second.proposed_type
+
+
+class DownAnchors(WordAnchors):
+    """The embedder unreachable while ``down``."""
+
+    down = True
+
+    async def index_type(self, tenant, kind: DocumentType):
+        if self.down:
+            raise Refused(Refusal.RUNTIME_UNAVAILABLE, "the embedder is unreachable")
+        await super().index_type(tenant, kind)
+
+
+async def test_a_type_is_not_stored_without_its_anchor_so_a_retry_succeeds():
+    anchors = DownAnchors()
+    ai = DocumentsAi(MemoryTaxonomy(), MemoryDocuments(), anchors, MemoryResults(), Ledger())
+    with pytest.raises(Refused):
+        await ai.create_type(SCOPE, "invoice", "A bill", [], "we get bills")
+    assert not ai._taxonomy.kinds
+    anchors.down = False
+    stored = await ai.create_type(SCOPE, "invoice", "A bill", [], "we get bills")
+    assert stored.kind.name == "invoice" and "invoice" in anchors.anchors
+
+
+class SpentBudget:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def refusal(self, tenant):
+        self.asked.append(tenant)
+        return Refused(Refusal.BUDGET_EXHAUSTED, "the tenant's LLM budget for this month is spent")
+
+
+async def test_a_spent_llm_budget_refuses_the_use_cases_that_call_the_model_before_any_call():
+    chat, budget = ScriptedChat(), SpentBudget()
+    ai = DocumentsAi(
+        MemoryTaxonomy(),
+        MemoryDocuments(d1=[INVOICE_TEXT]),
+        WordAnchors(),
+        MemoryResults(),
+        Ledger(),
+        chat,
+        budget=budget,
+    )
+    await with_types(ai)
+    await ai.add_schema(SCOPE, "invoice", json.dumps(SCHEMA))
+    for call in (
+        ai.classify(SCOPE, document_id=1),
+        ai.extract(SCOPE, 1, "invoice"),
+        ai.process(SCOPE, 1),
+    ):
+        with pytest.raises(Refused) as caught:
+            await call
+        assert caught.value.reason == "BUDGET_EXHAUSTED"
+    assert not chat.calls and not ai._ledger.items and not ai._results.rows
+    assert budget.asked == ["acme"] * 3  # once per use case
+    assert (await ai.extract(SCOPE, 1)).checked is None  # schemaless extraction calls no model
+
+
+class IngestingDocuments(MemoryDocuments):
+    async def content(self, scope, document_id):
+        raise Refused(Refusal.INDEXING, "the document is still being ingested")
+
+
+async def test_stored_results_are_listed_while_the_document_is_reingested_and_not_outside_reach():
+    documents = IngestingDocuments(d1=[INVOICE_TEXT])
+    ai = DocumentsAi(MemoryTaxonomy(), documents, WordAnchors(), MemoryResults(), Ledger())
+    stored = ProcessingResult(1, "ab" * 32, "invoice", 0.9, False, 0, {})
+    ai._results.rows.append(stored)
+    assert await ai.page_results(SCOPE, 1, None, 10) == [stored]
+    with pytest.raises(DocumentNotFound):
+        await ai.page_results(SCOPE, 2, None, 10)

@@ -1,7 +1,13 @@
 import base64
 
 import pytest
-from knowledge_runtime.pagination import InvalidPageToken, decode_page_token, encode_page_token
+from knowledge_runtime.pagination import (
+    InvalidPageSize,
+    InvalidPageToken,
+    bounded_page_size,
+    decode_page_token,
+    encode_page_token,
+)
 
 
 def test_round_trip_and_empty():
@@ -54,3 +60,9 @@ def test_the_pattern_is_exactly_the_tokens_the_server_accepts():
         assert token == "" or encode_page_token(decode_page_token(token)) == token  # one spelling
 
     decodes()
+
+
+def test_a_page_size_is_the_default_for_0_capped_at_the_maximum_and_never_negative():
+    assert [bounded_page_size(n, 20, 100) for n in (0, 1, 100, 101, 10**6)] == [20, 1, 100, 100, 100]
+    with pytest.raises(InvalidPageSize):
+        bounded_page_size(-1, 20, 100)

@@ -51,6 +51,11 @@ def check_page_size(page_size: int) -> int:
     return page_size
 
 
+def bounded_page_size(page_size: int, default: int, maximum: int) -> int:
+    """The size of the page to answer: negative is refused, 0 means ``default``, at most ``maximum``."""
+    return min(check_page_size(page_size) or default, maximum)
+
+
 def encode_page_token(after_id: int | None) -> str:
     if after_id is None:
         return ""

@@ -12,7 +12,17 @@ from datetime import datetime
 import asyncpg
 
 from knowledge_runtime.db.pool import Database, Transaction
-from knowledge_runtime.tenancy import Holdings, Quotas, TenantSettings, default_settings, enablement_refusal
+from knowledge_runtime.refusals import Refused
+from knowledge_runtime.tenancy import (
+    Holdings,
+    Quotas,
+    TenantSettings,
+    budget_refusal,
+    current_period,
+    default_settings,
+    enablement_refusal,
+    period_bounds,
+)
 
 SETTINGS = """
 SELECT tenant_id, enabled, max_documents, max_bytes, max_chunks, max_embedding_tokens_per_month,
@@ -96,6 +106,24 @@ async def llm_cost_since(db: Database | Transaction, tenant: str, month_start: d
     """Only the month's LLM spend (search's role reads cost_records, not blobs)."""
     cost = await db.fetchval("tenant_llm_cost", LLM_COST_SINCE, tenant, month_start)
     return Holdings(llm_cost=cost)
+
+
+class PostgresLlmBudget:
+    """The tenant's LLM budget against its spend this month (issue 19), read per call: search
+    before an answer, documents-ai before a use case's first chat. Needs SELECT on
+    tenant_settings and cost_records."""
+
+    def __init__(self, db: Database) -> None:
+        self._reader = TenantSettingsReader(db, enabled_by_default=True)  # only the quotas are read
+        self._db = db
+
+    async def refusal(self, tenant: str) -> Refused | None:
+        """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""
+        quotas = (await self._reader.settings(tenant)).quotas
+        if quotas.max_llm_cost_per_month is None:
+            return None
+        held = await llm_cost_since(self._db, tenant, period_bounds(current_period())[0])
+        return budget_refusal(quotas, held)
 
 
 def enablement_gate(db: Database, enabled_by_default: bool) -> Callable[[str], Awaitable[None]]:

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
-from knowledge_runtime.db.tenant_settings import enablement_gate
+from knowledge_runtime.db.tenant_settings import PostgresLlmBudget, enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.llm import ChatClient
 from knowledge_runtime.metrics import start_metrics_server
@@ -61,6 +61,7 @@ async def build_app(settings: DocumentsAiSettings | None = None) -> GrpcApp:
             ledger=PostgresCostLedger(db),
             llm=llm,
             tuning=settings.tuning,
+            budget=PostgresLlmBudget(db) if llm is not None else None,
         )
         return GrpcApp.for_service(
             settings.common,

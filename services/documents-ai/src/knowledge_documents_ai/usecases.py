@@ -3,11 +3,13 @@
 Each reads what the domain needs through the ports, lets the domain decide, and writes what it
 decided. Every LLM call goes through :meth:`DocumentsAi._chat`, which records its cost in the
 ledger; without a model the calls that need one refuse (``LlmNotConfigured``), while
-classification by embedding and schemaless extraction still work.
+classification by embedding and schemaless extraction still work. A use case that may call the
+model first checks the tenant's monthly LLM budget (``Refused(BUDGET_EXHAUSTED)`` once spent).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,7 +20,7 @@ from knowledge_runtime.llm import LlmNotConfigured
 
 from knowledge_documents_ai.domain import classification as classifying
 from knowledge_documents_ai.domain import extraction, processing
-from knowledge_documents_ai.domain.errors import ExtractionInvalid, SchemaNotFound, TypeNotFound
+from knowledge_documents_ai.domain.errors import ExtractionInvalid, SchemaNotFound, TypeExists, TypeNotFound
 from knowledge_documents_ai.domain.evidence import Checked, SourceChunk, checked
 from knowledge_documents_ai.domain.model import (
     GENERATED,
@@ -33,7 +35,7 @@ from knowledge_documents_ai.domain.model import (
     StoredType,
     Timings,
 )
-from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, Documents, Results, Taxonomy
+from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, Documents, LlmBudget, Results, Taxonomy
 from knowledge_documents_ai.domain.processing import DocumentContent, Tuning
 from knowledge_documents_ai.domain.tables import ExtractedTable, extract_tables
 from knowledge_documents_ai.domain.taxonomy import (
@@ -60,6 +62,7 @@ class DocumentsAi:
         llm: ChatModel | None = None,
         tuning: Tuning | None = None,
         clock: Callable[[], float] = time.monotonic,
+        budget: LlmBudget | None = None,
     ) -> None:
         self._taxonomy = taxonomy
         self._documents = documents
@@ -69,6 +72,7 @@ class DocumentsAi:
         self._llm = llm
         self._tuning = tuning or Tuning()
         self._clock = clock
+        self._budget = budget
 
     # ---- the taxonomy ----
 
@@ -76,9 +80,12 @@ class DocumentsAi:
         self, scope: Scope, name: str, description: str, examples: Sequence[str], reason: str
     ) -> StoredType:
         kind = document_type(name, description, examples, added_by=scope.subject, reason=reason.strip())
-        stored = await self._taxonomy.add_type(scope.tenant, kind, origin=PERSON)
+        if await self._taxonomy.get_type(scope.tenant, kind.name) is not None:
+            raise TypeExists(kind.name)
+        # The anchor first (create-or-replace): with the embedder down nothing is stored, and a
+        # retry can succeed; stored first, the type would stay without an anchor for good.
         await self._anchors.index_type(scope.tenant, kind)
-        return stored
+        return await self._taxonomy.add_type(scope.tenant, kind, origin=PERSON)
 
     async def list_types(self, scope: Scope, *, include_retired: bool) -> list[StoredType]:
         return await self._taxonomy.types(scope.tenant, include_retired=include_retired)
@@ -104,22 +111,28 @@ class DocumentsAi:
     # ---- classification ----
 
     async def classify(self, scope: Scope, *, document_id: int | None = None, text: str = "") -> ClassifyOutcome:
+        await self._within_budget(scope)
         if document_id is not None:
             chunks = (await self._documents.content(scope, document_id)).chunks
         else:
             chunks = tuple(
                 SourceChunk(i + 1, c.content, c.page, c.section) for i, c in enumerate(split_structural(text))
             )
-        return await self._classify(scope, chunks, with_evidence=document_id is not None)
-
-    async def _classify(self, scope: Scope, chunks: Sequence[SourceChunk], *, with_evidence: bool) -> ClassifyOutcome:
         types = await self._taxonomy.types(scope.tenant)
+        return await self._classify(scope, chunks, types, with_evidence=document_id is not None)
+
+    async def _classify(
+        self, scope: Scope, chunks: Sequence[SourceChunk], types: Sequence[StoredType], *, with_evidence: bool
+    ) -> ClassifyOutcome:
+        """Among the tenant's active ``types``."""
         names = [t.kind.name for t in types]
         read = [c for c in chunks if c.content.strip()][: self._tuning.classify_chunks]
         chunk_scores: dict[int, dict[str, float]] = {}
-        if names:
-            for chunk in read:
-                scores = await self._anchors.scores(scope.tenant, chunk.content, ANCHOR_TOP_K)
+        if names:  # concurrently: the embedder batches concurrent calls
+            scored = await asyncio.gather(
+                *(self._anchors.scores(scope.tenant, chunk.content, ANCHOR_TOP_K) for chunk in read)
+            )
+            for chunk, scores in zip(read, scored, strict=True):
                 chunk_scores[chunk.chunk_id] = {n: s for n, s in scores.items() if n in names}
         similarities, per_chunk = processing.document_scores(chunk_scores, names)
         evidence = per_chunk if with_evidence else None
@@ -153,6 +166,7 @@ class DocumentsAi:
         if not schema_name:
             return ExtractOutcome(tables, None, None, 0, Cost(), processing.extraction_card(tables, None))
         schema = await self._schema(scope.tenant, schema_name, schema_version)
+        await self._within_budget(scope)
         values, attempts, cost = await self._fill(scope, schema, content.chunks)
         return ExtractOutcome(
             tables, values, schema, attempts, cost, processing.extraction_card(tables, values, schema)
@@ -197,14 +211,17 @@ class DocumentsAi:
 
     async def process(self, scope: Scope, document_id: int) -> tuple[ProcessingResult, bool]:
         started = self._clock()
+        await self._within_budget(scope)
         content = await self._documents.content(scope, document_id)
-        classified = await self._classify(scope, content.chunks, with_evidence=True)
+        types = await self._taxonomy.types(scope.tenant)
+        classified = await self._classify(scope, content.chunks, types, with_evidence=True)
         result, cost = classified.classification, classified.cost
         after_classify = self._clock()
         notes: list[str] = []
+        kinds = {t.kind.name: t.kind for t in types}
         type_name, proposed = result.type_name, False
         if processing.needs_proposal(result, self._tuning.proposal_threshold):
-            proposal, spent = await self._propose(scope, content, result)
+            proposal, proposed, spent = await self._propose(scope, content, result)
             cost = cost + spent
             if proposal is None:
                 type_name = UNCLASSIFIED
@@ -215,16 +232,17 @@ class DocumentsAi:
                     else "unclassified proposal: the language model proposed no acceptable type"
                 )
             else:
-                type_name, proposed = proposal.kind.name, proposal.origin == PROPOSAL
+                type_name = proposal.kind.name
+                kinds[type_name] = proposal.kind
         schema: ExtractionSchema | None = None
-        if type_name != UNCLASSIFIED:
-            schema, spent, note = await self._schema_for(scope, type_name, content)
+        if type_name != UNCLASSIFIED:  # an active type classified, or the one proposed
+            schema, spent, note = await self._schema_for(scope, kinds[type_name], content)
             cost = cost + spent
             if note:
                 notes.append(note)
         after_taxonomy = self._clock()
         version = schema.version if schema is not None else 0
-        existing = await self._results.find(scope.tenant, document_id, content.content_hash, version)
+        existing = await self._results.find(scope.tenant, document_id, content.content_hash, type_name, version)
         if existing is not None:
             return existing, True
         tables = self._tables(content)
@@ -263,13 +281,13 @@ class DocumentsAi:
 
     async def _propose(
         self, scope: Scope, content: DocumentContent, result: classifying.Classification
-    ) -> tuple[StoredType | None, Cost]:
+    ) -> tuple[StoredType | None, bool, Cost]:
         """A new type for a document no type fits, added with its provenance; None without a
-        model or when the model's proposals are refused."""
+        model or when the model's proposals are refused. The flag: whether this call added it
+        (a type the tenant has, proposed earlier for another document or not, is not a proposal)."""
         if self._llm is None:
-            return None, Cost()
+            return None, False, Cost()
         existing = await self._taxonomy.types(scope.tenant, include_retired=True)
-        names = [t.kind.name for t in existing]
         text = processing.excerpt(content.chunks, self._tuning.prompt_chars)
         reason = f"proposed for document {content.document_id} (best fit {result.type_name} at {result.confidence:.0%})"
         cost, problem = Cost(), ""
@@ -278,30 +296,29 @@ class DocumentsAi:
                 scope, processing.proposal_messages([t.kind for t in existing], text, problem), json_object=True
             )
             cost = cost + spent
-            proposal = processing.interpret_proposal(answer, names, added_by=scope.subject, reason=reason)
+            proposal = processing.interpret_proposal(answer, added_by=scope.subject, reason=reason)
             if proposal.kind is None:
                 problem = proposal.problem
                 continue
             known = next((t for t in existing if t.kind.name == proposal.kind.name), None)
             if known is not None:  # the model named a type the tenant has: the document is of it
-                return (None, cost) if known.retired else (known, cost)
+                return (None, False, cost) if known.retired else (known, False, cost)
+            await self._anchors.index_type(scope.tenant, proposal.kind)  # before it is stored, as in create_type
             stored = await self._taxonomy.add_type(
                 scope.tenant, proposal.kind, origin=PROPOSAL, proposed_for=content.document_id
             )
-            await self._anchors.index_type(scope.tenant, proposal.kind)
-            return stored, cost
-        return None, cost
+            return stored, True, cost
+        return None, False, cost
 
     async def _schema_for(
-        self, scope: Scope, type_name: str, content: DocumentContent
+        self, scope: Scope, kind: DocumentType, content: DocumentContent
     ) -> tuple[ExtractionSchema | None, Cost, str]:
+        type_name = kind.name
         schemas = await self._taxonomy.schemas(scope.tenant, type_name)
         if schemas:
             return schemas[0].schema, Cost(), ""
         if self._llm is None:
             return None, Cost(), f"no schema: {type_name} has none and no language model is configured to write one"
-        stored = await self._taxonomy.get_type(scope.tenant, type_name)
-        kind = stored.kind if stored is not None else DocumentType(type_name, type_name)
         text = processing.excerpt(content.chunks, self._tuning.prompt_chars)
         cost, problem = Cost(), ""
         for _ in range(extraction.MAX_ATTEMPTS):
@@ -319,10 +336,19 @@ class DocumentsAi:
     async def page_results(
         self, scope: Scope, document_id: int, after_id: int | None, limit: int
     ) -> list[ProcessingResult]:
-        await self._documents.content(scope, document_id)  # 404 outside the caller's reach
+        await self._documents.visible(scope, document_id)  # 404 outside the caller's reach
         return await self._results.page(scope.tenant, document_id, after_id, limit)
 
     # ---- the model ----
+
+    async def _within_budget(self, scope: Scope) -> None:
+        """Once per use case, before its first LLM call: refused (BUDGET_EXHAUSTED) when the
+        tenant's LLM budget for the month is spent. Without a model there is nothing to spend."""
+        if self._llm is None or self._budget is None:
+            return
+        refusal = await self._budget.refusal(scope.tenant)
+        if refusal is not None:
+            raise refusal
 
     async def _chat(
         self, scope: Scope, messages: Sequence[Mapping[str, str]], *, max_tokens: int = 800, json_object: bool = False

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
-from knowledge_runtime.db.tenant_settings import enablement_gate
+from knowledge_runtime.db.tenant_settings import PostgresLlmBudget, enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
@@ -22,7 +22,6 @@ from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import (
     PostgresChunkIndex,
     PostgresCostLedger,
-    PostgresLlmBudget,
     scan_settings,
 )
 from knowledge_search.adapters.system_corpora import PostgresSystemCorpora

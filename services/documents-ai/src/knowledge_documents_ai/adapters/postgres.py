@@ -56,7 +56,10 @@ SELECT $1, $2, coalesce(max(version), 0) + 1, $3::jsonb, $4, $5
 FROM extraction_schemas WHERE tenant_id = $1 AND type_name = $2
 RETURNING type_name, version, json_schema::text AS json_schema, added_by, add_time, origin
 """
-DOCUMENT = "SELECT state FROM documents WHERE document_id = $1 AND corpus_id = ANY($2::bigint[])"
+# A deleted document (deleted_at set, its removal pending) is gone here as for ingest and search.
+DOCUMENT = """
+SELECT state FROM documents WHERE document_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL
+"""
 CHUNKS = """
 SELECT chunk_id, content, page, section FROM chunks WHERE document_id = $1 ORDER BY chunk_index
 """
@@ -66,13 +69,13 @@ outcome::text AS outcome, cost::text AS cost, timings::text AS timings, run_by, 
 """
 FIND_RESULT = f"""
 SELECT {_RESULT_COLUMNS} FROM processing_results
-WHERE tenant_id = $1 AND document_id = $2 AND content_hash = $3 AND schema_version = $4
+WHERE tenant_id = $1 AND document_id = $2 AND content_hash = $3 AND type_name = $4 AND schema_version = $5
 """
 ADD_RESULT = f"""
 INSERT INTO processing_results (tenant_id, document_id, content_hash, type_name, confidence, proposed_type,
                                 schema_version, outcome, cost, timings, run_by, model)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11, $12)
-ON CONFLICT (tenant_id, document_id, content_hash, schema_version) DO NOTHING
+ON CONFLICT (tenant_id, document_id, content_hash, type_name, schema_version) DO NOTHING
 RETURNING {_RESULT_COLUMNS}
 """
 RESULTS = f"""
@@ -166,11 +169,11 @@ class PostgresDocuments:
         self._db = db
         self._reach = PostgresReach(db)
 
+    async def visible(self, scope: Scope, document_id: int) -> None:
+        await self._state(scope, document_id)
+
     async def content(self, scope: Scope, document_id: int) -> DocumentContent:
-        reach = await self._reach.reach_of(scope)
-        state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
-        if state is None:
-            raise DocumentNotFound()
+        state = await self._state(scope, document_id)
         if state in _INGESTING:
             raise Refused(Refusal.INDEXING, "the document is still being ingested; try again when it is searchable")
         rows = await self._db.fetch("document_chunks", CHUNKS, document_id)
@@ -180,6 +183,14 @@ class PostgresDocuments:
             document_id,
             tuple(SourceChunk(r["chunk_id"], r["content"], r["page"], r["section"]) for r in rows),
         )
+
+    async def _state(self, scope: Scope, document_id: int) -> str:
+        """The document's ingest state, or DocumentNotFound outside the caller's reach."""
+        reach = await self._reach.reach_of(scope)
+        state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
+        if state is None:
+            raise DocumentNotFound()
+        return str(state)
 
 
 def _cost_json(cost: Cost) -> str:
@@ -228,10 +239,10 @@ class PostgresResults:
         self._db = db
 
     async def find(
-        self, tenant: str, document_id: int, content_hash: str, schema_version: int
+        self, tenant: str, document_id: int, content_hash: str, type_name: str, schema_version: int
     ) -> ProcessingResult | None:
         row = await self._db.fetchrow(
-            "find_processing_result", FIND_RESULT, tenant, document_id, content_hash, schema_version
+            "find_processing_result", FIND_RESULT, tenant, document_id, content_hash, type_name, schema_version
         )
         return _result(row) if row is not None else None
 
@@ -261,7 +272,9 @@ class PostgresResults:
         )
         if row is not None:
             return _result(row), False
-        existing = await self.find(tenant, result.document_id, result.content_hash, result.schema_version)
+        existing = await self.find(
+            tenant, result.document_id, result.content_hash, result.type_name, result.schema_version
+        )
         assert existing is not None  # the conflicting row; results are never deleted but with their document
         return existing, True
 

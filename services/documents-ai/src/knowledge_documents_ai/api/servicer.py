@@ -6,7 +6,7 @@ import grpc
 from knowledge.v1 import documents_ai_pb2, documents_ai_pb2_grpc
 from knowledge_runtime.auth import current_scope
 from knowledge_runtime.ids import parse_id
-from knowledge_runtime.pagination import check_page_size, decode_page_token, encode_page_token
+from knowledge_runtime.pagination import bounded_page_size, decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_documents_ai.api import convert
@@ -39,11 +39,6 @@ def _document_id(text: str) -> int:
     return parsed
 
 
-def _page_size(value: int, limits: tuple[int, int]) -> int:
-    default, maximum = limits
-    return min(check_page_size(value) or default, maximum)
-
-
 class DocumentsAiServicer(documents_ai_pb2_grpc.DocumentsAIServiceServicer):
     def __init__(self, usecases: DocumentsAi) -> None:
         self._ai = usecases
@@ -59,7 +54,7 @@ class DocumentsAiServicer(documents_ai_pb2_grpc.DocumentsAIServiceServicer):
     async def ListDocumentTypes(
         self, request: documents_ai_pb2.ListDocumentTypesRequest, context: grpc.aio.ServicerContext
     ) -> documents_ai_pb2.ListDocumentTypesResponse:
-        size = _page_size(request.page_size, TYPES_PAGE)
+        size = bounded_page_size(request.page_size, *TYPES_PAGE)
         offset = decode_page_token(request.page_token)
         types = await self._ai.list_types(current_scope(), include_retired=request.include_retired)
         page = types[offset : offset + size]
@@ -126,7 +121,7 @@ class DocumentsAiServicer(documents_ai_pb2_grpc.DocumentsAIServiceServicer):
     async def ListProcessingResults(
         self, request: documents_ai_pb2.ListProcessingResultsRequest, context: grpc.aio.ServicerContext
     ) -> documents_ai_pb2.ListProcessingResultsResponse:
-        size = _page_size(request.page_size, RESULTS_PAGE)
+        size = bounded_page_size(request.page_size, *RESULTS_PAGE)
         after = decode_page_token(request.page_token) or None
         results = await self._ai.page_results(current_scope(), _document_id(request.document_id), after, size + 1)
         page = results[:size]

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.llm import ChatReply
+from knowledge_runtime.refusals import Refused
 
 from knowledge_documents_ai.domain.model import CostItem, ProcessingResult, StoredSchema, StoredType
 from knowledge_documents_ai.domain.processing import DocumentContent
@@ -38,6 +39,11 @@ class Taxonomy(Protocol):
 
 
 class Documents(Protocol):
+    async def visible(self, scope: Scope, document_id: int) -> None:
+        """DocumentNotFound when the document is absent, another tenant's or out of reach; reads
+        nothing else (its state and chunks do not matter)."""
+        ...
+
     async def content(self, scope: Scope, document_id: int) -> DocumentContent:
         """The document's chunks, or DocumentNotFound (absent, another tenant's, out of reach),
         or Refused(INDEXING) while it is being ingested."""
@@ -64,10 +70,19 @@ class CostLedger(Protocol):
     async def record(self, tenant: str, item: CostItem) -> None: ...
 
 
+class LlmBudget(Protocol):
+    async def refusal(self, tenant: str) -> Refused | None:
+        """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""
+        ...
+
+
 class Results(Protocol):
     async def find(
-        self, tenant: str, document_id: int, content_hash: str, schema_version: int
-    ) -> ProcessingResult | None: ...
+        self, tenant: str, document_id: int, content_hash: str, type_name: str, schema_version: int
+    ) -> ProcessingResult | None:
+        """The stored result of this content processed as this type with this schema version
+        (versions count within a type, so the type is part of the key)."""
+        ...
 
     async def add(self, tenant: str, result: ProcessingResult) -> tuple[ProcessingResult, bool]:
         """The stored result and whether an identical one existed (then it is answered instead)."""

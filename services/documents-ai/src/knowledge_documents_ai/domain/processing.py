@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from knowledge_documents_ai.domain.classification import EVIDENCE_CHUNKS, Calibration, Classification
@@ -48,10 +48,10 @@ class Tuning:
 class DocumentContent:
     document_id: int
     chunks: tuple[SourceChunk, ...]  # in document order
+    content_hash: str = field(init=False)  # of the chunks, computed once
 
-    @property
-    def content_hash(self) -> str:
-        return content_hash(c.content for c in self.chunks)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content_hash", content_hash(c.content for c in self.chunks))
 
 
 def content_hash(texts: Any) -> str:
@@ -118,7 +118,7 @@ class Proposal:
     problem: str = ""
 
 
-def interpret_proposal(answer: str, existing_names: Sequence[str], **provenance: Any) -> Proposal:
+def interpret_proposal(answer: str, **provenance: Any) -> Proposal:
     """A valid new type from the model's answer, or the problem to tell it."""
     try:
         data = json.loads(strip_fence(answer))

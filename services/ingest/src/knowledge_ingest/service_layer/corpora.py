@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.pagination import check_page_size
+from knowledge_runtime.pagination import bounded_page_size
 from knowledge_runtime.reach import InvalidScopePath, Reach, ScopePath, allows
 
 from knowledge_ingest.domain.documents import parse_id
@@ -19,8 +19,7 @@ MAX_PAGE_SIZE = 1000
 
 
 def page_of(page_size: int, after_id: int) -> Page:
-    size = DEFAULT_PAGE_SIZE if check_page_size(page_size) == 0 else min(page_size, MAX_PAGE_SIZE)
-    return Page(size=size, after_id=after_id)
+    return Page(size=bounded_page_size(page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE), after_id=after_id)
 
 
 async def require_writable(

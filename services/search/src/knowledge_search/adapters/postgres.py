@@ -29,10 +29,7 @@ import numpy as np
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
-from knowledge_runtime.db.tenant_settings import TenantSettingsReader, llm_cost_since
 from knowledge_runtime.reach import Reach, Reader
-from knowledge_runtime.refusals import Refused
-from knowledge_runtime.tenancy import budget_refusal, current_period, period_bounds
 
 from knowledge_search.domain.errors import DocumentNotFound
 from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
@@ -422,18 +419,3 @@ class PostgresCostLedger:
             item.input_tokens + item.output_tokens,
             item.amount,
         )
-
-
-class PostgresLlmBudget:
-    """The tenant's LLM budget against its spend this month (issue 19), read per query."""
-
-    def __init__(self, db: Database) -> None:
-        self._reader = TenantSettingsReader(db, enabled_by_default=True)  # only the quotas are read
-        self._db = db
-
-    async def refusal(self, tenant: str) -> Refused | None:
-        quotas = (await self._reader.settings(tenant)).quotas
-        if quotas.max_llm_cost_per_month is None:
-            return None
-        held = await llm_cost_since(self._db, tenant, period_bounds(current_period())[0])
-        return budget_refusal(quotas, held)
