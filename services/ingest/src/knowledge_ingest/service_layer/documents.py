@@ -65,7 +65,7 @@ class DocumentUseCases:
             raise CorpusNotFound(corpus_id)
         owners = reach.owners(scope.tenant)
         shown: dict[int, Document] = {}
-        async with self.feed.subscribe(scope.tenant, key) as announced:
+        async with self.feed.subscribe(key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
                 found = await self.store.list_documents(owners, key, page.probe())
