@@ -16,7 +16,6 @@ from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotEmpty, CorpusNotFound, DocumentNotFound
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentRepository, ReachSource, TombstoneRepository
-from knowledge_ingest.domain.system_corpora import may_read, may_write
 from knowledge_ingest.domain.tombstones import (
     DELETED_WITH_CORPUS,
     REMOVAL_BATCH,
@@ -47,15 +46,12 @@ class TombstoneUseCases:
         key = parse_id(document_id, "document_id")
         reach = await self.reach.reach_of(scope)
         document = await self.documents.document((scope.tenant,), key)  # its own rows: only they are deletable
-        if document is None or not reach.has(document.corpus_id):
+        if document is None:
             raise DocumentNotFound(document_id)
-        kind = await self.documents.corpus_kind(scope.tenant, document.corpus_id)
-        if (
-            kind is None
-            or not may_read(kind, scope.capabilities)
-            or not may_write(kind, scope.capabilities, scope.tenant)
-        ):
-            raise DocumentNotFound(document_id)
+        try:
+            await require_writable(self.documents, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
         deletion = await self.tombstones.delete_document(scope.tenant, key, scope.subject, reason_of(reason))
         if deletion is None:  # deleted meanwhile
             raise DocumentNotFound(document_id)
