@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import structlog
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.health import outage
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotEmpty, CorpusNotFound, DocumentNotFound
@@ -141,6 +143,9 @@ class RemovalWorkers:
         self._poll_s = poll_s
         self._prune_every_s = prune_every_s
         self._tasks: list[asyncio.Task[None]] = []
+        # The process's one record of the database's outage (the job workers' too): one line when
+        # it goes away and one when it is back, not one per poll.
+        self._database = outage("database")
 
     async def start(self) -> None:
         base = f"{socket.gethostname()}:{os.getpid()}:removal"
@@ -160,9 +165,14 @@ class RemovalWorkers:
         while True:
             try:
                 removal = await self._tombstones.claim(owner, self._lease_s)
-            except Exception as error:  # noqa: BLE001 - the database is away: the next poll tries again
+            except Unavailable as error:  # the database is away: logged once, the next poll tries again
+                self._database.failed(error)
+                removal = None
+            except Exception as error:  # noqa: BLE001 - the next poll tries again
                 log.warning("removal_claim_failed", error_type=type(error).__name__)
                 removal = None
+            else:
+                self._database.succeeded()
             if removal is None:
                 await asyncio.sleep(self._poll_s)
                 continue
