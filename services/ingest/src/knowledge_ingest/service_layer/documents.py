@@ -19,6 +19,7 @@ from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answ
 from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
+MAX_LISTED_TOMBSTONES = 100  # how many of its documents' tombstones a corpus deletion's answer lists
 SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
 
 
