@@ -32,8 +32,6 @@ from knowledge_ingest.service_layer.corpora import require_writable
 
 log = structlog.get_logger("knowledge.ingest.tombstones")
 
-DEFAULT_TOMBSTONE_RETENTION_DAYS = 90.0
-
 
 @dataclass
 class TombstoneUseCases:
