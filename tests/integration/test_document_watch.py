@@ -15,10 +15,13 @@ from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.config import IngestSettings
+from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.refusals import REFUSALS, Refusal, Refused
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
+from knowledge_runtime.system_corpora import PLATFORM_ADMIN
 
 from tests.support.ingest import (
     CountingEmbedder,
@@ -30,6 +33,7 @@ from tests.support.ingest import (
     upload,
     wait_terminal,
 )
+from tests.support.platform import drop_platform_corpora
 from tests.support.real_services import ingest_env, start_backends
 
 pytestmark = pytest.mark.integration
@@ -190,6 +194,32 @@ async def test_a_watcher_gets_the_list_then_each_change_as_it_is_committed(inges
         assert {c.document_id for c in watcher.changes} <= {"", first.result.document_id, document_id}
     finally:
         await watcher.close()
+
+
+async def test_a_tenant_watching_a_platform_corpus_sees_the_platform_s_changes(ingest, make_token, migrated_pg):
+    """A platform corpus's documents are the platform tenant's rows: a watcher of another tenant
+    (who may read the corpus) is told of them all the same."""
+    stub, *_ = ingest
+    curator = [("authorization", f"Bearer {make_token(PLATFORM_TENANT, [*PUBLIC_CAPABILITIES, PLATFORM_ADMIN])}")]
+    admin = await Database.connect(migrated_pg.url())
+    try:
+        created = await stub.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name="watched-handbook", platform_wide=True), metadata=curator
+        )
+        watcher = Watcher(stub, auth(make_token, "t-watch-platform"), created.corpus_id)
+        try:
+            await watcher.until(lambda c: c.kind == K.DOCUMENT_CHANGE_KIND_SYNCED)
+            reply = await upload(stub, curator, created.corpus_id, b"Shared for every tenant.", "shared.md")
+            job = await wait_terminal(stub, curator, reply.job_id)
+            done = await watcher.until(
+                lambda c: c.document_id == job.result.document_id and c.document.state == S.DOCUMENT_STATE_SEARCHABLE
+            )
+            assert done.document.filename == "shared.md"
+        finally:
+            await watcher.close()
+    finally:
+        await drop_platform_corpora(admin)
+        await admin.close()
 
 
 async def test_another_tenant_s_corpus_cannot_be_watched(ingest, make_token):

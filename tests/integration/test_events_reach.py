@@ -76,7 +76,11 @@ async def stack(migrated_pg, verifier, make_token):
             return [("authorization", f"Bearer {make_token(tenant, scope=scope, clearance=clearance)}")]
 
         async def head() -> int:
-            return int(await admin.fetchval("t", "SELECT last_seq FROM event_heads WHERE tenant_id = $1", tenant))
+            return int(
+                await admin.fetchval(
+                    "t", "SELECT coalesce((SELECT last_seq FROM event_heads WHERE tenant_id = $1), 0)", tenant
+                )
+            )
 
         yield stub, token, head
     await admin.close()
@@ -209,3 +213,19 @@ async def test_once_its_corpus_is_gone_an_event_keeps_the_placement_written_with
         assert unplaced.placement is None  # no corpus: sent to no one
     finally:
         await db.close()
+
+
+async def test_an_empty_corpus_s_deletion_is_delivered_with_the_placement_it_had(stack):
+    """An empty corpus's row goes in its deletion's transaction; its ``corpus.deleted`` is written
+    before that, so it carries the corpus's placement and reaches who could read the corpus."""
+    stub, token, head = stack
+    made = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="short-lived"), metadata=token())
+    await stub.DeleteCorpus(ingest_pb2.DeleteCorpusRequest(corpus_id=made.corpus_id), metadata=token())
+    async with asyncio.timeout(10):  # both events numbered by the relay
+        while (newest := await head()) < 2:
+            await asyncio.sleep(0.05)
+    lines = await read_until(stub, token(), "", lambda line: int(line.cursor) >= newest)
+    assert [(e.corpus_id, e.type) for e in lines if e.type != EventType.HEARTBEAT] == [
+        (made.corpus_id, "corpus.created"),
+        (made.corpus_id, "corpus.deleted"),
+    ]

@@ -366,6 +366,23 @@ async def test_a_corpus_is_deleted_only_when_asked_to_delete_its_documents_too(i
     assert await db.fetchval("t", "SELECT count(*) FROM corpora WHERE corpus_id = $1", int(empty)) == 0
 
 
+async def test_a_corpus_deleted_with_its_documents_frees_its_name_while_its_removals_are_pending(ingest, make_token):
+    stub, db, *_ = ingest
+    metadata = auth(make_token, "t-tomb-rename")
+    corpus_id = await new_corpus(stub, metadata, "Ledger")
+    job = await searchable(stub, metadata, corpus_id, document_text(1))
+    await stub.DeleteCorpus(
+        ingest_pb2.DeleteCorpusRequest(corpus_id=corpus_id, delete_documents=True), metadata=metadata
+    )
+    # No removal runs here: the deleted corpus's row stays until its document's removal is done.
+    assert await db.fetchval("t", "SELECT count(*) FROM corpora WHERE corpus_id = $1", int(corpus_id)) == 1
+    again = await new_corpus(stub, metadata, "Ledger")
+    assert again != corpus_id
+    listed = (await stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=metadata)).corpora
+    assert [(c.corpus_id, c.name) for c in listed] == [(again, "Ledger")]
+    assert await chunks_of(db, int(job.result.document_id)) == job.result.chunk_count  # still to be removed
+
+
 async def test_tombstones_past_their_retention_are_pruned_once_removed(ingest, make_token, admin):
     stub, db, _, removals = ingest
     tenant = "t-tomb-prune"

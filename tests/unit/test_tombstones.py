@@ -3,6 +3,7 @@ removal loop against a fake port, and the retention setting."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 import pytest
@@ -18,9 +19,12 @@ from knowledge_ingest.domain.tombstones import (
     reason_of,
     retry_delay_s,
 )
-from knowledge_ingest.service_layer.tombstones import Remover
+from knowledge_ingest.service_layer.tombstones import RemovalWorkers, Remover
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.health import outage
 from knowledge_runtime.reach import Band, Reader, ScopePath
 from knowledge_runtime.settings import Env
+from structlog.testing import capture_logs
 
 REQUIRED: dict[str, str] = {}
 
@@ -113,6 +117,42 @@ async def test_a_failed_removal_is_recorded_for_a_retry_with_backoff():
     port = FakeTombstones(chunks=5, fail=True)
     assert not await Remover(port, lease_s=5.0, batch=2).run(REMOVAL)
     assert port.failures == [(retry_delay_s(2), "ConnectionError")] and not port.finished
+
+
+class AwayDatabase:
+    """The removal port while the database is away, then back (no removal to claim)."""
+
+    def __init__(self) -> None:
+        self.away = True
+        self.claims = 0
+
+    async def claim(self, owner: str, lease_s: float) -> Removal | None:
+        self.claims += 1
+        if self.away:
+            raise Unavailable("the database is unavailable")
+        return None
+
+    async def prune(self, retention_s: float) -> int:
+        return 0
+
+
+async def test_an_outage_is_logged_once_by_the_removal_loops_not_once_per_poll():
+    outage("database").succeeded()  # the process's one record: up, whatever a test before left
+    port = AwayDatabase()
+    workers = RemovalWorkers(port, count=2, lease_s=1.0, retention_s=60.0, poll_s=0.01)  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        await workers.start()
+        try:
+            while port.claims < 10:
+                await asyncio.sleep(0.01)
+            port.away = False
+            claimed = port.claims
+            while port.claims < claimed + 4:
+                await asyncio.sleep(0.01)
+        finally:
+            await workers.stop()
+    events = [e["event"] for e in logs if e["event"] != "tombstones_pruned"]
+    assert events == ["dependency_unavailable", "dependency_available"], events
 
 
 def test_the_tombstone_retention_is_a_setting():

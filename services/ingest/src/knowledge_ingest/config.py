@@ -19,6 +19,7 @@ from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OC
 from knowledge_ingest.domain.fetching import parse_allow_hosts
 
 DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
+DEFAULT_TOMBSTONE_RETENTION_DAYS = 90.0
 WORKERS_PER_CORE = 2
 MAX_WORKERS = 64
 
@@ -68,7 +69,9 @@ class IngestSettings:
     import_scan_interval_s: float = 3600.0  # between scheduled passes over a bound root; 0: none
     metrics_max_tenants: int = 20  # tenants with their own knowledge_tenant_* series; the rest are "_other"
     metrics_tenants_every_s: float = 60.0  # how often those totals are counted
-    tombstone_retention_days: float = 90.0  # how long a removed document's tombstone is listed
+    tombstone_retention_days: float = (
+        DEFAULT_TOMBSTONE_RETENTION_DAYS  # how long a removed document's tombstone is listed
+    )
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -96,7 +99,9 @@ class IngestSettings:
             import_scan_interval_s=env.float("IMPORT_SCAN_INTERVAL_S", 3600.0, minimum=0.0),
             metrics_max_tenants=env.int("METRICS_MAX_TENANTS", 20, minimum=1, maximum=1000),
             metrics_tenants_every_s=env.float("METRICS_TENANTS_EVERY_S", 60.0, minimum=1.0),
-            tombstone_retention_days=env.float("TOMBSTONE_RETENTION_DAYS", 90.0, minimum=0.0),
+            tombstone_retention_days=env.float(
+                "TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS, minimum=0.0
+            ),
         )
 
     def extraction_limits(self) -> ExtractionLimits:

@@ -1,7 +1,9 @@
 """Committed document changes from PostgreSQL's LISTEN/NOTIFY (migration 0032's triggers).
 
 One connection of the pool LISTENs on ``knowledge_documents`` for the whole process while anyone
-watches; each announcement goes to the subscriptions of its tenant and corpus. Nothing polls.
+watches; each announcement goes to the subscriptions of its corpus (corpus ids are global; the
+tenant in the payload is the row's, the platform tenant's in a platform corpus, not the
+watcher's). Nothing polls.
 When that connection is lost every subscription ends with Unavailable (its watcher reconnects
 and reads a fresh snapshot); the next subscriber listens on a new one.
 """
@@ -54,28 +56,27 @@ class PostgresDocumentFeed:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._connection: PoolConnectionProxy | None = None
-        self._subscribers: dict[tuple[str, int], set[_Subscription]] = {}
+        self._subscribers: dict[int, set[_Subscription]] = {}
         self._lock = asyncio.Lock()
         self._closed = False
         self._releasing: set[asyncio.Task] = set()
 
     @asynccontextmanager
-    async def subscribe(self, tenant: str, corpus_id: int) -> AsyncIterator[_Subscription]:
+    async def subscribe(self, corpus_id: int) -> AsyncIterator[_Subscription]:
         subscription = _Subscription()
-        key = (tenant, corpus_id)
         async with self._lock:
             if self._closed:
                 raise Unavailable("ingest is stopping; watch again")
             await self._listen()
-            self._subscribers.setdefault(key, set()).add(subscription)
+            self._subscribers.setdefault(corpus_id, set()).add(subscription)
         try:
             yield subscription
         finally:
-            watchers = self._subscribers.get(key)
+            watchers = self._subscribers.get(corpus_id)
             if watchers is not None:
                 watchers.discard(subscription)
                 if not watchers:
-                    del self._subscribers[key]
+                    del self._subscribers[corpus_id]
             if not self._subscribers:
                 await self._unlisten()
 
@@ -125,11 +126,11 @@ class PostgresDocumentFeed:
     def _announced(self, connection: object, pid: int, channel: str, payload: object) -> None:
         try:
             change = json.loads(str(payload))
-            key, document_id = (str(change["t"]), int(change["c"])), int(change["d"])
+            corpus_id, document_id = int(change["c"]), int(change["d"])
         except (ValueError, KeyError, TypeError):
             log.warning("document_feed_bad_payload")
             return
-        for subscription in self._subscribers.get(key, ()):
+        for subscription in self._subscribers.get(corpus_id, ()):
             subscription.announce(document_id)
 
     def _terminated(self, connection: object) -> None:

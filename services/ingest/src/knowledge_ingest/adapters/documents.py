@@ -82,10 +82,14 @@ GROUP BY c.corpus_id ORDER BY c.corpus_id
 """
 
 
+# Names are unique among live corpora (migration 0041's partial index: the predicate infers it).
 INSERT_HOUSEKEEPING = """
-INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true) ON CONFLICT (tenant_id, name) DO NOTHING
+INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true)
+ON CONFLICT (tenant_id, name) WHERE deleted_at IS NULL DO NOTHING
 """
-HOUSEKEEPING_CORPUS = "SELECT corpus_id, is_system FROM corpora WHERE tenant_id = $1 AND name = $2"
+HOUSEKEEPING_CORPUS = """
+SELECT corpus_id, is_system FROM corpora WHERE tenant_id = $1 AND name = $2 AND deleted_at IS NULL
+"""
 SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 
 

@@ -173,8 +173,9 @@ class PostgresTombstones:
             tombstones, _ = await _delete(tx, tenant, live, subject, reason)
             await tx.execute("mark_corpus_deleted", MARK_CORPUS, corpus_id)
             await tx.execute("drop_import_bindings", DROP_BINDINGS, corpus_id)
-            await tx.execute("drop_empty_corpus", DROP_EMPTY_CORPUS, corpus_id)
+            # Before the drop: the event takes its placement from the corpus row (outbox.PUBLISH).
             await publish(tx, tenant, [corpus_deleted(corpus_id, len(tombstones))])
+            await tx.execute("drop_empty_corpus", DROP_EMPTY_CORPUS, corpus_id)
         return tombstones
 
     async def list_tombstones(self, tenant: str, corpus_id: int | None, page: Page) -> list[Tombstone]:

@@ -29,7 +29,7 @@ from knowledge_ingest.api.tenants import quotas_from, settings_message, usage_me
 from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
-from knowledge_ingest.service_layer.documents import DocumentUseCases
+from knowledge_ingest.service_layer.documents import MAX_LISTED_TOMBSTONES, DocumentUseCases
 from knowledge_ingest.service_layer.events import EventUseCases
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_ingest.service_layer.jobs import JobUseCases
@@ -231,7 +231,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         return ingest_pb2.DeleteCorpusResponse(
             corpus_id=request.corpus_id,
             deleted_document_count=len(tombstones),
-            tombstones=[tombstone_message(t) for t in tombstones[:100]],
+            tombstones=[tombstone_message(t) for t in tombstones[:MAX_LISTED_TOMBSTONES]],
         )
 
     async def ListTombstones(self, request, context: Context) -> ingest_pb2.ListTombstonesResponse:

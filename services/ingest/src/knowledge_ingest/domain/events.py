@@ -86,8 +86,9 @@ def delivered_to(event: Event, reader: Reader, capabilities: frozenset[str]) -> 
 
 
 def ends_with_event(state: State) -> bool:
-    """Whether a document that follows its job into ``state`` has an event (``document_ended``)."""
-    return state in (State.FAILED, State.CANCELLED)
+    """Whether a document that follows its job into ``state`` has an event (``document_ended``
+    decides: one rule)."""
+    return document_ended(state, 0, 0, None) is not None
 
 
 def document_ended(state: State, document_id: int, corpus_id: int, error: str | None) -> NewEvent | None:

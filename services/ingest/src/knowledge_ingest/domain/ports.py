@@ -254,8 +254,10 @@ class DocumentSubscription(Protocol):
 class DocumentFeed(Protocol):
     """Committed changes of documents, as the database announces them (no polling)."""
 
-    def subscribe(self, tenant: str, corpus_id: int) -> AbstractAsyncContextManager[DocumentSubscription]:
-        """Listening from the moment it is entered: what a read after that misses, it announces."""
+    def subscribe(self, corpus_id: int) -> AbstractAsyncContextManager[DocumentSubscription]:
+        """Listening from the moment it is entered: what a read after that misses, it announces.
+        Every change of the corpus's documents, whoever's rows (a platform corpus's are the
+        platform tenant's): the caller's reach was checked, and its reads decide what it is told."""
 
 
 class EventLog(Protocol):

@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from knowledge_runtime.reach import Reader, ScopePath, parse_band
 
+from knowledge_ingest.domain.jobs import RetryPolicy
+
 # Why a deletion happened, as the tombstone records it.
 DELETED_BY_REQUEST = "deleted by request"
 DELETED_WITH_CORPUS = "deleted with its corpus"
@@ -22,6 +24,8 @@ MAX_REASON_CHARS = 500
 REMOVAL_BATCH = 500  # chunks deleted per transaction of a removal job
 REMOVAL_RETRY_BASE_S = 2.0
 REMOVAL_RETRY_MAX_S = 300.0
+# The jobs' doubling backoff; a removal is retried until done, so no attempt limit is consulted.
+REMOVAL_BACKOFF = RetryPolicy(max_attempts=0, retry_base_s=REMOVAL_RETRY_BASE_S)
 
 
 class RemovalState(StrEnum):
@@ -75,7 +79,7 @@ def reason_of(given: str, default: str = DELETED_BY_REQUEST) -> str:
 
 def retry_delay_s(attempts: int) -> float:
     """Backoff of a removal that failed (the database went away, say): it is retried until done."""
-    return min(REMOVAL_RETRY_MAX_S, REMOVAL_RETRY_BASE_S * 2.0 ** max(0, attempts - 1))
+    return min(REMOVAL_RETRY_MAX_S, REMOVAL_BACKOFF.delay_after(max(1, attempts)))
 
 
 def readable(reader: Reader, tombstone: Tombstone) -> bool:

@@ -19,6 +19,7 @@ from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answ
 from knowledge_ingest.service_layer.corpora import require_writable
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
+MAX_LISTED_TOMBSTONES = 100  # how many of its documents' tombstones a corpus deletion's answer lists
 SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
 
 
@@ -51,7 +52,10 @@ class DocumentUseCases:
         wanted = [key for key in asked.values() if key is not None]
         reach = await self.reach.reach_of(scope)
         found = await self.store.documents(reach.owners(scope.tenant), wanted) if wanted else []
-        readable = [d for d in found if await self._readable(scope, reach, d.corpus_id)]
+        corpora = {
+            corpus_id for corpus_id in {d.corpus_id for d in found} if await self._readable(scope, reach, corpus_id)
+        }
+        readable = [d for d in found if d.corpus_id in corpora]
         return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
     async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
@@ -65,7 +69,7 @@ class DocumentUseCases:
             raise CorpusNotFound(corpus_id)
         owners = reach.owners(scope.tenant)
         shown: dict[int, Document] = {}
-        async with self.feed.subscribe(scope.tenant, key) as announced:
+        async with self.feed.subscribe(key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
                 found = await self.store.list_documents(owners, key, page.probe())
@@ -78,9 +82,10 @@ class DocumentUseCases:
                 page = Page(SNAPSHOT_PAGE, after)
             yield DocumentChange(ChangeKind.SYNCED)
             while True:
-                for document_id in await announced.next():
-                    now = await self.store.document(owners, document_id)
-                    change = change_of(key, document_id, now, shown.get(document_id))
+                document_ids = await announced.next()
+                now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
+                for document_id in document_ids:  # in the order announced
+                    change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
                     if change is None:
                         continue
                     if change.document is None:

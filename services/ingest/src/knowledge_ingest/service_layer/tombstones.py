@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import structlog
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.health import outage
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotEmpty, CorpusNotFound, DocumentNotFound
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentRepository, ReachSource, TombstoneRepository
-from knowledge_ingest.domain.system_corpora import may_read, may_write
 from knowledge_ingest.domain.tombstones import (
     DELETED_WITH_CORPUS,
     REMOVAL_BATCH,
@@ -30,8 +31,6 @@ from knowledge_ingest.domain.tombstones import (
 from knowledge_ingest.service_layer.corpora import require_writable
 
 log = structlog.get_logger("knowledge.ingest.tombstones")
-
-DEFAULT_TOMBSTONE_RETENTION_DAYS = 90.0
 
 
 @dataclass
@@ -47,15 +46,12 @@ class TombstoneUseCases:
         key = parse_id(document_id, "document_id")
         reach = await self.reach.reach_of(scope)
         document = await self.documents.document((scope.tenant,), key)  # its own rows: only they are deletable
-        if document is None or not reach.has(document.corpus_id):
+        if document is None:
             raise DocumentNotFound(document_id)
-        kind = await self.documents.corpus_kind(scope.tenant, document.corpus_id)
-        if (
-            kind is None
-            or not may_read(kind, scope.capabilities)
-            or not may_write(kind, scope.capabilities, scope.tenant)
-        ):
-            raise DocumentNotFound(document_id)
+        try:
+            await require_writable(self.documents, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
         deletion = await self.tombstones.delete_document(scope.tenant, key, scope.subject, reason_of(reason))
         if deletion is None:  # deleted meanwhile
             raise DocumentNotFound(document_id)
@@ -145,6 +141,9 @@ class RemovalWorkers:
         self._poll_s = poll_s
         self._prune_every_s = prune_every_s
         self._tasks: list[asyncio.Task[None]] = []
+        # The process's one record of the database's outage (the job workers' too): one line when
+        # it goes away and one when it is back, not one per poll.
+        self._database = outage("database")
 
     async def start(self) -> None:
         base = f"{socket.gethostname()}:{os.getpid()}:removal"
@@ -164,9 +163,14 @@ class RemovalWorkers:
         while True:
             try:
                 removal = await self._tombstones.claim(owner, self._lease_s)
-            except Exception as error:  # noqa: BLE001 - the database is away: the next poll tries again
+            except Unavailable as error:  # the database is away: logged once, the next poll tries again
+                self._database.failed(error)
+                removal = None
+            except Exception as error:  # noqa: BLE001 - the next poll tries again
                 log.warning("removal_claim_failed", error_type=type(error).__name__)
                 removal = None
+            else:
+                self._database.succeeded()
             if removal is None:
                 await asyncio.sleep(self._poll_s)
                 continue
