@@ -376,3 +376,18 @@ def test_a_refusal_is_told_in_plain_words(knowledge, capsys):
     assert "the embedder is unavailable (HTTP 503 RUNTIME_UNAVAILABLE)" in err
     assert f"knowledge: {REFUSALS[Refusal.RUNTIME_UNAVAILABLE].plain}\n" in err
     assert ApiError("x", codes.USAGE, reason="CORPUS_NOT_FOUND").refusal_words == ""
+
+
+def test_processing_results_follow_every_page():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(dict(request.url.params))
+        token = request.url.params.get("page_token", "")
+        if not token:
+            return httpx.Response(200, json={"results": [{"n": i} for i in range(100)], "next_page_token": "p2"})
+        return httpx.Response(200, json={"results": [{"n": 100}], "next_page_token": ""})
+
+    results = Client("http://gw", "t", transport=httpx.MockTransport(handler)).processing_results("d/1")
+    assert [r["n"] for r in results] == list(range(101))
+    assert seen == [{"page_size": "100"}, {"page_size": "100", "page_token": "p2"}]

@@ -123,6 +123,20 @@ class Client:
             raise error_from_response(response)
         raise AssertionError("unreachable")
 
+    def _pages(self, path: str, key: str, params: Mapping[str, str] | None = None, *, page_size: int) -> Iterator[dict]:
+        """Every item under ``key`` of a paginated list, following ``next_page_token`` to the end."""
+        token = ""
+        while True:
+            page = self._call(
+                "GET",
+                path,
+                params={"page_size": page_size, **(params or {}), **({"page_token": token} if token else {})},
+            )
+            yield from page.get(key, [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
     # -- corpora -----------------------------------------------------------------------------
     def create_corpus(self, name: str, description: str = "") -> dict:
         return self._call("POST", "/corpora", json={"name": name, "description": description})
@@ -348,7 +362,7 @@ class Client:
 
     def processing_results(self, document_id: str) -> list[dict]:
         path = f"/documents/{quote(document_id, safe='')}/processing_results"
-        return self._call("GET", path, params={"page_size": 100}).get("results", [])
+        return list(self._pages(path, "results", page_size=100))
 
 
 def _retry_after(response: httpx.Response) -> float:
