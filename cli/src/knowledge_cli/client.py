@@ -142,13 +142,7 @@ class Client:
         return self._call("POST", "/corpora", json={"name": name, "description": description})
 
     def list_corpora(self) -> Iterator[dict]:
-        token = ""
-        while True:
-            page = self._call("GET", "/corpora", params={"page_size": 1000, **({"page_token": token} if token else {})})
-            yield from page.get("corpora", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        return self._pages("/corpora", "corpora", page_size=1000)
 
     # -- documents and jobs ------------------------------------------------------------------
     def upload(self, path: Path, corpus_id: str, *, on_bytes: Callable[[int], None] | None = None) -> dict:
@@ -193,14 +187,7 @@ class Client:
         return self._call("POST", f"/ingest/{quote(job_id, safe='')}:cancel", json={})
 
     def list_documents(self, corpus_id: str) -> Iterator[dict]:
-        token = ""
-        path = f"/corpora/{quote(corpus_id, safe='')}/documents"
-        while True:
-            page = self._call("GET", path, params={"page_size": 1000, **({"page_token": token} if token else {})})
-            yield from page.get("documents", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        return self._pages(f"/corpora/{quote(corpus_id, safe='')}/documents", "documents", page_size=1000)
 
     def batch_get_documents(self, document_ids: Sequence[str]) -> dict:
         """``{"documents": [...], "not_found_ids": [...]}`` for up to 100 ids."""
@@ -241,16 +228,8 @@ class Client:
         return self._call("DELETE", f"/corpora/{quote(corpus_id, safe='')}", params=params)
 
     def tombstones(self, corpus_id: str = "") -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 1000, **({"corpus_id": corpus_id} if corpus_id else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", "/tombstones", params=params)
-            yield from page.get("tombstones", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"corpus_id": corpus_id} if corpus_id else {}
+        return self._pages("/tombstones", "tombstones", params, page_size=1000)
 
     # -- retrieval ---------------------------------------------------------------------------
     def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0, mode: str = "") -> dict:
@@ -294,16 +273,8 @@ class Client:
         return self._call("POST", f"/corpora/{quote(corpus_id, safe='')}/imports:scan", json={})
 
     def findings(self, corpus_id: str, state: str = "") -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 1000, **({"state": state} if state else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", f"/corpora/{quote(corpus_id, safe='')}/findings", params=params)
-            yield from page.get("findings", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"state": state} if state else {}
+        return self._pages(f"/corpora/{quote(corpus_id, safe='')}/findings", "findings", params, page_size=1000)
 
     def accept_finding(self, finding_id: str) -> dict:
         return self._call("POST", f"/findings/{quote(finding_id, safe='')}:accept", json={})
@@ -328,16 +299,8 @@ class Client:
         return self._call("POST", "/document_types", json=body)["document_type"]
 
     def document_types(self, include_retired: bool = False) -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 200, **({"include_retired": "true"} if include_retired else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", "/document_types", params=params)
-            yield from page.get("document_types", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"include_retired": "true"} if include_retired else {}
+        return self._pages("/document_types", "document_types", params, page_size=200)
 
     def set_document_type_retired(self, name: str, retired: bool) -> dict:
         verb = "retire" if retired else "restore"
