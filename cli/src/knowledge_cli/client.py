@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -103,15 +104,22 @@ class Client:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """The one map of httpx's timeouts and transport failures (refused, reset, a stream cut
+        mid-body) to an UNREACHABLE ApiError."""
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
+        except httpx.TransportError as error:
+            raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
+
     def _call(self, method: str, path: str, **kwargs) -> dict:
         url = f"{self._base}{path}"
         for attempt in range(_MAX_RATE_LIMIT_RETRIES + 1):
-            try:
+            with self._reaching():
                 response = self._http.request(method, url, **kwargs)
-            except httpx.TimeoutException:
-                raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
-            except httpx.TransportError as error:
-                raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
             if response.status_code == 429 and attempt < _MAX_RATE_LIMIT_RETRIES and "content" not in kwargs:
                 self._sleep(_retry_after(response))
                 continue
@@ -198,21 +206,16 @@ class Client:
         ``DocumentChange`` per line; see WatchDocuments). Ends when the server ends the stream."""
         url = f"{self._base}/corpora/{quote(corpus_id, safe='')}/documents:watch"
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)  # a quiet corpus sends nothing for a while
-        try:
-            with self._http.stream("GET", url, timeout=timeout) as response:
-                if not response.is_success:
-                    response.read()
-                    raise error_from_response(response)
-                for line in response.iter_lines():
-                    if line.strip():
-                        try:
-                            yield json.loads(line)
-                        except ValueError:
-                            raise ApiError("the server sent a line that is not JSON", FAILED) from None
-        except httpx.TimeoutException:
-            raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
-        except httpx.TransportError as error:
-            raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
+        with self._reaching(), self._http.stream("GET", url, timeout=timeout) as response:
+            if not response.is_success:
+                response.read()
+                raise error_from_response(response)
+            for line in response.iter_lines():
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except ValueError:
+                        raise ApiError("the server sent a line that is not JSON", FAILED) from None
 
     def document_text(self, document_id: str, page: int = 0) -> dict:
         params = {"page": page} if page else {}
