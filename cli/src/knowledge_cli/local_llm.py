@@ -66,18 +66,16 @@ def server_argv(
     port: int,
     threads: int = DEFAULT_THREADS,
     context: int = DEFAULT_CONTEXT,
-    alias: str | None = None,
-    python: str = sys.executable,
 ) -> list[str]:
     """The command line of one llama.cpp OpenAI-compatible server for ``model`` on ``host:port``."""
     return [
-        python,
+        sys.executable,
         "-m",
         "llama_cpp.server",
         "--model",
         str(model),
         "--model_alias",
-        alias or model_alias(model),
+        model_alias(model),
         "--host",
         host,
         "--port",
