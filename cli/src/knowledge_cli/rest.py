@@ -553,6 +553,18 @@ def _tombstone_text(tombstone: dict) -> str:
 
 
 _TOMBSTONES_HEADER = "tombstone\tdocument\tcorpus\tchunks\tremoval\tdeleted_at\tdeleted_by\tfilename\treason\n"
+# The fields under _TOMBSTONES_HEADER, each with what an absent one shows (proto3 JSON omits zeros).
+_TOMBSTONE_COLUMNS = (
+    ("tombstone_id", ""),
+    ("document_id", ""),
+    ("corpus_id", ""),
+    ("chunk_count", 0),
+    ("removal_state", ""),
+    ("delete_time", ""),
+    ("deleted_by", ""),
+    ("filename", ""),
+    ("reason", ""),
+)
 
 
 def _tombstones(client: Client, options, out: TextIO) -> int:
@@ -562,22 +574,7 @@ def _tombstones(client: Client, options, out: TextIO) -> int:
         return OK
     out.write(_TOMBSTONES_HEADER)
     out.writelines(
-        "\t".join(
-            str(t.get(key, 0 if key == "chunk_count" else ""))
-            for key in (
-                "tombstone_id",
-                "document_id",
-                "corpus_id",
-                "chunk_count",
-                "removal_state",
-                "delete_time",
-                "deleted_by",
-                "filename",
-                "reason",
-            )
-        )
-        + "\n"
-        for t in tombstones
+        "\t".join(str(t.get(key, default)) for key, default in _TOMBSTONE_COLUMNS) + "\n" for t in tombstones
     )
     return OK
 
