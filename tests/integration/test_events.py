@@ -6,50 +6,28 @@ import asyncio
 import random
 import uuid
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups, publish
-from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.events import EventType, NewEvent
-from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database, Transaction
-from knowledge_runtime.server import GrpcApp
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, wait_terminal
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    auth,
+    new_corpus,
+    replica,
+    settings,
+    text_extract,
+    wait_terminal,
+)
 
 pytestmark = pytest.mark.integration
-
-
-def extract(path: Path, filename: str, mime_type: str) -> Extracted:
-    text = path.read_bytes().decode("utf-8", "replace")
-    if "%BROKEN%" in text:
-        raise ExtractionFailed("the file is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT)
-    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
-
-
-@asynccontextmanager
-async def replica(url: str, verifier, blobs, embedder, db: Database | None = None, **overrides: str):
-    """One ingest process: its own pool, servicer and workers, on port 0."""
-    own = db is None
-    db = db or await Database.connect(url, max_size=6)
-    servicer, workers = wire(settings(KNOWLEDGE_EVENTS_HEARTBEAT_S="0.5", **overrides), db, blobs, embedder, extract)
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
-    port = await app.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        yield ingest_pb2_grpc.IngestServiceStub(channel)
-    finally:
-        await channel.close()
-        await app.stop()
-        if own:
-            await db.close()
 
 
 @pytest.fixture
@@ -218,7 +196,7 @@ async def test_a_writer_killed_between_the_change_and_its_event_leaves_neither(p
     killed = await KilledAtPublish.connect(url, max_size=4)
     try:
         with pytest.raises(Exception):  # noqa: B017 - the connection is gone, however it says so
-            await wire(settings(), killed, blobs, embedder, extract)[0]._corpora.create_corpus(
+            await wire(settings(), killed, blobs, embedder, text_extract)[0]._corpora.create_corpus(
                 Scope(tenant=tenant, capabilities=frozenset()), "killed", ""
             )
         assert await admin.fetchval("t", "SELECT count(*) FROM corpora WHERE tenant_id = $1", tenant) == 0

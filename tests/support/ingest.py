@@ -7,15 +7,23 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import grpc
 from google.api import httpbody_pb2
-from knowledge.v1 import ingest_pb2
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_ingest.api.servicer import service_spec
+from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.ports import StoredBlob
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
+
+from tests.support import rpc
 
 DIMENSION = 384
 
@@ -85,7 +93,44 @@ def settings(**overrides: str) -> IngestSettings:
 
 
 def auth(make_token, tenant: str) -> list[tuple[str, str]]:
-    return [("authorization", f"Bearer {make_token(tenant)}")]
+    return rpc.auth(make_token(tenant))
+
+
+def text_extract(path: Path, filename: str, mime_type: str) -> Extracted:
+    """Extraction as plain text; a file containing ``%BROKEN%`` fails as corrupt."""
+    text = path.read_bytes().decode("utf-8", "replace")
+    if "%BROKEN%" in text:
+        raise ExtractionFailed("the file is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT)
+    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
+
+
+@asynccontextmanager
+async def replica(
+    url: str, verifier, blobs, embedder, db: Database | None = None, *, port: int = 0, **overrides: str
+) -> AsyncIterator[ingest_pb2_grpc.IngestServiceStub]:
+    """One ingest process: its own pool (or ``db``, left open), servicer and workers, on 127.0.0.1
+    ``port`` (0: any free one); a stub of it. ``overrides``: its settings (events heartbeat 0.5 s)."""
+    own = db is None
+    db = db or await Database.connect(url, max_size=6)
+    servicer, workers = wire(
+        settings(**{"KNOWLEDGE_EVENTS_HEARTBEAT_S": "0.5", **overrides}), db, blobs, embedder, text_extract
+    )
+    app = GrpcApp(
+        services=[service_spec(servicer)],
+        verifier=verifier,
+        port=port,
+        on_start=[workers.start],
+        on_stop=[workers.stop],
+    )
+    bound = await app.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{bound}")
+    try:
+        yield ingest_pb2_grpc.IngestServiceStub(channel)
+    finally:
+        await channel.close()
+        await app.stop()
+        if own:
+            await db.close()
 
 
 async def new_corpus(stub, metadata, name: str | None = None) -> str:

@@ -68,17 +68,27 @@ def served_model() -> Path:
 
 
 @contextmanager
-def start_local_llm(log_dir: Path, model: Path | None = None) -> Iterator[LocalLlm]:
-    """One llama.cpp server on a free 127.0.0.1 port, ready when entered, stopped on exit."""
-    from knowledge_cli.local_llm import base_url, model_alias, server_argv, wait_ready
+def start_local_llm(
+    log_dir: Path,
+    model: Path | None = None,
+    *,
+    threads: int | None = None,
+    context: int = 2048,
+    ready_timeout_s: float | None = None,
+) -> Iterator[LocalLlm]:
+    """One llama.cpp server on a free 127.0.0.1 port, ready when entered, stopped on exit.
+    ``threads``: default ``KNOWLEDGE_TEST_LLM_THREADS`` (1); ``ready_timeout_s``: default
+    local_llm.READY_TIMEOUT_S (``bench/llm.py`` waits longer for a bigger model)."""
+    from knowledge_cli.local_llm import READY_TIMEOUT_S, base_url, model_alias, server_argv, wait_ready
 
     model = model or served_model()
     port = free_port()
-    threads = int(os.environ.get("KNOWLEDGE_TEST_LLM_THREADS", "1"))
+    if threads is None:
+        threads = int(os.environ.get("KNOWLEDGE_TEST_LLM_THREADS", "1"))
     log_path = log_dir / f"llama-server-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            server_argv(model, host="127.0.0.1", port=port, threads=threads, context=2048),
+            server_argv(model, host="127.0.0.1", port=port, threads=threads, context=context),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -86,7 +96,7 @@ def start_local_llm(log_dir: Path, model: Path | None = None) -> Iterator[LocalL
     server = LocalLlm(base_url("127.0.0.1", port), model_alias(model), process, log_path)
     try:
         try:
-            wait_ready(server.base_url, process)
+            wait_ready(server.base_url, process, READY_TIMEOUT_S if ready_timeout_s is None else ready_timeout_s)
         except RuntimeError as error:
             raise RuntimeError(f"{error}\n{log_path.read_text(errors='replace')[-3000:]}") from None
         yield server

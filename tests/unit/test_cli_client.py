@@ -376,3 +376,56 @@ def test_a_refusal_is_told_in_plain_words(knowledge, capsys):
     assert "the embedder is unavailable (HTTP 503 RUNTIME_UNAVAILABLE)" in err
     assert f"knowledge: {REFUSALS[Refusal.RUNTIME_UNAVAILABLE].plain}\n" in err
     assert ApiError("x", codes.USAGE, reason="CORPUS_NOT_FOUND").refusal_words == ""
+
+
+def test_processing_results_follow_every_page():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(dict(request.url.params))
+        token = request.url.params.get("page_token", "")
+        if not token:
+            return httpx.Response(200, json={"results": [{"n": i} for i in range(100)], "next_page_token": "p2"})
+        return httpx.Response(200, json={"results": [{"n": 100}], "next_page_token": ""})
+
+    results = Client("http://gw", "t", transport=httpx.MockTransport(handler)).processing_results("d/1")
+    assert [r["n"] for r in results] == list(range(101))
+    assert seen == [{"page_size": "100"}, {"page_size": "100", "page_token": "p2"}]
+
+
+class _CutMidStream(httpx.SyncByteStream):
+    """A watch body that sends one change, then breaks as a dying ingest does."""
+
+    def __iter__(self):
+        yield (json.dumps(WATCH_LINES[1]) + "\n").encode()
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+
+def test_a_watch_cut_mid_stream_is_started_again(capsys):
+    from knowledge_cli.rest import watch_documents
+
+    calls, slept = [], []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) > 2:
+            return httpx.Response(404, json=status(5, "corpus not found", "CORPUS_NOT_FOUND"))
+        return httpx.Response(200, stream=_CutMidStream())
+
+    client = Client("http://gw/api/v1/knowledge", "t", transport=httpx.MockTransport(handler))
+    with pytest.raises(ApiError) as raised:
+        watch_documents(client, "5", io.StringIO(), sleep=slept.append)
+    assert len(calls) == 3 and len(slept) == 2 and raised.value.exit_code == codes.NOT_FOUND
+    assert capsys.readouterr().err.count("watching again") == 2
+
+
+def test_a_watch_of_an_unreachable_gateway_is_not_waited_out():
+    from knowledge_cli.rest import watch_documents
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    client = Client("http://gw/api/v1/knowledge", "t", transport=httpx.MockTransport(handler))
+    with pytest.raises(ApiError) as raised:
+        watch_documents(client, "5", io.StringIO(), sleep=lambda _: None)
+    assert raised.value.exit_code == codes.UNREACHABLE

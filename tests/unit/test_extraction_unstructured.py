@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import socket
 import tomllib
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
 from knowledge_ingest.adapters.extraction.markdown import TextSink
 from knowledge_ingest.domain.extraction import ExtractionLimits
 from knowledge_runtime.chunking import split_structural
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.support.extraction_child import report_preloaded
 
@@ -120,10 +121,16 @@ _skip_without_it = pytest.mark.skipif(
 )
 
 
+def unstructured_test(test):
+    """A test of the real partitioners: marked ``unstructured`` (what make test-unstructured selects)."""
+    return pytest.mark.unstructured(_skip_without_it(test))
+
+
 def requires_unstructured(test):
-    """A test of the real partitioners: marked ``unstructured`` (what make test-unstructured selects),
-    run offline (no model or data downloaded on first use)."""
-    return pytest.mark.unstructured(_skip_without_it(pytest.mark.usefixtures("offline")(test)))
+    """An ``unstructured_test`` run offline (no model or data downloaded on first use). Only for a
+    test whose partitioning runs in this process: ``offline`` patches this process's sockets, not
+    those of an extraction child."""
+    return unstructured_test(pytest.mark.usefixtures("offline")(test))
 
 
 @pytest.fixture
@@ -185,7 +192,7 @@ def test_real_unstructured_pptx_offline():
     assert result.page_count == 1
 
 
-@requires_unstructured
+@unstructured_test  # the partitioning runs in the extraction child: not covered by `offline`
 def test_the_service_child_reads_through_unstructured_when_it_is_installed():
     """The configuration the service runs: ingest's isolated extractor with its default (use it when
     usable) reads DOCX and PPTX through unstructured in its child, and says so; PDF stays native
@@ -201,13 +208,17 @@ def test_the_service_child_reads_through_unstructured_when_it_is_installed():
     assert sorted(unstructured_path.partitioners()) == ["docx", "pptx"]
 
 
+def pinned(requirement: str) -> tuple[str, str]:
+    """The canonical name and the exact version of a ``name==version`` requirement."""
+    parsed = Requirement(requirement)
+    (specifier,) = parsed.specifier
+    assert specifier.operator == "==", requirement
+    return canonicalize_name(parsed.name), specifier.version
+
+
 def pins(path: Path) -> dict[str, str]:
     lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
-    found = {}
-    for line in filter(None, lines):
-        name, version = line.split("==")
-        found[re.sub(r"[-_.]+", "-", name).lower()] = version
-    return found
+    return dict(pinned(line) for line in filter(None, lines))
 
 
 def test_the_optional_venv_pins_what_the_main_one_pins():
@@ -218,11 +229,11 @@ def test_the_optional_venv_pins_what_the_main_one_pins():
     assert set(differ) == {"filelock"}, differ
     extra = tomllib.loads((ROOT / "services/ingest/pyproject.toml").read_text())["project"]["optional-dependencies"]
     for requirement in extra["unstructured"]:
-        name, version = re.sub(r"\[.*\]", "", requirement).split("==")
-        assert optional[re.sub(r"[-_.]+", "-", name).lower()] == version
+        name, version = pinned(requirement)
+        assert optional[name] == version
 
 
-@requires_unstructured
+@unstructured_test  # the loading runs in a fork-server child: not covered by `offline`
 def test_the_fork_server_loads_the_optional_path_once_for_every_child():
     """Each file's child is forked with unstructured and its spaCy model already loaded (about 11 s
     per file when every child loaded them itself)."""

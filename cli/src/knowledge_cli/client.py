@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -103,15 +104,22 @@ class Client:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """The one map of httpx's timeouts and transport failures (refused, reset, a stream cut
+        mid-body) to an UNREACHABLE ApiError."""
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
+        except httpx.TransportError as error:
+            raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
+
     def _call(self, method: str, path: str, **kwargs) -> dict:
         url = f"{self._base}{path}"
         for attempt in range(_MAX_RATE_LIMIT_RETRIES + 1):
-            try:
+            with self._reaching():
                 response = self._http.request(method, url, **kwargs)
-            except httpx.TimeoutException:
-                raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
-            except httpx.TransportError as error:
-                raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
             if response.status_code == 429 and attempt < _MAX_RATE_LIMIT_RETRIES and "content" not in kwargs:
                 self._sleep(_retry_after(response))
                 continue
@@ -123,18 +131,26 @@ class Client:
             raise error_from_response(response)
         raise AssertionError("unreachable")
 
+    def _pages(self, path: str, key: str, params: Mapping[str, str] | None = None, *, page_size: int) -> Iterator[dict]:
+        """Every item under ``key`` of a paginated list, following ``next_page_token`` to the end."""
+        token = ""
+        while True:
+            page = self._call(
+                "GET",
+                path,
+                params={"page_size": page_size, **(params or {}), **({"page_token": token} if token else {})},
+            )
+            yield from page.get(key, [])
+            token = page.get("next_page_token", "")
+            if not token:
+                return
+
     # -- corpora -----------------------------------------------------------------------------
     def create_corpus(self, name: str, description: str = "") -> dict:
         return self._call("POST", "/corpora", json={"name": name, "description": description})
 
     def list_corpora(self) -> Iterator[dict]:
-        token = ""
-        while True:
-            page = self._call("GET", "/corpora", params={"page_size": 1000, **({"page_token": token} if token else {})})
-            yield from page.get("corpora", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        return self._pages("/corpora", "corpora", page_size=1000)
 
     # -- documents and jobs ------------------------------------------------------------------
     def upload(self, path: Path, corpus_id: str, *, on_bytes: Callable[[int], None] | None = None) -> dict:
@@ -179,14 +195,7 @@ class Client:
         return self._call("POST", f"/ingest/{quote(job_id, safe='')}:cancel", json={})
 
     def list_documents(self, corpus_id: str) -> Iterator[dict]:
-        token = ""
-        path = f"/corpora/{quote(corpus_id, safe='')}/documents"
-        while True:
-            page = self._call("GET", path, params={"page_size": 1000, **({"page_token": token} if token else {})})
-            yield from page.get("documents", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        return self._pages(f"/corpora/{quote(corpus_id, safe='')}/documents", "documents", page_size=1000)
 
     def batch_get_documents(self, document_ids: Sequence[str]) -> dict:
         """``{"documents": [...], "not_found_ids": [...]}`` for up to 100 ids."""
@@ -197,21 +206,16 @@ class Client:
         ``DocumentChange`` per line; see WatchDocuments). Ends when the server ends the stream."""
         url = f"{self._base}/corpora/{quote(corpus_id, safe='')}/documents:watch"
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)  # a quiet corpus sends nothing for a while
-        try:
-            with self._http.stream("GET", url, timeout=timeout) as response:
-                if not response.is_success:
-                    response.read()
-                    raise error_from_response(response)
-                for line in response.iter_lines():
-                    if line.strip():
-                        try:
-                            yield json.loads(line)
-                        except ValueError:
-                            raise ApiError("the server sent a line that is not JSON", FAILED) from None
-        except httpx.TimeoutException:
-            raise ApiError(f"{self._base} did not answer in time", UNREACHABLE) from None
-        except httpx.TransportError as error:
-            raise ApiError(f"cannot reach {self._base}: {error}", UNREACHABLE) from None
+        with self._reaching(), self._http.stream("GET", url, timeout=timeout) as response:
+            if not response.is_success:
+                response.read()
+                raise error_from_response(response)
+            for line in response.iter_lines():
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except ValueError:
+                        raise ApiError("the server sent a line that is not JSON", FAILED) from None
 
     def document_text(self, document_id: str, page: int = 0) -> dict:
         params = {"page": page} if page else {}
@@ -227,16 +231,8 @@ class Client:
         return self._call("DELETE", f"/corpora/{quote(corpus_id, safe='')}", params=params)
 
     def tombstones(self, corpus_id: str = "") -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 1000, **({"corpus_id": corpus_id} if corpus_id else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", "/tombstones", params=params)
-            yield from page.get("tombstones", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"corpus_id": corpus_id} if corpus_id else {}
+        return self._pages("/tombstones", "tombstones", params, page_size=1000)
 
     # -- retrieval ---------------------------------------------------------------------------
     def search(self, query: str, *, corpus_id: str = "", document_id: str = "", top_k: int = 0, mode: str = "") -> dict:
@@ -280,16 +276,8 @@ class Client:
         return self._call("POST", f"/corpora/{quote(corpus_id, safe='')}/imports:scan", json={})
 
     def findings(self, corpus_id: str, state: str = "") -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 1000, **({"state": state} if state else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", f"/corpora/{quote(corpus_id, safe='')}/findings", params=params)
-            yield from page.get("findings", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"state": state} if state else {}
+        return self._pages(f"/corpora/{quote(corpus_id, safe='')}/findings", "findings", params, page_size=1000)
 
     def accept_finding(self, finding_id: str) -> dict:
         return self._call("POST", f"/findings/{quote(finding_id, safe='')}:accept", json={})
@@ -314,16 +302,8 @@ class Client:
         return self._call("POST", "/document_types", json=body)["document_type"]
 
     def document_types(self, include_retired: bool = False) -> Iterator[dict]:
-        token = ""
-        while True:
-            params: dict = {"page_size": 200, **({"include_retired": "true"} if include_retired else {})}
-            if token:
-                params["page_token"] = token
-            page = self._call("GET", "/document_types", params=params)
-            yield from page.get("document_types", [])
-            token = page.get("next_page_token", "")
-            if not token:
-                return
+        params = {"include_retired": "true"} if include_retired else {}
+        return self._pages("/document_types", "document_types", params, page_size=200)
 
     def set_document_type_retired(self, name: str, retired: bool) -> dict:
         verb = "retire" if retired else "restore"
@@ -348,7 +328,7 @@ class Client:
 
     def processing_results(self, document_id: str) -> list[dict]:
         path = f"/documents/{quote(document_id, safe='')}/processing_results"
-        return self._call("GET", path, params={"page_size": 100}).get("results", [])
+        return list(self._pages(path, "results", page_size=100))
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -4,6 +4,7 @@ REST API like the rest of the client (``knowledge_cli.rest``)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -30,7 +31,7 @@ def add_parsers(commands) -> None:
         action = actions.add_parser(verb, help=helptext, epilog=epilog)
         action.add_argument("name")
         _common(action)
-        action.set_defaults(run=_run(_types_retire if verb == "retire" else _types_restore))
+        action.set_defaults(run=_run(partial(_types_set_retired, retired=verb == "retire")))
     schema = actions.add_parser("schema", help="add a schema version to a type from a JSON Schema file", epilog=epilog)
     schema.add_argument("name")
     schema.add_argument("file", type=Path, help="a JSON Schema of an object; every property has a description")
@@ -64,6 +65,14 @@ def add_parsers(commands) -> None:
     process.set_defaults(run=_run(_process))
 
 
+def _emit(out: TextIO, options, value: dict, text: str) -> None:
+    """``value`` as JSON with ``--json``, else ``text`` for a person."""
+    if options.json:
+        _print_json(out, value)
+    else:
+        out.write(text)
+
+
 def _type_line(kind: dict) -> str:
     flags = " (retired)" if kind.get("retired") else ""
     return (
@@ -83,19 +92,13 @@ def _types_list(client: Client, options, out: TextIO) -> int:
 
 def _types_add(client: Client, options, out: TextIO) -> int:
     kind = client.create_document_type(options.name, options.description, options.example, options.reason)
-    _print_json(out, kind) if options.json else out.write(_type_line(kind))
+    _emit(out, options, kind, _type_line(kind))
     return OK
 
 
-def _types_retire(client: Client, options, out: TextIO) -> int:
-    kind = client.set_document_type_retired(options.name, True)
-    _print_json(out, kind) if options.json else out.write(_type_line(kind))
-    return OK
-
-
-def _types_restore(client: Client, options, out: TextIO) -> int:
-    kind = client.set_document_type_retired(options.name, False)
-    _print_json(out, kind) if options.json else out.write(_type_line(kind))
+def _types_set_retired(client: Client, options, out: TextIO, *, retired: bool) -> int:
+    kind = client.set_document_type_retired(options.name, retired)
+    _emit(out, options, kind, _type_line(kind))
     return OK
 
 
@@ -105,7 +108,7 @@ def _types_schema(client: Client, options, out: TextIO) -> int:
     except OSError as error:
         raise ApiError(f"{options.file}: {error.strerror}", USAGE) from None
     schema = client.create_extraction_schema(options.name, text)
-    _print_json(out, schema) if options.json else out.write(f"{schema['type_name']}\tv{schema['version']}\n")
+    _emit(out, options, schema, f"{schema['type_name']}\tv{schema['version']}\n")
     return OK
 
 
@@ -122,13 +125,13 @@ def _types_schemas(client: Client, options, out: TextIO) -> int:
 
 def _classify(client: Client, options, out: TextIO) -> int:
     reply = client.classify_document(options.document)
-    _print_json(out, reply) if options.json else out.write(reply["card"]["markdown"] + "\n")
+    _emit(out, options, reply, reply["card"]["markdown"] + "\n")
     return OK
 
 
 def _extract(client: Client, options, out: TextIO) -> int:
     reply = client.extract_document(options.document, options.schema, options.version)
-    _print_json(out, reply) if options.json else out.write(reply["card"]["markdown"] + "\n")
+    _emit(out, options, reply, reply["card"]["markdown"] + "\n")
     return OK
 
 

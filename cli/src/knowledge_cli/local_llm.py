@@ -66,18 +66,16 @@ def server_argv(
     port: int,
     threads: int = DEFAULT_THREADS,
     context: int = DEFAULT_CONTEXT,
-    alias: str | None = None,
-    python: str = sys.executable,
 ) -> list[str]:
     """The command line of one llama.cpp OpenAI-compatible server for ``model`` on ``host:port``."""
     return [
-        python,
+        sys.executable,
         "-m",
         "llama_cpp.server",
         "--model",
         str(model),
         "--model_alias",
-        alias or model_alias(model),
+        model_alias(model),
         "--host",
         host,
         "--port",
@@ -95,6 +93,11 @@ def base_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/v1"
 
 
+def models_url(base: str) -> str:
+    """The readiness probe of the server at API base ``base``: 200 once its model is loaded."""
+    return f"{base}/models"
+
+
 def check_model(model: Path) -> None:
     """A clear refusal for a model path that cannot be served, before anything starts."""
     if not model.is_file():
@@ -109,7 +112,7 @@ def check_model(model: Path) -> None:
 def ready(url: str, timeout_s: float = 1.0) -> bool:
     """Whether the server at ``url`` (the API base) lists its model."""
     try:
-        return httpx.get(f"{url}/models", timeout=timeout_s).status_code == 200
+        return httpx.get(models_url(url), timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
 

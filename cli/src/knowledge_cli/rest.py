@@ -26,6 +26,7 @@ from knowledge_cli.client import (
     FAILED,
     INTERRUPTED,
     OK,
+    UNREACHABLE,
     USAGE,
     ApiError,
     Client,
@@ -444,7 +445,7 @@ def _text(client: Client, options, out: TextIO) -> int:
 
 
 _DOCUMENTS_HEADER = "document_id\tstate\tstage\tchunks\tfilename\n"
-WATCH_RETRY_S = 1.0  # after the server ended a watch (ingest or the database restarted)
+WATCH_RETRY_S = 1.0  # after the server ended or cut a watch (ingest or the database restarted)
 
 
 def _document_line(document: dict) -> str:
@@ -480,34 +481,44 @@ def watch_documents(
     """The list, live. ``as_json``: each change as the API sends it, one per line. ``redraw`` (a
     terminal): the whole table drawn again after each change. Otherwise the table once the
     snapshot is complete, then one line per change (``removed`` for a document that left the
-    corpus). A watch the server ends is started again (a fresh snapshot) unless ``reconnect`` is off."""
+    corpus). A watch the server ends, or that is cut (the gateway unreachable) once one was
+    opened, is started again (a fresh snapshot) unless ``reconnect`` is off."""
+    opened = False  # a gateway unreachable from the start is an error to report, not to wait out
     while True:
         listed: dict[str, dict] = {}
         synced = False
-        for change in client.watch_documents(corpus_id):
-            if as_json:
-                out.write(json.dumps(change, ensure_ascii=False) + "\n")
+        try:
+            for change in client.watch_documents(corpus_id):
+                opened = True
+                if as_json:
+                    out.write(json.dumps(change, ensure_ascii=False) + "\n")
+                    out.flush()
+                    continue
+                kind = str(change.get("kind") or "").removeprefix("DOCUMENT_CHANGE_KIND_")
+                document_id = str(change.get("document_id") or "")
+                if kind in ("SNAPSHOT", "CHANGED") and change.get("document"):
+                    listed[document_id] = change["document"]
+                elif kind == "REMOVED":
+                    listed.pop(document_id, None)
+                if kind == "SYNCED":
+                    synced = True
+                if redraw and synced:
+                    out.write("\x1b[H\x1b[J" + _DOCUMENTS_HEADER)
+                    out.writelines(_document_line(d) for d in listed.values())
+                elif kind == "SYNCED":
+                    out.write(_DOCUMENTS_HEADER)
+                    out.writelines(_document_line(d) for d in listed.values())
+                elif synced and kind == "CHANGED":
+                    out.write(_document_line(listed[document_id]))
+                elif synced and kind == "REMOVED":
+                    out.write(f"{document_id}\tremoved\n")
                 out.flush()
-                continue
-            kind = str(change.get("kind") or "").removeprefix("DOCUMENT_CHANGE_KIND_")
-            document_id = str(change.get("document_id") or "")
-            if kind in ("SNAPSHOT", "CHANGED") and change.get("document"):
-                listed[document_id] = change["document"]
-            elif kind == "REMOVED":
-                listed.pop(document_id, None)
-            if kind == "SYNCED":
-                synced = True
-            if redraw and synced:
-                out.write("\x1b[H\x1b[J" + _DOCUMENTS_HEADER)
-                out.writelines(_document_line(d) for d in listed.values())
-            elif kind == "SYNCED":
-                out.write(_DOCUMENTS_HEADER)
-                out.writelines(_document_line(d) for d in listed.values())
-            elif synced and kind == "CHANGED":
-                out.write(_document_line(listed[document_id]))
-            elif synced and kind == "REMOVED":
-                out.write(f"{document_id}\tremoved\n")
-            out.flush()
+        except ApiError as error:
+            if not (reconnect and opened and error.exit_code == UNREACHABLE):
+                raise
+            print(f"knowledge: {error}; watching again", file=sys.stderr)
+            sleep(WATCH_RETRY_S)
+            continue
         if not reconnect:
             return OK
         print("knowledge: the watch ended; watching again", file=sys.stderr)
@@ -542,6 +553,18 @@ def _tombstone_text(tombstone: dict) -> str:
 
 
 _TOMBSTONES_HEADER = "tombstone\tdocument\tcorpus\tchunks\tremoval\tdeleted_at\tdeleted_by\tfilename\treason\n"
+# The fields under _TOMBSTONES_HEADER, each with what an absent one shows (proto3 JSON omits zeros).
+_TOMBSTONE_COLUMNS = (
+    ("tombstone_id", ""),
+    ("document_id", ""),
+    ("corpus_id", ""),
+    ("chunk_count", 0),
+    ("removal_state", ""),
+    ("delete_time", ""),
+    ("deleted_by", ""),
+    ("filename", ""),
+    ("reason", ""),
+)
 
 
 def _tombstones(client: Client, options, out: TextIO) -> int:
@@ -551,22 +574,7 @@ def _tombstones(client: Client, options, out: TextIO) -> int:
         return OK
     out.write(_TOMBSTONES_HEADER)
     out.writelines(
-        "\t".join(
-            str(t.get(key, 0 if key == "chunk_count" else ""))
-            for key in (
-                "tombstone_id",
-                "document_id",
-                "corpus_id",
-                "chunk_count",
-                "removal_state",
-                "delete_time",
-                "deleted_by",
-                "filename",
-                "reason",
-            )
-        )
-        + "\n"
-        for t in tombstones
+        "\t".join(str(t.get(key, default)) for key, default in _TOMBSTONE_COLUMNS) + "\n" for t in tombstones
     )
     return OK
 

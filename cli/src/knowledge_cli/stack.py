@@ -56,7 +56,15 @@ from knowledge_runtime.settings import (
     max_upload_bytes,
 )
 
-from knowledge_cli.local_llm import DEFAULT_THREADS, LocalLlmError, base_url, check_model, model_alias, server_argv
+from knowledge_cli.local_llm import (
+    DEFAULT_THREADS,
+    LocalLlmError,
+    base_url,
+    check_model,
+    model_alias,
+    models_url,
+    server_argv,
+)
 
 SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
 GRPC_NAMES = {
@@ -326,18 +334,7 @@ class Stack:
         argv = server_argv(model, host=self.settings.host, port=port, threads=self.settings.local_llm_threads)
         child = self._spawn("llm", argv, os.environ)
         url = base_url(self.settings.host, port)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        async with httpx.AsyncClient(timeout=1.0) as client:
-            while True:
-                self._check_alive()
-                try:
-                    if (await client.get(f"{url}/models")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise StartupFailed(f"the local LLM server did not answer in time\n{child.tail()}")
-                await asyncio.sleep(0.2)
+        await self._wait_http_ok(child, models_url(url), "the local LLM server")
         self.llm_url = url
         say(f"local LLM {model_alias(model)} serving on {url}")
         if os.environ.get("KNOWLEDGE_LLM_URL"):
@@ -401,9 +398,14 @@ class Stack:
         )
 
     async def _wait_gateway(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
         gateway = next(c for c in self.children if c.name == "gateway")
         url = f"http://{self.settings.host}:{self.settings.http_port}/healthz"
+        await self._wait_http_ok(gateway, url, "the gateway")
+
+    async def _wait_http_ok(self, child: Child, url: str, what: str) -> None:
+        """Until ``url`` answers 200 (every child still alive), or StartupFailed with ``child``'s
+        log tail after START_TIMEOUT_S."""
+        deadline = time.monotonic() + START_TIMEOUT_S
         async with httpx.AsyncClient(timeout=1.0) as client:
             while True:
                 self._check_alive()
@@ -413,7 +415,7 @@ class Stack:
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise StartupFailed(f"the gateway did not answer in time\n{gateway.tail()}")
+                    raise StartupFailed(f"{what} did not answer in time\n{child.tail()}")
                 await asyncio.sleep(0.2)
 
     def _check_alive(self) -> None:

@@ -48,7 +48,6 @@ TENANT_HEADER = "x-knowledge-tenant"
 UNROUTED_HEADER = "x-knowledge-unrouted"
 UPLOAD_PATH = f"{REST_PREFIX}/upload"
 BODY_LIMIT_FILTER = "envoy.filters.http.body_size_limit"
-# Server-streaming RPCs that last as long as their client watches (REST: newline-delimited JSON).
 # Ingest's reason for an upload that crossed the cap while streaming (RESOURCE_EXHAUSTED, so 429).
 UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
 MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason

@@ -29,6 +29,15 @@ from google.protobuf import descriptor_pb2
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
 from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
 from knowledge_runtime.refusals import Refusal, refusals_markdown
+from knowledge_runtime.taxonomy import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_EXAMPLE_CHARS,
+    MAX_EXAMPLES,
+    MAX_NAME_CHARS,
+    MAX_SCHEMA_CHARS,
+    TYPE_NAME_PATTERN,
+    UNCLASSIFIED,
+)
 from knowledge_runtime.tenancy import MAX_LLM_BUDGET, PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
@@ -111,19 +120,19 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
     "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
-    # issue 20: the taxonomy (knowledge_documents_ai.domain.taxonomy) and the document-AI calls
+    # issue 20: the taxonomy (knowledge_runtime.taxonomy) and the document-AI calls
     "knowledge.v1.CreateDocumentTypeRequest.name": {
-        "pattern": "^[a-z][a-z0-9_]*$",
-        "maxLength": 64,
-        "not": {"enum": ["unclassified"]},
+        "pattern": TYPE_NAME_PATTERN,
+        "maxLength": MAX_NAME_CHARS,
+        "not": {"enum": [UNCLASSIFIED]},
     },
-    "knowledge.v1.CreateDocumentTypeRequest.description": {**_NON_BLANK, "maxLength": 2000},
+    "knowledge.v1.CreateDocumentTypeRequest.description": {**_NON_BLANK, "maxLength": MAX_DESCRIPTION_CHARS},
     "knowledge.v1.CreateDocumentTypeRequest.examples": {
-        "maxItems": 20,
-        "items": {"type": "string", "pattern": _NO_NUL, "maxLength": 1000},
+        "maxItems": MAX_EXAMPLES,
+        "items": {"type": "string", "pattern": _NO_NUL, "maxLength": MAX_EXAMPLE_CHARS},
     },
-    "knowledge.v1.CreateDocumentTypeRequest.reason": {"maxLength": 2000},
-    "knowledge.v1.CreateExtractionSchemaRequest.json_schema": {**_NON_BLANK, "maxLength": 100_000},
+    "knowledge.v1.CreateDocumentTypeRequest.reason": {"maxLength": MAX_DESCRIPTION_CHARS},
+    "knowledge.v1.CreateExtractionSchemaRequest.json_schema": {**_NON_BLANK, "maxLength": MAX_SCHEMA_CHARS},
     "knowledge.v1.ListDocumentTypesRequest.page_size": {"minimum": 0},
     "knowledge.v1.ListDocumentTypesRequest.page_token": _PAGE_TOKEN,
     "knowledge.v1.ListProcessingResultsRequest.page_size": {"minimum": 0},

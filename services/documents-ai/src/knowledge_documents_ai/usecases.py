@@ -17,6 +17,7 @@ from typing import Any
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import split_structural
 from knowledge_runtime.llm import LlmNotConfigured
+from knowledge_runtime.taxonomy import UNCLASSIFIED
 
 from knowledge_documents_ai.domain import classification as classifying
 from knowledge_documents_ai.domain import extraction, processing
@@ -39,7 +40,6 @@ from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, 
 from knowledge_documents_ai.domain.processing import DocumentContent, Tuning
 from knowledge_documents_ai.domain.tables import ExtractedTable, extract_tables
 from knowledge_documents_ai.domain.taxonomy import (
-    UNCLASSIFIED,
     DocumentType,
     ExtractionSchema,
     document_type,

@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowledge_runtime.taxonomy import MAX_SCHEMA_CHARS, UNCLASSIFIED
+
 from knowledge_documents_ai.domain.classification import EVIDENCE_CHUNKS, Calibration, Classification
 from knowledge_documents_ai.domain.errors import TaxonomyInvalid
 from knowledge_documents_ai.domain.evidence import Checked, SourceChunk
 from knowledge_documents_ai.domain.extraction import strip_fence
 from knowledge_documents_ai.domain.tables import ExtractedTable
 from knowledge_documents_ai.domain.taxonomy import (
-    UNCLASSIFIED,
     DocumentType,
     ExtractionSchema,
     document_type,
@@ -31,7 +32,6 @@ from knowledge_documents_ai.domain.taxonomy import (
 DEFAULT_PROPOSAL_THRESHOLD = 0.5  # below this confidence, processing proposes a type
 DEFAULT_PROMPT_CHARS = 6_000  # the document text one model prompt carries
 CLASSIFY_CHUNKS = 8  # the chunks a classification reads (the first ones)
-MAX_SCHEMA_CHARS = 100_000
 
 
 @dataclass(frozen=True, slots=True)

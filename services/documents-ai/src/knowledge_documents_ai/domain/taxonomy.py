@@ -17,18 +17,21 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from knowledge_runtime.taxonomy import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_EXAMPLE_CHARS,
+    MAX_EXAMPLES,
+    MAX_NAME_CHARS,
+    TYPE_NAME_PATTERN,
+    UNCLASSIFIED,
+)
 
 from knowledge_documents_ai.domain.errors import TaxonomyInvalid
 
 ANCHOR_ENTITY_TYPE = "document_type"
-MAX_NAME_CHARS = 64
-MAX_DESCRIPTION_CHARS = 2_000
-MAX_EXAMPLES = 20
-MAX_EXAMPLE_CHARS = 1_000
 MAX_FIELDS = 100
-UNCLASSIFIED = "unclassified"  # the name a proposal without a model gets; never a stored type
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = re.compile(TYPE_NAME_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
