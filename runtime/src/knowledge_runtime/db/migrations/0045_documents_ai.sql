@@ -43,9 +43,8 @@ CREATE TABLE extraction_schemas (
     FOREIGN KEY (tenant_id, type_name) REFERENCES document_types (tenant_id, name) ON DELETE CASCADE
 );
 
--- One row per (document, content hash, type, schema version): processing the same content as the
--- same type with the same schema again answers this row. schema_version 0: no schema
--- (unclassified, or no model); versions count within a type, so the type is part of the key.
+-- One row per (document, content hash, schema version): processing the same content with the
+-- same schema again answers this row. schema_version 0: no schema (unclassified, or no model).
 CREATE TABLE processing_results (
     result_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tenant_id      text NOT NULL,
@@ -62,7 +61,7 @@ CREATE TABLE processing_results (
     run_by         text NOT NULL DEFAULT '',
     model          text NOT NULL DEFAULT '',
     create_time    timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (tenant_id, document_id, content_hash, type_name, schema_version)
+    UNIQUE (tenant_id, document_id, content_hash, schema_version)
 );
 CREATE INDEX processing_results_document ON processing_results (tenant_id, document_id, result_id DESC);
 
