@@ -202,7 +202,7 @@ async def test_query_without_relevant_content_does_not_call_the_model():
 
 def test_settings_defaults_and_validation():
     settings = SearchSettings.from_env(Env({}))
-    assert settings.bm25.tiers == (0.05, 0.1, 0.2, 1.0) and (settings.bm25.k1, settings.bm25.b) == (1.2, 0.75)
+    assert settings.bm25.tiers == (0.5, 0.5, 0.5, 1.0) and (settings.bm25.k1, settings.bm25.b) == (1.2, 0.75)
     assert settings.channel_depth == 300 and settings.fusion == DEFAULT_FUSION and settings.llm is None
     chosen = SearchSettings.from_env(
         Env(
