@@ -429,3 +429,19 @@ def test_a_watch_of_an_unreachable_gateway_is_not_waited_out():
     with pytest.raises(ApiError) as raised:
         watch_documents(client, "5", io.StringIO(), sleep=lambda _: None)
     assert raised.value.exit_code == codes.UNREACHABLE
+
+
+def test_a_platform_wide_corpus_is_asked_for_only_when_named():
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"corpusId": "7"})
+
+    client = Client("http://gw", "t", transport=httpx.MockTransport(handler))
+    client.create_corpus("handbook", platform_wide=True)
+    client.create_corpus("notes")
+    assert bodies == [
+        {"name": "handbook", "description": "", "platformWide": True},
+        {"name": "notes", "description": ""},
+    ]

@@ -146,8 +146,13 @@ class Client:
                 return
 
     # -- corpora -----------------------------------------------------------------------------
-    def create_corpus(self, name: str, description: str = "") -> dict:
-        return self._call("POST", "/corpora", json={"name": name, "description": description})
+    def create_corpus(self, name: str, description: str = "", *, platform_wide: bool = False) -> dict:
+        """``platform_wide``: a GENERAL corpus every tenant reads (a ``platform.admin`` token of the
+        platform tenant only)."""
+        body: dict = {"name": name, "description": description}
+        if platform_wide:
+            body["platformWide"] = True
+        return self._call("POST", "/corpora", json=body)
 
     def list_corpora(self) -> Iterator[dict]:
         return self._pages("/corpora", "corpora", page_size=1000)

@@ -59,6 +59,11 @@ def add_parsers(commands) -> None:
     create = actions.add_parser("create", help="create a corpus", epilog=epilog)
     create.add_argument("name")
     create.add_argument("--description", default="")
+    create.add_argument(
+        "--platform-wide",
+        action="store_true",
+        help="readable by every tenant (GENERAL only; a platform.admin token of the platform tenant)",
+    )
     _common(create)
     create.set_defaults(run=_run(_corpora_create))
     listing = actions.add_parser("list", help="list the tenant's corpora", epilog=epilog)
@@ -222,7 +227,7 @@ def _print_json(out: TextIO, value) -> None:
 
 # -- corpora -------------------------------------------------------------------------------------
 def _corpora_create(client: Client, options, out: TextIO) -> int:
-    corpus = client.create_corpus(options.name, options.description)
+    corpus = client.create_corpus(options.name, options.description, platform_wide=options.platform_wide)
     if options.json:
         _print_json(out, corpus)
     else:
