@@ -152,3 +152,32 @@ async def test_the_probe_and_the_workers_share_one_line_per_outage():
         "dependency_unavailable",
         "dependency_available",
     ]
+
+
+async def test_stop_ends_the_probe_when_its_check_answers_in_the_same_turn_as_the_cancel():
+    """asyncio.wait_for in Python 3.11 dropped a cancel that came with the check's answer: the
+    probe went on to its next round and stop() waited for it forever."""
+    answered = asyncio.Event()
+    checking = asyncio.Event()
+
+    async def check() -> None:
+        checking.set()
+        await answered.wait()
+
+    async def on_change(ready: bool) -> None:
+        return None
+
+    probe = ReadinessProbe([Dependency("slow", check)], on_change, interval_s=0.05, timeout_s=30.0)
+    probe.start()
+    await checking.wait()  # the probe waits on the check
+    task = probe._task
+    assert task is not None
+    answered.set()  # the check answers...
+    stopping = asyncio.ensure_future(probe.stop())  # ...and the probe is cancelled in the same turn
+    done, _ = await asyncio.wait({stopping}, timeout=2.0)
+    if not done:  # the dropped cancel: end the probe another way, so the failure is reported
+        answered.clear()
+        await checking.wait()
+        task.cancel()
+        await asyncio.wait({stopping}, timeout=2.0)
+    assert done == {stopping}, "stop() did not end: the cancel was dropped"

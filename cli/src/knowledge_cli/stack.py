@@ -645,7 +645,8 @@ async def run_up(settings: StackSettings) -> int:
                 say(f"{gave_up}; stopping the stack")
                 return 1
             try:
-                await asyncio.wait_for(stop.wait(), timeout=SUPERVISE_EVERY_S)
+                async with asyncio.timeout(SUPERVISE_EVERY_S):
+                    await stop.wait()
             except TimeoutError:
                 pass
         if gc_pass is not None:

@@ -108,7 +108,8 @@ class ReadinessProbe:
         """Check every dependency now; returns (and reports on change) whether all are usable."""
         for dependency in self.dependencies:
             try:
-                await asyncio.wait_for(dependency.check(), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):  # a cancel always propagates (wait_for could drop one)
+                    await dependency.check()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - any failure of the check: the dependency is not usable

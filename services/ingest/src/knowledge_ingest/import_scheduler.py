@@ -37,7 +37,8 @@ class ImportScheduler:
             except Exception:
                 log.exception("import_pass_failed")
             try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=every)
+                async with asyncio.timeout(every):
+                    await self._stopping.wait()
             except TimeoutError:
                 pass
 

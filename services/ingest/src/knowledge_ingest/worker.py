@@ -70,7 +70,8 @@ class Workers:
             except Exception:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
                 log.warning("ingest_reap_cancelled_failed")
             try:
-                await asyncio.wait_for(self._stopping.wait(), timeout=self.backlog_every_s)
+                async with asyncio.timeout(self.backlog_every_s):
+                    await self._stopping.wait()
             except TimeoutError:
                 pass
 
@@ -90,7 +91,8 @@ class Workers:
         if self.readiness is None or not self.readiness.waiting_for():
             return
         try:
-            await asyncio.wait_for(self.readiness.wait_ready(), timeout=self.ready_log_after_s)
+            async with asyncio.timeout(self.ready_log_after_s):
+                await self.readiness.wait_ready()
         except TimeoutError:
             log.info("ingest_waiting_for_dependencies", services=self.readiness.waiting_for())
             await self.readiness.wait_ready()
@@ -111,7 +113,8 @@ class Workers:
                 self._database.succeeded()
             if lease is None:
                 try:
-                    await asyncio.wait_for(self._stopping.wait(), timeout=self.poll_s)
+                    async with asyncio.timeout(self.poll_s):
+                        await self._stopping.wait()
                 except TimeoutError:
                     pass
                 continue

@@ -188,9 +188,12 @@ class Wakeup:
         self._flag.set()
 
     async def wait(self, timeout_s: float) -> bool:
-        """True when woken, False when the timeout passed first."""
+        """True when woken, False when the timeout passed first. A cancel always propagates:
+        Python 3.11's ``asyncio.wait_for`` returned the result instead when the flag was set in the
+        same loop turn as the cancel, so the relay's loop went on and its ``stop()`` never ended."""
         try:
-            await asyncio.wait_for(self._flag.wait(), timeout=timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._flag.wait()
         except TimeoutError:
             return False
         return True
