@@ -18,6 +18,7 @@ lexical-led and paraphrased query subsets, so a change to the fusion is measured
         --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
         [--limit 200]                      # the judged documents plus 200 others
         [--baseline]                       # the channels' previous SQL, to compare
+        [--backend onnx-int8]              # the embeddings `knowledge up` makes on a CPU (default torch)
         [--stack-dir DIR --tenant T --corpus-name C]   # score the corpus `knowledge eval` indexed through a
                                            # (stopped) `knowledge up` in DIR: the same chunks, the in-process channels
     .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
@@ -553,6 +554,7 @@ async def latency(options: argparse.Namespace) -> None:
 
 
 ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7)
+GATES = (0.4, 0.5, 0.6, 0.7, 0.8)  # the convex methods' coverage gate (0 is the plain method)
 BENCH_TOKEN_TTL_S = 86400
 
 
@@ -564,6 +566,7 @@ async def prepare(
     services: AsyncExitStack,
     corpus_name: str = "eval",
     tenant: str = TENANT,
+    backend: str = "torch",
 ):
     """content-index, embedder and ingest in-process (on ``services``), and every dataset document
     ingested once into corpus ``corpus_name`` through IngestTexts, as a user's text is.
@@ -579,7 +582,9 @@ async def prepare(
 
     await migrate(pg.url(), embedding_dimension=DIM)
     addresses = await services.enter_async_context(
-        ingest_services(lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning")
+        ingest_services(
+            lambda role: pg.url(user=f"knowledge_{role}"), token_keys, work, log_level="warning", backend=backend
+        )
     )
     # A full ingestion on a loaded machine outlasts the default hour: the first run died polling
     # its jobs with "token expired" after 3,200 of 5,183 documents. Bench tokens live a day.
@@ -656,11 +661,18 @@ async def evaluate(
     stack_dir: Path | None = None,
     tenant: str = TENANT,
     corpus_name: str | None = None,
+    backend: str = "torch",
 ) -> None:
     from knowledge_cli.evaluate import Dataset
 
     dataset = Dataset.load(directory, split=split, limit=limit)
     work = data_dir or Path(tempfile.mkdtemp(prefix="search-eval-"))
+    # A kept corpus's vectors are the backend's it was indexed with: its queries must be too.
+    marker = work / "embedding-backend"
+    if marker.exists() and marker.read_text().strip() != backend:
+        raise SystemExit(f"bench eval: {work} was indexed with --backend {marker.read_text().strip()}, not {backend}")
+    work.mkdir(parents=True, exist_ok=True)
+    marker.write_text(backend + "\n")
     # A stopped `knowledge up`'s cluster is <stack dir>/postgres, the bench's own <work>/pg/postgres.
     pg = start_embedded(stack_dir or work / "pg")
     keys = work / "keys"
@@ -680,6 +692,7 @@ async def evaluate(
                 corpus_name=corpus_name or ("eval" if limit is None else f"eval-limit-{limit}"),
                 baseline=baseline,
                 tenant=tenant,
+                backend=backend,
             )
     finally:
         pg.stop()
@@ -701,6 +714,7 @@ async def _evaluate(
     corpus_name: str,
     baseline: bool = False,
     tenant: str = TENANT,
+    backend: str = "torch",
 ) -> None:
     from knowledge_cli.evaluate import report, score, unique
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -708,7 +722,7 @@ async def _evaluate(
     from knowledge_search.domain.model import Weights
     from knowledge_search.usecases import CHANNEL_DEPTH
 
-    address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name, tenant)
+    address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name, tenant, backend)
     if ingest_only:
         return
     db = await Database.connect(pg.url(user="knowledge_search"), server_settings=scan_settings())
@@ -731,9 +745,14 @@ async def _evaluate(
         },
         "coverage rrf (previous default)": (Fusion(FusionMethod.COVERAGE_RRF), equal),
         **{
-            f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha), equal)
+            f"{method.value} alpha={alpha}": (Fusion(method, alpha=alpha, gate=0.0), equal)
             for method in (FusionMethod.MINMAX, FusionMethod.ZSCORE)
             for alpha in ALPHAS
+        },
+        **{
+            f"{method.value} alpha={alpha} gate={gate}": (Fusion(method, alpha=alpha, gate=gate), equal)
+            for method, alpha in ((FusionMethod.MINMAX, 0.4), (FusionMethod.ZSCORE, 0.5))
+            for gate in GATES
         },
     }
     filters = Filters(corpus_id=corpus)
@@ -769,7 +788,8 @@ async def _evaluate(
     table, _ok = report({m: results[m] for m in ("VECTOR", "LEXICAL", "HYBRID")})
     print(
         f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
-        f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} k={DEFAULT_FUSION.k}\n{table}"
+        f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} gate={DEFAULT_FUSION.gate} "
+        f"k={DEFAULT_FUSION.k}; embeddings {backend}\n{table}"
     )
     from knowledge_cli.evaluate import ndcg
 
@@ -880,6 +900,12 @@ def main() -> None:
     ev.add_argument("--stack-dir", type=Path, help="the data dir of a stopped `knowledge up` whose corpus to score")
     ev.add_argument("--tenant", default=TENANT, help=f"the corpus's tenant (default {TENANT})")
     ev.add_argument("--corpus-name", help="the corpus's name (default eval, or eval-limit-N)")
+    ev.add_argument(
+        "--backend",
+        choices=("torch", "onnx-int8"),
+        default="torch",
+        help="the embedder's backend (default torch; onnx-int8 is what `knowledge up` runs on a CPU)",
+    )
     rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
     rc.add_argument(
         "--dataset", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "search_eval"
@@ -915,6 +941,7 @@ def main() -> None:
                 stack_dir=options.stack_dir,
                 tenant=options.tenant,
                 corpus_name=options.corpus_name,
+                backend=options.backend,
             )
         )
 

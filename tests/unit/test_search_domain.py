@@ -8,7 +8,7 @@ import pytest
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import ExtractiveSynthesiser, Source, cite, excerpt
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
-from knowledge_search.domain.fusion import Fusion, FusionMethod, fuse, single_channel
+from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod, fuse, single_channel
 from knowledge_search.domain.model import ChannelHit, Chunk, Relevance, SearchHit, SearchRequest, Weights
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.render import render
@@ -120,6 +120,8 @@ def test_coverage_rrf_scales_the_lexical_weight_by_the_channels_confidence():
 #   coverage_rrf: lexical weight 0.2^2, so the vector order stands: 1, 2, 3
 #   minmax 0.5:   3 = 0.5 * 0.02/0.43 + 0.5 * 1 edges out 1 = 0.5 * 1 + 0.5 * 0: 3, 1, 2
 #   zscore 0.5:   1 is the vector channel's lone outlier (z 2.0 against the lexical 3's 1.7): 1, 3, 2
+#   minmax 0.5 with the coverage gate 0.6: the lexical share is scaled by 0.2 / 0.6, so
+#                 3 = 0.5 * 0.02/0.43 + 0.5/3 * 1 = 0.19 falls behind 1 (0.5): 1, 3, 2
 VECTOR_CASE = [
     ChannelHit(1, 10, 0.90, 1),
     ChannelHit(2, 20, 0.50, 2),
@@ -140,8 +142,9 @@ LEXICAL_CASE = [
     [
         (RRF, [3, 2, 1]),
         (COVERAGE_RRF, [1, 2, 3]),
-        (Fusion(FusionMethod.MINMAX, alpha=0.5), [3, 1, 2]),
-        (Fusion(FusionMethod.ZSCORE, alpha=0.5), [1, 3, 2]),
+        (Fusion(FusionMethod.MINMAX, alpha=0.5, gate=0.0), [3, 1, 2]),
+        (Fusion(FusionMethod.ZSCORE, alpha=0.5, gate=0.0), [1, 3, 2]),
+        (Fusion(FusionMethod.MINMAX, alpha=0.5, gate=0.6), [1, 3, 2]),
     ],
 )
 def test_each_fusion_method_on_a_case_where_they_differ(fusion, expected):
@@ -151,7 +154,9 @@ def test_each_fusion_method_on_a_case_where_they_differ(fusion, expected):
 def test_convex_fusion_normalises_per_query_and_weighs_by_alpha():
     fused = {
         h.chunk_id: h
-        for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10, Fusion(FusionMethod.MINMAX, alpha=0.5))
+        for h in fuse(
+            VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10, Fusion(FusionMethod.MINMAX, alpha=0.5, gate=0.0)
+        )
     }
     # min-max: vector (s - 0.47) / 0.43, lexical (s - 0.9) / 9.1; a channel's missing hit counts 0.
     assert fused[3].fused_score == pytest.approx(0.5 * (0.02 / 0.43) + 0.5 * 1.0)
@@ -164,8 +169,25 @@ def test_convex_fusion_normalises_per_query_and_weighs_by_alpha():
     lexical_only = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 3, Fusion(FusionMethod.ZSCORE, alpha=0.0))
     assert [h.chunk_id for h in lexical_only] == [3, 2, 5]
     # The request's weights still shift the balance of a convex fusion.
-    leaning = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 0.1), 1, Fusion(FusionMethod.MINMAX, alpha=0.5))
+    leaning = fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 0.1), 1, Fusion(FusionMethod.MINMAX, alpha=0.5, gate=0.0))
     assert leaning[0].chunk_id == 1
+
+
+def test_the_coverage_gate_scales_the_lexical_share_by_what_the_best_lexical_hit_matched():
+    gated = Fusion(FusionMethod.MINMAX, alpha=0.5, gate=0.6)
+    fused = {h.chunk_id: h.fused_score for h in fuse(VECTOR_CASE, LEXICAL_CASE, Weights(1.0, 1.0), 10, gated)}
+    # The best lexical hit matched 0.2 of the query's idf mass: the lexical share 0.5 counts 0.2 / 0.6 of it.
+    assert fused[3] == pytest.approx(0.5 * (0.02 / 0.43) + 0.5 * (0.2 / 0.6) * 1.0)
+    assert fused[1] == pytest.approx(0.5 * 1.0)
+    # A lexical channel whose best hit matched at least the gate's share counts in full.
+    confident = [ChannelHit(3, 30, 10.0, 1, coverage=0.7), ChannelHit(2, 20, 1.0, 2, coverage=0.1)]
+    full = {h.chunk_id: h.fused_score for h in fuse(VECTOR_CASE, confident, Weights(1.0, 1.0), 10, gated)}
+    assert full[3] == pytest.approx(0.5 * (0.02 / 0.43) + 0.5 * 1.0)
+    # No lexical hit at all: the gate is 0 and the vector order stands.
+    alone = fuse(VECTOR_CASE, [], Weights(1.0, 1.0), 3, gated)
+    assert [h.chunk_id for h in alone] == [1, 2, 3]
+    # The default fusion is gated.
+    assert DEFAULT_FUSION.gate == 0.6 and DEFAULT_FUSION.alpha == 0.5
 
 
 def test_fusion_settings_are_validated():
@@ -173,6 +195,8 @@ def test_fusion_settings_are_validated():
         Fusion(alpha=1.5)
     with pytest.raises(ValueError):
         Fusion(k=0)
+    with pytest.raises(ValueError):
+        Fusion(gate=1.5)
 
 
 def test_fusion_of_empty_channels():

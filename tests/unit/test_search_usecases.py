@@ -210,10 +210,11 @@ def test_settings_defaults_and_validation():
                 "KNOWLEDGE_SEARCH_FUSION": "ZScore",
                 "KNOWLEDGE_SEARCH_FUSION_ALPHA": "0.3",
                 "KNOWLEDGE_SEARCH_RRF_K": "20",
+                "KNOWLEDGE_SEARCH_FUSION_COVERAGE_GATE": "0",
             }
         )
     )
-    assert chosen.fusion == Fusion(FusionMethod.ZSCORE, k=20, alpha=0.3)
+    assert chosen.fusion == Fusion(FusionMethod.ZSCORE, k=20, alpha=0.3, gate=0.0)
     custom = SearchSettings.from_env(
         Env(
             {
@@ -232,6 +233,8 @@ def test_settings_defaults_and_validation():
         {"KNOWLEDGE_SEARCH_TEXT_CONFIG": "english; drop"},
         {"KNOWLEDGE_SEARCH_FUSION": "borda"},
         {"KNOWLEDGE_SEARCH_FUSION_ALPHA": "1.5"},
+        {"KNOWLEDGE_SEARCH_FUSION_COVERAGE_GATE": "1.2"},
+        {"KNOWLEDGE_SEARCH_FUSION_COVERAGE_GATE": "-0.1"},
         {"KNOWLEDGE_SEARCH_LEXICAL_CONFIDENCE": "false"},
         {"KNOWLEDGE_SEARCH_VECTOR_WEIGHT": "0", "KNOWLEDGE_SEARCH_LEXICAL_WEIGHT": "0"},
     ):

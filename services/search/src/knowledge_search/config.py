@@ -131,7 +131,15 @@ def _fusion(env: Env) -> Fusion:
     alpha = env.float("SEARCH_FUSION_ALPHA", DEFAULT_FUSION.alpha, minimum=0.0)
     if alpha > 1.0:
         raise SettingsError(f"{PREFIX}SEARCH_FUSION_ALPHA must be in [0, 1], got {alpha}")
-    return Fusion(method=method, k=env.int("SEARCH_RRF_K", DEFAULT_FUSION.k, minimum=1, maximum=10000), alpha=alpha)
+    gate = env.float("SEARCH_FUSION_COVERAGE_GATE", DEFAULT_FUSION.gate, minimum=0.0)
+    if gate > 1.0:
+        raise SettingsError(f"{PREFIX}SEARCH_FUSION_COVERAGE_GATE must be in [0, 1], got {gate}")
+    return Fusion(
+        method=method,
+        k=env.int("SEARCH_RRF_K", DEFAULT_FUSION.k, minimum=1, maximum=10000),
+        alpha=alpha,
+        gate=gate,
+    )
 
 
 def _tiers(env: Env, default: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
