@@ -19,12 +19,13 @@ import asyncpg
 import grpc
 import pytest
 from knowledge.v1 import search_pb2, search_pb2_grpc
+from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.llm import ChatCompletionsSynthesiser
 from knowledge_search.adapters.postgres import PostgresChunkIndex, PostgresCostLedger
 from knowledge_search.api.servicer import SearchServicer, service_spec
-from knowledge_search.domain.model import Cost, EmbeddedQuery
+from knowledge_search.domain.model import EmbeddedQuery
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 from pgvector.asyncpg import register_vector
 

@@ -13,13 +13,14 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grp
 from knowledge_ingest.api.servicer import service_spec as ingest_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.postgres import PostgresChunkIndex
 from knowledge_search.api.servicer import SearchServicer
 from knowledge_search.api.servicer import service_spec as search_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
-from knowledge_search.domain.model import Cost, EmbeddedQuery
+from knowledge_search.domain.model import EmbeddedQuery
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, upload, wait_terminal

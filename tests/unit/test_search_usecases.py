@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import Cost, CostItem
 from knowledge_runtime.reach import ScopePath
 from knowledge_runtime.settings import Env, SettingsError
 from knowledge_search.config import SearchSettings
@@ -14,8 +15,6 @@ from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import (
     ChannelHit,
     Chunk,
-    Cost,
-    CostItem,
     EmbeddedQuery,
     Relevance,
     SearchMode,

@@ -16,6 +16,7 @@ from typing import Any
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import split_structural
+from knowledge_runtime.costs import Cost, CostItem
 from knowledge_runtime.llm import LlmNotConfigured
 from knowledge_runtime.taxonomy import UNCLASSIFIED
 
@@ -28,8 +29,6 @@ from knowledge_documents_ai.domain.model import (
     PERSON,
     PROPOSAL,
     ClassifyOutcome,
-    Cost,
-    CostItem,
     ExtractOutcome,
     ProcessingResult,
     StoredSchema,

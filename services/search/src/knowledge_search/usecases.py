@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import Cost
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.reach import Reach, Reader
@@ -28,7 +29,6 @@ from knowledge_search.domain.model import (
     ChannelHit,
     Chunk,
     Citation,
-    Cost,
     Ranked,
     Relevance,
     SearchHit,
@@ -138,7 +138,7 @@ class SearchUseCases:
         if rerank and hits:
             try:
                 hits, rerank_cost = await self._rerank(tenant, request, hits)
-                cost = cost.plus(rerank_cost)
+                cost = cost + rerank_cost
             except (RerankUnavailable, EmbedderUnavailable) as error:
                 if request.rerank:  # asked for by the caller: say so, never a silent no-op
                     raise
@@ -278,7 +278,7 @@ class AnswerUseCases:
             text=anonymised.restore(text),
             citations=citations,
             relevance=outcome.relevance,
-            cost=outcome.cost.plus(synthesis.cost),
+            cost=outcome.cost + synthesis.cost,
             fallback_reason=refusal.reason if refusal is not None else "",
             fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )

@@ -10,13 +10,14 @@ from typing import Any
 
 import asyncpg
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import RECORD_COST, Cost, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.refusals import Refusal, Refused
 
 from knowledge_documents_ai.domain.errors import DocumentHasNoText, DocumentNotFound, TaxonomyInvalid, TypeExists
 from knowledge_documents_ai.domain.evidence import SourceChunk
-from knowledge_documents_ai.domain.model import Cost, CostItem, ProcessingResult, StoredSchema, StoredType, Timings
+from knowledge_documents_ai.domain.model import ProcessingResult, StoredSchema, StoredType, Timings
 from knowledge_documents_ai.domain.processing import DocumentContent
 from knowledge_documents_ai.domain.taxonomy import DocumentType, ExtractionSchema, extraction_schema
 
@@ -82,9 +83,6 @@ RESULTS = f"""
 SELECT {_RESULT_COLUMNS} FROM processing_results
 WHERE tenant_id = $1 AND document_id = $2 AND ($3::bigint IS NULL OR result_id < $3)
 ORDER BY result_id DESC LIMIT $4
-"""
-RECORD_COST = """
-INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost) VALUES ($1, $2, $3, $4, $5, $6)
 """
 _INGESTING = {"QUEUED", "EXTRACTING", "CHUNKING", "EMBEDDING", "STORING"}
 
@@ -288,13 +286,4 @@ class PostgresCostLedger:
         self._db = db
 
     async def record(self, tenant: str, item: CostItem) -> None:
-        await self._db.execute(
-            "record_cost",
-            RECORD_COST,
-            tenant,
-            item.model_id,
-            item.operation,
-            item.texts,
-            item.input_tokens + item.output_tokens,
-            item.amount,
-        )
+        await self._db.execute("record_cost", RECORD_COST, *cost_record(tenant, item))

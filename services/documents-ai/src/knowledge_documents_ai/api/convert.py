@@ -8,13 +8,13 @@ from datetime import datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from knowledge.v1 import common_pb2, documents_ai_pb2
+from knowledge.v1 import documents_ai_pb2
+from knowledge_runtime.convert import cost
 
 from knowledge_documents_ai.domain.classification import Classification
 from knowledge_documents_ai.domain.evidence import Checked
 from knowledge_documents_ai.domain.model import (
     ClassifyOutcome,
-    Cost,
     ExtractOutcome,
     ProcessingResult,
     StoredSchema,
@@ -61,26 +61,6 @@ def schema(stored: StoredSchema) -> documents_ai_pb2.ExtractionSchema:
         added_by=stored.added_by,
         add_time=timestamp(stored.add_time),
         origin=stored.origin,
-    )
-
-
-def cost(value: Cost) -> common_pb2.Cost:
-    return common_pb2.Cost(
-        amount=value.amount,
-        currency=value.currency,
-        input_tokens=sum(i.input_tokens for i in value.items),
-        output_tokens=sum(i.output_tokens for i in value.items),
-        items=[
-            common_pb2.CostItem(
-                model_id=i.model_id,
-                operation=i.operation,
-                texts=i.texts,
-                input_tokens=i.input_tokens,
-                output_tokens=i.output_tokens,
-                amount=i.amount,
-            )
-            for i in value.items
-        ],
     )
 
 

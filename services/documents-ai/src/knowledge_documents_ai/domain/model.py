@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from knowledge_runtime.costs import Cost
+
 from knowledge_documents_ai.domain.classification import Classification
 from knowledge_documents_ai.domain.evidence import Checked
 from knowledge_documents_ai.domain.processing import Card
@@ -31,29 +33,6 @@ class StoredSchema:
     added_by: str = ""
     add_time: datetime | None = None
     origin: str = PERSON
-
-
-@dataclass(frozen=True, slots=True)
-class CostItem:
-    model_id: str
-    operation: str  # "embed" or "chat"
-    texts: int
-    input_tokens: int
-    output_tokens: int = 0
-    amount: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Cost:
-    items: tuple[CostItem, ...] = ()
-    currency: str = "USD"
-
-    @property
-    def amount(self) -> float:
-        return sum(item.amount for item in self.items)
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(self.items + other.items, self.currency)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import CostItem
 from knowledge_runtime.llm import ChatReply
 from knowledge_runtime.refusals import Refused
 
-from knowledge_documents_ai.domain.model import CostItem, ProcessingResult, StoredSchema, StoredType
+from knowledge_documents_ai.domain.model import ProcessingResult, StoredSchema, StoredType
 from knowledge_documents_ai.domain.processing import DocumentContent
 from knowledge_documents_ai.domain.taxonomy import DocumentType
 

@@ -6,6 +6,7 @@ import asyncio
 from decimal import Decimal
 
 import numpy as np
+from knowledge_runtime.costs import COST_RECORD_COLUMNS, RECORD_COST
 from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.settings import SettingsError
 
@@ -36,12 +37,8 @@ WHERE tenant_id = $1 AND ($3 = '' OR entity_type = $3)
 ORDER BY embedding <=> $2
 LIMIT $4
 """
-INSERT_COST = """
-INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
-VALUES ($1, $2, $3, $4, $5, $6)
-"""
-INSERT_COSTS = """
-INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
+INSERT_COSTS = f"""
+INSERT INTO cost_records ({COST_RECORD_COLUMNS})
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::numeric[])
 """
 
@@ -150,7 +147,7 @@ class PostgresEmbeddings:
 async def _record(db: Database | Transaction, tenant: str, cost: CostLine) -> None:
     await db.execute(
         "insert_cost",
-        INSERT_COST,
+        RECORD_COST,
         tenant,
         cost.model,
         cost.operation,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import httpx
+from knowledge_runtime.costs import Cost, CostItem
 from knowledge_runtime.llm import ChatClient
 
 from knowledge_search.domain.answer import Source, Synthesis, chat_messages
 from knowledge_search.domain.context import GRADING_INSTRUCTION
-from knowledge_search.domain.model import Cost, CostItem
 
 
 class ChatCompletionsSynthesiser:

@@ -27,12 +27,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import RECORD_COST, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.reach import Reach, Reader
 
 from knowledge_search.domain.errors import DocumentNotFound
-from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, CostItem, Filters, Weights
+from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, Filters, Weights
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
@@ -194,10 +195,6 @@ DOCUMENT_VISIBLE = (
     "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
 )
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
-RECORD_COST = """
-INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost)
-VALUES ($1, $2, $3, $4, $5, $6)
-"""
 
 
 def _predicates(filters: Filters, first: int) -> tuple[list[tuple[bool, str]], list[object]]:
@@ -409,13 +406,4 @@ class PostgresCostLedger:
         self._db = db
 
     async def record(self, tenant: str, item: CostItem) -> None:
-        await self._db.execute(
-            "record_cost",
-            RECORD_COST,
-            tenant,
-            item.model_id,
-            item.operation,
-            item.texts,
-            item.input_tokens + item.output_tokens,
-            item.amount,
-        )
+        await self._db.execute("record_cost", RECORD_COST, *cost_record(tenant, item))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from knowledge.v1 import common_pb2, search_pb2
+from knowledge.v1 import search_pb2
+from knowledge_runtime.convert import cost
 
 from knowledge_search.domain.context import FactStatus, KnowledgeContext, Support
-from knowledge_search.domain.model import Answer, Cost, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
+from knowledge_search.domain.model import Answer, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
 from knowledge_search.domain.prefetch import Prefetch
 
 MODES: dict[int, SearchMode] = {
@@ -59,26 +60,6 @@ def search_response(outcome: SearchOutcome) -> search_pb2.SearchResponse:
         relevance=RELEVANCE[outcome.relevance],
         results=[result(hit) for hit in outcome.hits],
         warnings=list(outcome.warnings),
-    )
-
-
-def cost(value: Cost) -> common_pb2.Cost:
-    return common_pb2.Cost(
-        amount=value.amount,
-        currency=value.currency,
-        input_tokens=sum(item.input_tokens for item in value.items),
-        output_tokens=sum(item.output_tokens for item in value.items),
-        items=[
-            common_pb2.CostItem(
-                model_id=item.model_id,
-                operation=item.operation,
-                texts=item.texts,
-                input_tokens=item.input_tokens,
-                output_tokens=item.output_tokens,
-                amount=item.amount,
-            )
-            for item in value.items
-        ],
     )
 
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowledge_search.domain.model import Cost
+from knowledge_runtime.costs import Cost
 
 MAX_EXCERPT_CHARS = 1000
 EXTRACTIVE_SENTENCES = 3

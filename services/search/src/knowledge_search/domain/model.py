@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from knowledge_runtime import ids
+from knowledge_runtime.costs import Cost
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
 
@@ -219,29 +220,6 @@ class SearchHit:
             fused_score=ranked.fused_score,
             coverage=ranked.coverage,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class CostItem:
-    model_id: str
-    operation: str  # "embed" or "chat"
-    texts: int
-    input_tokens: int
-    output_tokens: int = 0
-    amount: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Cost:
-    currency: str = "USD"
-    items: tuple[CostItem, ...] = ()
-
-    def plus(self, other: Cost) -> Cost:
-        return Cost(currency=self.currency, items=self.items + other.items)
-
-    @property
-    def amount(self) -> float:
-        return sum(item.amount for item in self.items)
 
 
 @dataclass(frozen=True, slots=True)

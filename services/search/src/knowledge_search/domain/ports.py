@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.costs import CostItem
 from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.refusals import Refused
 
 from knowledge_search.domain.answer import Source, Synthesis
-from knowledge_search.domain.model import ChannelHit, Chunk, CostItem, EmbeddedQuery, Filters, Reranking, Weights
+from knowledge_search.domain.model import ChannelHit, Chunk, EmbeddedQuery, Filters, Reranking, Weights
 
 
 class QueryEmbedder(Protocol):
