@@ -1,9 +1,13 @@
-"""The worker loop: a job whose outcome cannot even be recorded does not take its worker down."""
+"""The worker loop: a job whose outcome cannot even be recorded does not take its worker down; an
+idle worker claims a queued job when notified, and still polls for what nobody announces."""
 
 import asyncio
+import time
 import uuid
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from knowledge_ingest.adapters.outbox import Wakeup
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.worker import Workers
@@ -127,3 +131,70 @@ async def test_no_job_is_claimed_until_the_services_it_needs_are_ready():
     finally:
         await workers.stop()
     assert pipeline.runs == 2
+
+
+class Wakeups:
+    """The JobWakeups port: every idle worker's flag, set by ``notify`` (a job queued)."""
+
+    def __init__(self) -> None:
+        self.flags: list = []
+
+    @contextmanager
+    def jobs(self):
+        flag = Wakeup()
+        self.flags.append(flag)
+        try:
+            yield flag
+        finally:
+            self.flags.remove(flag)
+
+    def notify(self) -> None:
+        for flag in self.flags:
+            flag.set()
+
+
+async def test_an_idle_worker_claims_a_queued_job_when_notified_not_at_its_next_poll():
+    store, pipeline, wakeups = Store(jobs=0), CountingPipeline(), Wakeups()
+    workers = Workers(
+        queue=store, pipeline=pipeline, count=2, lease_s=5, wakeups=wakeups, poll_s=30, backlog_every_s=30
+    )
+    await workers.start()
+    try:
+        for _ in range(200):
+            if store.claims == 2 and len(wakeups.flags) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert store.claims == 2 and pipeline.runs == 0  # both found nothing and wait (a 30 s poll)
+        store.left = 1
+        started = time.perf_counter()
+        wakeups.notify()
+        for _ in range(200):
+            if pipeline.runs == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert pipeline.runs == 1 and time.perf_counter() - started < 2  # at once, not after 30 s
+        await asyncio.sleep(0.05)
+        # Each woken worker claimed once; the one that got the job claimed again after it (none
+        # left), so both wait again: 2 + 2 + 1, and no more until the next notification or poll.
+        assert store.claims == 5
+    finally:
+        await workers.stop()
+    assert wakeups.flags == []  # a stopped worker leaves no flag behind
+
+
+async def test_without_a_notification_an_idle_worker_still_polls():
+    store, pipeline, wakeups = Store(jobs=0), CountingPipeline(), Wakeups()
+    workers = Workers(
+        queue=store, pipeline=pipeline, count=1, lease_s=5, wakeups=wakeups, poll_s=0.02, backlog_every_s=30
+    )
+    await workers.start()
+    try:
+        await asyncio.sleep(0.05)
+        store.left = 1  # e.g. a retry's delay ended: nobody notifies
+        for _ in range(200):
+            if pipeline.runs == 1:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await workers.stop()
+    assert pipeline.runs == 1

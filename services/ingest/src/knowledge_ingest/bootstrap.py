@@ -118,6 +118,7 @@ def wire(
         count=settings.workers,
         lease_s=settings.lease_s,
         readiness=readiness,
+        wakeups=wakeups,
         services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events), removals],
     )
     return servicer, workers

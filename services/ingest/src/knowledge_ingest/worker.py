@@ -1,4 +1,9 @@
-"""Workers that claim jobs from PostgreSQL (any number, in any number of replicas)."""
+"""Workers that claim jobs from PostgreSQL (any number, in any number of replicas).
+
+An idle worker waits for a job's notification (``JobWakeups``: LISTEN/NOTIFY, sent when a job is
+queued) or ``poll_s``, whichever comes first: a new job is claimed as it commits, and the poll
+still finds what no notification announces (a retry's delay ending, a dead worker's lease
+expiring, a notification lost with the listening connection)."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import asyncio
 import os
 import socket
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -13,7 +19,7 @@ import structlog
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.health import Outage, outage
 
-from knowledge_ingest.domain.ports import JobQueue, Readiness
+from knowledge_ingest.domain.ports import JobQueue, JobWakeups, Readiness, Wakeup
 from knowledge_ingest.metrics import JOBS_BACKLOG
 from knowledge_ingest.service_layer.pipeline import Pipeline
 
@@ -33,6 +39,7 @@ class Workers:
     count: int
     lease_s: float
     readiness: Readiness | None = None  # None: nothing to wait for (tests of the loop itself)
+    wakeups: JobWakeups | None = None  # None: idle workers poll only
     poll_s: float = 0.5
     backlog_every_s: float = 5.0
     ready_log_after_s: float = 1.0
@@ -99,8 +106,25 @@ class Workers:
             log.info("ingest_dependencies_ready")
 
     async def _loop(self, owner: str) -> None:
+        with self.wakeups.jobs() if self.wakeups is not None else nullcontext() as wakeup:
+            await self._claiming(owner, wakeup)
+
+    async def _idle(self, wakeup: Wakeup | None) -> None:
+        """Until a job is queued (``wakeup``), ``poll_s`` passes, or the workers stop."""
+        if wakeup is not None:
+            await wakeup.wait(self.poll_s)
+            return
+        try:
+            async with asyncio.timeout(self.poll_s):
+                await self._stopping.wait()
+        except TimeoutError:
+            pass
+
+    async def _claiming(self, owner: str, wakeup: Wakeup | None) -> None:
         while not self._stopping.is_set():
             await self._ready()
+            if wakeup is not None:
+                wakeup.clear()  # before the claim: a job queued from now on wakes the wait below
             try:
                 lease = await self.queue.claim(owner, self.lease_s)
             except Unavailable as error:  # a known outage: logged once, not once per poll
@@ -112,11 +136,7 @@ class Workers:
             else:
                 self._database.succeeded()
             if lease is None:
-                try:
-                    async with asyncio.timeout(self.poll_s):
-                        await self._stopping.wait()
-                except TimeoutError:
-                    pass
+                await self._idle(wakeup)
                 continue
             structlog.contextvars.bind_contextvars(tenant=lease.job.tenant, job_id=str(lease.job.job_id))
             try:

@@ -23,6 +23,7 @@ from knowledge_ingest.adapters.job_rows import (
     follow,
     job_from_row,
 )
+from knowledge_ingest.adapters.outbox import NOTIFY_JOBS
 from knowledge_ingest.adapters.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
@@ -169,6 +170,7 @@ class PostgresJobs:
         async with self._db.transaction() as tx:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             row = await tx.fetchrow("insert_fetch_job", INSERT_FETCH_JOB, tenant, corpus_id, filename, url, FETCH_STAGE)
+            await tx.execute("notify_jobs", NOTIFY_JOBS)
         assert row is not None
         return job_from_row(row)
 
@@ -230,6 +232,7 @@ class PostgresJobs:
                 result,
                 new.duplicate,
             )
+            await tx.execute("notify_jobs", NOTIFY_JOBS)
         assert admitted is not None
         return job_from_row(admitted)
 
@@ -270,6 +273,7 @@ class PostgresJobs:
             )
             assert row is not None  # the job is locked: the update finds it
             await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None, None)
+            await tx.execute("notify_jobs", NOTIFY_JOBS)
         return job_from_row(row)
 
 
@@ -331,4 +335,5 @@ async def _insert_job(
         new.duplicate,
     )
     assert row is not None  # INSERT ... RETURNING returns its row
+    await tx.execute("notify_jobs", NOTIFY_JOBS)
     return job_from_row(row)

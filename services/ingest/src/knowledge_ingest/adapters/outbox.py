@@ -14,7 +14,9 @@ one document keep their order: its changes take its row lock, so the later one's
 inserted (and gets a higher id) only after the earlier one committed.
 
 Wakeups: a writer's ``pg_notify(RELAY_CHANNEL)`` (delivered at commit) wakes the relays, the
-relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWakeups``).
+relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWakeups``); the same
+listener wakes idle workers on ``JOBS_CHANNEL`` when a job is queued (``NOTIFY_JOBS``, sent by
+``adapters/jobs.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ log = structlog.get_logger("knowledge.ingest.events")
 
 CHANNEL = "knowledge_events"  # payload: a tenant whose events were numbered
 RELAY_CHANNEL = "knowledge_outbox"  # an event was committed: the relay has work
+# A job was queued: idle workers (of every replica) claim it at commit instead of at their next
+# poll. Sent in the transaction that queues it (adapters/jobs.py), so only a committed job wakes.
+JOBS_CHANNEL = "knowledge_jobs"
+NOTIFY_JOBS = f"SELECT pg_notify('{JOBS_CHANNEL}', '')"
 RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
 RELAY_BATCH = 5000
 PUBLISH = """
@@ -201,7 +207,7 @@ class Wakeup:
 
 class PostgresWakeups:
     """One LISTEN connection (from the pool, held while running) fanning NOTIFYs out to the
-    watchers of each tenant and to the relay. A lost connection is taken again after ``retry_s``;
+    watchers of each tenant, to the relay and to idle workers. A lost connection is taken again after ``retry_s``;
     everyone is woken then, since notifications sent meanwhile are lost (they read again; nothing
     is missed, because the read, not the notification, decides what is delivered)."""
 
@@ -210,6 +216,7 @@ class PostgresWakeups:
         self._retry_s = retry_s
         self._watchers: dict[str, set[Wakeup]] = {}
         self._relays: set[Wakeup] = set()
+        self._workers: set[Wakeup] = set()
         self._task: asyncio.Task[None] | None = None
 
     @contextmanager
@@ -221,6 +228,16 @@ class PostgresWakeups:
             yield wakeup
         finally:
             self._relays.discard(wakeup)
+
+    @contextmanager
+    def jobs(self) -> Iterator[Wakeup]:
+        """Woken when a job was queued (a worker has work)."""
+        wakeup = Wakeup()
+        self._workers.add(wakeup)
+        try:
+            yield wakeup
+        finally:
+            self._workers.discard(wakeup)
 
     @contextmanager
     def subscribe(self, tenant: str) -> Iterator[Wakeup]:
@@ -242,8 +259,12 @@ class PostgresWakeups:
         for wakeup in self._relays:
             wakeup.set()
 
+    def _jobs_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        for wakeup in self._workers:
+            wakeup.set()
+
     def _wake_all(self) -> None:
-        for wakeup in self._relays:
+        for wakeup in (*self._relays, *self._workers):
             wakeup.set()
         for watchers in self._watchers.values():
             for wakeup in watchers:
@@ -266,6 +287,7 @@ class PostgresWakeups:
                     connection.add_termination_listener(lambda _c, lost=lost: lost.set())
                     await connection.add_listener(CHANNEL, self._notified)
                     await connection.add_listener(RELAY_CHANNEL, self._relay_notified)
+                    await connection.add_listener(JOBS_CHANNEL, self._jobs_notified)
                     self._wake_all()
                     try:
                         await lost.wait()
@@ -273,6 +295,7 @@ class PostgresWakeups:
                         if not connection.is_closed():
                             await connection.remove_listener(CHANNEL, self._notified)
                             await connection.remove_listener(RELAY_CHANNEL, self._relay_notified)
+                            await connection.remove_listener(JOBS_CHANNEL, self._jobs_notified)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - the database is away: watchers wake on their heartbeat

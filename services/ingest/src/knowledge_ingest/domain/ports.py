@@ -288,6 +288,12 @@ class EventWakeups(Protocol):
     def subscribe(self, tenant: str) -> AbstractContextManager[Wakeup]: ...
 
 
+class JobWakeups(Protocol):
+    """Wakes idle workers when a job is queued (LISTEN/NOTIFY), so a new job waits for no poll."""
+
+    def jobs(self) -> AbstractContextManager[Wakeup]: ...
+
+
 class TombstoneRepository(Protocol):
     """Deletions (one transaction each: invisible, tombstoned, evented), their removal jobs, and
     the tombstones' retention (issue 18)."""
