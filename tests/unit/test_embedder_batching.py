@@ -255,3 +255,44 @@ def test_passages_go_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu():
     assert settings(BULK_BATCH_TOKENS="2048").bulk_batch_tokens_on("cuda") == 2048
     assert settings(BULK_BATCH_TOKENS="99999").bulk_batch_tokens_on("cpu") == 16384  # never above the budget
     assert settings().interactive_burst == 1
+
+
+async def test_passages_are_packed_around_the_oldest_by_length_so_batches_pad_little(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=600, max_queue=1000)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        # A long chunk and its document's short tail arrive together, twice, then a long one.
+        lengths = (300, 40, 290, 50, 280)
+        callers = [asyncio.create_task(queue.embed([f"t{n}"], [n])) for n in lengths]
+        await asyncio.sleep(0.05)
+        fake.hold.set()
+        results = await asyncio.gather(first, *callers)
+        assert [r[0, 0] for r in results[1:]] == [len(f"t{n}") for n in lengths]  # each caller its own row
+        # In arrival order: [300, 40], [290, 50], [280] (padded to 600 + 580 + 280 tokens). Packed:
+        # the oldest (300) with the closest that fits (290), the short ones together, then 280.
+        assert fake.batches[1:] == [["t300", "t290"], ["t50", "t40"], ["t280"]]
+        assert queue.depth == 0
+    finally:
+        await queue.stop()
+
+
+async def test_packing_skips_cancelled_passages_and_keeps_the_order_of_those_left(fake):
+    queue = BatchQueue(fake.encode, max_batch_tokens=100, max_queue=1000)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, fake)
+        keep_a = asyncio.create_task(queue.embed(["a"], [90]))
+        gone = asyncio.create_task(queue.embed(["gone"], [10]))
+        keep_b = asyncio.create_task(queue.embed(["b"], [80]))
+        keep_c = asyncio.create_task(queue.embed(["c"], [85]))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        await asyncio.sleep(0.01)
+        fake.hold.set()
+        await asyncio.gather(first, keep_a, keep_b, keep_c)
+        # Nothing fits beside 90 within 100 tokens; the cancelled one is never encoded; b before c.
+        assert fake.batches[1:] == [["a"], ["b"], ["c"]]
+        assert queue.depth == 0
+    finally:
+        await queue.stop()

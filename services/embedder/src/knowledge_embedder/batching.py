@@ -1,9 +1,16 @@
 """One queue for every caller, one worker that forms batches by a token budget.
 
 Modelled on text-embeddings-inference's queue: callers enqueue their inputs with the token
-count each costs and await one future per input; a single worker task takes inputs in
-arrival order until ``max_batch_tokens`` is reached (always at least one), sorts the batch
-by length so that sub-batches pad little, and runs the forward pass in a dedicated thread.
+count each costs and await one future per input; a single worker task forms a batch of up to
+``max_batch_tokens`` (always at least one input), sorts it by length so that sub-batches pad
+little, and runs the forward pass in a dedicated thread. Interactive inputs are taken in
+arrival order. Bulk ones are packed: the oldest waiting input first (so every input
+progresses), then, from the next ``PACK_WINDOW`` waiting ones, those closest to it in length,
+as long as the batch's padding stays within ``PACK_WASTE`` of its tokens (or ``PACK_SLACK``
+tokens). A forward pass costs its padded length, and in arrival order a long chunk and its
+document's short tail arrive together: SciFact's chunks in 512-token batches carried 50% padding
+in arrival order and 2% packed, and encoded in 11.4-12.2 s instead of 18.4 s (int8, this
+project's 2-core machine).
 Inputs whose caller went away (its RPC was cancelled) are skipped before their forward pass.
 Past ``max_queue`` waiting inputs a caller is refused at once with RESOURCE_EXHAUSTED,
 instead of waiting without bound. No artificial delay: inputs that arrive while a batch
@@ -36,6 +43,10 @@ from knowledge_embedder import metrics
 from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
 
 log = structlog.get_logger("knowledge.embedder.queue")
+
+PACK_WINDOW = 256  # waiting bulk inputs looked at to fill a batch around the oldest one
+PACK_WASTE = 0.15  # the padding a packed batch may carry, as a share of its tokens
+PACK_SLACK = 16  # ... or this many tokens, whichever is more
 _tracer = tracer("knowledge.embedder")
 
 
@@ -147,7 +158,35 @@ class BatchQueue:
                 self._streak += 1 if self._pending else 0
                 return batch
         self._streak = 0
-        return self._take(self._pending, self._bulk_batch_tokens) or self._take(self._urgent, self._max_batch_tokens)
+        return self._pack(self._pending, self._bulk_batch_tokens) or self._take(self._urgent, self._max_batch_tokens)
+
+    def _pack(self, lane: deque[_Input], max_tokens: int) -> list[_Input]:
+        """The oldest live input and, among the next ``PACK_WINDOW``, those closest to it in
+        length while the batch fits ``max_tokens`` and pads little; sorted longest first."""
+        head = self._take(lane, 0)  # the oldest live input, alone
+        if not head or not lane:
+            return head
+        first = head[0]
+        window = [lane.popleft() for _ in range(min(PACK_WINDOW, len(lane)))]
+        batch, tokens, longest = [first], first.tokens, first.tokens
+        chosen: set[int] = set()
+        for index in sorted(range(len(window)), key=lambda i: abs(window[i].tokens - first.tokens)):
+            item = window[index]
+            if item.future.done() or tokens + item.tokens > max_tokens:
+                continue
+            padded = max(longest, item.tokens) * (len(batch) + 1)
+            if padded - (tokens + item.tokens) > max(PACK_WASTE * (tokens + item.tokens), PACK_SLACK):
+                continue
+            batch.append(item)
+            chosen.add(index)
+            tokens += item.tokens
+            longest = max(longest, item.tokens)
+        # The rest go back in their order, ahead of everything behind the window.
+        lane.extendleft(reversed([item for i, item in enumerate(window) if i not in chosen]))
+        for item in batch[1:]:
+            self._uncount(item)
+        batch.sort(key=lambda item: item.tokens, reverse=True)
+        return batch
 
     def _take(self, lane: deque[_Input], max_tokens: int) -> list[_Input]:
         batch: list[_Input] = []
