@@ -38,7 +38,7 @@ class Stopped(Exception):
     """The job was cancelled or its lease was lost: stop without writing anything more."""
 
 
-PROGRESS_STEP = 0.1  # while embedding, progress is written at most every 10% of the chunks (and at the end)
+PROGRESS_STEP = 0.1  # while embedding, progress is written at most every 10% of the chunks (STORING ends it)
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,9 @@ class Pipeline:
     async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
+        quotas = None if self.quotas is None else await self.quotas.embedding_quotas(job.tenant)
         if self.quotas is not None:
-            await self.quotas.before_embedding(job.tenant, job.document_id, 0)
+            await self.quotas.before_embedding(job.tenant, job.document_id, 0, quotas)
         await self._report(lease, State.EXTRACTING)
         with _tracer.start_as_current_span("ingest.extract"), tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "blob"
@@ -182,7 +183,7 @@ class Pipeline:
                 else []
             )
         if self.quotas is not None and chunks:
-            await self.quotas.before_embedding(job.tenant, job.document_id, len(chunks))
+            await self.quotas.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)
@@ -190,7 +191,8 @@ class Pipeline:
 
     async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
-        when another tenth of the chunks is embedded (a cancel is seen there, or at STORING)."""
+        when another tenth of the chunks is embedded, until the last batch (a cancel is seen
+        there, or at STORING)."""
         size = self.settings.embed_batch
         batches = [chunks[start : start + size] for start in range(0, len(chunks), size)]
         window = asyncio.Semaphore(self.settings.embed_window)
@@ -208,7 +210,8 @@ class Pipeline:
                 index, vectors = await finished
                 results[index] = vectors
                 done += len(batches[index])
-                if done == len(chunks) or done - reported >= PROGRESS_STEP * len(chunks):
+                # The last batch writes nothing: STORING, written next, says every chunk is embedded.
+                if done < len(chunks) and done - reported >= PROGRESS_STEP * len(chunks):
                     reported = done
                     await self._report(lease, State.EMBEDDING, done, len(chunks))
         finally:

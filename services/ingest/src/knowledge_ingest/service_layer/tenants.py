@@ -86,9 +86,17 @@ class QuotaChecks:
         if refusal is not None:
             raise refusal
 
-    async def before_embedding(self, tenant: str, document_id: int, chunks: int) -> None:
+    async def embedding_quotas(self, tenant: str) -> Quotas | None:
+        """The tenant's quotas when one bounds embedding, else None: read once per job, for both
+        of its checks (before extraction and before embedding)."""
         quotas = (await self.store.settings(tenant)).quotas
         if quotas.max_chunks is None and quotas.max_embedding_tokens_per_month is None:
+            return None
+        return quotas
+
+    async def before_embedding(self, tenant: str, document_id: int, chunks: int, quotas: Quotas | None) -> None:
+        """``quotas``: what ``embedding_quotas`` read for this job (None: nothing to check)."""
+        if quotas is None:
             return
         held = await self.store.holdings(tenant, _month_start(), except_document=document_id)
         refusal = embedding_refusal(quotas, held, chunks)
