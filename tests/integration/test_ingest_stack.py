@@ -126,6 +126,14 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     assert counts["n"] == counts["distinct_n"] == job.result.chunk_count
 
 
+def client_lost_the_status(error: grpc.aio.AioRpcError) -> bool:
+    """grpcio's asyncio client, writing its next message just after the server ended the call,
+    can report INTERNAL ("Failed execute_batch" on a SendMessageOperation) in place of the status
+    the server sent (a client-side bug: grpc/grpc#36066). Such an attempt says nothing about the
+    server, so it is made again; any other status, INTERNAL included, counts."""
+    return error.code() == grpc.StatusCode.INTERNAL and "SendMessageOperation" in (error.debug_error_string() or "")
+
+
 async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(
     backends, migrated_pg, keys_dir, make_token
 ):
@@ -141,12 +149,15 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(
             metadata = [("authorization", f"Bearer {make_token('cap-tenant')}")]
             corpus_id = await new_corpus(stub, metadata)
             for attempt in range(5):  # a truncated blob row came from a race: give it chances
-                started = asyncio.get_running_loop().time()
-                with pytest.raises(grpc.aio.AioRpcError) as caught:
-                    await asyncio.wait_for(
-                        upload(stub, metadata, corpus_id, bytes([65 + attempt]) * 5_000_000, piece=64 * 1024), 20
-                    )
-                elapsed = asyncio.get_running_loop().time() - started
+                for _ in range(3):
+                    started = asyncio.get_running_loop().time()
+                    with pytest.raises(grpc.aio.AioRpcError) as caught:
+                        await asyncio.wait_for(
+                            upload(stub, metadata, corpus_id, bytes([65 + attempt]) * 5_000_000, piece=64 * 1024), 20
+                        )
+                    elapsed = asyncio.get_running_loop().time() - started
+                    if not client_lost_the_status(caught.value):
+                        break
                 assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "UPLOAD_TOO_LARGE" in repr(caught.value.trailing_metadata())
                 assert elapsed < 10
