@@ -88,7 +88,12 @@ class Env:
         return number
 
     def float(
-        self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
+        self,
+        name: builtins.str,
+        default: builtins.float,
+        *,
+        minimum: builtins.float | None = None,
+        maximum: builtins.float | None = None,
     ) -> builtins.float:
         value = self._raw(name)
         if value is None:
@@ -99,6 +104,8 @@ class Env:
             raise SettingsError(f"{PREFIX}{name} must be a number, got {value!r}") from None
         if minimum is not None and number < minimum:
             raise SettingsError(f"{PREFIX}{name} must be >= {minimum}, got {number}")
+        if maximum is not None and number > maximum:
+            raise SettingsError(f"{PREFIX}{name} must be <= {maximum}, got {number}")
         return number
 
     def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:

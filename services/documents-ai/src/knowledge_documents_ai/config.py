@@ -31,9 +31,7 @@ class DocumentsAiSettings:
     @classmethod
     def from_env(cls, env: Env | None = None) -> DocumentsAiSettings:
         env = env or Env()
-        threshold = env.float("DOCAI_PROPOSAL_THRESHOLD", DEFAULT_PROPOSAL_THRESHOLD, minimum=0.0)
-        if threshold > 1.0:
-            raise SettingsError(f"{PREFIX}DOCAI_PROPOSAL_THRESHOLD must be in [0, 1], got {threshold}")
+        threshold = env.float("DOCAI_PROPOSAL_THRESHOLD", DEFAULT_PROPOSAL_THRESHOLD, minimum=0.0, maximum=1.0)
         temperature = env.float("DOCAI_TEMPERATURE", DEFAULT_TEMPERATURE, minimum=0.0)
         if temperature <= 0:
             raise SettingsError(f"{PREFIX}DOCAI_TEMPERATURE must be > 0")

@@ -60,9 +60,7 @@ class SearchSettings:
         """Each default is the one the configured object has, so the two cannot drift apart."""
         env = env or Env()
         bm25, relevance, weights = Bm25(), Thresholds(), EQUAL_WEIGHTS
-        b = env.float("SEARCH_BM25_B", bm25.b, minimum=0.0)
-        if b > 1.0:
-            raise SettingsError(f"{PREFIX}SEARCH_BM25_B must be <= 1, got {b}")
+        b = env.float("SEARCH_BM25_B", bm25.b, minimum=0.0, maximum=1.0)
         text_config = env.str("SEARCH_TEXT_CONFIG", bm25.text_config) or bm25.text_config
         if not _TEXT_CONFIG.match(text_config):
             raise SettingsError(
@@ -128,17 +126,11 @@ def _fusion(env: Env) -> Fusion:
     except ValueError:
         names = ", ".join(m.value for m in FusionMethod)
         raise SettingsError(f"{PREFIX}SEARCH_FUSION must be one of {names}, got {raw!r}") from None
-    alpha = env.float("SEARCH_FUSION_ALPHA", DEFAULT_FUSION.alpha, minimum=0.0)
-    if alpha > 1.0:
-        raise SettingsError(f"{PREFIX}SEARCH_FUSION_ALPHA must be in [0, 1], got {alpha}")
-    gate = env.float("SEARCH_FUSION_COVERAGE_GATE", DEFAULT_FUSION.gate, minimum=0.0)
-    if gate > 1.0:
-        raise SettingsError(f"{PREFIX}SEARCH_FUSION_COVERAGE_GATE must be in [0, 1], got {gate}")
     return Fusion(
         method=method,
         k=env.int("SEARCH_RRF_K", DEFAULT_FUSION.k, minimum=1, maximum=10000),
-        alpha=alpha,
-        gate=gate,
+        alpha=env.float("SEARCH_FUSION_ALPHA", DEFAULT_FUSION.alpha, minimum=0.0, maximum=1.0),
+        gate=env.float("SEARCH_FUSION_COVERAGE_GATE", DEFAULT_FUSION.gate, minimum=0.0, maximum=1.0),
     )
 
 
