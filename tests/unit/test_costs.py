@@ -30,3 +30,12 @@ def test_the_message_carries_the_totals_and_each_item():
         ("llm", "chat", 3, 100, 20),
     ]
     assert message.items[1].amount == pytest.approx(0.02)
+
+
+def test_a_message_read_back_is_the_cost_it_was_made_from():
+    from knowledge.v1 import common_pb2
+    from knowledge_runtime.convert import cost_from_message
+
+    original = Cost((EMBED, CHAT), "EUR")
+    assert cost_from_message(cost_message(original)) == original
+    assert cost_from_message(common_pb2.Cost()).currency == "USD"  # an unset currency reads as USD

@@ -142,87 +142,15 @@ class Manifest:
 
 _PUNCT = re.compile(r"[^\w]+", re.UNICODE)
 _NUMBER = re.compile(r"[-+]?\d[\d.,\s']*")
+# Month names as the labelled documents write them (folded: no accents), January first.
+_MONTH_NAMES = {
+    "en": "january february march april may june july august september october november december",
+    "fr": "janvier fevrier mars avril mai juin juillet aout septembre octobre novembre decembre",
+    "de": "januar februar marz april mai juni juli august september oktober november dezember",
+}
 MONTHS = {
-    **{
-        m: i
-        for i, m in enumerate(
-            [
-                "january",
-                "february",
-                "march",
-                "april",
-                "may",
-                "june",
-                "july",
-                "august",
-                "september",
-                "october",
-                "november",
-                "december",
-            ],
-            1,
-        )
-    },
-    **{
-        m[:3]: i
-        for i, m in enumerate(
-            [
-                "january",
-                "february",
-                "march",
-                "april",
-                "may",
-                "june",
-                "july",
-                "august",
-                "september",
-                "october",
-                "november",
-                "december",
-            ],
-            1,
-        )
-    },
-    **{
-        m: i
-        for i, m in enumerate(
-            [
-                "janvier",
-                "fevrier",
-                "mars",
-                "avril",
-                "mai",
-                "juin",
-                "juillet",
-                "aout",
-                "septembre",
-                "octobre",
-                "novembre",
-                "decembre",
-            ],
-            1,
-        )
-    },
-    **{
-        m: i
-        for i, m in enumerate(
-            [
-                "januar",
-                "februar",
-                "marz",
-                "april",
-                "mai",
-                "juni",
-                "juli",
-                "august",
-                "september",
-                "oktober",
-                "november",
-                "dezember",
-            ],
-            1,
-        )
-    },
+    **{name[:3]: number for number, name in enumerate(_MONTH_NAMES["en"].split(), 1)},  # "Jan 1, 2022"
+    **{name: number for names in _MONTH_NAMES.values() for number, name in enumerate(names.split(), 1)},
 }
 CURRENCIES = {
     "$": "USD",

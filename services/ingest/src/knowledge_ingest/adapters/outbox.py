@@ -205,10 +205,21 @@ class Wakeup:
         return True
 
 
+@contextmanager
+def _member(members: set[Wakeup]) -> Iterator[Wakeup]:
+    """A new Wakeup in ``members`` for as long as the block runs."""
+    wakeup = Wakeup()
+    members.add(wakeup)
+    try:
+        yield wakeup
+    finally:
+        members.discard(wakeup)
+
+
 class PostgresWakeups:
     """One LISTEN connection (from the pool, held while running) fanning NOTIFYs out to the
-    watchers of each tenant, to the relay and to idle workers. A lost connection is taken again after ``retry_s``;
-    everyone is woken then, since notifications sent meanwhile are lost (they read again; nothing
+    watchers of each tenant, to the relay and to idle workers. A lost connection is taken again
+    after ``retry_s``; everyone is woken then, since notifications sent meanwhile are lost (they read again; nothing
     is missed, because the read, not the notification, decides what is delivered)."""
 
     def __init__(self, db: Database, retry_s: float = 1.0) -> None:
@@ -222,22 +233,14 @@ class PostgresWakeups:
     @contextmanager
     def relay(self) -> Iterator[Wakeup]:
         """Woken when an event was committed (the relay has work)."""
-        wakeup = Wakeup()
-        self._relays.add(wakeup)
-        try:
+        with _member(self._relays) as wakeup:
             yield wakeup
-        finally:
-            self._relays.discard(wakeup)
 
     @contextmanager
     def jobs(self) -> Iterator[Wakeup]:
         """Woken when a job was queued (a worker has work)."""
-        wakeup = Wakeup()
-        self._workers.add(wakeup)
-        try:
+        with _member(self._workers) as wakeup:
             yield wakeup
-        finally:
-            self._workers.discard(wakeup)
 
     @contextmanager
     def subscribe(self, tenant: str) -> Iterator[Wakeup]:
@@ -255,12 +258,9 @@ class PostgresWakeups:
         for wakeup in self._watchers.get(str(payload), ()):
             wakeup.set()
 
-    def _relay_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        for wakeup in self._relays:
-            wakeup.set()
-
-    def _jobs_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        for wakeup in self._workers:
+    def _everyone_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        """RELAY_CHANNEL wakes every relay, JOBS_CHANNEL every idle worker (no payload)."""
+        for wakeup in self._relays if channel == RELAY_CHANNEL else self._workers:
             wakeup.set()
 
     def _wake_all(self) -> None:
@@ -286,16 +286,16 @@ class PostgresWakeups:
                     lost = asyncio.Event()
                     connection.add_termination_listener(lambda _c, lost=lost: lost.set())
                     await connection.add_listener(CHANNEL, self._notified)
-                    await connection.add_listener(RELAY_CHANNEL, self._relay_notified)
-                    await connection.add_listener(JOBS_CHANNEL, self._jobs_notified)
+                    await connection.add_listener(RELAY_CHANNEL, self._everyone_notified)
+                    await connection.add_listener(JOBS_CHANNEL, self._everyone_notified)
                     self._wake_all()
                     try:
                         await lost.wait()
                     finally:
                         if not connection.is_closed():
                             await connection.remove_listener(CHANNEL, self._notified)
-                            await connection.remove_listener(RELAY_CHANNEL, self._relay_notified)
-                            await connection.remove_listener(JOBS_CHANNEL, self._jobs_notified)
+                            await connection.remove_listener(RELAY_CHANNEL, self._everyone_notified)
+                            await connection.remove_listener(JOBS_CHANNEL, self._everyone_notified)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - the database is away: watchers wake on their heartbeat

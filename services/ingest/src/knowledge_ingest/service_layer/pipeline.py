@@ -167,9 +167,10 @@ class Pipeline:
     async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
-        quotas = None if self.quotas is None else await self.quotas.embedding_quotas(job.tenant)
-        if self.quotas is not None:
-            await self.quotas.before_embedding(job.tenant, job.document_id, 0, quotas)
+        checks, quotas = self.quotas, None
+        if checks is not None:  # the tenant's quotas read once, for both checks
+            quotas = await checks.embedding_quotas(job.tenant)
+            await checks.before_embedding(job.tenant, job.document_id, 0, quotas)
         await self._report(lease, State.EXTRACTING)
         with _tracer.start_as_current_span("ingest.extract"), tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "blob"
@@ -182,8 +183,8 @@ class Pipeline:
                 if extracted.extractable
                 else []
             )
-        if self.quotas is not None and chunks:
-            await self.quotas.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
+        if checks is not None and chunks:
+            await checks.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks)
         await self._report(lease, State.STORING)

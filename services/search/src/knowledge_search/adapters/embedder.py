@@ -19,7 +19,7 @@ from typing import TypeVar
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.clients import channel
-from knowledge_runtime.costs import Cost, CostItem
+from knowledge_runtime.convert import cost_from_message
 from knowledge_runtime.errors import DomainError
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.refusals import Refusal, Refused
@@ -28,23 +28,6 @@ from knowledge_runtime.rpc_errors import domain_error_from, made_by_channel
 from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import EmbeddedQuery, Reranking
-
-
-def cost_from_message(message) -> Cost:
-    return Cost(
-        currency=message.currency or "USD",
-        items=tuple(
-            CostItem(
-                model_id=item.model_id,
-                operation=item.operation,
-                texts=item.texts,
-                input_tokens=item.input_tokens,
-                output_tokens=item.output_tokens,
-                amount=item.amount,
-            )
-            for item in message.items
-        ),
-    )
 
 
 class GrpcQueryEmbedder:
