@@ -165,10 +165,14 @@ async def test_a_watcher_gets_the_list_then_each_change_as_it_is_committed(inges
             await stub.GetDocumentText(ingest_pb2.GetDocumentTextRequest(document_id=document_id), metadata=metadata)
         assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "still being ingested" in refused.value.details()
+        # Released one batch at a time, so each progress step commits apart from the next (steps
+        # that commit together may reach a watcher as one change with the latest state).
+        embedder.stagger_s = 0.3
         embedder.gate.set()
         done = await watcher.until(
             lambda c: c.document_id == document_id and c.document.state == S.DOCUMENT_STATE_SEARCHABLE
         )
+        embedder.stagger_s = 0.0
         assert done.document.chunk_count > 4 and done.document.progress == 1.0
         states = states_of(watcher.changes, document_id)
         assert states == sorted(states, key=ORDER.index) and states[-1] == S.DOCUMENT_STATE_SEARCHABLE

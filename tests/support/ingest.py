@@ -57,17 +57,23 @@ class MemoryBlobs:
 
 
 class CountingEmbedder:
-    """Deterministic vectors; can fail the first calls as if the embedder were down, or stall."""
+    """Deterministic vectors; can fail the first calls as if the embedder were down, stall, or
+    answer its calls spaced out (so each progress step is its own committed change)."""
 
     def __init__(self) -> None:
         self.failures_left = 0
         self.calls = 0
         self.gate: asyncio.Event | None = None
+        self.stagger_s = 0.0  # when set, the calls past the gate answer this far apart, in order
+        self._staggered = 0
 
     async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
         self.calls += 1
         if self.gate is not None:
             await self.gate.wait()
+        if self.stagger_s:
+            self._staggered += 1
+            await asyncio.sleep(self.stagger_s * self._staggered)
         if self.failures_left > 0:
             self.failures_left -= 1
             raise Unavailable("the embedder is unavailable")
