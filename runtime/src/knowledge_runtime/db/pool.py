@@ -2,7 +2,14 @@
 
 SQL lives in the adapters as named module constants; every call names its statement, so
 spans read ``db.<name>`` and no SQL text or parameter ends up in a span or a log.
-Connection failures become :class:`Unavailable`, which callers may retry. A PostgreSQL error's
+Connection failures become :class:`Unavailable`, which callers may retry.
+
+A connection goes back to the pool without asyncpg's reset query (``pg_advisory_unlock_all();
+CLOSE ALL; UNLISTEN *; RESET ALL``): that was a round trip on every release, a third of ingest's
+statements in a bulk run. asyncpg still rolls back an open transaction and drops the listener
+callbacks on release. So nothing here leaves session state on a pooled connection: settings are
+``SET LOCAL`` / ``set_config(..., true)``, advisory locks ``pg_advisory_xact_lock``, and a holder
+of a LISTEN connection (the outbox, the document feed) removes its listeners before releasing it. A PostgreSQL error's
 DETAIL (``Key (tenant_id, name)=(acme, Handbook) already exists``) and CONTEXT quote row values,
 so they are dropped from every error passing through here: its type, SQLSTATE, message and
 constraint name still say what happened, and a traceback in the logs carries no tenant's data.
@@ -36,6 +43,10 @@ _UNAVAILABLE = (
 
 async def _init_connection(connection: asyncpg.Connection) -> None:
     await register_vector(connection)
+
+
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    """The pool's reset: none beyond asyncpg's own (rollback, listener callbacks); see above."""
 
 
 class _Queries:
@@ -93,14 +104,15 @@ class Database(_Queries):
     async def connect(
         cls, dsn: str, *, min_size: int = 1, max_size: int = 10, server_settings: Mapping[str, str] | None = None
     ) -> Database:
-        """``server_settings``: session defaults of every connection (sent when it connects; the
-        pool's RESET ALL on release returns to them), for settings a service wants on every query."""
+        """``server_settings``: session defaults of every connection (sent when it connects), for
+        settings a service wants on every query."""
         try:
             pool = await asyncpg.create_pool(
                 dsn,
                 min_size=min_size,
                 max_size=max_size,
                 init=_init_connection,
+                reset=_keep_session,
                 server_settings=dict(server_settings) if server_settings else None,
             )
         except _UNAVAILABLE as error:

@@ -284,7 +284,11 @@ class PostgresWakeups:
             try:
                 async with self._db.pool.acquire() as connection:
                     lost = asyncio.Event()
-                    connection.add_termination_listener(lambda _c, lost=lost: lost.set())
+
+                    def terminated(_connection: object, lost: asyncio.Event = lost) -> None:
+                        lost.set()
+
+                    connection.add_termination_listener(terminated)
                     await connection.add_listener(CHANNEL, self._notified)
                     await connection.add_listener(RELAY_CHANNEL, self._everyone_notified)
                     await connection.add_listener(JOBS_CHANNEL, self._everyone_notified)
@@ -292,7 +296,8 @@ class PostgresWakeups:
                     try:
                         await lost.wait()
                     finally:
-                        if not connection.is_closed():
+                        connection.remove_termination_listener(terminated)
+                        if not connection.is_closed():  # the pool's release runs no UNLISTEN (``db/pool.py``)
                             await connection.remove_listener(CHANNEL, self._notified)
                             await connection.remove_listener(RELAY_CHANNEL, self._everyone_notified)
                             await connection.remove_listener(JOBS_CHANNEL, self._everyone_notified)
