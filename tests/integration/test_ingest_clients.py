@@ -1,17 +1,24 @@
 """Ingest's clients against real gRPC servers: a dependency that goes away under a call is
-``DependencyNotReady`` (no attempt spent), one that answers a transient error is ``Unavailable``."""
+``DependencyNotReady`` (no attempt spent), one that answers a transient error is ``Unavailable``;
+a small blob written through the content-index client is kept for the job that reads it."""
 
 import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
-from knowledge_ingest.adapters.services import EmbedderClient, ServicesReadiness
+from knowledge_ingest.adapters.kept_blobs import KeptBlobs
+from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import DependencyUnavailable, Unavailable
 from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceKey, ServiceTokenSigner
 
+from tests.support.content_index import running_content_index
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
@@ -94,3 +101,33 @@ async def test_the_readiness_gate_opens_when_the_service_comes_up(signer, verifi
         await client.close()
         if app is not None:
             await app.stop()
+
+
+async def _chunks(data: bytes, size: int = 100_000) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+async def test_a_small_blob_written_through_the_client_is_kept_for_its_job_and_a_large_one_is_read(
+    signer, verifier, content_db, migrated_pg, tmp_path
+):
+    tenant = f"t-kept-{uuid.uuid4().hex[:8]}"
+    admin = await Database.connect(migrated_pg.url())
+    await admin.execute("tenant", "INSERT INTO tenants (tenant_id) VALUES ($1)", tenant)
+    await admin.close()
+    async with running_content_index(content_db, tmp_path / "blobs", verifier) as content_index:
+        client = ContentIndexClient(content_index.address, signer, kept=KeptBlobs(max_blob_bytes=200_000))
+        try:
+            small, large = b"# Leave\n\nTwenty days a year.", os.urandom(300_000)
+            kept = await client.write(tenant, "leave.md", "text/markdown", _chunks(small))
+            read = await client.write(tenant, "scan.bin", "application/octet-stream", _chunks(large))
+            assert client.kept("another-tenant", kept.blob_id) is None  # only for the tenant that wrote it
+            assert client.kept(tenant, kept.blob_id) == small
+            assert client.kept(tenant, kept.blob_id) is None  # handed out once
+            assert client.kept(tenant, read.blob_id) is None  # too large to keep
+            for blob, data in ((kept, small), (read, large)):  # both are content-index's as before
+                target = tmp_path / f"read-{blob.blob_id}"
+                assert await client.read_to(tenant, blob.blob_id, target) == len(data)
+                assert target.read_bytes() == data
+        finally:
+            await client.close()

@@ -55,6 +55,9 @@ class MemoryBlobs:
         target.write_bytes(self.blobs[blob_id])
         return len(self.blobs[blob_id])
 
+    def kept(self, tenant: str, blob_id: int) -> bytes | None:
+        return None  # every job reads its blob
+
 
 class CountingEmbedder:
     """Deterministic vectors; can fail the first calls as if the embedder were down, stall, or

@@ -122,13 +122,23 @@ class FakeQueue:
         return self.documents.get(document_id)
 
 
+@dataclass
 class Blobs:
+    """TEXT as every blob; ``kept``: blobs whose bytes this process kept, by (tenant, blob id)."""
+
+    kept_bytes: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    reads: int = 0
+
     async def write(self, *args):  # pragma: no cover - the pipeline only reads
         raise AssertionError("the pipeline never writes blobs")
 
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
+        self.reads += 1
         target.write_text(TEXT)
         return len(TEXT)
+
+    def kept(self, tenant: str, blob_id: int) -> bytes | None:
+        return self.kept_bytes.pop((tenant, blob_id), None)
 
 
 @dataclass
@@ -152,8 +162,8 @@ class Embedder:
         return [[float(len(text)), 1.0, 0.0] for text in texts]
 
 
-def extract_text(path: Path, filename: str, mime_type: str) -> Extracted:
-    text = path.read_text()
+def extract_text(source: Path | bytes, filename: str, mime_type: str) -> Extracted:
+    text = source.decode() if isinstance(source, bytes) else source.read_text()
     return Extracted(text=text, page_count=None, extractable=True, format="text")
 
 
@@ -204,6 +214,7 @@ def pipeline(
     max_attempts: int = 3,
     embed_batch: int = 2,
     embed_window: int = 1,
+    blobs: Blobs | None = None,
 ) -> Pipeline:
     settings = PipelineSettings(
         chunk_max_chars=200,
@@ -213,7 +224,12 @@ def pipeline(
         retry=RetryPolicy(max_attempts=max_attempts, retry_base_s=2.0),
     )
     return Pipeline(
-        queue=queue, documents=queue, blobs=Blobs(), embedder=embedder or Embedder(), extract=extract, settings=settings
+        queue=queue,
+        documents=queue,
+        blobs=blobs or Blobs(),
+        embedder=embedder or Embedder(),
+        extract=extract,
+        settings=settings,
     )
 
 
@@ -237,6 +253,27 @@ async def test_a_fresh_job_goes_through_every_stage_to_searchable():
     chunks = queue.chunks[7]
     assert len(chunks) > 3 and row.job.result.chunk_count == len(chunks) and not row.job.result.re_extracted
     assert queue.documents[7].state is State.SEARCHABLE and queue.documents[7].chunk_count == len(chunks)
+
+
+async def test_a_blob_kept_by_this_process_is_extracted_from_memory_without_reading_it_again():
+    queue = FakeQueue()
+    job = fresh(queue)
+    blobs = Blobs(kept_bytes={("other-tenant", job.blob_id): b"# Not yours", (job.tenant, job.blob_id): b"# Kept"})
+    seen: list[Path | bytes] = []
+
+    def extract(source: Path | bytes, filename: str, mime_type: str) -> Extracted:
+        seen.append(source)
+        return extract_text(source, filename, mime_type)
+
+    await pipeline(queue, extract=extract, blobs=blobs).run(queue.claim_now(job.job_id))
+    assert seen == [b"# Kept"] and blobs.reads == 0
+    assert [c.content for c in queue.chunks[7]] == ["# Kept"]
+    assert ("other-tenant", job.blob_id) in blobs.kept_bytes  # another tenant's entry is not this job's
+
+    again = make_job(document_id=8)  # nothing kept for it: read from content-index
+    queue.add(again, make_document(8))
+    await pipeline(queue, extract=extract, blobs=blobs).run(queue.claim_now(again.job_id))
+    assert isinstance(seen[-1], Path) and blobs.reads == 1
 
 
 async def test_a_duplicate_of_a_searchable_document_reports_it_without_extracting():

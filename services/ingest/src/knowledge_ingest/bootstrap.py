@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
@@ -27,6 +26,7 @@ from knowledge_ingest.adapters.fetch import WebFetcher
 from knowledge_ingest.adapters.imports import PostgresImports, hash_file
 from knowledge_ingest.adapters.job_queue import PostgresJobQueue
 from knowledge_ingest.adapters.jobs import PostgresJobs
+from knowledge_ingest.adapters.kept_blobs import KeptBlobs
 from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.adapters.postgres import PostgresCorpora
 from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
@@ -34,7 +34,7 @@ from knowledge_ingest.adapters.tenants import PostgresTenants
 from knowledge_ingest.adapters.tombstones import PostgresTombstones
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.config import IngestSettings
-from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
 from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, FileImporter, Readiness
 from knowledge_ingest.import_scheduler import ImportScheduler
@@ -57,7 +57,7 @@ def wire(
     db: Database,
     blobs: BlobStore,
     embedder: Embedder,
-    extract: Callable[[Path, str, str], Extracted],
+    extract: Callable[[Source, str, str], Extracted],
     readiness: Readiness | None = None,
     importer: FileImporter | None = None,
     feed: DocumentFeed | None = None,
@@ -135,7 +135,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
-        blobs = ContentIndexClient(settings.content_index_address, signer)
+        blobs = ContentIndexClient(settings.content_index_address, signer, kept=KeptBlobs())
         resources.push_async_callback(blobs.close)
         embedder = EmbedderClient(settings.embedder_address, signer)
         resources.push_async_callback(embedder.close)

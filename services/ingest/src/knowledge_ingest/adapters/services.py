@@ -8,7 +8,6 @@ a background job has no user token at all.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from knowledge_runtime.errors import DomainError
 from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from, made_by_channel
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
+from knowledge_ingest.adapters.kept_blobs import KeptBlobs
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.ports import StoredBlob
 
@@ -70,17 +70,29 @@ class ServicesReadiness:
 
 
 class ContentIndexClient:
-    def __init__(self, address: str, signer: ServiceTokenSigner, read_timeout_s: float = 300.0) -> None:
+    """``kept``: where the small blobs written here are kept for the job that reads them next."""
+
+    def __init__(
+        self,
+        address: str,
+        signer: ServiceTokenSigner,
+        read_timeout_s: float = 300.0,
+        kept: KeptBlobs | None = None,
+    ) -> None:
         self._channel = channel(address, untraced=("WriteBlob",))  # cancellable mid-stream (see channel)
         self._read_timeout_s = read_timeout_s
         self._stub = content_index_pb2_grpc.ContentIndexServiceStub(self._channel)
         self._signer = signer
+        self._kept = kept
 
     async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
         # grpc.aio swallows an exception raised inside a request iterator and leaves the call
         # hanging; so a failing source (e.g. the upload cap crossed) cancels the call instead,
         # content-index discards the partial write, and the source's error is raised here.
         failure: list[BaseException] = []
+        recorded = None
+        if self._kept is not None:
+            chunks, recorded = self._kept.recorder(chunks)
 
         async def requests() -> AsyncIterator[content_index_pb2.WriteBlobRequest]:
             yield content_index_pb2.WriteBlobRequest(
@@ -109,7 +121,14 @@ class ContentIndexClient:
             if failure:
                 raise failure[0] from None
             raise _translate(error, "content index") from None
-        return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+        blob = StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+        data = recorded() if recorded is not None else None
+        if self._kept is not None and data is not None and len(data) == blob.size_bytes:
+            self._kept.keep(tenant, blob.blob_id, data)
+        return blob
+
+    def kept(self, tenant: str, blob_id: int) -> bytes | None:
+        return self._kept.take(tenant, blob_id) if self._kept is not None else None
 
     async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob:
         """Content-index stores the file at ``path`` (resolved and fenced again on its side)."""
@@ -142,8 +161,6 @@ class ContentIndexClient:
                     if reply.WhichOneof("payload") == "chunk":
                         handle.write(reply.chunk)
                         size += len(reply.chunk)
-                handle.flush()
-                os.fsync(handle.fileno())
         except grpc.aio.AioRpcError as error:
             raise _translate(error, "content index") from None
         return size

@@ -64,6 +64,10 @@ class BlobStore(Protocol):
     async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
         """Copy the blob's bytes into ``target``; returns the size."""
 
+    def kept(self, tenant: str, blob_id: int) -> bytes | None:
+        """The blob's bytes when this process wrote it moments ago and kept them (a small one,
+        ``adapters/kept_blobs.py``), handed out once; else None, and ``read_to`` reads it."""
+
 
 class FetchAdmission(Protocol):
     """Admitting a page a job fetched (``adapters/jobs.py``)."""

@@ -22,7 +22,7 @@ from knowledge_runtime.tracing import tracer
 from knowledge_ingest.domain import jobs
 from knowledge_ingest.domain.documents import State, safe_filename
 from knowledge_ingest.domain.errors import DependencyNotReady
-from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.fetching import page_filename
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
@@ -56,7 +56,7 @@ class Pipeline:
     documents: DocumentRepository
     blobs: BlobStore
     embedder: Embedder
-    extract: Callable[[Path, str, str], Extracted]
+    extract: Callable[[Source, str, str], Extracted]  # a path, or the bytes of a kept blob
     settings: PipelineSettings
     fetcher: PageFetcher | None = None  # IngestUrl jobs: their first stage fetches the page
     admission: FetchAdmission | None = None
@@ -172,10 +172,15 @@ class Pipeline:
             quotas = await checks.embedding_quotas(job.tenant)
             await checks.before_embedding(job.tenant, job.document_id, 0, quotas)
         await self._report(lease, State.EXTRACTING)
-        with _tracer.start_as_current_span("ingest.extract"), tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "blob"
-            await self.blobs.read_to(job.tenant, job.blob_id, path)
-            extracted = await asyncio.to_thread(self.extract, path, job.filename, job.mime_type)
+        with _tracer.start_as_current_span("ingest.extract"):
+            kept = self.blobs.kept(job.tenant, job.blob_id)  # a small text written here moments ago
+            if kept is not None:
+                extracted = await asyncio.to_thread(self.extract, kept, job.filename, job.mime_type)
+            else:
+                with tempfile.TemporaryDirectory() as folder:
+                    path = Path(folder) / "blob"
+                    await self.blobs.read_to(job.tenant, job.blob_id, path)
+                    extracted = await asyncio.to_thread(self.extract, path, job.filename, job.mime_type)
         await self._report(lease, State.CHUNKING)
         with _tracer.start_as_current_span("ingest.chunk"):
             chunks = (
