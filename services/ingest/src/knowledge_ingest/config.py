@@ -6,13 +6,11 @@ embedder with are in ``common`` (runtime ``CommonSettings``).
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
 from knowledge_runtime.imports import ImportRoots
+from knowledge_runtime.process import usable_cores
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
 from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
@@ -22,20 +20,6 @@ DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 90.0
 WORKERS_PER_CORE = 2
 MAX_WORKERS = 64
-
-
-def usable_cores(cgroup_cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
-    """The CPU cores this process may run on: its affinity, bounded by a cgroup v2 CPU quota (a
-    container's CPU limit, which the affinity does not show), rounded up."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    try:
-        quota, period = cgroup_cpu_max.read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return cores
 
 
 def default_workers(cores: int) -> int:

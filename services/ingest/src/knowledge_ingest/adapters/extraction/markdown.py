@@ -61,6 +61,9 @@ class TextSink:
     def remaining(self) -> int:
         return max(self._limits.max_chars - self._chars, 0)
 
+    def seconds_left(self) -> float:
+        return self._deadline - time.monotonic()
+
     def check_time(self) -> None:
         if time.monotonic() > self._deadline:
             raise LimitReached(f"extraction stopped after {self._limits.max_seconds:g} seconds")
