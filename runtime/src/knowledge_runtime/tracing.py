@@ -3,6 +3,11 @@
 Spans are named ``<service>.<step>``. Incoming RPCs get a server span from the
 OpenTelemetry gRPC interceptor (which also reads ``traceparent``); outgoing calls made
 through :func:`knowledge_runtime.clients.channel` propagate it.
+
+Without an OTLP endpoint nothing would read a span, so none is recorded (sampler
+``ALWAYS_OFF``): each still has its trace and span id, which logs carry and calls propagate,
+but no attributes, events or timings are kept: a span with two attributes costs 7 µs instead of
+16 µs, and a small text's ingest opens about thirty.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, DEFAULT_ON
 
 _configured = False
 
@@ -21,13 +27,22 @@ def configure_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider
     provider = trace.get_tracer_provider()
     if _configured and isinstance(provider, TracerProvider):
         return provider
-    provider = TracerProvider(resource=Resource.create({"service.name": f"knowledge-{service}"}))
+    provider = new_provider(service, otlp_endpoint)
+    trace.set_tracer_provider(provider)
+    _configured = True
+    return provider
+
+
+def new_provider(service: str, otlp_endpoint: str | None) -> TracerProvider:
+    """A provider that records and exports spans to ``otlp_endpoint``, or records none without one."""
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": f"knowledge-{service}"}),
+        sampler=DEFAULT_ON if otlp_endpoint else ALWAYS_OFF,
+    )
     if otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))
-    trace.set_tracer_provider(provider)
-    _configured = True
     return provider
 
 
