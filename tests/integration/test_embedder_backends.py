@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from knowledge_cli.stack import default_embedding_model
 from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 from knowledge_embedder.adapters.onnx_export import cache_path
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+from knowledge_runtime.process import usable_cores
 
 from tests.support.net import free_port
 
@@ -53,6 +55,18 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
     OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
     assert cached.stat().st_mtime_ns == built  # loaded from the cache, not exported again
     assert [m.tokens for m in onnx.measure(TEXTS[-2:])] == [3, 512]
+
+
+def test_onnx_lanes_run_single_threaded_passes_at_once_with_the_same_vectors(model_dir, tmp_path):
+    one = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=2)
+    lanes = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=2, lanes=2)
+    assert lanes.lanes == 2 and lanes._session.get_session_options().intra_op_num_threads == max(1, usable_cores() // 2)
+    # int8 activations are quantised per pass: the same passes (texts, sub-batches), the same vectors
+    expected = [one.encode(TEXTS[:5]), one.encode(TEXTS[5:])]
+    with ThreadPoolExecutor(max_workers=2) as pool:  # as the queue's two lanes call it
+        halves = list(pool.map(lanes.encode, [TEXTS[:5], TEXTS[5:]] * 4))
+    for index, vectors in enumerate(halves):
+        assert np.allclose(vectors, expected[index % 2], atol=1e-4)
 
 
 def embedder_env(migrated_pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:

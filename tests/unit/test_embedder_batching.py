@@ -296,3 +296,88 @@ async def test_packing_skips_cancelled_passages_and_keeps_the_order_of_those_lef
         assert queue.depth == 0
     finally:
         await queue.stop()
+
+
+class OverlapEncoder:
+    """Records how many forward passes run at once; each pass takes a little while."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+        self.most = 0
+        self.threads: set[str] = set()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.threads.add(threading.current_thread().name)
+        threading.Event().wait(0.05)
+        with self._lock:
+            self.running -= 1
+        return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+async def test_lanes_run_that_many_forward_passes_at_once_each_on_its_own_thread(lanes):
+    encoder = OverlapEncoder()
+    queue = BatchQueue(encoder.encode, max_batch_tokens=2, max_queue=1000, lanes=lanes)
+    queue.start()
+    try:
+        texts = [f"text {n}" for n in range(12)]
+        results = await asyncio.gather(*(queue.embed([t, t], [1, 1]) for t in texts))  # one batch each
+        assert [float(r[0, 0]) for r in results] == [float(len(t)) for t in texts]
+        assert encoder.most == lanes and len(encoder.threads) == lanes
+    finally:
+        await queue.stop()
+
+
+class HoldsFirst(FakeEncoder):
+    """Holds back only the batch of the text "first"."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if texts == ["first"]:
+            return super().encode(texts)
+        self.batches.append(list(texts))
+        return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+
+async def test_with_two_lanes_a_query_does_not_wait_for_a_running_batch():
+    encoder = HoldsFirst()
+    queue = BatchQueue(encoder.encode, max_batch_tokens=10, max_queue=1000, lanes=2)
+    queue.start()
+    try:
+        first = await hold_first_batch(queue, encoder)  # one lane held
+        query = await asyncio.wait_for(queue.embed(["query"], [1], interactive=True), 5)  # the other lane
+        assert float(query[0, 0]) == 5.0 and not first.done()
+        encoder.hold.set()
+        await first
+    finally:
+        encoder.hold.set()
+        await queue.stop()
+
+
+class OverlapReranker:
+    """A cross-encoder that records whether two of its passes ever ran at once."""
+
+    def __init__(self) -> None:
+        self.scorer = OverlapEncoder()
+
+    def score(self, pairs) -> np.ndarray:
+        return self.scorer.encode([p.passage for p in pairs])[:, 0]
+
+
+async def test_in_two_lanes_the_encoder_runs_twice_at_once_but_the_cross_encoder_never():
+    from knowledge_embedder.domain.model import RerankPair
+    from knowledge_embedder.usecases import forward_pass
+
+    encoder, reranker = OverlapEncoder(), OverlapReranker()
+    queue = BatchQueue(forward_pass(encoder, reranker), max_batch_tokens=1, max_queue=1000, lanes=2)
+    queue.start()
+    try:
+        pairs = [RerankPair("q", f"passage {n}") for n in range(8)]
+        texts = [f"text {n}" for n in range(8)]
+        await asyncio.gather(*(queue.embed([p], [1]) for p in pairs), *(queue.embed([t], [1]) for t in texts))
+        assert encoder.most == 2 and reranker.scorer.most == 1
+    finally:
+        await queue.stop()

@@ -17,6 +17,7 @@ from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
+from knowledge_runtime.process import usable_cores
 from knowledge_runtime.server import GrpcApp
 
 from knowledge_embedder.adapters.devices import pick_device
@@ -54,6 +55,7 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
             cache_root=settings.common.data_dir,
             max_seq_length=settings.max_seq_length,
             batch_size=settings.batch_size,
+            lanes=settings.inference_lanes or usable_cores(),
         )
     else:
         from knowledge_embedder.adapters.torch_encoder import TorchEncoder
@@ -117,6 +119,7 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
             max_queue=settings.max_queue,
             bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
             interactive_burst=settings.interactive_burst,
+            lanes=encoder.lanes,
         )
         usecases = EmbedderUseCases(
             encoder,

@@ -44,6 +44,7 @@ class EmbedderSettings:
     rerank_model_id: str = ""
     rerank_max_length: int = 512
     rerank_price_per_1k_tokens: float = 0.0
+    inference_lanes: int = 0  # ONNX forward passes at once; 0 = one per usable core (torch: always one)
 
     def bulk_batch_tokens_on(self, device: str) -> int:
         """The configured cap, else by device: on a CPU (or mps) a forward pass costs about the same
@@ -79,4 +80,5 @@ class EmbedderSettings:
             rerank_model_id=(env.str("RERANK_MODEL_ID") or _display_id(rerank_model)) if rerank_model else "",
             rerank_max_length=env.int("RERANK_MAX_LENGTH", 512, minimum=16),
             rerank_price_per_1k_tokens=env.float("RERANK_PRICE_PER_1K", 0.0, minimum=0.0),
+            inference_lanes=env.int("INFERENCE_LANES", 0, minimum=0, maximum=64),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,8 +47,11 @@ RERANK_OPERATION = "rerank"
 
 def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list[Any]], list[Any] | np.ndarray]:
     """The queue's work for one batch: texts through the embedding model, rerank pairs through the
-    cross-encoder, results in the batch's order. One queue and one inference thread serve both,
-    so their forward passes never overlap and the queue depth counts both."""
+    cross-encoder, results in the batch's order. One queue serves both, so the queue depth counts
+    both; the cross-encoder's passes never overlap (its tokenizer is not for two threads at once),
+    the encoder's may, one per lane."""
+
+    reranking = threading.Lock()  # the encoder may run in several lanes at once, the reranker in one
 
     def run(items: list[Any]) -> list[Any] | np.ndarray:
         pairs = [i for i, item in enumerate(items) if isinstance(item, RerankPair)]
@@ -61,7 +65,9 @@ def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list[
             for i, vector in zip(texts, encoder.encode([items[i] for i in texts])):
                 results[i] = vector
         started = time.perf_counter()
-        for i, score in zip(pairs, reranker.score([items[i] for i in pairs])):
+        with reranking:
+            scores = reranker.score([items[i] for i in pairs])
+        for i, score in zip(pairs, scores):
             results[i] = np.float32(score)
         metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
         return results

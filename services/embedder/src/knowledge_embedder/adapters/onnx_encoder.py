@@ -3,12 +3,13 @@ its pooling, unit-length vectors. No torch at inference time."""
 
 from __future__ import annotations
 
-import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from knowledge_runtime.process import usable_cores
 from knowledge_runtime.settings import SettingsError
 from tokenizers import Tokenizer
 
@@ -30,8 +31,18 @@ class OnnxEncoder:
     device = "cpu"
 
     def __init__(
-        self, model_id: str, model_dir: Path, *, cache_root: Path, max_seq_length: int, batch_size: int
+        self,
+        model_id: str,
+        model_dir: Path,
+        *,
+        cache_root: Path,
+        max_seq_length: int,
+        batch_size: int,
+        lanes: int = 1,
     ) -> None:
+        """``lanes``: forward passes run at once, each from its own thread, on the usable cores
+        shared out between them (one lane: one pass on every core). ONNX Runtime's ``run`` may be
+        called from several threads at once; each lane tokenises with a tokenizer of its own."""
         unsupported = onnx_unsupported(model_dir)
         if unsupported is not None:
             raise SettingsError(unsupported)
@@ -41,7 +52,8 @@ class OnnxEncoder:
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
         self._pooling = pooling_mode(model_dir)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        self.lanes = max(1, lanes)
+        options.intra_op_num_threads = max(1, usable_cores() // self.lanes)
         # ONNX Runtime's threads spin after each run waiting for the next; between a service's
         # batches that burns the cores PostgreSQL and ingest need (the embedder took 1.8x the CPU
         # of an in-process encode of the same texts). They sleep instead.
@@ -56,6 +68,8 @@ class OnnxEncoder:
         padding = self._tokenizer.padding or {}
         self._tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
         self._measurer = TokenMeasurer(self._tokenizer, self.max_seq_length)
+        # A fast tokenizer used by two threads at once fails ("Already borrowed"): one per thread.
+        self._tokenizers = threading.local()
         self.dimension = int(self.encode(["dimension probe"]).shape[1])
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
@@ -64,8 +78,14 @@ class OnnxEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return in_length_order(texts, self.batch_size, self._forward)
 
+    def _own_tokenizer(self) -> Tokenizer:
+        tokenizer = getattr(self._tokenizers, "tokenizer", None)
+        if tokenizer is None:  # a copy with the same truncation and padding
+            tokenizer = self._tokenizers.tokenizer = Tokenizer.from_str(self._tokenizer.to_str())
+        return tokenizer
+
     def _forward(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
+        encodings = self._own_tokenizer().encode_batch(texts)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),

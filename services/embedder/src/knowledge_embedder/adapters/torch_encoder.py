@@ -24,6 +24,7 @@ DEFAULT_BATCH_SIZES = {"cuda": 32, "mps": 8, "cpu": 16}
 
 class TorchEncoder:
     backend = "torch"
+    lanes = 1  # one forward pass at a time: torch spreads each over the cores (or the accelerator) itself
 
     def __init__(self, model_id: str, model_dir: Path, *, device: str, max_seq_length: int, batch_size: int) -> None:
         self.model_id = model_id

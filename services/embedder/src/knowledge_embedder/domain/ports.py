@@ -18,6 +18,7 @@ class Encoder(Protocol):
     device: str
     dimension: int
     max_seq_length: int
+    lanes: int  # forward passes it runs at once, each called from its own thread
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
         """Tokens each text costs after truncation, and the characters truncation hid."""
