@@ -7,6 +7,13 @@ from knowledge.v1 import common_pb2
 
 from knowledge_runtime.costs import Cost, CostItem
 
+# A cost item's fields, named alike in the message and in ``CostItem``: copied by name both ways.
+_ITEM_FIELDS = ("model_id", "operation", "texts", "input_tokens", "output_tokens", "amount")
+
+
+def _item_fields(item: CostItem | common_pb2.CostItem) -> dict:
+    return {name: getattr(item, name) for name in _ITEM_FIELDS}
+
 
 def cost(value: Cost) -> common_pb2.Cost:
     return common_pb2.Cost(
@@ -14,17 +21,7 @@ def cost(value: Cost) -> common_pb2.Cost:
         currency=value.currency,
         input_tokens=sum(item.input_tokens for item in value.items),
         output_tokens=sum(item.output_tokens for item in value.items),
-        items=[
-            common_pb2.CostItem(
-                model_id=item.model_id,
-                operation=item.operation,
-                texts=item.texts,
-                input_tokens=item.input_tokens,
-                output_tokens=item.output_tokens,
-                amount=item.amount,
-            )
-            for item in value.items
-        ],
+        items=[common_pb2.CostItem(**_item_fields(item)) for item in value.items],
     )
 
 
@@ -32,15 +29,5 @@ def cost_from_message(message: common_pb2.Cost) -> Cost:
     """The inverse of ``cost``: what a callee (the embedder) reports it spent."""
     return Cost(
         currency=message.currency or "USD",
-        items=tuple(
-            CostItem(
-                model_id=item.model_id,
-                operation=item.operation,
-                texts=item.texts,
-                input_tokens=item.input_tokens,
-                output_tokens=item.output_tokens,
-                amount=item.amount,
-            )
-            for item in message.items
-        ),
+        items=tuple(CostItem(**_item_fields(item)) for item in message.items),
     )

@@ -9,10 +9,12 @@ CLOSE ALL; UNLISTEN *; RESET ALL``): that was a round trip on every release, a t
 statements in a bulk run. asyncpg still rolls back an open transaction and drops the listener
 callbacks on release. So nothing here leaves session state on a pooled connection: settings are
 ``SET LOCAL`` / ``set_config(..., true)``, advisory locks ``pg_advisory_xact_lock``, and a holder
-of a LISTEN connection (the outbox, the document feed) removes its listeners before releasing it. A PostgreSQL error's
-DETAIL (``Key (tenant_id, name)=(acme, Handbook) already exists``) and CONTEXT quote row values,
-so they are dropped from every error passing through here: its type, SQLSTATE, message and
-constraint name still say what happened, and a traceback in the logs carries no tenant's data.
+of a LISTEN connection (the outbox, the document feed) removes its listeners before releasing it.
+
+A PostgreSQL error's DETAIL (``Key (tenant_id, name)=(acme, Handbook) already exists``) and
+CONTEXT quote row values, so they are dropped from every error passing through here: its type,
+SQLSTATE, message and constraint name still say what happened, and a traceback in the logs
+carries no tenant's data.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,15 +173,13 @@ class Pipeline:
             quotas = await checks.embedding_quotas(job.tenant)
             await checks.before_embedding(job.tenant, job.document_id, 0, quotas)
         await self._report(lease, State.EXTRACTING)
-        with _tracer.start_as_current_span("ingest.extract"):
-            kept = self.blobs.kept(job.tenant, job.blob_id)  # a small text written here moments ago
-            if kept is not None:
-                extracted = await asyncio.to_thread(self.extract, kept, job.filename, job.mime_type)
-            else:
-                with tempfile.TemporaryDirectory() as folder:
-                    path = Path(folder) / "blob"
-                    await self.blobs.read_to(job.tenant, job.blob_id, path)
-                    extracted = await asyncio.to_thread(self.extract, path, job.filename, job.mime_type)
+        with _tracer.start_as_current_span("ingest.extract"), ExitStack() as staging:
+            source: Source | None = self.blobs.kept(job.tenant, job.blob_id)  # a small text written here
+            if source is None:  # read from content-index into a staging file
+                path = Path(staging.enter_context(tempfile.TemporaryDirectory())) / "blob"
+                await self.blobs.read_to(job.tenant, job.blob_id, path)
+                source = path
+            extracted = await asyncio.to_thread(self.extract, source, job.filename, job.mime_type)
         await self._report(lease, State.CHUNKING)
         with _tracer.start_as_current_span("ingest.chunk"):
             chunks = (

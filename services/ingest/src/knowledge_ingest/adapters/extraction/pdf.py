@@ -156,15 +156,11 @@ def _pages(reader: PdfReader, stream: BinaryIO, sink: TextSink, count: int) -> I
     parts = _parts(count, stream)
     helpers = [Helper(functools.partial(_read_range, reader, stream, sink, *part)) for part in parts[1:]]
     try:
-        for index in range(*parts[0]):
-            sink.check_time()
-            yield _read_page(reader, index)
+        yield from _each_page(reader, sink, *parts[0])
         for (start, stop), helper in zip(parts[1:], helpers, strict=True):
             rest = helper.result(max(sink.seconds_left(), 0.0) + HELPER_GRACE_S)
             if rest is None:  # the helper failed: its part is read here
-                for index in range(start, stop):
-                    sink.check_time()
-                    yield _read_page(reader, index)
+                yield from _each_page(reader, sink, start, stop)
                 continue
             pages, stopped = rest
             yield from pages
@@ -195,15 +191,21 @@ def _read_range(
     pages: list[tuple[_Page, bool]] = []
     chars = 0
     try:
-        for index in range(start, stop):
-            sink.check_time()
-            pages.append(_read_page(reader, index))
-            chars += len(pages[-1][0].text)
+        for page in _each_page(reader, sink, start, stop):
+            pages.append(page)
+            chars += len(page[0].text)
             if chars > sink.limits.max_chars:
                 break
     except LimitReached as limit:
         return pages, limit.warning
     return pages, None
+
+
+def _each_page(reader: PdfReader, sink: TextSink, start: int, stop: int) -> Iterator[tuple[_Page, bool]]:
+    """Pages ``start`` to ``stop`` as read, the time limit checked before each."""
+    for index in range(start, stop):
+        sink.check_time()
+        yield _read_page(reader, index)
 
 
 def _reopenable(stream: BinaryIO) -> bool:
