@@ -3,8 +3,9 @@ session state (a LISTEN connection) give it back clean, since no reset query cle
 
 import asyncio
 
+import asyncpg
 import pytest
-from knowledge_ingest.adapters.outbox import PostgresWakeups
+from knowledge_ingest.adapters.outbox import RELAY_CHANNEL, PostgresWakeups
 from knowledge_runtime.db.pool import Database
 
 pytestmark = pytest.mark.integration
@@ -42,5 +43,31 @@ async def test_the_job_listener_gives_its_connection_back_listening_to_nothing(m
         listening = await asyncio.wait_for(db.fetchval("channels", "SELECT count(*) FROM pg_listening_channels()"), 5)
         assert listening == 0
     finally:
+        await wakeups.stop()
+        await db.close()
+
+
+async def test_a_job_listener_that_cannot_unlisten_closes_its_connection_rather_than_return_it_listening(
+    migrated_pg, monkeypatch
+):
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"), min_size=1, max_size=1)
+    wakeups = PostgresWakeups(db)
+    removed = asyncpg.Connection.remove_listener
+
+    async def failing(self, channel, callback):
+        if channel == RELAY_CHANNEL:
+            raise RuntimeError("the removal failed half-way")
+        await removed(self, channel, callback)
+
+    try:
+        await wakeups.start()
+        with wakeups.jobs() as wakeup:
+            assert await wakeup.wait(5)
+        monkeypatch.setattr(asyncpg.Connection, "remove_listener", failing)
+        await wakeups.stop()
+        listening = await asyncio.wait_for(db.fetchval("channels", "SELECT count(*) FROM pg_listening_channels()"), 5)
+        assert listening == 0  # the pool's one connection is a new one
+    finally:
+        monkeypatch.undo()
         await wakeups.stop()
         await db.close()

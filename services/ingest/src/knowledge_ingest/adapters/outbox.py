@@ -25,8 +25,9 @@ import asyncio
 import functools
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import asyncpg
 import structlog
@@ -297,16 +298,30 @@ class PostgresWakeups:
                         await lost.wait()
                     finally:
                         connection.remove_termination_listener(terminated)
-                        if not connection.is_closed():  # the pool's release runs no UNLISTEN (``db/pool.py``)
-                            await connection.remove_listener(CHANNEL, self._notified)
-                            await connection.remove_listener(RELAY_CHANNEL, self._everyone_notified)
-                            await connection.remove_listener(JOBS_CHANNEL, self._everyone_notified)
+                        await _unlisten(connection, self._notified, self._everyone_notified)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - the database is away: watchers wake on their heartbeat
                 log.warning("events_listener_lost", error_type=type(error).__name__)
             self._wake_all()
             await asyncio.sleep(self._retry_s)
+
+
+async def _unlisten(connection: Any, notified: Callable[..., None], everyone: Callable[..., None]) -> None:
+    """The connection's LISTENs removed before the pool takes it back, since its release runs no
+    UNLISTEN (``db/pool.py``). If a removal fails or is cancelled (a stop during a stop) the
+    connection is closed instead: the pool replaces it, and no pooled connection keeps listening."""
+    try:
+        if not connection.is_closed():
+            await connection.remove_listener(CHANNEL, notified)
+            await connection.remove_listener(RELAY_CHANNEL, everyone)
+            await connection.remove_listener(JOBS_CHANNEL, everyone)
+    except Exception as error:  # noqa: BLE001 - closed instead; what ended the listening goes on
+        connection.terminate()
+        log.info("events_listener_unlisten_failed", error_type=type(error).__name__)
+    except BaseException:  # cancelled meanwhile
+        connection.terminate()
+        raise
 
 
 class OutboxRelay:
