@@ -1,4 +1,4 @@
-"""Ingest throughput benchmark (not part of the test suite): the three ratios of issue 14.
+"""Ingest throughput benchmark (not part of the test suite): three ratios.
 
 The real stack (``knowledge up``: embedded PostgreSQL, the four services, Envoy) on free ports and
 a fresh data dir; every request goes through REST. Each ratio's baseline is measured in the same

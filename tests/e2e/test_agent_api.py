@@ -1,4 +1,4 @@
-"""The agent-facing reads through Envoy on the whole stack (issue 16): housekeeping entries written
+"""The agent-facing reads through Envoy on the whole stack: housekeeping entries written
 by a platform service token (system.write) and refused to a normal one, POST /prefetch showing a
 user only their own behaviour and never another tenant's material, POST /context and
 POST /search_documents on a real upload with the real model, and `knowledge context|prefetch`.

@@ -1,4 +1,4 @@
-"""Document AI through Envoy on the whole stack (issue 20): the taxonomy over REST, classification
+"""Document AI through Envoy on the whole stack: the taxonomy over REST, classification
 by the real model, schemaless extraction, the refusal of schema extraction without an LLM,
 processing and its stored results, another tenant's 404, and `knowledge types|classify|extract|
 process`. One `knowledge up` for the module (no LLM configured)."""

@@ -399,7 +399,7 @@ def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
 
 
 def test_hardening_through_the_whole_stack(stack, token, handbook):
-    """Issue 12 through Envoy and the real services: a query-string token is not one, an unknown
+    """Through Envoy and the real services: a query-string token is not one, an unknown
     body field is 400 (not a tenant-wide search), a negative page_size is 400, oversized headers
     are a JSON 431 every time, and a REST GET is logged as GET."""
     base, headers = stack["base"], handbook["headers"]
@@ -685,7 +685,7 @@ def test_cli_end_to_end_with_exit_codes(stack, tmp_path):
     assert knowledge(stack, "corpora", "list").returncode == 2  # no token anywhere
 
 
-# -- the live document list (issue 18) -----------------------------------------------------------
+# -- the live document list -----------------------------------------------------------
 class StreamedLines:
     """A streamed REST answer read line by line in a thread (newline-delimited JSON)."""
 
@@ -909,7 +909,7 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=420,  # 42 operations (issue 20 added 10); the machine is shared
+        timeout=420,  # 42 operations; the machine is shared
         cwd=tmp_path,
     )
     summary = [line for line in result.stdout.splitlines() if "generated" in line]
@@ -920,7 +920,7 @@ def test_schemathesis_all_checks_find_nothing(stack, token, tmp_path):
 
 
 def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tmp_path):
-    """Issue 19 through the gateway: a fenced import, a refused one, a pass with findings, accept
+    """Through the gateway: a fenced import, a refused one, a pass with findings, accept
     and dismiss, and the CLI's findings list."""
     base = stack["base"]
     headers = auth(
@@ -969,7 +969,7 @@ def test_imports_findings_and_auto_index_over_rest(stack, token, import_root, tm
     assert httpx.get(f"{base}/corpora/{corpus_id}/findings", headers=other).status_code == 404
 
 
-# -- issue 19: enablement, quotas, usage, gc ---------------------------------------------------------
+# -- enablement, quotas, usage, gc ---------------------------------------------------------
 def test_an_operator_switches_a_tenant_off_and_on_and_sets_its_quota_over_rest(stack, token):
     base, name = stack["base"], "switched-off"
     admin, user = auth(token("ops", ["platform.admin"])), auth(token(name))

@@ -1,4 +1,4 @@
-"""Issue 12, the services' side, through the whole stack (`knowledge up`, Envoy, the real services):
+"""Hardening, the services' side, through the whole stack (`knowledge up`, Envoy, the real services):
 what an attacker with a default token and a careless client could do before."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`knowledge up` heals itself and tells the truth (issue 13), against the real stack through Envoy:
+"""`knowledge up` heals itself and tells the truth, against the real stack through Envoy:
 each child killed once (every service, Envoy) is started again and the stack keeps answering;
 PostgreSQL stopped hard turns readiness NOT_SERVING (and /healthz 503) within seconds, is started
 again by the supervisor, and readiness comes back, with one log line per outage; a PostgreSQL

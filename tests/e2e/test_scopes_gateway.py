@@ -129,7 +129,7 @@ def test_binding_outside_the_own_node_is_refused_over_rest(stack, tenant):
     assert sales.status_code == 404  # another branch's corpus is not even there for this token
 
 
-# ---- issue 18 (evscope): events obey scope and clearance ----
+# ---- events obey scope and clearance ----
 def stream_until_cursor(base: str, headers: dict, cursor: int) -> list[dict]:
     """Every line of GET /events from the start (heartbeats too) until one carries ``cursor``."""
     lines: list[dict] = []

@@ -1,4 +1,4 @@
-"""The agent-facing reads on real PostgreSQL through real gRPC servers (issue 16): ingest writes the
+"""The agent-facing reads on real PostgreSQL through real gRPC servers: ingest writes the
 housekeeping entries (system.write, created on demand), search answers GetContext, PrefetchContext
 and SearchDocuments; a search whose embedder is stopped degrades instead of failing.
 

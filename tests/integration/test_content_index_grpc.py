@@ -266,7 +266,7 @@ async def test_other_tenants_see_nothing_of_yours(service, make_service_token, a
 async def test_no_tenant_reaches_another_tenants_blob_or_learns_that_it_exists(
     service, make_service_token, make_token, keys_dir
 ):
-    """Issue 12, item 1: a user's token (any of them) has no blob capability; a service working for
+    """A user's token (any of them) has no blob capability; a service working for
     another tenant cannot claim the blob by naming its hash and path, and is told nothing by a write."""
     owner, intruder = make_service_token("ci-victim"), make_service_token("ci-intruder")
     data = unique_bytes(40_000)

@@ -1,4 +1,4 @@
-"""Issue 12 item 8 (services side): PostgreSQL's DETAIL lines quote row values (tenant ids, corpus
+"""(Services side) PostgreSQL's DETAIL lines quote row values (tenant ids, corpus
 names); neither the server's log nor a service's log may carry them."""
 
 import asyncio

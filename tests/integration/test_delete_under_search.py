@@ -1,4 +1,4 @@
-"""The peer trackers' "deleted documents still retrieved" (issue 18): several clients search a term
+"""The peer trackers' "deleted documents still retrieved": several clients search a term
 a document holds while it is deleted; no answer to a search started after DeleteDocument answered
 (its commit) includes the document. Real content-index, embedder (the real model), ingest and
 search (hybrid: both channels, its cache on) over one PostgreSQL; then the removal job deletes the

@@ -348,7 +348,7 @@ async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migr
 
 
 async def test_a_corpus_outside_the_caller_s_scope_is_neither_watched_nor_batch_got(ingest, make_token):
-    """The live list obeys reach (issue 16): a sibling scope's corpus is 404 to watch, and its
+    """The live list obeys reach: a sibling scope's corpus is 404 to watch, and its
     documents are among the not-found ids of a batch, as if absent."""
     stub, *_ = ingest
     capabilities = ["corpus.create", "corpus.read", "document.upload", "corpus.bind"]

@@ -1,5 +1,5 @@
 """A stopped real embedder process (SIGSTOP: its port accepts, nothing answers) behind search's
-circuit breaker (issue 16): pre-fetch and context answers stay degraded and never an error; after
+circuit breaker: pre-fetch and context answers stay degraded and never an error; after
 the first, which spends the pre-fetch deadline, they come at once from the keyword fallback; once
 the embedder continues, a probe after the cool-off closes the breaker again."""
 

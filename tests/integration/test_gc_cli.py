@@ -1,4 +1,4 @@
-"""`knowledge gc` (issue 19) against a real content-index over real PostgreSQL and real files: a
+"""`knowledge gc` against a real content-index over real PostgreSQL and real files: a
 dry run removes nothing, --apply frees what it reported, and the report says what it freed."""
 
 from __future__ import annotations

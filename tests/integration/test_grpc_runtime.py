@@ -94,7 +94,7 @@ async def test_a_forged_token_is_unauthenticated(stub, make_token):
 
 
 async def test_hostile_signed_tokens_are_unauthenticated_without_a_traceback(stub, keys_dir, capsys):
-    """Issue 12 items 4, 12, 13 at a real service: each is 401, none an INTERNAL with a traceback."""
+    """At a real service: each is 401, none an INTERNAL with a traceback."""
     kid = (keys_dir / KEY_ID_FILE).read_text().strip()
     claims = {
         "iss": "knowledge-dev",
@@ -229,7 +229,7 @@ def with_unknown_field(message, number: int = 111):
 
 
 async def test_a_request_with_an_unknown_field_is_invalid_argument(stub, make_token):
-    """Issue 12 item 3 (gRPC callers): told, not ignored; and nothing is written."""
+    """gRPC callers: told, not ignored; and nothing is written."""
     metadata = auth(make_token("tenant-unknown-field"))
     for request, call in (
         (with_unknown_field(ingest_pb2.CreateCorpusRequest(name="Unknown")), stub.CreateCorpus),
@@ -274,7 +274,7 @@ async def test_a_stream_message_with_an_unknown_field_is_invalid_argument(stub, 
     ],
 )
 async def test_a_nul_in_any_text_field_is_invalid_argument_naming_it(stub, make_token, call, request_, field):
-    """Issue 12 item 10: PostgreSQL cannot store 0x00; the caller is told which field holds one."""
+    """PostgreSQL cannot store 0x00; the caller is told which field holds one."""
     metadata = auth(make_token("tenant-nul"))
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await getattr(stub, call)(request_, metadata=metadata)
@@ -303,7 +303,7 @@ async def test_a_nul_in_an_uploads_filename_is_invalid_argument(stub, make_token
     ],
 )
 async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, body):
-    """Issue 12 item 11: the parser's refusal is the caller's error, not an internal one."""
+    """the parser's refusal is the caller's error, not an internal one."""
     metadata = auth(make_token("tenant-multipart"))
     corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=f"m{hash(body)}"), metadata=metadata)
 
@@ -324,7 +324,7 @@ async def test_a_malformed_multipart_body_is_invalid_argument(stub, make_token, 
     "spelling", ["²", "١", "１", "0{id}", "+{id}", " {id}", "{id} ", "-1", "0", "9223372036854775808", "{id}\n"]
 )
 async def test_an_id_has_one_spelling_through_the_real_service(stub, make_token, spelling):
-    """Issue 12 item 9: other spellings of a corpus id name nothing (404), never a 500 or that corpus."""
+    """Other spellings of a corpus id name nothing (404), never a 500 or that corpus."""
     metadata = auth(make_token("tenant-ids"))
     name = f"ids-{abs(hash(spelling))}"
     corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name), metadata=metadata)

@@ -177,7 +177,7 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(
 async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attempt(
     migrated_pg, keys_dir, make_token, tmp_path
 ):
-    """Issue 13: a dependency that is starting or restarting is not the job's failure."""
+    """A dependency that is starting or restarting is not the job's failure."""
     content = await content_index_app(
         ContentIndexSettings.from_env(
             Env({**base_env(migrated_pg, keys_dir, tmp_path, "content-index"), "KNOWLEDGE_CONTENT_INDEX_PORT": "0"})
@@ -415,7 +415,7 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
 
 
 async def test_a_removal_killed_with_its_process_completes_in_the_next(backends, migrated_pg, keys_dir, make_token):
-    """Issue 18: the removal job of a deleted document, its process SIGKILLed in the middle of a
+    """The removal job of a deleted document, its process SIGKILLed in the middle of a
     batch (held there by a share lock on the chunks), is taken over by the next process once its
     lease expires and completes: no chunk and no document row are left."""
     tmp, addresses = backends

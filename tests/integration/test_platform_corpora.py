@@ -1,4 +1,4 @@
-"""Platform-wide corpora on real PostgreSQL through real ingest and search gRPC servers (issue 16):
+"""Platform-wide corpora on real PostgreSQL through real ingest and search gRPC servers:
 GENERAL material written by the platform tenant's administrator and read by every tenant, through
 both channels, Query, SearchDocuments, GetContext and the document reads, while no tenant reads
 another tenant's material and no tenant token writes, moves, binds or deletes in them (404).

@@ -1,4 +1,4 @@
-"""The LLM budget (issue 19) over real PostgreSQL, a real gRPC search and a real chat-completions
+"""The LLM budget over real PostgreSQL, a real gRPC search and a real chat-completions
 server: once the month's spend recorded in cost_records reaches the tenant's budget, answers are
 extractive, say why (BUDGET_EXHAUSTED), and the LLM is not called."""
 

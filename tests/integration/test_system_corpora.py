@@ -1,5 +1,5 @@
 """System corpora on real PostgreSQL through ingest's gRPC server: who may write into them, what
-another tenant can see of them, and what the prompt context counts (issue 16)."""
+another tenant can see of them, and what the prompt context counts."""
 
 import grpc
 import pytest

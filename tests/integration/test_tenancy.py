@@ -1,4 +1,4 @@
-"""Enablement, quotas and usage (issue 19) over real PostgreSQL and real gRPC servers: ingest with
+"""Enablement, quotas and usage over real PostgreSQL and real gRPC servers: ingest with
 its real adapters (blobs and vectors as fakes at their ports), the enablement gate every
 service runs, two ingest processes sharing one database."""
 

@@ -1,4 +1,4 @@
-"""Deletion as a durable job with tombstones (issue 18), over real PostgreSQL and a real gRPC
+"""Deletion as a durable job with tombstones, over real PostgreSQL and a real gRPC
 ingest (content-index and the embedder as fakes at their ports): a deleted document is gone from
 every read at the commit while its removal is still pending, its tombstone is listed for audit,
 a running ingest of it is cancelled, a removal killed mid-job completes after a restart, a corpus

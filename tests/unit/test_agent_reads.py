@@ -1,4 +1,4 @@
-"""The agent-facing reads with fakes at the ports (issue 16): facts and their provenance,
+"""The agent-facing reads with fakes at the ports: facts and their provenance,
 byte-stable rendering, SearchDocuments' one retrieval with its synthesis, and pre-fetch's
 degraded answers (the embedder down, the deadline passed, a failure)."""
 

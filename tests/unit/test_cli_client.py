@@ -251,7 +251,7 @@ def test_upload_of_a_url_asks_the_service_to_fetch_it(knowledge, capsys, tmp_pat
     assert capsys.readouterr().out == "u1\thttps://example.com/guide\nf1\ta.txt\n"
 
 
-# ---- issue 19: usage and tenant settings -------------------------------------------------------------
+# ---- usage and tenant settings -------------------------------------------------------------
 def test_usage_prints_a_table_against_the_quotas(knowledge, capsys):
     seen = []
 

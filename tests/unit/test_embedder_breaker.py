@@ -1,4 +1,4 @@
-"""The embedder's circuit breaker (issue 16): one outage costs one deadline per cool-off, not every
+"""The embedder's circuit breaker: one outage costs one deadline per cool-off, not every
 request; a half-open probe closes it again. A fake clock drives it."""
 
 import asyncio

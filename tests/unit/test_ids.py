@@ -1,4 +1,4 @@
-"""The one identifier parser every service uses (issue 12 item 9, issue 14's "one parser")."""
+"""The one identifier parser every service uses."""
 
 import pytest
 from knowledge_content_index.api import convert as content_index

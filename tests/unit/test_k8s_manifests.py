@@ -667,7 +667,7 @@ def test_the_database_logs_no_row_values(overlay):
     assert parameters["log_error_verbosity"] == "terse"
 
 
-# ---- scheduled garbage collection (issue 19) ---------------------------------------------------
+# ---- scheduled garbage collection ---------------------------------------------------
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

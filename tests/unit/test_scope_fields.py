@@ -1,5 +1,5 @@
 """No request of a reading RPC may choose its retrieval scope: the scope comes only from the
-verified token (issue 16). An agent's tool arguments are chosen by a model; its reach must not be."""
+verified token. An agent's tool arguments are chosen by a model; its reach must not be."""
 
 from __future__ import annotations
 

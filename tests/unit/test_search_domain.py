@@ -72,7 +72,7 @@ def test_identifiers_that_cannot_exist_are_not_found():
     with pytest.raises(DocumentNotFound):
         SearchRequest.parse("q", document_id="99999999999999999999999")
     assert SearchRequest.parse("q", corpus_id="7").filters.corpus_id == 7
-    with pytest.raises(CorpusNotFound):  # one spelling per id (issue 12 item 9): " 7 " is not 7
+    with pytest.raises(CorpusNotFound):  # one spelling per id: " 7 " is not 7
         SearchRequest.parse("q", corpus_id=" 7 ")
 
 

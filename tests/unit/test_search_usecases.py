@@ -388,7 +388,7 @@ def test_the_cache_ttl_is_a_setting_and_zero_disables_it():
         SearchSettings.from_env(Env({"KNOWLEDGE_SEARCH_CACHE_TTL_S": "-1"}))
 
 
-# ---- issue 19: the LLM budget --------------------------------------------------------------------
+# ---- the LLM budget --------------------------------------------------------------------
 
 
 class Budget:

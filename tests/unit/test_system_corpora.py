@@ -1,4 +1,4 @@
-"""Who may write into which kind of corpus: one pure decision (issue 16)."""
+"""Who may write into which kind of corpus: one pure decision."""
 
 import pytest
 from knowledge_ingest.domain.errors import InvalidCorpus

@@ -1,4 +1,4 @@
-"""The tenancy decisions (issue 19): enablement, quotas, budgets, periods, bounded metric labels."""
+"""The tenancy decisions: enablement, quotas, budgets, periods, bounded metric labels."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one request check every service runs (issue 12 items 3 and 10); through the real servers in
+"""The one request check every service runs; through the real servers in
 tests/integration/test_grpc_runtime.py."""
 
 import pytest

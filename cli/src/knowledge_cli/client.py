@@ -230,7 +230,7 @@ class Client:
         params = {"reason": reason} if reason else None
         return self._call("DELETE", f"/documents/{quote(document_id, safe='')}", params=params)
 
-    # -- issue 18: tombstones, corpus deletion -------------------------------------------------
+    # -- tombstones, corpus deletion -------------------------------------------------
     def delete_corpus(self, corpus_id: str, *, delete_documents: bool = False) -> dict:
         params = {"delete_documents": "true"} if delete_documents else None
         return self._call("DELETE", f"/corpora/{quote(corpus_id, safe='')}", params=params)
@@ -253,14 +253,14 @@ class Client:
             json={"query": question, "corpus_id": corpus_id, "document_id": document_id, "top_k": top_k},
         )
 
-    # -- issue 16: agent-facing reads ---------------------------------------------------------
+    # -- agent-facing reads ---------------------------------------------------------
     def context(self, query: str, *, top_k: int = 0) -> dict:
         return self._call("POST", "/context", json={"query": query, "top_k": top_k})
 
     def prefetch(self, user_message: str) -> dict:
         return self._call("POST", "/prefetch", json={"user_message": user_message})
 
-    # -- issue 19: fenced imports, change findings, auto-index ---------------------------------
+    # -- fenced imports, change findings, auto-index ---------------------------------
     def import_paths(self, paths: Sequence[str], corpus_id: str) -> list[dict]:
         """Files under the operator's import roots (POST /imports): one item per path, with the
         resolved path and the job handle."""
@@ -290,7 +290,7 @@ class Client:
     def dismiss_finding(self, finding_id: str) -> dict:
         return self._call("POST", f"/findings/{quote(finding_id, safe='')}:dismiss", json={})
 
-    # -- tenants and usage (issue 19) --------------------------------------------------------
+    # -- tenants and usage --------------------------------------------------------
     def usage(self, period: str = "") -> dict:
         return self._call("GET", "/usage", params={"period": period} if period else {})
 
@@ -301,7 +301,7 @@ class Client:
         body = {"enabled": enabled, "quotas": dict(quotas)}
         return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
 
-    # -- document AI (issue 20) --------------------------------------------------------------
+    # -- document AI --------------------------------------------------------------
     def create_document_type(self, name: str, description: str, examples: Sequence[str], reason: str) -> dict:
         body = {"name": name, "description": description, "examples": list(examples), "reason": reason}
         return self._call("POST", "/document_types", json=body)["document_type"]

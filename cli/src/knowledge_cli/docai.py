@@ -1,4 +1,4 @@
-"""``knowledge types|classify|extract|process``: the document-AI service (issue 20) through the
+"""``knowledge types|classify|extract|process``: the document-AI service through the
 REST API like the rest of the client (``knowledge_cli.rest``)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``knowledge import|imports|findings``: files from the operator's import roots, passes over
-them, change findings and auto-indexing (issue 19), through the REST API like the rest of the
+them, change findings and auto-indexing, through the REST API like the rest of the
 client (``knowledge_cli.rest``)."""
 
 from __future__ import annotations

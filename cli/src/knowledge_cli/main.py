@@ -159,10 +159,10 @@ def parser() -> argparse.ArgumentParser:
     add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client
     from knowledge_cli.imports import add_parsers as add_imports
 
-    add_imports(commands)  # import, imports, findings (issue 19)
+    add_imports(commands)  # import, imports, findings
     from knowledge_cli.docai import add_parsers as add_docai
 
-    add_docai(commands)  # types, classify, extract, process (issue 20)
+    add_docai(commands)  # types, classify, extract, process
     return root
 
 

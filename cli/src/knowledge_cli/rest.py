@@ -215,7 +215,7 @@ def _dev_token(tenant: str) -> str:
 
     from knowledge_cli.devtoken import mint_local_token
 
-    try:  # the local stack's token: the public capabilities and the importing ones (issue 19)
+    try:  # the local stack's token: the public capabilities and the importing ones
         return mint_local_token(tenant, capabilities=[*PUBLIC_CAPABILITIES, *ADMIN_CAPABILITIES])
     except FileNotFoundError as error:
         raise ApiError(str(error), AUTH) from None
@@ -593,7 +593,7 @@ def _corpora_delete(client: Client, options, out: TextIO) -> int:
     return OK
 
 
-# -- usage and tenants (issue 19) ----------------------------------------------------------------
+# -- usage and tenants ----------------------------------------------------------------
 QUOTA_FIELDS = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month", "max_llm_cost_per_month")
 # (label, usage field, the quota it is read against)
 USAGE_ROWS = (

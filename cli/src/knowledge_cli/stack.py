@@ -242,9 +242,9 @@ class Stack:
             env["KNOWLEDGE_LLM_URL"] = self.llm_url
             env["KNOWLEDGE_LLM_MODEL"] = model_alias(self.settings.local_llm_model)
             env.pop("KNOWLEDGE_LLM_API_KEY", None)
-        # The embedded stack serves any tenant unless told otherwise (issue 19; production: false).
+        # The embedded stack serves any tenant unless told otherwise (production: false).
         env.setdefault("KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT", "true")
-        # torch on cuda or mps, the int8 export on a CPU (issue 14: as good there, and faster).
+        # torch on cuda or mps, the int8 export on a CPU (as good there, and faster).
         env.setdefault("KNOWLEDGE_EMBEDDING_BACKEND", "auto")
         for other, port in self.settings.ports.items():
             key = other.upper().replace("-", "_")

@@ -108,10 +108,10 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.PrefetchContextRequest.user_message": _QUERY,
     "knowledge.v1.ChannelWeights.vector": {"minimum": 0},
     "knowledge.v1.ChannelWeights.lexical": {"minimum": 0},
-    # issue 16: a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
+    # a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
     "knowledge.v1.CreateCorpusRequest.confidentiality": {"enum": ["", *(band.value for band in Band)]},
     "knowledge.v1.BindCorpusRequest.scope": {"pattern": SCOPE_PATH_PATTERN},
-    # issue 19: tenant settings and usage (knowledge_runtime.tenancy)
+    # tenant settings and usage (knowledge_runtime.tenancy)
     "knowledge.v1.GetTenantSettingsRequest.tenant": _TENANT,
     "knowledge.v1.UpdateTenantSettingsRequest.tenant": _TENANT,
     "knowledge.v1.TenantQuotas.max_documents": _COUNT,
@@ -120,7 +120,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
     "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
-    # issue 20: the taxonomy (knowledge_runtime.taxonomy) and the document-AI calls
+    # the taxonomy (knowledge_runtime.taxonomy) and the document-AI calls
     "knowledge.v1.CreateDocumentTypeRequest.name": {
         "pattern": TYPE_NAME_PATTERN,
         "maxLength": MAX_NAME_CHARS,
@@ -141,7 +141,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.ClassifyDocumentRequest.text": {"maxLength": 0},
     "knowledge.v1.ExtractDocumentRequest.schema_version": {"minimum": 0},
 }
-# An ordinary text names no housekeeping corpus and no subject (issue 16: system_corpus and
+# An ordinary text names no housekeeping corpus and no subject (system_corpus and
 # about_subject go alone, need system.write, and never in a batch; described in words only).
 _NOT_HOUSEKEEPING = {"system_corpus": {"maxLength": 0}, "about_subject": {"maxLength": 0}}
 # Rules across a request message's fields, as JSON Schema merged into its input schema.
@@ -175,7 +175,7 @@ _REQUIRED_INPUT = {
     "knowledge.v1.IngestUrlRequest": ["url", "corpus_id"],
     "knowledge.v1.MoveDocumentsRequest": ["target_corpus_id"],
     "knowledge.v1.BindCorpusRequest": ["scope"],
-    # A PUT is the whole of a tenant's settings: whether it is enabled must be said (issue 19).
+    # A PUT is the whole of a tenant's settings: whether it is enabled must be said.
     "knowledge.v1.UpdateTenantSettingsRequest": ["enabled"],
     "knowledge.v1.BatchGetDocumentsRequest": ["document_ids"],  # a query parameter
     "knowledge.v1.CreateDocumentTypeRequest": ["name", "description"],

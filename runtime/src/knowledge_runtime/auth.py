@@ -28,13 +28,13 @@ from knowledge_runtime.reach import DEFAULT_CLEARANCE, Band, Reader, ScopePath, 
 from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
-# taxonomy.edit: change a tenant's document taxonomy and process documents against it (issue 20).
+# taxonomy.edit: change a tenant's document taxonomy and process documents against it.
 PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind", "taxonomy.edit")
 # Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
-# importing from the operator's import roots, and opting a corpus in to auto-indexing (issue 19).
-# An operator's: setting any tenant's enablement and quotas (issue 19). Never in a default token.
+# importing from the operator's import roots, and opting a corpus in to auto-indexing.
+# An operator's: setting any tenant's enablement and quotas. Never in a default token.
 PLATFORM_ADMIN = "platform.admin"
-# An auditor's: listing the tenant's tombstones (issue 18). Never in a default token.
+# An auditor's: listing the tenant's tombstones. Never in a default token.
 AUDIT_READ = "audit.read"
 ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")

@@ -1,6 +1,6 @@
 """What a caller may read inside its tenant: the scope hierarchy and the confidentiality bands.
 
-Two rules, each decided here and nowhere else (issue 16):
+Two rules, each decided here and nowhere else:
 
 - **Scope nodes.** A tenant holds a hierarchy: the root ``/``, ``workspace:X``,
   ``workspace:X/project:Y`` and ``workspace:X/project:Y/mission:Z``. A corpus is bound to exactly

@@ -1,4 +1,4 @@
-"""The limits of a tenant's taxonomy (issue 20): one constant each, enforced by documents-ai's
+"""The limits of a tenant's taxonomy: one constant each, enforced by documents-ai's
 domain (``knowledge_documents_ai.domain.taxonomy`` and ``.processing``) and stated by the
 gateway's OpenAPI description, which depends on the runtime and not on documents-ai."""
 

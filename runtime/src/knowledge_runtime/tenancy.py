@@ -1,4 +1,4 @@
-"""Per-tenant enablement, quotas and budgets: the values and the decisions (issue 19).
+"""Per-tenant enablement, quotas and budgets: the values and the decisions.
 
 A tenant's settings are one row of ``tenant_settings`` (written by ingest's
 ``UpdateTenantSettings``, capability ``platform.admin``); a tenant without a row is enabled or

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class DocumentsAIServiceStub:
-    """---- issue 20 (docai): the documents-ai service ----
+    """---- the documents-ai service ----
 
     The taxonomy of a tenant (document types with versioned extraction schemas), classification of
     a document or a text against it (by embedding; an LLM, when configured, decides among the top
@@ -97,7 +97,7 @@ class DocumentsAIServiceStub:
 
 
 class DocumentsAIServiceServicer:
-    """---- issue 20 (docai): the documents-ai service ----
+    """---- the documents-ai service ----
 
     The taxonomy of a tenant (document types with versioned extraction schemas), classification of
     a document or a text against it (by embedding; an LLM, when configured, decides among the top
@@ -248,7 +248,7 @@ def add_DocumentsAIServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class DocumentsAIService:
-    """---- issue 20 (docai): the documents-ai service ----
+    """---- the documents-ai service ----
 
     The taxonomy of a tenant (document types with versioned extraction schemas), classification of
     a document or a text against it (by embedding; an LLM, when configured, decides among the top

@@ -372,7 +372,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def BindCorpus(self, request, context):
-        """---- issue 16: scopes ----
+        """---- scopes ----
         Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
         own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
         and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
@@ -385,7 +385,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ImportPath(self, request, context):
-        """---- issue 19: fenced imports, change findings, auto-index ----
+        """---- fenced imports, change findings, auto-index ----
         Ingests files under the operator's import roots (KNOWLEDGE_IMPORT_ROOTS /
         KNOWLEDGE_IMPORT_ROOTS_FILE: configuration only, never settable through the API). Every path
         (absolute) is resolved (symlinks, "..") and checked against the roots open to the tenant
@@ -457,7 +457,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetTenantSettings(self, request, context):
-        """---- issue 19: enablement, quotas and usage ----
+        """---- enablement, quotas and usage ----
         A tenant's enablement and quotas: the tenant's row, or the deployment's default
         (KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT, no quotas) when no operator set one. Any tenant named
         in the path. Capability platform.admin (it passes the enablement check itself).
@@ -485,7 +485,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchDocuments(self, request, context):
-        """---- issue 18: a live document list ----
+        """---- a live document list ----
 
         The corpus's documents as they are (one SNAPSHOT change each, then one SYNCED), then each
         change as it is committed: a new document, a step of its ingestion (queued, extracting,
@@ -515,7 +515,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchEvents(self, request, context):
-        """---- issue 18: events ----
+        """---- events ----
 
         The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
         deleted) in the order they were committed (a document's events in the order of its changes),
@@ -539,7 +539,7 @@ class IngestServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTombstones(self, request, context):
-        """---- issue 18 (tomb): tombstones, corpus deletion ----
+        """---- tombstones, corpus deletion ----
 
         The tenant's tombstones, oldest first: what each deleted document was, who deleted it, when
         and why, and whether its removal is done. Only those of corpora the caller could read where

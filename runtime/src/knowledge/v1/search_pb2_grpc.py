@@ -97,7 +97,7 @@ class SearchServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetContext(self, request, context):
-        """---- issue 16: agent-facing reads ----
+        """---- agent-facing reads ----
 
         Provenance-carrying context for an agent: facts, each with its support level and the
         evidence it rests on (or UNRESOLVED), the evidence itself, metadata, and the rendered

@@ -15,7 +15,7 @@ from knowledge_runtime.reach import PLATFORM_TENANT, Band, Placement, Reach, Rea
 
 NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
 # Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the
-# platform-wide ones (no tenant); never another tenant's system corpus, never a deleted one (issue 18).
+# platform-wide ones (no tenant); never another tenant's system corpus, never a deleted one.
 PLACEMENTS = """
 SELECT corpus_id, scope_path, confidentiality, tenant_id IS NULL AS platform
 FROM corpora WHERE (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL

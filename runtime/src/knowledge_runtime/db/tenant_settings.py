@@ -109,7 +109,7 @@ async def llm_cost_since(db: Database | Transaction, tenant: str, month_start: d
 
 
 class PostgresLlmBudget:
-    """The tenant's LLM budget against its spend this month (issue 19), read per call: search
+    """The tenant's LLM budget against its spend this month, read per call: search
     before an answer, documents-ai before a use case's first chat. Needs SELECT on
     tenant_settings and cost_records."""
 

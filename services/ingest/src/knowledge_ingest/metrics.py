@@ -9,7 +9,7 @@ JOBS_BACKLOG = Gauge(
     "Ingestion jobs not yet ended (queued, waiting to retry, or running), across all replicas.",
 )
 
-# Per-tenant totals (issue 19). The tenant label is bounded: the KNOWLEDGE_METRICS_MAX_TENANTS
+# Per-tenant totals. The tenant label is bounded: the KNOWLEDGE_METRICS_MAX_TENANTS
 # largest tenants by documents each get their own series, every other tenant is summed under
 # tenant="_other" (domain.usage.bounded_totals), so a deployment with 100,000 tenants still
 # exports at most MAX_TENANTS + 1 series per metric.

@@ -1,4 +1,4 @@
-"""The agent-facing reads: provenance-carrying context and pre-fetch (issue 16).
+"""The agent-facing reads: provenance-carrying context and pre-fetch.
 
 Both are built on ``SearchUseCases.search`` (the one retrieval path: tenant, filters, channels,
 fusion, hydration) and, for the context, on ``AnswerUseCases.synthesise`` (anonymisation, the

@@ -155,7 +155,7 @@ def batch_items(outcomes: list[ItemOutcome]) -> tuple[list[ingest_pb2.IngestText
     return items, sum(1 for outcome in outcomes if outcome.job is not None)
 
 
-# ---- issue 19: fenced imports, change findings, auto-index ----
+# ---- fenced imports, change findings, auto-index ----
 
 
 def upload_accepted(job: Job) -> ingest_pb2.UploadDocumentResponse:
@@ -206,7 +206,7 @@ def pass_message(report: PassReport) -> ingest_pb2.ScanImportsResponse:
     )
 
 
-# ---- issue 18: events ----
+# ---- events ----
 
 
 def event_message(event: Event) -> ingest_pb2.Event:

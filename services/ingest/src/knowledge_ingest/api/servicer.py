@@ -56,7 +56,7 @@ CAPABILITIES = {
     "BatchIngestTexts": "document.upload",
     "IngestUrl": "document.upload",
     "BindCorpus": "corpus.bind",
-    # issue 19: fenced imports, change findings, auto-index
+    # fenced imports, change findings, auto-index
     "ImportPath": "document.import",
     "ListImportRoots": "document.import",
     "SetImportBinding": "imports.admin",
@@ -65,14 +65,13 @@ CAPABILITIES = {
     "ListImportFindings": "document.import",
     "AcceptImportFinding": "document.import",
     "DismissImportFinding": "document.import",
-    # issue 19
     "GetTenantSettings": PLATFORM_ADMIN,
     "UpdateTenantSettings": PLATFORM_ADMIN,
     "GetUsage": "corpus.read",
     "WatchDocuments": "corpus.read",
     "BatchGetDocuments": "corpus.read",
     "WatchEvents": "corpus.read",
-    # issue 18 (tomb): tombstones, corpus deletion
+    # tombstones, corpus deletion
     "ListTombstones": AUDIT_READ,
     "DeleteCorpus": "corpus.create",
 }
@@ -250,14 +249,14 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
 
-    # ---- issue 16: scopes ----
+    # ---- scopes ----
     async def BindCorpus(
         self, request: ingest_pb2.BindCorpusRequest, context: Context
     ) -> ingest_pb2.BindCorpusResponse:
         bound = await self._corpora.bind_corpus(current_scope(), request.corpus_id, request.scope)
         return ingest_pb2.BindCorpusResponse(corpus=corpus_message(bound))
 
-    # ---- issue 19: fenced imports, change findings, auto-index ----
+    # ---- fenced imports, change findings, auto-index ----
 
     @property
     def imports(self) -> ImportUseCases | None:
@@ -314,7 +313,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         imports = await self._imports_or_abort(context)
         return finding_message(await imports.dismiss(current_scope(), request.finding_id))
 
-    # ---- issue 19: enablement, quotas and usage ----
+    # ---- enablement, quotas and usage ----
 
     def _tenant_cases(self) -> TenantUseCases:
         if self._tenants is None:
@@ -335,7 +334,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     async def GetUsage(self, request: ingest_pb2.GetUsageRequest, context: Context) -> ingest_pb2.Usage:
         return usage_message(await self._tenant_cases().usage(current_scope(), request.period))
 
-    # ---- issue 18: a live document list ----
+    # ---- a live document list ----
 
     async def WatchDocuments(self, request: ingest_pb2.WatchDocumentsRequest, context: Context):
         if self._documents.feed is None:
@@ -349,7 +348,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             documents=[document_message(d) for d in documents], not_found_ids=missing
         )
 
-    # ---- issue 18: events ----
+    # ---- events ----
 
     async def WatchEvents(self, request: ingest_pb2.WatchEventsRequest, context: Context):
         if self._events is None:

@@ -1,4 +1,4 @@
-"""Tenant settings and usage: proto <-> domain (issue 19)."""
+"""Tenant settings and usage: proto <-> domain."""
 
 from __future__ import annotations
 

@@ -300,7 +300,7 @@ class JobWakeups(Protocol):
 
 class TombstoneRepository(Protocol):
     """Deletions (one transaction each: invisible, tombstoned, evented), their removal jobs, and
-    the tombstones' retention (issue 18)."""
+    the tombstones' retention."""
 
     async def delete_document(self, tenant: str, document_id: int, subject: str, reason: str) -> Deletion | None:
         """None when the tenant has no such live document."""

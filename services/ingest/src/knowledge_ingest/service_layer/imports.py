@@ -69,7 +69,7 @@ class ImportUseCases:
     jobs: JobRepository
     imports: ImportRepository
     hash_file: Callable[[ResolvedPath], Awaitable[SeenFile]]
-    reach: ReachSource | None = None  # the caller's scope and clearance (issue 16); None: the whole tenant
+    reach: ReachSource | None = None  # the caller's scope and clearance; None: the whole tenant
 
     def _require_roots(self, scope: Scope) -> list[ImportRoot]:
         roots = self.roots.for_tenant(scope.tenant)

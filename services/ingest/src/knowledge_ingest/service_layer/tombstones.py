@@ -1,5 +1,5 @@
 """Deleting documents and corpora (tombstoned, answered at once), listing the tombstones, and the
-workers that remove what a deletion left and prune tombstones past their retention (issue 18)."""
+workers that remove what a deletion left and prune tombstones past their retention."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth),
 # under the tenant keys the channels read ($2: Filters.owners, the caller's and the platform
 # tenant's when its reach holds a platform-wide corpus; the ids came from within that reach).
-# A deleted document's chunks stay until its removal job deletes them (issue 18): this join is
+# A deleted document's chunks stay until its removal job deletes them: this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
 SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor

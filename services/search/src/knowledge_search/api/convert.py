@@ -85,7 +85,7 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
     )
 
 
-# ---- issue 16: agent-facing reads ----
+# ---- agent-facing reads ----
 
 SUPPORT = {
     Support.SUPPORTED: search_pb2.SUPPORT_LEVEL_SUPPORTED,

@@ -92,7 +92,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         parsed = _search_request(request, QUERY_TOP_K)
         return convert.query_response(await self._answers.query(current_scope(), parsed))
 
-    # ---- issue 16: agent-facing reads ----
+    # ---- agent-facing reads ----
 
     async def GetContext(
         self, request: search_pb2.GetContextRequest, context: grpc.aio.ServicerContext

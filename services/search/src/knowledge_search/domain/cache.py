@@ -1,4 +1,4 @@
-"""What a cached search answer is keyed on (issue 16): the tenant, the reader's scope node and
+"""What a cached search answer is keyed on: the tenant, the reader's scope node and
 clearance, the generation of what that reader sees, and the full request. No key without a
 scope: a reader only exists once its token's scope resolved."""
 
