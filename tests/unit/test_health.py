@@ -4,17 +4,18 @@ import asyncio
 
 import pytest
 from knowledge_ingest.worker import Workers
-from knowledge_runtime import health
+from knowledge_runtime import outages
 from knowledge_runtime.errors import Unavailable
-from knowledge_runtime.health import Dependency, Outage, ReadinessProbe
+from knowledge_runtime.health import Dependency, ReadinessProbe
+from knowledge_runtime.outages import Outage
 from structlog.testing import capture_logs
 
 
 @pytest.fixture(autouse=True)
 def no_outage_known():
-    health._OUTAGES.clear()  # the process-wide outages start clear in each test
+    outages._OUTAGES.clear()  # the process-wide outages start clear in each test
     yield
-    health._OUTAGES.clear()
+    outages._OUTAGES.clear()
 
 
 class Switch:
@@ -64,7 +65,7 @@ async def test_the_probe_runs_periodically_until_stopped():
         changes.append(ready)
 
     probe = ReadinessProbe([Dependency("database", switch.check)], record, interval_s=0.01, failures_to_down=2)
-    probe.start()
+    await probe.start()
     try:
         switch.down = True
         for _ in range(200):
@@ -140,7 +141,7 @@ async def test_the_ingest_workers_log_a_database_outage_once_not_per_poll():
 async def test_the_probe_and_the_workers_share_one_line_per_outage():
     switch = Switch()
     probe = ReadinessProbe([Dependency("database", switch.check)], lambda ready: asyncio.sleep(0), failures_to_down=1)
-    worker_view = health.outage("database")
+    worker_view = outages.outage("database")
     with capture_logs() as logs:
         worker_view.failed(Unavailable("the database is unavailable"))  # a worker noticed first
         switch.down = True
@@ -168,9 +169,10 @@ async def test_stop_ends_the_probe_when_its_check_answers_in_the_same_turn_as_th
         return None
 
     probe = ReadinessProbe([Dependency("slow", check)], on_change, interval_s=0.05, timeout_s=30.0)
-    probe.start()
+    await probe.start()
     await checking.wait()  # the probe waits on the check
-    task = probe._task
+    assert probe._loop is not None
+    task = probe._loop._task
     assert task is not None
     answered.set()  # the check answers...
     stopping = asyncio.ensure_future(probe.stop())  # ...and the probe is cancelled in the same turn

@@ -21,7 +21,7 @@ from knowledge_ingest.domain.tombstones import (
 )
 from knowledge_ingest.service_layer.tombstones import RemovalWorkers, Remover
 from knowledge_runtime.errors import Unavailable
-from knowledge_runtime.health import outage
+from knowledge_runtime.outages import outage
 from knowledge_runtime.reach import Band, Reader, ScopePath
 from knowledge_runtime.settings import Env
 from structlog.testing import capture_logs

@@ -5,20 +5,20 @@ services the Kubernetes readiness probes ask) are different questions. A service
 is down is alive — restarting it would not bring the database back — but not ready: traffic
 should go elsewhere. :class:`ReadinessProbe` checks each hard :class:`Dependency` every
 ``interval_s`` (one cheap call, never per request), and tells its listener when the answer
-changes. :class:`Outage` is the one-line-per-outage log every observer of a dependency in the
-process shares (:func:`outage`): a known outage is logged when it starts and when it ends, never
-once per failed poll, whether the probe or a worker's loop noticed it first.
+changes, through the one outage record of each dependency that every observer in the process
+shares (:mod:`knowledge_runtime.outages`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
+
+from knowledge_runtime.outages import outage
+from knowledge_runtime.periodic import Periodic
 
 log = structlog.get_logger("knowledge.health")
 
@@ -41,46 +41,6 @@ def database(db: object) -> Dependency:
 
 
 @dataclass
-class Outage:
-    """Logs ``<dependency>_unavailable`` once when a dependency starts failing and
-    ``<dependency>_available`` once when it works again (with how long it was out)."""
-
-    dependency: str
-    logger: Any = field(default=log)
-    since: float | None = None
-
-    @property
-    def down(self) -> bool:
-        return self.since is not None
-
-    def failed(self, error: BaseException | None = None) -> None:
-        if self.since is None:
-            self.since = time.monotonic()
-            self.logger.warning(
-                "dependency_unavailable",
-                dependency=self.dependency,
-                error_type=type(error).__name__ if error is not None else None,
-            )
-
-    def succeeded(self) -> None:
-        if self.since is not None:
-            self.logger.info(
-                "dependency_available",
-                dependency=self.dependency,
-                down_s=round(time.monotonic() - self.since, 1),
-            )
-            self.since = None
-
-
-_OUTAGES: dict[str, Outage] = {}
-
-
-def outage(dependency: str) -> Outage:
-    """The process's one :class:`Outage` of ``dependency``, shared by everyone who calls it."""
-    return _OUTAGES.setdefault(dependency, Outage(dependency))
-
-
-@dataclass
 class ReadinessProbe:
     """Checks every dependency each ``interval_s``; ``on_change(ready)`` on every change of the answer."""
 
@@ -92,17 +52,23 @@ class ReadinessProbe:
     ready: bool = True
     _failures: dict[str, int] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)
-    _task: asyncio.Task | None = None
+    _loop: Periodic | None = None
 
-    def start(self) -> None:
-        if self.dependencies and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="readiness-probe")
+    async def start(self) -> None:
+        if self.dependencies and self._loop is None:
+            # Not jittered: readiness answers within one interval of a change.
+            self._loop = Periodic(
+                "readiness_probe", self._round, self.interval_s, jitter=0.0, first_after_interval=True
+            )
+            await self._loop.start()
+
+    async def _round(self) -> None:
+        await self.check_once()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        if self._loop is not None:
+            await self._loop.stop()
+            self._loop = None
 
     async def check_once(self) -> bool:
         """Check every dependency now; returns (and reports on change) whether all are usable."""
@@ -127,13 +93,3 @@ class ReadinessProbe:
             log.info("readiness_changed", ready=ready, down=sorted(self._down))
             await self.on_change(ready)
         return ready
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                await self.check_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - the probe itself must never die
-                log.warning("readiness_probe_failed", error_type=type(error).__name__)

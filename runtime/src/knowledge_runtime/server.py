@@ -139,7 +139,7 @@ class GrpcApp:
         for name in ["", *names]:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self.probe = ReadinessProbe(self.readiness, self._set_ready, interval_s=self.readiness_interval_s)
-        self.probe.start()
+        await self.probe.start()
         log.info("server_started", host=self.host, port=self.bound_port, services=names)
         return self.bound_port
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import structlog
 from knowledge_runtime.errors import Unavailable
-from knowledge_runtime.health import Outage, outage
+from knowledge_runtime.outages import Outage, outage
 
 from knowledge_ingest.domain.ports import JobQueue, JobWakeups, Readiness, Wakeup
 from knowledge_ingest.metrics import JOBS_BACKLOG

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import structlog
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import Unavailable
-from knowledge_runtime.health import outage
+from knowledge_runtime.outages import outage
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotEmpty, CorpusNotFound, DocumentNotFound
