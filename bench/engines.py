@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' document builders
 
-from knowledge_ingest.adapters.extraction import DocumentExtractor, unstructured_path
+from knowledge_ingest.extraction import DocumentExtractor, unstructured_path
 
 from tests.support.documents import regions_report, word_document
 from tests.unit.test_extraction_formats import pdf_with_font_headings, presentation

@@ -43,9 +43,9 @@ from pathlib import Path
 import asyncpg
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.documents import PostgresDocuments
-from knowledge_ingest.adapters.outbox import publish
+from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.domain.events import EventType, NewEvent
+from knowledge_ingest.events.outbox import publish
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.migrate import migrate

@@ -247,7 +247,7 @@ async def corpus(client: httpx.AsyncClient, options: argparse.Namespace, baselin
 async def pdf(client: httpx.AsyncClient, stack: dict, options: argparse.Namespace) -> None:
     import grpc
     from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
-    from knowledge_ingest.adapters.extraction.extractor import DocumentExtractor
+    from knowledge_ingest.extraction.extractor import DocumentExtractor
     from knowledge_runtime.chunking import split_structural
     from knowledge_runtime.devkeys import mint_dev_token
 

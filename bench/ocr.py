@@ -19,7 +19,7 @@ import time
 
 import pypdfium2 as pdfium
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor, ocr
+from knowledge_ingest.extraction import DocumentExtractor, ocr
 
 WORDS = [
     "pump",

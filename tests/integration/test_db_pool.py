@@ -5,7 +5,7 @@ import asyncio
 
 import asyncpg
 import pytest
-from knowledge_ingest.adapters.outbox import RELAY_CHANNEL, PostgresWakeups
+from knowledge_ingest.events.outbox import RELAY_CHANNEL, PostgresWakeups
 from knowledge_runtime.db.pool import Database
 
 pytestmark = pytest.mark.integration

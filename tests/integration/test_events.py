@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2
-from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups, publish
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.events import EventType, NewEvent
+from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups, publish
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database, Transaction
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.outbox import PostgresEventLog, publish
 from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.events import EventPlacement, EventType, NewEvent
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.system_corpora import CorpusKind
+from knowledge_ingest.events.outbox import PostgresEventLog, publish
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import Band, ScopePath
 from knowledge_runtime.server import GrpcApp

@@ -14,13 +14,13 @@ from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
 from knowledge_embedder.config import EmbedderSettings
-from knowledge_ingest.adapters.documents import PostgresDocuments
-from knowledge_ingest.adapters.imports import PostgresImports, hash_file
-from knowledge_ingest.adapters.jobs import PostgresJobs
-from knowledge_ingest.adapters.services import ContentIndexClient
 from knowledge_ingest.bootstrap import build_app as ingest_app
+from knowledge_ingest.clients.services import ContentIndexClient
 from knowledge_ingest.config import IngestSettings
-from knowledge_ingest.service_layer.imports import ImportUseCases
+from knowledge_ingest.documents.postgres import PostgresDocuments
+from knowledge_ingest.imports.postgres import PostgresImports, hash_file
+from knowledge_ingest.imports.usecases import ImportUseCases
+from knowledge_ingest.jobs.postgres import PostgresJobs
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.service_tokens import ServiceTokenSigner

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
-from knowledge_ingest.adapters.kept_blobs import KeptBlobs
-from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
+from knowledge_ingest.clients.kept_blobs import KeptBlobs
+from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import DependencyUnavailable, Unavailable

@@ -9,9 +9,9 @@ import zipfile
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
 from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.extraction.isolated import IsolatedExtractor
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 

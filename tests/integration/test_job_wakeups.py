@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 from knowledge.v1 import ingest_pb2
-from knowledge_ingest.adapters.outbox import PostgresWakeups
+from knowledge_ingest.events.outbox import PostgresWakeups
 from knowledge_runtime.db.pool import Database
 
 from tests.support.ingest import CountingEmbedder, MemoryBlobs, auth, new_corpus, replica, wait_terminal

@@ -15,7 +15,7 @@ import structlog
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
 from knowledge_cli.stack import default_embedding_model
 from knowledge_embedder.domain.errors import AnchorNotFound, EmbedderStopping, InvalidInput, QueueFull
-from knowledge_ingest.adapters.services import EmbedderClient
+from knowledge_ingest.clients.services import EmbedderClient
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
@@ -288,8 +288,8 @@ def opened(monkeypatch):
     """Every pool and channel a bootstrap opens, through the real functions."""
     import knowledge_content_index.bootstrap
     import knowledge_embedder.bootstrap
-    import knowledge_ingest.adapters.services
     import knowledge_ingest.bootstrap
+    import knowledge_ingest.clients.services
     import knowledge_search.adapters.embedder
     import knowledge_search.bootstrap
     from knowledge_runtime import clients
@@ -314,7 +314,7 @@ def opened(monkeypatch):
         knowledge_search.bootstrap,
     ):
         monkeypatch.setattr(module, "connect_service_database", connect)
-    for module in (knowledge_ingest.adapters.services, knowledge_search.adapters.embedder):
+    for module in (knowledge_ingest.clients.services, knowledge_search.adapters.embedder):
         monkeypatch.setattr(module, "channel", channel)
     return seen
 

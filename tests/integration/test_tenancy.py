@@ -21,7 +21,7 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.extraction import Extracted
-from knowledge_ingest.tenant_metrics import publish
+from knowledge_ingest.tenants.metrics import publish
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.server import GrpcApp
@@ -300,7 +300,7 @@ async def test_the_per_tenant_metrics_keep_their_label_bounded(ingest, make_toke
         corpus = await new_corpus(stub, metadata)
         for i in range(count):
             await upload(stub, metadata, corpus, f"{name} {i}".encode())
-    from knowledge_ingest.adapters.tenants import PostgresTenants
+    from knowledge_ingest.tenants.postgres import PostgresTenants
 
     totals = await PostgresTenants(ingest[1], True).totals()
     mine = [t for t in totals if t.tenant in names]

@@ -13,11 +13,11 @@ from pathlib import Path
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.adapters.tombstones import PostgresTombstones
 from knowledge_ingest.api.servicer import service_spec
 from knowledge_ingest.bootstrap import wire
+from knowledge_ingest.deletion.postgres import PostgresTombstones
+from knowledge_ingest.deletion.usecases import RemovalWorkers
 from knowledge_ingest.domain.extraction import Extracted
-from knowledge_ingest.service_layer.tombstones import RemovalWorkers
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 

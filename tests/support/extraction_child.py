@@ -9,7 +9,7 @@ from multiprocessing.connection import Connection
 def report_preloaded(sender: Connection) -> None:
     """Sends whether the optional unstructured path was already loaded (spaCy imported, the
     partitioners found) when the child started, before it reads any file."""
-    from knowledge_ingest.adapters.extraction import unstructured_path
+    from knowledge_ingest.extraction import unstructured_path
 
     loaded = unstructured_path.partitioners.cache_info().currsize == 1
     sender.send({"spacy": "spacy" in sys.modules, "partitioners": loaded})

@@ -3,9 +3,9 @@
 from datetime import UTC, datetime
 
 import pytest
+from knowledge_ingest.corpora.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
 from knowledge_ingest.domain.errors import InvalidCorpus
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
-from knowledge_ingest.service_layer.corpora import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
 from knowledge_runtime.reach import ScopePath

@@ -20,7 +20,7 @@ from knowledge_documents_ai.domain.taxonomy import (
     document_type,
     extraction_schema,
 )
-from knowledge_ingest.adapters.extraction import DocumentExtractor
+from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_runtime.chunking import split_structural
 
 INVOICE_SCHEMA = {

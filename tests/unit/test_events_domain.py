@@ -20,7 +20,7 @@ from knowledge_ingest.domain.events import (
     start_after,
 )
 from knowledge_ingest.domain.system_corpora import CorpusKind
-from knowledge_ingest.service_layer.events import EventUseCases
+from knowledge_ingest.events.usecases import EventUseCases
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.reach import Band, Reader, ScopePath
 from knowledge_runtime.refusals import Refusal, Refused

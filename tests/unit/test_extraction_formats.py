@@ -13,8 +13,8 @@ import pytest
 import xlsxwriter
 import xlwt
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_runtime.chunking import split_structural
 from pptx.util import Inches
 

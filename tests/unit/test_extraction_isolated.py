@@ -11,9 +11,9 @@ import sys
 import docx
 import pytest
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor
-from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.extraction import DocumentExtractor
+from knowledge_ingest.extraction.isolated import IsolatedExtractor
 
 
 def handbook() -> bytes:
@@ -69,7 +69,7 @@ def test_the_hard_time_limit_defaults_to_the_soft_one_plus_a_minute():
 
 
 def test_small_plain_text_and_markdown_are_read_without_a_child_under_the_same_limits(monkeypatch):
-    from knowledge_ingest.adapters.extraction import isolated as module
+    from knowledge_ingest.extraction import isolated as module
 
     def no_child(*args, **kwargs):
         raise AssertionError("a child process was started")
@@ -95,7 +95,7 @@ def test_the_fork_server_starts_with_the_service_not_with_its_first_file():
     the first file's child does not wait for it to import the parsers."""
     probe = (
         "import asyncio, psutil\n"
-        "from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor\n"
+        "from knowledge_ingest.extraction.isolated import IsolatedExtractor\n"
         "def servers():\n"
         "    return [c for c in psutil.Process().children() if 'forkserver' in ' '.join(c.cmdline())]\n"
         "before = len(servers())\n"

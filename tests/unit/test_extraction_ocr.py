@@ -4,8 +4,8 @@ made here, a text PDF written with fpdf2, rendered by pdfium and wrapped back as
 from __future__ import annotations
 
 import pytest
-from knowledge_ingest.adapters.extraction import DocumentExtractor, ocr
 from knowledge_ingest.domain.extraction import ExtractionLimits
+from knowledge_ingest.extraction import DocumentExtractor, ocr
 from knowledge_runtime.chunking import split_structural
 
 from tests.support.documents import PUMPS, RESERVOIR, VALVES, noise_page, scanned_pdf

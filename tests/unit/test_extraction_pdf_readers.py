@@ -10,9 +10,9 @@ import time
 import psutil
 import pytest
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor, pdf
-from knowledge_ingest.adapters.extraction.forked import Helper
 from knowledge_ingest.domain.extraction import ExtractionLimits
+from knowledge_ingest.extraction import DocumentExtractor, pdf
+from knowledge_ingest.extraction.forked import Helper
 
 from tests.support.documents import LINE
 

@@ -7,8 +7,8 @@ import io
 
 import pytest
 from fpdf import FPDF
-from knowledge_ingest.adapters.extraction import DocumentExtractor, pdf, pdf_tables
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_ingest.extraction import DocumentExtractor, pdf, pdf_tables
 from knowledge_runtime.chunking import split_structural
 from pypdf import PdfReader, PdfWriter, Transformation
 from pypdf.generic import RectangleObject

@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 import xlsxwriter
-from knowledge_ingest.adapters.extraction import DocumentExtractor
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_runtime.errors import InvalidArgument
 
 from tests.support.documents import SECRET, a_docx, a_pdf

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import docx
 import pytest
-from knowledge_ingest.adapters.extraction import DocumentExtractor, isolated, unstructured_path
-from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
-from knowledge_ingest.adapters.extraction.markdown import TextSink
 from knowledge_ingest.domain.extraction import ExtractionLimits
+from knowledge_ingest.extraction import DocumentExtractor, isolated, unstructured_path
+from knowledge_ingest.extraction.isolated import IsolatedExtractor
+from knowledge_ingest.extraction.markdown import TextSink
 from knowledge_runtime.chunking import split_structural
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name

@@ -3,7 +3,7 @@
 import asyncio
 
 import pytest
-from knowledge_ingest.worker import Workers
+from knowledge_ingest.jobs.workers import Workers
 from knowledge_runtime import outages
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.health import Dependency, ReadinessProbe

@@ -15,7 +15,7 @@ from knowledge_ingest.domain.imports import (
     require_open,
 )
 from knowledge_ingest.domain.system_corpora import CorpusKind
-from knowledge_ingest.service_layer.imports import ImportUseCases
+from knowledge_ingest.imports.usecases import ImportUseCases
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import InvalidField
 from knowledge_runtime.imports import ImportRoots, PathRefused

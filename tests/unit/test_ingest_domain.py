@@ -3,7 +3,6 @@
 import pytest
 from google.api import httpbody_pb2
 from knowledge.v1 import ingest_pb2
-from knowledge_ingest.api.upload_stream import upload_source
 from knowledge_ingest.domain.documents import JobResult, State, parse_id, progress_of, safe_filename
 from knowledge_ingest.domain.errors import (
     CorpusNotFound,
@@ -12,7 +11,8 @@ from knowledge_ingest.domain.errors import (
     PageOutOfRange,
 )
 from knowledge_ingest.domain.text import PAGE_CHARS, paginate
-from knowledge_ingest.service_layer.uploads import capped
+from knowledge_ingest.jobs.upload_stream import upload_source
+from knowledge_ingest.jobs.uploads import capped
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.errors import UploadTooLarge
 

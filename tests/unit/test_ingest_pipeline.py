@@ -19,7 +19,7 @@ from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.jobs import DocumentEffect, RetryPolicy, Transition
 from knowledge_ingest.domain.ports import Lease
-from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
+from knowledge_ingest.jobs.pipeline import Pipeline, PipelineSettings
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.errors import Unavailable
 

@@ -7,10 +7,10 @@ import uuid
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from knowledge_ingest.adapters.outbox import Wakeup
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.ports import Lease
-from knowledge_ingest.worker import Workers
+from knowledge_ingest.events.outbox import Wakeup
+from knowledge_ingest.jobs.workers import Workers
 
 
 def job() -> Job:

@@ -2,7 +2,7 @@
 per blob and in all, expiring, handed out once, and only to the tenant that wrote them."""
 
 import pytest
-from knowledge_ingest.adapters.kept_blobs import KeptBlobs
+from knowledge_ingest.clients.kept_blobs import KeptBlobs
 
 
 async def _chunks(*parts: bytes):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from knowledge_ingest.adapters.outbox import Wakeup
+from knowledge_ingest.events.outbox import Wakeup
 
 
 async def test_a_cancel_together_with_a_wakeup_stops_the_waiting_loop() -> None:

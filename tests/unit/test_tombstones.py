@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.deletion.usecases import RemovalWorkers, Remover
 from knowledge_ingest.domain.tombstones import (
     DELETED_BY_REQUEST,
     MAX_REASON_CHARS,
@@ -19,7 +20,6 @@ from knowledge_ingest.domain.tombstones import (
     reason_of,
     retry_delay_s,
 )
-from knowledge_ingest.service_layer.tombstones import RemovalWorkers, Remover
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.outages import outage
 from knowledge_runtime.reach import Band, Reader, ScopePath

@@ -20,36 +20,36 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
-from knowledge_ingest.adapters.document_feed import PostgresDocumentFeed
-from knowledge_ingest.adapters.documents import PostgresDocuments
-from knowledge_ingest.adapters.fetch import WebFetcher
-from knowledge_ingest.adapters.imports import PostgresImports, hash_file
-from knowledge_ingest.adapters.job_queue import PostgresJobQueue
-from knowledge_ingest.adapters.jobs import PostgresJobs
-from knowledge_ingest.adapters.kept_blobs import KeptBlobs
-from knowledge_ingest.adapters.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
-from knowledge_ingest.adapters.postgres import PostgresCorpora
-from knowledge_ingest.adapters.services import ContentIndexClient, EmbedderClient, ServicesReadiness
-from knowledge_ingest.adapters.tenants import PostgresTenants
-from knowledge_ingest.adapters.tombstones import PostgresTombstones
 from knowledge_ingest.api.servicer import IngestServicer, service_spec
+from knowledge_ingest.clients.kept_blobs import KeptBlobs
+from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.corpora.postgres import PostgresCorpora
+from knowledge_ingest.corpora.usecases import CorpusUseCases
+from knowledge_ingest.deletion.postgres import PostgresTombstones
+from knowledge_ingest.deletion.usecases import RemovalWorkers, TombstoneUseCases
+from knowledge_ingest.documents.feed import PostgresDocumentFeed
+from knowledge_ingest.documents.postgres import PostgresDocuments
+from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
 from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, FileImporter, Readiness
-from knowledge_ingest.import_scheduler import ImportScheduler
-from knowledge_ingest.service_layer.corpora import CorpusUseCases
-from knowledge_ingest.service_layer.documents import DocumentUseCases
-from knowledge_ingest.service_layer.events import EventRetention, EventUseCases
-from knowledge_ingest.service_layer.imports import ImportUseCases
-from knowledge_ingest.service_layer.jobs import JobUseCases
-from knowledge_ingest.service_layer.pipeline import Pipeline, PipelineSettings
-from knowledge_ingest.service_layer.tenants import QuotaChecks, TenantUseCases
-from knowledge_ingest.service_layer.tombstones import RemovalWorkers, TombstoneUseCases
-from knowledge_ingest.service_layer.uploads import UploadUseCases
-from knowledge_ingest.service_layer.web import WebPageUseCases
-from knowledge_ingest.tenant_metrics import TenantMetrics
-from knowledge_ingest.worker import Workers
+from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
+from knowledge_ingest.events.usecases import EventRetention, EventUseCases
+from knowledge_ingest.imports.postgres import PostgresImports, hash_file
+from knowledge_ingest.imports.scheduler import ImportScheduler
+from knowledge_ingest.imports.usecases import ImportUseCases
+from knowledge_ingest.jobs.fetch import WebFetcher
+from knowledge_ingest.jobs.pipeline import Pipeline, PipelineSettings
+from knowledge_ingest.jobs.postgres import PostgresJobs
+from knowledge_ingest.jobs.queue import PostgresJobQueue
+from knowledge_ingest.jobs.uploads import UploadUseCases
+from knowledge_ingest.jobs.usecases import JobUseCases
+from knowledge_ingest.jobs.web import WebPageUseCases
+from knowledge_ingest.jobs.workers import Workers
+from knowledge_ingest.tenants.metrics import TenantMetrics
+from knowledge_ingest.tenants.postgres import PostgresTenants
+from knowledge_ingest.tenants.usecases import QuotaChecks, TenantUseCases
 
 
 def wire(
@@ -127,7 +127,7 @@ def wire(
 async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     # Each file is read in a child process with a time and memory cap: one pathological page
     # cannot hang a worker (and its renewed lease) forever.
-    from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
+    from knowledge_ingest.extraction.isolated import IsolatedExtractor
 
     settings = settings or IngestSettings.from_env()
     verifier = prepare(settings.common)

@@ -9,7 +9,7 @@ from knowledge_runtime.errors import Unimplemented
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.api.convert import (
+from knowledge_ingest.convert import (
     batch_items,
     binding_message,
     change_message,
@@ -25,18 +25,18 @@ from knowledge_ingest.api.convert import (
     tombstone_message,
     upload_accepted,
 )
-from knowledge_ingest.api.tenants import quotas_from, settings_message, usage_message
-from knowledge_ingest.api.upload_stream import upload_source
+from knowledge_ingest.corpora.usecases import CorpusUseCases, page_of
+from knowledge_ingest.deletion.usecases import TombstoneUseCases
+from knowledge_ingest.documents.usecases import MAX_LISTED_TOMBSTONES, DocumentUseCases
 from knowledge_ingest.domain.errors import InvalidRequest
-from knowledge_ingest.service_layer.corpora import CorpusUseCases, page_of
-from knowledge_ingest.service_layer.documents import MAX_LISTED_TOMBSTONES, DocumentUseCases
-from knowledge_ingest.service_layer.events import EventUseCases
-from knowledge_ingest.service_layer.imports import ImportUseCases
-from knowledge_ingest.service_layer.jobs import JobUseCases
-from knowledge_ingest.service_layer.tenants import TenantUseCases
-from knowledge_ingest.service_layer.tombstones import TombstoneUseCases
-from knowledge_ingest.service_layer.uploads import MAX_BATCH_ITEMS, UploadUseCases
-from knowledge_ingest.service_layer.web import WebPageUseCases
+from knowledge_ingest.events.usecases import EventUseCases
+from knowledge_ingest.imports.usecases import ImportUseCases
+from knowledge_ingest.jobs.upload_stream import upload_source
+from knowledge_ingest.jobs.uploads import MAX_BATCH_ITEMS, UploadUseCases
+from knowledge_ingest.jobs.usecases import JobUseCases
+from knowledge_ingest.jobs.web import WebPageUseCases
+from knowledge_ingest.tenants.convert import quotas_from, settings_message, usage_message
+from knowledge_ingest.tenants.usecases import TenantUseCases
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",

@@ -1,6 +1,0 @@
-"""Text extraction: the ``Extractor`` port's adapter (see ``knowledge_ingest.domain.extraction``)."""
-
-from knowledge_ingest.adapters.extraction.extractor import DocumentExtractor
-from knowledge_ingest.adapters.extraction.isolated import IsolatedExtractor
-
-__all__ = ["DocumentExtractor", "IsolatedExtractor"]

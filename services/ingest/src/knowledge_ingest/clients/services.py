@@ -1,0 +1,196 @@
+"""Clients of the content-index and embedder services.
+
+Ingest calls them with a token it signs for the tenant it works for, carrying only the
+internal capability each call needs: a user's token has no ``blob.write`` or ``embed``, and
+a background job has no user token at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import grpc
+from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.clients import channel
+from knowledge_runtime.errors import DomainError
+from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from, made_by_channel
+from knowledge_runtime.service_tokens import ServiceTokenSigner
+
+from knowledge_ingest.clients.kept_blobs import KeptBlobs
+from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_ingest.domain.ports import StoredBlob
+
+WRITE_CHUNK_BYTES = 256 * 1024
+CANCEL_GRACE_S = 60.0
+
+
+def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
+    """The runtime's one translation, except for a dependency that went away under the call: that
+    is DependencyNotReady (the job spends no attempt), not a failure to retry later."""
+    if _restarting(error):
+        return DependencyNotReady(what)
+    return domain_error_from(error, what)
+
+
+def _restarting(error: grpc.aio.AioRpcError) -> bool:
+    """The service went away under the call: its connection failed or dropped (UNAVAILABLE with
+    no status of the service's own), it answered that it is stopping, or it cancelled the call
+    as it stopped (this client never cancels through here)."""
+    if error.code() == grpc.StatusCode.CANCELLED or made_by_channel(error, (grpc.StatusCode.UNAVAILABLE,)):
+        return True
+    info = callee_error_info(error)
+    return error.code() == grpc.StatusCode.UNAVAILABLE and info is not None and info.reason.endswith("_STOPPING")
+
+
+async def wait_connected(channel: grpc.aio.Channel) -> None:
+    """Until the channel is READY (connected), however long the service takes to come up."""
+    state = channel.get_state(try_to_connect=True)
+    while state != grpc.ChannelConnectivity.READY:
+        await channel.wait_for_state_change(state)
+        state = channel.get_state(try_to_connect=True)
+
+
+class ServicesReadiness:
+    """The readiness gate of the workers: content-index's and the embedder's channels."""
+
+    def __init__(self, **channels: grpc.aio.Channel) -> None:
+        self._channels = channels
+
+    async def wait_ready(self) -> None:
+        await asyncio.gather(*(wait_connected(channel) for channel in self._channels.values()))
+
+    def waiting_for(self) -> list[str]:
+        return [
+            name
+            for name, channel in self._channels.items()
+            if channel.get_state(try_to_connect=True) != grpc.ChannelConnectivity.READY
+        ]
+
+
+class ContentIndexClient:
+    """``kept``: where the small blobs written here are kept for the job that reads them next."""
+
+    def __init__(
+        self,
+        address: str,
+        signer: ServiceTokenSigner,
+        read_timeout_s: float = 300.0,
+        kept: KeptBlobs | None = None,
+    ) -> None:
+        self._channel = channel(address, untraced=("WriteBlob",))  # cancellable mid-stream (see channel)
+        self._read_timeout_s = read_timeout_s
+        self._stub = content_index_pb2_grpc.ContentIndexServiceStub(self._channel)
+        self._signer = signer
+        self._kept = kept
+
+    async def write(self, tenant: str, filename: str, mime_type: str, chunks: AsyncIterator[bytes]) -> StoredBlob:
+        # grpc.aio swallows an exception raised inside a request iterator and leaves the call
+        # hanging; so a failing source (e.g. the upload cap crossed) cancels the call instead,
+        # content-index discards the partial write, and the source's error is raised here.
+        failure: list[BaseException] = []
+        recorded = None
+        if self._kept is not None:
+            chunks, recorded = self._kept.recorder(chunks)
+
+        async def requests() -> AsyncIterator[content_index_pb2.WriteBlobRequest]:
+            yield content_index_pb2.WriteBlobRequest(
+                header=content_index_pb2.WriteBlobHeader(filename=filename, mime_type=mime_type)
+            )
+            try:
+                async for chunk in chunks:
+                    for start in range(0, len(chunk), WRITE_CHUNK_BYTES):
+                        yield content_index_pb2.WriteBlobRequest(chunk=chunk[start : start + WRITE_CHUNK_BYTES])
+            except Exception as error:  # noqa: BLE001 - handed to the caller or logged, never swallowed silently
+                failure.append(error)
+                call.cancel()
+                # Returning would half-close the stream, which could look like a complete upload
+                # (a truncated blob row). The cancellation ends this iterator's task instead;
+                # the sleep is only a bound should it not.
+                await asyncio.sleep(CANCEL_GRACE_S)
+
+        call = self._stub.WriteBlob(requests(), metadata=self._signer.metadata(tenant, ["blob.write"]))
+        try:
+            reply = await call
+        except asyncio.CancelledError:
+            if failure and call.cancelled():
+                raise failure[0] from None
+            raise
+        except grpc.aio.AioRpcError as error:
+            if failure:
+                raise failure[0] from None
+            raise _translate(error, "content index") from None
+        blob = StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+        data = recorded() if recorded is not None else None
+        if self._kept is not None and data is not None and len(data) == blob.size_bytes:
+            self._kept.keep(tenant, blob.blob_id, data)
+        return blob
+
+    def kept(self, tenant: str, blob_id: int) -> bytes | None:
+        return self._kept.take(tenant, blob_id) if self._kept is not None else None
+
+    async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob:
+        """Content-index stores the file at ``path`` (resolved and fenced again on its side)."""
+        try:
+            reply = await self._stub.ImportFile(
+                content_index_pb2.ImportFileRequest(path=path, mime_type=mime_type),
+                metadata=self._signer.metadata(tenant, ["blob.write"]),
+                timeout=self._read_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "content index") from None
+        return StoredBlob(int(reply.blob.blob_id), reply.blob.size_bytes, reply.already_existed)
+
+    @property
+    def grpc_channel(self) -> grpc.aio.Channel:
+        return self._channel
+
+    async def read_to(self, tenant: str, blob_id: int, target: Path) -> int:
+        request = content_index_pb2.ReadBlobRequest(blob_id=str(blob_id))
+        size = 0
+        try:
+            with open(target, "wb") as handle:  # noqa: ASYNC230 - a local staging file, written chunk by chunk
+                # wait_for_ready: a content-index that is (re)starting delays the read, not fails it
+                async for reply in self._stub.ReadBlob(
+                    request,
+                    metadata=self._signer.metadata(tenant, ["blob.read"]),
+                    wait_for_ready=True,
+                    timeout=self._read_timeout_s,
+                ):
+                    if reply.WhichOneof("payload") == "chunk":
+                        handle.write(reply.chunk)
+                        size += len(reply.chunk)
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "content index") from None
+        return size
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class EmbedderClient:
+    def __init__(self, address: str, signer: ServiceTokenSigner, timeout_s: float = 300.0) -> None:
+        self._channel = channel(address)
+        self._stub = embedder_pb2_grpc.EmbedderServiceStub(self._channel)
+        self._signer = signer
+        self._timeout_s = timeout_s
+
+    @property
+    def grpc_channel(self) -> grpc.aio.Channel:
+        return self._channel
+
+    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            reply = await self._stub.EmbedTexts(
+                embedder_pb2.EmbedTextsRequest(texts=list(texts)),
+                metadata=self._signer.metadata(tenant, ["embed"]),
+                timeout=self._timeout_s,
+                wait_for_ready=True,  # an embedder restarting between two batches delays the next one
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "embedder") from None
+        return [list(vector.values) for vector in reply.vectors]
+
+    async def close(self) -> None:
+        await self._channel.close()

@@ -1,0 +1,120 @@
+"""Corpora in PostgreSQL (role knowledge_ingest)."""
+
+from __future__ import annotations
+
+import asyncpg
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.reach import Band, ScopePath
+
+from knowledge_ingest.domain.errors import CorpusNameTaken
+from knowledge_ingest.domain.events import corpus_created
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.events.outbox import publish
+
+ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
+INSERT_CORPUS = """
+INSERT INTO corpora (tenant_id, name, description, scope_path, confidentiality)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
+"""
+INSERT_PLATFORM_CORPUS = """
+INSERT INTO corpora (tenant_id, name, description, is_system, scope_path, confidentiality)
+VALUES (NULL, $1, $2, true, '/', 'GENERAL')
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
+"""
+LIST_USER_CORPORA = """
+SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
+       count(d.document_id) AS document_count,
+       coalesce(sum(d.chunk_count), 0) AS chunk_count
+FROM corpora c
+LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.deleted_at IS NULL
+WHERE c.tenant_id = $1 AND NOT c.is_system AND c.corpus_id > $2 AND c.deleted_at IS NULL AND c.corpus_id = ANY($4::bigint[])
+GROUP BY c.corpus_id
+ORDER BY c.corpus_id
+LIMIT $3
+"""
+# A node and its ancestors (the root has no row), then the corpus's binding.
+ENSURE_NODES = """
+INSERT INTO scope_nodes (tenant_id, path) SELECT $1, p FROM unnest($2::text[]) AS p
+ON CONFLICT (tenant_id, path) DO NOTHING
+"""
+BIND_CORPUS = """
+UPDATE corpora SET scope_path = $3 WHERE tenant_id = $1 AND corpus_id = $2 AND NOT is_system AND deleted_at IS NULL
+RETURNING corpus_id
+"""
+GET_CORPUS = """
+SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
+       count(d.document_id) AS document_count,
+       coalesce(sum(d.chunk_count), 0) AS chunk_count
+FROM corpora c
+LEFT JOIN documents d ON d.corpus_id = c.corpus_id AND d.tenant_id = $1 AND d.deleted_at IS NULL
+WHERE c.tenant_id = $1 AND c.corpus_id = $2 AND c.deleted_at IS NULL
+GROUP BY c.corpus_id
+"""
+
+
+class PostgresCorpora:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
+        try:
+            async with self._db.transaction() as tx:
+                await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+                row = await tx.fetchrow(
+                    "insert_corpus",
+                    INSERT_CORPUS,
+                    tenant,
+                    corpus.name,
+                    corpus.description,
+                    str(node),
+                    corpus.confidentiality.value,
+                )
+                assert row is not None
+                await publish(tx, tenant, [corpus_created(row["corpus_id"])])
+        except asyncpg.UniqueViolationError:
+            raise CorpusNameTaken(corpus.name) from None
+        assert row is not None
+        return _corpus(row)
+
+    async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
+        try:
+            async with self._db.transaction() as tx:
+                await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
+                row = await tx.fetchrow(
+                    "insert_platform_corpus", INSERT_PLATFORM_CORPUS, corpus.name, corpus.description
+                )
+                assert row is not None
+                await publish(tx, tenant, [corpus_created(row["corpus_id"])])
+        except asyncpg.UniqueViolationError:
+            raise CorpusNameTaken(corpus.name) from None
+        return _corpus(row)
+
+    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+        rows = await self._db.fetch(
+            "list_user_corpora", LIST_USER_CORPORA, tenant, page.after_id, page.size, sorted(reachable)
+        )
+        return [_corpus(row) for row in rows]
+
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
+        lineage = [str(n) for n in node.lineage() if not n.is_root]
+        async with self._db.transaction() as tx:
+            if await tx.fetchval("bind_corpus", BIND_CORPUS, tenant, corpus_id, str(node)) is None:
+                return None
+            await tx.execute("ensure_scope_nodes", ENSURE_NODES, tenant, lineage)
+            row = await tx.fetchrow("get_corpus", GET_CORPUS, tenant, corpus_id)
+        assert row is not None
+        return _corpus(row)
+
+
+def _corpus(row: asyncpg.Record) -> Corpus:
+    return Corpus(
+        corpus_id=row["corpus_id"],
+        name=row["name"],
+        description=row["description"],
+        document_count=row["document_count"],
+        chunk_count=row["chunk_count"],
+        create_time=row["create_time"],
+        scope=ScopePath.parse(row["scope_path"]),
+        confidentiality=Band(row["confidentiality"]),
+    )

@@ -1,0 +1,183 @@
+"""Documents: list, get, move, delete, paginated text, and the agent's prompt context."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from knowledge_runtime.auth import Scope
+from knowledge_runtime.reach import Reach
+
+from knowledge_ingest.corpora.usecases import require_writable
+from knowledge_ingest.domain.documents import Document, parse_id
+from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.model import Page
+from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
+from knowledge_ingest.domain.system_corpora import may_read
+from knowledge_ingest.domain.text import TextPage, paginate
+from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
+
+MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
+MAX_LISTED_TOMBSTONES = 100  # how many of its documents' tombstones a corpus deletion's answer lists
+SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
+
+
+@dataclass(frozen=True)
+class Moved:
+    count: int
+    document_ids: list[int]  # the first MAX_MOVE_IDS
+
+
+@dataclass
+class DocumentUseCases:
+    store: DocumentRepository
+    reach: ReachSource
+    feed: DocumentFeed | None = None  # None: this ingest does not watch (WatchDocuments is UNIMPLEMENTED)
+
+    async def get(self, scope: Scope, document_id: str) -> Document:
+        """The document when it is in the caller's reach and its corpus readable to the caller
+        (a housekeeping corpus only to its writers); else not found, as if absent."""
+        key = parse_id(document_id, "document_id")
+        return await self._get(scope, await self.reach.reach_of(scope), key, document_id)
+
+    async def _get(self, scope: Scope, reach: Reach, key: int, document_id: str) -> Document:
+        document = await self.store.document(reach.owners(scope.tenant), key)
+        if document is None or not await self._readable(scope, reach, document.corpus_id):
+            raise DocumentNotFound(document_id)
+        return document
+
+    async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
+        asked = batch_ids(document_ids)
+        wanted = [key for key in asked.values() if key is not None]
+        reach = await self.reach.reach_of(scope)
+        found = await self.store.documents(reach.owners(scope.tenant), wanted) if wanted else []
+        corpora = {
+            corpus_id for corpus_id in {d.corpus_id for d in found} if await self._readable(scope, reach, corpus_id)
+        }
+        readable = [d for d in found if d.corpus_id in corpora]
+        return batch_answer(asked, readable)  # one out of reach is not found, as if absent
+
+    async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
+        """The corpus's documents, then each change as the database announces it. Listening
+        starts before the snapshot is read, so a change committed meanwhile is not missed (at
+        worst it is re-read and found unchanged)."""
+        assert self.feed is not None
+        key = parse_id(corpus_id, "corpus_id")
+        reach = await self.reach.reach_of(scope)
+        if not await self._readable(scope, reach, key):
+            raise CorpusNotFound(corpus_id)
+        owners = reach.owners(scope.tenant)
+        shown: dict[int, Document] = {}
+        async with self.feed.subscribe(key) as announced:
+            page = Page(SNAPSHOT_PAGE)
+            while True:
+                found = await self.store.list_documents(owners, key, page.probe())
+                documents, after = page.cut(found, lambda document: document.document_id)
+                for document in documents:
+                    shown[document.document_id] = document
+                    yield DocumentChange(ChangeKind.SNAPSHOT, document.document_id, document)
+                if after is None:
+                    break
+                page = Page(SNAPSHOT_PAGE, after)
+            yield DocumentChange(ChangeKind.SYNCED)
+            while True:
+                document_ids = await announced.next()
+                now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
+                for document_id in document_ids:  # in the order announced
+                    change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
+                    if change is None:
+                        continue
+                    if change.document is None:
+                        shown.pop(document_id, None)
+                    else:
+                        shown[document_id] = change.document
+                    yield change
+
+    async def _readable(self, scope: Scope, reach: Reach, corpus_id: int) -> bool:
+        if not reach.has(corpus_id):
+            return False
+        kind = await self.store.corpus_kind(scope.tenant, corpus_id)
+        return kind is not None and may_read(kind, scope.capabilities)
+
+    async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
+        key = parse_id(corpus_id, "corpus_id")
+        reach = await self.reach.reach_of(scope)
+        if not await self._readable(scope, reach, key):
+            raise CorpusNotFound(corpus_id)
+        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe())
+        return page.cut(found, lambda document: document.document_id)
+
+    async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
+        key = parse_id(document_id, "document_id")
+        reach = await self.reach.reach_of(scope)
+        document = await self._get(scope, reach, key, document_id)
+        if (
+            not document.state.terminal and document.chunk_count == 0
+        ):  # nothing searchable yet (a re-extraction keeps its old text)
+            raise DocumentIndexing(key, document.stage)
+        text = paginate(key, await self.store.document_chunks(reach.owners(scope.tenant), key), page)
+        return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
+
+    async def move(
+        self,
+        scope: Scope,
+        target_corpus_id: str,
+        document_ids: Sequence[str],
+        source_corpus_id: str,
+        all_documents: bool,
+    ) -> Moved:
+        target = parse_id(target_corpus_id, "target_corpus_id")
+        reach = await self.reach.reach_of(scope)
+        await require_writable(self.store, scope, reach, target, target_corpus_id)
+        source = parse_id(source_corpus_id, "source_corpus_id") if source_corpus_id else None
+        if source is not None:
+            await require_writable(self.store, scope, reach, source, source_corpus_id)
+        if document_ids and all_documents:
+            raise InvalidRequest("give document_ids or all_documents, not both", field="document_ids")
+        if len(document_ids) > MAX_MOVE_IDS:
+            raise InvalidRequest(
+                f"at most {MAX_MOVE_IDS} document_ids per request; to move a whole corpus, "
+                "set all_documents with its source_corpus_id",
+                field="document_ids",
+            )
+        if document_ids:
+            keys = [parse_id(d, "document_ids") for d in document_ids]
+        elif all_documents and source is not None:
+            count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
+            return Moved(count, first)
+        else:
+            movable = await self.store.movable_documents(scope.tenant, source, reach.corpus_ids)
+            listed = ",".join(str(d) for d in movable[:100])
+            raise InvalidRequest(
+                "name the documents to move, or set all_documents with a source_corpus_id; "
+                f"documents that could be moved: [{listed}]",
+                field="document_ids",
+                reason="NOTHING_TO_MOVE",
+                movable_document_ids=listed,
+            )
+        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.corpus_ids)
+        if missing:  # all or nothing: another tenant's document is simply not found
+            raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
+        if elsewhere:
+            listed = ",".join(str(d) for d in elsewhere[:20])
+            raise InvalidRequest(
+                f"documents not in source corpus {source_corpus_id}: [{listed}]; nothing was moved",
+                field="document_ids",
+                reason="DOCUMENT_NOT_IN_SOURCE",
+                document_ids=listed,
+            )
+        return Moved(len(moved), moved)
+
+    async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
+        reach = await self.reach.reach_of(scope)
+        corpora = [c for c in await self.store.corpus_summary(scope.tenant) if reach.has(c[0])]
+        if not corpora:
+            return "", 0, 0
+        documents = sum(count for _, _, count in corpora)
+        names = ", ".join(f"{name} (corpus_id={corpus_id})" for corpus_id, name, _ in corpora)
+        text = (
+            f"- Knowledge: {documents} documents across {len(corpora)} corpora: {names}. "
+            "Use `search_documents` to find content."
+        )
+        return text, documents, len(corpora)

@@ -1,0 +1,226 @@
+"""One job, start to finish: extract → chunk → embed (k/n) → store, with honest progress.
+
+Every decision (abandon, settle a duplicate, retry or fail, cancel) is a ``domain.jobs``
+function; this runs the steps and hands what they decide to the job queue, which writes it only
+while the lease is held. Nothing is visible to search until the final transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+from knowledge_runtime.chunking import TextChunk, split_structural
+from knowledge_runtime.errors import DomainError, Unavailable
+from knowledge_runtime.refusals import Refused
+from knowledge_runtime.tracing import tracer
+
+from knowledge_ingest.domain import jobs
+from knowledge_ingest.domain.documents import State, safe_filename
+from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_ingest.domain.extraction import Extracted, Source
+from knowledge_ingest.domain.fetching import page_filename
+from knowledge_ingest.domain.jobs import RetryPolicy, Transition
+from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
+from knowledge_ingest.jobs.uploads import capped
+from knowledge_ingest.jobs.web import PageFetcher
+from knowledge_ingest.tenants.usecases import QuotaChecks
+
+log = structlog.get_logger("knowledge.ingest.pipeline")
+_tracer = tracer("knowledge.ingest")
+
+
+class Stopped(Exception):
+    """The job was cancelled or its lease was lost: stop without writing anything more."""
+
+
+PROGRESS_STEP = 0.1  # while embedding, progress is written at most every 10% of the chunks (STORING ends it)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    chunk_max_chars: int
+    embed_batch: int
+    lease_s: float
+    retry: RetryPolicy
+    embed_window: int = 4  # EmbedTexts calls in flight per document, so the embedder forms full batches
+
+
+@dataclass
+class Pipeline:
+    queue: JobQueue
+    documents: DocumentRepository
+    blobs: BlobStore
+    embedder: Embedder
+    extract: Callable[[Source, str, str], Extracted]  # a path, or the bytes of a kept blob
+    settings: PipelineSettings
+    fetcher: PageFetcher | None = None  # IngestUrl jobs: their first stage fetches the page
+    admission: FetchAdmission | None = None
+    max_upload_bytes: int = 0
+    # The tenant's quotas before each costly step; a refusal fails the job (not retried) with the
+    # refusal's words on its document.
+    quotas: QuotaChecks | None = None
+
+    async def run(self, lease: Lease) -> None:
+        job = lease.job
+        abandon = jobs.abandoned(job, self.settings.retry)
+        if abandon is not None:
+            # Its workers kept dying (or what it needs kept restarting) with nothing recorded: a
+            # file that takes its worker down must not be retried forever.
+            log.warning("ingest_abandoned", job_id=str(job.job_id), interruptions=job.interruptions)
+            await self._write(lease, abandon)
+            return
+        if job.duplicate:
+            assert job.document_id is not None
+            settled = jobs.settle_duplicate(job, await self.documents.document((job.tenant,), job.document_id))
+            if settled is not None:
+                await self._write(lease, settled)
+                return
+        heartbeat = asyncio.create_task(self._heartbeat(lease))
+        try:
+            if job.to_fetch:
+                await self._fetch(lease)
+                return
+            chunks, vectors, extracted = await self._ingest(lease)
+            outcome = jobs.stored(job, len(chunks), extracted.warnings, extracted.extractor, extracted.ocr_page_count)
+            if not await self.queue.store(lease, chunks, vectors, outcome):
+                log.warning("ingest_lease_lost", job_id=str(job.job_id))
+                return
+            log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))
+        except Stopped:
+            if await self.queue.cancel_requested(lease):
+                await self._write(lease, jobs.cancelled())
+                log.info("ingest_cancelled", job_id=str(job.job_id))
+            else:
+                log.warning("ingest_lease_lost", job_id=str(job.job_id))
+        except Refused as error:  # before Unavailable and DomainError: the closed set's rule decides
+            transition = jobs.after_refusal(job, error.refusal, error.message, self.settings.retry)
+            log.info(
+                "ingest_refused", job_id=str(job.job_id), reason=error.reason, retried=transition.state is State.QUEUED
+            )
+            await self._write(lease, transition)
+        except DependencyNotReady as error:
+            log.info("ingest_interrupted", job_id=str(job.job_id), service=error.service)
+            await self._write(lease, jobs.interrupted(error.service))
+        except Unavailable as error:
+            retry = jobs.after_transient(job, error.message, self.settings.retry)
+            if retry.state is State.QUEUED:
+                log.info(
+                    "ingest_retry_scheduled",
+                    job_id=str(job.job_id),
+                    attempt=job.attempts,
+                    delay_s=retry.requeue_after_s,
+                )
+            await self._write(lease, retry)
+        except DomainError as error:
+            log.info("ingest_failed", job_id=str(job.job_id), reason=error.reason)
+            await self._write(lease, jobs.failed(error.message))
+        except Exception:
+            log.exception("ingest_crashed", job_id=str(job.job_id))
+            await self._write(lease, jobs.crashed())
+        finally:
+            heartbeat.cancel()
+
+    async def _write(self, lease: Lease, transition: Transition) -> bool:
+        return await self.queue.apply(lease, transition, self.settings.lease_s)
+
+    async def _heartbeat(self, lease: Lease) -> None:
+        """Keeps the lease through long steps (a big extraction) that report nothing meanwhile."""
+        while True:
+            await asyncio.sleep(self.settings.lease_s / 3)
+            try:
+                if not await self.queue.renew(lease, self.settings.lease_s):
+                    return  # cancelled or taken over: the next checkpoint stops the job
+            except Unavailable:
+                continue
+
+    async def _report(self, lease: Lease, state: State, done: int = 0, total: int = 0) -> None:
+        if not await self._write(lease, jobs.reached(state, done, total)):
+            raise Stopped()
+
+    async def _fetch(self, lease: Lease) -> None:
+        """The fetching stage of an IngestUrl job: the page (fenced, ``adapters/fetch.py``) into a
+        blob, then admitted as an upload would be; the job goes back to the queue for the rest
+        (or ends a duplicate). A refused URL, a redirect to a refused address, a site that does
+        not answer or a page over the cap ends the job FAILED with the reason."""
+        job = lease.job
+        assert job.fetch_url is not None and self.fetcher is not None and self.admission is not None
+        if not await self._write(lease, jobs.fetching()):
+            raise Stopped()
+        with _tracer.start_as_current_span("ingest.fetch"):
+            async with self.fetcher.open(job.fetch_url) as page:
+                filename = safe_filename(page_filename(page.final_url, page.content_type))
+                blob = await self.blobs.write(
+                    job.tenant, filename, page.content_type, capped(page.chunks, self.max_upload_bytes)
+                )
+        admitted = await self.admission.admit_fetched(
+            job, lease.owner, blob, filename, page.content_type, page.final_url
+        )
+        if admitted is None:
+            raise Stopped()  # cancelled or taken over: nothing admitted (the blob goes by GC)
+        log.info("ingest_page_fetched", job_id=str(job.job_id), size_bytes=blob.size_bytes)
+
+    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
+        job = lease.job
+        assert job.document_id is not None and job.blob_id is not None
+        checks, quotas = self.quotas, None
+        if checks is not None:  # the tenant's quotas read once, for both checks
+            quotas = await checks.embedding_quotas(job.tenant)
+            await checks.before_embedding(job.tenant, job.document_id, 0, quotas)
+        await self._report(lease, State.EXTRACTING)
+        with _tracer.start_as_current_span("ingest.extract"), ExitStack() as staging:
+            source: Source | None = self.blobs.kept(job.tenant, job.blob_id)  # a small text written here
+            if source is None:  # read from content-index into a staging file
+                path = Path(staging.enter_context(tempfile.TemporaryDirectory())) / "blob"
+                await self.blobs.read_to(job.tenant, job.blob_id, path)
+                source = path
+            extracted = await asyncio.to_thread(self.extract, source, job.filename, job.mime_type)
+        await self._report(lease, State.CHUNKING)
+        with _tracer.start_as_current_span("ingest.chunk"):
+            chunks = (
+                split_structural(extracted.text, source=job.filename, max_chars=self.settings.chunk_max_chars)
+                if extracted.extractable
+                else []
+            )
+        if checks is not None and chunks:
+            await checks.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
+        await self._report(lease, State.EMBEDDING, 0, len(chunks))
+        vectors = await self._embed(lease, chunks)
+        await self._report(lease, State.STORING)
+        return chunks, vectors, extracted
+
+    async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
+        """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
+        when another tenth of the chunks is embedded, until the last batch (a cancel is seen
+        there, or at STORING)."""
+        size = self.settings.embed_batch
+        batches = [chunks[start : start + size] for start in range(0, len(chunks), size)]
+        window = asyncio.Semaphore(self.settings.embed_window)
+
+        async def embedded(index: int) -> tuple[int, list[list[float]]]:
+            async with window:
+                with _tracer.start_as_current_span("ingest.embed"):
+                    return index, await self.embedder.embed(lease.job.tenant, [c.content for c in batches[index]])
+
+        results: list[list[list[float]]] = [[] for _ in batches]
+        done, reported = 0, 0
+        tasks = [asyncio.create_task(embedded(index)) for index in range(len(batches))]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                index, vectors = await finished
+                results[index] = vectors
+                done += len(batches[index])
+                # The last batch writes nothing: STORING, written next, says every chunk is embedded.
+                if done < len(chunks) and done - reported >= PROGRESS_STEP * len(chunks):
+                    reported = done
+                    await self._report(lease, State.EMBEDDING, done, len(chunks))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [vector for batch in results for vector in batch]

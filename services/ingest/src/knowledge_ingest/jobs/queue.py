@@ -1,0 +1,250 @@
+"""The workers' job queue in PostgreSQL (role knowledge_ingest).
+
+Jobs are claimed with ``FOR UPDATE SKIP LOCKED`` under a lease; every write a worker makes is a
+``domain.jobs.Transition`` conditioned on still holding it, so a job taken over after its worker
+died is never written twice. Chunks, document state, job result and the event change in ONE transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.db.pool import Database, Transaction
+from pgvector import Vector
+
+from knowledge_ingest.domain.events import NewEvent, document_ended, ends_with_event, searchable
+from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
+from knowledge_ingest.domain.ports import Lease
+from knowledge_ingest.events.outbox import publish
+from knowledge_ingest.jobs.rows import J_JOB_COLUMNS, TERMINAL, job_from_row, result_json
+
+CLAIM_JOB = f"""
+WITH next AS (
+    SELECT job_id FROM ingest_jobs
+    WHERE state NOT IN {TERMINAL} AND NOT cancel_requested AND not_before <= now()
+      AND (lease_expires_at IS NULL OR lease_expires_at < now())
+      AND ((document_id IS NOT NULL AND blob_id IS NOT NULL) OR (fetch_url IS NOT NULL AND blob_id IS NULL))
+    ORDER BY not_before, create_time
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1
+)
+UPDATE ingest_jobs j SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2),
+    -- a lease still set has expired: its worker stopped; taking over is an interruption, not an attempt
+    attempts = j.attempts + (j.lease_owner IS NULL)::int,
+    interruptions = j.interruptions + (j.lease_owner IS NOT NULL)::int, update_time = now()
+FROM next WHERE j.job_id = next.job_id
+RETURNING {J_JOB_COLUMNS}
+"""
+# A transition: written only by the lease's holder, on an unended job, and (when it says so) not
+# once cancel was asked; it keeps and renews the lease unless it ends the job or re-queues it.
+JOB_TRANSITION = f"""
+    UPDATE ingest_jobs SET state = $3, stage = $4, progress = $5, error = $6,
+        result = coalesce($7::jsonb, result), result_delivered = result_delivered AND $7::jsonb IS NULL,
+        lease_owner = CASE WHEN $8 THEN NULL ELSE lease_owner END,
+        lease_expires_at = CASE WHEN $8 THEN NULL ELSE now() + make_interval(secs => $9) END,
+        not_before = CASE WHEN $10::float8 IS NULL THEN not_before
+                          ELSE now() + make_interval(secs => $10::float8) END,
+        attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
+        interruptions = interruptions + $13::int, update_time = now()
+    WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
+    RETURNING tenant_id, document_id
+"""
+# With $14 the document follows (the job's state, error and, $15, the refusal that failed it) in the
+# same statement: one round trip. The document's corpus comes back when it followed, for the event
+# of a document ended FAILED or CANCELLED (``apply`` then writes it in the statement's transaction).
+APPLY = f"""
+WITH job AS ({JOB_TRANSITION}), followed AS (
+    UPDATE documents d SET state = $3, error = $6, refusal_reason = $15, update_time = now()
+    FROM job WHERE $14 AND d.document_id = job.document_id
+    RETURNING d.document_id, d.corpus_id
+)
+SELECT job.tenant_id, job.document_id, followed.corpus_id
+FROM job LEFT JOIN followed ON followed.document_id = job.document_id
+"""
+# The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
+# the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
+# is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
+# document's chunk count, extractable, warnings, extractor and pages read by OCR.
+STORE = f"""
+WITH job AS ({JOB_TRANSITION}), document AS (
+    UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
+        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now()
+    FROM job WHERE d.document_id = job.document_id
+    RETURNING d.document_id, d.corpus_id
+), replaced AS (
+    DELETE FROM chunks c USING document WHERE c.document_id = document.document_id
+)
+SELECT job.tenant_id, job.document_id, document.corpus_id
+FROM job LEFT JOIN document ON document.document_id = job.document_id
+"""
+RENEW = f"""
+UPDATE ingest_jobs SET lease_expires_at = now() + make_interval(secs => $3)
+WHERE job_id = $1 AND lease_owner = $2 AND NOT cancel_requested AND state NOT IN {TERMINAL}
+RETURNING 1
+"""
+CANCEL_REQUESTED = f"""
+SELECT cancel_requested FROM ingest_jobs WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL}
+"""
+# Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013). One statement
+# for all of a document's chunks: the BM25 statistics triggers (migration 0005) are per statement,
+# so they aggregate the whole document once instead of once per chunk.
+INSERT_CHUNKS = """
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
+SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.metadata::jsonb
+FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[])
+    AS u(chunk_index, section, page, content, embedding, metadata)
+"""
+# Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
+# cancel_requested), so once its lease has expired it is ended here, with its document.
+REAP_CANCELLED = f"""
+WITH reaped AS (
+    UPDATE ingest_jobs SET state = $1, stage = $2, progress = $3, lease_owner = NULL,
+        lease_expires_at = NULL, update_time = now()
+    WHERE cancel_requested AND state NOT IN {TERMINAL}
+      AND (lease_expires_at IS NULL OR lease_expires_at < now())
+    RETURNING job_id, document_id
+), documents_reaped AS (
+    UPDATE documents SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
+    WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
+    RETURNING tenant_id, document_id, corpus_id
+)
+SELECT r.job_id, d.tenant_id, d.document_id, d.corpus_id
+FROM reaped r LEFT JOIN documents_reaped d USING (document_id)
+"""
+BACKLOG = f"SELECT count(*) FROM ingest_jobs WHERE state NOT IN {TERMINAL} AND NOT cancel_requested"
+
+
+class PostgresJobQueue:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def claim(self, owner: str, lease_s: float) -> Lease | None:
+        row = await self._db.fetchrow("claim_job", CLAIM_JOB, owner, float(lease_s))
+        return None if row is None else Lease(job_from_row(row), owner)
+
+    async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
+        refusal = transition.refusal.value if transition.refusal is not None else None
+        args = (*_transition_args(lease, transition, lease_s), refusal)
+        if transition.document is not DocumentEffect.FOLLOW or not ends_with_event(transition.state):
+            # Progress, re-queues and the like: no event, one round trip.
+            return await self._db.fetchrow("apply_transition", APPLY, *args) is not None
+        async with self._db.transaction() as tx:
+            row = await tx.fetchrow("apply_transition", APPLY, *args)
+            if row is None:
+                return False
+            if row["corpus_id"] is not None:
+                ended = document_ended(transition.state, row["document_id"], row["corpus_id"], transition.error)
+                await publish(tx, row["tenant_id"], [ended])
+        return True
+
+    async def store(
+        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+    ) -> bool:
+        assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
+        async with self._db.transaction() as tx:
+            row = await tx.fetchrow(
+                "store_job",
+                STORE,
+                *_transition_args(lease, transition, 0.0)[:13],  # the document's side is STORE's own
+                len(chunks),
+                transition.result.extractable,
+                list(transition.result.warnings),
+                transition.result.extractor,
+                transition.result.ocr_page_count,
+            )
+            if row is None:
+                return False
+            if row["corpus_id"] is None:  # the document went away under the job: store nothing
+                raise RuntimeError("the job's document no longer exists")
+            await _insert_chunks(
+                tx, row["tenant_id"], row["corpus_id"], row["document_id"], lease.job.filename, chunks, vectors
+            )
+            ended = searchable(row["document_id"], row["corpus_id"], len(chunks), tuple(transition.result.warnings))
+            await publish(tx, row["tenant_id"], [ended])
+        return True
+
+    async def renew(self, lease: Lease, lease_s: float) -> bool:
+        return await self._db.fetchval("renew_lease", RENEW, lease.job.job_id, lease.owner, float(lease_s)) is not None
+
+    async def cancel_requested(self, lease: Lease) -> bool:
+        return bool(await self._db.fetchval("cancel_requested", CANCEL_REQUESTED, lease.job.job_id, lease.owner))
+
+    async def reap_cancelled(self) -> int:
+        ended = cancelled()
+        async with self._db.transaction() as tx:
+            rows = await tx.fetch("reap_cancelled", REAP_CANCELLED, ended.state.value, ended.stage, ended.progress)
+            by_tenant: dict[str, list[NewEvent | None]] = {}
+            for r in rows:
+                if r["document_id"] is not None:
+                    event = document_ended(ended.state, r["document_id"], r["corpus_id"], None)
+                    by_tenant.setdefault(r["tenant_id"], []).append(event)
+            for tenant in sorted(by_tenant):
+                await publish(tx, tenant, by_tenant[tenant])
+        return len(rows)
+
+    async def backlog(self) -> int:
+        return await self._db.fetchval("jobs_backlog", BACKLOG)
+
+
+def _transition_args(lease: Lease, transition: Transition, lease_s: float) -> tuple:
+    """APPLY's (and STORE's) $1..$14."""
+    return (
+        lease.job.job_id,
+        lease.owner,
+        transition.state.value,
+        transition.stage,
+        transition.progress,
+        transition.error,
+        result_json(transition),
+        transition.releases_lease,
+        float(lease_s),
+        transition.requeue_after_s,
+        transition.refund_attempt,
+        transition.unless_cancelled,
+        int(transition.interrupted),
+        transition.document is DocumentEffect.FOLLOW,
+    )
+
+
+async def _insert_chunks(
+    tx: Transaction,
+    tenant: str,
+    corpus_id: int,
+    document_id: int,
+    source: str,
+    chunks: Sequence[TextChunk],
+    vectors: Sequence[Sequence[float]],
+) -> None:
+    if len(chunks) != len(vectors):
+        raise ValueError("one vector per chunk")
+    if not chunks:
+        return
+    await tx.execute(
+        "insert_chunks",
+        INSERT_CHUNKS,
+        tenant,
+        corpus_id,
+        document_id,
+        [chunk.chunk_index for chunk in chunks],
+        [chunk.section for chunk in chunks],
+        [chunk.page for chunk in chunks],
+        [chunk.content for chunk in chunks],
+        # Vector, not a bare ndarray: asyncpg would read an array's elements as a nested list.
+        [Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
+        [
+            json.dumps(
+                {
+                    "source": source,
+                    "section": chunk.section,
+                    "page": chunk.page,
+                    "chunk_index": chunk.chunk_index,
+                    "document_id": str(document_id),
+                    "overlap_chars": chunk.overlap_chars,
+                }
+            )
+            for chunk in chunks
+        ],
+    )

@@ -1,1 +1,0 @@
-"""Ingest use cases: what a caller can ask, independent of gRPC and PostgreSQL."""

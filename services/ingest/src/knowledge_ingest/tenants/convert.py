@@ -1,0 +1,66 @@
+"""Tenant settings and usage: proto <-> domain."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from knowledge.v1 import ingest_pb2
+from knowledge_runtime.tenancy import Quotas, TenantSettings
+
+from knowledge_ingest.convert import timestamp
+from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.usage import UsageReport
+
+_COUNTS = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month")
+
+
+def quotas_from(message: ingest_pb2.TenantQuotas) -> Quotas:
+    counts = {name: getattr(message, name) if message.HasField(name) else None for name in _COUNTS}
+    cost = None
+    if message.HasField("max_llm_cost_per_month"):
+        value = message.max_llm_cost_per_month
+        if not math.isfinite(value):
+            raise InvalidRequest(
+                "quotas.max_llm_cost_per_month must be a finite number", field="quotas.max_llm_cost_per_month"
+            )
+        cost = Decimal(str(value))
+    return Quotas(**counts, max_llm_cost_per_month=cost)
+
+
+def quotas_message(quotas: Quotas) -> ingest_pb2.TenantQuotas:
+    message = ingest_pb2.TenantQuotas()
+    for name in _COUNTS:
+        value = getattr(quotas, name)
+        if value is not None:
+            setattr(message, name, value)
+    if quotas.max_llm_cost_per_month is not None:
+        message.max_llm_cost_per_month = float(quotas.max_llm_cost_per_month)
+    return message
+
+
+def settings_message(settings: TenantSettings) -> ingest_pb2.TenantSettings:
+    message = ingest_pb2.TenantSettings(
+        tenant=settings.tenant,
+        enabled=settings.enabled,
+        quotas=quotas_message(settings.quotas),
+        configured=settings.configured,
+        updated_by=settings.updated_by,
+    )
+    if settings.update_time is not None:
+        message.update_time.CopyFrom(timestamp(settings.update_time))
+    return message
+
+
+def usage_message(report: UsageReport) -> ingest_pb2.Usage:
+    return ingest_pb2.Usage(
+        period=report.period,
+        document_count=report.documents,
+        stored_bytes=report.stored_bytes,
+        chunk_count=report.chunks,
+        embedding_tokens=report.embedding_tokens,
+        embedding_cost=float(report.embedding_cost),
+        llm_tokens=report.llm_tokens,
+        llm_cost=float(report.llm_cost),
+        quotas=quotas_message(report.quotas),
+    )
