@@ -52,7 +52,7 @@ from typing import Any
 import asyncpg
 import grpc
 from knowledge.v1 import documents_ai_pb2 as pb
-from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2
 from knowledge_cli.docai_eval import (
     FieldScore,
     LabelledDocument,
@@ -73,6 +73,7 @@ from knowledge_runtime.settings import Env, default_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the tests' launchers of the services and of the LLM server
+from tests.support import rpc
 from tests.support.eval_stack import ingest_services
 from tests.support.ingest import upload, wait_terminal
 from tests.support.local_llm import start_local_llm
@@ -214,7 +215,7 @@ async def start_docai(services: AsyncExitStack, env: Env) -> documents_ai_pb2_gr
 async def ingest_all(address: str, metadata, files: list[tuple[str, str, bytes]]) -> dict[str, str]:
     """Each (doc id, upload name, bytes) uploaded into a new corpus; {doc id: document id}."""
     async with grpc.aio.insecure_channel(address) as channel:
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         corpus = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="docai-bench"), metadata=metadata)
         jobs = {}
         for doc_id, name, data in files:

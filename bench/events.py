@@ -42,7 +42,7 @@ from pathlib import Path
 
 import asyncpg
 import grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.domain.events import EventType, NewEvent
 from knowledge_ingest.events.outbox import publish
@@ -134,7 +134,7 @@ async def consumer(address: str, token: str, total: int, ready: Path) -> tuple[d
     arrivals: dict[str, float] = {}
     order: list[int] = []
     async with grpc.aio.insecure_channel(address) as channel:
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         await consume(stub, rpc.auth(token), total, arrivals, order, ready)
     return arrivals, order
 

@@ -12,9 +12,7 @@ import time
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec as ingest_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES, Scope
 from knowledge_runtime.db.pool import Database
@@ -31,8 +29,9 @@ from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import LEXICAL_ONLY, AnswerUseCases, SearchUseCases
 
+from tests.support import rpc
 from tests.support.hashing import HashingChunkEmbedder, embedder_app, hashed_vector
-from tests.support.ingest import MemoryBlobs, settings, wait_terminal
+from tests.support.ingest import MemoryBlobs, ingest_app, settings, wait_terminal, wire_fakes
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
@@ -60,10 +59,8 @@ async def stack(migrated_pg, verifier, make_service_token):
     ingest_db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     search_db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
-    ingest = GrpcApp(
-        services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
+    ingest = ingest_app(ingest, verifier)
     embedder = embedder_app(verifier)
     embedder_port = await embedder.start()
     live, live_client = search_app(search_db, f"127.0.0.1:{embedder_port}", make_service_token, verifier)
@@ -72,7 +69,7 @@ async def stack(migrated_pg, verifier, make_service_token):
     ports = {"ingest": await ingest.start(), "search": await live.start(), "dead": await dead.start()}
     channels = {name: grpc.aio.insecure_channel(f"127.0.0.1:{port}") for name, port in ports.items()}
     yield {
-        "ingest": ingest_pb2_grpc.IngestServiceStub(channels["ingest"]),
+        "ingest": rpc.IngestStub(channels["ingest"]),
         "search": search_pb2_grpc.SearchServiceStub(channels["search"]),
         "dead": search_pb2_grpc.SearchServiceStub(channels["dead"]),
         "admin": admin,

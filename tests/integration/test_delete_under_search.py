@@ -11,7 +11,7 @@ import time
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
@@ -19,6 +19,7 @@ from knowledge_runtime.settings import Env
 from knowledge_search.bootstrap import build_app as search_app
 from knowledge_search.config import SearchSettings
 
+from tests.support import rpc
 from tests.support.ingest import new_corpus, upload, wait_removed, wait_terminal
 from tests.support.real_services import base_env, ingest_env, start_backends
 
@@ -47,7 +48,7 @@ async def stack(migrated_pg, keys_dir, tmp_path):
         grpc.aio.insecure_channel(f"127.0.0.1:{search_port}") as search_channel,
     ):
         yield (
-            ingest_pb2_grpc.IngestServiceStub(ingest_channel),
+            rpc.IngestStub(ingest_channel),
             search_pb2_grpc.SearchServiceStub(search_channel),
             admin,
         )

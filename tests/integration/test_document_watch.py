@@ -10,28 +10,28 @@ import contextlib
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import build_app as ingest_app
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
+from knowledge_ingest.bootstrap import build_app
 from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import PLATFORM_TENANT
 from knowledge_runtime.refusals import REFUSALS, Refusal, Refused
-from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN
 
+from tests.support import rpc
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
     auth,
     document_text,
+    ingest_app,
     new_corpus,
     settings,
     upload,
     wait_terminal,
+    wire_fakes,
 )
 from tests.support.platform import drop_platform_corpora
 from tests.support.real_services import ingest_env, start_backends
@@ -76,13 +76,11 @@ async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
     blobs, embedder = MemoryBlobs(admin), RefusingEmbedder()
-    servicer, workers = wire(settings(KNOWLEDGE_INGEST_EMBED_BATCH="2"), db, blobs, embedder, extract)
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(KNOWLEDGE_INGEST_EMBED_BATCH="2"), db, blobs, embedder, extract)
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel), embedder, db
+    yield rpc.IngestStub(channel), embedder, db
     await channel.close()
     await app.stop()
     await db.close()
@@ -316,7 +314,7 @@ async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migr
     """Real content-index, the embedder with the real model, PostgreSQL: one client watches, another
     uploads, and the watcher sees the document move through its stages to searchable."""
     tmp, addresses = backends
-    app = await ingest_app(IngestSettings.from_env(Env(ingest_env(migrated_pg, keys_dir, tmp, addresses, 0))))
+    app = await build_app(IngestSettings.from_env(Env(ingest_env(migrated_pg, keys_dir, tmp, addresses, 0))))
     port = await app.start()
     try:
         async with (
@@ -325,9 +323,9 @@ async def test_a_watcher_sees_an_upload_through_the_real_services(backends, migr
         ):
             token = make_token("watch-stack", ["corpus.create", "corpus.read", "document.upload"])
             metadata = [("authorization", f"Bearer {token}")]
-            uploader = ingest_pb2_grpc.IngestServiceStub(uploading)
+            uploader = rpc.IngestStub(uploading)
             corpus_id = await new_corpus(uploader, metadata)
-            watcher = Watcher(ingest_pb2_grpc.IngestServiceStub(watching), metadata, corpus_id)
+            watcher = Watcher(rpc.IngestStub(watching), metadata, corpus_id)
             try:
                 await watcher.until(lambda c: c.kind == K.DOCUMENT_CHANGE_KIND_SYNCED)
                 reply = await upload(uploader, metadata, corpus_id, document_text(8), "handbook.md")

@@ -9,7 +9,7 @@ import json
 import grpc
 import pytest
 from knowledge.v1 import documents_ai_pb2 as pb
-from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import documents_ai_pb2_grpc, ingest_pb2
 from knowledge_documents_ai.adapters.postgres import PostgresResults
 from knowledge_documents_ai.bootstrap import build_app as documents_ai_app
 from knowledge_documents_ai.config import DocumentsAiSettings
@@ -19,6 +19,7 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
+from tests.support import rpc
 from tests.support.chat import ChatServer
 from tests.support.ingest import upload, wait_terminal
 from tests.support.real_services import base_env, ingest_env, start_backends
@@ -85,7 +86,7 @@ async def stack(migrated_pg, keys_dir, tmp_path_factory, make_token):
         cleared = bearer(make_token, clearance="CONFIDENTIAL")
         documents = {}
         async with grpc.aio.insecure_channel(ingest_address) as ingest_channel:
-            ingest_stub = ingest_pb2_grpc.IngestServiceStub(ingest_channel)
+            ingest_stub = rpc.IngestStub(ingest_channel)
             corpus = await ingest_stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="docai"), metadata=metadata)
             secret = await ingest_stub.CreateCorpus(
                 ingest_pb2.CreateCorpusRequest(name="docai-secret", confidentiality="CONFIDENTIAL"), metadata=cleared

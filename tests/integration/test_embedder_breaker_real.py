@@ -13,20 +13,18 @@ import time
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec as ingest_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 from knowledge_runtime.system_corpora import SYSTEM_WRITE
 from knowledge_search.bootstrap import build_app
 from knowledge_search.config import SearchSettings
 
+from tests.support import rpc
 from tests.support.hashing import HashingChunkEmbedder
-from tests.support.ingest import MemoryBlobs, settings, wait_terminal
+from tests.support.ingest import MemoryBlobs, ingest_app, settings, wait_terminal, wire_fakes
 from tests.support.net import free_port
 from tests.support.processes import service_env, wait_serving
 
@@ -55,10 +53,8 @@ async def stack(migrated_pg, verifier, keys_dir, tmp_path, make_token):
     )
     ingest_db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
-    ingest = GrpcApp(
-        services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
+    ingest = ingest_app(ingest, verifier)
     env = service_env(
         "search",
         search_port,
@@ -78,7 +74,7 @@ async def stack(migrated_pg, verifier, keys_dir, tmp_path, make_token):
         ingest_port = await ingest.start()
         await search.start()
         channels = [grpc.aio.insecure_channel(f"127.0.0.1:{p}") for p in (ingest_port, search_port)]
-        ingest_stub = ingest_pb2_grpc.IngestServiceStub(channels[0])
+        ingest_stub = rpc.IngestStub(channels[0])
         writer = bearer(make_token("breaker-acme", [*PUBLIC_CAPABILITIES, SYSTEM_WRITE], subject="orchestrator"))
         accepted = await ingest_stub.IngestText(
             ingest_pb2.IngestTextRequest(

@@ -172,7 +172,7 @@ async def test_index_chunk_is_refused_naming_the_ingest_rpc_and_writes_nothing(s
         )
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error_info(caught.value).reason == "CHUNK_INDEXING_MOVED"
-    assert "IngestService/IngestText" in caught.value.details()
+    assert "IngestJobService/IngestText" in caught.value.details()
     assert await admin.fetchval("SELECT count(*) FROM chunks WHERE document_id = $1", int(document_id)) == 0
     assert await admin.fetchval("SELECT count(*) FROM cost_records WHERE tenant_id = 't-chunks'") == 0
 

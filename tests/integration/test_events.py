@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2
-from knowledge_ingest.bootstrap import wire
 from knowledge_ingest.domain.events import EventType, NewEvent
 from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups, publish
 from knowledge_runtime.auth import Scope
@@ -25,6 +24,7 @@ from tests.support.ingest import (
     settings,
     text_extract,
     wait_terminal,
+    wire_fakes,
 )
 
 pytestmark = pytest.mark.integration
@@ -196,7 +196,7 @@ async def test_a_writer_killed_between_the_change_and_its_event_leaves_neither(p
     killed = await KilledAtPublish.connect(url, max_size=4)
     try:
         with pytest.raises(Exception):  # noqa: B017 - the connection is gone, however it says so
-            await wire(settings(), killed, blobs, embedder, text_extract)[0]._corpora.create_corpus(
+            await wire_fakes(settings(), killed, blobs, embedder, text_extract).corpora.create_corpus(
                 Scope(tenant=tenant, capabilities=frozenset()), "killed", ""
             )
         assert await admin.fetchval("t", "SELECT count(*) FROM corpora WHERE tenant_id = $1", tenant) == 0

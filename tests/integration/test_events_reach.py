@@ -10,18 +10,16 @@ from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.events import EventPlacement, EventType, NewEvent
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.events.outbox import PostgresEventLog, publish
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import Band, ScopePath
-from knowledge_runtime.server import GrpcApp
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, wait_terminal
+from tests.support import rpc
+from tests.support.ingest import CountingEmbedder, MemoryBlobs, ingest_app, settings, wait_terminal, wire_fakes
 
 pytestmark = pytest.mark.integration
 
@@ -50,14 +48,12 @@ def extract(path: Path, filename: str, mime_type: str) -> Extracted:
 @asynccontextmanager
 async def ingest(url: str, verifier, blobs, embedder):
     db = await Database.connect(url, max_size=6)
-    servicer, workers = wire(settings(KNOWLEDGE_EVENTS_HEARTBEAT_S="0.5"), db, blobs, embedder, extract)
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(KNOWLEDGE_EVENTS_HEARTBEAT_S="0.5"), db, blobs, embedder, extract)
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     try:
-        yield ingest_pb2_grpc.IngestServiceStub(channel)
+        yield rpc.IngestStub(channel)
     finally:
         await channel.close()
         await app.stop()

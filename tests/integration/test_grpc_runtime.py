@@ -11,19 +11,23 @@ from google.api import httpbody_pb2
 from google.rpc import code_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import IngestServicer, service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.corpora import api as corpora_api
+from knowledge_ingest.corpora.api import CorpusServicer
+from knowledge_ingest.documents import api as documents_api
+from knowledge_ingest.documents.api import DocumentServicer
 from knowledge_runtime import clients
 from knowledge_runtime.auth import bind_scope, reset_scope, scope_from_claims
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE
 from knowledge_runtime.logging import configure_logging
-from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.settings import Env
 from knowledge_runtime.tracing import configure_tracing, tracer
 
+from tests.support import rpc
+from tests.support.ingest import wire_fakes
 from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
@@ -31,25 +35,26 @@ pytestmark = pytest.mark.integration
 SECRET = "password=hunter2 at /srv/secret/path"
 
 
-class ExplodingServicer(IngestServicer):
+class ExplodingCorpora(CorpusServicer):
     async def ListCorpora(self, request, context):
         raise RuntimeError(SECRET)
 
+
+class UnfinishedDocuments(DocumentServicer):
     async def GetPromptContext(self, request, context):
         raise NotImplementedError
 
 
-def servicer_for(db: Database, kind: type[IngestServicer] = IngestServicer) -> IngestServicer:
-    """The real ingest servicer (its corpus RPCs are what these tests exercise)."""
-    wired, _ = wire(IngestSettings.from_env(Env({})), db, blobs=None, embedder=None, extract=None)
-    return kind(wired._corpora, wired._documents, wired._uploads, wired._jobs)
+def services_for(db: Database) -> list[ServiceSpec]:
+    """The real ingest services (no job runs in these tests: their ports are left out)."""
+    return wire_fakes(IngestSettings.from_env(Env({})), db, None, None, None).services
 
 
 @pytest.fixture(scope="module")
 async def ingest_server(migrated_pg, verifier):
     configure_tracing("test", None)
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
-    app = GrpcApp(services=[service_spec(servicer_for(db))], verifier=verifier)
+    app = GrpcApp(services=services_for(db), verifier=verifier)
     port = await app.start()
     yield f"127.0.0.1:{port}"
     await app.stop()
@@ -59,13 +64,13 @@ async def ingest_server(migrated_pg, verifier):
 @pytest.fixture
 async def stub(ingest_server):
     async with grpc.aio.insecure_channel(ingest_server) as channel:
-        yield ingest_pb2_grpc.IngestServiceStub(channel)
+        yield rpc.IngestStub(channel)
 
 
 async def test_health_and_reflection(ingest_server):
     async with grpc.aio.insecure_channel(ingest_server) as channel:
         health = health_pb2_grpc.HealthStub(channel)
-        for name in ("", "knowledge.v1.IngestService"):
+        for name in ("", "knowledge.v1.CorpusService", "knowledge.v1.EventService"):
             reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
         reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
@@ -74,7 +79,7 @@ async def test_health_and_reflection(ingest_server):
         reply = await call.read()
         await call.done_writing()
         names = {s.name for s in reply.list_services_response.service}
-        assert "knowledge.v1.IngestService" in names
+        assert {"knowledge.v1.CorpusService", "knowledge.v1.IngestJobService"} <= names
 
 
 async def test_no_token_is_unauthenticated(stub):
@@ -164,16 +169,20 @@ async def test_listing_paginates(stub, make_token):
 
 async def test_an_unexpected_exception_is_internal_without_internals(migrated_pg, verifier, make_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
-    app = GrpcApp(services=[service_spec(servicer_for(db, ExplodingServicer))], verifier=verifier)
+    exploding = [
+        corpora_api.service_spec(ExplodingCorpora(None, None)),  # type: ignore[arg-type]  # never reached
+        documents_api.service_spec(UnfinishedDocuments(None, None)),  # type: ignore[arg-type]
+    ]
+    app = GrpcApp(services=exploding, verifier=verifier)
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                await ingest_pb2_grpc.IngestServiceStub(channel).ListCorpora(
+                await rpc.IngestStub(channel).ListCorpora(
                     ingest_pb2.ListCorporaRequest(), metadata=auth(make_token("t"))
                 )
             with pytest.raises(grpc.aio.AioRpcError) as unimplemented:
-                await ingest_pb2_grpc.IngestServiceStub(channel).GetPromptContext(
+                await rpc.IngestStub(channel).GetPromptContext(
                     ingest_pb2.GetPromptContextRequest(), metadata=auth(make_token("t"))
                 )
     finally:
@@ -201,7 +210,7 @@ async def test_logs_carry_request_context_and_the_propagated_trace(ingest_server
             trace_id = format(span.get_span_context().trace_id, "032x")
             channel = clients.channel(ingest_server)  # forwards the bound token and traceparent
             try:
-                await ingest_pb2_grpc.IngestServiceStub(channel).ListCorpora(
+                await rpc.IngestStub(channel).ListCorpora(
                     ingest_pb2.ListCorporaRequest(), metadata=[("x-request-id", "req-123")]
                 )
             finally:
@@ -214,7 +223,7 @@ async def test_logs_carry_request_context_and_the_propagated_trace(ingest_server
     entry = finished[-1]
     assert entry["request_id"] == "req-123"
     assert entry["tenant"] == "tenant-logs"
-    assert entry["rpc"] == "/knowledge.v1.IngestService/ListCorpora"
+    assert entry["rpc"] == "/knowledge.v1.CorpusService/ListCorpora"
     assert entry["code"] == "OK"
     assert entry["trace_id"] == trace_id
     assert token not in json.dumps(lines)

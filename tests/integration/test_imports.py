@@ -8,7 +8,7 @@ import uuid
 
 import grpc
 import pytest
-from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, ingest_pb2
 from knowledge_cli.stack import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
@@ -26,6 +26,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import Env
 
+from tests.support import rpc
 from tests.support.ingest import new_corpus, wait_terminal
 from tests.support.rpc import error_info
 
@@ -91,7 +92,7 @@ async def ingest(stack, make_token):
     async with grpc.aio.insecure_channel(stack["addresses"]["ingest"]) as channel:
         tenant = f"imp-{uuid.uuid4().hex[:8]}"
         metadata = [("authorization", f"Bearer {make_token(tenant, IMPORTING)}")]
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         yield stub, metadata, tenant, await new_corpus(stub, metadata)
 
 
@@ -332,7 +333,7 @@ async def test_a_scheduled_pass_runs_without_being_asked(stack, ingest):
 
 async def test_binding_needs_the_admin_capability_and_a_known_root(stack, make_token):
     async with grpc.aio.insecure_channel(stack["addresses"]["ingest"]) as channel:
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         tenant = f"imp-{uuid.uuid4().hex[:8]}"
         admin = [("authorization", f"Bearer {make_token(tenant, IMPORTING)}")]
         corpus = await new_corpus(stub, admin)

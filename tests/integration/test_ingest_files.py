@@ -8,15 +8,23 @@ import zipfile
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.extraction.isolated import IsolatedExtractor
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.server import GrpcApp
 
+from tests.support import rpc
 from tests.support.documents import SECRET, a_docx, a_pdf, regions_report, word_document
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, auth, new_corpus, settings, upload, wait_terminal
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    auth,
+    ingest_app,
+    new_corpus,
+    settings,
+    upload,
+    wait_terminal,
+    wire_fakes,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -25,19 +33,17 @@ pytestmark = pytest.mark.integration
 async def real_ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(
+    ingest = wire_fakes(
         settings(KNOWLEDGE_MAX_UPLOAD_BYTES=str(8 * 1024 * 1024)),
         db,
         MemoryBlobs(admin),
         CountingEmbedder(),
         IsolatedExtractor(timeout_s=60).extract,
     )
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel), db
+    yield rpc.IngestStub(channel), db
     await channel.close()
     await app.stop()
     await db.close()

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.server import GrpcApp
 
+from tests.support import rpc
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
     auth,
     document_text,
+    ingest_app,
     new_corpus,
     settings,
     upload,
     wait_removed,
     wait_terminal,
+    wire_fakes,
 )
 
 pytestmark = pytest.mark.integration
@@ -44,14 +44,12 @@ async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
     blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
-    servicer, workers = wire(settings(), db, blobs, embedder, extract)
-    workers.backlog_every_s = 0.1
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), db, blobs, embedder, extract)
+    ingest.workers.backlog_every_s = 0.1
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel), blobs, embedder, db
+    yield rpc.IngestStub(channel), blobs, embedder, db
     await channel.close()
     await app.stop()
     await db.close()

@@ -10,7 +10,7 @@ import sys
 import grpc
 import numpy as np
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import ingest_pb2
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
@@ -20,6 +20,7 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 
+from tests.support import rpc
 from tests.support.ingest import document_text, new_corpus, upload, wait_removed, wait_terminal
 from tests.support.net import LocalSite, free_port
 from tests.support.real_services import base_env, ingest_env, start_backends
@@ -43,7 +44,7 @@ async def test_a_document_goes_through_the_real_services(backends, migrated_pg, 
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             metadata = [("authorization", f"Bearer {make_token('stack-tenant', ['corpus.create', 'document.upload'])}")]
             corpus_id = await new_corpus(stub, metadata)
             reply = await upload(stub, metadata, corpus_id, document_text(3), "handbook.md")
@@ -87,7 +88,7 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             await asyncio.wait_for(channel.channel_ready(), 60)
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             metadata = [("authorization", f"Bearer {make_token('kill-tenant')}")]
             corpus_id = await new_corpus(stub, metadata)
             reply = await upload(stub, metadata, corpus_id, document_text(30), "long.md")
@@ -104,7 +105,7 @@ async def test_a_killed_worker_leaves_no_duplicate_chunks(backends, migrated_pg,
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 await asyncio.wait_for(channel.channel_ready(), 60)
-                stub = ingest_pb2_grpc.IngestServiceStub(channel)
+                stub = rpc.IngestStub(channel)
                 job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)
         finally:
             second.send_signal(signal.SIGTERM)
@@ -145,7 +146,7 @@ async def test_an_upload_over_the_cap_is_refused_promptly_and_leaves_nothing(
     try:
         blobs_before = await admin.fetchval("t", "SELECT count(*) FROM content_blobs")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             metadata = [("authorization", f"Bearer {make_token('cap-tenant')}")]
             corpus_id = await new_corpus(stub, metadata)
             for attempt in range(5):  # a truncated blob row came from a race: give it chances
@@ -197,7 +198,7 @@ async def test_jobs_queued_before_a_start_and_an_embedder_restart_spend_no_attem
     embedder = None
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{await ingest.start()}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             metadata = [("authorization", f"Bearer {make_token('restart-tenant')}")]
             corpus_id = await new_corpus(stub, metadata)
             early = await upload(stub, metadata, corpus_id, document_text(2), "early.md")
@@ -246,7 +247,7 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     port = await without_ocr.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             corpus_id = await new_corpus(stub, metadata)
             reply = await upload(stub, metadata, corpus_id, scanned_pdf([PUMPS, VALVES]), "scan.pdf")
             job = await wait_terminal(stub, metadata, reply.job_id, timeout=120)
@@ -258,7 +259,7 @@ async def test_a_scan_read_before_ocr_gets_its_chunks_by_retry(backends, migrate
     port = await app.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             retried = await stub.RetryIngestJob(
                 ingest_pb2.RetryIngestJobRequest(job_id=reply.job_id), metadata=metadata
             )
@@ -323,7 +324,7 @@ async def test_a_web_page_by_url_is_fetched_fenced_and_ingested(backends, migrat
     ]
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             corpus_id = await new_corpus(stub, metadata)
 
             async def ingest(url: str):
@@ -434,7 +435,7 @@ async def test_a_removal_killed_with_its_process_completes_in_the_next(backends,
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             await asyncio.wait_for(channel.channel_ready(), 60)
-            stub = ingest_pb2_grpc.IngestServiceStub(channel)
+            stub = rpc.IngestStub(channel)
             corpus_id = await new_corpus(stub, metadata)
             reply = await upload(stub, metadata, corpus_id, document_text(4), "doomed.md")
             job = await wait_terminal(stub, metadata, reply.job_id, timeout=180)

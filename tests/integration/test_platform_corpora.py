@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncpg
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec as ingest_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
@@ -30,8 +28,9 @@ from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.relevance import Thresholds
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
+from tests.support import rpc
 from tests.support.hashing import HashingChunkEmbedder, embedder_app
-from tests.support.ingest import MemoryBlobs, new_corpus, settings, upload, wait_terminal
+from tests.support.ingest import MemoryBlobs, ingest_app, new_corpus, settings, upload, wait_terminal, wire_fakes
 from tests.support.platform import drop_platform_corpora
 
 pytestmark = pytest.mark.integration
@@ -56,10 +55,8 @@ async def stack(migrated_pg, verifier, make_service_token, make_token):
     ingest_db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     search_db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
-    ingest = GrpcApp(
-        services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), ingest_db, MemoryBlobs(admin), HashingChunkEmbedder(), extract)
+    ingest = ingest_app(ingest, verifier)
     embedder = embedder_app(verifier)
     embedder_port = await embedder.start()
     client = GrpcQueryEmbedder(
@@ -78,7 +75,7 @@ async def stack(migrated_pg, verifier, make_service_token, make_token):
     )
     ports = {"ingest": await ingest.start(), "search": await search.start()}
     channels = {name: grpc.aio.insecure_channel(f"127.0.0.1:{port}") for name, port in ports.items()}
-    ingest_stub = ingest_pb2_grpc.IngestServiceStub(channels["ingest"])
+    ingest_stub = rpc.IngestStub(channels["ingest"])
 
     # The platform-wide corpus (created by the platform tenant's administrator) and each tenant's own one.
     curator = bearer(make_token(PLATFORM_TENANT, [*PUBLIC_CAPABILITIES, PLATFORM_ADMIN]))

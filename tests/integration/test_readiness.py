@@ -8,27 +8,28 @@ import asyncpg
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import IngestServicer, service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.corpora.api import CorpusServicer, service_spec
+from knowledge_ingest.corpora.usecases import CorpusUseCases
 from knowledge_runtime import health
 from knowledge_runtime.db.embedded import start_embedded
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 
+from tests.support import rpc
+from tests.support.ingest import wire_fakes
 from tests.support.rpc import auth
 
 pytestmark = pytest.mark.integration
 
-NAMED = "knowledge.v1.IngestService"
+NAMED = "knowledge.v1.CorpusService"
 
 
-def servicer_for(db: Database) -> IngestServicer:
-    """The real ingest servicer (its corpus RPCs are what these tests call)."""
-    wired, _ = wire(IngestSettings.from_env(Env({})), db, blobs=None, embedder=None, extract=None)
-    return IngestServicer(wired._corpora, wired._documents, wired._uploads, wired._jobs)
+def corpora_for(db: Database) -> CorpusUseCases:
+    """The real corpus use cases (their RPCs are what these tests call)."""
+    return wire_fakes(IngestSettings.from_env(Env({})), db, None, None, None).corpora
 
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -60,7 +61,7 @@ async def wait_status(stub, service: str, wanted: int, timeout: float) -> float:
 async def test_readiness_follows_the_database_and_liveness_stays_serving(own_pg, verifier):
     db = await Database.connect(own_pg.url(), max_size=2)
     app = GrpcApp(
-        services=[service_spec(servicer_for(db))],
+        services=[service_spec(CorpusServicer(corpora_for(db), None))],  # type: ignore[arg-type]  # no deletion here
         verifier=verifier,
         readiness=[health.database(db)],
         readiness_interval_s=0.2,
@@ -82,11 +83,11 @@ async def test_readiness_follows_the_database_and_liveness_stays_serving(own_pg,
         await db.close()
 
 
-class SlowServicer(IngestServicer):
+class SlowServicer(CorpusServicer):
     """ListCorpora takes a while, as a search does under load."""
 
-    def __init__(self, real: IngestServicer) -> None:
-        super().__init__(real._corpora, real._documents, real._uploads, real._jobs)
+    def __init__(self, corpora: CorpusUseCases) -> None:
+        super().__init__(corpora, None)  # type: ignore[arg-type]  # nothing is deleted here
         self.started = 0
 
     async def ListCorpora(self, request, context):
@@ -103,12 +104,12 @@ async def ingest_db(migrated_pg):
 
 
 async def test_a_stop_answers_every_call_in_flight(ingest_db, verifier, make_token):
-    servicer = SlowServicer(servicer_for(ingest_db))
+    servicer = SlowServicer(corpora_for(ingest_db))
     app = GrpcApp(services=[service_spec(servicer)], verifier=verifier, shutdown_grace_s=10)
     port = await app.start()
     token = make_token("drain", ["corpus.read"])
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         calls = [
             asyncio.ensure_future(stub.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=auth(token), timeout=30))
             for _ in range(8)

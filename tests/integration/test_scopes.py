@@ -9,9 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec as ingest_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
@@ -23,7 +21,8 @@ from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.model import EmbeddedQuery
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, upload, wait_terminal
+from tests.support import rpc
+from tests.support.ingest import CountingEmbedder, MemoryBlobs, ingest_app, settings, upload, wait_terminal, wire_fakes
 from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
@@ -49,27 +48,25 @@ async def services(migrated_pg, verifier):
     ingest_db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     search_db = await Database.connect(migrated_pg.url(user="knowledge_search"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), ingest_db, MemoryBlobs(admin), CountingEmbedder(), extract)
-    ingest_app = GrpcApp(
-        services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), ingest_db, MemoryBlobs(admin), CountingEmbedder(), extract)
+    ingest_server = ingest_app(ingest, verifier)
     searches = SearchUseCases(PostgresChunkIndex(search_db), SameVectors())
     search_app = GrpcApp(
         services=[search_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
         verifier=verifier,
     )
-    ingest_port, search_port = await ingest_app.start(), await search_app.start()
+    ingest_port, search_port = await ingest_server.start(), await search_app.start()
     ingest_channel = grpc.aio.insecure_channel(f"127.0.0.1:{ingest_port}")
     search_channel = grpc.aio.insecure_channel(f"127.0.0.1:{search_port}")
     yield (
-        ingest_pb2_grpc.IngestServiceStub(ingest_channel),
+        rpc.IngestStub(ingest_channel),
         search_pb2_grpc.SearchServiceStub(search_channel),
         admin,
     )
     await ingest_channel.close()
     await search_channel.close()
     await search_app.stop()
-    await ingest_app.stop()
+    await ingest_server.stop()
     for db in (ingest_db, search_db, admin):
         await db.close()
 

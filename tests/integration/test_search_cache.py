@@ -16,17 +16,15 @@ import grpc
 import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec as ingest_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import PLATFORM_TENANT
-from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, settings, upload, wait_terminal
+from tests.support import rpc
+from tests.support.ingest import CountingEmbedder, MemoryBlobs, ingest_app, settings, upload, wait_terminal, wire_fakes
 from tests.support.net import free_port
 from tests.support.platform import drop_platform_corpora
 from tests.support.rpc import auth
@@ -42,11 +40,11 @@ def extract(path: Path, filename: str, mime_type: str) -> Extracted:
 async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
-    app = GrpcApp(services=[ingest_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop])
+    ingest = wire_fakes(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel)
+    yield rpc.IngestStub(channel)
     await channel.close()
     await app.stop()
     await db.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import ingest_pb2
 from knowledge_cli.evaluate import MODES, Dataset, document_text, report, score, unique
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
@@ -22,6 +22,7 @@ from knowledge_search.adapters.postgres import PostgresChunkIndex
 from knowledge_search.domain.model import SearchMode, SearchRequest
 from knowledge_search.usecases import SearchUseCases
 
+from tests.support import rpc
 from tests.support.eval_stack import ingest_services, ingest_texts
 
 pytestmark = pytest.mark.integration
@@ -51,7 +52,7 @@ async def indexed(services, make_token):
     token = make_token(TENANT, ["corpus.create", "document.upload"])
     async with grpc.aio.insecure_channel(services["ingest"]) as channel:
         corpus_id = (
-            await ingest_pb2_grpc.IngestServiceStub(channel).CreateCorpus(
+            await rpc.IngestStub(channel).CreateCorpus(
                 ingest_pb2.CreateCorpusRequest(name="eval"), metadata=[("authorization", f"Bearer {token}")]
             )
         ).corpus_id

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 SERVICES = {
     "content-index": "knowledge.v1.ContentIndexService",
     "embedder": "knowledge.v1.EmbedderService",
-    "ingest": "knowledge.v1.IngestService",
+    "ingest": "knowledge.v1.CorpusService",
     "search": "knowledge.v1.SearchService",
 }
 

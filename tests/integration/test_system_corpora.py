@@ -3,25 +3,25 @@ another tenant can see of them, and what the prompt context counts."""
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import PLATFORM_TENANT
-from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.system_corpora import PLATFORM_ADMIN, SYSTEM_WRITE
 
+from tests.support import rpc
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
     auth,
+    ingest_app,
     new_corpus,
     settings,
     upload,
     wait_removed,
     wait_terminal,
+    wire_fakes,
 )
 from tests.support.platform import drop_platform_corpora
 
@@ -37,13 +37,11 @@ def extract(path, filename, mime_type) -> Extracted:
 async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel), admin
+    yield rpc.IngestStub(channel), admin
     await drop_platform_corpora(admin)
     await channel.close()
     await app.stop()

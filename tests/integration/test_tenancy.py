@@ -17,17 +17,24 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.tenants.metrics import publish
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.tenant_settings import enablement_gate
-from knowledge_runtime.server import GrpcApp
 from prometheus_client import REGISTRY
 
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, new_corpus, settings, upload, wait_terminal
+from tests.support import rpc
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    ingest_app,
+    new_corpus,
+    settings,
+    upload,
+    wait_terminal,
+    wire_fakes,
+)
 from tests.support.net import free_port
 from tests.support.rpc import auth, error_info
 
@@ -43,17 +50,12 @@ def extract(path: Path, filename: str, mime_type: str) -> Extracted:
 async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"), max_size=30)
     admin = await Database.connect(migrated_pg.url())
-    servicer, workers = wire(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
-    app = GrpcApp(
-        services=[service_spec(servicer)],
-        verifier=verifier,
-        on_start=[workers.start],
-        on_stop=[workers.stop],
-        tenant_gate=enablement_gate(db, True),
-    )
+    ingest = wire_fakes(settings(), db, MemoryBlobs(admin), CountingEmbedder(), extract)
+    app = ingest_app(ingest, verifier)
+    app.tenant_gate = enablement_gate(db, True)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield ingest_pb2_grpc.IngestServiceStub(channel), admin
+    yield rpc.IngestStub(channel), admin
     await channel.close()
     await app.stop()
     await db.close()
@@ -376,7 +378,7 @@ async def test_a_change_through_one_replica_holds_on_the_next_request_of_another
         name = tenant()
         metadata = auth(make_token(name))
         async with grpc.aio.insecure_channel(address_a) as one, grpc.aio.insecure_channel(address_b) as two:
-            replica_a, replica_b = ingest_pb2_grpc.IngestServiceStub(one), ingest_pb2_grpc.IngestServiceStub(two)
+            replica_a, replica_b = rpc.IngestStub(one), rpc.IngestStub(two)
             for replica in (replica_a, replica_b):  # never configured: the default (false) holds
                 with pytest.raises(grpc.aio.AioRpcError) as caught:
                     await replica.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=metadata)

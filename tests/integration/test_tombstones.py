@@ -12,25 +12,25 @@ from pathlib import Path
 
 import grpc
 import pytest
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
 from knowledge_ingest.deletion.postgres import PostgresTombstones
-from knowledge_ingest.deletion.usecases import RemovalWorkers
+from knowledge_ingest.deletion.workers import RemovalWorkers
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.server import GrpcApp
 
+from tests.support import rpc
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
     auth,
     document_text,
+    ingest_app,
     new_corpus,
     settings,
     upload,
     wait_removed,
     wait_terminal,
+    wire_fakes,
 )
 from tests.support.rpc import error_info
 
@@ -50,11 +50,9 @@ async def ingest(migrated_pg, verifier):
     db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
     admin = await Database.connect(migrated_pg.url())
     blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
-    servicer, workers = wire(settings(), db, blobs, embedder, extract)
-    workers.services = [s for s in workers.services if not isinstance(s, RemovalWorkers)]
-    app = GrpcApp(
-        services=[service_spec(servicer)], verifier=verifier, on_start=[workers.start], on_stop=[workers.stop]
-    )
+    ingest = wire_fakes(settings(), db, blobs, embedder, extract)
+    ingest.background.loops = [s for s in ingest.background.loops if not isinstance(s, RemovalWorkers)]
+    app = ingest_app(ingest, verifier)
     port = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     started: list[RemovalWorkers] = []
@@ -67,7 +65,7 @@ async def ingest(migrated_pg, verifier):
         started.append(running)
         return running
 
-    yield ingest_pb2_grpc.IngestServiceStub(channel), db, embedder, removals
+    yield rpc.IngestStub(channel), db, embedder, removals
     for running in started:
         await running.stop()
     await channel.close()

@@ -11,7 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge.v1 import ingest_pb2
+
+from tests.support import rpc
 
 STREAM_ITEMS = 1000  # items per IngestTexts stream (the server's limit)
 
@@ -113,7 +115,7 @@ async def ingest_texts(
     metadata = [("authorization", f"Bearer {token}")]
     jobs: dict[str, str] = {}
     async with grpc.aio.insecure_channel(address) as channel:
-        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+        stub = rpc.IngestStub(channel)
         for start in range(0, len(items), STREAM_ITEMS):
             batch = items[start : start + STREAM_ITEMS]
 

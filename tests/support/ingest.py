@@ -12,9 +12,8 @@ from pathlib import Path
 
 import grpc
 from google.api import httpbody_pb2
-from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_ingest.api.servicer import service_spec
-from knowledge_ingest.bootstrap import wire
+from knowledge.v1 import ingest_pb2
+from knowledge_ingest.bootstrap import Ingest, wire
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.ports import StoredBlob
@@ -57,6 +56,19 @@ class MemoryBlobs:
 
     def kept(self, tenant: str, blob_id: int) -> bytes | None:
         return None  # every job reads its blob
+
+    async def import_file(self, tenant: str, path: str, mime_type: str) -> StoredBlob:
+        raise Unavailable("no content-index here: these tests configure no import root")
+
+
+class NoDependencies:
+    """Readiness with nothing to wait for: the fakes answer at once."""
+
+    async def wait_ready(self) -> None:
+        return None
+
+    def waiting_for(self) -> list[str]:
+        return []
 
 
 class CountingEmbedder:
@@ -113,28 +125,40 @@ def text_extract(path: Path, filename: str, mime_type: str) -> Extracted:
     return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
 
 
+def wire_fakes(settings: IngestSettings, db: Database, blobs, embedder, extract) -> Ingest:
+    """Ingest composed over test doubles: ``blobs`` is also the (unused) file importer."""
+    return wire(
+        settings, db, blobs=blobs, embedder=embedder, extract=extract, readiness=NoDependencies(), importer=blobs
+    )
+
+
+def ingest_app(ingest: Ingest, verifier, port: int = 0) -> GrpcApp:
+    """Ingest's gRPC services and background loops as one app on 127.0.0.1."""
+    return GrpcApp(
+        services=ingest.services,
+        verifier=verifier,
+        port=port,
+        on_start=[ingest.background.start],
+        on_stop=[ingest.background.stop, ingest.feed.close],
+    )
+
+
 @asynccontextmanager
 async def replica(
     url: str, verifier, blobs, embedder, db: Database | None = None, *, port: int = 0, **overrides: str
-) -> AsyncIterator[ingest_pb2_grpc.IngestServiceStub]:
+) -> AsyncIterator[rpc.IngestStub]:
     """One ingest process: its own pool (or ``db``, left open), servicer and workers, on 127.0.0.1
     ``port`` (0: any free one); a stub of it. ``overrides``: its settings (events heartbeat 0.5 s)."""
     own = db is None
     db = db or await Database.connect(url, max_size=6)
-    servicer, workers = wire(
+    ingest = wire_fakes(
         settings(**{"KNOWLEDGE_EVENTS_HEARTBEAT_S": "0.5", **overrides}), db, blobs, embedder, text_extract
     )
-    app = GrpcApp(
-        services=[service_spec(servicer)],
-        verifier=verifier,
-        port=port,
-        on_start=[workers.start],
-        on_stop=[workers.stop],
-    )
+    app = ingest_app(ingest, verifier, port)
     bound = await app.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{bound}")
     try:
-        yield ingest_pb2_grpc.IngestServiceStub(channel)
+        yield rpc.IngestStub(channel)
     finally:
         await channel.close()
         await app.stop()

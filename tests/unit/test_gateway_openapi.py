@@ -1,6 +1,7 @@
 """The committed OpenAPI description matches the protos, and describes what the gateway serves."""
 
 import json
+from pathlib import Path
 
 from knowledge_gateway.descriptors import http_rules
 from knowledge_gateway.openapi import committed_path, generate, main, openapi_text
@@ -78,3 +79,18 @@ def test_non_blank_means_what_the_services_strip():
     schemas = json.loads(openapi_text())["components"]["schemas"]
     texts = schemas["knowledge.v1.IngestTextRequest.Input"]["properties"]
     assert texts["title"]["pattern"] == texts["source_url"]["pattern"] == "^[^\\x00]*$"
+
+
+def test_every_rest_operation_served_before_is_still_served():
+    """The REST API outlives any reshaping of the gRPC services behind it (operation ids and tags
+    may change; the paths may not)."""
+    listed = Path(__file__).resolve().parents[1] / "data" / "rest_paths.txt"
+    before = {line for line in listed.read_text().splitlines() if line and not line.startswith("#")}
+    served = {
+        f"{method.upper()} {path}"
+        for path, operations in json.loads(generate())["paths"].items()
+        for method in operations
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+    assert len(before) >= 46
+    assert before - served == set(), "REST operations dropped"

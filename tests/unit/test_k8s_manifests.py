@@ -33,7 +33,7 @@ SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
 GRPC_SERVICES = {
     "content-index": "knowledge.v1.ContentIndexService",
     "embedder": "knowledge.v1.EmbedderService",
-    "ingest": "knowledge.v1.IngestService",
+    "ingest": "knowledge.v1.CorpusService",
     "search": "knowledge.v1.SearchService",
     "documents-ai": "knowledge.v1.DocumentsAIService",
 }

@@ -10,7 +10,7 @@ from knowledge.v1 import common_pb2, content_index_pb2, embedder_pb2, ingest_pb2
 
 SCOPE_WORDS = {"scope", "scopes", "project", "projects", "workspace", "workspaces", "mission", "missions"}
 # The administrative act that places a corpus (not a read): its request names the target node.
-SETS_A_SCOPE = {"knowledge.v1.IngestService.BindCorpus"}
+SETS_A_SCOPE = {"knowledge.v1.CorpusService.BindCorpus"}
 
 
 def scope_fields(message: Descriptor, path: str = "", seen: frozenset[str] = frozenset()) -> list[str]:
@@ -46,7 +46,7 @@ def test_no_reading_rpc_request_has_a_scope_project_workspace_or_mission_field()
 
 
 def test_the_walk_finds_a_scope_field_where_there_is_one():
-    bind = ingest_pb2.DESCRIPTOR.services_by_name["IngestService"].methods_by_name["BindCorpus"]
+    bind = ingest_pb2.DESCRIPTOR.services_by_name["CorpusService"].methods_by_name["BindCorpus"]
     assert scope_fields(bind.input_type) == ["scope"]
     # and one nested in a message a request holds (BindCorpusResponse.corpus.scope)
     assert scope_fields(ingest_pb2.BindCorpusResponse.DESCRIPTOR) == ["corpus.scope"]

@@ -8,7 +8,7 @@ import datetime
 
 import pytest
 from knowledge_ingest.config import IngestSettings
-from knowledge_ingest.deletion.usecases import RemovalWorkers, Remover
+from knowledge_ingest.deletion.workers import RemovalWorkers, Remover
 from knowledge_ingest.domain.tombstones import (
     DELETED_BY_REQUEST,
     MAX_REASON_CHARS,

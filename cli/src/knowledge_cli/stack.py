@@ -68,9 +68,14 @@ from knowledge_cli.local_llm import (
 
 SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
 GRPC_NAMES = {
-    "ingest": "knowledge.v1.IngestService",
-    "search": "knowledge.v1.SearchService",
-    "documents-ai": "knowledge.v1.DocumentsAIService",
+    "knowledge.v1.CorpusService": "ingest",
+    "knowledge.v1.DocumentService": "ingest",
+    "knowledge.v1.IngestJobService": "ingest",
+    "knowledge.v1.ImportService": "ingest",
+    "knowledge.v1.TenantService": "ingest",
+    "knowledge.v1.EventService": "ingest",
+    "knowledge.v1.SearchService": "search",
+    "knowledge.v1.DocumentsAIService": "documents-ai",
 }
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
@@ -356,7 +361,7 @@ class Stack:
             listen_host=self.settings.host,
             listen_port=self.settings.http_port,
             admin_port=self.settings.admin_port,
-            upstreams={full: f"{self.settings.host}:{self.settings.ports[name]}" for name, full in GRPC_NAMES.items()},
+            upstreams={full: f"{self.settings.host}:{self.settings.ports[name]}" for full, name in GRPC_NAMES.items()},
             jwks_path=jwks_path,
             issuer=self.settings.issuer,
             audience=self.settings.audience,

@@ -16,7 +16,12 @@ from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 
 # The services the REST API exposes; the embedder and content-index stay internal.
 PUBLIC_SERVICES = (
-    ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["CorpusService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["DocumentService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["IngestJobService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["ImportService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["TenantService"],
+    ingest_pb2.DESCRIPTOR.services_by_name["EventService"],
     search_pb2.DESCRIPTOR.services_by_name["SearchService"],
     documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
 )

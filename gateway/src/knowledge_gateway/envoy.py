@@ -206,16 +206,22 @@ def _routes(config: GatewayConfig) -> list[dict]:
         # client's call through the gateway (these routes before transcoding) is not counted by
         # the body limit: its messages are capped by the service.
         {
-            "match": {"path": "/knowledge.v1.IngestService/UploadDocument"},
-            "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
+            "match": {"path": "/knowledge.v1.IngestJobService/UploadDocument"},
+            "route": {
+                "cluster": _cluster_name("knowledge.v1.IngestJobService"),
+                "timeout": f"{config.upload_timeout_s}s",
+            },
             **_WITHOUT_BODY_LIMIT,
         },
         # POST /texts:batch writes up to 1,000 durable jobs before it answers: on a loaded 2-core
         # machine 865 texts took over the 30 s request timeout (a 504 while the service went on
         # accepting them), so it gets the upload timeout too; the body limit still applies.
         {
-            "match": {"path": "/knowledge.v1.IngestService/BatchIngestTexts"},
-            "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
+            "match": {"path": "/knowledge.v1.IngestJobService/BatchIngestTexts"},
+            "route": {
+                "cluster": _cluster_name("knowledge.v1.IngestJobService"),
+                "timeout": f"{config.upload_timeout_s}s",
+            },
         },
     ]
     # A server stream answers as long as its client listens (a watch): no route timeout. A quiet

@@ -38,7 +38,12 @@ DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
 DEFAULT_ADMIN_PORT = 9901
 # gRPC service -> the runtime's service key whose KNOWLEDGE_<KEY>_ADDRESS Envoy routes to.
 UPSTREAMS = {
-    "knowledge.v1.IngestService": "ingest",
+    "knowledge.v1.CorpusService": "ingest",
+    "knowledge.v1.DocumentService": "ingest",
+    "knowledge.v1.IngestJobService": "ingest",
+    "knowledge.v1.ImportService": "ingest",
+    "knowledge.v1.TenantService": "ingest",
+    "knowledge.v1.EventService": "ingest",
     "knowledge.v1.SearchService": "search",
     "knowledge.v1.DocumentsAIService": "documents-ai",
 }

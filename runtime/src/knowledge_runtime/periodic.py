@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
@@ -140,3 +140,27 @@ class Periodic:
         if self._dependency_failed:
             self._dependency.succeeded()
             self._dependency_failed = False
+
+
+class Runs(Protocol):
+    """A :class:`Periodic`, or something that runs several (a pool of workers)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class Background:
+    """A process's background loops: started in order once the server listens, stopped newest
+    first before the resources they use are closed."""
+
+    def __init__(self, loops: Sequence[Runs] = ()) -> None:
+        self.loops = list(loops)
+
+    async def start(self) -> None:
+        for loop in self.loops:
+            await loop.start()
+
+    async def stop(self) -> None:
+        for loop in reversed(self.loops):
+            await loop.stop()

@@ -147,8 +147,7 @@ class ContentIndexServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ImportFile(self, request, context):
-        """---- fenced imports ----
-        Stores the file at `path` (under an import root of KNOWLEDGE_IMPORT_ROOTS /
+        """Stores the file at `path` (under an import root of KNOWLEDGE_IMPORT_ROOTS /
         KNOWLEDGE_IMPORT_ROOTS_FILE open to the caller's tenant) as a blob, exactly as WriteBlob
         would its bytes. Content-index resolves the path (symlinks, "..") and checks it against the
         roots itself, whatever its caller checked, then opens it without following a final symlink

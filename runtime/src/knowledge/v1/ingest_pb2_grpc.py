@@ -25,11 +25,9 @@ if _version_not_supported:
     )
 
 
-class IngestServiceStub:
-    """Owns corpora, documents and ingestion jobs (extract -> chunk -> embed -> store -> searchable).
-    Uploads answer as soon as the bytes are stored durably; the job does the rest and survives the
-    client going away and a restart of the service. Capabilities: corpus.create, corpus.read,
-    document.upload (named per RPC).
+class CorpusServiceStub:
+    """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
+    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
     """
 
     def __init__(self, channel):
@@ -39,177 +37,30 @@ class IngestServiceStub:
             channel: A grpc.Channel.
         """
         self.CreateCorpus = channel.unary_unary(
-                '/knowledge.v1.IngestService/CreateCorpus',
+                '/knowledge.v1.CorpusService/CreateCorpus',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.CreateCorpusRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Corpus.FromString,
                 _registered_method=True)
         self.ListCorpora = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListCorpora',
+                '/knowledge.v1.CorpusService/ListCorpora',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaResponse.FromString,
                 _registered_method=True)
-        self.ListDocuments = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListDocuments',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.FromString,
-                _registered_method=True)
-        self.GetDocument = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetDocument',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
-                _registered_method=True)
-        self.MoveDocuments = channel.unary_unary(
-                '/knowledge.v1.IngestService/MoveDocuments',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.FromString,
-                _registered_method=True)
-        self.DeleteDocument = channel.unary_unary(
-                '/knowledge.v1.IngestService/DeleteDocument',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.FromString,
-                _registered_method=True)
-        self.GetDocumentText = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetDocumentText',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.FromString,
-                _registered_method=True)
-        self.UploadDocument = channel.stream_unary(
-                '/knowledge.v1.IngestService/UploadDocument',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.FromString,
-                _registered_method=True)
-        self.GetIngestJob = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetIngestJob',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestJob.FromString,
-                _registered_method=True)
-        self.CancelIngestJob = channel.unary_unary(
-                '/knowledge.v1.IngestService/CancelIngestJob',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.FromString,
-                _registered_method=True)
-        self.RetryIngestJob = channel.unary_unary(
-                '/knowledge.v1.IngestService/RetryIngestJob',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.FromString,
-                _registered_method=True)
-        self.IngestText = channel.unary_unary(
-                '/knowledge.v1.IngestService/IngestText',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
-                _registered_method=True)
-        self.IngestTexts = channel.stream_unary(
-                '/knowledge.v1.IngestService/IngestTexts',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
-                _registered_method=True)
-        self.BatchIngestTexts = channel.unary_unary(
-                '/knowledge.v1.IngestService/BatchIngestTexts',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
-                _registered_method=True)
-        self.IngestUrl = channel.unary_unary(
-                '/knowledge.v1.IngestService/IngestUrl',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
-                _registered_method=True)
-        self.GetPromptContext = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetPromptContext',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
-                _registered_method=True)
         self.BindCorpus = channel.unary_unary(
-                '/knowledge.v1.IngestService/BindCorpus',
+                '/knowledge.v1.CorpusService/BindCorpus',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
                 _registered_method=True)
-        self.ImportPath = channel.unary_unary(
-                '/knowledge.v1.IngestService/ImportPath',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.FromString,
-                _registered_method=True)
-        self.ListImportRoots = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListImportRoots',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.FromString,
-                _registered_method=True)
-        self.SetImportBinding = channel.unary_unary(
-                '/knowledge.v1.IngestService/SetImportBinding',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportBinding.FromString,
-                _registered_method=True)
-        self.ListImportBindings = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListImportBindings',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.FromString,
-                _registered_method=True)
-        self.ScanImports = channel.unary_unary(
-                '/knowledge.v1.IngestService/ScanImports',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.FromString,
-                _registered_method=True)
-        self.ListImportFindings = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListImportFindings',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.FromString,
-                _registered_method=True)
-        self.AcceptImportFinding = channel.unary_unary(
-                '/knowledge.v1.IngestService/AcceptImportFinding',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.FromString,
-                _registered_method=True)
-        self.DismissImportFinding = channel.unary_unary(
-                '/knowledge.v1.IngestService/DismissImportFinding',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
-                _registered_method=True)
-        self.GetTenantSettings = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetTenantSettings',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
-                _registered_method=True)
-        self.UpdateTenantSettings = channel.unary_unary(
-                '/knowledge.v1.IngestService/UpdateTenantSettings',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
-                _registered_method=True)
-        self.GetUsage = channel.unary_unary(
-                '/knowledge.v1.IngestService/GetUsage',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
-                _registered_method=True)
-        self.WatchDocuments = channel.unary_stream(
-                '/knowledge.v1.IngestService/WatchDocuments',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
-                _registered_method=True)
-        self.BatchGetDocuments = channel.unary_unary(
-                '/knowledge.v1.IngestService/BatchGetDocuments',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
-                _registered_method=True)
-        self.WatchEvents = channel.unary_stream(
-                '/knowledge.v1.IngestService/WatchEvents',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
-                _registered_method=True)
-        self.ListTombstones = channel.unary_unary(
-                '/knowledge.v1.IngestService/ListTombstones',
-                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
-                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
-                _registered_method=True)
         self.DeleteCorpus = channel.unary_unary(
-                '/knowledge.v1.IngestService/DeleteCorpus',
+                '/knowledge.v1.CorpusService/DeleteCorpus',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
                 _registered_method=True)
 
 
-class IngestServiceServicer:
-    """Owns corpora, documents and ingestion jobs (extract -> chunk -> embed -> store -> searchable).
-    Uploads answer as soon as the bytes are stored durably; the job does the rest and survives the
-    client going away and a restart of the service. Capabilities: corpus.create, corpus.read,
-    document.upload (named per RPC).
+class CorpusServiceServicer:
+    """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
+    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
     """
 
     def CreateCorpus(self, request, context):
@@ -227,6 +78,244 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BindCorpus(self, request, context):
+        """Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
+        own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
+        and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
+        reach (else NOT_FOUND) and the tenant's own (a system corpus is NOT_FOUND). Readers of the
+        corpus's old node lose it and readers of the new node and the nodes below gain it at once
+        (cached answers included). Capability corpus.bind.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCorpus(self, request, context):
+        """Deletes a corpus the same way as a document, at once: out of every reach from the commit on,
+        a tombstone for each of its documents, document.removed for each and corpus.deleted; its row
+        goes with the last removal. While it holds documents it is refused with FAILED_PRECONDITION
+        (CORPUS_NOT_EMPTY) unless delete_documents is set. A system corpus, another tenant's or one
+        out of the caller's reach is NOT_FOUND. Capability corpus.create.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_CorpusServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CreateCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Corpus.SerializeToString,
+            ),
+            'ListCorpora': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCorpora,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaResponse.SerializeToString,
+            ),
+            'BindCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.BindCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.SerializeToString,
+            ),
+            'DeleteCorpus': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCorpus,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.CorpusService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.CorpusService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class CorpusService:
+    """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
+    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
+    """
+
+    @staticmethod
+    def CreateCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.CorpusService/CreateCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.CreateCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Corpus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCorpora(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.CorpusService/ListCorpora',
+            knowledge_dot_v1_dot_ingest__pb2.ListCorporaRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListCorporaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BindCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.CorpusService/BindCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCorpus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.CorpusService/DeleteCorpus',
+            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class DocumentServiceStub:
+    """Documents: their state, text and moves; deletion at once with a tombstone; the live list of a
+    corpus. Capabilities corpus.read, document.upload, audit.read (named per RPC).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetDocument = channel.unary_unary(
+                '/knowledge.v1.DocumentService/GetDocument',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
+                _registered_method=True)
+        self.ListDocuments = channel.unary_unary(
+                '/knowledge.v1.DocumentService/ListDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.FromString,
+                _registered_method=True)
+        self.BatchGetDocuments = channel.unary_unary(
+                '/knowledge.v1.DocumentService/BatchGetDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
+                _registered_method=True)
+        self.GetDocumentText = channel.unary_unary(
+                '/knowledge.v1.DocumentService/GetDocumentText',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.FromString,
+                _registered_method=True)
+        self.MoveDocuments = channel.unary_unary(
+                '/knowledge.v1.DocumentService/MoveDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.FromString,
+                _registered_method=True)
+        self.DeleteDocument = channel.unary_unary(
+                '/knowledge.v1.DocumentService/DeleteDocument',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.FromString,
+                _registered_method=True)
+        self.WatchDocuments = channel.unary_stream(
+                '/knowledge.v1.DocumentService/WatchDocuments',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
+                _registered_method=True)
+        self.ListTombstones = channel.unary_unary(
+                '/knowledge.v1.DocumentService/ListTombstones',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
+                _registered_method=True)
+        self.GetPromptContext = channel.unary_unary(
+                '/knowledge.v1.DocumentService/GetPromptContext',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+                _registered_method=True)
+
+
+class DocumentServiceServicer:
+    """Documents: their state, text and moves; deletion at once with a tombstone; the live list of a
+    corpus. Capabilities corpus.read, document.upload, audit.read (named per RPC).
+    """
+
+    def GetDocument(self, request, context):
+        """One document with its state and error. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListDocuments(self, request, context):
         """Lists the documents of one corpus with their states. Capability corpus.read.
         """
@@ -234,8 +323,22 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetDocument(self, request, context):
-        """One document with its state and error. Capability corpus.read.
+    def BatchGetDocuments(self, request, context):
+        """Up to 100 documents by id, in the order asked (an id asked twice answers once). An id that
+        is not the tenant's document (unknown, deleted, another tenant's, or not an identifier at
+        all) is not an error: it is left out of `documents` and listed in `not_found_ids`, so
+        another tenant's id reads exactly like one that never existed. More than 100 ids, or none,
+        is INVALID_ARGUMENT. REST: GET /documents:batchGet?document_ids=1&document_ids=2.
+        Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDocumentText(self, request, context):
+        """One page (25,000 characters) of a document's text over its ordered chunks. A page that starts
+        inside a section re-emits "## <section> (continued)". A document still in its first
+        ingestion (no chunks yet) is refused: FAILED_PRECONDITION INDEXING. Capability corpus.read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -262,14 +365,406 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetDocumentText(self, request, context):
-        """One page (25,000 characters) of a document's text over its ordered chunks. A page that starts
-        inside a section re-emits "## <section> (continued)". A document still in its first
-        ingestion (no chunks yet) is refused: FAILED_PRECONDITION INDEXING. Capability corpus.read.
+    def WatchDocuments(self, request, context):
+        """The corpus's documents as they are (one SNAPSHOT change each, then one SYNCED), then each
+        change as it is committed: a new document, a step of its ingestion (queued, extracting,
+        chunking, embedding k/n, storing, searchable / failed / cancelled, with `stage` and
+        `progress`), a move into the corpus (CHANGED) or out of it, or a deletion (REMOVED). Pushed
+        by the database (LISTEN/NOTIFY from triggers on the document and job rows), never polled;
+        several quick steps of one document may arrive as one change with the latest state. The
+        stream stays open until the client goes away; a restart of ingest or of the database ends it
+        with UNAVAILABLE, and a client watches again (it gets a fresh snapshot). REST: a streamed
+        answer, one JSON DocumentChange per line. NOT_FOUND when the corpus is not the tenant's.
+        Capability corpus.read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
+
+    def ListTombstones(self, request, context):
+        """The tenant's tombstones, oldest first: what each deleted document was, who deleted it, when
+        and why, and whether its removal is done. Only those of corpora the caller could read where
+        they were (scope and clearance), so a page may hold fewer than page_size. Kept
+        KNOWLEDGE_TOMBSTONE_RETENTION_DAYS (90) after the deletion, once removed. Capability
+        audit.read (not in a default token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPromptContext(self, request, context):
+        """A short paragraph for an agent's system prompt describing the tenant's knowledge, e.g.
+        "- Knowledge: 14 documents across 3 corpora: a (corpus_id=2), ... Use `search_documents` to
+        find content."; empty when the tenant has no user corpus. gRPC only. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_DocumentServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocument,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Document.SerializeToString,
+            ),
+            'ListDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.SerializeToString,
+            ),
+            'BatchGetDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchGetDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.SerializeToString,
+            ),
+            'GetDocumentText': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDocumentText,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.SerializeToString,
+            ),
+            'MoveDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.SerializeToString,
+            ),
+            'DeleteDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDocument,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.SerializeToString,
+            ),
+            'WatchDocuments': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchDocuments,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.SerializeToString,
+            ),
+            'ListTombstones': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTombstones,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.SerializeToString,
+            ),
+            'GetPromptContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPromptContext,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.DocumentService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.DocumentService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class DocumentService:
+    """Documents: their state, text and moves; deletion at once with a tombstone; the live list of a
+    corpus. Capabilities corpus.read, document.upload, audit.read (named per RPC).
+    """
+
+    @staticmethod
+    def GetDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/GetDocument',
+            knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/ListDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchGetDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/BatchGetDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDocumentText(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/GetDocumentText',
+            knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MoveDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/MoveDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/DeleteDocument',
+            knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/WatchDocuments',
+            knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTombstones(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/ListTombstones',
+            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPromptContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/GetPromptContext',
+            knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class IngestJobServiceStub:
+    """Intake and its durable jobs: uploads, texts and web pages become jobs (fetch/extract -> chunk ->
+    embed -> store -> searchable) that answer as soon as their input is stored durably and survive the
+    client going away and a restart of the service. Capability document.upload.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.UploadDocument = channel.stream_unary(
+                '/knowledge.v1.IngestJobService/UploadDocument',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.FromString,
+                _registered_method=True)
+        self.IngestText = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/IngestText',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
+                _registered_method=True)
+        self.IngestTexts = channel.stream_unary(
+                '/knowledge.v1.IngestJobService/IngestTexts',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
+                _registered_method=True)
+        self.BatchIngestTexts = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/BatchIngestTexts',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
+                _registered_method=True)
+        self.IngestUrl = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/IngestUrl',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
+                _registered_method=True)
+        self.GetIngestJob = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/GetIngestJob',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestJob.FromString,
+                _registered_method=True)
+        self.CancelIngestJob = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/CancelIngestJob',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.FromString,
+                _registered_method=True)
+        self.RetryIngestJob = channel.unary_unary(
+                '/knowledge.v1.IngestJobService/RetryIngestJob',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.FromString,
+                _registered_method=True)
+
+
+class IngestJobServiceServicer:
+    """Intake and its durable jobs: uploads, texts and web pages become jobs (fetch/extract -> chunk ->
+    embed -> store -> searchable) that answer as soon as their input is stored durably and survive the
+    client going away and a restart of the service. Capability document.upload.
+    """
 
     def UploadDocument(self, request_iterator, context):
         """Uploads one file and starts its ingestion. Over REST the request body is either a browser's
@@ -281,32 +776,6 @@ class IngestServiceServicer:
         ContentIndexService.WriteBlob with the size capped on the way (RESOURCE_EXHAUSTED /
         UPLOAD_TOO_LARGE, HTTP 413; nothing is kept).
         Capability document.upload.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetIngestJob(self, request, context):
-        """State and progress of an ingestion job. The result is delivered exactly once: the first poll
-        after completion carries it, later polls carry the state only. Capability document.upload.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def CancelIngestJob(self, request, context):
-        """Cancels a queued or running job; idempotent (cancelling a finished job changes nothing and
-        returns it). Capability document.upload.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def RetryIngestJob(self, request, context):
-        """Re-queues a FAILED or CANCELLED job under the same job_id, or a SEARCHABLE one whose file
-        gave no text (e.g. a scan ingested before OCR: extracted again from its kept blob);
-        idempotent (a queued or running job is returned unchanged; another SEARCHABLE one is
-        FAILED_PRECONDITION). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -362,31 +831,366 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetPromptContext(self, request, context):
-        """A short paragraph for an agent's system prompt describing the tenant's knowledge, e.g.
-        "- Knowledge: 14 documents across 3 corpora: a (corpus_id=2), ... Use `search_documents` to
-        find content."; empty when the tenant has no user corpus. gRPC only. Capability corpus.read.
+    def GetIngestJob(self, request, context):
+        """State and progress of an ingestion job. The result is delivered exactly once: the first poll
+        after completion carries it, later polls carry the state only. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def BindCorpus(self, request, context):
-        """---- scopes ----
-        Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
-        own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
-        and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
-        reach (else NOT_FOUND) and the tenant's own (a system corpus is NOT_FOUND). Readers of the
-        corpus's old node lose it and readers of the new node and the nodes below gain it at once
-        (cached answers included). Capability corpus.bind.
+    def CancelIngestJob(self, request, context):
+        """Cancels a queued or running job; idempotent (cancelling a finished job changes nothing and
+        returns it). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
+
+    def RetryIngestJob(self, request, context):
+        """Re-queues a FAILED or CANCELLED job under the same job_id, or a SEARCHABLE one whose file
+        gave no text (e.g. a scan ingested before OCR: extracted again from its kept blob);
+        idempotent (a queued or running job is returned unchanged; another SEARCHABLE one is
+        FAILED_PRECONDITION). Capability document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_IngestJobServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'UploadDocument': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadDocument,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.SerializeToString,
+            ),
+            'IngestText': grpc.unary_unary_rpc_method_handler(
+                    servicer.IngestText,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.SerializeToString,
+            ),
+            'IngestTexts': grpc.stream_unary_rpc_method_handler(
+                    servicer.IngestTexts,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.SerializeToString,
+            ),
+            'BatchIngestTexts': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchIngestTexts,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.SerializeToString,
+            ),
+            'IngestUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.IngestUrl,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.SerializeToString,
+            ),
+            'GetIngestJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetIngestJob,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestJob.SerializeToString,
+            ),
+            'CancelIngestJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelIngestJob,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.SerializeToString,
+            ),
+            'RetryIngestJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryIngestJob,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.IngestJobService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.IngestJobService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class IngestJobService:
+    """Intake and its durable jobs: uploads, texts and web pages become jobs (fetch/extract -> chunk ->
+    embed -> store -> searchable) that answer as soon as their input is stored durably and survive the
+    client going away and a restart of the service. Capability document.upload.
+    """
+
+    @staticmethod
+    def UploadDocument(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/knowledge.v1.IngestJobService/UploadDocument',
+            knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestText(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/IngestText',
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestTexts(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/knowledge.v1.IngestJobService/IngestTexts',
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchIngestTexts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/BatchIngestTexts',
+            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/IngestUrl',
+            knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetIngestJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/GetIngestJob',
+            knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IngestJob.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelIngestJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/CancelIngestJob',
+            knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryIngestJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.IngestJobService/RetryIngestJob',
+            knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class ImportServiceStub:
+    """Fenced imports from the operator's import roots, change findings and auto-indexing.
+    Capabilities document.import, imports.admin (named per RPC).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ImportPath = channel.unary_unary(
+                '/knowledge.v1.ImportService/ImportPath',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.FromString,
+                _registered_method=True)
+        self.ListImportRoots = channel.unary_unary(
+                '/knowledge.v1.ImportService/ListImportRoots',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.FromString,
+                _registered_method=True)
+        self.SetImportBinding = channel.unary_unary(
+                '/knowledge.v1.ImportService/SetImportBinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportBinding.FromString,
+                _registered_method=True)
+        self.ListImportBindings = channel.unary_unary(
+                '/knowledge.v1.ImportService/ListImportBindings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.FromString,
+                _registered_method=True)
+        self.ScanImports = channel.unary_unary(
+                '/knowledge.v1.ImportService/ScanImports',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.FromString,
+                _registered_method=True)
+        self.ListImportFindings = channel.unary_unary(
+                '/knowledge.v1.ImportService/ListImportFindings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.FromString,
+                _registered_method=True)
+        self.AcceptImportFinding = channel.unary_unary(
+                '/knowledge.v1.ImportService/AcceptImportFinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.FromString,
+                _registered_method=True)
+        self.DismissImportFinding = channel.unary_unary(
+                '/knowledge.v1.ImportService/DismissImportFinding',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
+                _registered_method=True)
+
+
+class ImportServiceServicer:
+    """Fenced imports from the operator's import roots, change findings and auto-indexing.
+    Capabilities document.import, imports.admin (named per RPC).
+    """
 
     def ImportPath(self, request, context):
-        """---- fenced imports, change findings, auto-index ----
-        Ingests files under the operator's import roots (KNOWLEDGE_IMPORT_ROOTS /
+        """Ingests files under the operator's import roots (KNOWLEDGE_IMPORT_ROOTS /
         KNOWLEDGE_IMPORT_ROOTS_FILE: configuration only, never settable through the API). Every path
         (absolute) is resolved (symlinks, "..") and checked against the roots open to the tenant
         before anything is read; one outside them refuses the whole call, nothing stored
@@ -456,200 +1260,9 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetTenantSettings(self, request, context):
-        """---- enablement, quotas and usage ----
-        A tenant's enablement and quotas: the tenant's row, or the deployment's default
-        (KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT, no quotas) when no operator set one. Any tenant named
-        in the path. Capability platform.admin (it passes the enablement check itself).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
-    def UpdateTenantSettings(self, request, context):
-        """Sets a tenant's enablement and quotas as given (idempotent: the same body again changes
-        nothing; a quota left out is unlimited). Every service reads them per request, so the change
-        holds from the next request on every replica. Capability platform.admin.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetUsage(self, request, context):
-        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
-        one month (from the cost records the embedder and search write), with its quotas.
-        Capability corpus.read.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def WatchDocuments(self, request, context):
-        """---- a live document list ----
-
-        The corpus's documents as they are (one SNAPSHOT change each, then one SYNCED), then each
-        change as it is committed: a new document, a step of its ingestion (queued, extracting,
-        chunking, embedding k/n, storing, searchable / failed / cancelled, with `stage` and
-        `progress`), a move into the corpus (CHANGED) or out of it, or a deletion (REMOVED). Pushed
-        by the database (LISTEN/NOTIFY from triggers on the document and job rows), never polled;
-        several quick steps of one document may arrive as one change with the latest state. The
-        stream stays open until the client goes away; a restart of ingest or of the database ends it
-        with UNAVAILABLE, and a client watches again (it gets a fresh snapshot). REST: a streamed
-        answer, one JSON DocumentChange per line. NOT_FOUND when the corpus is not the tenant's.
-        Capability corpus.read.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def BatchGetDocuments(self, request, context):
-        """Up to 100 documents by id, in the order asked (an id asked twice answers once). An id that
-        is not the tenant's document (unknown, deleted, another tenant's, or not an identifier at
-        all) is not an error: it is left out of `documents` and listed in `not_found_ids`, so
-        another tenant's id reads exactly like one that never existed. More than 100 ids, or none,
-        is INVALID_ARGUMENT. REST: GET /documents:batchGet?document_ids=1&document_ids=2.
-        Capability corpus.read.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def WatchEvents(self, request, context):
-        """---- events ----
-
-        The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
-        deleted) in the order they were committed (a document's events in the order of its changes),
-        from the event after the cursor `after` (empty: the oldest one kept), then each as it
-        commits, until the caller goes away. Each event is written in the
-        transaction of its change (an outbox), so none is lost and none is of a change that did not
-        happen; delivery is at least once: a consumer keeps the `cursor` of the last event it handled
-        and resumes with it, and de-duplicates by `event_id`. A quiet stream carries a
-        `stream.heartbeat` every KNOWLEDGE_EVENTS_HEARTBEAT_S (30 s) with the stream's cursor. Events
-        are kept KNOWLEDGE_EVENTS_RETENTION_S (7 days): a cursor older than that is OUT_OF_RANGE
-        (EVENT_CURSOR_EXPIRED), one not issued is INVALID_ARGUMENT. Over REST the stream is
-        newline-delimited JSON, one event per line. Capability corpus.read. Only the events of
-        corpora the caller could read now are sent (its scope node and ancestors, bands within its
-        clearance, as every read decides it; a corpus rebound out of reach is not heard of from the
-        rebinding on); the cursor moves past the others, and when the newest events read were all
-        skipped a heartbeat carries the cursor at once. An unresolved scope is PERMISSION_DENIED
-        (SCOPE_UNRESOLVED).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ListTombstones(self, request, context):
-        """---- tombstones, corpus deletion ----
-
-        The tenant's tombstones, oldest first: what each deleted document was, who deleted it, when
-        and why, and whether its removal is done. Only those of corpora the caller could read where
-        they were (scope and clearance), so a page may hold fewer than page_size. Kept
-        KNOWLEDGE_TOMBSTONE_RETENTION_DAYS (90) after the deletion, once removed. Capability
-        audit.read (not in a default token).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def DeleteCorpus(self, request, context):
-        """Deletes a corpus the same way as a document, at once: out of every reach from the commit on,
-        a tombstone for each of its documents, document.removed for each and corpus.deleted; its row
-        goes with the last removal. While it holds documents it is refused with FAILED_PRECONDITION
-        (CORPUS_NOT_EMPTY) unless delete_documents is set. A system corpus, another tenant's or one
-        out of the caller's reach is NOT_FOUND. Capability corpus.create.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-
-def add_IngestServiceServicer_to_server(servicer, server):
+def add_ImportServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'CreateCorpus': grpc.unary_unary_rpc_method_handler(
-                    servicer.CreateCorpus,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CreateCorpusRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Corpus.SerializeToString,
-            ),
-            'ListCorpora': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListCorpora,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListCorporaResponse.SerializeToString,
-            ),
-            'ListDocuments': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListDocuments,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.SerializeToString,
-            ),
-            'GetDocument': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetDocument,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Document.SerializeToString,
-            ),
-            'MoveDocuments': grpc.unary_unary_rpc_method_handler(
-                    servicer.MoveDocuments,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.SerializeToString,
-            ),
-            'DeleteDocument': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteDocument,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.SerializeToString,
-            ),
-            'GetDocumentText': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetDocumentText,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.SerializeToString,
-            ),
-            'UploadDocument': grpc.stream_unary_rpc_method_handler(
-                    servicer.UploadDocument,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.SerializeToString,
-            ),
-            'GetIngestJob': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetIngestJob,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestJob.SerializeToString,
-            ),
-            'CancelIngestJob': grpc.unary_unary_rpc_method_handler(
-                    servicer.CancelIngestJob,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.SerializeToString,
-            ),
-            'RetryIngestJob': grpc.unary_unary_rpc_method_handler(
-                    servicer.RetryIngestJob,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.SerializeToString,
-            ),
-            'IngestText': grpc.unary_unary_rpc_method_handler(
-                    servicer.IngestText,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.SerializeToString,
-            ),
-            'IngestTexts': grpc.stream_unary_rpc_method_handler(
-                    servicer.IngestTexts,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.SerializeToString,
-            ),
-            'BatchIngestTexts': grpc.unary_unary_rpc_method_handler(
-                    servicer.BatchIngestTexts,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.SerializeToString,
-            ),
-            'IngestUrl': grpc.unary_unary_rpc_method_handler(
-                    servicer.IngestUrl,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.SerializeToString,
-            ),
-            'GetPromptContext': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetPromptContext,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.SerializeToString,
-            ),
-            'BindCorpus': grpc.unary_unary_rpc_method_handler(
-                    servicer.BindCorpus,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.SerializeToString,
-            ),
             'ImportPath': grpc.unary_unary_rpc_method_handler(
                     servicer.ImportPath,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.FromString,
@@ -690,519 +1303,18 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.ImportFinding.SerializeToString,
             ),
-            'GetTenantSettings': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetTenantSettings,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.SerializeToString,
-            ),
-            'UpdateTenantSettings': grpc.unary_unary_rpc_method_handler(
-                    servicer.UpdateTenantSettings,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.SerializeToString,
-            ),
-            'GetUsage': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetUsage,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Usage.SerializeToString,
-            ),
-            'WatchDocuments': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchDocuments,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DocumentChange.SerializeToString,
-            ),
-            'BatchGetDocuments': grpc.unary_unary_rpc_method_handler(
-                    servicer.BatchGetDocuments,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.SerializeToString,
-            ),
-            'WatchEvents': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchEvents,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Event.SerializeToString,
-            ),
-            'ListTombstones': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListTombstones,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.SerializeToString,
-            ),
-            'DeleteCorpus': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteCorpus,
-                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.FromString,
-                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.SerializeToString,
-            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'knowledge.v1.IngestService', rpc_method_handlers)
+            'knowledge.v1.ImportService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('knowledge.v1.IngestService', rpc_method_handlers)
+    server.add_registered_method_handlers('knowledge.v1.ImportService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class IngestService:
-    """Owns corpora, documents and ingestion jobs (extract -> chunk -> embed -> store -> searchable).
-    Uploads answer as soon as the bytes are stored durably; the job does the rest and survives the
-    client going away and a restart of the service. Capabilities: corpus.create, corpus.read,
-    document.upload (named per RPC).
+class ImportService:
+    """Fenced imports from the operator's import roots, change findings and auto-indexing.
+    Capabilities document.import, imports.admin (named per RPC).
     """
-
-    @staticmethod
-    def CreateCorpus(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/CreateCorpus',
-            knowledge_dot_v1_dot_ingest__pb2.CreateCorpusRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.Corpus.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListCorpora(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/ListCorpora',
-            knowledge_dot_v1_dot_ingest__pb2.ListCorporaRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.ListCorporaResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListDocuments(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/ListDocuments',
-            knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.ListDocumentsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetDocument(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/GetDocument',
-            knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def MoveDocuments(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/MoveDocuments',
-            knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.MoveDocumentsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def DeleteDocument(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/DeleteDocument',
-            knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.DeleteDocumentResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetDocumentText(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/GetDocumentText',
-            knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.GetDocumentTextResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def UploadDocument(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_unary(
-            request_iterator,
-            target,
-            '/knowledge.v1.IngestService/UploadDocument',
-            knowledge_dot_v1_dot_ingest__pb2.UploadDocumentRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.UploadDocumentResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetIngestJob(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/GetIngestJob',
-            knowledge_dot_v1_dot_ingest__pb2.GetIngestJobRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.IngestJob.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def CancelIngestJob(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/CancelIngestJob',
-            knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.CancelIngestJobResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def RetryIngestJob(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/RetryIngestJob',
-            knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.RetryIngestJobResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def IngestText(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/IngestText',
-            knowledge_dot_v1_dot_ingest__pb2.IngestTextRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.IngestTextResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def IngestTexts(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_unary(
-            request_iterator,
-            target,
-            '/knowledge.v1.IngestService/IngestTexts',
-            knowledge_dot_v1_dot_ingest__pb2.IngestTextsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.IngestTextsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def BatchIngestTexts(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/BatchIngestTexts',
-            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.BatchIngestTextsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def IngestUrl(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/IngestUrl',
-            knowledge_dot_v1_dot_ingest__pb2.IngestUrlRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.IngestUrlResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetPromptContext(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/GetPromptContext',
-            knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def BindCorpus(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/BindCorpus',
-            knowledge_dot_v1_dot_ingest__pb2.BindCorpusRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.BindCorpusResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def ImportPath(request,
@@ -1218,7 +1330,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/ImportPath',
+            '/knowledge.v1.ImportService/ImportPath',
             knowledge_dot_v1_dot_ingest__pb2.ImportPathRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ImportPathResponse.FromString,
             options,
@@ -1245,7 +1357,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/ListImportRoots',
+            '/knowledge.v1.ImportService/ListImportRoots',
             knowledge_dot_v1_dot_ingest__pb2.ListImportRootsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ListImportRootsResponse.FromString,
             options,
@@ -1272,7 +1384,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/SetImportBinding',
+            '/knowledge.v1.ImportService/SetImportBinding',
             knowledge_dot_v1_dot_ingest__pb2.SetImportBindingRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ImportBinding.FromString,
             options,
@@ -1299,7 +1411,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/ListImportBindings',
+            '/knowledge.v1.ImportService/ListImportBindings',
             knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ListImportBindingsResponse.FromString,
             options,
@@ -1326,7 +1438,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/ScanImports',
+            '/knowledge.v1.ImportService/ScanImports',
             knowledge_dot_v1_dot_ingest__pb2.ScanImportsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ScanImportsResponse.FromString,
             options,
@@ -1353,7 +1465,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/ListImportFindings',
+            '/knowledge.v1.ImportService/ListImportFindings',
             knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ListImportFindingsResponse.FromString,
             options,
@@ -1380,7 +1492,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/AcceptImportFinding',
+            '/knowledge.v1.ImportService/AcceptImportFinding',
             knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.AcceptImportFindingResponse.FromString,
             options,
@@ -1407,7 +1519,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/DismissImportFinding',
+            '/knowledge.v1.ImportService/DismissImportFinding',
             knowledge_dot_v1_dot_ingest__pb2.DismissImportFindingRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.ImportFinding.FromString,
             options,
@@ -1419,6 +1531,95 @@ class IngestService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class TenantServiceStub:
+    """A tenant's enablement, quotas and usage. Capabilities platform.admin, corpus.read (named per RPC).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetTenantSettings = channel.unary_unary(
+                '/knowledge.v1.TenantService/GetTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
+                _registered_method=True)
+        self.UpdateTenantSettings = channel.unary_unary(
+                '/knowledge.v1.TenantService/UpdateTenantSettings',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
+                _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/knowledge.v1.TenantService/GetUsage',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
+                _registered_method=True)
+
+
+class TenantServiceServicer:
+    """A tenant's enablement, quotas and usage. Capabilities platform.admin, corpus.read (named per RPC).
+    """
+
+    def GetTenantSettings(self, request, context):
+        """A tenant's enablement and quotas: the tenant's row, or the deployment's default
+        (KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT, no quotas) when no operator set one. Any tenant named
+        in the path. Capability platform.admin (it passes the enablement check itself).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTenantSettings(self, request, context):
+        """Sets a tenant's enablement and quotas as given (idempotent: the same body again changes
+        nothing; a quota left out is unlimited). Every service reads them per request, so the change
+        holds from the next request on every replica. Capability platform.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetUsage(self, request, context):
+        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
+        one month (from the cost records the embedder and search write), with its quotas.
+        Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TenantServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.TenantSettings.SerializeToString,
+            ),
+            'UpdateTenantSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTenantSettings,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Usage.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.TenantService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.TenantService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class TenantService:
+    """A tenant's enablement, quotas and usage. Capabilities platform.admin, corpus.read (named per RPC).
+    """
 
     @staticmethod
     def GetTenantSettings(request,
@@ -1434,7 +1635,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/GetTenantSettings',
+            '/knowledge.v1.TenantService/GetTenantSettings',
             knowledge_dot_v1_dot_ingest__pb2.GetTenantSettingsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.TenantSettings.FromString,
             options,
@@ -1461,7 +1662,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/UpdateTenantSettings',
+            '/knowledge.v1.TenantService/UpdateTenantSettings',
             knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.UpdateTenantSettingsResponse.FromString,
             options,
@@ -1488,7 +1689,7 @@ class IngestService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/knowledge.v1.IngestService/GetUsage',
+            '/knowledge.v1.TenantService/GetUsage',
             knowledge_dot_v1_dot_ingest__pb2.GetUsageRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Usage.FromString,
             options,
@@ -1501,59 +1702,69 @@ class IngestService:
             metadata,
             _registered_method=True)
 
-    @staticmethod
-    def WatchDocuments(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/knowledge.v1.IngestService/WatchDocuments',
-            knowledge_dot_v1_dot_ingest__pb2.WatchDocumentsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.DocumentChange.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
-    @staticmethod
-    def BatchGetDocuments(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/BatchGetDocuments',
-            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.BatchGetDocumentsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
+class EventServiceStub:
+    """The tenant's events, from the outbox, in commit order. Capability corpus.read.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.WatchEvents = channel.unary_stream(
+                '/knowledge.v1.EventService/WatchEvents',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
+                _registered_method=True)
+
+
+class EventServiceServicer:
+    """The tenant's events, from the outbox, in commit order. Capability corpus.read.
+    """
+
+    def WatchEvents(self, request, context):
+        """The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
+        deleted) in the order they were committed (a document's events in the order of its changes),
+        from the event after the cursor `after` (empty: the oldest one kept), then each as it
+        commits, until the caller goes away. Each event is written in the
+        transaction of its change (an outbox), so none is lost and none is of a change that did not
+        happen; delivery is at least once: a consumer keeps the `cursor` of the last event it handled
+        and resumes with it, and de-duplicates by `event_id`. A quiet stream carries a
+        `stream.heartbeat` every KNOWLEDGE_EVENTS_HEARTBEAT_S (30 s) with the stream's cursor. Events
+        are kept KNOWLEDGE_EVENTS_RETENTION_S (7 days): a cursor older than that is OUT_OF_RANGE
+        (EVENT_CURSOR_EXPIRED), one not issued is INVALID_ARGUMENT. Over REST the stream is
+        newline-delimited JSON, one event per line. Capability corpus.read. Only the events of
+        corpora the caller could read now are sent (its scope node and ancestors, bands within its
+        clearance, as every read decides it; a corpus rebound out of reach is not heard of from the
+        rebinding on); the cursor moves past the others, and when the newest events read were all
+        skipped a heartbeat carries the cursor at once. An unresolved scope is PERMISSION_DENIED
+        (SCOPE_UNRESOLVED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_EventServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'WatchEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchEvents,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Event.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.EventService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.EventService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class EventService:
+    """The tenant's events, from the outbox, in commit order. Capability corpus.read.
+    """
 
     @staticmethod
     def WatchEvents(request,
@@ -1569,63 +1780,9 @@ class IngestService:
         return grpc.experimental.unary_stream(
             request,
             target,
-            '/knowledge.v1.IngestService/WatchEvents',
+            '/knowledge.v1.EventService/WatchEvents',
             knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListTombstones(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/ListTombstones',
-            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.ListTombstonesResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def DeleteCorpus(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/knowledge.v1.IngestService/DeleteCorpus',
-            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
-            knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
             options,
             channel_credentials,
             insecure,

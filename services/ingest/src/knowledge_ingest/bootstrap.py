@@ -1,14 +1,18 @@
-"""The one place that reads ingest's configuration and wires its adapters.
+"""The one place that reads ingest's configuration and composes its capabilities.
 
-What it opens joins one ``AsyncExitStack``: a step that fails half-way through closes what
-the steps before it opened, and a started app closes all of it, newest first, as it stops
-(the workers first, then the clients and the metrics server, the pool last).
+``wire`` builds every capability over one database and the ports it is handed (blobs, the
+embedder, extraction, the readiness of the services a job needs, the file importer): its gRPC
+services and its background loops. Nothing in it is optional. ``build_app`` opens the real
+adapters; what it opens joins one ``AsyncExitStack``: a step that fails half-way through closes
+what the steps before it opened, and a started app closes all of it, newest first, as it stops
+(the background loops first, then the clients and the metrics server, the pool last).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
@@ -17,28 +21,34 @@ from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.metrics import start_metrics_server
-from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.periodic import Background, Periodic, Runs
+from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
-from knowledge_ingest.api.servicer import IngestServicer, service_spec
 from knowledge_ingest.clients.kept_blobs import KeptBlobs
 from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.corpora import api as corpora_api
 from knowledge_ingest.corpora.postgres import PostgresCorpora
 from knowledge_ingest.corpora.usecases import CorpusUseCases
 from knowledge_ingest.deletion.postgres import PostgresTombstones
-from knowledge_ingest.deletion.usecases import RemovalWorkers, TombstoneUseCases
+from knowledge_ingest.deletion.usecases import TombstoneUseCases
+from knowledge_ingest.deletion.workers import RemovalWorkers
+from knowledge_ingest.documents import api as documents_api
 from knowledge_ingest.documents.feed import PostgresDocumentFeed
 from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, DocumentFeed, Embedder, FileImporter, Readiness
+from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness
+from knowledge_ingest.events import api as events_api
 from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
-from knowledge_ingest.events.usecases import EventRetention, EventUseCases
+from knowledge_ingest.events.usecases import EventUseCases
+from knowledge_ingest.imports import api as imports_api
 from knowledge_ingest.imports.postgres import PostgresImports, hash_file
-from knowledge_ingest.imports.scheduler import ImportScheduler
+from knowledge_ingest.imports.scheduler import scheduled_passes
 from knowledge_ingest.imports.usecases import ImportUseCases
+from knowledge_ingest.jobs import api as jobs_api
 from knowledge_ingest.jobs.fetch import WebFetcher
 from knowledge_ingest.jobs.pipeline import Pipeline, PipelineSettings
 from knowledge_ingest.jobs.postgres import PostgresJobs
@@ -47,56 +57,69 @@ from knowledge_ingest.jobs.uploads import UploadUseCases
 from knowledge_ingest.jobs.usecases import JobUseCases
 from knowledge_ingest.jobs.web import WebPageUseCases
 from knowledge_ingest.jobs.workers import Workers
+from knowledge_ingest.tenants import api as tenants_api
 from knowledge_ingest.tenants.metrics import TenantMetrics
 from knowledge_ingest.tenants.postgres import PostgresTenants
 from knowledge_ingest.tenants.usecases import QuotaChecks, TenantUseCases
+
+EVENTS_PRUNE_EVERY_S = 60.0
+
+
+@dataclass
+class Ingest:
+    """Ingest composed: its gRPC services, its background loops, and the parts a process (or a
+    test) reaches into."""
+
+    services: list[ServiceSpec]
+    background: Background
+    feed: PostgresDocumentFeed  # ended as a drain begins: the watches end with UNAVAILABLE
+    workers: Workers
+    corpora: CorpusUseCases
+    uploads: UploadUseCases
+    imports: ImportUseCases
 
 
 def wire(
     settings: IngestSettings,
     db: Database,
+    *,
     blobs: BlobStore,
     embedder: Embedder,
     extract: Callable[[Source, str, str], Extracted],
-    readiness: Readiness | None = None,
-    importer: FileImporter | None = None,
-    feed: DocumentFeed | None = None,
-) -> tuple[IngestServicer, Workers]:
-    documents, jobs, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
-    tombstones = PostgresTombstones(db)
-    # Removals run wherever jobs do (a replica with no workers serves the API only).
-    removals = RemovalWorkers(
-        tombstones,
-        count=1 if settings.workers else 0,
-        lease_s=settings.lease_s,
-        retention_s=settings.tombstone_retention_days * 86400.0,
-    )
-    event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
+    readiness: Readiness,
+    importer: FileImporter,
+) -> Ingest:
     reach = PostgresReach(db)
-    events = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
-    tenants = PostgresTenants(db, settings.common.tenants_enabled_by_default)
-    quotas = QuotaChecks(tenants)
-    uploads = UploadUseCases(documents, jobs, blobs, settings.common.max_upload_bytes, reach, quotas)
+    document_store, job_store, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
+    tombstones = PostgresTombstones(db)
+    event_log, wakeups = PostgresEventLog(db), PostgresWakeups(db)
+    feed = PostgresDocumentFeed(db)
+    tenant_store = PostgresTenants(db, settings.common.tenants_enabled_by_default)
+    quotas = QuotaChecks(tenant_store)
     fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
-    imports = (
-        None
-        if importer is None
-        else ImportUseCases(settings.import_roots, importer, documents, jobs, PostgresImports(db), hash_file, reach)
+
+    corpus_cases = CorpusUseCases(PostgresCorpora(db), reach)
+    document_cases = DocumentUseCases(document_store, reach, feed)
+    deletion = TombstoneUseCases(tombstones, document_store, reach)
+    uploads = UploadUseCases(document_store, job_store, blobs, settings.common.max_upload_bytes, reach, quotas)
+    import_cases = ImportUseCases(
+        settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_file, reach
     )
-    servicer = IngestServicer(
-        corpora=CorpusUseCases(PostgresCorpora(db), reach),
-        documents=DocumentUseCases(documents, reach, feed or PostgresDocumentFeed(db)),
-        uploads=uploads,
-        jobs=JobUseCases(jobs, reach),
-        web=WebPageUseCases(uploads, fetcher),
-        imports=imports,
-        tenants=TenantUseCases(tenants),
-        events=events,
-        tombstones=TombstoneUseCases(tombstones, documents, reach),
-    )
+    event_cases = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
+    services = [
+        corpora_api.service_spec(corpora_api.CorpusServicer(corpus_cases, deletion)),
+        documents_api.service_spec(documents_api.DocumentServicer(document_cases, deletion)),
+        jobs_api.service_spec(
+            jobs_api.IngestJobServicer(uploads, WebPageUseCases(uploads, fetcher), JobUseCases(job_store, reach))
+        ),
+        imports_api.service_spec(imports_api.ImportServicer(import_cases)),
+        tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store))),
+        events_api.service_spec(events_api.EventServicer(event_cases)),
+    ]
+
     pipeline = Pipeline(
         queue=queue,
-        documents=documents,
+        documents=document_store,
         blobs=blobs,
         embedder=embedder,
         extract=extract,
@@ -108,7 +131,7 @@ def wire(
             retry=RetryPolicy(settings.max_attempts, settings.retry_base_s, settings.max_interruptions),
         ),
         fetcher=fetcher,
-        admission=jobs,
+        admission=job_store,
         max_upload_bytes=settings.common.max_upload_bytes,
         quotas=quotas,
     )
@@ -119,9 +142,33 @@ def wire(
         lease_s=settings.lease_s,
         readiness=readiness,
         wakeups=wakeups,
-        services=[wakeups, OutboxRelay(event_log, wakeups), EventRetention(events), removals],
     )
-    return servicer, workers
+    loops: list[Runs] = [
+        wakeups,  # first: the relay and the idle workers listen through it
+        OutboxRelay(event_log, wakeups),
+        Periodic("events_prune", event_cases.prune, EVENTS_PRUNE_EVERY_S),
+        # Removals run wherever jobs do (a replica with no workers serves the API only).
+        RemovalWorkers(
+            tombstones,
+            count=1 if settings.workers else 0,
+            lease_s=settings.lease_s,
+            retention_s=settings.tombstone_retention_days * 86400.0,
+        ),
+        workers,
+        *scheduled_passes(import_cases, settings.import_scan_interval_s),
+    ]
+    if settings.common.metrics_port:
+        metrics = TenantMetrics(tenant_store.totals, settings.metrics_max_tenants)
+        loops.append(Periodic("tenant_metrics", metrics.refresh, settings.metrics_tenants_every_s))
+    return Ingest(
+        services=services,
+        background=Background(loops),
+        feed=feed,
+        workers=workers,
+        corpora=corpus_cases,
+        uploads=uploads,
+        imports=import_cases,
+    )
 
 
 async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
@@ -141,42 +188,27 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(embedder.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        readiness = ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel)
-        feed = PostgresDocumentFeed(db)
-        resources.push_async_callback(feed.close)
         extractor = IsolatedExtractor(settings.extraction_limits())
-        servicer, workers = wire(
+        ingest = wire(
             settings,
             db,
-            blobs,
-            embedder,
-            extractor.extract,
-            readiness,
+            blobs=blobs,
+            embedder=embedder,
+            extract=extractor.extract,
+            readiness=ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel),
             importer=blobs,
-            feed=feed,
         )
-        resources.push_async_callback(workers.stop)
-        assert servicer.imports is not None
-        scheduler = ImportScheduler(servicer.imports, settings.import_scan_interval_s)
-        resources.push_async_callback(scheduler.stop)
-        tenant_metrics = TenantMetrics(
-            PostgresTenants(db, settings.common.tenants_enabled_by_default).totals,
-            settings.metrics_max_tenants,
-            settings.metrics_tenants_every_s,
-        )
-        resources.push_async_callback(tenant_metrics.stop)
+        resources.push_async_callback(ingest.feed.close)
+        resources.push_async_callback(ingest.background.stop)
         app = GrpcApp.for_service(
             settings.common,
-            [service_spec(servicer)],
+            ingest.services,
             verifier,
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )
     app.on_start.append(extractor.start)  # before the workers: their first file finds it started
-    app.on_start.append(workers.start)
-    app.on_start.append(scheduler.start)
-    if settings.common.metrics_port:
-        app.on_start.append(tenant_metrics.start)
-    app.on_drain.append(feed.close)  # the watches end with UNAVAILABLE; their clients watch again
+    app.on_start.append(ingest.background.start)
+    app.on_drain.append(ingest.feed.close)  # the watches end with UNAVAILABLE; their clients watch again
     return app

@@ -40,9 +40,9 @@ class ChunkIndexingMoved(InvalidField):
         super().__init__(
             "kind",
             "INDEX_KIND_CHUNK is not served by the embedder: chunks are written by ingest only; call "
-            "knowledge.v1.IngestService/IngestText (POST /api/v1/knowledge/texts) with document_id, or with "
+            "knowledge.v1.IngestJobService/IngestText (POST /api/v1/knowledge/texts) with document_id, or with "
             "corpus_id for a new document",
-            rpc="knowledge.v1.IngestService/IngestText",
+            rpc="knowledge.v1.IngestJobService/IngestText",
         )
 
 

@@ -1,0 +1,1 @@
+"""Ingest's clients of content-index and the embedder, and their readiness."""

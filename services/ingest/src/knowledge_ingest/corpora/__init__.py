@@ -1,0 +1,1 @@
+"""Corpora: create, list, bind to a scope node, delete (CorpusService)."""

@@ -1,0 +1,1 @@
+"""Documents: get, list, batch get, text pages, moves, deletion, the live list (DocumentService)."""

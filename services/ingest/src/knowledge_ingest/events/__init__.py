@@ -1,0 +1,1 @@
+"""The events outbox: written with each change, numbered by the relay, watched from a cursor (EventService)."""

@@ -32,6 +32,7 @@ from typing import Any
 import asyncpg
 import structlog
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.periodic import Periodic
 from knowledge_runtime.reach import Band, ScopePath
 
 from knowledge_ingest.domain.events import Event, EventPlacement, EventType, NewEvent
@@ -225,11 +226,11 @@ class PostgresWakeups:
 
     def __init__(self, db: Database, retry_s: float = 1.0) -> None:
         self._db = db
-        self._retry_s = retry_s
         self._watchers: dict[str, set[Wakeup]] = {}
         self._relays: set[Wakeup] = set()
         self._workers: set[Wakeup] = set()
-        self._task: asyncio.Task[None] | None = None
+        # Its step holds the connection until it is lost; the interval is the wait before the next.
+        self._loop = Periodic("events_listener", self._listen_until_lost, retry_s)
 
     @contextmanager
     def relay(self) -> Iterator[Wakeup]:
@@ -272,39 +273,33 @@ class PostgresWakeups:
                 wakeup.set()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen())
+        await self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
-    async def _listen(self) -> None:
-        while True:
-            try:
-                async with self._db.pool.acquire() as connection:
-                    lost = asyncio.Event()
+    async def _listen_until_lost(self) -> None:
+        try:
+            async with self._db.pool.acquire() as connection:
+                lost = asyncio.Event()
 
-                    def terminated(_connection: object, lost: asyncio.Event = lost) -> None:
-                        lost.set()
+                def terminated(_connection: object, lost: asyncio.Event = lost) -> None:
+                    lost.set()
 
-                    connection.add_termination_listener(terminated)
-                    await connection.add_listener(CHANNEL, self._notified)
-                    await connection.add_listener(RELAY_CHANNEL, self._everyone_notified)
-                    await connection.add_listener(JOBS_CHANNEL, self._everyone_notified)
-                    self._wake_all()
-                    try:
-                        await lost.wait()
-                    finally:
-                        connection.remove_termination_listener(terminated)
-                        await _unlisten(connection, self._notified, self._everyone_notified)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - the database is away: watchers wake on their heartbeat
-                log.warning("events_listener_lost", error_type=type(error).__name__)
+                connection.add_termination_listener(terminated)
+                await connection.add_listener(CHANNEL, self._notified)
+                await connection.add_listener(RELAY_CHANNEL, self._everyone_notified)
+                await connection.add_listener(JOBS_CHANNEL, self._everyone_notified)
+                self._wake_all()
+                try:
+                    await lost.wait()
+                finally:
+                    connection.remove_termination_listener(terminated)
+                    await _unlisten(connection, self._notified, self._everyone_notified)
+        finally:
+            # Notifications sent while nobody listened are lost: everyone reads again (watchers
+            # otherwise wake on their heartbeat).
             self._wake_all()
-            await asyncio.sleep(self._retry_s)
 
 
 async def _unlisten(connection: Any, notified: Callable[..., None], everyone: Callable[..., None]) -> None:
@@ -331,27 +326,14 @@ class OutboxRelay:
 
     def __init__(self, log: PostgresEventLog, wakeups: PostgresWakeups, poll_s: float = 1.0) -> None:
         self._log = log
-        self._wakeups = wakeups
-        self._poll_s = poll_s
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("events_relay", self.number_batch, poll_s, wakeup=wakeups.relay)
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
+        await self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._loop.stop()
 
-    async def _loop(self) -> None:
-        with self._wakeups.relay() as wakeup:
-            while True:
-                wakeup.clear()
-                try:
-                    numbered = await self._log.number_committed()
-                except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
-                    log.warning("events_relay_failed", error_type=type(error).__name__)
-                    numbered = 0
-                if numbered < RELAY_BATCH:
-                    await wakeup.wait(self._poll_s)
+    async def number_batch(self) -> bool:
+        """True when a whole batch was numbered: more may be waiting."""
+        return await self._log.number_committed() >= RELAY_BATCH

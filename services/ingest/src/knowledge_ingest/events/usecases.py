@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -56,39 +55,13 @@ class EventUseCases:
                 if not await wakeup.wait(self.heartbeat_s):
                     yield heartbeat(position)
 
-    async def prune(self) -> int:
-        return await self.log.prune(self.retention_s)
+    async def prune(self) -> None:
+        """Removes the events older than the retention (any replica may: the statement is idempotent)."""
+        pruned = await self.log.prune(self.retention_s)
+        if pruned:
+            log.info("events_pruned", events=pruned)
 
 
 def heartbeat(position: int) -> Event:
     now = datetime.datetime.now(datetime.UTC)
     return Event(position, None, EventType.HEARTBEAT, None, None, now, {})
-
-
-class EventRetention:
-    """Removes events older than the retention, every ``every_s`` (any replica may: the statement
-    is idempotent)."""
-
-    def __init__(self, events: EventUseCases, every_s: float = 60.0) -> None:
-        self._events = events
-        self._every_s = every_s
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                pruned = await self._events.prune()
-                if pruned:
-                    log.info("events_pruned", events=pruned)
-            except Exception as error:  # noqa: BLE001 - the database is away: the next round tries again
-                log.warning("events_prune_failed", error_type=type(error).__name__)
-            await asyncio.sleep(self._every_s)

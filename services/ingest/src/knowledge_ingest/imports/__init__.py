@@ -1,0 +1,1 @@
+"""Fenced imports from the operator's roots, change findings and scheduled passes (ImportService)."""

@@ -4,47 +4,21 @@ one statement, so two replicas never pass over the same binding at once) and run
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
-
-import structlog
-from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.periodic import Periodic
 
 from knowledge_ingest.imports.usecases import ImportUseCases
 
-log = structlog.get_logger("knowledge.ingest.imports")
+CHECK_EVERY_S = 30.0
 
 
-@dataclass
-class ImportScheduler:
-    imports: ImportUseCases
-    interval_s: float  # 0: no scheduled passes
-    check_every_s: float = 30.0
-    _task: asyncio.Task | None = None
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+def scheduled_passes(
+    imports: ImportUseCases, interval_s: float, check_every_s: float = CHECK_EVERY_S
+) -> list[Periodic]:
+    """The loop of scheduled passes; none when they are off (interval 0) or no root is configured."""
+    if interval_s <= 0 or not imports.roots:
+        return []
 
-    async def start(self) -> None:
-        if self.interval_s > 0 and self.imports.roots:
-            self._task = asyncio.create_task(self._loop())
+    async def due_passes() -> None:
+        await imports.scheduled_pass(interval_s)
 
-    async def _loop(self) -> None:
-        every = min(self.check_every_s, self.interval_s)
-        while not self._stopping.is_set():
-            try:
-                await self.imports.scheduled_pass(self.interval_s)
-            except Unavailable:
-                log.warning("import_pass_database_unavailable")
-            except Exception:
-                log.exception("import_pass_failed")
-            try:
-                async with asyncio.timeout(every):
-                    await self._stopping.wait()
-            except TimeoutError:
-                pass
-
-    async def stop(self) -> None:
-        self._stopping.set()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+    return [Periodic("import_pass", due_passes, min(check_every_s, interval_s))]

@@ -1,0 +1,1 @@
+"""A tenant's enablement, quotas and usage, and the per-tenant metrics (TenantService)."""

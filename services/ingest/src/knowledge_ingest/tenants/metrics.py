@@ -1,17 +1,25 @@
-"""The per-tenant totals behind ``knowledge_tenant_*`` (metrics.py), refreshed in the background."""
+"""The per-tenant totals behind ``knowledge_tenant_*``, refreshed in the background.
+
+The tenant label is bounded: the KNOWLEDGE_METRICS_MAX_TENANTS largest tenants by documents each
+get their own series, every other tenant is summed under tenant="_other"
+(``domain.usage.bounded_totals``), so a deployment with 100,000 tenants still exports at most
+MAX_TENANTS + 1 series per metric. Until the next refresh after a failed one, the previous values
+stay."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import structlog
+from prometheus_client import Gauge
 
 from knowledge_ingest.domain.usage import TenantTotals, bounded_totals
-from knowledge_ingest.metrics import TENANT_CHUNKS, TENANT_DOCUMENTS, TENANT_STORED_BYTES
 
-log = structlog.get_logger("knowledge.ingest.metrics")
+TENANT_DOCUMENTS = Gauge("knowledge_tenant_documents", "Documents a tenant holds (every state).", ["tenant"])
+TENANT_STORED_BYTES = Gauge(
+    "knowledge_tenant_stored_bytes", "Bytes of the files a tenant's documents hold (each blob once).", ["tenant"]
+)
+TENANT_CHUNKS = Gauge("knowledge_tenant_chunks", "Chunks of a tenant's documents.", ["tenant"])
 
 
 def publish(totals: list[TenantTotals], max_tenants: int) -> None:
@@ -29,25 +37,6 @@ def publish(totals: list[TenantTotals], max_tenants: int) -> None:
 class TenantMetrics:
     totals: Callable[[], Awaitable[list[TenantTotals]]]
     max_tenants: int
-    every_s: float = 60.0
-    _task: asyncio.Task | None = field(default=None, init=False)
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
 
     async def refresh(self) -> None:
         publish(await self.totals(), self.max_tenants)
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.refresh()
-            except Exception:  # noqa: BLE001 (the database away, say: the previous values stay until the next pass)
-                log.warning("tenant_metrics_unavailable")
-            await asyncio.sleep(self.every_s)

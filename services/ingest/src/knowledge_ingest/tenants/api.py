@@ -1,17 +1,27 @@
-"""Tenant settings and usage: proto <-> domain."""
+"""TenantService over gRPC: a tenant's enablement, quotas and usage."""
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal
 
-from knowledge.v1 import ingest_pb2
+import grpc
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_runtime.auth import PLATFORM_ADMIN, current_scope
+from knowledge_runtime.server import ServiceSpec
 from knowledge_runtime.tenancy import Quotas, TenantSettings
 
 from knowledge_ingest.convert import timestamp
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.usage import UsageReport
+from knowledge_ingest.tenants.usecases import TenantUseCases
 
+CAPABILITIES = {
+    "GetTenantSettings": PLATFORM_ADMIN,
+    "UpdateTenantSettings": PLATFORM_ADMIN,
+    "GetUsage": "corpus.read",
+}
+Context = grpc.aio.ServicerContext
 _COUNTS = ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month")
 
 
@@ -63,4 +73,35 @@ def usage_message(report: UsageReport) -> ingest_pb2.Usage:
         llm_tokens=report.llm_tokens,
         llm_cost=float(report.llm_cost),
         quotas=quotas_message(report.quotas),
+    )
+
+
+class TenantServicer(ingest_pb2_grpc.TenantServiceServicer):
+    def __init__(self, tenants: TenantUseCases) -> None:
+        self._tenants = tenants
+
+    async def GetTenantSettings(
+        self, request: ingest_pb2.GetTenantSettingsRequest, context: Context
+    ) -> ingest_pb2.TenantSettings:
+        return settings_message(await self._tenants.get_settings(current_scope(), request.tenant))
+
+    async def UpdateTenantSettings(
+        self, request: ingest_pb2.UpdateTenantSettingsRequest, context: Context
+    ) -> ingest_pb2.UpdateTenantSettingsResponse:
+        if not request.HasField("enabled"):
+            raise InvalidRequest("enabled is required (true or false)", field="enabled")
+        settings = await self._tenants.update_settings(
+            current_scope(), request.tenant, request.enabled, quotas_from(request.quotas)
+        )
+        return ingest_pb2.UpdateTenantSettingsResponse(settings=settings_message(settings))
+
+    async def GetUsage(self, request: ingest_pb2.GetUsageRequest, context: Context) -> ingest_pb2.Usage:
+        return usage_message(await self._tenants.usage(current_scope(), request.period))
+
+
+def service_spec(servicer: TenantServicer) -> ServiceSpec:
+    return ServiceSpec(
+        descriptor=ingest_pb2.DESCRIPTOR.services_by_name["TenantService"],
+        register=lambda server: ingest_pb2_grpc.add_TenantServiceServicer_to_server(servicer, server),
+        capabilities=CAPABILITIES,
     )

@@ -1,0 +1,138 @@
+"""DocumentService over gRPC: validate, call one use case, convert."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
+from knowledge_runtime.auth import AUDIT_READ, current_scope
+from knowledge_runtime.pagination import decode_page_token, encode_page_token
+from knowledge_runtime.server import ServiceSpec
+
+from knowledge_ingest.convert import document_message, tombstone_message
+from knowledge_ingest.corpora.usecases import page_of
+from knowledge_ingest.deletion.usecases import TombstoneUseCases
+from knowledge_ingest.documents.usecases import DocumentUseCases
+from knowledge_ingest.domain.text import TextPage
+from knowledge_ingest.domain.watch import DocumentChange
+
+CAPABILITIES = {
+    "GetDocument": "corpus.read",
+    "ListDocuments": "corpus.read",
+    "BatchGetDocuments": "corpus.read",
+    "GetDocumentText": "corpus.read",
+    "MoveDocuments": "document.upload",
+    "DeleteDocument": "document.upload",
+    "WatchDocuments": "corpus.read",
+    "ListTombstones": AUDIT_READ,
+    "GetPromptContext": "corpus.read",
+}
+Context = grpc.aio.ServicerContext
+
+
+def change_message(change: DocumentChange) -> ingest_pb2.DocumentChange:
+    return ingest_pb2.DocumentChange(
+        kind=f"DOCUMENT_CHANGE_KIND_{change.kind.value}",
+        document_id=str(change.document_id) if change.document_id is not None else "",
+        document=document_message(change.document) if change.document is not None else None,
+    )
+
+
+def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
+    message = ingest_pb2.GetDocumentTextResponse(
+        document_id=str(page.document_id), text=page.text, source_url=page.source_url, extractor=page.extractor
+    )
+    if page.page is not None:
+        message.page = page.page
+        message.page_count = page.page_count or 0
+    if page.next_page is not None:
+        message.next_page = page.next_page
+    if page.previous_page is not None:
+        message.previous_page = page.previous_page
+    return message
+
+
+class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
+    def __init__(self, documents: DocumentUseCases, deletion: TombstoneUseCases) -> None:
+        self._documents = documents
+        self._deletion = deletion
+
+    async def GetDocument(self, request: ingest_pb2.GetDocumentRequest, context: Context) -> ingest_pb2.Document:
+        return document_message(await self._documents.get(current_scope(), request.document_id))
+
+    async def ListDocuments(
+        self, request: ingest_pb2.ListDocumentsRequest, context: Context
+    ) -> ingest_pb2.ListDocumentsResponse:
+        page = page_of(request.page_size, decode_page_token(request.page_token))
+        documents, next_after = await self._documents.list(current_scope(), request.corpus_id, page)
+        return ingest_pb2.ListDocumentsResponse(
+            documents=[document_message(d) for d in documents], next_page_token=encode_page_token(next_after)
+        )
+
+    async def BatchGetDocuments(
+        self, request: ingest_pb2.BatchGetDocumentsRequest, context: Context
+    ) -> ingest_pb2.BatchGetDocumentsResponse:
+        documents, missing = await self._documents.batch_get(current_scope(), list(request.document_ids))
+        return ingest_pb2.BatchGetDocumentsResponse(
+            documents=[document_message(d) for d in documents], not_found_ids=missing
+        )
+
+    async def GetDocumentText(
+        self, request: ingest_pb2.GetDocumentTextRequest, context: Context
+    ) -> ingest_pb2.GetDocumentTextResponse:
+        return text_message(await self._documents.text(current_scope(), request.document_id, request.page))
+
+    async def MoveDocuments(
+        self, request: ingest_pb2.MoveDocumentsRequest, context: Context
+    ) -> ingest_pb2.MoveDocumentsResponse:
+        moved = await self._documents.move(
+            current_scope(),
+            request.target_corpus_id,
+            list(request.document_ids),
+            request.source_corpus_id,
+            request.all_documents,
+        )
+        return ingest_pb2.MoveDocumentsResponse(
+            moved_count=moved.count, moved_document_ids=[str(d) for d in moved.document_ids]
+        )
+
+    async def DeleteDocument(
+        self, request: ingest_pb2.DeleteDocumentRequest, context: Context
+    ) -> ingest_pb2.DeleteDocumentResponse:
+        deletion = await self._deletion.delete_document(current_scope(), request.document_id, request.reason)
+        return ingest_pb2.DeleteDocumentResponse(
+            document_id=str(deletion.tombstone.document_id),
+            deleted_chunk_count=deletion.tombstone.chunk_count,
+            cancelled_job_id=deletion.cancelled_job_id or "",
+            tombstone=tombstone_message(deletion.tombstone),
+        )
+
+    async def WatchDocuments(
+        self, request: ingest_pb2.WatchDocumentsRequest, context: Context
+    ) -> AsyncIterator[ingest_pb2.DocumentChange]:
+        async for change in self._documents.watch(current_scope(), request.corpus_id):
+            yield change_message(change)
+
+    async def ListTombstones(
+        self, request: ingest_pb2.ListTombstonesRequest, context: Context
+    ) -> ingest_pb2.ListTombstonesResponse:
+        page = page_of(request.page_size, decode_page_token(request.page_token))
+        tombstones, next_after = await self._deletion.list(current_scope(), request.corpus_id, page)
+        return ingest_pb2.ListTombstonesResponse(
+            tombstones=[tombstone_message(t) for t in tombstones], next_page_token=encode_page_token(next_after)
+        )
+
+    async def GetPromptContext(
+        self, request: ingest_pb2.GetPromptContextRequest, context: Context
+    ) -> ingest_pb2.GetPromptContextResponse:
+        text, documents, corpora = await self._documents.prompt_context(current_scope())
+        return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+
+def service_spec(servicer: DocumentServicer) -> ServiceSpec:
+    return ServiceSpec(
+        descriptor=ingest_pb2.DESCRIPTOR.services_by_name["DocumentService"],
+        register=lambda server: ingest_pb2_grpc.add_DocumentServiceServicer_to_server(servicer, server),
+        capabilities=CAPABILITIES,
+    )
