@@ -8,9 +8,7 @@ arrival order. Bulk ones are packed: the oldest waiting input first (so every in
 progresses), then, from the next ``PACK_WINDOW`` waiting ones, those closest to it in length,
 as long as the batch's padding stays within ``PACK_WASTE`` of its tokens (or ``PACK_SLACK``
 tokens). A forward pass costs its padded length, and in arrival order a long chunk and its
-document's short tail arrive together: SciFact's chunks in 512-token batches carried 50% padding
-in arrival order and 2% packed, and encoded in 11.4-12.2 s instead of 18.4 s (int8, this
-project's 2-core machine).
+document's short tail arrive together: packed by length instead, a batch pads little.
 Inputs whose caller went away (its RPC was cancelled) are skipped before their forward pass.
 Past ``max_queue`` waiting inputs a caller is refused at once with RESOURCE_EXHAUSTED,
 instead of waiting without bound. No artificial delay: inputs that arrive while a batch
@@ -19,9 +17,8 @@ runs form the next one.
 Lanes: with ``lanes`` > 1 that many workers take batches from the one queue, each running its
 forward passes on a thread of its own, so a lane's batch runs while another lane's results go
 back and the next batch forms. The ONNX encoder runs each pass single-threaded in a lane per
-core: on this project's 2-core machine its passes over SciFact's chunks took 12.5-13.9 s in two
-lanes against 16.2-16.6 s in one pass on both cores (one 2-thread session waits for its slower
-thread at every operator). Torch keeps one lane: it spreads each pass over the cores itself.
+core: one single-threaded pass per core beats one pass spread over the cores, which waits for its
+slowest thread at every operator. Torch keeps one lane: it spreads each pass over the cores itself.
 
 Two lanes. Interactive inputs (``embed(..., interactive=True)``: a person's or an agent's query)
 go first: the next batch takes them before any bulk input (passages being ingested), so a query
