@@ -1,4 +1,4 @@
-"""One queue for every caller, workers (one per lane) that form batches by a token budget.
+"""One queue for every caller, in two priorities; workers (one per lane) form batches by a token budget.
 
 Modelled on text-embeddings-inference's queue: callers enqueue their inputs with the token
 count each costs and await one future per input; a single worker task forms a batch of up to
@@ -20,13 +20,15 @@ back and the next batch forms. The ONNX encoder runs each pass single-threaded i
 core: one single-threaded pass per core beats one pass spread over the cores, which waits for its
 slowest thread at every operator. Torch keeps one lane: it spreads each pass over the cores itself.
 
-Two lanes. Interactive inputs (``embed(..., interactive=True)``: a person's or an agent's query)
+Two priorities. Interactive inputs (``embed(..., interactive=True)``: a person's or an agent's query)
 go first: the next batch takes them before any bulk input (passages being ingested), so a query
 waits at most for the batch already running, and bulk batches are capped at
 ``bulk_batch_tokens`` so that batch is short. Bounded both ways: after ``interactive_burst``
 interactive batches in a row while bulk inputs wait, one bulk batch runs, so ingestion always
-progresses; and each lane is admitted against ``max_queue`` on its own, so a full bulk backlog
+progresses; and each priority is admitted against ``max_queue`` on its own, so a full bulk backlog
 never refuses a query.
+
+A lane is a parallel worker; a priority is interactive or bulk: every lane serves both priorities.
 """
 
 from __future__ import annotations
@@ -80,10 +82,10 @@ class BatchQueue:
         self._bulk_batch_tokens = min(bulk_batch_tokens or max_batch_tokens, max_batch_tokens)
         self._interactive_burst = max(interactive_burst, 1)
         self._max_queue = max_queue
-        self._pending: deque[_Input] = deque()  # bulk
-        self._urgent: deque[_Input] = deque()  # interactive
+        self._bulk: deque[_Input] = deque()
+        self._interactive: deque[_Input] = deque()
         self._waiting = 0
-        self._waiting_urgent = 0
+        self._waiting_interactive = 0
         self._streak = 0  # interactive batches run in a row while bulk inputs waited
         self._ready = asyncio.Event()
         self._lanes = max(1, lanes)
@@ -100,9 +102,7 @@ class BatchQueue:
     def start(self) -> None:
         if not self._workers:
             loop = asyncio.get_running_loop()
-            self._workers = [
-                loop.create_task(self._run(), name=f"embedder-batch-worker-{lane}") for lane in range(self._lanes)
-            ]
+            self._workers = [loop.create_task(self._run(), name=f"embedder-lane-{lane}") for lane in range(self._lanes)]
 
     async def stop(self) -> None:
         if self._workers:
@@ -110,9 +110,9 @@ class BatchQueue:
                 worker.cancel()
             await asyncio.gather(*self._workers, return_exceptions=True)
             self._workers = []
-        for lane in (self._urgent, self._pending):
-            while lane:
-                item = lane.popleft()
+        for waiting in (self._interactive, self._bulk):
+            while waiting:
+                item = waiting.popleft()
                 self._uncount(item)
                 if not item.future.done():
                     item.future.set_exception(EmbedderStopping())
@@ -121,7 +121,7 @@ class BatchQueue:
     async def embed(self, texts: Sequence[Any], tokens: Sequence[int], *, interactive: bool = False) -> Any:
         """Vectors for ``texts`` (one row each, in order), batched with everyone else's inputs;
         ``interactive`` inputs (a query someone waits for) go before bulk ones."""
-        waiting = self._waiting_urgent if interactive else self._waiting - self._waiting_urgent
+        waiting = self._waiting_interactive if interactive else self._waiting - self._waiting_interactive
         if waiting + len(texts) > self._max_queue:
             metrics.REJECTED.inc(len(texts))
             raise QueueFull(waiting, self._max_queue)
@@ -132,13 +132,13 @@ class BatchQueue:
             _Input(text, count, loop.create_future(), interactive=interactive)
             for text, count in zip(texts, tokens, strict=True)
         ]
-        lane = self._urgent if interactive else self._pending
+        waiting = self._interactive if interactive else self._bulk
         for item in items:
             item.future.add_done_callback(self._uncount_if_cancelled(item))
-            lane.append(item)
+            waiting.append(item)
         self._waiting += len(items)
         if interactive:
-            self._waiting_urgent += len(items)
+            self._waiting_interactive += len(items)
         metrics.QUEUE_DEPTH.set(self._waiting)
         self._ready.set()
         # A cancelled caller cancels these futures (gather propagates it): the worker skips them.
@@ -157,27 +157,27 @@ class BatchQueue:
             item.counted = False
             self._waiting -= 1
             if item.interactive:
-                self._waiting_urgent -= 1
+                self._waiting_interactive -= 1
             metrics.QUEUE_DEPTH.set(self._waiting)
 
     def _next_batch(self) -> list[_Input]:
         """Interactive inputs first, unless bulk ones have waited ``interactive_burst`` batches."""
-        if self._urgent and (self._streak < self._interactive_burst or not self._pending):
-            batch = self._take(self._urgent, self._max_batch_tokens)
+        if self._interactive and (self._streak < self._interactive_burst or not self._bulk):
+            batch = self._take(self._interactive, self._max_batch_tokens)
             if batch:
-                self._streak += 1 if self._pending else 0
+                self._streak += 1 if self._bulk else 0
                 return batch
         self._streak = 0
-        return self._pack(self._pending, self._bulk_batch_tokens) or self._take(self._urgent, self._max_batch_tokens)
+        return self._pack(self._bulk, self._bulk_batch_tokens) or self._take(self._interactive, self._max_batch_tokens)
 
-    def _pack(self, lane: deque[_Input], max_tokens: int) -> list[_Input]:
+    def _pack(self, waiting: deque[_Input], max_tokens: int) -> list[_Input]:
         """The oldest live input and, among the next ``PACK_WINDOW``, those closest to it in
         length while the batch fits ``max_tokens`` and pads little; sorted longest first."""
-        head = self._take(lane, 0)  # the oldest live input, alone
-        if not head or not lane:
+        head = self._take(waiting, 0)  # the oldest live input, alone
+        if not head or not waiting:
             return head
         first = head[0]
-        window = [lane.popleft() for _ in range(min(PACK_WINDOW, len(lane)))]
+        window = [waiting.popleft() for _ in range(min(PACK_WINDOW, len(waiting)))]
         batch, tokens, longest = [first], first.tokens, first.tokens
         chosen: set[int] = set()
         for index in sorted(range(len(window)), key=lambda i: abs(window[i].tokens - first.tokens)):
@@ -192,25 +192,25 @@ class BatchQueue:
             tokens += item.tokens
             longest = max(longest, item.tokens)
         # The rest go back in their order, ahead of everything behind the window.
-        lane.extendleft(reversed([item for i, item in enumerate(window) if i not in chosen]))
+        waiting.extendleft(reversed([item for i, item in enumerate(window) if i not in chosen]))
         for item in batch[1:]:
             self._uncount(item)
         batch.sort(key=lambda item: item.tokens, reverse=True)
         return batch
 
-    def _take(self, lane: deque[_Input], max_tokens: int) -> list[_Input]:
+    def _take(self, waiting: deque[_Input], max_tokens: int) -> list[_Input]:
         batch: list[_Input] = []
         budget = 0
-        while lane:
-            item = lane[0]
+        while waiting:
+            item = waiting[0]
             if item.future.done():  # its caller went away: no forward pass for it
-                lane.popleft()
+                waiting.popleft()
                 self._uncount(item)
                 metrics.SKIPPED.inc()
                 continue
             if batch and budget + item.tokens > max_tokens:
                 break
-            lane.popleft()
+            waiting.popleft()
             self._uncount(item)
             batch.append(item)
             budget += item.tokens
@@ -222,7 +222,7 @@ class BatchQueue:
         while True:
             await self._ready.wait()
             batch = self._next_batch()
-            if not self._pending and not self._urgent:
+            if not self._bulk and not self._interactive:
                 self._ready.clear()
             if not batch:
                 continue

@@ -195,7 +195,7 @@ class EmbedderUseCases:
         return embedded, mean_pool(embedded.vectors)
 
     async def _embed(self, texts: list[str], *, interactive: bool = False) -> Embedded:
-        """``interactive``: someone waits for it (a query): the queue's priority lane."""
+        """``interactive``: someone waits for it (a query): the queue's interactive priority, ahead of bulk."""
         started = time.perf_counter()
         with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
