@@ -14,7 +14,7 @@ downloaded), with the packaged all-MiniLM-L6-v2 unless KNOWLEDGE_EMBEDDING_MODEL
    (target >= 2x), and the mean cosine between their vectors (target >= 0.98).
 
 ``--queue-only`` measures 1. and 2. without gRPC and PostgreSQL: callers go straight into the
-service's batching queue (``BatchQueue`` + ``TorchEncoder``, the code the service runs), so
+service's batching queue (``BatchQueue`` + ``BatchRunner`` + ``TorchEncoder``, the code the service runs), so
 the batching can be measured on a GPU machine that has torch and sentence-transformers but
 not this project's environment (``bench/bundle.py`` packs what else it needs). The gRPC
 overhead itself is what ratio 1. measures in the full mode.
@@ -249,7 +249,8 @@ async def through_service(args, model: str, texts: list[str], reference, max_seq
 async def through_queue(args, model: str, texts: list[str], reference, max_seq_length: int) -> tuple[list, dict]:
     """The service's queue and encoder in this process; also checks the encoder on ``--device``."""
     from knowledge_embedder.adapters.torch_encoder import TorchEncoder
-    from knowledge_embedder.batching import BatchQueue
+    from knowledge_embedder.batching.queue import BatchQueue
+    from knowledge_embedder.batching.runner import BatchRunner
 
     batched_encoder = TorchEncoder(
         model, Path(model), device=args.device, max_seq_length=max_seq_length, batch_size=0
@@ -266,23 +267,23 @@ async def through_queue(args, model: str, texts: list[str], reference, max_seq_l
         "batch_size": batched_encoder.batch_size,
         "min_cosine_vs_encode": cosine,
     }
-    queues = [
-        BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096)
+    runners = [
+        BatchRunner(BatchQueue(max_batch_tokens=16384, max_queue=4096), encoder)
         for encoder in (batched_encoder, per_pass_encoder)
     ]
 
-    def embed(queue: BatchQueue, encoder) -> Embed:
-        return lambda items: queue.embed(items, [m.tokens for m in encoder.measure(items)])
+    def embed(runner: BatchRunner, encoder) -> Embed:
+        return lambda items: runner.embed(items, [m.tokens for m in encoder.measure(items)])
 
-    for queue in queues:
-        queue.start()
+    for runner in runners:
+        runner.start()
     try:
         rows = await measure_batching(
-            args, texts, reference, embed(queues[0], batched_encoder), embed(queues[1], per_pass_encoder)
+            args, texts, reference, embed(runners[0], batched_encoder), embed(runners[1], per_pass_encoder)
         )
     finally:
-        for queue in queues:
-            await queue.stop()
+        for runner in runners:
+            await runner.stop()
     if batched_encoder.device.startswith("cuda"):
         import torch
 

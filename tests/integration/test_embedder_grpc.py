@@ -13,7 +13,8 @@ from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
-from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.batching.queue import BatchQueue
+from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.usecases import EmbedderUseCases
 from knowledge_runtime.chunking import split_plain
@@ -51,22 +52,22 @@ def encoder(model_dir):
 
 
 async def serve(db: Database, encoder, *, max_queue: int = 4096, price: float = 0.0):
-    queue = BatchQueue(encoder.encode, max_batch_tokens=2048, max_queue=max_queue)
-    queue.start()
-    usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db), Price(price, "USD"))
-    return GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=2048))], verifier=None), queue
+    runner = BatchRunner(BatchQueue(max_batch_tokens=2048, max_queue=max_queue), encoder)
+    runner.start()
+    usecases = EmbedderUseCases(encoder, runner, PostgresEmbeddings(db), Price(price, "USD"))
+    return GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=2048))], verifier=None), runner
 
 
 @pytest.fixture(scope="module")
 async def embedder(migrated_pg, verifier, encoder):
     configure_tracing("test", None)
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
-    app, queue = await serve(db, encoder, price=0.05)
+    app, runner = await serve(db, encoder, price=0.05)
     app.verifier = verifier
     port = await app.start()
     yield f"127.0.0.1:{port}"
     await app.stop()
-    await queue.stop()
+    await runner.stop()
     await db.close()
 
 
@@ -327,7 +328,7 @@ async def test_every_rpc_needs_the_embed_capability(stub, make_service_token):
 
 async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier, encoder, make_service_token):
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
-    app, queue = await serve(db, encoder, max_queue=2)
+    app, runner = await serve(db, encoder, max_queue=2)
     app.verifier = verifier
     port = await app.start()
     try:
@@ -340,7 +341,7 @@ async def test_overload_answers_resource_exhausted_at_once(migrated_pg, verifier
                 )
     finally:
         await app.stop()
-        await queue.stop()
+        await runner.stop()
         await db.close()
     assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert error_info(caught.value).reason == "EMBEDDER_OVERLOADED"

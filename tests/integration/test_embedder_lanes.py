@@ -11,7 +11,8 @@ from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
-from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.batching.queue import BatchQueue
+from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.usecases import EmbedderUseCases
 from knowledge_runtime.db.pool import Database
@@ -37,9 +38,10 @@ def encoder():
 
 async def test_a_query_does_not_wait_behind_a_bulk_request(migrated_pg, verifier, make_service_token, encoder):
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
-    queue = BatchQueue(encoder.encode, max_batch_tokens=16384, max_queue=4096, bulk_batch_tokens=512)
-    queue.start()
-    usecases = EmbedderUseCases(encoder, queue, PostgresEmbeddings(db), Price(0.0, "USD"))
+    queue = BatchQueue(max_batch_tokens=16384, max_queue=4096, bulk_batch_tokens=512)
+    runner = BatchRunner(queue, encoder)
+    runner.start()
+    usecases = EmbedderUseCases(encoder, runner, PostgresEmbeddings(db), Price(0.0, "USD"))
     app = GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=16384))], verifier=verifier)
     port = await app.start()
     metadata = auth(make_service_token("lanes", ["embed"]))
@@ -71,5 +73,5 @@ async def test_a_query_does_not_wait_behind_a_bulk_request(migrated_pg, verifier
             assert answered - asked < (finished - started) / 3
     finally:
         await app.stop()
-        await queue.stop()
+        await runner.stop()
         await db.close()

@@ -13,9 +13,10 @@ from knowledge_embedder.adapters.postgres import PostgresEmbeddings
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 from knowledge_embedder.adapters.torch_reranker import TorchReranker
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
-from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.batching.queue import BatchQueue
+from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.domain.model import Price, RerankPair
-from knowledge_embedder.usecases import EmbedderUseCases, forward_pass
+from knowledge_embedder.usecases import EmbedderUseCases
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env, SettingsError
@@ -52,21 +53,21 @@ def reranker(cross_encoder_dir):
 async def embedders(migrated_pg, verifier, encoder, reranker):
     """Two embedders on one database: one with the reranking model, one without."""
     db = await Database.connect(migrated_pg.url(user="knowledge_embedder"))
-    apps, queues, addresses = [], [], {}
+    apps, runners, addresses = [], [], {}
     for name, model in (("with", reranker), ("without", None)):
-        queue = BatchQueue(forward_pass(encoder, model), max_batch_tokens=4096, max_queue=4096)
-        queue.start()
+        runner = BatchRunner(BatchQueue(max_batch_tokens=4096, max_queue=4096), encoder, reranker=model)
+        runner.start()
         usecases = EmbedderUseCases(
-            encoder, queue, PostgresEmbeddings(db), Price(0.0, "USD"), reranker=model, rerank_price=Price(0.5, "USD")
+            encoder, runner, PostgresEmbeddings(db), Price(0.0, "USD"), reranker=model, rerank_price=Price(0.5, "USD")
         )
         app = GrpcApp(services=[service_spec(EmbedderServicer(usecases, max_batch_tokens=4096))], verifier=verifier)
         addresses[name] = f"127.0.0.1:{await app.start()}"
         apps.append(app)
-        queues.append(queue)
-    yield {"addresses": addresses, "queue": queues[0], "db": db}
-    for app, queue in zip(apps, queues):
+        runners.append(runner)
+    yield {"addresses": addresses, "runner": runners[0], "db": db}
+    for app, runner in zip(apps, runners):
         await app.stop()
-        await queue.stop()
+        await runner.stop()
     await db.close()
 
 
@@ -105,17 +106,17 @@ async def test_rerank_scores_each_passage_in_order_whatever_the_batch(
 
 async def test_rerank_and_embedding_share_one_queue_and_its_batches(embedders, make_service_token, encoder):
     metadata = auth(make_service_token("rerank-t", ["embed"]))
-    queue = embedders["queue"]
+    runner = embedders["runner"]
     async with grpc.aio.insecure_channel(embedders["addresses"]["with"]) as channel:
         stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
-        before = queue.batches
+        before = runner.batches
         calls = [
             stub.Rerank(embedder_pb2.RerankRequest(query=f"{QUERY} {i}", passages=PASSAGES), metadata=metadata)
             for i in range(12)
         ]
         calls += [stub.EmbedQuery(embedder_pb2.EmbedQueryRequest(query=p), metadata=metadata) for p in PASSAGES]
         replies = await asyncio.gather(*calls)
-        assert queue.batches - before < len(calls)  # concurrent callers were batched together
+        assert runner.batches - before < len(calls)  # concurrent callers were batched together
         for passage, reply in zip(PASSAGES, replies[12:]):  # a mixed batch leaves embeddings intact
             assert np.allclose(reply.vector.values, encoder.encode([passage])[0], atol=1e-5)
         assert all(len(r.scores) == len(PASSAGES) for r in replies[:12])

@@ -24,12 +24,13 @@ from knowledge_embedder.adapters.devices import pick_device
 from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
-from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.batching.queue import BatchQueue
+from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.backend import choose_backend
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.domain.ports import Encoder, Reranker
-from knowledge_embedder.usecases import EmbedderUseCases, forward_pass
+from knowledge_embedder.usecases import EmbedderUseCases
 
 log = structlog.get_logger("knowledge.embedder")
 
@@ -113,25 +114,28 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         await check_dimension(db, encoder.dimension)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        queue = BatchQueue(
-            forward_pass(encoder, reranker),
-            max_batch_tokens=settings.max_batch_tokens,
-            max_queue=settings.max_queue,
-            bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
-            interactive_burst=settings.interactive_burst,
+        runner = BatchRunner(
+            BatchQueue(
+                max_batch_tokens=settings.max_batch_tokens,
+                max_queue=settings.max_queue,
+                bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
+                interactive_burst=settings.interactive_burst,
+            ),
+            encoder,
+            reranker=reranker,
             lanes=encoder.lanes,
         )
         usecases = EmbedderUseCases(
             encoder,
-            queue,
+            runner,
             PostgresEmbeddings(db),
             Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
             reranker=reranker,
             rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens, currency=settings.currency),
         )
-        resources.callback(usecases.close)  # closed after the queue stopped: nothing embeds any more
-        queue.start()
-        resources.push_async_callback(queue.stop)
+        resources.callback(usecases.close)  # closed after the runner stopped: nothing embeds any more
+        runner.start()
+        resources.push_async_callback(runner.stop)
         servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
         return GrpcApp.for_service(
             settings.common,

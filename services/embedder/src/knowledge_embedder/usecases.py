@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import structlog
@@ -17,7 +16,7 @@ from knowledge_runtime.chunking import split_plain
 from knowledge_runtime.tracing import tracer
 
 from knowledge_embedder import metrics
-from knowledge_embedder.batching import BatchQueue
+from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.domain.errors import AnchorNotFound, RerankUnavailable
 from knowledge_embedder.domain.model import (
     ANCHOR_OVERLAP_CHARS,
@@ -45,36 +44,6 @@ OPERATION = "embed"
 RERANK_OPERATION = "rerank"
 
 
-def forward_pass(encoder: Encoder, reranker: Reranker | None) -> Callable[[list[Any]], list[Any] | np.ndarray]:
-    """The queue's work for one batch: texts through the embedding model, rerank pairs through the
-    cross-encoder, results in the batch's order. One queue serves both, so the queue depth counts
-    both; the cross-encoder's passes never overlap (its tokenizer is not for two threads at once),
-    the encoder's may, one per lane."""
-
-    reranking = threading.Lock()  # the encoder may run in several lanes at once, the reranker in one
-
-    def run(items: list[Any]) -> list[Any] | np.ndarray:
-        pairs = [i for i, item in enumerate(items) if isinstance(item, RerankPair)]
-        if not pairs:
-            return encoder.encode(items)
-        if reranker is None:  # the use case refuses before enqueueing; never reached
-            raise RerankUnavailable()
-        results: list[Any] = [None] * len(items)
-        texts = [i for i, item in enumerate(items) if not isinstance(item, RerankPair)]
-        if texts:
-            for i, vector in zip(texts, encoder.encode([items[i] for i in texts])):
-                results[i] = vector
-        started = time.perf_counter()
-        with reranking:
-            scores = reranker.score([items[i] for i in pairs])
-        for i, score in zip(pairs, scores):
-            results[i] = np.float32(score)
-        metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
-        return results
-
-    return run
-
-
 @dataclass(frozen=True, slots=True)
 class Reranked:
     scores: tuple[float, ...]
@@ -93,7 +62,7 @@ class QueryVector:
 @dataclass
 class EmbedderUseCases:
     encoder: Encoder
-    queue: BatchQueue
+    runner: BatchRunner  # the batch queue's lanes, which own the models' forward passes
     store: EmbeddingStore
     price: Price
     # Tokenising runs off the event loop too, beside (not behind) the inference thread.
@@ -169,7 +138,7 @@ class EmbedderUseCases:
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
         with _tracer.start_as_current_span("embedder.rerank") as span:
             span.set_attribute("embedder.pairs", len(pairs))
-            scores = await self.queue.embed(pairs, tokens)
+            scores = await self.runner.rerank(pairs, tokens)
         total = sum(tokens)
         metrics.RERANK_PAIRS.inc(len(pairs))
         metrics.RERANK_TOKENS.inc(total)
@@ -195,12 +164,12 @@ class EmbedderUseCases:
         return embedded, mean_pool(embedded.vectors)
 
     async def _embed(self, texts: list[str], *, interactive: bool = False) -> Embedded:
-        """``interactive``: someone waits for it (a query): the queue's priority lane."""
+        """``interactive``: someone waits for it (a query): the queue's interactive priority, ahead of bulk."""
         started = time.perf_counter()
         with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
-        vectors = await self.queue.embed(texts, [m.tokens for m in measured], interactive=interactive)
+        vectors = await self.runner.embed(texts, [m.tokens for m in measured], interactive=interactive)
         return Embedded(vectors=vectors, measured=tuple(measured))
 
     def _cost(self, embedded: Embedded) -> CostLine:

@@ -18,11 +18,8 @@ from knowledge_embedder.adapters.onnx_export import ensure_int8_model
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
-# int8 kernels on CPU do not gain from big batches: on 2 cores all-MiniLM-L6-v2 encoded
-# bench/embedder.py's passages at 134/130/122/102 per s in passes of 2/4/8/32 in one run and
-# 78/83/89/89 (2/4/8/16) in another (the machine's speed for int8 varied between runs; torch
-# stayed at 51-57 from 4 to 16). 8 was best or near it in both. The queue still takes whole
-# token budgets at a time.
+# int8 kernels on a CPU do not gain from big passes: in bench/embedder.py's runs, passes of 8
+# were the fastest or close to it. The queue still takes whole token budgets at a time.
 DEFAULT_BATCH_SIZE = 8
 
 
@@ -55,8 +52,7 @@ class OnnxEncoder:
         self.lanes = max(1, lanes)
         options.intra_op_num_threads = max(1, usable_cores() // self.lanes)
         # ONNX Runtime's threads spin after each run waiting for the next; between a service's
-        # batches that burns the cores PostgreSQL and ingest need (the embedder took 1.8x the CPU
-        # of an in-process encode of the same texts). They sleep instead.
+        # batches that burns the cores PostgreSQL and ingest need. They sleep instead.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 
@@ -126,11 +127,22 @@ def require_texts(texts: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class TextInput:
+    """One text for the embedding model (a query, a passage, a piece of an anchor)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class RerankPair:
-    """One (query, passage) input of the cross-encoder; it travels the batch queue like a text."""
+    """One (query, passage) input of the cross-encoder; it travels the batch queue beside texts."""
 
     query: str
     passage: str
+
+
+# What the batch queue carries: each kind goes to its own model in the same batch.
+ModelInput: TypeAlias = TextInput | RerankPair
 
 
 def require_passages(passages: list[str]) -> list[str]:
