@@ -1,4 +1,4 @@
-"""The contracts: buf passes offline, the stubs match the protos, REST paths match docs/architecture.md."""
+"""The contracts: buf passes offline, the stubs match the protos, REST paths match docs/api.md."""
 
 import re
 import subprocess
@@ -12,7 +12,7 @@ from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 ROOT = Path(__file__).resolve().parents[2]
 BUF = Path(sys.executable).parent / "buf"
 
-# docs/architecture.md, "Public REST API": (method, path) -> RPC.
+# docs/api.md, "Public REST API": (method, path) -> RPC.
 REST_API = {
     ("post", "/api/v1/knowledge/corpora"): "CorpusService.CreateCorpus",
     ("get", "/api/v1/knowledge/corpora"): "CorpusService.ListCorpora",
@@ -38,16 +38,16 @@ def http_rules() -> dict[tuple[str, str], str]:
     return found
 
 
-def test_every_architecture_path_maps_to_its_rpc():
+def test_every_documented_path_maps_to_its_rpc():
     rules = http_rules()
     for route, rpc in REST_API.items():
         assert rules.get(route) == rpc, route
     assert all(path.startswith("/api/v1/knowledge/") for _, path in rules)
 
 
-def architecture_routes() -> dict[tuple[str, str], str]:
-    """(method, path) -> capability, from the REST table of docs/architecture.md."""
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+def api_reference_routes() -> dict[tuple[str, str], str]:
+    """(method, path) -> capability, from the REST tables of docs/api.md."""
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     section = text.split("## Public REST API", 1)[1].split("\n## ", 1)[0]
     routes = {}
     for line in section.splitlines():
@@ -58,7 +58,7 @@ def architecture_routes() -> dict[tuple[str, str], str]:
     return routes
 
 
-def test_the_architecture_document_lists_every_rest_route_with_its_capability():
+def test_the_api_reference_lists_every_rest_route_with_its_capability():
     from knowledge_documents_ai.api import servicer as documents_ai
     from knowledge_ingest.corpora import api as corpora
     from knowledge_ingest.documents import api as documents
@@ -72,7 +72,7 @@ def test_the_architecture_document_lists_every_rest_route_with_its_capability():
     for module in (corpora, documents, events, imports, jobs, tenants, search, documents_ai):
         spec = module.service_spec(None)  # type: ignore[arg-type]  # only its descriptor and capabilities are read
         capabilities |= {f"{spec.descriptor.name}.{m}": c for m, c in spec.capabilities.items()}
-    documented, rules = architecture_routes(), http_rules()
+    documented, rules = api_reference_routes(), http_rules()
     assert len(documented) >= len(REST_API)
     assert set(documented) == set(rules)
     assert {route: capabilities[rpc] for route, rpc in rules.items()} == documented
