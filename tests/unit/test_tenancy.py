@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from knowledge_ingest.domain.quotas import check_quotas, check_tenant, embedding_refusal, upload_refusal
 from knowledge_ingest.domain.usage import TenantTotals, bounded_totals
 from knowledge_runtime.errors import InvalidField
 from knowledge_runtime.refusals import REFUSALS, Refusal
@@ -15,13 +16,9 @@ from knowledge_runtime.tenancy import (
     Quotas,
     TenantSettings,
     budget_refusal,
-    check_quotas,
-    check_tenant,
     current_period,
-    embedding_refusal,
     enablement_refusal,
     period_bounds,
-    upload_refusal,
 )
 
 

@@ -26,10 +26,7 @@ from pathlib import Path
 
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
-from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
-from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
-from knowledge_runtime.refusals import Refusal, refusals_markdown
-from knowledge_runtime.taxonomy import (
+from knowledge_documents_ai.domain.limits import (
     MAX_DESCRIPTION_CHARS,
     MAX_EXAMPLE_CHARS,
     MAX_EXAMPLES,
@@ -38,7 +35,11 @@ from knowledge_runtime.taxonomy import (
     TYPE_NAME_PATTERN,
     UNCLASSIFIED,
 )
-from knowledge_runtime.tenancy import MAX_LLM_BUDGET, PERIOD_PATTERN
+from knowledge_ingest.domain.quotas import MAX_LLM_BUDGET
+from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
+from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
+from knowledge_runtime.refusals import Refusal, refusals_markdown
+from knowledge_runtime.tenancy import PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
 
@@ -111,7 +112,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     # a band by its exact name (empty: TENANT); a scope node path (runtime/reach.py)
     "knowledge.v1.CreateCorpusRequest.confidentiality": {"enum": ["", *(band.value for band in Band)]},
     "knowledge.v1.BindCorpusRequest.scope": {"pattern": SCOPE_PATH_PATTERN},
-    # tenant settings and usage (knowledge_runtime.tenancy)
+    # tenant settings and usage (knowledge_ingest.domain.quotas, knowledge_runtime.tenancy)
     "knowledge.v1.GetTenantSettingsRequest.tenant": _TENANT,
     "knowledge.v1.UpdateTenantSettingsRequest.tenant": _TENANT,
     "knowledge.v1.TenantQuotas.max_documents": _COUNT,
@@ -120,7 +121,7 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.TenantQuotas.max_embedding_tokens_per_month": _COUNT,
     "knowledge.v1.TenantQuotas.max_llm_cost_per_month": {"minimum": 0, "maximum": MAX_LLM_BUDGET},
     "knowledge.v1.GetUsageRequest.period": {"pattern": PERIOD_PATTERN},
-    # the taxonomy (knowledge_runtime.taxonomy) and the document-AI calls
+    # the taxonomy (knowledge_documents_ai.domain.limits) and the document-AI calls
     "knowledge.v1.CreateDocumentTypeRequest.name": {
         "pattern": TYPE_NAME_PATTERN,
         "maxLength": MAX_NAME_CHARS,

@@ -1,4 +1,6 @@
-"""Per-tenant enablement, quotas and budgets: the values and the decisions.
+"""Per-tenant enablement, quotas and LLM budgets: the values every service reads, and the two
+decisions more than one service makes (enablement, in every service's interceptor; the LLM budget,
+in search and documents-ai). Ingest's own checkpoints (uploads, embedding) are ingest's domain.
 
 A tenant's settings are one row of ``tenant_settings`` (written by ingest's
 ``UpdateTenantSettings``, capability ``platform.admin``); a tenant without a row is enabled or
@@ -6,9 +8,8 @@ not by ``KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT`` and has no quotas. Every service
 per request (``db/tenant_settings.py``), so a change takes effect on the next request on every
 replica: there is no cache to expire.
 
-The decisions are pure functions of the quotas and what the tenant has used: each answers the
-:class:`Refused` to raise, or None. One function per checkpoint, so that the upload path, the
-job steps and the answer path cannot disagree about what "over quota" means.
+The decisions are pure functions of the settings and what the tenant has used: each answers the
+:class:`Refused` to raise, or None.
 """
 
 from __future__ import annotations
@@ -67,30 +68,6 @@ class Holdings:
     llm_cost: Decimal = Decimal(0)  # this month
 
 
-MAX_TENANT_CHARS = 200
-MAX_LLM_BUDGET = 99_999_999  # what tenant_settings.max_llm_cost_per_month (numeric(14, 6)) holds, in whole units
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def check_tenant(tenant: str) -> str:
-    """A tenant identifier an operator names (the tokens' tenant claim, as auth reads it)."""
-    name = tenant.strip()
-    if not name or len(name) > MAX_TENANT_CHARS or _CONTROL.search(name):
-        raise InvalidField("tenant", f"tenant must be 1..{MAX_TENANT_CHARS} characters without control characters")
-    return name
-
-
-def check_quotas(quotas: Quotas) -> Quotas:
-    for name in ("max_documents", "max_bytes", "max_chunks", "max_embedding_tokens_per_month"):
-        value = getattr(quotas, name)
-        if value is not None and value < 0:
-            raise InvalidField(f"quotas.{name}", f"quotas.{name} must not be negative")
-    cost = quotas.max_llm_cost_per_month
-    if cost is not None and (not cost.is_finite() or cost < 0 or cost > MAX_LLM_BUDGET):
-        raise InvalidField("quotas.max_llm_cost_per_month", "quotas.max_llm_cost_per_month must be 0..99999999")
-    return quotas
-
-
 def default_settings(tenant: str, enabled_by_default: bool) -> TenantSettings:
     return TenantSettings(tenant=tenant, enabled=enabled_by_default)
 
@@ -99,37 +76,6 @@ def enablement_refusal(settings: TenantSettings) -> Refused | None:
     if settings.enabled:
         return None
     return Refused(Refusal.FEATURE_DISABLED, "this tenant is not enabled on this deployment")
-
-
-def _exhausted(what: str, used: int | Decimal, limit: int | Decimal) -> Refused:
-    return Refused(
-        Refusal.QUOTA_EXHAUSTED,
-        f"the tenant's {what} quota is used up ({used} of {limit})",
-        metadata={"quota": what, "used": str(used), "limit": str(limit)},
-    )
-
-
-def upload_refusal(quotas: Quotas, held: Holdings, adding_bytes: int = 0) -> Refused | None:
-    """A new document of ``adding_bytes`` (0 while its size is not known yet): refused when the
-    tenant already holds its maximum of documents, or the bytes would go over its maximum."""
-    if quotas.max_documents is not None and held.documents >= quotas.max_documents:
-        return _exhausted("max_documents", held.documents, quotas.max_documents)
-    if quotas.max_bytes is not None and (
-        held.bytes + adding_bytes > quotas.max_bytes or (adding_bytes == 0 and held.bytes >= quotas.max_bytes)
-    ):
-        return _exhausted("max_bytes", held.bytes, quotas.max_bytes)
-    return None
-
-
-def embedding_refusal(quotas: Quotas, held: Holdings, adding_chunks: int) -> Refused | None:
-    """Before a document's chunks are embedded: its chunks must fit, and the month's embedding
-    tokens must not be spent already."""
-    if quotas.max_chunks is not None and held.chunks + adding_chunks > quotas.max_chunks:
-        return _exhausted("max_chunks", held.chunks, quotas.max_chunks)
-    limit = quotas.max_embedding_tokens_per_month
-    if limit is not None and held.embedding_tokens >= limit:
-        return _exhausted("max_embedding_tokens_per_month", held.embedding_tokens, limit)
-    return None
 
 
 def budget_refusal(quotas: Quotas, held: Holdings) -> Refused | None:

@@ -30,20 +30,6 @@ SELECT tenant_id, enabled, max_documents, max_bytes, max_chunks, max_embedding_t
 FROM tenant_settings WHERE tenant_id = $1
 """
 ENABLED = "SELECT enabled FROM tenant_settings WHERE tenant_id = $1"
-# What a tenant holds (documents, their distinct blobs' bytes, chunks: those of document $3 left
-# out, whose chunks a job is about to replace; a deleted one is gone at once, its removal pending)
-# and has embedded and spent since $2.
-HOLDINGS = """
-SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL) AS documents,
-       (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
-        WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL)) AS bytes,
-       (SELECT coalesce(sum(chunk_count), 0)::bigint FROM documents
-        WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint AND deleted_at IS NULL) AS chunks,
-       (SELECT coalesce(sum(tokens), 0)::bigint FROM cost_records
-        WHERE tenant_id = $1 AND operation = 'embed' AND create_time >= $2) AS embedding_tokens,
-       (SELECT coalesce(sum(cost), 0) FROM cost_records
-        WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2) AS llm_cost
-"""
 LLM_COST_SINCE = """
 SELECT coalesce(sum(cost), 0) FROM cost_records WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2
 """
@@ -85,21 +71,6 @@ class TenantSettingsReader:
         )
         if refusal is not None:
             raise refusal
-
-
-async def holdings(
-    db: Database | Transaction, tenant: str, month_start: datetime, except_document: int | None = None
-) -> Holdings:
-    """Needs SELECT on documents, content_blobs and cost_records (ingest's role)."""
-    row = await db.fetchrow("tenant_holdings", HOLDINGS, tenant, month_start, except_document)
-    assert row is not None
-    return Holdings(
-        documents=row["documents"],
-        bytes=row["bytes"],
-        chunks=row["chunks"],
-        embedding_tokens=row["embedding_tokens"],
-        llm_cost=row["llm_cost"],
-    )
 
 
 async def llm_cost_since(db: Database | Transaction, tenant: str, month_start: datetime) -> Holdings:

@@ -18,12 +18,12 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import split_structural
 from knowledge_runtime.costs import Cost, CostItem
 from knowledge_runtime.llm import LlmNotConfigured
-from knowledge_runtime.taxonomy import UNCLASSIFIED
 
 from knowledge_documents_ai.domain import classification as classifying
 from knowledge_documents_ai.domain import extraction, processing
 from knowledge_documents_ai.domain.errors import ExtractionInvalid, SchemaNotFound, TypeExists, TypeNotFound
 from knowledge_documents_ai.domain.evidence import Checked, SourceChunk, checked
+from knowledge_documents_ai.domain.limits import UNCLASSIFIED
 from knowledge_documents_ai.domain.model import (
     GENERATED,
     PERSON,

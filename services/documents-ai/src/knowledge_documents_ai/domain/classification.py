@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from knowledge_runtime.taxonomy import UNCLASSIFIED
+from knowledge_documents_ai.domain.limits import UNCLASSIFIED
 
 DEFAULT_TEMPERATURE = 0.05
 DEFAULT_FLOOR = 0.25  # a cosine below this is "not this type" for all-MiniLM-L6-v2-like models

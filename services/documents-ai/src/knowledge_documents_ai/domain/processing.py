@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledge_runtime.taxonomy import MAX_SCHEMA_CHARS, UNCLASSIFIED
-
 from knowledge_documents_ai.domain.classification import EVIDENCE_CHUNKS, Calibration, Classification
 from knowledge_documents_ai.domain.errors import TaxonomyInvalid
 from knowledge_documents_ai.domain.evidence import Checked, SourceChunk
 from knowledge_documents_ai.domain.extraction import strip_fence
+from knowledge_documents_ai.domain.limits import MAX_SCHEMA_CHARS, UNCLASSIFIED
 from knowledge_documents_ai.domain.tables import ExtractedTable
 from knowledge_documents_ai.domain.taxonomy import (
     DocumentType,

@@ -17,7 +17,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from knowledge_runtime.taxonomy import (
+
+from knowledge_documents_ai.domain.errors import TaxonomyInvalid
+from knowledge_documents_ai.domain.limits import (
     MAX_DESCRIPTION_CHARS,
     MAX_EXAMPLE_CHARS,
     MAX_EXAMPLES,
@@ -25,8 +27,6 @@ from knowledge_runtime.taxonomy import (
     TYPE_NAME_PATTERN,
     UNCLASSIFIED,
 )
-
-from knowledge_documents_ai.domain.errors import TaxonomyInvalid
 
 ANCHOR_ENTITY_TYPE = "document_type"
 MAX_FIELDS = 100

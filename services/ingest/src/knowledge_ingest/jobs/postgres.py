@@ -12,14 +12,15 @@ import uuid
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
-from knowledge_runtime.db.tenant_settings import TenantSettingsReader, holdings
-from knowledge_runtime.tenancy import current_period, period_bounds, upload_refusal
+from knowledge_runtime.db.tenant_settings import TenantSettingsReader
+from knowledge_runtime.tenancy import current_period, period_bounds
 
 from knowledge_ingest.corpora.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
 from knowledge_ingest.domain.ports import StoredBlob
+from knowledge_ingest.domain.quotas import upload_refusal
 from knowledge_ingest.events.outbox import NOTIFY_JOBS
 from knowledge_ingest.jobs.rows import (
     J_JOB_COLUMNS,
@@ -29,6 +30,7 @@ from knowledge_ingest.jobs.rows import (
     follow,
     job_from_row,
 )
+from knowledge_ingest.tenants.postgres import holdings
 
 # Serialises the admissions of a tenant's new documents while it has a documents or bytes quota,
 # so that concurrent uploads cannot overshoot it (taken after the blob's lock, by enqueue only).

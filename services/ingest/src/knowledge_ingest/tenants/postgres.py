@@ -5,12 +5,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from knowledge_runtime.db.pool import Database
-from knowledge_runtime.db.tenant_settings import SETTINGS, TenantSettingsReader, holdings, settings_from_row
+from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.db.tenant_settings import SETTINGS, TenantSettingsReader, settings_from_row
 from knowledge_runtime.tenancy import Holdings, TenantSettings
 
 from knowledge_ingest.domain.usage import TenantTotals
 
+# What a tenant holds (documents, their distinct blobs' bytes, chunks: those of document $3 left
+# out, whose chunks a job is about to replace; a deleted one is gone at once, its removal pending)
+# and has embedded and spent since $2.
+HOLDINGS = """
+SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL) AS documents,
+       (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
+        WHERE b.blob_id IN (SELECT blob_id FROM documents WHERE tenant_id = $1 AND deleted_at IS NULL)) AS bytes,
+       (SELECT coalesce(sum(chunk_count), 0)::bigint FROM documents
+        WHERE tenant_id = $1 AND document_id IS DISTINCT FROM $3::bigint AND deleted_at IS NULL) AS chunks,
+       (SELECT coalesce(sum(tokens), 0)::bigint FROM cost_records
+        WHERE tenant_id = $1 AND operation = 'embed' AND create_time >= $2) AS embedding_tokens,
+       (SELECT coalesce(sum(cost), 0) FROM cost_records
+        WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2) AS llm_cost
+"""
 # Idempotent: a body equal to the stored settings writes nothing (update_time and updated_by stay).
 UPSERT_SETTINGS = """
 INSERT INTO tenant_settings AS s (tenant_id, enabled, max_documents, max_bytes, max_chunks,
@@ -40,6 +54,21 @@ SELECT d.tenant_id, count(*) AS documents, coalesce(sum(d.chunk_count), 0)::bigi
            AS stored_bytes
 FROM documents d WHERE d.deleted_at IS NULL GROUP BY d.tenant_id
 """
+
+
+async def holdings(
+    db: Database | Transaction, tenant: str, month_start: datetime, except_document: int | None = None
+) -> Holdings:
+    """Needs SELECT on documents, content_blobs and cost_records (ingest's role)."""
+    row = await db.fetchrow("tenant_holdings", HOLDINGS, tenant, month_start, except_document)
+    assert row is not None
+    return Holdings(
+        documents=row["documents"],
+        bytes=row["bytes"],
+        chunks=row["chunks"],
+        embedding_tokens=row["embedding_tokens"],
+        llm_cost=row["llm_cost"],
+    )
 
 
 class PostgresTenants:

@@ -12,14 +12,11 @@ from knowledge_runtime.tenancy import (
     Holdings,
     Quotas,
     TenantSettings,
-    check_quotas,
-    check_tenant,
     current_period,
-    embedding_refusal,
     period_bounds,
-    upload_refusal,
 )
 
+from knowledge_ingest.domain.quotas import check_quotas, check_tenant, embedding_refusal, upload_refusal
 from knowledge_ingest.domain.usage import TenantTotals, UsageReport
 
 

@@ -1,6 +1,5 @@
-"""The limits of a tenant's taxonomy: one constant each, enforced by documents-ai's
-domain (``knowledge_documents_ai.domain.taxonomy`` and ``.processing``) and stated by the
-gateway's OpenAPI description, which depends on the runtime and not on documents-ai."""
+"""The limits of a tenant's taxonomy: one constant each, enforced by this domain (``taxonomy`` and
+``processing``) and stated by the gateway's OpenAPI description, which reads them here."""
 
 TYPE_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"  # lowercase letters, digits and '_', starting with a letter
 MAX_NAME_CHARS = 64
