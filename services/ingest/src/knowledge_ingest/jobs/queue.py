@@ -8,7 +8,9 @@ died is never written twice. Chunks, document state, job result and the event ch
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 from knowledge_runtime.chunking import TextChunk
@@ -127,7 +129,8 @@ class PostgresJobQueue:
 
     async def apply(self, lease: Lease, transition: Transition, lease_s: float) -> bool:
         refusal = transition.refusal.value if transition.refusal is not None else None
-        args = (*_transition_args(lease, transition, lease_s), refusal)
+        follows = transition.document is DocumentEffect.FOLLOW
+        args = (*JobTransitionArgs.of(lease, transition, lease_s).values(), follows, refusal)  # $14, $15
         if transition.document is not DocumentEffect.FOLLOW or not ends_with_event(transition.state):
             # Progress, re-queues and the like: no event, one round trip.
             return await self._db.fetchrow("apply_transition", APPLY, *args) is not None
@@ -148,7 +151,7 @@ class PostgresJobQueue:
             row = await tx.fetchrow(
                 "store_job",
                 STORE,
-                *_transition_args(lease, transition, 0.0)[:13],  # the document's side is STORE's own
+                *JobTransitionArgs.of(lease, transition, 0.0).values(),
                 len(chunks),
                 transition.result.extractable,
                 list(transition.result.warnings),
@@ -189,24 +192,44 @@ class PostgresJobQueue:
         return await self._db.fetchval("jobs_backlog", BACKLOG)
 
 
-def _transition_args(lease: Lease, transition: Transition, lease_s: float) -> tuple:
-    """APPLY's (and STORE's) $1..$14."""
-    return (
-        lease.job.job_id,
-        lease.owner,
-        transition.state.value,
-        transition.stage,
-        transition.progress,
-        transition.error,
-        result_json(transition),
-        transition.releases_lease,
-        float(lease_s),
-        transition.requeue_after_s,
-        transition.refund_attempt,
-        transition.unless_cancelled,
-        int(transition.interrupted),
-        transition.document is DocumentEffect.FOLLOW,
-    )
+@dataclass(frozen=True, slots=True)
+class JobTransitionArgs:
+    """JOB_TRANSITION's $1..$13, by name, in the statement's order."""
+
+    job_id: uuid.UUID
+    owner: str
+    state: str
+    stage: str
+    progress: float
+    error: str | None
+    result: str | None
+    releases_lease: bool
+    lease_s: float
+    requeue_after_s: float | None
+    refund_attempt: bool
+    unless_cancelled: bool
+    interrupted: int
+
+    @classmethod
+    def of(cls, lease: Lease, transition: Transition, lease_s: float) -> JobTransitionArgs:
+        return cls(
+            job_id=lease.job.job_id,
+            owner=lease.owner,
+            state=transition.state.value,
+            stage=transition.stage,
+            progress=transition.progress,
+            error=transition.error,
+            result=result_json(transition),
+            releases_lease=transition.releases_lease,
+            lease_s=float(lease_s),
+            requeue_after_s=transition.requeue_after_s,
+            refund_attempt=transition.refund_attempt,
+            unless_cancelled=transition.unless_cancelled,
+            interrupted=int(transition.interrupted),
+        )
+
+    def values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, field.name) for field in fields(self))
 
 
 async def _insert_chunks(
