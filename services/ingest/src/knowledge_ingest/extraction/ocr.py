@@ -160,7 +160,7 @@ def _read_page(document: Any, index: int, seconds: float) -> str | None:
         return None
     png = io.BytesIO()
     image.save(png, "PNG", compress_level=1)
-    # Only what Tesseract needs; one thread: 5x faster than many on few shared cores.
+    # Only what Tesseract needs; one thread: many threads fight over few shared cores.
     environment = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TESSDATA_PREFIX")}
     environment["OMP_THREAD_LIMIT"] = "1"
     finished = subprocess.run(

@@ -38,9 +38,7 @@ _MAX_HEADING_LEVELS = 3
 _TABLE = -1  # the level an output line has when it is a rendered table
 # From this many pages on, forked helpers read parts of them on other cores while this process
 # reads the first part: pypdf's text extraction is most of a PDF's reading, and the embedder
-# waits for it. On 2 cores, bench/ingest.py's 100-page PDF took 0.82-0.87 s through the isolated
-# extractor read in one process, and 0.51-0.53 s with a helper (the same text; five runs each).
-# Fewer pages are not worth a fork.
+# waits for it. Fewer pages are not worth a fork.
 PARALLEL_MIN_PAGES = 16
 MAX_PAGE_READERS = 4
 HELPER_GRACE_S = 5.0  # past the time limit, before the helper's half is read here instead

@@ -5,19 +5,18 @@ when only the lexical channel found it) and carries both channel ranks and the f
 It works on ids and scores (``ChannelHit``); content is read afterwards, for what is returned.
 
 Four methods, each selectable by ``KNOWLEDGE_SEARCH_FUSION`` (``bench/search.py eval``
-compares them on the same two channel results; the figures are in the service README). The
-default is ``zscore`` with alpha 0.5 and a coverage gate of 0.6: on the SciFact train claims
-alpha 0.5 is the best plain variant (nDCG@10 0.733, Recall@100 0.952), and the gate costs it
-under a tenth of a point there (the best lexical hit of nearly every claim matches more than
-0.6 of its idf mass) while it keeps queries that share few words with their answer from being
-pulled down by a lexical channel that matched little: without it, on the repository's small
-set (paraphrased questions) alpha 0.5 puts HYBRID a point below VECTOR.
+compares them on the same two channel results; the figures are in bench/RESULTS.md). The
+default is ``zscore`` with alpha 0.5 and a coverage gate of 0.6, chosen on the SciFact train
+claims: alpha 0.5 is the best plain variant there, and the gate costs it almost nothing (the
+best lexical hit of nearly every claim matches most of its idf mass) while it keeps queries that
+share few words with their answer from being pulled down by a lexical channel that matched
+little, as the repository's small set of paraphrased questions shows.
 
 - ``rrf``: weighted Reciprocal Rank Fusion, ``sum(weight / (k + rank))``; with equal weights
   it is plain RRF (k = 60).
 - ``coverage_rrf``: RRF whose lexical weight is scaled by the squared share of the query's
-  idf mass that the best lexical hit matched (the previous default). Tuned on the
-  repository's 80-document set; on a real benchmark it lost to plain RRF.
+  idf mass that the best lexical hit matched. Tuned on the repository's small set; on a real
+  benchmark it lost to plain RRF.
 - ``minmax``: a convex combination ``alpha * wv * v + (1 - alpha) * wl * l`` of each
   channel's scores normalised per query to [0, 1] by min-max; a hit a channel did not return
   counts that channel's minimum (0).
