@@ -451,27 +451,16 @@ def start(cluster: Cluster, replicas: int, embedders: int) -> tuple[int, dict]:
     # The Secrets and the JWKS ConfigMap of docs/operations.md ("Secrets and the key set").
     sys.path[:0] = [str(ROOT / "runtime" / "src")]
     from knowledge_runtime.devkeys import ensure_dev_keys
+    from knowledge_runtime.registry import service
 
     keys = work / "data" / "keys"
     ensure_dev_keys(keys)
-    passwords = {
-        role: secrets.token_hex(16)
-        for role in (
-            "postgres",
-            "knowledge",
-            "knowledge_content_index",
-            "knowledge_embedder",
-            "knowledge_ingest",
-            "knowledge_search",
-        )
-    }
+    roles = {name: service(name).database_role for name in ("content-index", "embedder", "ingest", "search")}
+    passwords = {role: secrets.token_hex(16) for role in ("postgres", "knowledge", *roles.values())}
     host = f"knowledge-db-rw.{NAMESPACE}.svc:5432"
     cluster.secret(
         "knowledge-database",
-        {
-            f"{svc}-url": f"postgresql://knowledge_{svc.replace('-', '_')}:{passwords['knowledge_' + svc.replace('-', '_')]}@{host}/knowledge"
-            for svc in ("content-index", "embedder", "ingest", "search")
-        },
+        {f"{name}-url": f"postgresql://{role}:{passwords[role]}@{host}/knowledge" for name, role in roles.items()},
     )
     cluster.secret("knowledge-db-app", {"uri": f"postgresql://knowledge:{passwords['knowledge']}@{host}/knowledge"})
     cluster.secret("knowledge-content-key", {"content-key": secrets.token_hex(32)})

@@ -23,6 +23,7 @@ from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.service_layer.imports import ImportUseCases
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.registry import service as registered
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import Env
 
@@ -37,7 +38,7 @@ IMPORTING = ["corpus.create", "corpus.read", "document.upload", "document.import
 def base_env(pg, keys_dir, tmp_path, service: str) -> dict[str, str]:
     return {
         "KNOWLEDGE_DATA_DIR": str(tmp_path),
-        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + service.replace("-", "_")),
+        "KNOWLEDGE_DATABASE_URL": pg.url(user=registered(service).database_role),
         "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
         "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
         "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
@@ -64,7 +65,7 @@ async def stack(migrated_pg, keys_dir, tmp_path_factory):
         env = {
             **base_env(migrated_pg, keys_dir, tmp, name),
             **roots,
-            f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0",
+            f"KNOWLEDGE_{registered(name).port_setting}": "0",
         }
         app = await build(settings_type.from_env(Env(env)))
         addresses[name] = f"127.0.0.1:{await app.start()}"

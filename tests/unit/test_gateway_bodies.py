@@ -71,11 +71,7 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
         listen_host="127.0.0.1",
         listen_port=port,
         admin_port=free_port(),
-        upstreams={
-            "knowledge.v1.IngestService": f"127.0.0.1:{ingest_port}",
-            "knowledge.v1.SearchService": "127.0.0.1:1",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:1",
-        },
+        upstreams={"ingest": f"127.0.0.1:{ingest_port}", "search": "127.0.0.1:1", "documents-ai": "127.0.0.1:1"},
         jwks_path=keys_dir / "jwks.json",
         issuer="knowledge-dev",
         audience="knowledge",

@@ -17,11 +17,7 @@ def config(tmp_path: Path, jwks: Path) -> GatewayConfig:
         listen_host="127.0.0.1",
         listen_port=18080,
         admin_port=0,
-        upstreams={
-            "knowledge.v1.IngestService": "127.0.0.1:1",
-            "knowledge.v1.SearchService": "search:50054",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:3",
-        },
+        upstreams={"ingest": "127.0.0.1:1", "search": "search:50054", "documents-ai": "127.0.0.1:3"},
         jwks_path=jwks,
         issuer="knowledge-dev",
         audience="knowledge",

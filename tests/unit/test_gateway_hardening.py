@@ -20,19 +20,17 @@ import grpc
 import httpx
 import pytest
 from google.protobuf import message_factory
-from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2, search_pb2_grpc
+from knowledge.v1 import search_pb2, search_pb2_grpc
+from knowledge_gateway.descriptors import public_service_descriptors
 from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
+from knowledge_runtime.registry import public_services
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
 from tests.support.envoy import wait_until_up
 from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
-SERVICES = (
-    ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
-    search_pb2.DESCRIPTOR.services_by_name["SearchService"],
-    documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
-)
+SERVICES = public_service_descriptors()
 API = "/api/v1/knowledge"
 
 
@@ -80,7 +78,7 @@ async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncI
         listen_host="127.0.0.1",
         listen_port=port,
         admin_port=free_port(),
-        upstreams={service.full_name: f"127.0.0.1:{upstream}" for service in SERVICES},
+        upstreams={entry.name: f"127.0.0.1:{upstream}" for entry in public_services()},
         jwks_path=keys_dir / "jwks.json",
         issuer="knowledge-dev",
         audience="knowledge",

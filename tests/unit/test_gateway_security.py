@@ -24,11 +24,7 @@ def rendered(**overrides) -> dict:
         listen_host="127.0.0.1",
         listen_port=8080,
         admin_port=0,
-        upstreams={
-            "knowledge.v1.IngestService": "127.0.0.1:1",
-            "knowledge.v1.SearchService": "127.0.0.1:2",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:3",
-        },
+        upstreams={"ingest": "127.0.0.1:1", "search": "127.0.0.1:2", "documents-ai": "127.0.0.1:3"},
         jwks_path=Path("/keys/jwks.json"),
         issuer="iss",
         audience="aud",

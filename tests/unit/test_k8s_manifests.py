@@ -23,20 +23,13 @@ from knowledge_gateway.descriptors import descriptor_bytes
 from knowledge_gateway.envoy import config_text
 from knowledge_gateway.openapi import openapi_text
 from knowledge_gateway.render import gateway_config
-from knowledge_runtime.settings import DEFAULT_PORTS
+from knowledge_runtime import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 BIN = Path(sys.executable).parent
 OVERLAYS = ("dev", "production")
-SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
-GRPC_SERVICES = {
-    "content-index": "knowledge.v1.ContentIndexService",
-    "embedder": "knowledge.v1.EmbedderService",
-    "ingest": "knowledge.v1.IngestService",
-    "search": "knowledge.v1.SearchService",
-    "documents-ai": "knowledge.v1.DocumentsAIService",
-}
+SERVICES = registry.SERVICE_NAMES
 NAMESPACE = "knowledge"
 METRICS_PORT = 9464
 # API groups of Kubernetes itself; anything else is a custom resource and must be listed here
@@ -52,6 +45,10 @@ DOCS = ROOT / "docs" / "operations.md"
 
 
 # ---- rendering -----------------------------------------------------------------------------
+
+
+def service_port(name: str) -> int:
+    return registry.service(name).port
 
 
 def kubectl() -> str:
@@ -190,11 +187,11 @@ def test_every_pod_is_locked_down(overlay):
 def test_services_have_native_grpc_probes_on_the_health_service(overlay):
     for service in SERVICES:
         box = container(overlay, service)
-        port = DEFAULT_PORTS[service]
+        port = service_port(service)
         assert {"name": "grpc", "containerPort": port, "protocol": "TCP"} in box["ports"], service
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert box[probe]["grpc"]["port"] == port, (service, probe)
-        assert box["readinessProbe"]["grpc"]["service"] == GRPC_SERVICES[service]
+        assert box["readinessProbe"]["grpc"]["service"] == registry.service(service).health_name
         assert box["command"] == [f"knowledge-{service}"]
     gateway = one(overlay, "Deployment", "knowledge-gateway")["spec"]["template"]["spec"]["containers"][0]
     assert gateway["readinessProbe"]["httpGet"]["path"] == "/healthz"  # the upstreams' readiness
@@ -203,12 +200,7 @@ def test_services_have_native_grpc_probes_on_the_health_service(overlay):
 
 
 def test_probed_grpc_services_exist_in_the_contracts():
-    from knowledge.v1 import content_index_pb2, documents_ai_pb2, embedder_pb2, ingest_pb2, search_pb2
-
-    names = set()
-    for module in (content_index_pb2, embedder_pb2, ingest_pb2, search_pb2, documents_ai_pb2):
-        names |= {service.full_name for service in module.DESCRIPTOR.services_by_name.values()}
-    assert set(GRPC_SERVICES.values()) <= names
+    assert {registry.service(name).health_name for name in SERVICES} <= set(registry.generated_services())
 
 
 def test_container_commands_are_installed_console_scripts():
@@ -428,7 +420,7 @@ def test_only_the_gateway_is_reachable_from_outside(overlay):
     assert reachable(overlay, OUTSIDE, labels_of(overlay, "gateway"), 8080)
     for service in SERVICES:
         target = labels_of(overlay, service)
-        port = DEFAULT_PORTS[service]
+        port = service_port(service)
         assert not reachable(overlay, OUTSIDE, target, port), service
         assert not reachable(overlay, STRANGER, target, port), service
         for caller in ("gateway", *SERVICES):
@@ -439,13 +431,13 @@ def test_only_the_gateway_is_reachable_from_outside(overlay):
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_embedder_is_reachable_only_from_ingest_search_and_documents_ai(overlay):
     target = labels_of(overlay, "embedder")
-    for port in (DEFAULT_PORTS["embedder"], 8080, 9464, 50000):
+    for port in (service_port("embedder"), 8080, 9464, 50000):
         allowed = {
             name
             for name in ("gateway", "content-index", "ingest", "search", "documents-ai", "migrate", "embedder")
             if reachable(overlay, pod(f"knowledge-{name}"), target, port)
         }
-        assert allowed == ({"ingest", "search", "documents-ai"} if port == DEFAULT_PORTS["embedder"] else set()), port
+        assert allowed == ({"ingest", "search", "documents-ai"} if port == service_port("embedder") else set()), port
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -464,7 +456,7 @@ def test_prometheus_scrapes_only_the_metrics_port(overlay):
     for service in SERVICES:
         target = labels_of(overlay, service)
         assert reachable(overlay, prometheus, target, METRICS_PORT), service
-        assert not reachable(overlay, prometheus, target, DEFAULT_PORTS[service]), service
+        assert not reachable(overlay, prometheus, target, service_port(service)), service
 
 
 # ---- configuration, secrets, database ------------------------------------------------------
@@ -534,11 +526,9 @@ def test_every_referenced_secret_is_documented(overlay):
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_each_service_logs_in_with_its_own_database_role(overlay):
-    from knowledge_runtime.db.connect import service_role
-
     cluster = one(overlay, "Cluster", "knowledge-db")
     roles = {r["name"] for r in cluster["spec"]["managed"]["roles"]}
-    assert roles == {service_role(s) for s in SERVICES}
+    assert roles == {registry.service(s).database_role for s in SERVICES}
     assert "standard" in cluster["spec"]["imageName"]  # CloudNativePG's images with pgvector
     for service in SERVICES:
         (url,) = [v for v in container(overlay, service)["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"]
@@ -569,12 +559,12 @@ def test_service_addresses_point_at_the_services(overlay):
     assert config["KNOWLEDGE_HOST"] == "0.0.0.0"  # a pod must listen beyond loopback
     services = {s["metadata"]["name"]: s for s in objects(overlay, "Service")}
     for service in SERVICES:
-        host, _, port = config[f"KNOWLEDGE_{service.upper().replace('-', '_')}_ADDRESS"].rpartition(":")
+        host, _, port = config[f"KNOWLEDGE_{registry.service(service).address_setting}"].rpartition(":")
         name, namespace = host.split(".")[:2]
         assert namespace == NAMESPACE and host.endswith(".svc.cluster.local")
-        assert int(port) == DEFAULT_PORTS[service]
+        assert int(port) == service_port(service)
         target = services[name]
-        assert {p["port"] for p in target["spec"]["ports"]} >= {DEFAULT_PORTS[service]}
+        assert {p["port"] for p in target["spec"]["ports"]} >= {service_port(service)}
         assert selects({"matchLabels": target["spec"]["selector"]}, labels_of(overlay, service))
     # Envoy resolves every ready ingest and search pod (STRICT_DNS) and balances per request.
     assert services["knowledge-ingest"]["spec"]["clusterIP"] == "None"
@@ -691,9 +681,9 @@ def test_a_cronjob_collects_blob_garbage_in_every_overlay(overlay):
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_gc_pass_reaches_content_index_and_nothing_else(overlay):
     gc = pod("knowledge-gc")
-    assert reachable(overlay, gc, labels_of(overlay, "content-index"), DEFAULT_PORTS["content-index"])
+    assert reachable(overlay, gc, labels_of(overlay, "content-index"), service_port("content-index"))
     for service in ("embedder", "ingest", "search"):
-        assert not reachable(overlay, gc, labels_of(overlay, service), DEFAULT_PORTS[service]), service
+        assert not reachable(overlay, gc, labels_of(overlay, service), service_port(service)), service
 
 
 def test_only_production_serves_just_the_tenants_an_operator_enabled():

@@ -40,15 +40,14 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
-from knowledge_runtime.db.connect import service_role
 from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.model_config import embedding_dimension
 from knowledge_runtime.process import die_with_parent
+from knowledge_runtime.registry import SERVICE_NAMES, public_services, service
 from knowledge_runtime.settings import (
     DEFAULT_HTTP_PORT,
-    DEFAULT_PORTS,
     Env,
     default_data_dir,
     jwt_audience,
@@ -66,12 +65,6 @@ from knowledge_cli.local_llm import (
     server_argv,
 )
 
-SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
-GRPC_NAMES = {
-    "ingest": "knowledge.v1.IngestService",
-    "search": "knowledge.v1.SearchService",
-    "documents-ai": "knowledge.v1.DocumentsAIService",
-}
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 SUPERVISE_EVERY_S = 0.5
@@ -133,7 +126,7 @@ class StackSettings:
             host="127.0.0.1",
             http_port=env.port("HTTP_PORT", DEFAULT_HTTP_PORT),
             admin_port=env.port("ENVOY_ADMIN_PORT", 0),
-            ports={name: env.port(f"{name.upper().replace('-', '_')}_PORT", DEFAULT_PORTS[name]) for name in SERVICES},
+            ports={name: env.port(service(name).port_setting, service(name).port) for name in SERVICE_NAMES},
             database_url=env.str("DATABASE_URL"),
             embedding_model=model or default_embedding_model(),
             embedding_model_id=env.str("EMBEDDING_MODEL_ID") or ("" if model else DEFAULT_EMBEDDING_MODEL_ID),
@@ -247,9 +240,9 @@ class Stack:
         # torch on cuda or mps, the int8 export on a CPU (as good there, and faster).
         env.setdefault("KNOWLEDGE_EMBEDDING_BACKEND", "auto")
         for other, port in self.settings.ports.items():
-            key = other.upper().replace("-", "_")
-            env[f"KNOWLEDGE_{key}_PORT"] = str(port)
-            env[f"KNOWLEDGE_{key}_ADDRESS"] = f"{self.settings.host}:{port}"
+            entry = service(other)
+            env[f"KNOWLEDGE_{entry.port_setting}"] = str(port)
+            env[f"KNOWLEDGE_{entry.address_setting}"] = f"{self.settings.host}:{port}"
         return env
 
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> Child:
@@ -277,7 +270,7 @@ class Stack:
     def _database(self) -> tuple[str, dict[str, str]]:
         """The admin URL for migrations and each service's URL."""
         if self.settings.database_url:
-            return self.settings.database_url, {name: self.settings.database_url for name in SERVICES}
+            return self.settings.database_url, {name: self.settings.database_url for name in SERVICE_NAMES}
         from knowledge_runtime.db.embedded import start_embedded
 
         pgdata = self.settings.data_dir / "postgres"
@@ -296,7 +289,7 @@ class Stack:
         embedded = start_embedded(self.settings.data_dir)
         self.embedded = embedded
         self.database.pid = embedded.running_pid()
-        return embedded.url(), {name: embedded.url(service_role(name)) for name in SERVICES}
+        return embedded.url(), {name: embedded.url(service(name).database_role) for name in SERVICE_NAMES}
 
     async def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -305,9 +298,9 @@ class Stack:
         await migrate(admin_url, embedding_dimension=self.settings.embedding_dimension())
         if self.settings.local_llm_model is not None:
             await self._start_local_llm(self.settings.local_llm_model)
-        for name in SERVICES:
-            module = "knowledge_" + name.replace("-", "_")
-            self._spawn(name, [sys.executable, "-m", module], self._service_env(jwks_path, service_urls[name]))
+        for name in SERVICE_NAMES:
+            env = self._service_env(jwks_path, service_urls[name])
+            self._spawn(name, [sys.executable, "-m", service(name).module], env)
         await self._wait_serving()
         self._start_gateway(jwks_path)
         await self._wait_gateway()
@@ -331,7 +324,7 @@ class Stack:
 
     async def _wait_serving(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        for child in [c for c in self.children if c.name in SERVICES]:
+        for child in [c for c in self.children if c.name in SERVICE_NAMES]:
             address = f"{self.settings.host}:{self.settings.ports[child.name]}"
             async with grpc.aio.insecure_channel(address) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
@@ -356,7 +349,7 @@ class Stack:
             listen_host=self.settings.host,
             listen_port=self.settings.http_port,
             admin_port=self.settings.admin_port,
-            upstreams={full: f"{self.settings.host}:{self.settings.ports[name]}" for name, full in GRPC_NAMES.items()},
+            upstreams={e.name: f"{self.settings.host}:{self.settings.ports[e.name]}" for e in public_services()},
             jwks_path=jwks_path,
             issuer=self.settings.issuer,
             audience=self.settings.audience,

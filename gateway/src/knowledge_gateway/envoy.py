@@ -34,10 +34,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.api import annotations_pb2
-from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import Descriptor, MethodDescriptor
+from knowledge_runtime.registry import ServiceEntry, public_services, serving
 from knowledge_runtime.settings import DEFAULT_MAX_UPLOAD_BYTES, Env, SettingsError
 
-from knowledge_gateway.descriptors import descriptor_bytes, http_rules, public_service_names, streamed_methods
+from knowledge_gateway.descriptors import (
+    descriptor_bytes,
+    http_rules,
+    public_method,
+    public_service_names,
+    streamed_methods,
+)
 from knowledge_gateway.openapi import committed_path
 
 REST_PREFIX = "/api/v1/knowledge"
@@ -78,7 +85,7 @@ class GatewayConfig:
     listen_host: str
     listen_port: int
     admin_port: int
-    upstreams: dict[str, str]  # full service name -> host:port
+    upstreams: dict[str, str]  # public service's registry name ("ingest") -> host:port
     jwks_path: Path
     issuer: str
     audience: str
@@ -133,11 +140,12 @@ def write_descriptor_set(path: Path) -> Path:
     return path
 
 
-def _cluster_name(service: str) -> str:
-    return service.rsplit(".", 1)[-1].lower()
+def _cluster_name(entry: ServiceEntry) -> str:
+    """One cluster per upstream process, named after its readiness service ("ingestservice")."""
+    return entry.health_name.rsplit(".", 1)[-1].lower()
 
 
-def _cluster(service: str, address: str) -> dict:
+def _cluster(entry: ServiceEntry, address: str) -> dict:
     host, _, port = address.rpartition(":")
     try:
         ipaddress.ip_address(host)
@@ -145,7 +153,7 @@ def _cluster(service: str, address: str) -> dict:
     except ValueError:
         discovery = "STRICT_DNS"  # a Kubernetes Service name
     return {
-        "name": _cluster_name(service),
+        "name": _cluster_name(entry),
         "type": discovery,
         "connect_timeout": "2s",
         # The named health service is the upstream's readiness (see knowledge_runtime.health);
@@ -157,7 +165,7 @@ def _cluster(service: str, address: str) -> dict:
                 "no_traffic_interval": f"{HEALTH_CHECK_INTERVAL_S}s",
                 "unhealthy_threshold": 1,
                 "healthy_threshold": 1,
-                "grpc_health_check": {"service_name": service},
+                "grpc_health_check": {"service_name": entry.health_name},
             }
         ],
         "typed_extension_protocol_options": {
@@ -167,7 +175,7 @@ def _cluster(service: str, address: str) -> dict:
             }
         },
         "load_assignment": {
-            "cluster_name": _cluster_name(service),
+            "cluster_name": _cluster_name(entry),
             "endpoints": [
                 {
                     "lb_endpoints": [
@@ -179,6 +187,14 @@ def _cluster(service: str, address: str) -> dict:
     }
 
 
+def _grpc_path(method: MethodDescriptor) -> str:
+    return f"/{method.containing_service.full_name}/{method.name}"
+
+
+def _method_cluster(method: MethodDescriptor) -> str:
+    return _cluster_name(serving(method.containing_service.full_name))
+
+
 # On a route: the body limit filter leaves its requests alone (see _body_limit).
 _WITHOUT_BODY_LIMIT = {
     "typed_per_filter_config": {
@@ -188,6 +204,7 @@ _WITHOUT_BODY_LIMIT = {
 
 
 def _routes(config: GatewayConfig) -> list[dict]:
+    upload_rpc, batch_rpc = public_method("UploadDocument"), public_method("BatchIngestTexts")
     json_header = [
         {"header": {"key": "content-type", "value": "application/json"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
     ]
@@ -206,16 +223,16 @@ def _routes(config: GatewayConfig) -> list[dict]:
         # client's call through the gateway (these routes before transcoding) is not counted by
         # the body limit: its messages are capped by the service.
         {
-            "match": {"path": "/knowledge.v1.IngestService/UploadDocument"},
-            "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
+            "match": {"path": _grpc_path(upload_rpc)},
+            "route": {"cluster": _method_cluster(upload_rpc), "timeout": f"{config.upload_timeout_s}s"},
             **_WITHOUT_BODY_LIMIT,
         },
         # POST /texts:batch writes up to 1,000 durable jobs before it answers: on a loaded 2-core
         # machine 865 texts took over the 30 s request timeout (a 504 while the service went on
         # accepting them), so it gets the upload timeout too; the body limit still applies.
         {
-            "match": {"path": "/knowledge.v1.IngestService/BatchIngestTexts"},
-            "route": {"cluster": _cluster_name("knowledge.v1.IngestService"), "timeout": f"{config.upload_timeout_s}s"},
+            "match": {"path": _grpc_path(batch_rpc)},
+            "route": {"cluster": _method_cluster(batch_rpc), "timeout": f"{config.upload_timeout_s}s"},
         },
     ]
     # A server stream answers as long as its client listens (a watch): no route timeout. A quiet
@@ -224,23 +241,25 @@ def _routes(config: GatewayConfig) -> list[dict]:
     for method in streamed_methods():
         routes.append(
             {
-                "match": {"path": f"/{method.containing_service.full_name}/{method.name}"},
+                "match": {"path": _grpc_path(method)},
                 "route": {
-                    "cluster": _cluster_name(method.containing_service.full_name),
+                    "cluster": _method_cluster(method),
                     "timeout": "0s",
                     "idle_timeout": f"{config.watch_idle_timeout_s}s",
                 },
                 **_WITHOUT_BODY_LIMIT,
             }
         )
-    for service in public_service_names():
-        routes.append(
-            {
-                "match": {"prefix": f"/{service}/"},
-                "route": {"cluster": _cluster_name(service), "timeout": f"{config.request_timeout_s}s"},
-                **_WITHOUT_BODY_LIMIT,
-            }
-        )
+    # Every gRPC service a public process serves goes to that process.
+    for entry in public_services():
+        for service in entry.grpc_services:
+            routes.append(
+                {
+                    "match": {"prefix": f"/{service}/"},
+                    "route": {"cluster": _cluster_name(entry), "timeout": f"{config.request_timeout_s}s"},
+                    **_WITHOUT_BODY_LIMIT,
+                }
+            )
     routes.extend(_method_not_allowed_routes())
     # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
     # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies
@@ -840,7 +859,7 @@ def _http_filters(config: GatewayConfig) -> list[dict]:
                 "pass_through_mode": False,
                 "headers": [{"name": ":path", "string_match": {"exact": HEALTHZ_PATH}}],
                 "cluster_min_healthy_percentages": {
-                    _cluster_name(service): {"value": 100.0} for service in public_service_names()
+                    _cluster_name(entry): {"value": 100.0} for entry in public_services()
                 },
             },
         },
@@ -970,7 +989,7 @@ def render(config: GatewayConfig) -> dict:
                     ],
                 }
             ],
-            "clusters": [_cluster(service, config.upstreams[service]) for service in public_service_names()],
+            "clusters": [_cluster(entry, config.upstreams[entry.name]) for entry in public_services()],
         },
     }
 
