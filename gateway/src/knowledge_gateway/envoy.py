@@ -31,6 +31,7 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from google.api import annotations_pb2
@@ -78,6 +79,8 @@ _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_man
 HEALTHZ_PATH = "/healthz"  # readiness: 503 unless every upstream is SERVING
 LIVEZ_PATH = "/livez"  # liveness: Envoy itself answers
 HEALTH_CHECK_INTERVAL_S = 1
+# A value the Python side fills into the Lua files (@NAME@: not Lua syntax, so never a clash).
+_LUA_PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,7 @@ def _routes(config: GatewayConfig) -> list[dict]:
         "headers": [{"name": ":method", "string_match": {"exact": "POST"}}],
     }
     routes.append({"match": upload, "route": unrouted, **_WITHOUT_BODY_LIMIT})
-    # Lua reads a JSON body whole to check its fields (see _JSON_CHECK_LUA): up to the cap.
+    # Lua reads a JSON body whole to check its fields (see _lua_source): up to the cap.
     routes.append(
         {"match": {"prefix": "/"}, "route": unrouted, "per_request_buffer_limit_bytes": config.max_body_bytes}
     )
@@ -592,68 +595,44 @@ def _body_limit(config: GatewayConfig) -> dict:
 
 def _lua_source(config: GatewayConfig) -> str:
     """Before anything else: drop client-sent internal headers, and refuse a body over the cap by
-    its Content-Length before reading it.
+    its Content-Length before reading it, then check a JSON body's field names.
 
-    On the way back, as the last filter to see the response: ingest's answer to a streamed upload
-    that crossed the cap (see _body_limit), which the transcoder made a 429 JSON status, becomes
-    the same 413 a sized upload gets. It is recognised by status 429 and the ErrorInfo reason
-    UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only a small JSON 429 is ever read.
+    The field check (``lua/json_fields.lua``): the transcoder drops a JSON key it does not know
+    (proto3 JSON parsing) and has no option to refuse one, so a misspelt field (`corpus` for
+    `corpus_id`) would be ignored without a word. It walks the body once, skipping strings with
+    string.find, and answers 400 naming the first unknown field (or a null, which proto3 JSON
+    reads as "absent"). A body it cannot read as JSON is left to the transcoder, which refuses it.
+
+    On the way back (``lua/entry_points.lua``), as the last filter to see the response: ingest's
+    answer to a streamed upload that crossed the cap (see _body_limit), which the transcoder made
+    a 429 JSON status, becomes the same 413 a sized upload gets. It is recognised by status 429
+    and the ErrorInfo reason UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only a small JSON
+    429 is ever read.
     """
-    body = too_large_json(config.max_body_bytes)
-    removals = "\n".join(f'  headers:remove("{name}")' for name in ORIGINAL_HEADERS)
-    return (
-        _JSON_CHECK_LUA % {"schemas": _body_schemas_lua()}
-        + f"""
-function envoy_on_request(handle)
-  local headers = handle:headers()
-  headers:remove("{TENANT_HEADER}")
-  headers:remove("{UNROUTED_HEADER}")
-{removals}
-  -- For the access log: the query's parameter names, never their values.
-  local query = string.match(headers:get(":path") or "", "%?(.*)$")
-  if query ~= nil and query ~= "" then
-    local names = {{}}
-    for pair in string.gmatch(query, "[^&]+") do
-      local name = string.match(pair, "^[^=]*")
-      if string.match(name, "^[%w_.%-]+$") == nil then
-        name = "?"
-      end
-      names[#names + 1] = name
-      if #names == 20 then
-        names[#names + 1] = "..."
-        break
-      end
-    end
-    handle:streamInfo():dynamicMetadata():set("{LOG_NAMESPACE}", "query", table.concat(names, ","))
-  end
-  local length = headers:get("content-length")
-  if length ~= nil then
-    local size = tonumber(length)
-    if size ~= nil and size > {config.max_body_bytes} then
-      handle:respond({{[":status"] = "413"}}, "{too_large_message(config.max_body_bytes)}")
-      return
-    end
-  end
-  local problem = unknown_field(handle, headers:get(":method"), string.match(headers:get(":path") or "", "^[^?]*"))
-  if problem ~= nil then
-    handle:respond({{[":status"] = "400"}}, problem)
-  end
-end
-
-function envoy_on_response(handle)
-  local length = tonumber(handle:headers():get("content-length") or "")
-  if handle:headers():get(":status") ~= "429" or length == nil or length > {MAX_ERROR_BODY_BYTES} then
-    return
-  end
-  local body = handle:body()
-  if body == nil or not string.find(body:getBytes(0, body:length()), '"reason"%s*:%s*"{UPLOAD_TOO_LARGE}"') then
-    return
-  end
-  body:setBytes([==[{body}]==])
-  handle:headers():replace(":status", "413")
-end
-"""
+    fields = _lua_file("json_fields.lua", SCHEMAS=_body_schemas_lua())
+    entry_points = _lua_file(
+        "entry_points.lua",
+        TENANT_HEADER=TENANT_HEADER,
+        UNROUTED_HEADER=UNROUTED_HEADER,
+        ORIGINAL_PATH_HEADER=ORIGINAL_HEADERS[0],
+        ORIGINAL_METHOD_HEADER=ORIGINAL_HEADERS[1],
+        LOG_NAMESPACE=LOG_NAMESPACE,
+        MAX_BODY_BYTES=config.max_body_bytes,
+        TOO_LARGE_MESSAGE=too_large_message(config.max_body_bytes),
+        MAX_ERROR_BODY_BYTES=MAX_ERROR_BODY_BYTES,
+        UPLOAD_TOO_LARGE=UPLOAD_TOO_LARGE,
+        TOO_LARGE_JSON=too_large_json(config.max_body_bytes),
     )
+    return "".join("\n" + chunk for chunk in (fields, entry_points))  # each chunk after a blank line
+
+
+def _lua_file(name: str, **values: object) -> str:
+    """A Lua file of this package with each ``@NAME@`` filled in: every one given, none left over."""
+    text = (resources.files("knowledge_gateway") / "lua" / name).read_text()
+    wanted = set(_LUA_PLACEHOLDER.findall(text))
+    if wanted != set(values):
+        raise ValueError(f"lua/{name}: placeholders {sorted(wanted)}, values for {sorted(values)}")
+    return _LUA_PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
 
 
 def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
@@ -703,117 +682,6 @@ def _body_schemas_lua() -> str:
             f"schemas[{json.dumps(message.full_name)}]}}"
         )
     return "\n".join(lines)
-
-
-# A JSON body's keys against the request message's fields: the transcoder drops a key it does not
-# know (proto3 JSON parsing) and has no option to refuse one, so a misspelt field (`corpus` for
-# `corpus_id`) would be ignored without a word. This walks the body once, skipping strings with
-# string.find, and answers 400 naming the first unknown field (or a null, which proto3 JSON
-# reads as "absent"). A body it cannot read as JSON is left to the transcoder, which refuses it.
-_JSON_CHECK_LUA = r"""
-local schemas = {}
-local json_routes = {}
-%(schemas)s
-
-local function skip_space(s, i)
-  return string.find(s, "[^ \t\r\n]", i) or (#s + 1)
-end
-
-local function string_end(s, i)  -- s[i] is the opening quote: the index after the closing one
-  local j = i + 1
-  while true do
-    local k = string.find(s, '["\\]', j)
-    if k == nil then error("syntax", 0) end
-    if string.byte(s, k) == 92 then j = k + 2 else return k + 1 end
-  end
-end
-
-local function field_name(path, key)
-  if #key > 64 or string.match(key, "^[%%w_]+$") == nil then
-    return path .. "?"
-  end
-  return path .. key
-end
-
-local check_value
-local function check_object(s, i, schema, path, depth)
-  i = skip_space(s, i + 1)
-  if string.byte(s, i) == 125 then return i + 1 end
-  while true do
-    if string.byte(s, i) ~= 34 then error("syntax", 0) end
-    local after = string_end(s, i)
-    local key = string.sub(s, i + 1, after - 2)
-    local inner = true
-    if schema ~= nil then
-      inner = schema[key]
-      if inner == nil then error({field = field_name(path, key)}, 0) end
-    end
-    local colon = skip_space(s, after)
-    if string.byte(s, colon) ~= 58 then error("syntax", 0) end
-    local j = check_value(s, skip_space(s, colon + 1), schema ~= nil and inner or nil, path .. key .. ".", depth)
-    j = skip_space(s, j)
-    local c = string.byte(s, j)
-    if c == 44 then
-      i = skip_space(s, j + 1)
-    elseif c == 125 then
-      return j + 1
-    else
-      error("syntax", 0)
-    end
-  end
-end
-
-check_value = function(s, i, schema, path, depth)
-  if depth > 32 then error("syntax", 0) end
-  local c = string.byte(s, i)
-  if c == 123 then
-    return check_object(s, i, type(schema) == "table" and schema or nil, path, depth + 1)
-  elseif c == 91 then
-    i = skip_space(s, i + 1)
-    if string.byte(s, i) == 93 then return i + 1 end
-    while true do
-      i = skip_space(s, check_value(s, i, schema, path, depth + 1))
-      local d = string.byte(s, i)
-      if d == 44 then
-        i = skip_space(s, i + 1)
-      elseif d == 93 then
-        return i + 1
-      else
-        error("syntax", 0)
-      end
-    end
-  elseif c == 34 then
-    return string_end(s, i)
-  elseif schema ~= nil and string.sub(s, i, i + 3) == "null" then
-    error({field = string.sub(path, 1, -2), null = true}, 0)
-  end
-  local j = string.find(s, "[,%%]} \t\r\n]", i)
-  if j == nil then return #s + 1 end
-  if j == i then error("syntax", 0) end
-  return j
-end
-
--- nil when the body is fine (or not JSON: the transcoder answers that), else the 400's message.
-local function unknown_field(handle, method, path)
-  local schema = nil
-  for _, route in ipairs(json_routes) do
-    if route[1] == method and string.match(path, route[2]) then
-      schema = route[3]
-      break
-    end
-  end
-  if schema == nil then return nil end
-  local body = handle:body()
-  if body == nil or body:length() == 0 then return nil end
-  local s = body:getBytes(0, body:length())
-  local ok, problem = pcall(check_value, s, skip_space(s, 1), schema, "", 0)
-  if ok or type(problem) ~= "table" then return nil end
-  if problem.null then
-    return "field " .. problem.field .. " is null: leave it out instead"
-  end
-  return "unknown field " .. problem.field .. " in the request body"
-end
-"""
 
 
 def _rate_limit(config: GatewayConfig) -> dict:
