@@ -357,7 +357,9 @@ def start_envoy(work: Path, search_port: int, keys: Path, http_port: int) -> sub
     envoy = shutil.which("envoy", path=str(Path(sys.executable).parent))
     if envoy is None:
         return None
-    from knowledge_gateway.envoy import GatewayConfig, write_config, write_descriptor_set
+    from knowledge_gateway.config import GatewayConfig
+    from knowledge_gateway.descriptors import write_descriptor_set
+    from knowledge_gateway.envoy import write_config
 
     config = GatewayConfig(
         listen_host="127.0.0.1",

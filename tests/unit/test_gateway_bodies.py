@@ -15,7 +15,10 @@ import grpc
 import httpx
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_gateway.envoy import GatewayConfig, too_large_json, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
+from knowledge_gateway.local_replies import too_large_json
 from knowledge_runtime.errors import ResourceExhausted, UploadTooLarge
 from knowledge_runtime.interceptors import status_for
 

@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
-from knowledge_gateway.descriptors import descriptor_set, public_service_names
-from knowledge_gateway.envoy import GatewayConfig, render, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import descriptor_set, public_service_names, write_descriptor_set
+from knowledge_gateway.envoy import render, write_config
 
 ENVOY = Path(sys.executable).parent / "envoy"
 

@@ -21,8 +21,9 @@ import httpx
 import pytest
 from google.protobuf import message_factory
 from knowledge.v1 import search_pb2, search_pb2_grpc
-from knowledge_gateway.descriptors import public_service_descriptors
-from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
+from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB, GatewayConfig
+from knowledge_gateway.descriptors import public_service_descriptors, write_descriptor_set
+from knowledge_gateway.envoy import write_config
 from knowledge_runtime.registry import public_services
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 

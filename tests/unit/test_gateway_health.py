@@ -14,7 +14,9 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from knowledge_gateway.envoy import GatewayConfig, render, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import render, write_config
 from knowledge_runtime.registry import serving
 
 from tests.support.net import free_port

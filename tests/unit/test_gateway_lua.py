@@ -10,7 +10,10 @@ from importlib import resources
 from pathlib import Path
 
 import knowledge_gateway
-from knowledge_gateway.envoy import GatewayConfig, render
+import pytest
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.envoy import render
+from knowledge_gateway.lua import lua_file
 
 PACKAGE = Path(knowledge_gateway.__file__).parent
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
@@ -56,3 +59,13 @@ def test_every_line_of_the_files_is_inlined_with_every_placeholder_filled():
                 assert line in lua, (name, line)
     assert "size > 1234 then" in lua and "function envoy_on_request" in lua
     assert 'schemas["knowledge.v1.CreateCorpusRequest"]' in lua
+
+
+def test_a_placeholder_without_a_value_or_a_value_without_a_placeholder_is_an_error():
+    with pytest.raises(ValueError, match="SCHEMAS"):
+        lua_file("json_fields.lua")
+    with pytest.raises(ValueError, match="EXTRA"):
+        lua_file("json_fields.lua", SCHEMAS="", EXTRA="x")
+    assert lua_file("json_fields.lua", SCHEMAS="-- none").startswith(
+        "local schemas = {}\nlocal json_routes = {}\n-- none\n"
+    )

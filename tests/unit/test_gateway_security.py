@@ -5,16 +5,16 @@ import json
 from pathlib import Path
 
 import pytest
-from knowledge_gateway.envoy import (
+from knowledge_gateway.config import (
     BODY_LIMIT_FILTER,
     OPENAPI_PATH,
     TENANT_HEADER,
     GatewayConfig,
     limits_from_env,
     parse_origins,
-    render,
-    too_large_json,
 )
+from knowledge_gateway.envoy import render
+from knowledge_gateway.local_replies import too_large_json
 from knowledge_gateway.render import gateway_config
 from knowledge_runtime.settings import Env, SettingsError
 
@@ -205,7 +205,7 @@ def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():
 
 
 def test_slow_clients_and_header_sizes_have_explicit_limits():
-    from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB
+    from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB
 
     hcm = manager(rendered(upload_timeout_s=600))
     assert hcm["request_headers_timeout"] == "10s" and hcm["request_timeout"] == "600s"

@@ -39,7 +39,9 @@ from typing import Any
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
+from knowledge_gateway.config import REST_PREFIX, GatewayConfig, limits_from_env
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
 from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys

@@ -10,6 +10,7 @@ routed and described without a change here.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
@@ -50,6 +51,13 @@ def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
 def descriptor_bytes() -> bytes:
     """The descriptor set as the file the transcoder reads."""
     return descriptor_set().SerializeToString()
+
+
+def write_descriptor_set(path: Path) -> Path:
+    """The descriptor set as the file Envoy's transcoder is configured to read."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(descriptor_bytes())
+    return path
 
 
 def public_service_names() -> list[str]:

@@ -27,7 +27,9 @@ from knowledge_runtime.settings import (
     service_address,
 )
 
-from knowledge_gateway.envoy import GatewayConfig, limits_from_env, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig, limits_from_env
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
 from knowledge_gateway.openapi import openapi_text
 
 CONFIG_NAME = "envoy.json"
