@@ -9,7 +9,7 @@ import uuid
 import grpc
 import pytest
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, ingest_pb2, ingest_pb2_grpc
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app

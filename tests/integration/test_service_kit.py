@@ -13,7 +13,7 @@ import grpc
 import pytest
 import structlog
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_embedder.domain.errors import AnchorNotFound, EmbedderStopping, InvalidInput, QueueFull
 from knowledge_ingest.adapters.services import EmbedderClient
 from knowledge_ingest.domain.errors import DependencyNotReady

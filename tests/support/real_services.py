@@ -3,7 +3,7 @@ an ingest beside them runs with: what the tests of the whole ingest chain share.
 
 from __future__ import annotations
 
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
