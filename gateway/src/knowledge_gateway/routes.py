@@ -29,7 +29,8 @@ from knowledge_gateway.descriptors import http_rules, public_method, streamed_me
 
 
 def cluster_name(entry: ServiceEntry) -> str:
-    """One cluster per upstream process, named after its readiness service ("ingestservice")."""
+    """One cluster per upstream process, named after its readiness service ("ingestservice"): the
+    name Envoy's stats and the committed configurations had when a process served one service."""
     return entry.health_name.rsplit(".", 1)[-1].lower()
 
 
