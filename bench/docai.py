@@ -354,9 +354,7 @@ async def run(options: argparse.Namespace, manifest: Manifest, chosen: list[Labe
         metadata = [("authorization", f"Bearer {token}")]
         async with AsyncExitStack() as services:
             addresses = await services.enter_async_context(
-                ingest_services(
-                    lambda role: pg.url(user=f"knowledge_{role}"), keys, work, workers=2, log_level="warning"
-                )
+                ingest_services(lambda role: pg.url(user=role), keys, work, workers=2, log_level="warning")
             )
             files = [(d.doc_id, upload_name(i, d), found[d.doc_id]) for i, d in enumerate(documents, 1)]
             ingest_started = time.perf_counter()

@@ -20,6 +20,7 @@ import httpx
 import psutil
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from knowledge_runtime.registry import service as registered
 
 from tests.support.stack import running_stack
 
@@ -62,7 +63,7 @@ def answers(stack: dict, headers: dict) -> bool:
 
 
 def readiness(stack: dict, service: str, name: str) -> int:
-    port = stack["env"][f"KNOWLEDGE_{service.upper().replace('-', '_')}_PORT"]
+    port = stack["env"][f"KNOWLEDGE_{registered(service).port_setting}"]
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=name), timeout=2).status
 
@@ -130,7 +131,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         assert httpx.get(f"{stack['root']}/livez").status_code == 200
         # ... and the supervisor starts it again: readiness and the answers come back.
         eventually(lambda: status(stack)["postgres"]["restarts"] == 1, 30, "postgres restarted")
-        for service, name in (("ingest", "knowledge.v1.IngestService"), ("search", "knowledge.v1.SearchService")):
+        for service, name in (("ingest", "knowledge.v1.CorpusService"), ("search", "knowledge.v1.SearchService")):
             eventually(
                 lambda service=service, name=name: (
                     readiness(stack, service, name) == health_pb2.HealthCheckResponse.SERVING

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 from knowledge_embedder.adapters.onnx_export import cache_path
 from knowledge_embedder.adapters.torch_encoder import TorchEncoder

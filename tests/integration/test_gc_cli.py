@@ -73,7 +73,9 @@ async def test_the_local_stack_pass_frees_what_nothing_references(content_db, mi
     """What `knowledge up` runs every KNOWLEDGE_GC_EVERY_S: an applied pass with the stack's own key."""
     from dataclasses import replace
 
-    from knowledge_cli.stack import Stack, StackSettings, collect_garbage_once
+    from knowledge_cli.stack import Stack
+    from knowledge_cli.stack_settings import StackSettings
+    from knowledge_cli.up import collect_garbage_once
     from knowledge_runtime.auth import TokenVerifier
     from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
     from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER, Env

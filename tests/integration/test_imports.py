@@ -9,7 +9,7 @@ import uuid
 import grpc
 import pytest
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, ingest_pb2
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
@@ -23,6 +23,7 @@ from knowledge_ingest.imports.usecases import ImportUseCases
 from knowledge_ingest.jobs.postgres import PostgresJobs
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.registry import service as registered
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import Env
 
@@ -38,7 +39,7 @@ IMPORTING = ["corpus.create", "corpus.read", "document.upload", "document.import
 def base_env(pg, keys_dir, tmp_path, service: str) -> dict[str, str]:
     return {
         "KNOWLEDGE_DATA_DIR": str(tmp_path),
-        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + service.replace("-", "_")),
+        "KNOWLEDGE_DATABASE_URL": pg.url(user=registered(service).database_role),
         "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
         "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
         "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
@@ -65,7 +66,7 @@ async def stack(migrated_pg, keys_dir, tmp_path_factory):
         env = {
             **base_env(migrated_pg, keys_dir, tmp, name),
             **roots,
-            f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0",
+            f"KNOWLEDGE_{registered(name).port_setting}": "0",
         }
         app = await build(settings_type.from_env(Env(env)))
         addresses[name] = f"127.0.0.1:{await app.start()}"

@@ -35,7 +35,7 @@ async def services(migrated_pg, keys_dir, tmp_path_factory):
     """The real content-index, embedder and ingest on free ports: documents become chunks the way
     a user's do (ingest is the only writer of chunks)."""
     async with ingest_services(
-        lambda role: migrated_pg.url(user=f"knowledge_{role}"), keys_dir, tmp_path_factory.mktemp("search-eval")
+        lambda role: migrated_pg.url(user=role), keys_dir, tmp_path_factory.mktemp("search-eval")
     ) as addresses:
         yield addresses
 

@@ -13,7 +13,7 @@ import grpc
 import pytest
 import structlog
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_embedder.domain.errors import AnchorNotFound, EmbedderStopping, InvalidInput, QueueFull
 from knowledge_ingest.clients.services import EmbedderClient
 from knowledge_ingest.domain.errors import DependencyNotReady
@@ -28,6 +28,7 @@ from knowledge_runtime.errors import (
     UploadTooLarge,
 )
 from knowledge_runtime.refusals import Refusal, Refused
+from knowledge_runtime.registry import service as registered
 from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.settings import CommonSettings, Env, SettingsError
@@ -242,16 +243,16 @@ def logging_restored():
 
 
 def service_env(pg, keys_dir, tmp_path, service: str, metrics_port: int) -> Env:
-    key = service.upper().replace("-", "_")
+    entry = registered(service)
     return Env(
         {
             "KNOWLEDGE_DATA_DIR": str(tmp_path),
-            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user=entry.database_role),
             "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
             "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / PRIVATE_KEY_FILE),
             "KNOWLEDGE_BLOB_ROOT": str(tmp_path / "blobs"),
             "KNOWLEDGE_LOG_LEVEL": "warning",
-            f"KNOWLEDGE_{key}_PORT": "0",
+            f"KNOWLEDGE_{entry.port_setting}": "0",
             "KNOWLEDGE_INGEST_WORKERS": "1",
             "KNOWLEDGE_METRICS_PORT": str(metrics_port),
             "KNOWLEDGE_CONTENT_INDEX_ADDRESS": f"127.0.0.1:{free_port()}",

@@ -5,18 +5,14 @@ import subprocess
 import sys
 
 import pytest
+from knowledge_runtime.registry import service
 
 from tests.support.net import free_port
 from tests.support.processes import module, service_env, wait_serving
 
 pytestmark = pytest.mark.integration
 
-SERVICES = {
-    "content-index": "knowledge.v1.ContentIndexService",
-    "embedder": "knowledge.v1.EmbedderService",
-    "ingest": "knowledge.v1.CorpusService",
-    "search": "knowledge.v1.SearchService",
-}
+SERVICES = ("content-index", "embedder", "ingest", "search")
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
@@ -29,7 +25,7 @@ async def test_service_serves_then_stops_on_sigterm(name, migrated_pg, keys_dir,
         stderr=subprocess.PIPE,
     )
     try:
-        await wait_serving(f"127.0.0.1:{port}", SERVICES[name], process)
+        await wait_serving(f"127.0.0.1:{port}", service(name).health_name, process)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     finally:

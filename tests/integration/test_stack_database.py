@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from knowledge_cli.stack import RestartPolicy, Stack, StackSettings, StartupFailed
+from knowledge_cli.stack import Stack, StartupFailed
+from knowledge_cli.stack_settings import RestartPolicy, StackSettings
 from knowledge_runtime.db.embedded import running_postmaster
 
 pytestmark = pytest.mark.integration

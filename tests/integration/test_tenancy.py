@@ -22,6 +22,7 @@ from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.tenants.metrics import publish
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.tenant_settings import enablement_gate
+from knowledge_runtime.registry import service
 from prometheus_client import REGISTRY
 
 from tests.support import rpc
@@ -322,13 +323,13 @@ async def test_the_per_tenant_metrics_keep_their_label_bounded(ingest, make_toke
 
 def service_process(name: str, pg, keys_dir: Path, tmp_path: Path) -> tuple[subprocess.Popen, str]:
     """One service as its own process, tenants disabled by default (production's setting)."""
-    port, key = free_port(), name.upper().replace("-", "_")
+    port, entry = free_port(), service(name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
     env.update(
         {
             "KNOWLEDGE_DATA_DIR": str(tmp_path),
-            f"KNOWLEDGE_{key}_PORT": str(port),
-            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
+            f"KNOWLEDGE_{entry.port_setting}": str(port),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user=entry.database_role),
             "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
             "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
             "KNOWLEDGE_INGEST_WORKERS": "0",
@@ -336,7 +337,7 @@ def service_process(name: str, pg, keys_dir: Path, tmp_path: Path) -> tuple[subp
         }
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "knowledge_" + name.replace("-", "_")],
+        [sys.executable, "-m", entry.module],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

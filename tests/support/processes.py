@@ -6,17 +6,18 @@ import time
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
+from knowledge_runtime.registry import service
 
 
 def service_env(name: str, port: int, pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:
-    key = name.upper().replace("-", "_")
+    entry = service(name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
     env.update(
         {
             "KNOWLEDGE_DATA_DIR": str(tmp_path),
-            f"KNOWLEDGE_{key}_PORT": str(port),
-            "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + key.lower()),
+            f"KNOWLEDGE_{entry.port_setting}": str(port),
+            "KNOWLEDGE_DATABASE_URL": pg.url(user=entry.database_role),
             "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
             "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
             "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
@@ -27,7 +28,7 @@ def service_env(name: str, port: int, pg, keys_dir, tmp_path, **extra: str) -> d
 
 
 def module(name: str) -> str:
-    return "knowledge_" + name.replace("-", "_")
+    return service(name).module
 
 
 async def wait_serving(address: str, service: str, process: subprocess.Popen, timeout: float = 60.0) -> None:

@@ -3,11 +3,12 @@ an ingest beside them runs with: what the tests of the whole ingest chain share.
 
 from __future__ import annotations
 
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_content_index.bootstrap import build_app as content_index_app
 from knowledge_content_index.config import ContentIndexSettings
 from knowledge_embedder.bootstrap import build_app as embedder_app
 from knowledge_embedder.config import EmbedderSettings
+from knowledge_runtime.registry import service as registered
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
 
@@ -15,7 +16,7 @@ from knowledge_runtime.settings import Env
 def base_env(pg, keys_dir, tmp_path, service: str) -> dict[str, str]:
     return {
         "KNOWLEDGE_DATA_DIR": str(tmp_path),
-        "KNOWLEDGE_DATABASE_URL": pg.url(user="knowledge_" + service.replace("-", "_")),
+        "KNOWLEDGE_DATABASE_URL": pg.url(user=registered(service).database_role),
         "KNOWLEDGE_JWKS_PATH": str(keys_dir / "jwks.json"),
         "KNOWLEDGE_SERVICE_KEY_PATH": str(keys_dir / "dev-signing-key.pem"),
         "KNOWLEDGE_EMBEDDING_MODEL": default_embedding_model(),
@@ -32,7 +33,7 @@ async def start_backends(pg, keys_dir, tmp) -> tuple[list[GrpcApp], dict[str, st
         ("content-index", ContentIndexSettings, content_index_app),
         ("embedder", EmbedderSettings, embedder_app),
     ):
-        env = {**base_env(pg, keys_dir, tmp, name), f"KNOWLEDGE_{name.upper().replace('-', '_')}_PORT": "0"}
+        env = {**base_env(pg, keys_dir, tmp, name), f"KNOWLEDGE_{registered(name).port_setting}": "0"}
         app = await build(settings_type.from_env(Env(env)))
         addresses[name] = f"127.0.0.1:{await app.start()}"
         apps.append(app)

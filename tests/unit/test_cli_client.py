@@ -8,7 +8,7 @@ import httpx
 import pytest
 from knowledge_cli import client as codes
 from knowledge_cli.client import ApiError, Client, error_from_response
-from knowledge_cli.rest import follow, progress_line
+from knowledge_cli.uploads import follow, progress_line
 
 
 def status(code: int, message: str, reason: str = "") -> dict:
@@ -197,7 +197,7 @@ def test_commands_exit_with_the_codes(knowledge, monkeypatch, capsys, tmp_path):
 
 
 def test_ctrl_c_while_following_cancels_only_when_asked(knowledge, monkeypatch, capsys, tmp_path):
-    from knowledge_cli import rest
+    from knowledge_cli import uploads
 
     cancelled = []
 
@@ -213,7 +213,7 @@ def test_ctrl_c_while_following_cancels_only_when_asked(knowledge, monkeypatch, 
         raise KeyboardInterrupt
 
     run = knowledge(handler)
-    monkeypatch.setattr(rest, "follow", interrupted)
+    monkeypatch.setattr(uploads, "follow", interrupted)
     (tmp_path / "a.txt").write_text("hello")
 
     assert run("upload", str(tmp_path / "a.txt"), "--corpus", "1") == codes.INTERRUPTED
@@ -318,7 +318,7 @@ WATCH_LINES = [
 
 
 def test_documents_watch_prints_the_list_then_each_change(knowledge, capsys):
-    from knowledge_cli.rest import watch_documents
+    from knowledge_cli.documents import watch_documents
 
     paths = []
 
@@ -348,7 +348,7 @@ def test_documents_watch_prints_the_list_then_each_change(knowledge, capsys):
 
 
 def test_a_watch_the_server_ends_is_started_again(capsys):
-    from knowledge_cli.rest import watch_documents
+    from knowledge_cli.documents import watch_documents
 
     calls, slept = [], []
 
@@ -402,7 +402,7 @@ class _CutMidStream(httpx.SyncByteStream):
 
 
 def test_a_watch_cut_mid_stream_is_started_again(capsys):
-    from knowledge_cli.rest import watch_documents
+    from knowledge_cli.documents import watch_documents
 
     calls, slept = [], []
 
@@ -420,7 +420,7 @@ def test_a_watch_cut_mid_stream_is_started_again(capsys):
 
 
 def test_a_watch_of_an_unreachable_gateway_is_not_waited_out():
-    from knowledge_cli.rest import watch_documents
+    from knowledge_cli.documents import watch_documents
 
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused")

@@ -126,7 +126,8 @@ def test_auto_keeps_torch_for_a_model_the_export_does_not_support(machine, tmp_p
 
 
 def test_knowledge_up_starts_the_embedder_on_auto_unless_told_otherwise(tmp_path, monkeypatch):
-    from knowledge_cli.stack import Stack, StackSettings
+    from knowledge_cli.stack import Stack
+    from knowledge_cli.stack_settings import StackSettings
     from knowledge_runtime.devkeys import KEY_ID_FILE
 
     (tmp_path / KEY_ID_FILE).write_text("kid\n")

@@ -15,7 +15,10 @@ import grpc
 import httpx
 import pytest
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_gateway.envoy import GatewayConfig, too_large_json, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
+from knowledge_gateway.local_replies import too_large_json
 from knowledge_runtime.errors import ResourceExhausted, UploadTooLarge
 from knowledge_runtime.interceptors import status_for
 
@@ -31,7 +34,7 @@ class Overloaded(ResourceExhausted):
     reason = "OVERLOADED"
 
 
-class FakeIngest(ingest_pb2_grpc.IngestServiceServicer):
+class FakeIngest(ingest_pb2_grpc.IngestJobServiceServicer, ingest_pb2_grpc.CorpusServiceServicer):
     """Caps an upload as ingest does (its bytes as they stream) and records what reached it."""
 
     def __init__(self) -> None:
@@ -63,7 +66,8 @@ class FakeIngest(ingest_pb2_grpc.IngestServiceServicer):
 async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
     fake = FakeIngest()
     server = grpc.aio.server()
-    ingest_pb2_grpc.add_IngestServiceServicer_to_server(fake, server)
+    ingest_pb2_grpc.add_IngestJobServiceServicer_to_server(fake, server)
+    ingest_pb2_grpc.add_CorpusServiceServicer_to_server(fake, server)
     ingest_port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     port = free_port()
@@ -71,11 +75,7 @@ async def gateway(tmp_path, keys_dir, make_token) -> AsyncIterator[dict]:
         listen_host="127.0.0.1",
         listen_port=port,
         admin_port=free_port(),
-        upstreams={
-            "knowledge.v1.IngestService": f"127.0.0.1:{ingest_port}",
-            "knowledge.v1.SearchService": "127.0.0.1:1",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:1",
-        },
+        upstreams={"ingest": f"127.0.0.1:{ingest_port}", "search": "127.0.0.1:1", "documents-ai": "127.0.0.1:1"},
         jwks_path=keys_dir / "jwks.json",
         issuer="knowledge-dev",
         audience="knowledge",

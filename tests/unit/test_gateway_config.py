@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
-from knowledge_gateway.descriptors import descriptor_set, public_service_names
-from knowledge_gateway.envoy import GatewayConfig, render, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import descriptor_set, public_service_names, write_descriptor_set
+from knowledge_gateway.envoy import render, write_config
 
 ENVOY = Path(sys.executable).parent / "envoy"
 
@@ -17,11 +18,7 @@ def config(tmp_path: Path, jwks: Path) -> GatewayConfig:
         listen_host="127.0.0.1",
         listen_port=18080,
         admin_port=0,
-        upstreams={
-            "knowledge.v1.IngestService": "127.0.0.1:1",
-            "knowledge.v1.SearchService": "search:50054",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:3",
-        },
+        upstreams={"ingest": "127.0.0.1:1", "search": "search:50054", "documents-ai": "127.0.0.1:3"},
         jwks_path=jwks,
         issuer="knowledge-dev",
         audience="knowledge",
@@ -36,7 +33,12 @@ def test_descriptor_set_is_self_contained():
         assert all(dep in names[:index] for dep in file.dependency), file.name
     assert {"knowledge/v1/ingest.proto", "google/api/http.proto", "google/rpc/error_details.proto"} <= set(names)
     assert public_service_names() == [
-        "knowledge.v1.IngestService",
+        "knowledge.v1.CorpusService",
+        "knowledge.v1.DocumentService",
+        "knowledge.v1.IngestJobService",
+        "knowledge.v1.ImportService",
+        "knowledge.v1.TenantService",
+        "knowledge.v1.EventService",
         "knowledge.v1.SearchService",
         "knowledge.v1.DocumentsAIService",
     ]
@@ -49,7 +51,7 @@ def test_render_keeps_proto_names_and_converts_status(tmp_path, keys_dir):
     assert '"preserve_proto_field_names": true' in text
     assert '"convert_grpc_status": true' in text
     clusters = {c["name"]: c["type"] for c in rendered["static_resources"]["clusters"]}
-    assert clusters == {"ingestservice": "STATIC", "searchservice": "STRICT_DNS", "documentsaiservice": "STATIC"}
+    assert clusters == {"ingest": "STATIC", "search": "STRICT_DNS", "documents-ai": "STATIC"}
 
 
 def test_envoy_validates_the_config(tmp_path, keys_dir):

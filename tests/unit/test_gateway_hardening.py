@@ -20,19 +20,18 @@ import grpc
 import httpx
 import pytest
 from google.protobuf import message_factory
-from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2, search_pb2_grpc
-from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB, GatewayConfig, write_config, write_descriptor_set
+from knowledge.v1 import search_pb2, search_pb2_grpc
+from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB, GatewayConfig
+from knowledge_gateway.descriptors import public_service_descriptors, write_descriptor_set
+from knowledge_gateway.envoy import write_config
+from knowledge_runtime.registry import public_services
 from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
 
 from tests.support.envoy import wait_until_up
 from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
-SERVICES = (
-    ingest_pb2.DESCRIPTOR.services_by_name["IngestService"],
-    search_pb2.DESCRIPTOR.services_by_name["SearchService"],
-    documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
-)
+SERVICES = public_service_descriptors()
 API = "/api/v1/knowledge"
 
 
@@ -80,7 +79,7 @@ async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncI
         listen_host="127.0.0.1",
         listen_port=port,
         admin_port=free_port(),
-        upstreams={service.full_name: f"127.0.0.1:{upstream}" for service in SERVICES},
+        upstreams={entry.name: f"127.0.0.1:{upstream}" for entry in public_services()},
         jwks_path=keys_dir / "jwks.json",
         issuer="knowledge-dev",
         audience="knowledge",
@@ -154,7 +153,7 @@ async def test_the_access_log_has_no_query_values_and_the_clients_method(gateway
     assert by_path[("GET", f"{API}/corpora")]["query"] in {"access_token,key", "page_size"}
     upload = by_path[("POST", f"{API}/upload")]
     assert upload["query"] == "corpus_id,filename" and upload["grpc_method"].endswith("/UploadDocument")
-    listed = [line for line in lines if line["grpc_method"] == "/knowledge.v1.IngestService/ListCorpora"]
+    listed = [line for line in lines if line["grpc_method"] == "/knowledge.v1.CorpusService/ListCorpora"]
     assert listed and all(line["method"] == "GET" for line in listed)  # not the upstream gRPC POST
     assert by_path[("GET", f"{API}/nothing-here")]["status"] == 404
 
@@ -271,7 +270,8 @@ async def test_header_sizes_around_the_limit_always_get_the_same_answer(gateway,
 async def test_the_services_take_metadata_up_to_one_limit_every_time(verifier, make_token):
     """A service's gRPC server (GrpcApp) has one metadata bound: under it every call passes (with
     gRPC's defaults, 8 KiB to 16 KiB passed at random and more never did), over it none does."""
-    recorder, search = Recorder(), SERVICES[1]
+    recorder = Recorder()
+    search = next(service for service in SERVICES if service.name == "SearchService")
     spec = ServiceSpec(
         descriptor=search,
         register=lambda server: server.add_generic_rpc_handlers(

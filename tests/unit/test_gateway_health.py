@@ -14,12 +14,15 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from knowledge_gateway.envoy import GatewayConfig, render, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import render, write_config
+from knowledge_runtime.registry import serving
 
 from tests.support.net import free_port
 
 ENVOY = Path(sys.executable).parent / "envoy"
-INGEST, SEARCH = "knowledge.v1.IngestService", "knowledge.v1.SearchService"
+INGEST, SEARCH = "knowledge.v1.CorpusService", "knowledge.v1.SearchService"
 DOCUMENTS_AI = "knowledge.v1.DocumentsAIService"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -39,19 +42,20 @@ def config(tmp_path: Path, upstreams: dict[str, str], keys_dir: Path, port: int 
 
 
 def test_each_upstream_is_health_checked_on_its_named_service_and_healthz_needs_all(tmp_path, keys_dir):
-    rendered = render(config(tmp_path, {INGEST: "127.0.0.1:1", SEARCH: "search:2", DOCUMENTS_AI: "ai:3"}, keys_dir))
+    upstreams = {"ingest": "127.0.0.1:1", "search": "search:2", "documents-ai": "ai:3"}
+    rendered = render(config(tmp_path, upstreams, keys_dir))
     checks = {
         c["name"]: c["health_checks"][0]["grpc_health_check"]["service_name"]
         for c in rendered["static_resources"]["clusters"]
     }
-    assert checks == {"ingestservice": INGEST, "searchservice": SEARCH, "documentsaiservice": DOCUMENTS_AI}
+    assert checks == {"ingest": INGEST, "search": SEARCH, "documents-ai": DOCUMENTS_AI}
     manager = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     first = manager["http_filters"][0]  # before JWT: probes carry no token
     assert first["name"] == "envoy.filters.http.health_check"
     assert set(first["typed_config"]["cluster_min_healthy_percentages"]) == {
-        "ingestservice",
-        "searchservice",
-        "documentsaiservice",
+        "ingest",
+        "search",
+        "documents-ai",
     }
 
 
@@ -77,7 +81,7 @@ async def test_healthz_follows_the_upstreams_readiness_and_livez_does_not(tmp_pa
         server = grpc.aio.server()
         healths[name] = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(healths[name], server)
-        upstreams[name] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        upstreams[serving(name).name] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
         await server.start()
         await healths[name].set("", SERVING)
         await healths[name].set(name, SERVING)

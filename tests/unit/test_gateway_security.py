@@ -5,16 +5,16 @@ import json
 from pathlib import Path
 
 import pytest
-from knowledge_gateway.envoy import (
+from knowledge_gateway.config import (
     BODY_LIMIT_FILTER,
     OPENAPI_PATH,
     TENANT_HEADER,
     GatewayConfig,
     limits_from_env,
     parse_origins,
-    render,
-    too_large_json,
 )
+from knowledge_gateway.envoy import render
+from knowledge_gateway.local_replies import too_large_json
 from knowledge_gateway.render import gateway_config
 from knowledge_runtime.settings import Env, SettingsError
 
@@ -24,11 +24,7 @@ def rendered(**overrides) -> dict:
         listen_host="127.0.0.1",
         listen_port=8080,
         admin_port=0,
-        upstreams={
-            "knowledge.v1.IngestService": "127.0.0.1:1",
-            "knowledge.v1.SearchService": "127.0.0.1:2",
-            "knowledge.v1.DocumentsAIService": "127.0.0.1:3",
-        },
+        upstreams={"ingest": "127.0.0.1:1", "search": "127.0.0.1:2", "documents-ai": "127.0.0.1:3"},
         jwks_path=Path("/keys/jwks.json"),
         issuer="iss",
         audience="aud",
@@ -135,7 +131,7 @@ def test_a_chunked_body_is_counted_before_the_transcoder_except_a_streamed_call(
     assert not counted("POST", "/api/v1/knowledge/upload/")
     assert counted("OPTIONS", "/api/v1/knowledge/upload")  # a preflight has no body; the catch-all
     # gRPC clients through the gateway: their messages are capped by the services.
-    assert not counted("POST", "/knowledge.v1.IngestService/UploadDocument")
+    assert not counted("POST", "/knowledge.v1.IngestJobService/UploadDocument")
     assert not counted("POST", "/knowledge.v1.SearchService/Search")
 
 
@@ -209,7 +205,7 @@ def test_a_rest_path_with_a_method_it_lacks_is_405_with_allow():
 
 
 def test_slow_clients_and_header_sizes_have_explicit_limits():
-    from knowledge_gateway.envoy import MAX_REQUEST_HEADERS_KB
+    from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB
 
     hcm = manager(rendered(upload_timeout_s=600))
     assert hcm["request_headers_timeout"] == "10s" and hcm["request_timeout"] == "600s"
@@ -231,7 +227,7 @@ def test_the_bulk_texts_call_gets_the_upload_timeout_and_keeps_the_body_limit():
             r for r in routes if r["match"].get("path") == path or path.startswith(r["match"].get("prefix", "~"))
         )
 
-    batch = route_of("/knowledge.v1.IngestService/BatchIngestTexts")
+    batch = route_of("/knowledge.v1.IngestJobService/BatchIngestTexts")
     assert batch["route"]["timeout"] == "600s"  # it writes up to 1,000 jobs before it answers
     assert BODY_LIMIT_FILTER not in batch.get("typed_per_filter_config", {})  # the JSON body is still counted
-    assert route_of("/knowledge.v1.IngestService/IngestText")["route"]["timeout"] == "30s"
+    assert route_of("/knowledge.v1.IngestJobService/IngestText")["route"]["timeout"] == "30s"

@@ -43,8 +43,8 @@ def test_renders_kubernetes_upstreams_from_env_files(tmp_path, capsys):
     assert main(["--env-file", str(first), "--env-file", str(second), "--out", str(out)]) == 0
     bootstrap = json.loads((out / "envoy.json").read_text())
     found = clusters(bootstrap)
-    assert endpoint(found["ingestservice"]) == ("knowledge-ingest.ns.svc.cluster.local", 50153)
-    assert endpoint(found["searchservice"]) == ("knowledge-search.ns.svc.cluster.local", 50154)  # later file wins
+    assert endpoint(found["ingest"]) == ("knowledge-ingest.ns.svc.cluster.local", 50153)
+    assert endpoint(found["search"]) == ("knowledge-search.ns.svc.cluster.local", 50154)  # later file wins
     assert {c["type"] for c in found.values()} == {"STRICT_DNS"}
     listener = bootstrap["static_resources"]["listeners"][0]["address"]["socket_address"]
     assert listener == {"address": "0.0.0.0", "port_value": 8080}
@@ -62,7 +62,7 @@ def test_reads_the_environment_without_env_files(tmp_path, monkeypatch):
     monkeypatch.setenv("KNOWLEDGE_HTTP_PORT", "9000")
     assert main(["--out", str(tmp_path), "--config-dir", "/config"]) == 0
     bootstrap = json.loads((tmp_path / "envoy.json").read_text())
-    assert endpoint(clusters(bootstrap)["ingestservice"]) == ("ingest.example", 7000)
+    assert endpoint(clusters(bootstrap)["ingest"]) == ("ingest.example", 7000)
     assert bootstrap["static_resources"]["listeners"][0]["address"]["socket_address"]["port_value"] == 9000
     assert '"/config/knowledge.pb"' in json.dumps(bootstrap)
 

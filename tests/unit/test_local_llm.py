@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from knowledge_cli.local_llm import LocalLlmError, check_model, server_argv
 from knowledge_cli.main import parser, up_settings
-from knowledge_cli.stack import Stack, StackSettings, StartupFailed
+from knowledge_cli.stack import Stack, StartupFailed
+from knowledge_cli.stack_settings import StackSettings
 from knowledge_runtime.devkeys import ensure_dev_keys
 from knowledge_runtime.settings import Env
 

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from knowledge_cli.stack import default_embedding_model
+from knowledge_cli.stack_settings import default_embedding_model
 from knowledge_runtime.model_config import embedding_dimension, model_dimension
 from knowledge_runtime.settings import Env, SettingsError
 

@@ -86,9 +86,9 @@ def test_a_service_key_that_is_not_a_key_is_refused_at_start(tmp_path):
 
 def test_every_reader_of_the_upload_cap_and_the_token_audience_agrees(tmp_path):
     """One default each, read one way, by the services, the gateway and the local stack."""
-    from knowledge_cli.stack import StackSettings
+    from knowledge_cli.stack_settings import StackSettings
     from knowledge_content_index.config import ContentIndexSettings
-    from knowledge_gateway.envoy import GatewayConfig
+    from knowledge_gateway.config import GatewayConfig
     from knowledge_gateway.render import gateway_config
     from knowledge_ingest.config import IngestSettings
 

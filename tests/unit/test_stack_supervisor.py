@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from knowledge_cli.stack import RestartPolicy, Stack, StackSettings, _requests_in_flight
+from knowledge_cli.stack import Stack, _requests_in_flight
+from knowledge_cli.stack_settings import RestartPolicy, StackSettings
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 

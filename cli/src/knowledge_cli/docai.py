@@ -1,5 +1,5 @@
 """``knowledge types|classify|extract|process``: the document-AI service through the
-REST API like the rest of the client (``knowledge_cli.rest``)."""
+REST API like the rest of the client (``knowledge_cli.rest_command``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from knowledge_cli.client import EXIT_CODES, OK, USAGE, ApiError, Client
-from knowledge_cli.rest import _common, _print_json, _run
+from knowledge_cli.rest_command import common_options, print_json, rest_command
 
 
 def add_parsers(commands) -> None:
@@ -18,34 +18,34 @@ def add_parsers(commands) -> None:
     actions = types.add_subparsers(dest="types_command", required=True)
     listing = actions.add_parser("list", help="the document types by name", epilog=epilog)
     listing.add_argument("--all", action="store_true", help="retired types too")
-    _common(listing)
-    listing.set_defaults(run=_run(_types_list))
+    common_options(listing)
+    listing.set_defaults(run=rest_command(_types_list))
     add = actions.add_parser("add", help="add a document type (needs taxonomy.edit)", epilog=epilog)
     add.add_argument("name", help="lowercase letters, digits and '_' (e.g. invoice)")
     add.add_argument("--description", required=True)
     add.add_argument("--example", action="append", default=[], help="an example text (repeatable)")
     add.add_argument("--reason", default="", help="why it is added (kept as provenance)")
-    _common(add)
-    add.set_defaults(run=_run(_types_add))
+    common_options(add)
+    add.set_defaults(run=rest_command(_types_add))
     for verb, helptext in (("retire", "take a type out of classification"), ("restore", "put a retired type back")):
         action = actions.add_parser(verb, help=helptext, epilog=epilog)
         action.add_argument("name")
-        _common(action)
-        action.set_defaults(run=_run(partial(_types_set_retired, retired=verb == "retire")))
+        common_options(action)
+        action.set_defaults(run=rest_command(partial(_types_set_retired, retired=verb == "retire")))
     schema = actions.add_parser("schema", help="add a schema version to a type from a JSON Schema file", epilog=epilog)
     schema.add_argument("name")
     schema.add_argument("file", type=Path, help="a JSON Schema of an object; every property has a description")
-    _common(schema)
-    schema.set_defaults(run=_run(_types_schema))
+    common_options(schema)
+    schema.set_defaults(run=rest_command(_types_schema))
     schemas = actions.add_parser("schemas", help="every schema version of a type, newest first", epilog=epilog)
     schemas.add_argument("name")
-    _common(schemas)
-    schemas.set_defaults(run=_run(_types_schemas))
+    common_options(schemas)
+    schemas.set_defaults(run=rest_command(_types_schemas))
 
     classify = commands.add_parser("classify", help="the type of a document, with its evidence", epilog=epilog)
     classify.add_argument("document")
-    _common(classify)
-    classify.set_defaults(run=_run(_classify))
+    common_options(classify)
+    classify.set_defaults(run=rest_command(_classify))
 
     extract = commands.add_parser(
         "extract", help="a document's tables, or a type's schema fields with evidence (--schema)", epilog=epilog
@@ -53,22 +53,22 @@ def add_parsers(commands) -> None:
     extract.add_argument("document")
     extract.add_argument("--schema", default="", help="the type whose schema to fill (needs an LLM)")
     extract.add_argument("--version", type=int, default=0, help="the schema version (default: the newest)")
-    _common(extract)
-    extract.set_defaults(run=_run(_extract))
+    common_options(extract)
+    extract.set_defaults(run=rest_command(_extract))
 
     process = commands.add_parser(
         "process", help="classify, grow the taxonomy, extract and store the result", epilog=epilog
     )
     process.add_argument("document")
     process.add_argument("--results", action="store_true", help="list the document's stored results instead")
-    _common(process)
-    process.set_defaults(run=_run(_process))
+    common_options(process)
+    process.set_defaults(run=rest_command(_process))
 
 
 def _emit(out: TextIO, options, value: dict, text: str) -> None:
     """``value`` as JSON with ``--json``, else ``text`` for a person."""
     if options.json:
-        _print_json(out, value)
+        print_json(out, value)
     else:
         out.write(text)
 
@@ -84,7 +84,7 @@ def _type_line(kind: dict) -> str:
 def _types_list(client: Client, options, out: TextIO) -> int:
     kinds = list(client.document_types(include_retired=options.all))
     if options.json:
-        _print_json(out, kinds)
+        print_json(out, kinds)
     else:
         out.writelines(_type_line(k) for k in kinds)
     return OK
@@ -115,7 +115,7 @@ def _types_schema(client: Client, options, out: TextIO) -> int:
 def _types_schemas(client: Client, options, out: TextIO) -> int:
     schemas = client.extraction_schemas(options.name)
     if options.json:
-        _print_json(out, schemas)
+        print_json(out, schemas)
         return OK
     for schema in schemas:
         fields = ", ".join(json.loads(schema["json_schema"]).get("properties", {}))
@@ -139,13 +139,13 @@ def _process(client: Client, options, out: TextIO) -> int:
     if options.results:
         results = client.processing_results(options.document)
         if options.json:
-            _print_json(out, results)
+            print_json(out, results)
         else:
             out.writelines(_result_line(r) for r in results)
         return OK
     reply = client.process_document(options.document)
     if options.json:
-        _print_json(out, reply)
+        print_json(out, reply)
         return OK
     out.write(_result_line(reply["result"]))
     for field in reply["result"].get("fields", []):

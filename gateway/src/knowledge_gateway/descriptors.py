@@ -1,30 +1,27 @@
 """The FileDescriptorSet that Envoy's grpc_json_transcoder reads.
 
 Built from the generated ``knowledge.v1`` modules and everything they import, so it always
-matches the stubs the services run (which a test checks against the protos).
+matches the stubs the services run (which a test checks against the protos). Which services are
+public is the registry's word (``knowledge_runtime.registry``): their full names are looked up in
+the generated modules' descriptor pool, so a gRPC service added to a public entry is transcoded,
+routed and described without a change here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
-from google.protobuf.descriptor import FileDescriptor, MethodDescriptor
+from google.protobuf.descriptor import FileDescriptor, MethodDescriptor, ServiceDescriptor
 from google.rpc import error_details_pb2, status_pb2
-from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
+from knowledge_runtime.registry import grpc_descriptor, public_services
 
-# The services the REST API exposes; the embedder and content-index stay internal.
-PUBLIC_SERVICES = (
-    ingest_pb2.DESCRIPTOR.services_by_name["CorpusService"],
-    ingest_pb2.DESCRIPTOR.services_by_name["DocumentService"],
-    ingest_pb2.DESCRIPTOR.services_by_name["IngestJobService"],
-    ingest_pb2.DESCRIPTOR.services_by_name["ImportService"],
-    ingest_pb2.DESCRIPTOR.services_by_name["TenantService"],
-    ingest_pb2.DESCRIPTOR.services_by_name["EventService"],
-    search_pb2.DESCRIPTOR.services_by_name["SearchService"],
-    documents_ai_pb2.DESCRIPTOR.services_by_name["DocumentsAIService"],
-)
+
+def public_service_descriptors() -> list[ServiceDescriptor]:
+    """The gRPC services the gateway exposes, in registry order; the rest stay internal."""
+    return [grpc_descriptor(name) for entry in public_services() for name in entry.grpc_services]
 
 
 def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
@@ -40,7 +37,7 @@ def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
             visit(dependency)
         ordered.append(file)
 
-    for service in PUBLIC_SERVICES:
+    for service in public_service_descriptors():
         visit(service.file)
     # convert_grpc_status prints google.rpc.Status with its ErrorInfo as JSON: it needs both.
     visit(status_pb2.DESCRIPTOR)
@@ -56,13 +53,28 @@ def descriptor_bytes() -> bytes:
     return descriptor_set().SerializeToString()
 
 
+def write_descriptor_set(path: Path) -> Path:
+    """The descriptor set as the file Envoy's transcoder is configured to read."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(descriptor_bytes())
+    return path
+
+
 def public_service_names() -> list[str]:
-    return [service.full_name for service in PUBLIC_SERVICES]
+    return [name for entry in public_services() for name in entry.grpc_services]
+
+
+def public_method(name: str) -> MethodDescriptor:
+    """The public RPC called ``name``, whichever public service has it (RPC names are unique)."""
+    found = [method for service in public_service_descriptors() for method in service.methods if method.name == name]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} public RPCs are called {name}, not one")
+    return found[0]
 
 
 def streamed_methods() -> Iterator[MethodDescriptor]:
     """The public RPCs that answer with a server stream (their REST answer streams too)."""
-    for service in PUBLIC_SERVICES:
+    for service in public_service_descriptors():
         for method in service.methods:
             if method.server_streaming:
                 yield method
@@ -70,7 +82,7 @@ def streamed_methods() -> Iterator[MethodDescriptor]:
 
 def http_rules() -> Iterator[tuple[MethodDescriptor, str, str]]:
     """(method, verb, path template) of every public RPC with a ``google.api.http`` rule."""
-    for service in PUBLIC_SERVICES:
+    for service in public_service_descriptors():
         for method in service.methods:
             options = method.GetOptions()
             if options.HasExtension(annotations_pb2.http):

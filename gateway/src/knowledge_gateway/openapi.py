@@ -41,11 +41,12 @@ from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
 from knowledge_runtime.refusals import Refusal, refusals_markdown
 from knowledge_runtime.tenancy import PERIOD_PATTERN
 
-from knowledge_gateway.descriptors import PUBLIC_SERVICES, public_service_names
+from knowledge_gateway.descriptors import public_service_descriptors, public_service_names
 
 COMMITTED_NAME = "openapi.json"
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PROTO_FILES = tuple(service.file.name for service in PUBLIC_SERVICES)  # compiled again, with comments
+# Compiled again, with comments; several public services may share a file.
+PROTO_FILES = tuple(dict.fromkeys(service.file.name for service in public_service_descriptors()))
 
 FD = descriptor_pb2.FieldDescriptorProto
 _INTEGER32 = {FD.TYPE_INT32, FD.TYPE_SINT32, FD.TYPE_SFIXED32, FD.TYPE_UINT32, FD.TYPE_FIXED32}

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from knowledge_runtime.registry import public_services
 from knowledge_runtime.settings import (
     DEFAULT_HTTP_PORT,
     Env,
@@ -26,7 +27,9 @@ from knowledge_runtime.settings import (
     service_address,
 )
 
-from knowledge_gateway.envoy import GatewayConfig, limits_from_env, write_config, write_descriptor_set
+from knowledge_gateway.config import GatewayConfig, limits_from_env
+from knowledge_gateway.descriptors import write_descriptor_set
+from knowledge_gateway.envoy import write_config
 from knowledge_gateway.openapi import openapi_text
 
 CONFIG_NAME = "envoy.json"
@@ -36,17 +39,6 @@ OPENAPI_NAME = "openapi.json"
 DEFAULT_CONFIG_DIR = "/etc/envoy"
 DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
 DEFAULT_ADMIN_PORT = 9901
-# gRPC service -> the runtime's service key whose KNOWLEDGE_<KEY>_ADDRESS Envoy routes to.
-UPSTREAMS = {
-    "knowledge.v1.CorpusService": "ingest",
-    "knowledge.v1.DocumentService": "ingest",
-    "knowledge.v1.IngestJobService": "ingest",
-    "knowledge.v1.ImportService": "ingest",
-    "knowledge.v1.TenantService": "ingest",
-    "knowledge.v1.EventService": "ingest",
-    "knowledge.v1.SearchService": "search",
-    "knowledge.v1.DocumentsAIService": "documents-ai",
-}
 
 
 def read_env_files(paths: Sequence[Path]) -> dict[str, str]:
@@ -71,7 +63,7 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
         listen_host=env.str("GATEWAY_HOST", "0.0.0.0") or "0.0.0.0",
         listen_port=env.port("HTTP_PORT", DEFAULT_HTTP_PORT),
         admin_port=env.port("ENVOY_ADMIN_PORT", DEFAULT_ADMIN_PORT),
-        upstreams={full: service_address(key, env) for full, key in UPSTREAMS.items()},
+        upstreams={entry.name: service_address(entry.name, env) for entry in public_services()},
         jwks_path=Path(env.str("JWKS_PATH", DEFAULT_JWKS_PATH) or DEFAULT_JWKS_PATH),
         issuer=jwt_issuer(env),
         audience=jwt_audience(env),

@@ -42,7 +42,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # A call's metadata (headers), one limit for gRPC's soft and hard bounds: between the two gRPC
 # refuses at random, so a request could pass once and fail the next time. It is above what the
 # gateway forwards for a request it takes (its headers are capped at MAX_REQUEST_HEADERS_KB of
-# knowledge_gateway.envoy; Envoy adds the original path again and a few of its own).
+# knowledge_gateway.config; Envoy adds the original path again and a few of its own).
 MAX_METADATA_BYTES = 32 * 1024
 SERVER_OPTIONS = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),

@@ -22,17 +22,10 @@ import platformdirs
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from knowledge_runtime import registry
+
 PREFIX = "KNOWLEDGE_"
 
-# Default gRPC ports of the embedded stack; each one is configurable so that two stacks
-# can run side by side.
-DEFAULT_PORTS = {
-    "content-index": 50151,
-    "embedder": 50152,
-    "ingest": 50153,
-    "search": 50154,
-    "documents-ai": 50155,
-}
 DEFAULT_HTTP_PORT = 8080
 
 DEFAULT_MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # 100 MiB: a blob's cap, an upload's, the gateway's body limit
@@ -229,7 +222,7 @@ class CommonSettings:
     @classmethod
     def from_env(cls, service: str, env: Env | None = None) -> CommonSettings:
         env = env or Env()
-        key = service.upper().replace("-", "_")
+        entry = registry.service(service)
         data_dir = env.path("DATA_DIR", default_data_dir())
         assert data_dir is not None
         jwks_path = env.path("JWKS_PATH", data_dir / "keys" / "jwks.json")
@@ -237,7 +230,7 @@ class CommonSettings:
         return cls(
             service=service,
             host=env.str("HOST", "127.0.0.1") or "127.0.0.1",
-            port=env.port(f"{key}_PORT", DEFAULT_PORTS[service]),
+            port=env.port(entry.port_setting, entry.port),
             data_dir=data_dir,
             database_url=env.str("DATABASE_URL"),
             jwks_path=jwks_path,
@@ -257,6 +250,6 @@ class CommonSettings:
 def service_address(service: str, env: Env | None = None) -> str:
     """Where a caller reaches another service: ``KNOWLEDGE_<SERVICE>_ADDRESS`` or the local default."""
     env = env or Env()
-    key = service.upper().replace("-", "_")
-    default = f"127.0.0.1:{env.port(f'{key}_PORT', DEFAULT_PORTS[service])}"
-    return env.str(f"{key}_ADDRESS", default) or default
+    entry = registry.service(service)
+    default = f"127.0.0.1:{env.port(entry.port_setting, entry.port)}"
+    return env.str(entry.address_setting, default) or default

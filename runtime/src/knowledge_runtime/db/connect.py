@@ -6,14 +6,10 @@ from collections.abc import Mapping
 
 import asyncpg
 
+from knowledge_runtime import registry
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.settings import CommonSettings, SettingsError
-
-
-def service_role(service: str) -> str:
-    """The least-privilege database role of a service (see migration 0002)."""
-    return "knowledge_" + service.replace("-", "_")
 
 
 def service_database_url(common: CommonSettings) -> str:
@@ -22,7 +18,7 @@ def service_database_url(common: CommonSettings) -> str:
         return common.database_url
     from knowledge_runtime.db.embedded import start_embedded
 
-    return start_embedded(common.data_dir).url(service_role(common.service))
+    return start_embedded(common.data_dir).url(registry.service(common.service).database_role)
 
 
 async def connect_service_database(

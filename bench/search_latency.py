@@ -1,0 +1,416 @@
+"""``bench/search.py latency``: recall and latency of the search service on 100k chunks.
+
+Clustered random vectors and Zipf-distributed words in a fresh embedded PostgreSQL; HNSW
+recall@10 of the vector channel against exact search, unfiltered and with a corpus filter that
+keeps 1% of the rows; p50/p95 latency per mode over direct gRPC, now and with the baseline
+SQL; and the REST-through-Envoy path divided by the direct gRPC path, measured in the same run.
+Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the figures
+are the search service's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncpg
+import grpc
+import httpx
+import numpy as np
+from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, search_pb2, search_pb2_grpc
+from knowledge_runtime.auth import TokenVerifier
+from knowledge_runtime.db.embedded import start_embedded
+from knowledge_runtime.db.migrate import migrate
+from knowledge_runtime.db.pool import Database
+from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
+from knowledge_runtime.server import GrpcApp, ServiceSpec
+from knowledge_search.adapters.postgres import PostgresChunkIndex, scan_settings
+from knowledge_search.api.servicer import SearchServicer, service_spec
+from knowledge_search.domain.answer import ExtractiveSynthesiser
+from knowledge_search.domain.model import Filters
+from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+from search_common import DIM, TENANT, TodayChunkIndex
+
+CORPORA = 100  # one corpus keeps 1% of the rows
+MODES = {
+    "VECTOR": search_pb2.SEARCH_MODE_VECTOR,
+    "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
+    "HYBRID": search_pb2.SEARCH_MODE_HYBRID,
+}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+class LookupEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    """EmbedQuery answered from a table of precomputed query vectors."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+
+    async def EmbedQuery(self, request, context):
+        return embedder_pb2.EmbedQueryResponse(vector=common_pb2.Vector(values=self.vectors[request.query].tolist()))
+
+
+def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
+    descriptor = embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"]
+    return ServiceSpec(
+        descriptor=descriptor,
+        register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, s),
+        capabilities={m.name: "embed" for m in descriptor.methods},
+    )
+
+
+async def load_rows(
+    admin_url: str, rows: int, rng: np.random.Generator, uniform: bool
+) -> tuple[np.ndarray, list[int], list[str]]:
+    """Chunks with unit vectors (clustered as real embeddings are, or uniform) and Zipf words;
+    a database that already holds them (a kept ``--data-dir``) only gets the same draws again."""
+    vocabulary = [f"w{i}" for i in range(20000)]
+    noise = rng.standard_normal((rows, DIM)).astype(np.float32) / np.sqrt(DIM)
+    if uniform:
+        vectors = unit(noise)
+    else:
+        centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
+        vectors = unit(centres[rng.integers(0, len(centres), rows)] + noise)  # cosine to the centre ~0.7
+    words = np.minimum(rng.zipf(1.3, (rows, 60)), len(vocabulary)) - 1
+    connection = await asyncpg.connect(admin_url)
+    from pgvector.asyncpg import register_vector
+
+    await register_vector(connection)
+    try:
+        if await connection.fetchval("SELECT count(*) FROM chunks WHERE tenant_id = $1", TENANT) == rows:
+            corpora = [
+                r["corpus_id"]
+                for r in await connection.fetch(
+                    "SELECT corpus_id FROM corpora WHERE tenant_id = $1 ORDER BY corpus_id", TENANT
+                )
+            ]
+            print(f"reusing the {rows} chunks already loaded")
+            return vectors, corpora, vocabulary
+        await connection.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
+        corpora = [
+            await connection.fetchval(
+                "INSERT INTO corpora (tenant_id, name) VALUES ($1, $2) RETURNING corpus_id", TENANT, f"c{i}"
+            )
+            for i in range(CORPORA)
+        ]
+        documents = [
+            await connection.fetchval(
+                "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+                TENANT,
+                c,
+                f"d{c}.txt",
+            )
+            for c in corpora
+        ]
+        await connection.execute("DROP INDEX chunks_embedding_hnsw")
+        started = time.perf_counter()
+        batch = 10000
+        for first in range(0, rows, batch):
+            records = []
+            for i in range(first, min(rows, first + batch)):
+                slot = i % CORPORA
+                text = " ".join(vocabulary[w] for w in words[i])
+                records.append(
+                    (
+                        TENANT,
+                        corpora[slot],
+                        documents[slot],
+                        i // CORPORA,
+                        text,
+                        vectors[i],
+                        f'{{"document_id": "{documents[slot]}"}}',
+                    )
+                )
+            await connection.copy_records_to_table(
+                "chunks",
+                records=records,
+                columns=["tenant_id", "corpus_id", "document_id", "chunk_index", "content", "embedding", "metadata"],
+            )
+        loaded = time.perf_counter() - started
+        await connection.execute("SET maintenance_work_mem = '2GB'")
+        started = time.perf_counter()
+        await connection.execute(
+            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+        )
+        built = time.perf_counter() - started
+        started = time.perf_counter()
+        # What autovacuum does after a bulk insert: the postings' visibility map lets the lexical
+        # channel's index-only scans skip the heap.
+        await connection.execute("VACUUM ANALYZE chunks")
+        await connection.execute("VACUUM ANALYZE search_postings")
+        vacuumed = time.perf_counter() - started
+        postings = await connection.fetchrow(
+            "SELECT count(*) AS n, pg_total_relation_size('search_postings') AS size, "
+            "pg_total_relation_size('chunks') AS chunks FROM search_postings"
+        )
+        print(
+            f"loaded {rows} chunks in {loaded:.1f} s (statistics and postings triggers included); "
+            f"HNSW built in {built:.1f} s; VACUUM ANALYZE {vacuumed:.1f} s; {postings['n']} postings, "
+            f"{postings['size'] / 2**20:.0f} MiB (chunks with their indexes {postings['chunks'] / 2**20:.0f} MiB)"
+        )
+    finally:
+        await connection.close()
+    return vectors, corpora, vocabulary
+
+
+EXACT = """
+SELECT chunk_id FROM chunks WHERE tenant_id = $2 {filter}
+ORDER BY (embedding <=> $1) + 0 LIMIT $3
+"""
+
+
+async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, corpus: int | None, depth: int) -> float:
+    found = []
+    for vector in queries:
+        filters = Filters(corpus_id=corpus)
+        approx = [h.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
+        extra = "AND corpus_id = $4" if corpus is not None else ""
+        args = [corpus] if corpus is not None else []
+        exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)]
+        found.append(len(set(approx) & set(exact)) / len(exact))
+    return statistics.mean(found)
+
+
+async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> tuple[float, float]:
+    """Recall@10 and mean hits of the filtered query when the planner must take the HNSW index
+    (no sort allowed), i.e. what pgvector's iterative scan delivers on a selective filter."""
+    from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
+
+    found, counts = [], []
+    for vector in queries:
+        async with db.transaction() as tx:
+            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
+            await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
+            rows = await tx.fetch(
+                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, [TENANT], 300, corpus
+            )
+        exact = [
+            r["chunk_id"]
+            for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"), vector, TENANT, 10, corpus)
+        ]
+        found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
+        counts.append(len(rows))
+    return statistics.mean(found), statistics.mean(counts)
+
+
+async def timed(call, texts: list[str]) -> list[float]:
+    durations = []
+    for text in texts:
+        started = time.perf_counter()
+        await call(text)
+        durations.append((time.perf_counter() - started) * 1000)
+    return durations
+
+
+def start_envoy(work: Path, search_port: int, keys: Path, http_port: int) -> subprocess.Popen | None:
+    envoy = shutil.which("envoy", path=str(Path(sys.executable).parent))
+    if envoy is None:
+        return None
+    from knowledge_gateway.config import GatewayConfig
+    from knowledge_gateway.descriptors import write_descriptor_set
+    from knowledge_gateway.envoy import write_config
+
+    config = GatewayConfig(
+        listen_host="127.0.0.1",
+        listen_port=http_port,
+        admin_port=0,
+        # Only search is measured: the other public upstreams point nowhere.
+        upstreams={"search": f"127.0.0.1:{search_port}", "ingest": "127.0.0.1:1", "documents-ai": "127.0.0.1:1"},
+        jwks_path=keys / "jwks.json",
+        issuer="knowledge-dev",
+        audience="knowledge",
+        descriptor_path=write_descriptor_set(work / "knowledge.pb"),
+    )
+    path = write_config(config, work / "envoy.json")
+    return subprocess.Popen(
+        [envoy, "-c", str(path), "--log-level", "error", "--base-id", str(http_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def latency(options: argparse.Namespace) -> None:
+    rng = np.random.default_rng(7)
+    work = options.data_dir or Path(tempfile.mkdtemp(prefix="search-bench-"))
+    pg = start_embedded(work / "pg")
+    processes: list[subprocess.Popen] = []
+    try:
+        await migrate(pg.url(), embedding_dimension=DIM)
+        vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng, options.uniform)
+        print(
+            f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
+            f"{options.queries} queries"
+        )
+        picks = rng.integers(0, len(vectors), options.queries)
+        query_vectors = unit(
+            vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM)
+        )
+        texts = [
+            " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
+            for i in range(options.queries)
+        ]
+        # as the service's bootstrap opens it: the HNSW scan settings are session defaults
+        db = await Database.connect(pg.url(user="knowledge_search"), max_size=4, server_settings=scan_settings())
+        index = PostgresChunkIndex(db)
+        filtered_corpus = corpora[0]
+        from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
+
+        async with db.transaction() as tx:
+            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
+            for label, predicate, args in (
+                ("unfiltered", "", []),
+                ("1% corpus", "AND c.corpus_id = $4", [filtered_corpus]),
+            ):
+                plan = await tx.fetch(
+                    "explain",
+                    "EXPLAIN " + VECTOR_SEARCH.format(filters=predicate),
+                    query_vectors[0],
+                    [TENANT],
+                    300,
+                    *args,
+                )
+                nodes = [r[0].strip() for r in plan if "Scan" in r[0]]
+                print(f"plan {label}: {nodes[0] if nodes else plan[0][0]}")
+        print(
+            f"HNSW recall@10 vs exact (channel depth 300, ef_search 100, iterative scan): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
+            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}"
+        )
+        forced, hits = await forced_hnsw_recall(db, query_vectors[:100], filtered_corpus)
+        print(
+            f"HNSW recall@10 vs exact, 1% corpus filter forced onto the HNSW index (iterative scan): "
+            f"{forced:.3f}, {hits:.0f} of 300 hits returned on average"
+        )
+        print(
+            f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
+            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}"
+        )
+
+        keys = work / "keys"
+        ensure_dev_keys(keys)
+        verifier = TokenVerifier.from_file(keys / "jwks.json", issuer="knowledge-dev", audience="knowledge")
+        embedder_app = GrpcApp(
+            services=[embedder_spec(LookupEmbedder(dict(zip(texts, query_vectors))))], verifier=verifier
+        )
+        embedder_port = await embedder_app.start()
+        from knowledge_search.adapters.embedder import GrpcQueryEmbedder
+
+        embedder = GrpcQueryEmbedder(f"127.0.0.1:{embedder_port}")
+
+        searches = SearchUseCases(index, embedder)
+        app = GrpcApp(
+            services=[service_spec(SearchServicer(searches, AnswerUseCases(searches, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
+        port = await app.start()
+        today = SearchUseCases(TodayChunkIndex(db), embedder)
+        today_app = GrpcApp(
+            services=[service_spec(SearchServicer(today, AnswerUseCases(today, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
+        today_port = await today_app.start()
+        token = mint_dev_token(keys, tenant=TENANT, capabilities=["search", "embed"], service="bench")
+        metadata = [("authorization", f"Bearer {token}")]
+        results: dict[str, list[float]] = {}
+        print(
+            "direct gRPC, top_k 10; 'today' is the channel SQL before the lexeme postings (bench TodayChunkIndex), "
+            "timed alternately with the current code in the same run"
+        )
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel,
+            grpc.aio.insecure_channel(f"127.0.0.1:{today_port}") as today_channel,
+        ):
+            stub = search_pb2_grpc.SearchServiceStub(channel)
+            today_stub = search_pb2_grpc.SearchServiceStub(today_channel)
+            for name, mode in MODES.items():
+                for corpus in (None, filtered_corpus):
+                    label = f"{name}{' 1% corpus' if corpus else ''}"
+                    fields = {"corpus_id": str(corpus)} if corpus else {}
+                    calls = {
+                        which: (
+                            lambda text, s=s, mode=mode, fields=fields: s.Search(
+                                search_pb2.SearchRequest(query=text, mode=mode, top_k=10, **fields), metadata=metadata
+                            )
+                        )
+                        for which, s in (("now", stub), ("today", today_stub))
+                    }
+                    for call in calls.values():
+                        await timed(call, texts[:10])  # warm-up
+                    now_ms, today_ms = [], []
+                    for text in texts:  # alternately, so that load on the machine hits both alike
+                        today_ms += await timed(calls["today"], [text])
+                        now_ms += await timed(calls["now"], [text])
+                    results[label] = now_ms
+                    print(
+                        f"gRPC {label:<20} p50 {percentile(now_ms, 50):7.2f} ms  p95 {percentile(now_ms, 95):7.2f} ms"
+                        f"   today p50 {percentile(today_ms, 50):7.2f} p95 {percentile(today_ms, 95):7.2f}"
+                        f"   now/today p50 x{percentile(now_ms, 50) / percentile(today_ms, 50):.2f}"
+                        f" p95 x{percentile(now_ms, 95) / percentile(today_ms, 95):.2f}"
+                    )
+        await today_app.stop()
+        http_port = free_port()
+        envoy = start_envoy(work, port, keys, http_port)
+        if envoy is None:
+            print("REST via Envoy: skipped (no envoy binary)")
+        else:
+            processes.append(envoy)
+            base = f"http://127.0.0.1:{http_port}/api/v1/knowledge"
+            async with httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
+                for _ in range(100):
+                    try:
+                        await client.post(f"{base}/search", json={"query": texts[0]})
+                        break
+                    except httpx.HTTPError:
+                        await asyncio.sleep(0.1)
+
+                async def rest(text: str) -> None:
+                    response = await client.post(
+                        f"{base}/search", json={"query": text, "top_k": 10, "mode": "SEARCH_MODE_HYBRID"}
+                    )
+                    response.raise_for_status()
+
+                await timed(rest, texts[:10])
+                rest_ms = await timed(rest, texts)
+            grpc_ms = results["HYBRID"]
+            print(
+                f"REST via Envoy HYBRID      p50 {percentile(rest_ms, 50):7.2f} ms  p95 {percentile(rest_ms, 95):7.2f} ms"
+            )
+            print(
+                f"REST via Envoy / direct gRPC (HYBRID): p50 x{percentile(rest_ms, 50) / percentile(grpc_ms, 50):.2f}, "
+                f"p95 x{percentile(rest_ms, 95) / percentile(grpc_ms, 95):.2f}"
+            )
+        await app.stop()
+        await embedder.close()
+        await embedder_app.stop()
+        await db.close()
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+        pg.stop()
+        if options.data_dir is None:
+            shutil.rmtree(work, ignore_errors=True)

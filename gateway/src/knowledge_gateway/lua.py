@@ -1,0 +1,117 @@
+"""The Lua filter's source: the package's ``lua/*.lua`` files with their values filled in.
+
+``lua/json_fields.lua`` checks a JSON body's field names against the request message (the
+tables of fields are generated here from the descriptors); ``lua/entry_points.lua`` is Envoy's
+``envoy_on_request`` and ``envoy_on_response``. A file marks each value the Python side gives
+it as ``@NAME@``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+
+from google.api import annotations_pb2
+from google.protobuf.descriptor import Descriptor
+
+from knowledge_gateway.config import LOG_NAMESPACE, ORIGINAL_HEADERS, TENANT_HEADER, UNROUTED_HEADER, GatewayConfig
+from knowledge_gateway.descriptors import http_rules
+from knowledge_gateway.local_replies import too_large_json, too_large_message
+
+# Ingest's reason for an upload that crossed the cap while streaming (RESOURCE_EXHAUSTED, so 429).
+UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
+MAX_ERROR_BODY_BYTES = 64 * 1024  # the most of a 429 answer the Lua filter reads to find that reason
+# A value the Python side fills into the Lua files (@NAME@: not Lua syntax, so never a clash).
+_LUA_PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
+
+
+def lua_source(config: GatewayConfig) -> str:
+    """Before anything else: drop client-sent internal headers, and refuse a body over the cap by
+    its Content-Length before reading it, then check a JSON body's field names.
+
+    The field check (``lua/json_fields.lua``): the transcoder drops a JSON key it does not know
+    (proto3 JSON parsing) and has no option to refuse one, so a misspelt field (`corpus` for
+    `corpus_id`) would be ignored without a word. It walks the body once, skipping strings with
+    string.find, and answers 400 naming the first unknown field (or a null, which proto3 JSON
+    reads as "absent"). A body it cannot read as JSON is left to the transcoder, which refuses it.
+
+    On the way back (``lua/entry_points.lua``), as the last filter to see the response: ingest's
+    answer to a streamed upload that crossed the cap (see knowledge_gateway.filters), which the
+    transcoder made a 429 JSON status, becomes the same 413 a sized upload gets. It is recognised
+    by status 429 and the ErrorInfo reason UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only
+    a small JSON 429 is ever read.
+    """
+    fields = lua_file("json_fields.lua", SCHEMAS=_body_schemas_lua())
+    entry_points = lua_file(
+        "entry_points.lua",
+        TENANT_HEADER=TENANT_HEADER,
+        UNROUTED_HEADER=UNROUTED_HEADER,
+        ORIGINAL_PATH_HEADER=ORIGINAL_HEADERS[0],
+        ORIGINAL_METHOD_HEADER=ORIGINAL_HEADERS[1],
+        LOG_NAMESPACE=LOG_NAMESPACE,
+        MAX_BODY_BYTES=config.max_body_bytes,
+        TOO_LARGE_MESSAGE=too_large_message(config.max_body_bytes),
+        MAX_ERROR_BODY_BYTES=MAX_ERROR_BODY_BYTES,
+        UPLOAD_TOO_LARGE=UPLOAD_TOO_LARGE,
+        TOO_LARGE_JSON=too_large_json(config.max_body_bytes),
+    )
+    return "".join("\n" + chunk for chunk in (fields, entry_points))  # each chunk after a blank line
+
+
+def lua_file(name: str, **values: object) -> str:
+    """A Lua file of this package with each ``@NAME@`` filled in: every one given, none left over."""
+    text = (resources.files("knowledge_gateway") / "lua" / name).read_text()
+    wanted = set(_LUA_PLACEHOLDER.findall(text))
+    if wanted != set(values):
+        raise ValueError(f"lua/{name}: placeholders {sorted(wanted)}, values for {sorted(values)}")
+    return _LUA_PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
+
+
+def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
+    """(method, Lua pattern of the path, request message) of every REST call with a JSON body."""
+    routes = []
+    for method, verb, template in http_rules():
+        if method.GetOptions().Extensions[annotations_pb2.http].body != "*":
+            continue
+        pattern = "".join(
+            "[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
+            for part in re.split(r"(\{[^}]+\})", template)
+        )
+        routes.append((verb.upper(), f"^{pattern}$", method.input_type))
+    return routes
+
+
+def _body_schemas_lua() -> str:
+    """The fields each request message takes, as Lua tables: ``true`` for a value whose inside is
+    not checked (a scalar, an enum, a map, a well-known type), another message's table for a
+    message. Both spellings the transcoder accepts (proto name and lowerCamel JSON name)."""
+    messages: dict[str, Descriptor] = {}
+
+    def visit(message: Descriptor) -> None:
+        if message.full_name in messages or message.full_name.startswith("google."):
+            return
+        messages[message.full_name] = message
+        for member in message.fields:
+            if member.message_type is not None and not member.message_type.GetOptions().map_entry:
+                visit(member.message_type)
+
+    for _, _, message in _json_body_routes():
+        visit(message)
+    lines = [f"schemas[{json.dumps(name)}] = {{}}" for name in sorted(messages)]
+    for name in sorted(messages):
+        for member in messages[name].fields:
+            nested = member.message_type
+            value = (
+                f"schemas[{json.dumps(nested.full_name)}]"
+                if nested is not None and nested.full_name in messages
+                else "true"
+            )
+            for spelling in sorted({member.name, member.json_name}):
+                lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
+    for verb, pattern, message in _json_body_routes():
+        lines.append(
+            f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "
+            f"schemas[{json.dumps(message.full_name)}]}}"
+        )
+    return "\n".join(lines)
