@@ -173,7 +173,8 @@ def wire(
 
 async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     # Each file is read in a child process with a time and memory cap: one pathological page
-    # cannot hang a worker (and its renewed lease) forever.
+    # cannot hang a worker (and its renewed lease) forever; and only as many children at once as
+    # the memory budget holds, so concurrent uploads cannot add their caps up past it.
     from knowledge_ingest.extraction.isolated import IsolatedExtractor
 
     settings = settings or IngestSettings.from_env()
@@ -188,7 +189,10 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(embedder.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        extractor = IsolatedExtractor(settings.extraction_limits())
+        allowance = settings.extraction_allowance()
+        extractor = IsolatedExtractor(
+            settings.extraction_limits(), memory_bytes=allowance.memory_bytes, children=allowance.children
+        )
         ingest = wire(
             settings,
             db,
