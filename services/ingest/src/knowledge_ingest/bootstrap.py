@@ -10,6 +10,7 @@ what the steps before it opened, and a started app closes all of it, newest firs
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -102,8 +103,9 @@ def wire(
     document_cases = DocumentUseCases(document_store, reach, feed)
     deletion = TombstoneUseCases(tombstones, document_store, reach)
     uploads = UploadUseCases(document_store, job_store, blobs, settings.common.max_upload_bytes, reach, quotas)
+    hash_capped = functools.partial(hash_file, max_bytes=settings.common.max_upload_bytes)
     import_cases = ImportUseCases(
-        settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_file, reach
+        settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_capped, reach
     )
     event_cases = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
     services = [
