@@ -4,7 +4,9 @@ speaking the chat-completions protocol as the LLM (tests/support/chat.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import grpc
 import pytest
@@ -420,6 +422,82 @@ async def test_the_service_role_reads_chunks_and_cannot_write_them(migrated_pg):
                 await db.execute("t", sql)
     finally:
         await db.close()
+
+
+def _nested_properties(levels: int) -> str:
+    spec: dict = {"type": "string", "description": "the leaf"}
+    for _ in range(levels):
+        spec = {"type": "object", "description": "a level", "properties": {"x": spec}}
+    return json.dumps({"type": "object", "properties": {"x": spec}})
+
+
+def _code_schema(**spec) -> str:
+    return json.dumps({"type": "object", "properties": {"code": {"type": "string", "description": "the code", **spec}}})
+
+
+async def test_deep_schemas_are_refused_naming_the_limit_and_the_service_answers_on(stack):
+    stub, metadata = stack["stub"], stack["metadata"]
+    listed = pb.ListExtractionSchemasRequest(type_name="policy")
+    before = await stub.ListExtractionSchemas(listed, metadata=metadata)
+    for shape, text in (
+        ("properties nested 200 deep", _nested_properties(200)),
+        ("arrays nested 49,000 deep", "[" * 49_000 + "]" * 49_000),
+        ("a pattern of 5,000 nested groups", _code_schema(pattern="(" * 5_000 + "a" + ")" * 5_000)),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CreateExtractionSchema(
+                pb.CreateExtractionSchemaRequest(type_name="policy", json_schema=text), metadata=metadata
+            )
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (shape, caught.value.details())
+        info = error_info(caught.value)
+        assert info.reason == "TAXONOMY_INVALID" and info.metadata["field"] == "json_schema", shape
+        assert "deeper than 32 levels" in caught.value.details(), shape
+    after = await stub.ListExtractionSchemas(listed, metadata=metadata)
+    assert [s.version for s in after.schemas] == [s.version for s in before.schemas]  # nothing stored
+    types = await stub.ListDocumentTypes(pb.ListDocumentTypesRequest(), metadata=metadata)
+    assert {"invoice", "policy"} <= {t.name for t in types.document_types}
+
+
+async def test_a_catastrophic_pattern_cannot_stall_another_tenants_calls(stack, migrated_pg, keys_dir, make_token):
+    stub, metadata, documents = stack["stub"], stack["metadata"], stack["documents"]
+    await stub.CreateDocumentType(
+        pb.CreateDocumentTypeRequest(name="ticket", description="A support ticket and its code.", reason="test"),
+        metadata=metadata,
+    )
+    bystander = bearer(make_token, "bystander-tenant")
+    # Python's re needs seconds for this value against ^(a+)+$, doubling with every further "a".
+    hostile = json.dumps({"values": [{"field": "code", "value": "a" * 26 + "!", "chunk_id": 1, "quote": "a"}]})
+    latencies: list[float] = []
+    try:
+        await stub.CreateExtractionSchema(
+            pb.CreateExtractionSchemaRequest(type_name="ticket", json_schema=_code_schema(pattern="^(a+)+$")),
+            metadata=metadata,
+        )
+        with ChatServer(answer=hostile) as server:
+            app, channel = await llm_service(migrated_pg, keys_dir, stack, server.url)
+            try:
+                served = documents_ai_pb2_grpc.DocumentsAIServiceStub(channel)
+                extraction = asyncio.ensure_future(
+                    served.ExtractDocument(
+                        pb.ExtractDocumentRequest(document_id=documents["invoice"], schema_name="ticket"),
+                        metadata=metadata,
+                    )
+                )
+                while not extraction.done():  # the other tenant's calls, to the same service meanwhile
+                    started = time.monotonic()
+                    await served.ListDocumentTypes(pb.ListDocumentTypesRequest(), metadata=bystander)
+                    latencies.append(time.monotonic() - started)
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await extraction
+            finally:
+                await channel.close()
+                await app.stop()
+    finally:  # out of classification again: the model tests below choose among the other types
+        await stub.RetireDocumentType(pb.RetireDocumentTypeRequest(type_name="ticket"), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error_info(caught.value).reason == "EXTRACTION_INVALID" and "does not match" in caught.value.details()
+    assert len(server.requests) == 3  # each answer checked, and told to the model, as any invalid one
+    assert latencies and max(latencies) < 1.0, latencies
 
 
 # ---- contract tests against a real llama.cpp server with the tiny SmolLM2-135M (local_llm) ----

@@ -4,6 +4,7 @@ symlinks under a temporary import root."""
 
 import asyncio
 import os
+import time
 import uuid
 
 import grpc
@@ -330,6 +331,33 @@ async def test_a_scheduled_pass_runs_without_being_asked(stack, ingest):
         await scheduled.stop()
     listed = await stub.ListImportBindings(ingest_pb2.ListImportBindingsRequest(corpus_id=corpus), metadata=metadata)
     assert listed.bindings[0].HasField("last_scan_time")
+
+
+async def test_a_file_over_the_upload_cap_is_refused_at_once_and_left_out_of_passes(stack, ingest, migrated_pg):
+    stub, metadata, tenant, corpus = ingest
+    folder = stack["root"] / uuid.uuid4().hex[:8]
+    folder.mkdir()
+    huge = folder / "huge.pdf"
+    huge.touch()
+    os.truncate(huge, 5 * 1024**3)  # 5 GB that cost no disk; the cap is 100 MiB
+    try:
+        started = time.monotonic()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.ImportPath(ingest_pb2.ImportPathRequest(corpus_id=corpus, paths=[str(huge)]), metadata=metadata)
+        assert time.monotonic() - started < 1.5  # refused from its size, not after hashing
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert error_info(caught.value).reason == "UPLOAD_TOO_LARGE"
+        assert (await counts(migrated_pg, tenant))[:2] == (0, 0)
+        await stub.SetImportBinding(
+            ingest_pb2.SetImportBindingRequest(corpus_id=corpus, root="docs", mode="suggest"), metadata=metadata
+        )
+        started = time.monotonic()
+        report = await stub.ScanImports(ingest_pb2.ScanImportsRequest(corpus_id=corpus), metadata=metadata)
+        assert time.monotonic() - started < 5  # the rest of the shared root is small files
+        assert report.errors >= 1
+        assert not [f for f in await _findings(stub, metadata, corpus) if f.path.startswith(folder.name + "/")]
+    finally:
+        huge.unlink()
 
 
 async def test_binding_needs_the_admin_capability_and_a_known_root(stack, make_token):

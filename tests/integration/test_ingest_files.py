@@ -13,7 +13,14 @@ from knowledge_ingest.extraction.isolated import IsolatedExtractor
 from knowledge_runtime.db.pool import Database
 
 from tests.support import rpc
-from tests.support.documents import SECRET, a_docx, a_pdf, regions_report, word_document
+from tests.support.documents import (
+    SECRET,
+    a_docx,
+    a_docx_lying_about_its_size,
+    a_pdf,
+    regions_report,
+    word_document,
+)
 from tests.support.ingest import (
     CountingEmbedder,
     MemoryBlobs,
@@ -66,6 +73,8 @@ BAD_FILES = [
     ("encrypted.pdf", lambda: a_pdf(owner_password="o", user_password="secret"), "FAILED", "password"),
     ("corrupt.pdf", lambda: b"%PDF-1.7\n" + bytes(range(256)) * 20, "FAILED", ""),
     ("bomb.docx", zip_bomb_docx, "FAILED", "zip bomb"),
+    # declares 1.6 KB for its text, inflates to 256 MiB: the directory check alone passes it
+    ("lying.docx", a_docx_lying_about_its_size, "FAILED", "zip bomb"),
     ("garbage.bin", lambda: bytes((i * 7919) % 256 for i in range(20000)), "FAILED", ""),
     ("empty.txt", lambda: b"", "SEARCHABLE", ""),
 ]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import random
+import struct
+import zipfile
+import zlib
 
 import docx
 import pypdfium2 as pdfium
@@ -38,6 +41,37 @@ def a_docx(text: str = f"{SECRET} handbook") -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def a_docx_lying_about_its_size(padding: int = 256 * 1024 * 1024) -> bytes:
+    """A zip bomb the directory check passes: word/document.xml inflates to its XML followed by
+    ``padding`` spaces (about 1 KB deflated per MiB), while its local header and central directory
+    declare the XML's size and CRC alone. Python's zip reader inflates it all, then keeps the
+    declared bytes: the document reads as a valid DOCX."""
+    part = "word/document.xml"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(a_docx())) as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename != part:
+                bomb.writestr(item, data)
+                continue
+            xml = data
+            with bomb.open(part, "w") as member:  # streamed: the padding is never whole in memory
+                member.write(xml)
+                spaces = b" " * (1024 * 1024)
+                for _ in range(padding // len(spaces)):
+                    member.write(spaces)
+    raw = bytearray(buffer.getvalue())
+    name = part.encode()
+    for signature, fixed, crc_at, size_at in ((b"PK\x03\x04", 30, 14, 22), (b"PK\x01\x02", 46, 16, 24)):
+        at = raw.find(signature)
+        while at >= 0:
+            if raw[at + fixed : at + fixed + len(name)] == name:
+                struct.pack_into("<I", raw, at + crc_at, zlib.crc32(xml))
+                struct.pack_into("<I", raw, at + size_at, len(xml))
+            at = raw.find(signature, at + 4)
+    return bytes(raw)
 
 
 def word_document() -> bytes:

@@ -4,9 +4,13 @@ generated schemas, idempotency), and the taxonomy's reversible growth."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import time
 
 import pytest
+from knowledge_documents_ai.domain import limits
 from knowledge_documents_ai.domain.errors import DocumentNotFound, ExtractionInvalid, TypeExists, TypeNotFound
 from knowledge_documents_ai.domain.evidence import SourceChunk
 from knowledge_documents_ai.domain.model import PROPOSAL, ProcessingResult, StoredSchema, StoredType
@@ -245,6 +249,44 @@ async def test_three_invalid_answers_are_a_clear_refusal():
     with pytest.raises(ExtractionInvalid) as caught:
         await ai.extract(SCOPE, 1, "invoice")
     assert "after 3 attempts" in caught.value.message and caught.value.code == "INVALID_ARGUMENT"
+
+
+async def test_checking_an_answer_runs_off_the_event_loop_and_stops_at_its_time_limit():
+    # Each level refers twice to the one below: 2**40 checks of one value, were it let run.
+    defs = {"l0": {"type": "null"}}
+    for level in range(1, 41):
+        defs[f"l{level}"] = {"anyOf": [{"$ref": f"#/$defs/l{level - 1}"}] * 2}
+    schema = {
+        "type": "object",
+        "properties": {"number": {"description": "the invoice number", "$ref": "#/$defs/l40"}},
+        "$defs": defs,
+    }
+    ai = service(ScriptedChat(claims(("number", "INV-7", 100, "INV-7"))), d1=[INVOICE_TEXT])
+    await with_types(ai)
+    await ai.add_schema(SCOPE, "invoice", json.dumps(schema))
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+
+    gc.collect()  # what earlier tests left is not this test's pause
+    ticker = asyncio.create_task(tick())
+    started = time.monotonic()
+    try:
+        with pytest.raises(ExtractionInvalid) as caught:
+            await ai.extract(SCOPE, 1, "invoice")
+    finally:
+        ticker.cancel()
+    elapsed = time.monotonic() - started
+    assert elapsed < limits.VALIDATION_SECONDS + 1.5
+    assert "longer than" in caught.value.message and caught.value.code == "INVALID_ARGUMENT"
+    # The loop went on serving meanwhile: ticking all along, never held for the bulk of the check
+    # (a collection of the check's garbage may still pause it briefly).
+    assert len(gaps) > 10 and max(gaps) < elapsed / 2, (max(gaps), elapsed)
 
 
 async def test_processing_without_a_model_is_a_marked_unclassified_proposal_and_idempotent():

@@ -7,13 +7,26 @@ import io
 import multiprocessing
 import subprocess
 import sys
+import threading
+import time
 
 import docx
 import pytest
 from fpdf import FPDF
-from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.domain.extraction import (
+    GIB,
+    MAX_CHILD_MEMORY,
+    MIN_CHILD_MEMORY,
+    ExtractionFailed,
+    ExtractionLimits,
+    child_allowance,
+)
 from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_ingest.extraction.isolated import IsolatedExtractor
+from knowledge_runtime.settings import Env
+
+from tests.support.documents import a_docx_lying_about_its_size
 
 
 def handbook() -> bytes:
@@ -53,6 +66,19 @@ def test_past_the_memory_allowance_the_file_fails_and_the_process_lives():
         isolated.extract(b"many words " * 3_000_000, "huge.txt", "")
     assert caught.value.reason == "FILE_TOO_COMPLEX"
     assert IsolatedExtractor(use_unstructured=False).extract(b"small", "s.txt", "").text == "small"
+
+
+def test_a_zip_bomb_lying_about_its_sizes_fails_fast_within_the_childs_memory_cap():
+    # Read as the parser reads it, the bomb needs 256 MiB and more at once beside the child's own
+    # ~250 MB; the count before any parser reads it needs a piece.
+    isolated = IsolatedExtractor(memory_bytes=640 * 1024 * 1024, use_unstructured=False)
+    bomb = a_docx_lying_about_its_size(256 * 1024 * 1024)
+    started = time.monotonic()
+    with pytest.raises(ExtractionFailed) as caught:
+        isolated.extract(bomb, "bomb.docx", "")
+    assert caught.value.reason == "ARCHIVE_TOO_LARGE" and "zip bomb" in caught.value.message
+    assert time.monotonic() - started < 5
+    assert multiprocessing.active_children() == []
 
 
 def test_past_the_time_limit_the_child_is_killed():
@@ -106,3 +132,61 @@ def test_the_fork_server_starts_with_the_service_not_with_its_first_file():
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["0", "1"]
+
+
+@pytest.mark.parametrize(
+    ("budget", "workers", "children", "each"),
+    [
+        (6 * GIB, 4, 4, 1.5 * GIB),  # the default budget on two cores: a share per worker
+        (6 * GIB, 2, 2, MAX_CHILD_MEMORY),  # a share is never past the cap of one child
+        (6 * GIB, 16, 6, MIN_CHILD_MEMORY),  # too many workers for a useful share: fewer at once
+        (512 * 1024**2, 4, 1, 512 * 1024**2),  # below the minimum: one child with all of it
+        (6 * GIB, 0, 1, MAX_CHILD_MEMORY),  # a replica without workers still reads in one child
+    ],
+)
+def test_the_memory_budget_is_shared_among_the_children(budget, workers, children, each):
+    allowance = child_allowance(budget, workers)
+    assert (allowance.children, allowance.memory_bytes) == (children, each)
+
+
+def test_the_children_together_never_pass_the_budget_whatever_the_workers():
+    for budget in (256 * 1024**2, GIB, 3 * GIB, 6 * GIB, 7 * GIB + 12345, 64 * GIB):
+        for workers in range(70):
+            allowance = child_allowance(budget, workers)
+            assert allowance.children * allowance.memory_bytes <= budget, (budget, workers)
+            assert 1 <= allowance.children <= max(workers, 1)
+    with pytest.raises(ValueError):
+        child_allowance(0, 4)
+
+
+def test_the_budget_is_a_setting_and_by_default_four_uploads_stay_far_below_nine_gigabytes():
+    default = IngestSettings.from_env(Env({"KNOWLEDGE_INGEST_WORKERS": "4"})).extraction_allowance()
+    assert default.children * default.memory_bytes <= 6 * GIB < 9 * 10**9
+    small = IngestSettings.from_env(
+        Env({"KNOWLEDGE_INGEST_WORKERS": "4", "KNOWLEDGE_EXTRACTION_MEMORY_BUDGET_BYTES": str(2 * GIB)})
+    ).extraction_allowance()
+    assert (small.children, small.memory_bytes) == (2, GIB)
+
+
+def test_no_more_children_run_at_once_than_the_allowance():
+    isolated = IsolatedExtractor(use_unstructured=False, children=1)
+    most, done = 0, threading.Event()
+
+    def watch() -> None:
+        nonlocal most
+        while not done.is_set():
+            most = max(most, len(multiprocessing.active_children()))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    readers = [
+        threading.Thread(target=isolated.extract, args=(b"many words " * 400_000, f"{n}.txt", "")) for n in range(3)
+    ]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    done.set()
+    watcher.join()
+    assert most == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import random
+import time
+import tracemalloc
 import zipfile
 
 import pytest
@@ -13,7 +15,7 @@ from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimit
 from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_runtime.errors import InvalidArgument
 
-from tests.support.documents import SECRET, a_docx, a_pdf
+from tests.support.documents import SECRET, a_docx, a_docx_lying_about_its_size, a_pdf
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +77,30 @@ def test_zip_bomb_docx_is_refused_before_parsing(extractor):
     error = failure(extractor, buffer.getvalue(), "bomb.docx")
     assert error.reason == "ARCHIVE_TOO_LARGE"
     assert "zip bomb" in error.message
+
+
+def test_a_zip_bomb_lying_about_its_sizes_is_refused_by_counting_what_inflates(extractor):
+    bomb = a_docx_lying_about_its_size(256 * 1024 * 1024)  # declares 1.6 KB, inflates to 256 MiB
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        error = failure(extractor, bomb, "bomb.docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (error.reason, error.message) == (
+        "ARCHIVE_TOO_LARGE",
+        "the document expands to more than its archive declares when unpacked (a zip bomb)",
+    )
+    assert time.monotonic() - started < 5 and peak < 16 * 1024 * 1024  # never inflated whole
+
+
+def test_only_the_compression_office_files_use_is_inflated(extractor):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(a_docx())) as source, zipfile.ZipFile(buffer, "w") as other:
+        for item in source.infolist():  # bzip2 inflates without any bound on one call's output
+            other.writestr(item.filename, source.read(item), compress_type=zipfile.ZIP_BZIP2)
+    assert failure(extractor, buffer.getvalue(), "bzip2.docx").reason == "FILE_CORRUPT"
 
 
 def test_archive_bounds_on_entries_and_total_size():

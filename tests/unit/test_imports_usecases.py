@@ -1,10 +1,13 @@
 """Import use cases at their ports: the refusals decided before any port is asked (no roots for
 the tenant, a path outside them among good ones, a decided finding), and the pure decisions."""
 
+import functools
+import time
 from datetime import UTC, datetime
 
 import pytest
 from knowledge_ingest.domain.imports import (
+    Binding,
     Finding,
     FindingDecided,
     FindingState,
@@ -15,12 +18,14 @@ from knowledge_ingest.domain.imports import (
     require_open,
 )
 from knowledge_ingest.domain.system_corpora import CorpusKind
+from knowledge_ingest.imports.postgres import hash_file
 from knowledge_ingest.imports.usecases import ImportUseCases
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.errors import InvalidField
+from knowledge_runtime.errors import InvalidField, UploadTooLarge
 from knowledge_runtime.imports import ImportRoots, PathRefused
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.settings import Env
+from structlog.testing import capture_logs
 
 
 class Nothing:
@@ -69,6 +74,67 @@ async def test_one_path_outside_refuses_the_call_before_any_read(tmp_path):
             SCOPE, "1", [str(tmp_path / "docs" / "a.txt"), "/etc/passwd"]
         )
     assert caught.value.metadata["field"] == "paths[1]"
+
+
+def sparse(path, size: int):
+    """A file of ``size`` bytes that costs no disk (a hole)."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+async def test_a_file_over_the_upload_cap_is_refused_from_its_size_unread(tmp_path):
+    (tmp_path / "docs").mkdir()
+    roots = ImportRoots.from_env(Env({"KNOWLEDGE_IMPORT_ROOTS": f"docs={tmp_path / 'docs'}"}))
+    huge = sparse(tmp_path / "docs" / "huge.pdf", 5 * 1024**3)
+    started = time.monotonic()
+    with pytest.raises(UploadTooLarge) as caught:
+        await hash_file(roots.resolve(str(huge), "acme"), max_bytes=1024 * 1024)
+    assert time.monotonic() - started < 0.5 and caught.value.max_bytes == 1024 * 1024  # 5 GB unread
+    (tmp_path / "docs" / "small.txt").write_text("small")
+    seen = await hash_file(roots.resolve(str(tmp_path / "docs" / "small.txt"), "acme"), max_bytes=1024 * 1024)
+    assert (seen.path, seen.size_bytes) == ("small.txt", 5)
+
+
+class RecordingImports(Nothing):
+    def __init__(self) -> None:
+        self.recorded: list[str] = []
+
+    async def record(self, tenant, corpus_id, root_name, seen, **decision):
+        self.recorded.append(seen.path)
+        return Finding(
+            len(self.recorded),
+            corpus_id,
+            root_name,
+            seen.path,
+            seen.content_hash,
+            seen.size_bytes,
+            "new",
+            FindingState.OPEN,
+            None,
+            None,
+            None,
+            datetime.now(UTC),
+        )
+
+
+async def test_a_pass_leaves_a_file_over_the_cap_out_with_one_warning(tmp_path):
+    (tmp_path / "docs").mkdir()
+    roots = ImportRoots.from_env(Env({"KNOWLEDGE_IMPORT_ROOTS": f"docs={tmp_path / 'docs'}"}))
+    sparse(tmp_path / "docs" / "huge.pdf", 5 * 1024**3)
+    (tmp_path / "docs" / "small.txt").write_text("small")
+    imports = RecordingImports()
+    capped = functools.partial(hash_file, max_bytes=1024 * 1024)
+    cases = ImportUseCases(roots, Nothing(), Nothing(), Nothing(), imports, capped)
+    binding = Binding(1, "docs", Mode.SUGGEST, "dev", datetime.now(UTC), tenant="acme")
+    started = time.monotonic()
+    with capture_logs() as logs:
+        report = await cases.run_pass(binding)
+    assert time.monotonic() - started < 1.0  # the 5 GB were never hashed
+    assert imports.recorded == ["small.txt"]
+    assert (report.files_seen, report.findings_recorded, report.errors) == (1, 1, 1)
+    warned = [entry for entry in logs if entry["event"] == "import_file_too_large"]
+    assert [(w["path"], w["max_bytes"], w["log_level"]) for w in warned] == [("huge.pdf", 1024 * 1024, "warning")]
 
 
 def _file(tmp_path, tenants):

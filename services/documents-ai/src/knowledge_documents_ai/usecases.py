@@ -5,6 +5,9 @@ decided. Every LLM call goes through :meth:`DocumentsAi._chat`, which records it
 ledger; without a model the calls that need one refuse (``LlmNotConfigured``), while
 classification by embedding and schemaless extraction still work. A use case that may call the
 model first checks the tenant's monthly LLM budget (``Refused(BUDGET_EXHAUSTED)`` once spent).
+Checking a schema, or an answer against one, runs on the ``CHECKS`` threads: it is CPU work
+bounded in time (``domain.validation``); on the event loop it would hold every other tenant's
+call, and on the default executor many at once would crowd out everything else that runs there.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import split_structural
@@ -38,16 +42,19 @@ from knowledge_documents_ai.domain.model import (
 from knowledge_documents_ai.domain.ports import Anchors, ChatModel, CostLedger, Documents, LlmBudget, Results, Taxonomy
 from knowledge_documents_ai.domain.processing import DocumentContent, Tuning
 from knowledge_documents_ai.domain.tables import ExtractedTable, extract_tables
-from knowledge_documents_ai.domain.taxonomy import (
-    DocumentType,
-    ExtractionSchema,
-    document_type,
-    extraction_schema,
-)
+from knowledge_documents_ai.domain.taxonomy import DocumentType, ExtractionSchema, document_type
+
+T = TypeVar("T")
 
 ANCHOR_TOP_K = 100  # SearchAnchors' maximum: every type of a taxonomy up to that size scores
 UNCLASSIFIED_DESCRIPTION = "none of these types fits the document"
 SERVICE_SUBJECT = "documents-ai"  # who added a generated schema
+# Where schemas and answers are checked: two at a time, whoever asks; the rest wait their turn.
+CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="schema-checks")
+
+
+async def _checked(check: Callable[..., T], *args: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(CHECKS, check, *args)
 
 
 class DocumentsAi:
@@ -98,9 +105,10 @@ class DocumentsAi:
     async def add_schema(self, scope: Scope, type_name: str, schema_text: str) -> StoredSchema:
         if await self._taxonomy.get_type(scope.tenant, type_name) is None:
             raise TypeNotFound(type_name)
-        data = processing.parse_schema_text(schema_text)
-        extraction_schema(type_name, 1, data)  # validated before it is stored
-        return await self._taxonomy.add_schema(scope.tenant, type_name, data, added_by=scope.subject, origin=PERSON)
+        schema = await _checked(processing.schema_from_text, type_name, 1, schema_text)
+        return await self._taxonomy.add_schema(
+            scope.tenant, type_name, schema.json_schema, added_by=scope.subject, origin=PERSON
+        )
 
     async def list_schemas(self, scope: Scope, type_name: str) -> list[StoredSchema]:
         if await self._taxonomy.get_type(scope.tenant, type_name) is None:
@@ -197,7 +205,7 @@ class DocumentsAi:
                 scope, extraction.extraction_messages(schema, shown, problem), json_object=True
             )
             cost = cost + spent
-            interpretation = extraction.interpret(answer, schema)
+            interpretation = await _checked(extraction.interpret, answer, schema)
             if interpretation.acceptable:
                 return checked(interpretation.claims, shown), attempt, cost
             problem = interpretation.problem
@@ -323,7 +331,7 @@ class DocumentsAi:
         for _ in range(extraction.MAX_ATTEMPTS):
             answer, spent = await self._chat(scope, processing.schema_messages(kind, text, problem), json_object=True)
             cost = cost + spent
-            generated = processing.interpret_schema(answer, type_name, 1)
+            generated = await _checked(processing.interpret_schema, answer, type_name, 1)
             if generated.schema is not None:
                 saved = await self._taxonomy.add_schema(
                     scope.tenant, type_name, generated.schema.json_schema, added_by=SERVICE_SUBJECT, origin=GENERATED

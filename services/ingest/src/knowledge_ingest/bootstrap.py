@@ -10,6 +10,7 @@ what the steps before it opened, and a started app closes all of it, newest firs
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -102,8 +103,9 @@ def wire(
     document_cases = DocumentUseCases(document_store, reach, feed)
     deletion = TombstoneUseCases(tombstones, document_store, reach)
     uploads = UploadUseCases(document_store, job_store, blobs, settings.common.max_upload_bytes, reach, quotas)
+    hash_capped = functools.partial(hash_file, max_bytes=settings.common.max_upload_bytes)
     import_cases = ImportUseCases(
-        settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_file, reach
+        settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_capped, reach
     )
     event_cases = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
     services = [
@@ -173,7 +175,8 @@ def wire(
 
 async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     # Each file is read in a child process with a time and memory cap: one pathological page
-    # cannot hang a worker (and its renewed lease) forever.
+    # cannot hang a worker (and its renewed lease) forever; and only as many children at once as
+    # the memory budget holds, so concurrent uploads cannot add their caps up past it.
     from knowledge_ingest.extraction.isolated import IsolatedExtractor
 
     settings = settings or IngestSettings.from_env()
@@ -188,7 +191,10 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(embedder.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        extractor = IsolatedExtractor(settings.extraction_limits())
+        allowance = settings.extraction_allowance()
+        extractor = IsolatedExtractor(
+            settings.extraction_limits(), memory_bytes=allowance.memory_bytes, children=allowance.children
+        )
         ingest = wire(
             settings,
             db,

@@ -13,7 +13,14 @@ from knowledge_runtime.imports import ImportRoots
 from knowledge_runtime.process import usable_cores
 from knowledge_runtime.settings import CommonSettings, Env, service_address
 
-from knowledge_ingest.domain.extraction import DEFAULT_OCR_MAX_PAGES, DEFAULT_OCR_PAGE_SECONDS, ExtractionLimits
+from knowledge_ingest.domain.extraction import (
+    DEFAULT_EXTRACTION_MEMORY_BUDGET,
+    DEFAULT_OCR_MAX_PAGES,
+    DEFAULT_OCR_PAGE_SECONDS,
+    ChildAllowance,
+    ExtractionLimits,
+    child_allowance,
+)
 from knowledge_ingest.domain.fetching import parse_allow_hosts
 
 DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
@@ -56,6 +63,8 @@ class IngestSettings:
     tombstone_retention_days: float = (
         DEFAULT_TOMBSTONE_RETENTION_DAYS  # how long a removed document's tombstone is listed
     )
+    # Every extraction child's address space together (``child_allowance`` shares it out).
+    extraction_memory_budget_bytes: int = DEFAULT_EXTRACTION_MEMORY_BUDGET
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -86,7 +95,14 @@ class IngestSettings:
             tombstone_retention_days=env.float(
                 "TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS, minimum=0.0
             ),
+            extraction_memory_budget_bytes=env.int(
+                "EXTRACTION_MEMORY_BUDGET_BYTES", DEFAULT_EXTRACTION_MEMORY_BUDGET, minimum=256 * 1024 * 1024
+            ),
         )
 
     def extraction_limits(self) -> ExtractionLimits:
         return ExtractionLimits(max_ocr_pages=self.ocr_max_pages, ocr_page_seconds=self.ocr_page_seconds)
+
+    def extraction_allowance(self) -> ChildAllowance:
+        """Extraction runs in the workers (one file each at a time): the budget is theirs."""
+        return child_allowance(self.extraction_memory_budget_bytes, self.workers)

@@ -19,7 +19,7 @@ from knowledge_documents_ai.domain.errors import DocumentHasNoText, DocumentNotF
 from knowledge_documents_ai.domain.evidence import SourceChunk
 from knowledge_documents_ai.domain.model import ProcessingResult, StoredSchema, StoredType, Timings
 from knowledge_documents_ai.domain.processing import DocumentContent
-from knowledge_documents_ai.domain.taxonomy import DocumentType, ExtractionSchema, extraction_schema
+from knowledge_documents_ai.domain.taxonomy import DocumentType, ExtractionSchema, described_schema
 
 _TYPE_COLUMNS = """
 t.name, t.description, t.examples, t.added_by, t.add_time, t.reason, t.origin, t.proposed_for,
@@ -102,7 +102,7 @@ def _stored_type(row: asyncpg.Record) -> StoredType:
 def _stored_schema(row: asyncpg.Record) -> StoredSchema:
     data = json.loads(row["json_schema"])
     try:
-        schema = extraction_schema(row["type_name"], row["version"], data)
+        schema = described_schema(row["type_name"], row["version"], data)
     except TaxonomyInvalid:  # validated when stored; a rule tightened since keeps the stored schema readable
         schema = ExtractionSchema(row["type_name"], row["version"], data)
     return StoredSchema(schema, row["added_by"], row["add_time"], row["origin"])

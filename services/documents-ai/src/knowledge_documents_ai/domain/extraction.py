@@ -2,7 +2,7 @@
 
 The model answers JSON ``{"values": [{"field", "value", "chunk_id", "quote"}, ...]}``. The
 values, as an object, must validate against the schema (JSON Schema draft 2020-12, by the
-``jsonschema`` library); an answer that does not parse or does not validate is asked for again
+``jsonschema`` library under :mod:`.validation`'s bounds); an answer that does not parse or does not validate is asked for again
 up to ``MAX_ATTEMPTS`` times, each retry told what was wrong, then refused. A valid answer's
 values then pass the evidence check (:mod:`.evidence`): what has no evidence is dropped and
 reported, never kept.
@@ -10,15 +10,14 @@ reported, never kept.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
+from knowledge_documents_ai.domain.errors import ExtractionInvalid
 from knowledge_documents_ai.domain.evidence import SourceChunk
 from knowledge_documents_ai.domain.taxonomy import ExtractionSchema
+from knowledge_documents_ai.domain.validation import TooDeep, TooSlow, Unusable, clipped, instance_errors, loads
 
 MAX_ATTEMPTS = 3
 MAX_PROBLEMS_SHOWN = 5
@@ -35,9 +34,13 @@ class Interpretation:
 
 
 def interpret(answer: str, schema: ExtractionSchema) -> Interpretation:
-    """The model's claims, or the problem to tell it on the next attempt."""
+    """The model's claims, or the problem to tell it on the next attempt. A schema that cannot
+    be applied, or whose check runs past its time, is refused (``ExtractionInvalid``): asking the
+    model again would not help. CPU-bound: callers run it off the event loop."""
     try:
-        data = json.loads(strip_fence(answer))
+        data = loads(strip_fence(answer))
+    except TooDeep as deep:
+        return Interpretation(problem=f"the answer is not acceptable JSON: {deep}")
     except ValueError:
         return Interpretation(problem="the answer is not JSON")
     values = data.get("values") if isinstance(data, dict) else None
@@ -50,7 +53,12 @@ def interpret(answer: str, schema: ExtractionSchema) -> Interpretation:
     instance: dict[str, Any] = {}
     for claim in values:
         instance[str(claim["field"])] = claim.get("value")
-    errors = sorted(Draft202012Validator(schema.json_schema).iter_errors(instance), key=lambda e: list(e.path))
+    try:
+        errors = instance_errors(schema.json_schema, instance)
+    except (TooSlow, Unusable) as refusal:
+        raise ExtractionInvalid(
+            "schema_name", f"{schema.type_name} v{schema.version} cannot be applied to the answer: {refusal}"
+        ) from None
     if errors:
         shown = "; ".join(_describe(e) for e in errors[:MAX_PROBLEMS_SHOWN])
         return Interpretation(problem=f"the values do not match the schema: {shown}")
@@ -59,7 +67,7 @@ def interpret(answer: str, schema: ExtractionSchema) -> Interpretation:
 
 def _describe(error: Any) -> str:
     where = "/".join(str(p) for p in error.path) or "(the object)"
-    return f"{where}: {error.message}"
+    return f"{where}: {clipped(error.message)}"
 
 
 def strip_fence(answer: str) -> str:

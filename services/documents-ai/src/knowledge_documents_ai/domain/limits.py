@@ -8,3 +8,10 @@ MAX_EXAMPLES = 20
 MAX_EXAMPLE_CHARS = 1_000
 UNCLASSIFIED = "unclassified"  # the name a proposal without a model gets; never a stored type
 MAX_SCHEMA_CHARS = 100_000  # an extraction schema's JSON text
+# How deep a schema's JSON, a model's JSON answer, or a pattern's groups may nest: checked before
+# anything recursive (the JSON parser, the validators) reads them. Real extraction schemas nest a
+# few levels; thousands end in RecursionError.
+MAX_NESTING = 32
+# One check of a schema, or of a model's answer against one: past it the check stops with a clear
+# refusal instead of running on (a schema's ``$ref`` can fan out exponentially).
+VALIDATION_SECONDS = 1.0

@@ -27,6 +27,7 @@ from knowledge_documents_ai.domain.taxonomy import (
     document_type,
     extraction_schema,
 )
+from knowledge_documents_ai.domain.validation import TooDeep, loads
 
 DEFAULT_PROPOSAL_THRESHOLD = 0.5  # below this confidence, processing proposes a type
 DEFAULT_PROMPT_CHARS = 6_000  # the document text one model prompt carries
@@ -120,7 +121,9 @@ class Proposal:
 def interpret_proposal(answer: str, **provenance: Any) -> Proposal:
     """A valid new type from the model's answer, or the problem to tell it."""
     try:
-        data = json.loads(strip_fence(answer))
+        data = loads(strip_fence(answer))
+    except TooDeep as deep:
+        return Proposal(problem=f"the answer is not acceptable JSON: {deep}")
     except ValueError:
         return Proposal(problem="the answer is not JSON")
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
@@ -155,8 +158,11 @@ class GeneratedSchema:
 
 
 def interpret_schema(answer: str, type_name: str, version: int) -> GeneratedSchema:
+    """The model's schema, checked as a person's is (CPU-bound: callers run it off the event loop)."""
     try:
-        data = json.loads(strip_fence(answer))
+        data = loads(strip_fence(answer))
+    except TooDeep as deep:
+        return GeneratedSchema(problem=f"the answer is not acceptable JSON: {deep}")
     except ValueError:
         return GeneratedSchema(problem="the answer is not JSON")
     if not isinstance(data, dict):
@@ -167,12 +173,20 @@ def interpret_schema(answer: str, type_name: str, version: int) -> GeneratedSche
         return GeneratedSchema(problem=error.message)
 
 
+def schema_from_text(type_name: str, version: int, text: str) -> ExtractionSchema:
+    """A caller's JSON Schema text as a valid schema, or TaxonomyInvalid (CPU-bound: callers run
+    it off the event loop)."""
+    return extraction_schema(type_name, version, parse_schema_text(text))
+
+
 def parse_schema_text(text: str) -> dict[str, Any]:
     """A caller's JSON Schema text as an object, or TaxonomyInvalid."""
     if len(text) > MAX_SCHEMA_CHARS:
         raise TaxonomyInvalid("json_schema", f"a schema is at most {MAX_SCHEMA_CHARS} characters")
     try:
-        data = json.loads(text)
+        data = loads(text)
+    except TooDeep as deep:
+        raise TaxonomyInvalid("json_schema", f"json_schema is refused: {deep}") from None
     except ValueError:
         raise TaxonomyInvalid("json_schema", "json_schema is not JSON text") from None
     if not isinstance(data, dict):

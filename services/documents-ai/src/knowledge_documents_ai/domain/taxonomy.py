@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from knowledge_documents_ai.domain.errors import TaxonomyInvalid
 from knowledge_documents_ai.domain.limits import (
     MAX_DESCRIPTION_CHARS,
@@ -27,6 +24,7 @@ from knowledge_documents_ai.domain.limits import (
     TYPE_NAME_PATTERN,
     UNCLASSIFIED,
 )
+from knowledge_documents_ai.domain.validation import schema_problem
 
 ANCHOR_ENTITY_TYPE = "document_type"
 MAX_FIELDS = 100
@@ -91,12 +89,18 @@ def anchor_text(kind: DocumentType) -> str:
 
 
 def extraction_schema(type_name: str, version: int, json_schema: Mapping[str, Any]) -> ExtractionSchema:
-    """A valid schema, or :class:`TaxonomyInvalid`: a JSON Schema (draft 2020-12) of an object
-    with 1..100 described properties."""
-    try:
-        Draft202012Validator.check_schema(json_schema)
-    except SchemaError as error:
-        raise TaxonomyInvalid("json_schema", f"not a valid JSON Schema: {error.message}") from None
+    """A valid schema, or :class:`TaxonomyInvalid`: a JSON Schema (draft 2020-12) this service can
+    apply (:mod:`.validation`; callers run it off the event loop) of an object with 1..100
+    described properties."""
+    problem = schema_problem(json_schema)
+    if problem:
+        raise TaxonomyInvalid("json_schema", problem)
+    return described_schema(type_name, version, json_schema)
+
+
+def described_schema(type_name: str, version: int, json_schema: Mapping[str, Any]) -> ExtractionSchema:
+    """The schema's fields, or :class:`TaxonomyInvalid` when it is not an object of 1..100
+    described properties; the JSON Schema itself is not checked (a stored schema was, once)."""
     if json_schema.get("type") != "object" or not isinstance(json_schema.get("properties"), Mapping):
         raise TaxonomyInvalid("json_schema", 'an extraction schema is an object schema with "properties"')
     properties: Mapping[str, Any] = json_schema["properties"]

@@ -39,7 +39,7 @@ class ExtractionLimits:
     """Bounds on the work one file may cost; past a bound the text is cut and a warning says so.
 
     The archive bounds are checked before an OOXML file (a zip) is parsed at all, from the
-    sizes its directory declares (Python's zip reader never inflates past them).
+    sizes its directory declares, and then against what each entry really inflates to.
     """
 
     max_chars: int = 5_000_000  # about 1,500 chunks of 3,500 characters
@@ -89,6 +89,32 @@ class ExtractionFailed(InvalidArgument):
 
 
 Source = bytes | str | os.PathLike[str]
+
+GIB = 1024**3
+DEFAULT_EXTRACTION_MEMORY_BUDGET = 6 * GIB  # every extraction child's address space together
+MAX_CHILD_MEMORY = 3 * GIB  # one child's cap however large the budget
+MIN_CHILD_MEMORY = 1 * GIB  # below it a child cannot read a large file (its imports alone ~250 MB)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildAllowance:
+    """How many extraction children may run at once, and each one's address-space cap."""
+
+    children: int
+    memory_bytes: int
+
+
+def child_allowance(budget_bytes: int, workers: int) -> ChildAllowance:
+    """A share of ``budget_bytes`` per worker, between ``MIN_CHILD_MEMORY`` and
+    ``MAX_CHILD_MEMORY``, and as many children at once as the budget holds of those shares (at
+    most one per worker): together the children never pass the budget. A budget below the
+    minimum is one child with all of it. Why: each child was capped alone, so concurrent uploads
+    could take the process tree to the cap times the workers."""
+    if budget_bytes < 1:
+        raise ValueError("the extraction memory budget must be positive")
+    workers = max(1, workers)
+    share = min(MAX_CHILD_MEMORY, max(MIN_CHILD_MEMORY, budget_bytes // workers), budget_bytes)
+    return ChildAllowance(children=max(1, min(workers, budget_bytes // share)), memory_bytes=share)
 
 
 class Extractor(Protocol):

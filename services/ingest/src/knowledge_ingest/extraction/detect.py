@@ -1,12 +1,15 @@
 """Which format a file is: its bytes first, then its name and media type, never the name alone.
 
 Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) are zip archives, and a zip
-bomb is refused from its directory before any parser inflates it.
+bomb is refused before any parser inflates it: first from its directory, then by inflating every
+entry once, counting, in small pieces (``check_inflation``), since the directory's sizes can lie.
 """
 
 from __future__ import annotations
 
+import struct
 import zipfile
+import zlib
 from typing import BinaryIO
 
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
@@ -47,6 +50,8 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "application/xhtml+xml": "html",
 }
 _HTML_STARTS = (b"<!doctype html", b"<html")
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
+_INFLATE_PIECE = 1 << 20  # compressed bytes read, and inflated bytes made, at a time
 _NAMES = {
     "pdf": "PDF",
     "docx": "Word",
@@ -123,8 +128,9 @@ def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits)
         with zipfile.ZipFile(stream) as archive:
             infos = archive.infolist()
             check_archive(infos, limits)
+            check_inflation(stream, infos)
             names = {info.filename for info in infos}
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, zlib.error):
         raise ExtractionFailed(
             "the file is a damaged zip archive", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim or ""
         ) from None
@@ -158,6 +164,57 @@ def check_archive(infos: list[zipfile.ZipInfo], limits: ExtractionLimits) -> Non
             f"the document expands more than {limits.max_archive_ratio}-fold when unpacked (a zip bomb)",
             reason=ExtractionFailed.ARCHIVE_TOO_LARGE,
         )
+
+
+def check_inflation(stream: BinaryIO, infos: list[zipfile.ZipInfo]) -> None:
+    """Inflate every entry once, counting, and refuse one that inflates past the size the
+    directory declares for it. Why: the parsers read entries through Python's zip reader, which
+    asks zlib for up to a gigabyte in one call whatever the directory says and only then cuts the
+    result to the declared size, so a falsified size passes ``check_archive`` and still inflates
+    gigabytes in the reading process. Here at most a piece is inflated at a time; an entry that
+    is honest about its size is then read by the parsers within the bounds ``check_archive`` set."""
+    for info in infos:
+        if info.compress_type == zipfile.ZIP_STORED:
+            continue  # nothing to inflate: a stored entry is read as it lies, within the file
+        if info.flag_bits & 0x1:
+            raise ExtractionFailed(
+                "the document is password-protected; remove the password and upload it again",
+                reason=ExtractionFailed.FILE_ENCRYPTED,
+            )
+        if info.compress_type != zipfile.ZIP_DEFLATED:  # never in an Office file; bz2 and lzma inflate unbounded
+            raise ExtractionFailed(
+                "the document archive uses a compression method Office documents do not use",
+                reason=ExtractionFailed.FILE_CORRUPT,
+            )
+        if _inflated_size(stream, info, stop_past=info.file_size) > info.file_size:
+            raise ExtractionFailed(
+                "the document expands to more than its archive declares when unpacked (a zip bomb)",
+                reason=ExtractionFailed.ARCHIVE_TOO_LARGE,
+            )
+
+
+def _inflated_size(stream: BinaryIO, info: zipfile.ZipInfo, stop_past: int) -> int:
+    """How many bytes the entry's deflated data inflates to, counted no further than ``stop_past``
+    plus a piece; zlib.error or BadZipFile when the data is damaged."""
+    stream.seek(info.header_offset)
+    header = stream.read(_LOCAL_HEADER.size)
+    if len(header) < _LOCAL_HEADER.size:
+        raise zipfile.BadZipFile("truncated local header")
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    if signature != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local header")
+    stream.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    left, size = info.compress_size, 0
+    while left > 0 and not inflater.eof and size <= stop_past:
+        piece = stream.read(min(left, _INFLATE_PIECE))
+        if not piece:
+            break
+        left -= len(piece)
+        while piece and not inflater.eof and size <= stop_past:
+            size += len(inflater.decompress(piece, _INFLATE_PIECE))
+            piece = inflater.unconsumed_tail
+    return size
 
 
 def _ole_format(stream: BinaryIO, claim: str | None) -> str:

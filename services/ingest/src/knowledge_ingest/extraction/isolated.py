@@ -3,7 +3,9 @@ costs that file, never the ingest process or its worker thread.
 
 The soft bounds of ``ExtractionLimits`` are checked between pages, rows and paragraphs; a
 single pathological page or XML part can still spin or allocate past them. Here the child has
-a hard wall-clock limit (killed when it is past) and an address-space limit (``RLIMIT_AS``).
+a hard wall-clock limit (killed when it is past) and an address-space limit (``RLIMIT_AS``), and
+at most ``children`` run at once, so their caps together stay within the service's memory budget
+(``domain.extraction.child_allowance``); a file waits for a free place before its child starts.
 Children come from a fork server that has imported the parsers once, so a file costs a fork,
 not an interpreter start, and no gRPC or event-loop state is ever forked.
 
@@ -16,15 +18,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
+from knowledge_ingest.domain.extraction import MAX_CHILD_MEMORY, Extracted, ExtractionFailed, ExtractionLimits, Source
 from knowledge_ingest.extraction.detect import plain_text
 from knowledge_ingest.extraction.extractor import DocumentExtractor, log_result
 
-DEFAULT_MEMORY_BYTES = 3 * 1024**3
+DEFAULT_MEMORY_BYTES = MAX_CHILD_MEMORY
 IN_PROCESS_TEXT_BYTES = 1024 * 1024  # plain text up to this size is read without a child process
 _GRACE_S = 60.0  # past the soft time bound, before the child is killed
 
@@ -45,7 +48,8 @@ class IsolatedExtractor:
     """The ``Extractor`` port, each file read by ``DocumentExtractor`` in a fresh child.
 
     ``timeout_s`` defaults to the limits' ``max_seconds`` plus a minute; ``memory_bytes`` (None:
-    unlimited) bounds the child's address space.
+    unlimited) bounds the child's address space; ``children`` (None: unlimited) is how many
+    children may run at once (the time limit counts from a child's start, not its wait).
     """
 
     def __init__(
@@ -55,8 +59,10 @@ class IsolatedExtractor:
         timeout_s: float | None = None,
         memory_bytes: int | None = DEFAULT_MEMORY_BYTES,
         use_unstructured: bool | None = None,
+        children: int | None = None,
     ) -> None:
         self._limits = limits or ExtractionLimits()
+        self._places = threading.BoundedSemaphore(children) if children else None
         self._timeout_s = timeout_s if timeout_s is not None else self._limits.max_seconds + _GRACE_S
         self._memory_bytes = memory_bytes
         self._use_unstructured = use_unstructured
@@ -76,6 +82,12 @@ class IsolatedExtractor:
     def extract(self, data: Source, filename: str, mime_type: str) -> Extracted:
         if _small_plain_text(data, filename, mime_type):
             return DocumentExtractor(self._limits, use_unstructured=False).extract(data, filename, mime_type)
+        if self._places is None:
+            return self._in_child(data, filename, mime_type)
+        with self._places:
+            return self._in_child(data, filename, mime_type)
+
+    def _in_child(self, data: Source, filename: str, mime_type: str) -> Extracted:
         started = time.monotonic()
         payload = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else os.fspath(data)
         receiver, sender = _context.Pipe(duplex=False)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import uuid
 
 import asyncpg
 from knowledge_runtime.db.pool import Database
+from knowledge_runtime.errors import UploadTooLarge
 from knowledge_runtime.imports import ResolvedPath, open_fenced, read_chunks
 
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
@@ -169,16 +171,25 @@ class PostgresImports:
         return None if row is None else _finding(row)
 
 
-def _hash_fenced(resolved: ResolvedPath) -> SeenFile:
+def _hash_fenced(resolved: ResolvedPath, max_bytes: int | None) -> SeenFile:
+    fd = open_fenced(resolved)
+    if max_bytes is not None and os.fstat(fd).st_size > max_bytes:
+        os.close(fd)
+        raise UploadTooLarge(max_bytes)
     digest = hashlib.sha256()
     size = 0
-    for chunk in read_chunks(open_fenced(resolved)):
-        digest.update(chunk)
+    for chunk in read_chunks(fd):  # which closes the descriptor, also when left early
         size += len(chunk)
+        if max_bytes is not None and size > max_bytes:  # it grew since: read no further
+            break
+        digest.update(chunk)
+    if max_bytes is not None and size > max_bytes:
+        raise UploadTooLarge(max_bytes)
     return SeenFile(resolved.relative, digest.hexdigest(), size)
 
 
-async def hash_file(resolved: ResolvedPath) -> SeenFile:
+async def hash_file(resolved: ResolvedPath, max_bytes: int | None = None) -> SeenFile:
     """The file's SHA-256, read through the fence (checked path, ``O_NOFOLLOW``, the descriptor's
-    real location) in a thread."""
-    return await asyncio.to_thread(_hash_fenced, resolved)
+    real location) in a thread. A file over ``max_bytes`` (the upload cap: it could never be
+    imported) is refused from its size before a byte is read, not after hashing gigabytes."""
+    return await asyncio.to_thread(_hash_fenced, resolved, max_bytes)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import structlog
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.errors import DomainError
+from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_runtime.imports import ImportRoot, ImportRoots, ResolvedPath, walk_files
 from knowledge_runtime.refusals import Refusal, Refused
 
@@ -68,7 +68,7 @@ class ImportUseCases:
     documents: DocumentRepository
     jobs: JobRepository
     imports: ImportRepository
-    hash_file: Callable[[ResolvedPath], Awaitable[SeenFile]]
+    hash_file: Callable[[ResolvedPath], Awaitable[SeenFile]]  # refuses a file over the upload cap unread
     reach: ReachSource | None = None  # the caller's scope and clearance; None: the whole tenant
 
     def _require_roots(self, scope: Scope) -> list[ImportRoot]:
@@ -104,9 +104,11 @@ class ImportUseCases:
             raise InvalidRequest(f"at most {MAX_IMPORT_PATHS} paths per call", field="paths")
         corpus = await self._corpus(scope, corpus_id)
         resolved = [self.roots.resolve(path, scope.tenant, field=f"paths[{i}]") for i, path in enumerate(paths)]
+        # The fenced reads first, every one: a file swapped meanwhile, or over the upload cap
+        # (refused from its size, unread), refuses the whole call before anything is stored.
+        seen_files = [await self.hash_file(item) for item in resolved]
         answers = []
-        for item in resolved:
-            seen = await self.hash_file(item)  # the fenced read: refuses a file swapped meanwhile
+        for item, seen in zip(resolved, seen_files, strict=True):
             job = await self._ingest(scope.tenant, corpus, item)
             await self.imports.record(
                 scope.tenant,
@@ -170,6 +172,10 @@ class ImportUseCases:
             try:
                 resolved = self.roots.resolve(str(root.path / relative), binding.tenant)
                 seen = await self.hash_file(resolved)
+            except UploadTooLarge as refused:  # never importable: no finding, and not hashed
+                report.errors += 1
+                log.warning("import_file_too_large", root=root.name, path=relative, max_bytes=refused.max_bytes)
+                continue
             except DomainError:
                 report.errors += 1  # moved, swapped for a link or unreadable since the walk
                 continue
