@@ -1,11 +1,13 @@
 """Corpus use cases against a fake repository at the port."""
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 from knowledge_ingest.corpora.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
-from knowledge_ingest.domain.errors import InvalidCorpus
+from knowledge_ingest.domain.errors import CorpusNotFound, CorpusReadOnly, InvalidCorpus
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
 from knowledge_runtime.reach import ScopePath
@@ -31,13 +33,21 @@ class FakeCorpora:
         return mine[: page.size]
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
-        raise NotImplementedError
+        for index, (owner, corpus) in enumerate(self.rows):
+            if owner == tenant and corpus.corpus_id == corpus_id:
+                self.rows[index] = (owner, dataclasses.replace(corpus, scope=node))
+                self.reach.place(tenant, corpus_id, str(node), corpus.confidentiality)
+                return self.rows[index][1]
+        return None
+
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        return CorpusKind.USER if any(t == tenant and c.corpus_id == corpus_id for t, c in self.rows) else None
 
 
 def use_cases() -> tuple[CorpusUseCases, FakeCorpora]:
     reach = FakeReach()
     repo = FakeCorpora(reach)
-    return CorpusUseCases(repo, reach), repo
+    return CorpusUseCases(repo, reach, repo), repo
 
 
 SCOPE = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/")
@@ -73,3 +83,27 @@ def test_page_size_defaults_and_clamps():
     with pytest.raises(InvalidPageSize) as caught:  # the description says page_size >= 0: so does the server
         page_of(-1, 0)
     assert caught.value.code == "INVALID_ARGUMENT"
+
+
+def scoped(node: str) -> Scope:
+    return Scope(tenant="t1", capabilities=frozenset({"corpus.create", "corpus.bind"}), scope_claim=node)
+
+
+async def test_a_lower_token_cannot_bind_an_ancestors_corpus_and_the_refusal_names_where_it_sits():
+    cases, repo = use_cases()
+    root = await cases.create_corpus(SCOPE, "handbook", "")
+    repo.reach.place("t1", 99, "workspace:eng/project:billing/mission:launch")  # the mission node exists
+    mission = scoped("workspace:eng/project:billing/mission:launch")
+    with pytest.raises(CorpusReadOnly) as caught:
+        await cases.bind_corpus(mission, str(root.corpus_id), "workspace:eng/project:billing/mission:launch")
+    assert caught.value.code == "PERMISSION_DENIED" and caught.value.reason == "CORPUS_READ_ONLY"
+    assert caught.value.metadata == {
+        "corpus_id": str(root.corpus_id),
+        "corpus_scope": "/",
+        "scope": "workspace:eng/project:billing/mission:launch",
+    }
+    assert repo.rows[0][1].scope == ScopePath()  # still the root's
+    moved = await cases.bind_corpus(SCOPE, str(root.corpus_id), "workspace:eng")  # its own node's token may
+    assert str(moved.scope) == "workspace:eng"
+    with pytest.raises(CorpusNotFound):  # now below the root token: out of its reach, as if absent
+        await cases.bind_corpus(SCOPE, str(root.corpus_id), "/")

@@ -98,7 +98,7 @@ def wire(
     quotas = QuotaChecks(tenant_store)
     fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
 
-    corpus_cases = CorpusUseCases(PostgresCorpora(db), reach)
+    corpus_cases = CorpusUseCases(PostgresCorpora(db), reach, document_store)
     document_cases = DocumentUseCases(document_store, reach, feed)
     deletion = TombstoneUseCases(tombstones, document_store, reach)
     uploads = UploadUseCases(document_store, job_store, blobs, settings.common.max_upload_bytes, reach, quotas)
@@ -110,7 +110,9 @@ def wire(
         corpora_api.service_spec(corpora_api.CorpusServicer(corpus_cases, deletion)),
         documents_api.service_spec(documents_api.DocumentServicer(document_cases, deletion)),
         jobs_api.service_spec(
-            jobs_api.IngestJobServicer(uploads, WebPageUseCases(uploads, fetcher), JobUseCases(job_store, reach))
+            jobs_api.IngestJobServicer(
+                uploads, WebPageUseCases(uploads, fetcher), JobUseCases(job_store, reach, document_store)
+            )
         ),
         imports_api.service_spec(imports_api.ImportServicer(import_cases)),
         tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store))),

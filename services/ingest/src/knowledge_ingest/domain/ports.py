@@ -32,6 +32,11 @@ class ReachSource(Protocol):
         """The reader and the corpora it reaches."""
 
 
+class CorpusKinds(Protocol):
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
+
+
 class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
         """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
