@@ -400,3 +400,43 @@ async def test_an_ancestors_corpus_is_read_only_to_a_lower_token(services, make_
         ingest_pb2.BindCorpusRequest(corpus_id=payroll.corpus_id, scope="workspace:eng"), metadata=root
     )
     assert rebound.corpus.scope == "workspace:eng"
+
+
+async def test_corpus_names_are_unique_per_node_and_a_name_out_of_reach_behaves_as_absent(services, make_token):
+    """The attack: a GENERAL token of one project got 409 creating names of corpora it cannot
+    read (a RESTRICTED one at the root, another project's, another workspace's)."""
+    ingest, _, _ = services
+    tenant = {"name": f"names-{uuid.uuid4().hex[:8]}"}
+    root = token(make_token, tenant, clearance="RESTRICTED")
+    for name, band, node in (
+        ("root-restr", "RESTRICTED", "/"),
+        ("payroll", "TENANT", "workspace:eng/project:payroll"),
+        ("sales", "TENANT", "workspace:sales"),
+        ("billing-notes", "TENANT", "workspace:eng/project:billing"),
+    ):
+        made = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name, confidentiality=band), metadata=root)
+        if node != "/":
+            await ingest.BindCorpus(ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope=node), metadata=root)
+    billing = token(make_token, tenant, "workspace:eng/project:billing", clearance="GENERAL")
+    for name in ("root-restr", "payroll", "sales"):
+        made = await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name=name, confidentiality="GENERAL"), metadata=billing
+        )
+        assert (made.name, made.scope) == (name, "workspace:eng/project:billing")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # its own node's name, which it reads
+        await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name="payroll", confidentiality="GENERAL"), metadata=billing
+        )
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert error_info(caught.value).reason == "CORPUS_ALREADY_EXISTS"
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # the root's own node holds the name too
+        await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="root-restr"), metadata=root)
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    # Binding into a node where the name is taken in the same band is a conflict, never a 500.
+    second = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="billing-notes"), metadata=root)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=second.corpus_id, scope="workspace:eng/project:billing"),
+            metadata=root,
+        )
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS

@@ -5,12 +5,12 @@ from datetime import UTC, datetime
 
 import pytest
 from knowledge_ingest.corpora.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
-from knowledge_ingest.domain.errors import CorpusNotFound, CorpusReadOnly, InvalidCorpus
-from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.errors import CorpusNameTaken, CorpusNotFound, CorpusReadOnly, InvalidCorpus
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
-from knowledge_runtime.reach import ScopePath
+from knowledge_runtime.reach import Band, Reader, ScopePath
 
 from tests.support.reach import FakeReach
 
@@ -27,6 +27,9 @@ class FakeCorpora:
         self.rows.append((tenant, made))
         self.reach.place(tenant, made.corpus_id, str(node), corpus.confidentiality)
         return made
+
+    async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
+        return [c.confidentiality for t, c in self.rows if t == tenant and c.scope == node and c.name == name]
 
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
         mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id and c.corpus_id in reachable]
@@ -107,3 +110,35 @@ async def test_a_lower_token_cannot_bind_an_ancestors_corpus_and_the_refusal_nam
     assert str(moved.scope) == "workspace:eng"
     with pytest.raises(CorpusNotFound):  # now below the root token: out of its reach, as if absent
         await cases.bind_corpus(SCOPE, str(root.corpus_id), "/")
+
+
+ROOT, BILLING = ScopePath.parse("/"), ScopePath.parse("workspace:eng/project:billing")
+
+
+@pytest.mark.parametrize(
+    ("reader", "node", "bands", "taken"),
+    [
+        (Reader(ROOT), ROOT, [Band.TENANT], True),  # at its own node, a band it reads
+        (Reader(ROOT), ROOT, [Band.GENERAL], True),  # another band it reads: still its view's name
+        (Reader(ROOT, Band.GENERAL), ROOT, [Band.RESTRICTED], False),  # above its clearance: absent
+        (Reader(ROOT, Band.GENERAL), ROOT, [Band.RESTRICTED, Band.GENERAL], True),
+        (Reader(BILLING), BILLING, [], False),
+        (Reader(ROOT), BILLING, [Band.TENANT], False),  # a node it does not read
+        (Reader(BILLING, Band.RESTRICTED), ROOT, [Band.CONFIDENTIAL], True),  # an ancestor it reads
+    ],
+)
+def test_a_name_is_taken_only_by_a_corpus_the_caller_can_read(reader, node, bands, taken):
+    assert name_taken(reader, node, bands) is taken
+
+
+async def test_a_name_held_outside_the_reach_is_free_and_one_in_view_at_the_own_node_is_taken():
+    cases, _ = use_cases()
+    restricted = Scope(
+        tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/", clearance=Band.RESTRICTED
+    )
+    await cases.create_corpus(restricted, "root-restr", "", "RESTRICTED")
+    general = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/", clearance=Band.GENERAL)
+    beside = await cases.create_corpus(general, "root-restr", "", "GENERAL")  # it cannot see the other one
+    assert (beside.scope, beside.confidentiality) == (ROOT, Band.GENERAL)
+    with pytest.raises(CorpusNameTaken):  # the root's TENANT reader sees the GENERAL one
+        await cases.create_corpus(SCOPE, "root-restr", "")

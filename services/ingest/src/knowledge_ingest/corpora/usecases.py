@@ -9,8 +9,14 @@ from knowledge_runtime.pagination import bounded_page_size
 from knowledge_runtime.reach import Access, InvalidScopePath, Reach, ScopePath, allows
 
 from knowledge_ingest.domain.documents import parse_id
-from knowledge_ingest.domain.errors import CorpusNotFound, CorpusReadOnly, InvalidCorpus, InvalidRequest
-from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.errors import (
+    CorpusNameTaken,
+    CorpusNotFound,
+    CorpusReadOnly,
+    InvalidCorpus,
+    InvalidRequest,
+)
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
 from knowledge_ingest.domain.ports import CorpusKinds, CorpusRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import may_read, new_platform_corpus, write_access
 
@@ -61,7 +67,8 @@ class CorpusUseCases:
         self, scope: Scope, name: str, description: str, confidentiality: str = "", platform_wide: bool = False
     ) -> Corpus:
         """A new corpus is bound to its creator's own node, in a band the creator may read; a
-        platform-wide one (domain.system_corpora decides who and which band) to no tenant."""
+        platform-wide one (domain.system_corpora decides who and which band) to no tenant. Its
+        name must be free among the corpora the creator reads at its node (``name_taken``)."""
         if platform_wide:
             platform = new_platform_corpus(
                 name, description, confidentiality, capabilities=scope.capabilities, tenant=scope.tenant
@@ -75,6 +82,8 @@ class CorpusUseCases:
                 f"{reader.clearance.value}; its creator could not read the corpus",
                 field="confidentiality",
             )
+        if name_taken(reader, reader.node, await self.corpora.bands_named(scope.tenant, reader.node, corpus.name)):
+            raise CorpusNameTaken(corpus.name)
         return await self.corpora.create(scope.tenant, corpus, reader.node)
 
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:

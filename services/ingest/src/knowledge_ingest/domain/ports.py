@@ -11,7 +11,7 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
-from knowledge_runtime.reach import Reach, Reader, ScopePath
+from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.events import Event
@@ -39,7 +39,11 @@ class CorpusKinds(Protocol):
 
 class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
-        """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken when a live corpus of that
+        node and band bears the name."""
+
+    async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
+        """The bands of the tenant's live corpora at ``node`` named ``name``."""
 
     async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
         """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
@@ -51,7 +55,8 @@ class CorpusRepository(Protocol):
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
         """Bind the tenant's own corpus to ``node``, creating the node and its ancestors; None
-        when the tenant has no such corpus (a system corpus included)."""
+        when the tenant has no such corpus (a system corpus included); CorpusNameTaken when a
+        live corpus of that node and band bears its name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +188,8 @@ class DocumentRepository(Protocol):
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
-        """The tenant's housekeeping corpus ``name``, created when missing; None when a corpus of
-        the tenant's own already bears the name."""
+        """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
+        when missing; None when a corpus of the tenant's own there already bears the name."""
 
     async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
         """Records whom a housekeeping entry is about."""
