@@ -36,7 +36,11 @@ PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "searc
 PLATFORM_ADMIN = "platform.admin"
 # An auditor's: listing the tenant's tombstones. Never in a default token.
 AUDIT_READ = "audit.read"
-ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ)
+# A tenant administrator's: the whole tenant's usage and spending (GetUsage); without it a caller
+# is told the usage of its own node and below. Not platform.admin: that one sets every tenant's
+# enablement and quotas, far more than reading one's own tenant's figures needs.
+USAGE_ADMIN = "usage.admin"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ, USAGE_ADMIN)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import grpc
@@ -21,7 +21,7 @@ import structlog
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from knowledge_runtime.auth import TokenVerifier, bearer_token, bind_scope, reset_scope
+from knowledge_runtime.auth import Scope, TokenVerifier, bearer_token, bind_scope, reset_scope
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
@@ -30,6 +30,7 @@ from knowledge_runtime.errors import (
     Unauthenticated,
     Unimplemented,
 )
+from knowledge_runtime.reach import claimed_node
 from knowledge_runtime.tenancy import UNGATED_CAPABILITIES
 from knowledge_runtime.tracing import current_trace_id
 from knowledge_runtime.validation import check_request
@@ -39,6 +40,8 @@ log = structlog.get_logger("knowledge.rpc")
 Guard = Callable[[grpc.HandlerCallDetails, grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
 # Raises (FEATURE_DISABLED) when the tenant may not use the service now; read per call.
 TenantGate = Callable[[str], Awaitable[None]]
+# Raises Refused(SCOPE_UNRESOLVED) when the caller's scope names no node of its tenant.
+ScopeResolver = Callable[[Scope], Awaitable[object]]
 KNOWLEDGE_PREFIX = "/knowledge.v1."
 
 
@@ -167,14 +170,24 @@ class ScopeInterceptor(_GuardInterceptor):
     ours without an entry is refused (fail closed). Health and reflection pass untouched.
     ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
+    Last, every method not named in ``unscoped`` refuses a scope that does not resolve
+    (SCOPE_UNRESOLVED): no claim or one that is no scope path always, and a node the tenant does
+    not have when ``resolve`` is given. One place, so no RPC can forget it.
     """
 
     def __init__(
-        self, verifier: TokenVerifier, capabilities: Mapping[str, str], gate: TenantGate | None = None
+        self,
+        verifier: TokenVerifier,
+        capabilities: Mapping[str, str],
+        gate: TenantGate | None = None,
+        unscoped: Collection[str] = (),
+        resolve: ScopeResolver | None = None,
     ) -> None:
         self._verifier = verifier
         self._capabilities = dict(capabilities)
         self._gate = gate
+        self._unscoped = frozenset(unscoped)
+        self._resolve = resolve
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
@@ -192,6 +205,10 @@ class ScopeInterceptor(_GuardInterceptor):
         scope.require(capability)
         if self._gate is not None and capability not in UNGATED_CAPABILITIES:
             await self._gate(scope.tenant)
+        if details.method not in self._unscoped:
+            claimed_node(scope.scope_claim)
+            if self._resolve is not None:
+                await self._resolve(scope)
         tokens = bind_scope(scope, token)
         try:
             yield

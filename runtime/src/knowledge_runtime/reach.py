@@ -212,10 +212,9 @@ class Reach:
         return (tenant,)
 
 
-def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
-    """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
-    a claim that is no scope path, or a node the tenant does not have (the root always exists).
-    Never a wildcard, never a fallback to the root."""
+def claimed_node(claim: str | None) -> ScopePath:
+    """The node a token's ``scope`` claim names, or Refused(SCOPE_UNRESOLVED): no claim, or a
+    claim that is no scope path. Whether the tenant has that node is :func:`resolve`'s question."""
     if claim is None:
         raise Refused(
             Refusal.SCOPE_UNRESOLVED,
@@ -223,11 +222,18 @@ def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[Sco
             "its issuer must name a scope node, e.g. '/' for the tenant root",
         )
     try:
-        node = ScopePath.parse(claim)
+        return ScopePath.parse(claim)
     except InvalidScopePath as error:
         raise Refused(
             Refusal.SCOPE_UNRESOLVED, f"the token's scope claim is not a scope path ({error}); nothing can be read"
         ) from None
+
+
+def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
+    """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
+    a claim that is no scope path, or a node the tenant does not have (the root always exists).
+    Never a wildcard, never a fallback to the root."""
+    node = claimed_node(claim)
     if not node.is_root and node not in set(known):
         raise Refused(
             Refusal.SCOPE_UNRESOLVED,

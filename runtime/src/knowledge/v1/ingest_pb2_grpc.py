@@ -1583,9 +1583,13 @@ class TenantServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetUsage(self, request, context):
-        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
-        one month (from the cost records the embedder and search write), with its quotas.
-        Capability corpus.read.
+        """The caller tenant's usage. With capability usage.admin, the whole tenant: what it holds now,
+        and its embedding and LLM tokens and cost in one month (from the cost records the embedder and
+        search write). Without it, the caller's part of the tree: what the corpora bound at its scope
+        node and below hold, in the bands its clearance reads (`scope` names the node), and no
+        spending (cost records are not kept per node), all spending fields 0. The tenant's quotas
+        either way. Capability corpus.read. An unresolved scope is PERMISSION_DENIED
+        (SCOPE_UNRESOLVED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

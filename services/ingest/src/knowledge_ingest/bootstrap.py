@@ -77,6 +77,7 @@ class Ingest:
     corpora: CorpusUseCases
     uploads: UploadUseCases
     imports: ImportUseCases
+    reach: PostgresReach  # its ``reader`` is the server's scope resolver
 
 
 def wire(
@@ -115,7 +116,7 @@ def wire(
             )
         ),
         imports_api.service_spec(imports_api.ImportServicer(import_cases)),
-        tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store))),
+        tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store, reach))),
         events_api.service_spec(events_api.EventServicer(event_cases)),
     ]
 
@@ -170,6 +171,7 @@ def wire(
         corpora=corpus_cases,
         uploads=uploads,
         imports=import_cases,
+        reach=reach,
     )
 
 
@@ -209,6 +211,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
+            scope_resolver=ingest.reach.reader,
         )
     app.on_start.append(extractor.start)  # before the workers: their first file finds it started
     app.on_start.append(ingest.background.start)
