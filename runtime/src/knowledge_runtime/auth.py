@@ -72,6 +72,7 @@ class Scope:
     subject: str = ""
     scope_claim: str | None = None  # None: the token has none, and reads are refused
     clearance: Band = DEFAULT_CLEARANCE
+    expires_at: float | None = None  # the token's ``exp`` (seconds since the epoch); a stream ends there
 
     def reader(self, known: Iterable[ScopePath]) -> Reader:
         """The resolved reader (reach.Reader) or Refused(SCOPE_UNRESOLVED)."""
@@ -122,6 +123,11 @@ def reset_scope(tokens: tuple[contextvars.Token, contextvars.Token]) -> None:
     _current_token.reset(tokens[1])
 
 
+def token_expired() -> Unauthenticated:
+    """What an expired token is answered, at a call's start or when a stream outlives it."""
+    return Unauthenticated("token expired; call again with a fresh token", reason="TOKEN_EXPIRED")
+
+
 class TokenVerifier:
     """Verifies bearer JWTs against a local JWKS file, the issuer and the audience."""
 
@@ -158,7 +164,7 @@ class TokenVerifier:
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.ExpiredSignatureError:
-            raise Unauthenticated("token expired", reason="TOKEN_EXPIRED") from None
+            raise token_expired() from None
         except (jwt.PyJWTError, TypeError, ValueError):
             raise Unauthenticated("token invalid", reason="TOKEN_INVALID") from None
         return scope_from_claims(claims)
@@ -179,8 +185,15 @@ def scope_from_claims(claims: dict) -> Scope:
     if not is_service_subject(subject):
         capabilities = capabilities - frozenset(INTERNAL_CAPABILITIES)
     scope_claim, clearance = _scope_claim(claims), _clearance(claims)
+    expiry = claims.get("exp")
     return Scope(
-        tenant=tenant.strip(), capabilities=capabilities, subject=subject, scope_claim=scope_claim, clearance=clearance
+        tenant=tenant.strip(),
+        capabilities=capabilities,
+        subject=subject,
+        scope_claim=scope_claim,
+        clearance=clearance,
+        # A number once verified (PyJWT checks it); a claim set built by hand may lack it.
+        expires_at=float(expiry) if isinstance(expiry, int | float) and not isinstance(expiry, bool) else None,
     )
 
 

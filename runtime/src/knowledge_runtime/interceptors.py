@@ -21,7 +21,15 @@ import structlog
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from knowledge_runtime.auth import Scope, TokenVerifier, bearer_token, bind_scope, reset_scope
+from knowledge_runtime.auth import (
+    Scope,
+    TokenVerifier,
+    bearer_token,
+    bind_scope,
+    current_scope,
+    reset_scope,
+    token_expired,
+)
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
@@ -45,8 +53,15 @@ ScopeResolver = Callable[[Scope], Awaitable[object]]
 KNOWLEDGE_PREFIX = "/knowledge.v1."
 
 
-def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails, guard: Guard):
-    """The same handler with ``guard`` entered around its behaviour (for every call shape)."""
+def _wrap(
+    handler: grpc.RpcMethodHandler | None,
+    details: grpc.HandlerCallDetails,
+    guard: Guard,
+    stream_deadline: Callable[[], float | None] | None = None,
+):
+    """The same handler with ``guard`` entered around its behaviour (for every call shape). A
+    server stream ends at ``stream_deadline()`` (epoch seconds, asked once ``guard`` is entered;
+    None: never) with :func:`auth.token_expired`, even while its behaviour waits."""
     if handler is None:
         return None
     kwargs = {
@@ -70,15 +85,56 @@ def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetail
 
     async def stream_response(request, context):
         async with guard(details, context):
+            ends = stream_deadline() if stream_deadline is not None else None
             result = streaming(request, context)
             if inspect.isawaitable(result):  # a behaviour that writes through context.write
-                await result
+                async with _expiring(ends):
+                    await result
                 return
-            async for item in result:  # type: ignore[attr-defined]  # an async servicer yields asynchronously
+            # An async servicer yields asynchronously (grpc's stubs type it as a plain iterator).
+            items: AsyncIterator = result if ends is None else _until(result, ends)  # type: ignore[assignment,arg-type]
+            async for item in items:
                 yield item
 
     factory = grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler
     return factory(stream_response, **kwargs)
+
+
+def _loop_time(epoch_s: float) -> float:
+    return asyncio.get_running_loop().time() + (epoch_s - time.time())
+
+
+@asynccontextmanager
+async def _expiring(ends: float | None) -> AsyncIterator[None]:
+    """Cancels what it encloses at ``ends`` (epoch seconds) and answers the token expired."""
+    if ends is None:
+        yield
+        return
+    timer = asyncio.timeout_at(_loop_time(ends))
+    try:
+        async with timer:
+            yield
+    except TimeoutError:
+        if timer.expired():
+            raise token_expired() from None
+        raise
+
+
+async def _until(items: AsyncIterator, ends: float) -> AsyncIterator:
+    """The stream's items until ``ends``: waiting for the next one is cancelled there (the
+    behaviour's own clean-up runs), and the stream ends with the token expired."""
+    try:
+        while True:
+            try:
+                async with _expiring(ends):
+                    item = await anext(items)
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class _GuardInterceptor(grpc.aio.ServerInterceptor):
@@ -172,8 +228,14 @@ class ScopeInterceptor(_GuardInterceptor):
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
     Last, every method not named in ``unscoped`` refuses a scope that does not resolve
     (SCOPE_UNRESOLVED): no claim or one that is no scope path always, and a node the tenant does
-    not have when ``resolve`` is given. One place, so no RPC can forget it.
+    not have when ``resolve`` is given. One place, so no RPC can forget it. A server stream ends
+    at its token's ``exp`` (UNAUTHENTICATED, TOKEN_EXPIRED, as a call with that token would be
+    answered then): a watch opened with a token must not outlive it.
     """
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        return _wrap(handler, handler_call_details, self.guard, _token_expiry)
 
     def __init__(
         self,
@@ -214,6 +276,14 @@ class ScopeInterceptor(_GuardInterceptor):
             yield
         finally:
             reset_scope(tokens)
+
+
+def _token_expiry() -> float | None:
+    """The verified token's ``exp`` for a call of ours (None for health and reflection)."""
+    try:
+        return current_scope().expires_at
+    except Unauthenticated:
+        return None
 
 
 class RequestValidationInterceptor(grpc.aio.ServerInterceptor):

@@ -61,7 +61,10 @@ class DocumentUseCases:
     async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
         starts before the snapshot is read, so a change committed meanwhile is not missed (at
-        worst it is re-read and found unchanged)."""
+        worst it is re-read and found unchanged). The caller's reach is checked again on every
+        announcement, before anything of it is read: once the corpus is out of reach (rebound,
+        another band, deleted) the watch ends with CorpusNotFound, as a new watch would. (The
+        stream also ends at its token's expiry: the runtime's scope interceptor.)"""
         assert self.feed is not None
         key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
@@ -83,6 +86,12 @@ class DocumentUseCases:
             yield DocumentChange(ChangeKind.SYNCED)
             while True:
                 document_ids = await announced.next()
+                reach = await self.reach.reach_of(scope)
+                if not await self._readable(scope, reach, key):
+                    raise CorpusNotFound(corpus_id)
+                if not document_ids:  # only the corpus changed, and it is still in reach
+                    continue
+                owners = reach.owners(scope.tenant)
                 now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
                 for document_id in document_ids:  # in the order announced
                     change = change_of(key, document_id, now.get(document_id), shown.get(document_id))

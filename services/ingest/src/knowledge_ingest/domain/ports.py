@@ -261,8 +261,9 @@ class JobQueue(Protocol):
 
 class DocumentSubscription(Protocol):
     async def next(self) -> list[int]:
-        """The documents announced since the last call (at least one; waits for it), each once;
-        raises Unavailable when the announcements stopped (the database went away)."""
+        """The documents announced since the last call, each once; waits for an announcement,
+        which may name no document when the corpus itself changed (bound elsewhere, another
+        band, deleted). Raises Unavailable when the announcements stopped (the database went away)."""
 
 
 class DocumentFeed(Protocol):
