@@ -71,6 +71,7 @@ def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
         descriptor=descriptor,
         register=lambda s: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, s),
         capabilities={m.name: "embed" for m in descriptor.methods},
+        unscoped=[m.name for m in descriptor.methods],  # internal, as the real embedder's
     )
 
 

@@ -113,6 +113,9 @@ def test_an_unresolved_scope_is_403_and_reads_nothing(stack, tenant):
             httpx.post(f"{base}/search", headers=headers, json={"query": "aurora"}),
             httpx.get(f"{base}/corpora", headers=headers),
             httpx.get(f"{base}/documents/{tenant['documents']['handbook']}", headers=headers),
+            httpx.get(f"{base}/usage", headers=headers),
+            httpx.get(f"{base}/document_types", headers=headers),
+            httpx.post(f"{base}/document_types", headers=headers, json={"name": "planted", "description": "x"}),
         ):
             assert reply.status_code == 403, reply.text
             assert reply.json()["details"][0]["reason"] == "SCOPE_UNRESOLVED"
@@ -127,6 +130,23 @@ def test_binding_outside_the_own_node_is_refused_over_rest(stack, tenant):
         f"{base}/corpora/{tenant['corpora']['pipeline']}:bind", headers=billing, json={"scope": "workspace:eng"}
     )
     assert sales.status_code == 404  # another branch's corpus is not even there for this token
+
+
+def test_an_ancestors_corpus_is_read_only_over_rest(stack, tenant):
+    """A lower token reads the root's corpus but neither binds, deletes nor empties it: 403
+    CORPUS_READ_ONLY naming where it sits, and the root still lists it."""
+    base, billing = stack["base"], tenant["headers"]("workspace:eng/project:billing")
+    handbook = tenant["corpora"]["handbook"]
+    for reply in (
+        httpx.post(f"{base}/corpora/{handbook}:bind", headers=billing, json={"scope": "workspace:eng/project:billing"}),
+        httpx.delete(f"{base}/corpora/{handbook}", params={"delete_documents": "true"}, headers=billing),
+        httpx.delete(f"{base}/documents/{tenant['documents']['handbook']}", headers=billing),
+    ):
+        assert reply.status_code == 403, reply.text
+        detail = reply.json()["details"][0]
+        assert detail["reason"] == "CORPUS_READ_ONLY" and detail["metadata"]["corpus_scope"] == "/"
+    listed = httpx.get(f"{base}/corpora", headers=tenant["headers"]()).json()
+    assert handbook in {c["corpus_id"] for c in listed["corpora"]}
 
 
 # ---- events obey scope and clearance ----

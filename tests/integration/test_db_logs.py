@@ -33,17 +33,17 @@ async def test_a_unique_violation_leaves_no_row_values_in_any_log(migrated_pg, c
         await db.close()
 
     error = caught.value
-    assert error.constraint_name == "corpora_tenant_name" and error.sqlstate == "23505"
+    assert error.constraint_name == "corpora_node_name" and error.sqlstate == "23505"
     logged = capsys.readouterr().err
-    assert "corpora_tenant_name" in logged  # the failure is still there to read...
+    assert "corpora_node_name" in logged  # the failure is still there to read...
     for text in (str(error), logged):
         assert TENANT not in text and CORPUS not in text  # ...without whose row it was
 
     server_log = migrated_pg.server.log
     for _ in range(50):  # the server writes its log asynchronously
-        if "corpora_tenant_name" in server_log.read_text(errors="replace"):
+        if "corpora_node_name" in server_log.read_text(errors="replace"):
             break
         await asyncio.sleep(0.1)
     text = server_log.read_text(errors="replace")
-    assert "corpora_tenant_name" in text
+    assert "corpora_node_name" in text
     assert TENANT not in text and CORPUS not in text

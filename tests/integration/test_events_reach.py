@@ -4,6 +4,7 @@ could read now, the cursor moves past the others, and a rebinding out of a consu
 its corpus's events for that consumer from the rebinding on."""
 
 import asyncio
+import re
 import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from knowledge_runtime.reach import Band, ScopePath
 
 from tests.support import rpc
 from tests.support.ingest import CountingEmbedder, MemoryBlobs, ingest_app, settings, wait_terminal, wire_fakes
+from tests.support.rpc import error_info
 
 pytestmark = pytest.mark.integration
 
@@ -225,3 +227,18 @@ async def test_an_empty_corpus_s_deletion_is_delivered_with_the_placement_it_had
         (made.corpus_id, "corpus.created"),
         (made.corpus_id, "corpus.deleted"),
     ]
+
+
+async def test_a_cursor_ahead_of_the_newest_tells_nothing_of_the_tenants_newest(stack):
+    """The tenant's newest cursor counts every event of the tenant; a consumer that reads few of
+    them must not learn it from the refusal."""
+    stub, token, head = stack
+    await lay_out(stub, token)
+    newest = await head()
+    for metadata in (token("workspace:sales", "TENANT"), token()):
+        with pytest.raises(grpc.aio.AioRpcError) as ahead:
+            await read_until(stub, metadata, str(newest + 1000), lambda line: True, timeout=10)
+        assert ahead.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        info = error_info(ahead.value)
+        told = [ahead.value.details(), *info.metadata.values()]
+        assert not any(str(newest) in re.findall(r"\d+", text) for text in told), told

@@ -49,6 +49,7 @@ async def serve(servicer: Embedder, port: int, verifier) -> GrpcApp:
                 capabilities={
                     m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods
                 },
+                unscoped=[m.name for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods],
             )
         ],
         verifier=verifier,

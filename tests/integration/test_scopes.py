@@ -11,6 +11,7 @@ import grpc
 import pytest
 from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
+from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
@@ -289,3 +290,153 @@ async def test_a_band_above_the_creators_clearance_is_refused(services, make_tok
     assert made.confidentiality == "CONFIDENTIAL"
     plain = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="p"), metadata=token(make_token, tenant))
     assert plain.confidentiality == "TENANT" and plain.scope == "/"
+
+
+MISSION = "workspace:eng/project:billing/mission:launch"
+
+
+async def test_an_ancestors_corpus_is_read_only_to_a_lower_token(services, make_token):
+    """The attack: a mission token bound a root corpus to its own node (taking it from every node
+    above), deleted it, and deleted a document of another root corpus. Each write is refused with
+    403 CORPUS_READ_ONLY naming where the corpus sits, nothing changes, and the root still reads
+    and rebinds its corpus."""
+    ingest, _, admin = services
+    tenant = {"name": f"readonly-{uuid.uuid4().hex[:8]}"}
+    root = token(make_token, tenant)
+    payroll = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="payroll"), metadata=root)
+    handbook = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="handbook"), metadata=root)
+    own = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="launch-notes"), metadata=root)
+    jobs = {}
+    for corpus in (payroll, handbook):
+        reply = await upload(ingest, root, corpus.corpus_id, f"# {corpus.name}\n\nQuokka figures.".encode())
+        jobs[corpus.name] = await wait_terminal(ingest, root, reply.job_id)
+        assert jobs[corpus.name].state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+    document = jobs["handbook"].result.document_id
+    await ingest.BindCorpus(ingest_pb2.BindCorpusRequest(corpus_id=own.corpus_id, scope=MISSION), metadata=root)
+    mission = token(make_token, tenant, MISSION, capabilities=[*PUBLIC_CAPABILITIES])
+
+    writes = {
+        "bind": ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=payroll.corpus_id, scope=MISSION), metadata=mission
+        ),
+        "delete corpus": ingest.DeleteCorpus(
+            ingest_pb2.DeleteCorpusRequest(corpus_id=payroll.corpus_id, delete_documents=True), metadata=mission
+        ),
+        "delete document": ingest.DeleteDocument(
+            ingest_pb2.DeleteDocumentRequest(document_id=document), metadata=mission
+        ),
+        "move out": ingest.MoveDocuments(
+            ingest_pb2.MoveDocumentsRequest(target_corpus_id=own.corpus_id, document_ids=[document]),
+            metadata=mission,
+        ),
+        "move all out": ingest.MoveDocuments(
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=own.corpus_id, source_corpus_id=handbook.corpus_id, all_documents=True
+            ),
+            metadata=mission,
+        ),
+        "move in": ingest.MoveDocuments(
+            ingest_pb2.MoveDocumentsRequest(
+                target_corpus_id=payroll.corpus_id, source_corpus_id=own.corpus_id, all_documents=True
+            ),
+            metadata=mission,
+        ),
+        "text": ingest.IngestText(
+            ingest_pb2.IngestTextRequest(corpus_id=payroll.corpus_id, text="planted", title="x"), metadata=mission
+        ),
+        "new content": ingest.IngestText(
+            ingest_pb2.IngestTextRequest(document_id=document, text="replaced"), metadata=mission
+        ),
+        "url": ingest.IngestUrl(
+            ingest_pb2.IngestUrlRequest(corpus_id=payroll.corpus_id, url="https://example.com/planted"),
+            metadata=mission,
+        ),
+        "cancel": ingest.CancelIngestJob(
+            ingest_pb2.CancelIngestJobRequest(job_id=jobs["handbook"].job_id), metadata=mission
+        ),
+        "retry": ingest.RetryIngestJob(
+            ingest_pb2.RetryIngestJobRequest(job_id=jobs["handbook"].job_id), metadata=mission
+        ),
+        "upload": upload(ingest, mission, payroll.corpus_id, b"planted", "planted.txt"),
+    }
+    for what, call in writes.items():
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call
+        assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED, (what, caught.value.details())
+        info = error_info(caught.value)
+        assert info.reason == "CORPUS_READ_ONLY", what
+        assert info.metadata["corpus_scope"] == "/" and info.metadata["scope"] == MISSION, what
+    batch = await ingest.BatchIngestTexts(
+        ingest_pb2.BatchIngestTextsRequest(
+            items=[ingest_pb2.IngestTextRequest(corpus_id=payroll.corpus_id, text="planted", title="x")]
+        ),
+        metadata=mission,
+    )
+    assert (batch.items[0].error_reason, batch.items[0].error_code) == ("CORPUS_READ_ONLY", "PERMISSION_DENIED")
+
+    # Nothing changed: both corpora at the root, live, with their documents.
+    rows = await admin.fetch(
+        "t",
+        "SELECT corpus_id::text, scope_path, deleted_at IS NULL AS live, "
+        "(SELECT count(*) FROM documents d WHERE d.corpus_id = c.corpus_id AND d.deleted_at IS NULL) AS documents "
+        "FROM corpora c WHERE tenant_id = $1 ORDER BY c.corpus_id",
+        tenant["name"],
+    )
+    assert [(r["corpus_id"], r["scope_path"], r["live"], r["documents"]) for r in rows] == [
+        (payroll.corpus_id, "/", True, 1),
+        (handbook.corpus_id, "/", True, 1),
+        (own.corpus_id, MISSION, True, 0),
+    ]
+    # The mission token still reads them, and still writes its own corpus.
+    listed = await ingest.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=mission)
+    assert {c.name for c in listed.corpora} == {"payroll", "handbook", "launch-notes"}
+    mine = await upload(ingest, mission, own.corpus_id, b"# Launch\n\nQuokka launch notes.", "launch.txt")
+    assert (await wait_terminal(ingest, mission, mine.job_id)).state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+    # The root (and the nodes between) still see the corpus, and the root rebinds it.
+    for reader in (root, token(make_token, tenant, "workspace:eng/project:billing")):
+        names = {c.name for c in (await ingest.ListCorpora(ingest_pb2.ListCorporaRequest(), metadata=reader)).corpora}
+        assert {"payroll", "handbook"} <= names
+    rebound = await ingest.BindCorpus(
+        ingest_pb2.BindCorpusRequest(corpus_id=payroll.corpus_id, scope="workspace:eng"), metadata=root
+    )
+    assert rebound.corpus.scope == "workspace:eng"
+
+
+async def test_corpus_names_are_unique_per_node_and_a_name_out_of_reach_behaves_as_absent(services, make_token):
+    """The attack: a GENERAL token of one project got 409 creating names of corpora it cannot
+    read (a RESTRICTED one at the root, another project's, another workspace's)."""
+    ingest, _, _ = services
+    tenant = {"name": f"names-{uuid.uuid4().hex[:8]}"}
+    root = token(make_token, tenant, clearance="RESTRICTED")
+    for name, band, node in (
+        ("root-restr", "RESTRICTED", "/"),
+        ("payroll", "TENANT", "workspace:eng/project:payroll"),
+        ("sales", "TENANT", "workspace:sales"),
+        ("billing-notes", "TENANT", "workspace:eng/project:billing"),
+    ):
+        made = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=name, confidentiality=band), metadata=root)
+        if node != "/":
+            await ingest.BindCorpus(ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope=node), metadata=root)
+    billing = token(make_token, tenant, "workspace:eng/project:billing", clearance="GENERAL")
+    for name in ("root-restr", "payroll", "sales"):
+        made = await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name=name, confidentiality="GENERAL"), metadata=billing
+        )
+        assert (made.name, made.scope) == (name, "workspace:eng/project:billing")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # its own node's name, which it reads
+        await ingest.CreateCorpus(
+            ingest_pb2.CreateCorpusRequest(name="payroll", confidentiality="GENERAL"), metadata=billing
+        )
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert error_info(caught.value).reason == "CORPUS_ALREADY_EXISTS"
+    with pytest.raises(grpc.aio.AioRpcError) as caught:  # the root's own node holds the name too
+        await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="root-restr"), metadata=root)
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    # Binding into a node where the name is taken in the same band is a conflict, never a 500.
+    second = await ingest.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="billing-notes"), metadata=root)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await ingest.BindCorpus(
+            ingest_pb2.BindCorpusRequest(corpus_id=second.corpus_id, scope="workspace:eng/project:billing"),
+            metadata=root,
+        )
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS

@@ -164,6 +164,7 @@ async def stack(migrated_pg, verifier, make_service_token):
                 capabilities={
                     m.name: "embed" for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods
                 },
+                unscoped=[m.name for m in embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].methods],
             )
         ],
         verifier=verifier,

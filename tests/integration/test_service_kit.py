@@ -77,6 +77,7 @@ async def refusing_embedder(verifier):
                 descriptor=descriptor,
                 register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
                 capabilities={m.name: "embed" for m in descriptor.methods},
+                unscoped=[m.name for m in descriptor.methods],  # internal, as the real embedder's
             )
         ],
         verifier=verifier,

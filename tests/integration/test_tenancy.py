@@ -20,6 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge.v1 import ingest_pb2
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_ingest.tenants.metrics import publish
+from knowledge_runtime.auth import PUBLIC_CAPABILITIES, USAGE_ADMIN
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.registry import service
@@ -271,7 +272,7 @@ async def test_a_spent_embedding_token_quota_fails_the_job_before_extraction(ing
 async def test_usage_sums_the_tenants_records_of_the_period(ingest, make_token):
     stub, admin = ingest
     name = tenant()
-    metadata = auth(make_token(name))
+    metadata = auth(make_token(name, [*PUBLIC_CAPABILITIES, USAGE_ADMIN]))  # the whole tenant's figures
     corpus = await new_corpus(stub, metadata)
     data = f"usage {uuid.uuid4().hex}".encode()
     job = await wait_terminal(stub, metadata, (await upload(stub, metadata, corpus, data)).job_id)
@@ -286,13 +287,60 @@ async def test_usage_sums_the_tenants_records_of_the_period(ingest, make_token):
     assert usage.period == f"{now.year:04d}-{now.month:02d}"
     assert (usage.document_count, usage.stored_bytes, usage.chunk_count) == (1, len(data), job.result.chunk_count)
     assert (usage.embedding_tokens, usage.llm_tokens, usage.llm_cost) == (100, 300, 0.25)
-    assert usage.quotas.max_documents == 10
+    assert usage.quotas.max_documents == 10 and usage.scope == ""
     march = await stub.GetUsage(ingest_pb2.GetUsageRequest(period="2025-03"), metadata=metadata)
     assert (march.period, march.llm_tokens, march.llm_cost, march.embedding_tokens) == ("2025-03", 50, 0.5, 0)
     for period in ("2025-13", "March", "2025-3", " ", "\x85"):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.GetUsage(ingest_pb2.GetUsageRequest(period=period), metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_without_usage_admin_usage_is_the_callers_node_and_below_within_its_clearance(ingest, make_token):
+    """A project token was told the whole tenant's figures. Now only a usage.admin token is; any
+    other caller hears what the corpora of its node and below hold in bands it reads, and no
+    spending (the cost records are not kept per node)."""
+    stub, admin = ingest
+    name = tenant()
+    root = auth(make_token(name, clearance="RESTRICTED"))
+    sizes = {}
+    for corpus, band, node in (
+        ("handbook", "TENANT", "/"),
+        ("salaries", "CONFIDENTIAL", "/"),
+        ("runbooks", "TENANT", "workspace:eng"),
+        ("invoices", "TENANT", "workspace:eng/project:billing"),
+        ("pipeline", "TENANT", "workspace:sales"),
+    ):
+        made = await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name=corpus, confidentiality=band), metadata=root)
+        data = f"{corpus} {uuid.uuid4().hex} ".encode() * (len(sizes) + 1)
+        job = await wait_terminal(stub, root, (await upload(stub, root, made.corpus_id, data)).job_id)
+        assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE
+        sizes[corpus] = len(data)
+        if node != "/":
+            await stub.BindCorpus(ingest_pb2.BindCorpusRequest(corpus_id=made.corpus_id, scope=node), metadata=root)
+    insert = (
+        "INSERT INTO cost_records (tenant_id, model, operation, texts, tokens, cost) VALUES ($1, 'm', $2, 1, $3, $4)"
+    )
+    await admin.execute("c", insert, name, "chat", 300, 0.25)
+
+    async def usage(scope: str, clearance: str | None = None, capabilities=None) -> ingest_pb2.Usage:
+        token = make_token(name, capabilities, scope=scope, clearance=clearance)
+        return await stub.GetUsage(ingest_pb2.GetUsageRequest(), metadata=auth(token))
+
+    whole = await usage("workspace:eng", capabilities=[*PUBLIC_CAPABILITIES, USAGE_ADMIN])
+    assert (whole.scope, whole.document_count, whole.stored_bytes) == ("", 5, sum(sizes.values()))
+    assert (whole.llm_tokens, whole.llm_cost) == (300, 0.25)
+    for scope, clearance, counted in (
+        ("/", None, {"handbook", "runbooks", "invoices", "pipeline"}),  # not the CONFIDENTIAL one
+        ("/", "CONFIDENTIAL", set(sizes)),
+        ("workspace:eng", None, {"runbooks", "invoices"}),  # never an ancestor's or a sibling's
+        ("workspace:eng/project:billing", None, {"invoices"}),
+        ("workspace:sales", "RESTRICTED", {"pipeline"}),
+    ):
+        part = await usage(scope, clearance)
+        assert (part.scope, part.document_count) == (scope, len(counted)), (scope, clearance)
+        assert part.stored_bytes == sum(sizes[c] for c in counted), (scope, clearance)
+        assert (part.llm_tokens, part.llm_cost, part.embedding_tokens) == (0, 0, 0)
 
 
 async def test_the_per_tenant_metrics_keep_their_label_bounded(ingest, make_token):

@@ -140,6 +140,7 @@ def ingest_app(ingest: Ingest, verifier, port: int = 0) -> GrpcApp:
         port=port,
         on_start=[ingest.background.start],
         on_stop=[ingest.background.stop, ingest.feed.close],
+        scope_resolver=ingest.reach.reader,
     )
 
 

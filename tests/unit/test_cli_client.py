@@ -275,6 +275,15 @@ def test_usage_prints_a_table_against_the_quotas(knowledge, capsys):
     assert rows["LLM cost"][-2:] == ["4.12", "unlimited"]
 
 
+def test_usage_says_when_it_counts_only_the_tokens_part_of_the_tree(knowledge, capsys):
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"period": "2026-12", "document_count": "2", "scope": "workspace:eng"})
+
+    assert knowledge(handler)("usage") == codes.OK
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("period 2026-12 (scope workspace:eng and below") and "usage.admin" in first
+
+
 def test_tenants_set_puts_the_whole_settings_and_prints_them(knowledge, capsys):
     seen = []
 

@@ -1,14 +1,16 @@
 """Corpus use cases against a fake repository at the port."""
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 from knowledge_ingest.corpora.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
-from knowledge_ingest.domain.errors import InvalidCorpus
-from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.errors import CorpusNameTaken, CorpusNotFound, CorpusReadOnly, InvalidCorpus
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
+from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
-from knowledge_runtime.reach import ScopePath
+from knowledge_runtime.reach import Band, Reader, ScopePath
 
 from tests.support.reach import FakeReach
 
@@ -26,18 +28,29 @@ class FakeCorpora:
         self.reach.place(tenant, made.corpus_id, str(node), corpus.confidentiality)
         return made
 
+    async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
+        return [c.confidentiality for t, c in self.rows if t == tenant and c.scope == node and c.name == name]
+
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
         mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id and c.corpus_id in reachable]
         return mine[: page.size]
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
-        raise NotImplementedError
+        for index, (owner, corpus) in enumerate(self.rows):
+            if owner == tenant and corpus.corpus_id == corpus_id:
+                self.rows[index] = (owner, dataclasses.replace(corpus, scope=node))
+                self.reach.place(tenant, corpus_id, str(node), corpus.confidentiality)
+                return self.rows[index][1]
+        return None
+
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        return CorpusKind.USER if any(t == tenant and c.corpus_id == corpus_id for t, c in self.rows) else None
 
 
 def use_cases() -> tuple[CorpusUseCases, FakeCorpora]:
     reach = FakeReach()
     repo = FakeCorpora(reach)
-    return CorpusUseCases(repo, reach), repo
+    return CorpusUseCases(repo, reach, repo), repo
 
 
 SCOPE = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/")
@@ -73,3 +86,59 @@ def test_page_size_defaults_and_clamps():
     with pytest.raises(InvalidPageSize) as caught:  # the description says page_size >= 0: so does the server
         page_of(-1, 0)
     assert caught.value.code == "INVALID_ARGUMENT"
+
+
+def scoped(node: str) -> Scope:
+    return Scope(tenant="t1", capabilities=frozenset({"corpus.create", "corpus.bind"}), scope_claim=node)
+
+
+async def test_a_lower_token_cannot_bind_an_ancestors_corpus_and_the_refusal_names_where_it_sits():
+    cases, repo = use_cases()
+    root = await cases.create_corpus(SCOPE, "handbook", "")
+    repo.reach.place("t1", 99, "workspace:eng/project:billing/mission:launch")  # the mission node exists
+    mission = scoped("workspace:eng/project:billing/mission:launch")
+    with pytest.raises(CorpusReadOnly) as caught:
+        await cases.bind_corpus(mission, str(root.corpus_id), "workspace:eng/project:billing/mission:launch")
+    assert caught.value.code == "PERMISSION_DENIED" and caught.value.reason == "CORPUS_READ_ONLY"
+    assert caught.value.metadata == {
+        "corpus_id": str(root.corpus_id),
+        "corpus_scope": "/",
+        "scope": "workspace:eng/project:billing/mission:launch",
+    }
+    assert repo.rows[0][1].scope == ScopePath()  # still the root's
+    moved = await cases.bind_corpus(SCOPE, str(root.corpus_id), "workspace:eng")  # its own node's token may
+    assert str(moved.scope) == "workspace:eng"
+    with pytest.raises(CorpusNotFound):  # now below the root token: out of its reach, as if absent
+        await cases.bind_corpus(SCOPE, str(root.corpus_id), "/")
+
+
+ROOT, BILLING = ScopePath.parse("/"), ScopePath.parse("workspace:eng/project:billing")
+
+
+@pytest.mark.parametrize(
+    ("reader", "node", "bands", "taken"),
+    [
+        (Reader(ROOT), ROOT, [Band.TENANT], True),  # at its own node, a band it reads
+        (Reader(ROOT), ROOT, [Band.GENERAL], True),  # another band it reads: still its view's name
+        (Reader(ROOT, Band.GENERAL), ROOT, [Band.RESTRICTED], False),  # above its clearance: absent
+        (Reader(ROOT, Band.GENERAL), ROOT, [Band.RESTRICTED, Band.GENERAL], True),
+        (Reader(BILLING), BILLING, [], False),
+        (Reader(ROOT), BILLING, [Band.TENANT], False),  # a node it does not read
+        (Reader(BILLING, Band.RESTRICTED), ROOT, [Band.CONFIDENTIAL], True),  # an ancestor it reads
+    ],
+)
+def test_a_name_is_taken_only_by_a_corpus_the_caller_can_read(reader, node, bands, taken):
+    assert name_taken(reader, node, bands) is taken
+
+
+async def test_a_name_held_outside_the_reach_is_free_and_one_in_view_at_the_own_node_is_taken():
+    cases, _ = use_cases()
+    restricted = Scope(
+        tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/", clearance=Band.RESTRICTED
+    )
+    await cases.create_corpus(restricted, "root-restr", "", "RESTRICTED")
+    general = Scope(tenant="t1", capabilities=frozenset({"corpus.create"}), scope_claim="/", clearance=Band.GENERAL)
+    beside = await cases.create_corpus(general, "root-restr", "", "GENERAL")  # it cannot see the other one
+    assert (beside.scope, beside.confidentiality) == (ROOT, Band.GENERAL)
+    with pytest.raises(CorpusNameTaken):  # the root's TENANT reader sees the GENERAL one
+        await cases.create_corpus(SCOPE, "root-restr", "")

@@ -69,6 +69,15 @@ def test_where_a_watch_starts():
         start_after(10, first_retained=5, head=9)
 
 
+def test_a_cursor_ahead_of_the_newest_names_no_tenant_wide_cursor():
+    """The newest cursor counts events of corpora the caller may not read: never told."""
+    with pytest.raises(InvalidRequest) as ahead:
+        start_after(5_000_000, first_retained=1, head=1_234_567)
+    told = ahead.value.message + " ".join(ahead.value.metadata.values())
+    assert "1234567" not in told and "1_234_567" not in told
+    assert ahead.value.metadata["field"] == "after"
+
+
 class FakeLog:
     def __init__(self, events: list[Event], first: int = 1) -> None:
         self.events = events

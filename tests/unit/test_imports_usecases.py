@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from knowledge_ingest.domain.errors import CorpusNotFound, CorpusReadOnly
 from knowledge_ingest.domain.imports import (
     Binding,
     Finding,
@@ -26,6 +27,8 @@ from knowledge_runtime.imports import ImportRoots, PathRefused
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.settings import Env
 from structlog.testing import capture_logs
+
+from tests.support.reach import FakeReach
 
 
 class Nothing:
@@ -158,3 +161,46 @@ def test_only_an_open_finding_is_decided():
     with pytest.raises(FindingDecided):
         require_open(finding)
     require_open(Finding(1, 1, "docs", "a.txt", "0" * 64, 1, "new", FindingState.OPEN, None, None, None, now))
+
+
+class OneFinding(Nothing):
+    """The finding 5 of corpus 1, open."""
+
+    async def finding(self, tenant, finding_id):
+        now = datetime.now(UTC)
+        return Finding(5, 1, "docs", "a.txt", "0" * 64, 1, "new", FindingState.OPEN, None, None, None, now)
+
+    async def bindings(self, tenant, corpus_id):
+        return []
+
+
+async def test_every_import_write_into_an_ancestors_corpus_is_read_only_and_reading_it_is_not(tmp_path):
+    """Importing into, binding and scanning a corpus, and deciding its findings, write it: from a
+    node below the corpus's, each is CORPUS_READ_ONLY before any file or port is touched; its
+    bindings and findings are still listed."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("a")
+    roots = ImportRoots.from_env(Env({"KNOWLEDGE_IMPORT_ROOTS": f"docs={tmp_path / 'docs'}"}))
+    reach = FakeReach()
+    reach.place("acme", 1, "/")
+    reach.place("acme", 2, "workspace:eng")
+    imports = OneFinding()
+    cases = ImportUseCases(roots, Nothing(), AcceptingDocuments(), Nothing(), imports, _no_read, reach)
+    eng = Scope("acme", frozenset({"document.import", "imports.admin"}), "dev", scope_claim="workspace:eng")
+    for call in (
+        cases.import_paths(eng, "1", [str(tmp_path / "docs" / "a.txt")]),
+        cases.set_binding(eng, "1", "docs", "auto"),
+        cases.scan(eng, "1"),
+        cases.accept(eng, "5"),
+        cases.dismiss(eng, "5"),
+    ):
+        with pytest.raises(CorpusReadOnly) as caught:
+            await call
+        assert caught.value.metadata["corpus_scope"] == "/" and caught.value.code == "PERMISSION_DENIED"
+    assert await cases.bindings(eng, "1") == []
+    with pytest.raises(CorpusNotFound):  # a sibling's corpus is not there at all
+        await cases.bindings(Scope("acme", frozenset(), "dev", scope_claim="/"), "2")
+
+
+async def _no_read(resolved):
+    raise AssertionError("a file was read")

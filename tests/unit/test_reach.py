@@ -11,6 +11,7 @@ from knowledge_runtime.errors import Unauthenticated
 from knowledge_runtime.reach import (
     PLATFORM_TENANT,
     READABLE,
+    Access,
     Band,
     InvalidScopePath,
     Placement,
@@ -71,6 +72,53 @@ def test_binding_is_to_the_own_node_or_below():
     reader = Reader(ENG)
     assert reader.may_bind_to(ENG) and reader.may_bind_to(BILLING) and reader.may_bind_to(LAUNCH)
     assert not reader.may_bind_to(ROOT) and not reader.may_bind_to(SALES)
+
+
+# (reader's node, corpus's node) -> what the reader may do with a TENANT-band corpus there.
+ABSENT, READ_ONLY, WRITABLE = Access.ABSENT, Access.READ_ONLY, Access.WRITABLE
+ACCESS = {
+    (ROOT, ROOT): WRITABLE,
+    (ROOT, ENG): ABSENT,  # a descendant's: out of a root reader's reach
+    (ROOT, LAUNCH): ABSENT,
+    (ENG, ROOT): READ_ONLY,  # an ancestor's: read, never written
+    (ENG, ENG): WRITABLE,
+    (ENG, BILLING): ABSENT,
+    (ENG, SALES): ABSENT,  # a sibling's
+    (BILLING, ROOT): READ_ONLY,
+    (BILLING, ENG): READ_ONLY,
+    (BILLING, BILLING): WRITABLE,
+    (BILLING, SEARCHP): ABSENT,
+    (BILLING, LAUNCH): ABSENT,
+    (LAUNCH, ROOT): READ_ONLY,  # the attack: a mission token bound, emptied and deleted a root corpus
+    (LAUNCH, ENG): READ_ONLY,
+    (LAUNCH, BILLING): READ_ONLY,
+    (LAUNCH, LAUNCH): WRITABLE,
+    (LAUNCH, SALES): ABSENT,
+    (SALES, ENG): ABSENT,
+}
+
+
+@pytest.mark.parametrize(("reader_node", "corpus_node"), list(ACCESS))
+def test_a_corpus_is_written_only_from_its_own_node_and_an_ancestors_is_read_only(reader_node, corpus_node):
+    expected = ACCESS[(reader_node, corpus_node)]
+    reader = Reader(reader_node)
+    assert reader.access(corpus_node, Band.TENANT) is expected
+    assert (expected is not ABSENT) is reader.may_read(corpus_node, Band.TENANT)  # in reach exactly when readable
+    found = reach(reader, [Placement(7, corpus_node, Band.TENANT)])
+    assert found.access(7) is expected and (7 in found.writable) is (expected is WRITABLE)
+
+
+@pytest.mark.parametrize(("clearance", "band"), list(itertools.product(Band, Band)))
+def test_a_band_above_the_clearance_is_absent_even_at_the_own_node(clearance, band):
+    expected = WRITABLE if EXPECTED[(clearance, band)] else ABSENT
+    assert Reader(BILLING, clearance).access(BILLING, band) is expected
+    assert Reader(BILLING, clearance).access(ROOT, band) is (READ_ONLY if expected is WRITABLE else ABSENT)
+
+
+def test_a_corpus_outside_the_reach_has_no_access_by_id():
+    found = reach(Reader(ENG), [Placement(1, ROOT, Band.TENANT), Placement(2, ENG, Band.TENANT)])
+    assert found.access(3) is ABSENT and found.writable == {2}
+    assert found.access(1) is READ_ONLY and found.placements[1].node == ROOT
 
 
 def test_reach_lists_the_reachable_corpora_and_says_when_it_is_everything():

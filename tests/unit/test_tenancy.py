@@ -7,8 +7,9 @@ from decimal import Decimal
 
 import pytest
 from knowledge_ingest.domain.quotas import check_quotas, check_tenant, embedding_refusal, upload_refusal
-from knowledge_ingest.domain.usage import TenantTotals, bounded_totals
+from knowledge_ingest.domain.usage import TenantTotals, bounded_totals, counted_corpora
 from knowledge_runtime.errors import InvalidField
+from knowledge_runtime.reach import Band, Placement, Reader, ScopePath
 from knowledge_runtime.refusals import REFUSALS, Refusal
 from knowledge_runtime.settings import CommonSettings, Env, SettingsError
 from knowledge_runtime.tenancy import (
@@ -103,3 +104,20 @@ def test_metric_labels_are_the_largest_tenants_and_one_other():
     assert [line.tenant for line in lines] == ["t100", "t99", "t98", "_other"]
     assert lines[-1].documents == sum(range(1, 98)) and lines[-1].chunks == 100 * sum(range(1, 98))
     assert bounded_totals(rows[:2], max_tenants=3) == sorted(rows[:2], key=lambda t: -t.documents)
+
+
+def test_a_usage_report_that_is_not_tenant_wide_counts_the_callers_node_and_below_in_bands_it_reads():
+    p = ScopePath.parse
+    placements = [
+        Placement(1, p("/"), Band.TENANT),
+        Placement(2, p("/"), Band.CONFIDENTIAL),
+        Placement(3, p("workspace:eng"), Band.TENANT),
+        Placement(4, p("workspace:eng/project:billing"), Band.RESTRICTED),
+        Placement(5, p("workspace:sales"), Band.GENERAL),
+        Placement(6, p("/"), Band.GENERAL, platform=True),  # the platform tenant's, never counted
+    ]
+    assert counted_corpora(Reader(p("/")), placements) == {1, 3, 5}
+    assert counted_corpora(Reader(p("/"), Band.RESTRICTED), placements) == {1, 2, 3, 4, 5}
+    assert counted_corpora(Reader(p("workspace:eng"), Band.RESTRICTED), placements) == {3, 4}  # no ancestor's
+    assert counted_corpora(Reader(p("workspace:eng/project:billing")), placements) == set()
+    assert counted_corpora(Reader(p("workspace:sales"), Band.GENERAL), placements) == {5}

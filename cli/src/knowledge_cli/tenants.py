@@ -26,7 +26,10 @@ def usage(client: Client, options, out: TextIO) -> int:
         print_json(out, usage)
         return OK
     quotas = usage.get("quotas") or {}
-    out.write(f"period {usage.get('period', '')}\n")
+    scope = usage.get("scope", "")
+    # Without usage.admin the server counts only the token's node and below, and no spending.
+    part = f" (scope {scope} and below; spending is shown only to a usage.admin token)" if scope else ""
+    out.write(f"period {usage.get('period', '')}{part}\n")
     rows = [
         (label, str(usage.get(field, 0)), str(quotas.get(quota, "unlimited")) if quota else "")
         for label, field, quota in USAGE_ROWS

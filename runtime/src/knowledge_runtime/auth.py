@@ -36,7 +36,11 @@ PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "searc
 PLATFORM_ADMIN = "platform.admin"
 # An auditor's: listing the tenant's tombstones. Never in a default token.
 AUDIT_READ = "audit.read"
-ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ)
+# A tenant administrator's: the whole tenant's usage and spending (GetUsage); without it a caller
+# is told the usage of its own node and below. Not platform.admin: that one sets every tenant's
+# enablement and quotas, far more than reading one's own tenant's figures needs.
+USAGE_ADMIN = "usage.admin"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ, USAGE_ADMIN)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 
@@ -68,6 +72,7 @@ class Scope:
     subject: str = ""
     scope_claim: str | None = None  # None: the token has none, and reads are refused
     clearance: Band = DEFAULT_CLEARANCE
+    expires_at: float | None = None  # the token's ``exp`` (seconds since the epoch); a stream ends there
 
     def reader(self, known: Iterable[ScopePath]) -> Reader:
         """The resolved reader (reach.Reader) or Refused(SCOPE_UNRESOLVED)."""
@@ -118,6 +123,11 @@ def reset_scope(tokens: tuple[contextvars.Token, contextvars.Token]) -> None:
     _current_token.reset(tokens[1])
 
 
+def token_expired() -> Unauthenticated:
+    """What an expired token is answered, at a call's start or when a stream outlives it."""
+    return Unauthenticated("token expired; call again with a fresh token", reason="TOKEN_EXPIRED")
+
+
 class TokenVerifier:
     """Verifies bearer JWTs against a local JWKS file, the issuer and the audience."""
 
@@ -154,7 +164,7 @@ class TokenVerifier:
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.ExpiredSignatureError:
-            raise Unauthenticated("token expired", reason="TOKEN_EXPIRED") from None
+            raise token_expired() from None
         except (jwt.PyJWTError, TypeError, ValueError):
             raise Unauthenticated("token invalid", reason="TOKEN_INVALID") from None
         return scope_from_claims(claims)
@@ -175,8 +185,15 @@ def scope_from_claims(claims: dict) -> Scope:
     if not is_service_subject(subject):
         capabilities = capabilities - frozenset(INTERNAL_CAPABILITIES)
     scope_claim, clearance = _scope_claim(claims), _clearance(claims)
+    expiry = claims.get("exp")
     return Scope(
-        tenant=tenant.strip(), capabilities=capabilities, subject=subject, scope_claim=scope_claim, clearance=clearance
+        tenant=tenant.strip(),
+        capabilities=capabilities,
+        subject=subject,
+        scope_claim=scope_claim,
+        clearance=clearance,
+        # A number once verified (PyJWT checks it); a claim set built by hand may lack it.
+        expires_at=float(expiry) if isinstance(expiry, int | float) and not isinstance(expiry, bool) else None,
     )
 
 

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import grpc
@@ -21,7 +21,15 @@ import structlog
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from knowledge_runtime.auth import TokenVerifier, bearer_token, bind_scope, reset_scope
+from knowledge_runtime.auth import (
+    Scope,
+    TokenVerifier,
+    bearer_token,
+    bind_scope,
+    current_scope,
+    reset_scope,
+    token_expired,
+)
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
@@ -30,6 +38,7 @@ from knowledge_runtime.errors import (
     Unauthenticated,
     Unimplemented,
 )
+from knowledge_runtime.reach import claimed_node
 from knowledge_runtime.tenancy import UNGATED_CAPABILITIES
 from knowledge_runtime.tracing import current_trace_id
 from knowledge_runtime.validation import check_request
@@ -39,11 +48,20 @@ log = structlog.get_logger("knowledge.rpc")
 Guard = Callable[[grpc.HandlerCallDetails, grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
 # Raises (FEATURE_DISABLED) when the tenant may not use the service now; read per call.
 TenantGate = Callable[[str], Awaitable[None]]
+# Raises Refused(SCOPE_UNRESOLVED) when the caller's scope names no node of its tenant.
+ScopeResolver = Callable[[Scope], Awaitable[object]]
 KNOWLEDGE_PREFIX = "/knowledge.v1."
 
 
-def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetails, guard: Guard):
-    """The same handler with ``guard`` entered around its behaviour (for every call shape)."""
+def _wrap(
+    handler: grpc.RpcMethodHandler | None,
+    details: grpc.HandlerCallDetails,
+    guard: Guard,
+    stream_deadline: Callable[[], float | None] | None = None,
+):
+    """The same handler with ``guard`` entered around its behaviour (for every call shape). A
+    server stream ends at ``stream_deadline()`` (epoch seconds, asked once ``guard`` is entered;
+    None: never) with :func:`auth.token_expired`, even while its behaviour waits."""
     if handler is None:
         return None
     kwargs = {
@@ -67,15 +85,56 @@ def _wrap(handler: grpc.RpcMethodHandler | None, details: grpc.HandlerCallDetail
 
     async def stream_response(request, context):
         async with guard(details, context):
+            ends = stream_deadline() if stream_deadline is not None else None
             result = streaming(request, context)
             if inspect.isawaitable(result):  # a behaviour that writes through context.write
-                await result
+                async with _expiring(ends):
+                    await result
                 return
-            async for item in result:  # type: ignore[attr-defined]  # an async servicer yields asynchronously
+            # An async servicer yields asynchronously (grpc's stubs type it as a plain iterator).
+            items: AsyncIterator = result if ends is None else _until(result, ends)  # type: ignore[assignment,arg-type]
+            async for item in items:
                 yield item
 
     factory = grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler
     return factory(stream_response, **kwargs)
+
+
+def _loop_time(epoch_s: float) -> float:
+    return asyncio.get_running_loop().time() + (epoch_s - time.time())
+
+
+@asynccontextmanager
+async def _expiring(ends: float | None) -> AsyncIterator[None]:
+    """Cancels what it encloses at ``ends`` (epoch seconds) and answers the token expired."""
+    if ends is None:
+        yield
+        return
+    timer = asyncio.timeout_at(_loop_time(ends))
+    try:
+        async with timer:
+            yield
+    except TimeoutError:
+        if timer.expired():
+            raise token_expired() from None
+        raise
+
+
+async def _until(items: AsyncIterator, ends: float) -> AsyncIterator:
+    """The stream's items until ``ends``: waiting for the next one is cancelled there (the
+    behaviour's own clean-up runs), and the stream ends with the token expired."""
+    try:
+        while True:
+            try:
+                async with _expiring(ends):
+                    item = await anext(items)
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class _GuardInterceptor(grpc.aio.ServerInterceptor):
@@ -167,14 +226,30 @@ class ScopeInterceptor(_GuardInterceptor):
     ours without an entry is refused (fail closed). Health and reflection pass untouched.
     ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
+    Last, every method not named in ``unscoped`` refuses a scope that does not resolve
+    (SCOPE_UNRESOLVED): no claim or one that is no scope path always, and a node the tenant does
+    not have when ``resolve`` is given. One place, so no RPC can forget it. A server stream ends
+    at its token's ``exp`` (UNAUTHENTICATED, TOKEN_EXPIRED, as a call with that token would be
+    answered then): a watch opened with a token must not outlive it.
     """
 
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        return _wrap(handler, handler_call_details, self.guard, _token_expiry)
+
     def __init__(
-        self, verifier: TokenVerifier, capabilities: Mapping[str, str], gate: TenantGate | None = None
+        self,
+        verifier: TokenVerifier,
+        capabilities: Mapping[str, str],
+        gate: TenantGate | None = None,
+        unscoped: Collection[str] = (),
+        resolve: ScopeResolver | None = None,
     ) -> None:
         self._verifier = verifier
         self._capabilities = dict(capabilities)
         self._gate = gate
+        self._unscoped = frozenset(unscoped)
+        self._resolve = resolve
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
@@ -192,11 +267,23 @@ class ScopeInterceptor(_GuardInterceptor):
         scope.require(capability)
         if self._gate is not None and capability not in UNGATED_CAPABILITIES:
             await self._gate(scope.tenant)
+        if details.method not in self._unscoped:
+            claimed_node(scope.scope_claim)
+            if self._resolve is not None:
+                await self._resolve(scope)
         tokens = bind_scope(scope, token)
         try:
             yield
         finally:
             reset_scope(tokens)
+
+
+def _token_expiry() -> float | None:
+    """The verified token's ``exp`` for a call of ours (None for health and reflection)."""
+    try:
+        return current_scope().expires_at
+    except Unauthenticated:
+        return None
 
 
 class RequestValidationInterceptor(grpc.aio.ServerInterceptor):

@@ -1,6 +1,6 @@
 """What a caller may read inside its tenant: the scope hierarchy and the confidentiality bands.
 
-Two rules, each decided here and nowhere else:
+The rules, each decided here and nowhere else:
 
 - **Scope nodes.** A tenant holds a hierarchy: the root ``/``, ``workspace:X``,
   ``workspace:X/project:Y`` and ``workspace:X/project:Y/mission:Z``. A corpus is bound to exactly
@@ -13,6 +13,12 @@ Two rules, each decided here and nowhere else:
 - **Confidentiality.** A corpus carries a band; a token's ``clearance`` claim names the highest
   band it may read (TENANT when absent). :func:`allows` decides from :data:`READABLE`, a table of
   what each clearance means, never from the order of the bands' numbers.
+- **Writing.** Reading a corpus never grants writing it. :meth:`Reader.access` decides: a corpus
+  out of reach is :attr:`Access.ABSENT` (404, as if it did not exist); one in reach but bound above
+  the caller's node (an ancestor's) is :attr:`Access.READ_ONLY` (403: the caller reads it, so
+  saying so leaks nothing); only one bound at the caller's node or below is :attr:`Access.WRITABLE`.
+  Otherwise a token low in the hierarchy could bind, delete or fill a corpus every node above and
+  beside it reads.
 
 - **Platform-wide corpora.** Beside a tenant's own corpora, every tenant sees the platform-wide
   ones (``corpora.tenant_id`` NULL, ``is_system``; GENERAL band only, bound to the root). Their
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from knowledge_runtime.refusals import Refusal, Refused
@@ -46,6 +52,14 @@ _NAME = r"[A-Za-z0-9._-]{1,100}"
 # states the same pattern, so what the description allows is exactly what parses.
 SCOPE_PATH_PATTERN = f"^(/|/?workspace:{_NAME}(/project:{_NAME}(/mission:{_NAME})?)?/?)$"
 _PATH = re.compile(SCOPE_PATH_PATTERN)
+
+
+class Access(StrEnum):
+    """What a caller may do with a corpus (:meth:`Reader.access`)."""
+
+    ABSENT = "ABSENT"  # out of reach: not found, as if it did not exist
+    READ_ONLY = "READ_ONLY"  # in reach, bound above the caller's node: read, never written
+    WRITABLE = "WRITABLE"  # in reach and bound at the caller's node or below
 
 
 class InvalidScopePath(ValueError):
@@ -148,6 +162,14 @@ class Reader:
         when ``node`` is the reader's node or an ancestor of it, and the clearance allows the band."""
         return self.node.is_within(node) and allows(self.clearance, band)
 
+    def access(self, node: ScopePath, band: Band) -> Access:
+        """THE write decision for material bound to ``node`` with ``band``: absent unless this
+        reader may read it; writable only when ``node`` is the reader's own node or below it
+        (what the reader reads from an ancestor's node is read-only to it)."""
+        if not self.may_read(node, band):
+            return Access.ABSENT
+        return Access.WRITABLE if node.is_within(self.node) else Access.READ_ONLY
+
     def may_bind_to(self, node: ScopePath) -> bool:
         """A corpus may be bound only to the reader's own node or below it."""
         return node.is_within(self.node)
@@ -163,9 +185,23 @@ class Reach:
     everything: bool = False
     # True when a platform-wide corpus is among corpus_ids (then ``everything`` is never set).
     platform: bool = False
+    # Where each reachable corpus sits (what :meth:`access` judges by).
+    placements: Mapping[int, Placement] = field(default_factory=dict)
 
     def has(self, corpus_id: int | None) -> bool:
         return corpus_id is not None and corpus_id in self.corpus_ids
+
+    def access(self, corpus_id: int) -> Access:
+        """:meth:`Reader.access` for a corpus by id: ABSENT when it is not in this reach."""
+        placement = self.placements.get(corpus_id) if self.has(corpus_id) else None
+        if placement is None:
+            return Access.ABSENT
+        return self.reader.access(placement.node, placement.band)
+
+    @property
+    def writable(self) -> frozenset[int]:
+        """The reachable corpora this reader may write (bound at its node or below)."""
+        return frozenset(c for c in self.corpus_ids if self.access(c) is Access.WRITABLE)
 
     def owners(self, tenant: str) -> tuple[str, ...]:
         """The tenant keys of the rows this reach may read: the caller's own, and the platform
@@ -176,10 +212,9 @@ class Reach:
         return (tenant,)
 
 
-def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
-    """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
-    a claim that is no scope path, or a node the tenant does not have (the root always exists).
-    Never a wildcard, never a fallback to the root."""
+def claimed_node(claim: str | None) -> ScopePath:
+    """The node a token's ``scope`` claim names, or Refused(SCOPE_UNRESOLVED): no claim, or a
+    claim that is no scope path. Whether the tenant has that node is :func:`resolve`'s question."""
     if claim is None:
         raise Refused(
             Refusal.SCOPE_UNRESOLVED,
@@ -187,11 +222,18 @@ def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[Sco
             "its issuer must name a scope node, e.g. '/' for the tenant root",
         )
     try:
-        node = ScopePath.parse(claim)
+        return ScopePath.parse(claim)
     except InvalidScopePath as error:
         raise Refused(
             Refusal.SCOPE_UNRESOLVED, f"the token's scope claim is not a scope path ({error}); nothing can be read"
         ) from None
+
+
+def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
+    """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
+    a claim that is no scope path, or a node the tenant does not have (the root always exists).
+    Never a wildcard, never a fallback to the root."""
+    node = claimed_node(claim)
     if not node.is_root and node not in set(known):
         raise Refused(
             Refusal.SCOPE_UNRESOLVED,
@@ -207,4 +249,10 @@ def reach(reader: Reader, placements: Iterable[Placement]) -> Reach:
     readable = [p for p in listed if reader.may_read(p.node, p.band)]
     ids = frozenset(p.corpus_id for p in readable)
     platform = any(p.platform for p in readable)
-    return Reach(reader=reader, corpus_ids=ids, everything=len(ids) == len(listed) and not platform, platform=platform)
+    return Reach(
+        reader=reader,
+        corpus_ids=ids,
+        everything=len(ids) == len(listed) and not platform,
+        platform=platform,
+        placements={p.corpus_id: p for p in readable},
+    )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -32,6 +32,7 @@ from knowledge_runtime.interceptors import (
     LoggingInterceptor,
     RequestValidationInterceptor,
     ScopeInterceptor,
+    ScopeResolver,
     TenantGate,
 )
 from knowledge_runtime.settings import CommonSettings, SettingsError
@@ -59,12 +60,23 @@ class ServiceSpec:
     descriptor: ServiceDescriptor
     register: Callable[[grpc.aio.Server], None]
     capabilities: Mapping[str, str]  # method name (e.g. "ListCorpora") -> capability
+    # Methods served to a token whose scope does not resolve: none unless named here, each with
+    # its reason where it is declared. Every other method refuses it (SCOPE_UNRESOLVED) before it
+    # runs, so a new RPC cannot forget.
+    unscoped: Collection[str] = ()
 
     def full_capabilities(self) -> dict[str, str]:
         missing = [m.name for m in self.descriptor.methods if m.name not in self.capabilities]
         if missing:
             raise ValueError(f"{self.descriptor.full_name}: no capability declared for {', '.join(missing)}")
         return {f"/{self.descriptor.full_name}/{name}": cap for name, cap in self.capabilities.items()}
+
+    def full_unscoped(self) -> set[str]:
+        names = {m.name for m in self.descriptor.methods}
+        unknown = sorted(set(self.unscoped) - names)
+        if unknown:
+            raise ValueError(f"{self.descriptor.full_name}: no method {', '.join(unknown)} to serve unscoped")
+        return {f"/{self.descriptor.full_name}/{name}" for name in self.unscoped}
 
 
 @dataclass
@@ -82,6 +94,9 @@ class GrpcApp:
     readiness: list[Dependency] = field(default_factory=list)
     readiness_interval_s: float = DEFAULT_INTERVAL_S
     tenant_gate: TenantGate | None = None  # the enablement check (tenancy); None: every tenant passes
+    # Resolves the caller's scope against the tenant's nodes (runtime.db.reach); None: only the
+    # claim's presence and form are checked here, the node by the reads themselves.
+    scope_resolver: ScopeResolver | None = None
 
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: HealthServicer | None = field(default=None, init=False)
@@ -97,6 +112,7 @@ class GrpcApp:
         on_stop: list[Callable[[], Awaitable[None]]] | None = None,
         readiness: list[Dependency] | None = None,
         tenant_gate: TenantGate | None = None,
+        scope_resolver: ScopeResolver | None = None,
     ) -> GrpcApp:
         return cls(
             services=services,
@@ -108,18 +124,21 @@ class GrpcApp:
             readiness=list(readiness or []),
             readiness_interval_s=common.readiness_interval_s,
             tenant_gate=tenant_gate,
+            scope_resolver=scope_resolver,
         )
 
     async def start(self) -> int:
         capabilities: dict[str, str] = {}
+        unscoped: set[str] = set()
         for spec in self.services:
             capabilities.update(spec.full_capabilities())
+            unscoped |= spec.full_unscoped()
         self.server = grpc.aio.server(
             interceptors=[
                 aio_server_interceptor(),
                 LoggingInterceptor(),
                 ErrorInterceptor(),
-                ScopeInterceptor(self.verifier, capabilities, self.tenant_gate),
+                ScopeInterceptor(self.verifier, capabilities, self.tenant_gate, unscoped, self.scope_resolver),
                 RequestValidationInterceptor(),
             ],
             options=list(SERVER_OPTIONS),

@@ -677,7 +677,7 @@ class GetUsageRequest(_message.Message):
     def __init__(self, period: _Optional[str] = ...) -> None: ...
 
 class Usage(_message.Message):
-    __slots__ = ("period", "document_count", "stored_bytes", "chunk_count", "embedding_tokens", "embedding_cost", "llm_tokens", "llm_cost", "quotas")
+    __slots__ = ("period", "document_count", "stored_bytes", "chunk_count", "embedding_tokens", "embedding_cost", "llm_tokens", "llm_cost", "quotas", "scope")
     PERIOD_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     STORED_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -687,6 +687,7 @@ class Usage(_message.Message):
     LLM_TOKENS_FIELD_NUMBER: _ClassVar[int]
     LLM_COST_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     period: str
     document_count: int
     stored_bytes: int
@@ -696,7 +697,8 @@ class Usage(_message.Message):
     llm_tokens: int
     llm_cost: float
     quotas: TenantQuotas
-    def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+    scope: str
+    def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., scope: _Optional[str] = ...) -> None: ...
 
 class WatchDocumentsRequest(_message.Message):
     __slots__ = ("corpus_id",)

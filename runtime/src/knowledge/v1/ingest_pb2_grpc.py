@@ -27,7 +27,11 @@ if _version_not_supported:
 
 class CorpusServiceStub:
     """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
-    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
+    band. A caller reads the corpora of its node and its ancestors, and writes only those bound at
+    its own node (or below): an ancestor's corpus is read-only to it, PERMISSION_DENIED
+    (CORPUS_READ_ONLY, metadata corpus_scope and scope); one out of reach is NOT_FOUND. Every RPC
+    refuses a scope that does not resolve (PERMISSION_DENIED, SCOPE_UNRESOLVED). Capabilities
+    corpus.create, corpus.read, corpus.bind (named per RPC).
     """
 
     def __init__(self, channel):
@@ -60,12 +64,18 @@ class CorpusServiceStub:
 
 class CorpusServiceServicer:
     """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
-    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
+    band. A caller reads the corpora of its node and its ancestors, and writes only those bound at
+    its own node (or below): an ancestor's corpus is read-only to it, PERMISSION_DENIED
+    (CORPUS_READ_ONLY, metadata corpus_scope and scope); one out of reach is NOT_FOUND. Every RPC
+    refuses a scope that does not resolve (PERMISSION_DENIED, SCOPE_UNRESOLVED). Capabilities
+    corpus.create, corpus.read, corpus.bind (named per RPC).
     """
 
     def CreateCorpus(self, request, context):
-        """Creates a corpus in the caller's tenant. ALREADY_EXISTS (HTTP 409) when the tenant already
-        has a corpus with that name. Capability corpus.create.
+        """Creates a corpus in the caller's tenant, bound to the caller's scope node. Names are unique per
+        scope node and band: ALREADY_EXISTS (HTTP 409) when a corpus the caller reads at its node has
+        the name; one held elsewhere in the tree or above the caller's clearance does not count (the
+        new corpus is created beside it). Capability corpus.create.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -82,7 +92,10 @@ class CorpusServiceServicer:
         """Binds a corpus to a scope node of the caller's tenant (an administrative act): the caller's
         own node or a node below it (else INVALID_ARGUMENT / SCOPE_OUT_OF_REACH), creating the node
         and its ancestors when the tenant does not have them yet. The corpus must be in the caller's
-        reach (else NOT_FOUND) and the tenant's own (a system corpus is NOT_FOUND). Readers of the
+        reach (else NOT_FOUND), bound at the caller's own node (an ancestor's corpus is
+        PERMISSION_DENIED / CORPUS_READ_ONLY: a low token cannot take it from the nodes above) and
+        the tenant's own (a system corpus is NOT_FOUND); a node where a corpus of its band already
+        bears its name is ALREADY_EXISTS. Readers of the
         corpus's old node lose it and readers of the new node and the nodes below gain it at once
         (cached answers included). Capability corpus.bind.
         """
@@ -91,11 +104,12 @@ class CorpusServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteCorpus(self, request, context):
-        """Deletes a corpus the same way as a document, at once: out of every reach from the commit on,
-        a tombstone for each of its documents, document.removed for each and corpus.deleted; its row
-        goes with the last removal. While it holds documents it is refused with FAILED_PRECONDITION
-        (CORPUS_NOT_EMPTY) unless delete_documents is set. A system corpus, another tenant's or one
-        out of the caller's reach is NOT_FOUND. Capability corpus.create.
+        """Deletes a corpus the same way as a document, at once: out of every reach from the commit on, a
+        tombstone for each of its documents, document.removed for each and corpus.deleted; its row goes
+        with the last removal. While it holds documents it is refused with FAILED_PRECONDITION
+        (CORPUS_NOT_EMPTY) unless delete_documents is set. A system corpus, another tenant's or one out
+        of the caller's reach is NOT_FOUND; an ancestor's corpus, which the caller only reads, is
+        PERMISSION_DENIED (CORPUS_READ_ONLY). Capability corpus.create.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -134,7 +148,11 @@ def add_CorpusServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class CorpusService:
     """Corpora: a tenant's collections of documents, each bound to a scope node with a confidentiality
-    band. Capabilities corpus.create, corpus.read, corpus.bind (named per RPC).
+    band. A caller reads the corpora of its node and its ancestors, and writes only those bound at
+    its own node (or below): an ancestor's corpus is read-only to it, PERMISSION_DENIED
+    (CORPUS_READ_ONLY, metadata corpus_scope and scope); one out of reach is NOT_FOUND. Every RPC
+    refuses a scope that does not resolve (PERMISSION_DENIED, SCOPE_UNRESOLVED). Capabilities
+    corpus.create, corpus.read, corpus.bind (named per RPC).
     """
 
     @staticmethod
@@ -346,20 +364,23 @@ class DocumentServiceServicer:
 
     def MoveDocuments(self, request, context):
         """Moves listed documents, or every document of a source corpus, to a target corpus of the
-        tenant (NOT_FOUND otherwise). With neither ids nor all_documents: INVALID_ARGUMENT listing
-        the documents that could be moved. Capability document.upload.
+        tenant (NOT_FOUND otherwise). Moving writes every corpus involved: the target, the source
+        and each listed document's must be bound at the caller's node (an ancestor's is
+        PERMISSION_DENIED / CORPUS_READ_ONLY, nothing moved). With neither ids nor all_documents:
+        INVALID_ARGUMENT listing the documents that could be moved. Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteDocument(self, request, context):
-        """Deletes a document, answered at once: in one transaction it leaves every read (search,
-        context, text, lists, batch get, watches), its jobs go (a running ingest is cancelled), a
-        tombstone records what it was (ListTombstones) and document.removed is written. A durable
-        removal job then deletes its chunks and its row, which releases its blob reference (the blob
-        itself goes only by content-index's garbage collection). Its id answers NOT_FOUND from then
-        on, to every RPC. Capability document.upload.
+        """Deletes a document, answered at once: in one transaction it leaves every read (search, context,
+        text, lists, batch get, watches), its jobs go (a running ingest is cancelled), a tombstone
+        records what it was (ListTombstones) and document.removed is written. A durable removal job
+        then deletes its chunks and its row, which releases its blob reference (the blob itself goes
+        only by content-index's garbage collection). Its id answers NOT_FOUND from then on, to every
+        RPC. A document of an ancestor's corpus (which the caller only reads) is PERMISSION_DENIED
+        (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -373,9 +394,11 @@ class DocumentServiceServicer:
         by the database (LISTEN/NOTIFY from triggers on the document and job rows), never polled;
         several quick steps of one document may arrive as one change with the latest state. The
         stream stays open until the client goes away; a restart of ingest or of the database ends it
-        with UNAVAILABLE, and a client watches again (it gets a fresh snapshot). REST: a streamed
-        answer, one JSON DocumentChange per line. NOT_FOUND when the corpus is not the tenant's.
-        Capability corpus.read.
+        with UNAVAILABLE, and a client watches again (it gets a fresh snapshot). It ends at the
+        token's expiry with UNAUTHENTICATED (TOKEN_EXPIRED). The caller's reach is checked again at
+        every change, the corpus's own rebinding, band change or deletion included: once the corpus
+        is out of it the stream ends with NOT_FOUND. REST: a streamed answer, one JSON DocumentChange
+        per line. NOT_FOUND when the corpus is not in the caller's reach. Capability corpus.read.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -768,24 +791,25 @@ class IngestJobServiceServicer:
 
     def UploadDocument(self, request_iterator, context):
         """Uploads one file and starts its ingestion. Over REST the request body is either a browser's
-        multipart/form-data (parts `file` and `corpus_id`) or the raw file with
-        ?corpus_id=&filename=; either way it arrives in `http_body`, streamed as several messages.
-        Checks, before any job exists and in this order: filename sanitised, corpus in the caller's
-        reach and writable by it (a system corpus only with its writer's capability; else NOT_FOUND,
-        before any byte is stored), then the bytes stream to
-        ContentIndexService.WriteBlob with the size capped on the way (RESOURCE_EXHAUSTED /
-        UPLOAD_TOO_LARGE, HTTP 413; nothing is kept).
-        Capability document.upload.
+        multipart/form-data (parts `file` and `corpus_id`) or the raw file with ?corpus_id=&filename=;
+        either way it arrives in `http_body`, streamed as several messages. Checks, before any job
+        exists and in this order: filename sanitised, corpus in the caller's reach and writable by it
+        (a system corpus only with its writer's capability, else NOT_FOUND; an ancestor's corpus, which
+        the caller only reads, is PERMISSION_DENIED (CORPUS_READ_ONLY); before any byte is stored),
+        then the bytes stream to ContentIndexService.WriteBlob with the size capped on the way
+        (RESOURCE_EXHAUSTED / UPLOAD_TOO_LARGE, HTTP 413; nothing is kept). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def IngestText(self, request, context):
-        """Ingests text the caller already has (the web-page path), with the same dedup on the text's
-        hash as an upload: as a new document in corpus_id, or, with document_id, as the new content
-        of that document (its chunks are replaced when the job ends SEARCHABLE). Either way a durable
-        job; ingest is the only writer of chunks. Capability document.upload.
+        """Ingests text the caller already has (the web-page path), with the same dedup on the text's hash
+        as an upload: as a new document in corpus_id, or, with document_id, as the new content of that
+        document (its chunks are replaced when the job ends SEARCHABLE). Either way a durable job;
+        ingest is the only writer of chunks. The corpus (and the document's) must be writable by the
+        caller: an ancestor's corpus, which the caller only reads, is PERMISSION_DENIED
+        (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -812,20 +836,22 @@ class IngestJobServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def IngestUrl(self, request, context):
-        """Fetches a web page (HTML, PDF, plain text, or any format an upload takes) and ingests it
-        like an upload, its final URL (after at most 5 redirects) kept as the document's
-        source_url. Answers with the job at once: fetching is the job's first stage (stage
-        "fetching"), durable like the others; the URL and its host's address are checked before the
-        job exists, and what the fetch itself refuses or cannot fetch (a redirect to a refused
-        address, a site that fails) ends the job FAILED with the reason. A page fetched again from
-        the same final URL into the same corpus becomes that document's content: unchanged a
-        duplicate, changed re-extracted into the same document. Fenced: http and https only, and no loopback, private, link-local (metadata) or
-        other non-public address unless the host is allowed by KNOWLEDGE_FETCH_ALLOW_HOSTS; the host
-        is resolved once and the connection made to the checked address, again after each redirect.
-        A URL refused in the request is INVALID_ARGUMENT / URL_REFUSED with the reason, a host that
-        does not resolve INVALID_ARGUMENT / URL_FETCH_FAILED; in the job, a site that does not answer
-        (or answers an error, or too slowly), a redirect to a refused address or a page over the
-        upload cap ends it FAILED with the reason. Capability document.upload.
+        """Fetches a web page (HTML, PDF, plain text, or any format an upload takes) and ingests it like
+        an upload, its final URL (after at most 5 redirects) kept as the document's source_url. Answers
+        with the job at once: fetching is the job's first stage (stage "fetching"), durable like the
+        others; the URL and its host's address are checked before the job exists, and what the fetch
+        itself refuses or cannot fetch (a redirect to a refused address, a site that fails) ends the
+        job FAILED with the reason. A page fetched again from the same final URL into the same corpus
+        becomes that document's content: unchanged a duplicate, changed re-extracted into the same
+        document. Fenced: http and https only, and no loopback, private, link-local (metadata) or other
+        non-public address unless the host is allowed by KNOWLEDGE_FETCH_ALLOW_HOSTS; the host is
+        resolved once and the connection made to the checked address, again after each redirect. A URL
+        refused in the request is INVALID_ARGUMENT / URL_REFUSED with the reason, a host that does not
+        resolve INVALID_ARGUMENT / URL_FETCH_FAILED; in the job, a site that does not answer (or
+        answers an error, or too slowly), a redirect to a refused address or a page over the upload cap
+        ends it FAILED with the reason. The corpus must be writable by the caller: an ancestor's
+        corpus, which the caller only reads, is PERMISSION_DENIED (CORPUS_READ_ONLY). Capability
+        document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -841,17 +867,19 @@ class IngestJobServiceServicer:
 
     def CancelIngestJob(self, request, context):
         """Cancels a queued or running job; idempotent (cancelling a finished job changes nothing and
-        returns it). Capability document.upload.
+        returns it). A job of an ancestor's corpus (which the caller only reads) is PERMISSION_DENIED
+        (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RetryIngestJob(self, request, context):
-        """Re-queues a FAILED or CANCELLED job under the same job_id, or a SEARCHABLE one whose file
-        gave no text (e.g. a scan ingested before OCR: extracted again from its kept blob);
-        idempotent (a queued or running job is returned unchanged; another SEARCHABLE one is
-        FAILED_PRECONDITION). Capability document.upload.
+        """Re-queues a FAILED or CANCELLED job under the same job_id, or a SEARCHABLE one whose file gave
+        no text (e.g. a scan ingested before OCR: extracted again from its kept blob); idempotent (a
+        queued or running job is returned unchanged; another SEARCHABLE one is FAILED_PRECONDITION). A
+        job of an ancestor's corpus (which the caller only reads) is PERMISSION_DENIED
+        (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -1132,8 +1160,11 @@ class IngestJobService:
 
 
 class ImportServiceStub:
-    """Fenced imports from the operator's import roots, change findings and auto-indexing.
-    Capabilities document.import, imports.admin (named per RPC).
+    """Fenced imports from the operator's import roots, change findings and auto-indexing. Importing
+    into a corpus, binding it, scanning it and accepting or dismissing its findings write it:
+    an ancestor's corpus, which the caller only reads, is PERMISSION_DENIED (CORPUS_READ_ONLY). Its
+    bindings and findings are listed to every caller that reads it. Capabilities document.import,
+    imports.admin (named per RPC).
     """
 
     def __init__(self, channel):
@@ -1185,8 +1216,11 @@ class ImportServiceStub:
 
 
 class ImportServiceServicer:
-    """Fenced imports from the operator's import roots, change findings and auto-indexing.
-    Capabilities document.import, imports.admin (named per RPC).
+    """Fenced imports from the operator's import roots, change findings and auto-indexing. Importing
+    into a corpus, binding it, scanning it and accepting or dismissing its findings write it:
+    an ancestor's corpus, which the caller only reads, is PERMISSION_DENIED (CORPUS_READ_ONLY). Its
+    bindings and findings are listed to every caller that reads it. Capabilities document.import,
+    imports.admin (named per RPC).
     """
 
     def ImportPath(self, request, context):
@@ -1312,8 +1346,11 @@ def add_ImportServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ImportService:
-    """Fenced imports from the operator's import roots, change findings and auto-indexing.
-    Capabilities document.import, imports.admin (named per RPC).
+    """Fenced imports from the operator's import roots, change findings and auto-indexing. Importing
+    into a corpus, binding it, scanning it and accepting or dismissing its findings write it:
+    an ancestor's corpus, which the caller only reads, is PERMISSION_DENIED (CORPUS_READ_ONLY). Its
+    bindings and findings are listed to every caller that reads it. Capabilities document.import,
+    imports.admin (named per RPC).
     """
 
     @staticmethod
@@ -1583,9 +1620,13 @@ class TenantServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetUsage(self, request, context):
-        """The caller tenant's usage: what it holds now, and its embedding and LLM tokens and cost in
-        one month (from the cost records the embedder and search write), with its quotas.
-        Capability corpus.read.
+        """The caller tenant's usage. With capability usage.admin, the whole tenant: what it holds now,
+        and its embedding and LLM tokens and cost in one month (from the cost records the embedder and
+        search write). Without it, the caller's part of the tree: what the corpora bound at its scope
+        node and below hold, in the bands its clearance reads (`scope` names the node), and no
+        spending (cost records are not kept per node), all spending fields 0. The tenant's quotas
+        either way. Capability corpus.read. An unresolved scope is PERMISSION_DENIED
+        (SCOPE_UNRESOLVED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -1739,8 +1780,10 @@ class EventServiceServicer:
         corpora the caller could read now are sent (its scope node and ancestors, bands within its
         clearance, as every read decides it; a corpus rebound out of reach is not heard of from the
         rebinding on); the cursor moves past the others, and when the newest events read were all
-        skipped a heartbeat carries the cursor at once. An unresolved scope is PERMISSION_DENIED
-        (SCOPE_UNRESOLVED).
+        skipped a heartbeat carries the cursor at once. A cursor ahead of the newest event is
+        INVALID_ARGUMENT without naming the newest (it counts events beyond the caller's reach). The
+        stream ends at the token's expiry with UNAUTHENTICATED (TOKEN_EXPIRED): resume with the last
+        cursor and a fresh token. An unresolved scope is PERMISSION_DENIED (SCOPE_UNRESOLVED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -50,14 +50,15 @@ class PostgresReach:
         return await self.reach_for(scope.tenant, reader)
 
     async def reach_for(self, tenant: str, reader: Reader) -> Reach:
+        return reach(reader, await self.placements(tenant))
+
+    async def placements(self, tenant: str) -> list[Placement]:
+        """Where every corpus the tenant can see sits (the platform-wide ones included)."""
         rows = await self._db.fetch("corpus_placements", PLACEMENTS, tenant)
-        return reach(
-            reader,
-            (
-                Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"]), r["platform"])
-                for r in rows
-            ),
-        )
+        return [
+            Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"]), r["platform"])
+            for r in rows
+        ]
 
     async def generation(self, tenant: str, reader: Reader) -> int:
         """A number that grows whenever what ``reader`` sees may have changed (0024's triggers),

@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
+from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.db.tenant_settings import PostgresLlmBudget, enablement_gate
 from knowledge_runtime.entrypoint import prepare
 from knowledge_runtime.llm import ChatClient
@@ -70,4 +71,5 @@ async def build_app(settings: DocumentsAiSettings | None = None) -> GrpcApp:
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
+            scope_resolver=PostgresReach(db).reader,
         )

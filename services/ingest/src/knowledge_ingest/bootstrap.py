@@ -78,6 +78,7 @@ class Ingest:
     corpora: CorpusUseCases
     uploads: UploadUseCases
     imports: ImportUseCases
+    reach: PostgresReach  # its ``reader`` is the server's scope resolver
 
 
 def wire(
@@ -99,7 +100,7 @@ def wire(
     quotas = QuotaChecks(tenant_store)
     fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
 
-    corpus_cases = CorpusUseCases(PostgresCorpora(db), reach)
+    corpus_cases = CorpusUseCases(PostgresCorpora(db), reach, document_store)
     document_cases = DocumentUseCases(document_store, reach, feed)
     deletion = TombstoneUseCases(tombstones, document_store, reach)
     uploads = UploadUseCases(document_store, job_store, blobs, settings.common.max_upload_bytes, reach, quotas)
@@ -112,10 +113,12 @@ def wire(
         corpora_api.service_spec(corpora_api.CorpusServicer(corpus_cases, deletion)),
         documents_api.service_spec(documents_api.DocumentServicer(document_cases, deletion)),
         jobs_api.service_spec(
-            jobs_api.IngestJobServicer(uploads, WebPageUseCases(uploads, fetcher), JobUseCases(job_store, reach))
+            jobs_api.IngestJobServicer(
+                uploads, WebPageUseCases(uploads, fetcher), JobUseCases(job_store, reach, document_store)
+            )
         ),
         imports_api.service_spec(imports_api.ImportServicer(import_cases)),
-        tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store))),
+        tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store, reach))),
         events_api.service_spec(events_api.EventServicer(event_cases)),
     ]
 
@@ -170,6 +173,7 @@ def wire(
         corpora=corpus_cases,
         uploads=uploads,
         imports=import_cases,
+        reach=reach,
     )
 
 
@@ -213,6 +217,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
+            scope_resolver=ingest.reach.reader,
         )
     app.on_start.append(extractor.start)  # before the workers: their first file finds it started
     app.on_start.append(ingest.background.start)

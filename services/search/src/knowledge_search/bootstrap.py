@@ -120,4 +120,5 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             on_stop=[resources.pop_all().aclose],
             readiness=[health.database(db)],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
+            scope_resolver=index.reader,
         )

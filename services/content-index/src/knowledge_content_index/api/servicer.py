@@ -101,4 +101,7 @@ def service_spec(servicer: ContentIndexServicer) -> ServiceSpec:
         descriptor=pb.DESCRIPTOR.services_by_name["ContentIndexService"],
         register=lambda server: content_index_pb2_grpc.add_ContentIndexServiceServicer_to_server(servicer, server),
         capabilities=CAPABILITIES,
+        # Internal: only service tokens reach it (its capabilities are internal ones), and they
+        # name no scope; it holds no corpus a scope could reach.
+        unscoped=list(CAPABILITIES),
     )

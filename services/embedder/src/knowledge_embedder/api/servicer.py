@@ -118,4 +118,7 @@ def service_spec(servicer: EmbedderServicer) -> ServiceSpec:
         descriptor=embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"],
         register=lambda server: embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server),
         capabilities=CAPABILITIES,
+        # Internal: only service tokens reach it (its capabilities are internal ones), and they
+        # name no scope; it holds no corpus a scope could reach.
+        unscoped=list(CAPABILITIES),
     )

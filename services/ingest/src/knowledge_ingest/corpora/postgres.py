@@ -42,6 +42,10 @@ BIND_CORPUS = """
 UPDATE corpora SET scope_path = $3 WHERE tenant_id = $1 AND corpus_id = $2 AND NOT is_system AND deleted_at IS NULL
 RETURNING corpus_id
 """
+BANDS_NAMED = """
+SELECT DISTINCT confidentiality FROM corpora WHERE tenant_id = $1 AND scope_path = $2 AND name = $3 AND deleted_at IS NULL
+"""
+CORPUS_NAME = "SELECT name FROM corpora WHERE corpus_id = $1"
 GET_CORPUS = """
 SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
        count(d.document_id) AS document_count,
@@ -90,6 +94,10 @@ class PostgresCorpora:
             raise CorpusNameTaken(corpus.name) from None
         return _corpus(row)
 
+    async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
+        rows = await self._db.fetch("corpus_bands_named", BANDS_NAMED, tenant, str(node), name)
+        return [Band(row["confidentiality"]) for row in rows]
+
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
         rows = await self._db.fetch(
             "list_user_corpora", LIST_USER_CORPORA, tenant, page.after_id, page.size, sorted(reachable)
@@ -98,11 +106,14 @@ class PostgresCorpora:
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
         lineage = [str(n) for n in node.lineage() if not n.is_root]
-        async with self._db.transaction() as tx:
-            if await tx.fetchval("bind_corpus", BIND_CORPUS, tenant, corpus_id, str(node)) is None:
-                return None
-            await tx.execute("ensure_scope_nodes", ENSURE_NODES, tenant, lineage)
-            row = await tx.fetchrow("get_corpus", GET_CORPUS, tenant, corpus_id)
+        try:
+            async with self._db.transaction() as tx:
+                if await tx.fetchval("bind_corpus", BIND_CORPUS, tenant, corpus_id, str(node)) is None:
+                    return None
+                await tx.execute("ensure_scope_nodes", ENSURE_NODES, tenant, lineage)
+                row = await tx.fetchrow("get_corpus", GET_CORPUS, tenant, corpus_id)
+        except asyncpg.UniqueViolationError:
+            raise CorpusNameTaken(str(await self._db.fetchval("corpus_name", CORPUS_NAME, corpus_id))) from None
         assert row is not None
         return _corpus(row)
 

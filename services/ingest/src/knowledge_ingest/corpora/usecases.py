@@ -6,13 +6,19 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import bounded_page_size
-from knowledge_runtime.reach import InvalidScopePath, Reach, ScopePath, allows
+from knowledge_runtime.reach import Access, InvalidScopePath, Reach, ScopePath, allows
 
 from knowledge_ingest.domain.documents import parse_id
-from knowledge_ingest.domain.errors import CorpusNotFound, InvalidCorpus, InvalidRequest
-from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
-from knowledge_ingest.domain.ports import CorpusRepository, DocumentRepository, ReachSource
-from knowledge_ingest.domain.system_corpora import may_write, new_platform_corpus
+from knowledge_ingest.domain.errors import (
+    CorpusNameTaken,
+    CorpusNotFound,
+    CorpusReadOnly,
+    InvalidCorpus,
+    InvalidRequest,
+)
+from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
+from knowledge_ingest.domain.ports import CorpusKinds, CorpusRepository, ReachSource
+from knowledge_ingest.domain.system_corpora import may_read, new_platform_corpus, write_access
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
@@ -22,16 +28,32 @@ def page_of(page_size: int, after_id: int) -> Page:
     return Page(size=bounded_page_size(page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE), after_id=after_id)
 
 
-async def require_writable(
-    store: DocumentRepository, scope: Scope, reach: Reach | None, corpus_id: int, named: str
-) -> None:
-    """CorpusNotFound unless the corpus is in the caller's reach (``reach``; None: the whole
-    tenant) and the caller may write into it: another tenant's corpus, one outside the caller's
-    scope or clearance, and a system corpus without the capability that writes it, are alike absent."""
+async def require_writable(store: CorpusKinds, scope: Scope, reach: Reach | None, corpus_id: int, named: str) -> None:
+    """The guard of every path that writes into a corpus or changes it (bind, delete, move in or
+    out, upload, ingest, import, retry...), before anything is written. CorpusNotFound when the
+    corpus is out of the caller's reach (``reach``; None: the whole tenant) or a system corpus the
+    caller may not write: another tenant's corpus answers the same. CorpusReadOnly when it is in
+    reach but bound above the caller's node: reading an ancestor's corpus never grants writing it
+    (``write_access`` decides, from runtime.reach's ``Reader.access``)."""
     if reach is not None and not reach.has(corpus_id):
         raise CorpusNotFound(named)
     kind = await store.corpus_kind(scope.tenant, corpus_id)
-    if kind is None or not may_write(kind, scope.capabilities, scope.tenant):
+    in_reach = Access.WRITABLE if reach is None else reach.access(corpus_id)
+    access = write_access(in_reach, kind, scope.capabilities, scope.tenant)
+    if access is Access.ABSENT:
+        raise CorpusNotFound(named)
+    if access is Access.READ_ONLY:
+        assert reach is not None
+        raise CorpusReadOnly(named, reach.placements[corpus_id].node, reach.reader.node)
+
+
+async def require_readable(store: CorpusKinds, scope: Scope, reach: Reach | None, corpus_id: int, named: str) -> None:
+    """CorpusNotFound unless the caller may read the corpus: in its reach (None: the whole
+    tenant) and of a kind it reads (a housekeeping corpus only with system.write)."""
+    if reach is not None and not reach.has(corpus_id):
+        raise CorpusNotFound(named)
+    kind = await store.corpus_kind(scope.tenant, corpus_id)
+    if kind is None or not may_read(kind, scope.capabilities):
         raise CorpusNotFound(named)
 
 
@@ -39,12 +61,14 @@ async def require_writable(
 class CorpusUseCases:
     corpora: CorpusRepository
     reach: ReachSource
+    kinds: CorpusKinds
 
     async def create_corpus(
         self, scope: Scope, name: str, description: str, confidentiality: str = "", platform_wide: bool = False
     ) -> Corpus:
         """A new corpus is bound to its creator's own node, in a band the creator may read; a
-        platform-wide one (domain.system_corpora decides who and which band) to no tenant."""
+        platform-wide one (domain.system_corpora decides who and which band) to no tenant. Its
+        name must be free among the corpora the creator reads at its node (``name_taken``)."""
         if platform_wide:
             platform = new_platform_corpus(
                 name, description, confidentiality, capabilities=scope.capabilities, tenant=scope.tenant
@@ -58,6 +82,8 @@ class CorpusUseCases:
                 f"{reader.clearance.value}; its creator could not read the corpus",
                 field="confidentiality",
             )
+        if name_taken(reader, reader.node, await self.corpora.bands_named(scope.tenant, reader.node, corpus.name)):
+            raise CorpusNameTaken(corpus.name)
         return await self.corpora.create(scope.tenant, corpus, reader.node)
 
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
@@ -67,15 +93,16 @@ class CorpusUseCases:
         return page.cut(found, lambda corpus: corpus.corpus_id)
 
     async def bind_corpus(self, scope: Scope, corpus_id: str, node_text: str) -> Corpus:
-        """Bind a corpus in the caller's reach to the caller's own node or a node below it."""
+        """Bind a corpus the caller may write (bound at its node or below) to the caller's own
+        node or a node below it: an ancestor's corpus is read-only to the caller, or a low token
+        could take it away from every node above it."""
         key = parse_id(corpus_id, "corpus_id")
         try:
             node = ScopePath.parse(node_text)
         except InvalidScopePath as error:
             raise InvalidRequest(str(error), field="scope") from None
         reach = await self.reach.reach_of(scope)
-        if not reach.has(key):
-            raise CorpusNotFound(corpus_id)
+        await require_writable(self.kinds, scope, reach, key, corpus_id)
         if not reach.reader.may_bind_to(node):
             raise InvalidRequest(
                 f"scope {str(node)!r} is not the token's own node {str(reach.reader.node)!r} or below it",

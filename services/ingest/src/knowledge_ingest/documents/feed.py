@@ -1,7 +1,8 @@
 """Committed document changes from PostgreSQL's LISTEN/NOTIFY (migration 0032's triggers).
 
 One connection of the pool LISTENs on ``knowledge_documents`` for the whole process while anyone
-watches; each announcement goes to the subscriptions of its corpus (corpus ids are global; the
+watches; each announcement (a document's change, or its corpus's: migration 0056) goes to the
+subscriptions of its corpus (corpus ids are global; the
 tenant in the payload is the row's, the platform tenant's in a platform corpus, not the
 watcher's). Nothing polls.
 When that connection is lost every subscription ends with Unavailable (its watcher reconnects
@@ -29,6 +30,7 @@ _BROKEN = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 class _Subscription:
     def __init__(self) -> None:
         self._pending: dict[int, None] = {}  # ordered, each id once
+        self._corpus_changed = False
         self._wake = asyncio.Event()
         self._lost = False
 
@@ -36,19 +38,24 @@ class _Subscription:
         self._pending[document_id] = None
         self._wake.set()
 
+    def announce_corpus(self) -> None:
+        """The corpus itself changed (bound elsewhere, another band, deleted): no document named."""
+        self._corpus_changed = True
+        self._wake.set()
+
     def lose(self) -> None:
         self._lost = True
         self._wake.set()
 
     async def next(self) -> list[int]:
-        while not self._pending:
+        while not self._pending and not self._corpus_changed:
             if self._lost:
                 raise Unavailable("the database stopped announcing document changes; watch again")
             self._wake.clear()
             await self._wake.wait()
         if self._lost:
             raise Unavailable("the database stopped announcing document changes; watch again")
-        ids, self._pending = list(self._pending), {}
+        ids, self._pending, self._corpus_changed = list(self._pending), {}, False
         return ids
 
 
@@ -126,12 +133,16 @@ class PostgresDocumentFeed:
     def _announced(self, connection: object, pid: int, channel: str, payload: object) -> None:
         try:
             change = json.loads(str(payload))
-            corpus_id, document_id = int(change["c"]), int(change["d"])
+            corpus_id = int(change["c"])
+            document_id = None if change["d"] is None else int(change["d"])  # None: the corpus changed
         except (ValueError, KeyError, TypeError):
             log.warning("document_feed_bad_payload")
             return
         for subscription in self._subscribers.get(corpus_id, ()):
-            subscription.announce(document_id)
+            if document_id is None:
+                subscription.announce_corpus()
+            else:
+                subscription.announce(document_id)
 
     def _terminated(self, connection: object) -> None:
         """The listening connection was lost (only one listens at a time): every watch ends."""

@@ -82,13 +82,16 @@ GROUP BY c.corpus_id ORDER BY c.corpus_id
 """
 
 
-# Names are unique among live corpora (migration 0041's partial index: the predicate infers it).
+# A housekeeping corpus sits at the root in the default band; names are unique among live corpora
+# of one node and band (migration 0055's partial index: the columns and predicate infer it), so
+# only a corpus of the tenant's own there, in that band, can hold its name.
 INSERT_HOUSEKEEPING = """
-INSERT INTO corpora (tenant_id, name, is_system) VALUES ($1, $2, true)
-ON CONFLICT (tenant_id, name) WHERE deleted_at IS NULL DO NOTHING
+INSERT INTO corpora (tenant_id, name, is_system, scope_path, confidentiality) VALUES ($1, $2, true, '/', 'TENANT')
+ON CONFLICT (tenant_id, scope_path, confidentiality, name) WHERE deleted_at IS NULL DO NOTHING
 """
 HOUSEKEEPING_CORPUS = """
-SELECT corpus_id, is_system FROM corpora WHERE tenant_id = $1 AND name = $2 AND deleted_at IS NULL
+SELECT corpus_id, is_system FROM corpora
+WHERE tenant_id = $1 AND name = $2 AND scope_path = '/' AND confidentiality = 'TENANT' AND deleted_at IS NULL
 """
 SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 

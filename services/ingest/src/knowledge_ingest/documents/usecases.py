@@ -61,7 +61,10 @@ class DocumentUseCases:
     async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
         starts before the snapshot is read, so a change committed meanwhile is not missed (at
-        worst it is re-read and found unchanged)."""
+        worst it is re-read and found unchanged). The caller's reach is checked again on every
+        announcement, before anything of it is read: once the corpus is out of reach (rebound,
+        another band, deleted) the watch ends with CorpusNotFound, as a new watch would. (The
+        stream also ends at its token's expiry: the runtime's scope interceptor.)"""
         assert self.feed is not None
         key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
@@ -83,6 +86,12 @@ class DocumentUseCases:
             yield DocumentChange(ChangeKind.SYNCED)
             while True:
                 document_ids = await announced.next()
+                reach = await self.reach.reach_of(scope)
+                if not await self._readable(scope, reach, key):
+                    raise CorpusNotFound(corpus_id)
+                if not document_ids:  # only the corpus changed, and it is still in reach
+                    continue
+                owners = reach.owners(scope.tenant)
                 now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
                 for document_id in document_ids:  # in the order announced
                     change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
@@ -143,11 +152,12 @@ class DocumentUseCases:
             )
         if document_ids:
             keys = [parse_id(d, "document_ids") for d in document_ids]
+            await self._require_movable(scope, reach, keys)
         elif all_documents and source is not None:
             count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
             return Moved(count, first)
         else:
-            movable = await self.store.movable_documents(scope.tenant, source, reach.corpus_ids)
+            movable = await self.store.movable_documents(scope.tenant, source, reach.writable)
             listed = ",".join(str(d) for d in movable[:100])
             raise InvalidRequest(
                 "name the documents to move, or set all_documents with a source_corpus_id; "
@@ -156,7 +166,8 @@ class DocumentUseCases:
                 reason="NOTHING_TO_MOVE",
                 movable_document_ids=listed,
             )
-        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.corpus_ids)
+        # Checked again under the rows' locks: only documents of corpora the caller writes move.
+        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.writable)
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
         if elsewhere:
@@ -168,6 +179,18 @@ class DocumentUseCases:
                 document_ids=listed,
             )
         return Moved(len(moved), moved)
+
+    async def _require_movable(self, scope: Scope, reach: Reach, keys: Sequence[int]) -> None:
+        """Moving a document out of its corpus writes that corpus: each named document's corpus
+        must be writable by the caller. One in a corpus the caller only reads is CorpusReadOnly;
+        one it may not see or write at all is not found, as if absent."""
+        found = await self.store.documents((scope.tenant,), sorted(set(keys)))
+        for corpus_id in sorted({d.corpus_id for d in found if reach.has(d.corpus_id)}):
+            try:
+                await require_writable(self.store, scope, reach, corpus_id, str(corpus_id))
+            except CorpusNotFound:
+                hidden = [str(d.document_id) for d in found if d.corpus_id == corpus_id]
+                raise DocumentNotFound(",".join(hidden[:20])) from None
 
     async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
         reach = await self.reach.reach_of(scope)

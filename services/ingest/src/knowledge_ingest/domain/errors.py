@@ -9,8 +9,10 @@ from knowledge_runtime.errors import (
     InvalidField,
     NotFound,
     OutOfRange,
+    PermissionDenied,
     Unavailable,
 )
+from knowledge_runtime.reach import ScopePath
 from knowledge_runtime.refusals import Refusal, Refused
 
 # An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises.
@@ -44,6 +46,21 @@ class CorpusNotFound(NotFound):
 
     def __init__(self, corpus_id: str) -> None:
         super().__init__("corpus not found", metadata={"corpus_id": corpus_id[:40]})
+
+
+class CorpusReadOnly(PermissionDenied):
+    """A write into a corpus the caller reads but may not write: it is bound above the caller's
+    node (runtime.reach.Access.READ_ONLY). The caller reads the corpus, so naming where it sits
+    tells it nothing new; a corpus out of reach is CorpusNotFound instead."""
+
+    reason = "CORPUS_READ_ONLY"
+
+    def __init__(self, corpus_id: str, corpus_scope: ScopePath, caller_scope: ScopePath) -> None:
+        super().__init__(
+            f"corpus {corpus_id[:40]} is read-only for this token: it is bound to {str(corpus_scope)!r}, above the "
+            f"token's scope {str(caller_scope)!r}; it is written only by a token scoped to {str(corpus_scope)!r}",
+            metadata={"corpus_id": corpus_id[:40], "corpus_scope": str(corpus_scope), "scope": str(caller_scope)},
+        )
 
 
 class DocumentNotFound(NotFound):

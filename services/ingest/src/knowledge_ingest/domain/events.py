@@ -144,7 +144,12 @@ def start_after(after: int | None, first_retained: int, head: int) -> int:
     if after is None:
         return first_retained - 1
     if after > head:
-        raise InvalidRequest(f"cursor {after} is ahead of the tenant's newest event ({head})", field="after")
+        # The newest cursor is the tenant's, counting events of corpora the caller may not read:
+        # naming it would tell the caller how much happens beyond its reach.
+        raise InvalidRequest(
+            f"cursor {after} is ahead of the newest event: resume from a cursor this stream sent, or from an empty one",
+            field="after",
+        )
     if after + 1 < first_retained:
         raise CursorExpired(after, first_retained)
     return after

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from knowledge_runtime.reach import DEFAULT_BAND, TENANT_ROOT, Band, ScopePath, parse_band
+from knowledge_runtime.reach import DEFAULT_BAND, TENANT_ROOT, Band, Reader, ScopePath, parse_band
 
 from knowledge_ingest.domain.errors import InvalidCorpus
 
@@ -56,6 +56,14 @@ class NewCorpus:
             except ValueError as error:
                 raise InvalidCorpus(str(error), field="confidentiality") from None
         return cls(name=name, description=description, confidentiality=band)
+
+
+def name_taken(reader: Reader, node: ScopePath, bands: Iterable[Band]) -> bool:
+    """Whether live corpora named alike at ``node``, in ``bands``, take the name from ``reader``:
+    only one it can read does. A name held outside its reach (a band above its clearance, a node
+    it does not read) behaves as absent, since saying "taken" would tell it the name; names are
+    unique per node and band (migration 0055), so its corpus is created beside that one."""
+    return any(reader.may_read(node, band) for band in bands)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
-from knowledge_runtime.reach import Reach, Reader, ScopePath
+from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.events import Event
@@ -32,9 +32,18 @@ class ReachSource(Protocol):
         """The reader and the corpora it reaches."""
 
 
+class CorpusKinds(Protocol):
+    async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
+        """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
+
+
 class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
-        """Insert the corpus bound to ``node``; raises CorpusNameTaken on a duplicate name in the tenant."""
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken when a live corpus of that
+        node and band bears the name."""
+
+    async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
+        """The bands of the tenant's live corpora at ``node`` named ``name``."""
 
     async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
         """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
@@ -46,7 +55,8 @@ class CorpusRepository(Protocol):
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
         """Bind the tenant's own corpus to ``node``, creating the node and its ancestors; None
-        when the tenant has no such corpus (a system corpus included)."""
+        when the tenant has no such corpus (a system corpus included); CorpusNameTaken when a
+        live corpus of that node and band bears its name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +188,8 @@ class DocumentRepository(Protocol):
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
-        """The tenant's housekeeping corpus ``name``, created when missing; None when a corpus of
-        the tenant's own already bears the name."""
+        """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
+        when missing; None when a corpus of the tenant's own there already bears the name."""
 
     async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
         """Records whom a housekeeping entry is about."""
@@ -251,8 +261,9 @@ class JobQueue(Protocol):
 
 class DocumentSubscription(Protocol):
     async def next(self) -> list[int]:
-        """The documents announced since the last call (at least one; waits for it), each once;
-        raises Unavailable when the announcements stopped (the database went away)."""
+        """The documents announced since the last call, each once; waits for an announcement,
+        which may name no document when the corpus itself changed (bound elsewhere, another
+        band, deleted). Raises Unavailable when the announcements stopped (the database went away)."""
 
 
 class DocumentFeed(Protocol):

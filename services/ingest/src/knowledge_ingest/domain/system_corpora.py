@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import unicodedata
 
-from knowledge_runtime.reach import PLATFORM_TENANT, Band
+from knowledge_runtime.reach import PLATFORM_TENANT, Access, Band
 from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.system_corpora import HOUSEKEEPING_CORPORA, PLATFORM_ADMIN, SYSTEM_WRITE, USER_BEHAVIOR
 
@@ -47,6 +47,16 @@ def may_write(kind: CorpusKind, capabilities: frozenset[str], tenant: str) -> bo
     if kind is CorpusKind.HOUSEKEEPING:
         return SYSTEM_WRITE in capabilities
     return PLATFORM_ADMIN in capabilities and tenant == PLATFORM_TENANT
+
+
+def write_access(reach_access: Access, kind: CorpusKind | None, capabilities: frozenset[str], tenant: str) -> Access:
+    """What a caller may do when it writes into a corpus: ``reach_access`` is the scope and band
+    decision (runtime.reach ``Reader.access``), ``kind`` the corpus's kind (None: no such corpus of
+    the tenant's or the platform's). A system corpus the caller may not write is absent, as another
+    tenant's corpus is, before the scope is asked: its existence is not the caller's to learn."""
+    if reach_access is Access.ABSENT or kind is None or not may_write(kind, capabilities, tenant):
+        return Access.ABSENT
+    return reach_access
 
 
 def new_platform_corpus(

@@ -1,10 +1,18 @@
-"""A tenant's usage report (GetUsage): holdings now, spending in one month."""
+"""A tenant's usage report (GetUsage): holdings now, spending in one month.
+
+The whole tenant's figures are for its administrators (``usage.admin``); any other caller is
+told what the corpora of its own node and below hold, in bands its clearance reads
+(:func:`counted_corpora`), and no spending: cost records are the tenant's, kept per model call,
+not per corpus or node, so they cannot be cut to a caller's part of the tree.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from knowledge_runtime.reach import Placement, Reader, ScopePath, allows
 from knowledge_runtime.tenancy import Quotas
 
 
@@ -19,6 +27,18 @@ class UsageReport:
     llm_tokens: int
     llm_cost: Decimal
     quotas: Quotas
+    scope: ScopePath | None = None  # the node whose subtree is counted; None: the whole tenant
+
+
+def counted_corpora(reader: Reader, placements: Iterable[Placement]) -> frozenset[int]:
+    """The corpora a usage report that is not tenant-wide counts: the tenant's own bound at the
+    reader's node or below (the part of the tree it answers for), in bands its clearance reads.
+    Never a platform-wide corpus (the platform tenant's holdings) and never a sibling's."""
+    return frozenset(
+        p.corpus_id
+        for p in placements
+        if not p.platform and p.node.is_within(reader.node) and allows(reader.clearance, p.band)
+    )
 
 
 @dataclass(frozen=True, slots=True)

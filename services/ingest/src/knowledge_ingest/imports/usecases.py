@@ -18,9 +18,9 @@ from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_runtime.imports import ImportRoot, ImportRoots, ResolvedPath, walk_files
 from knowledge_runtime.refusals import Refusal, Refused
 
-from knowledge_ingest.corpora.usecases import require_writable
+from knowledge_ingest.corpora.usecases import require_readable, require_writable
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
 from knowledge_ingest.domain.imports import (
     AUTO_DECIDER,
     MAX_FILES_PER_PASS,
@@ -77,14 +77,14 @@ class ImportUseCases:
             raise Refused(Refusal.FEATURE_DISABLED, "no import roots are configured for this organisation")
         return roots
 
-    async def _corpus(self, scope: Scope, corpus_id: str) -> int:
+    async def _corpus(self, scope: Scope, corpus_id: str, *, writing: bool = True) -> int:
+        """The corpus's id when the caller may write into it (importing, binding, a pass), or,
+        not ``writing``, read its bindings and findings."""
         key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope) if self.reach is not None else None
-        await require_writable(self.documents, scope, reach, key, corpus_id)
+        check = require_writable if writing else require_readable
+        await check(self.documents, scope, reach, key, corpus_id)
         return key
-
-    async def _reaches(self, scope: Scope, corpus_id: int) -> bool:
-        return self.reach is None or (await self.reach.reach_of(scope)).has(corpus_id)
 
     def _root(self, scope: Scope, name: str) -> ImportRoot:
         root = self.roots.named(name, scope.tenant)
@@ -142,7 +142,7 @@ class ImportUseCases:
         return binding
 
     async def bindings(self, scope: Scope, corpus_id: str) -> list[Binding]:
-        return await self.imports.bindings(scope.tenant, await self._corpus(scope, corpus_id))
+        return await self.imports.bindings(scope.tenant, await self._corpus(scope, corpus_id, writing=False))
 
     # -- passes --------------------------------------------------------------------------------
 
@@ -208,12 +208,20 @@ class ImportUseCases:
 
     async def findings(self, scope: Scope, corpus_id: str, state: str, page: Page) -> tuple[list[Finding], int | None]:
         wanted = parse_state_filter(state)
-        return await self.imports.findings(scope.tenant, await self._corpus(scope, corpus_id), wanted, page)
+        corpus = await self._corpus(scope, corpus_id, writing=False)
+        return await self.imports.findings(scope.tenant, corpus, wanted, page)
 
     async def _finding(self, scope: Scope, finding_id: str) -> Finding:
+        """An open finding to decide: accepting ingests into its corpus and dismissing changes
+        what the corpus's bindings record, so both write the corpus (CorpusReadOnly when the
+        caller only reads it); one the caller cannot see is not found."""
         finding = await self.imports.finding(scope.tenant, parse_id(finding_id, "finding_id"))
-        if finding is None or not await self._reaches(scope, finding.corpus_id):
+        if finding is None:
             raise FindingNotFound(finding_id)
+        try:
+            await self._corpus(scope, str(finding.corpus_id))
+        except CorpusNotFound:
+            raise FindingNotFound(finding_id) from None
         return finding
 
     async def accept(self, scope: Scope, finding_id: str) -> tuple[Finding, Job]:

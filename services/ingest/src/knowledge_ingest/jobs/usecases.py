@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 
+from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import Job, parse_job_id
-from knowledge_ingest.domain.errors import JobNotFound
-from knowledge_ingest.domain.ports import JobRepository, ReachSource
+from knowledge_ingest.domain.errors import CorpusNotFound, JobNotFound
+from knowledge_ingest.domain.ports import CorpusKinds, JobRepository, ReachSource
 
 CANCEL_WAIT_S = 5.0
 
@@ -20,15 +21,23 @@ CANCEL_WAIT_S = 5.0
 class JobUseCases:
     store: JobRepository
     reach: ReachSource
+    kinds: CorpusKinds
     cancel_wait_s: float = CANCEL_WAIT_S
 
-    async def _check_reach(self, scope: Scope, job_id: str) -> uuid.UUID:
-        """The job's id when the job is the tenant's and its corpus is in the caller's reach."""
+    async def _check_reach(self, scope: Scope, job_id: str, *, writing: bool = False) -> uuid.UUID:
+        """The job's id when the job is the tenant's and its corpus is in the caller's reach; to
+        cancel or retry it (``writing``) the caller must also be allowed to write that corpus
+        (CorpusReadOnly when it only reads it)."""
         key = parse_job_id(job_id)
         reach = await self.reach.reach_of(scope)
         job = await self.store.job(scope.tenant, key, deliver_result=False)
         if job is None or not reach.has(job.corpus_id):
             raise JobNotFound(job_id)
+        if writing:
+            try:
+                await require_writable(self.kinds, scope, reach, job.corpus_id, str(job.corpus_id))
+            except CorpusNotFound:
+                raise JobNotFound(job_id) from None
         return key
 
     async def get(self, scope: Scope, job_id: str) -> Job:
@@ -42,7 +51,7 @@ class JobUseCases:
     async def cancel(self, scope: Scope, job_id: str) -> Job:
         """A queued job ends CANCELLED at once; a running one at its worker's next checkpoint,
         which this waits for briefly so the answer is the real outcome."""
-        key = await self._check_reach(scope, job_id)
+        key = await self._check_reach(scope, job_id, writing=True)
         job = await self.store.cancel(scope.tenant, key)
         if job is None:
             raise JobNotFound(job_id)
@@ -56,7 +65,7 @@ class JobUseCases:
         """A failed or cancelled job is queued again from the start, and so is a SEARCHABLE one
         whose file gave no text (extracted again: a scan read before OCR); a queued or running
         one is returned as is; another SEARCHABLE one has nothing to retry."""
-        key = await self._check_reach(scope, job_id)
+        key = await self._check_reach(scope, job_id, writing=True)
         job = await self.store.retry(scope.tenant, key)  # domain.jobs.retry_request decides
         if job is None:
             raise JobNotFound(job_id)

@@ -73,6 +73,7 @@ def usage_message(report: UsageReport) -> ingest_pb2.Usage:
         llm_tokens=report.llm_tokens,
         llm_cost=float(report.llm_cost),
         quotas=quotas_message(report.quotas),
+        scope="" if report.scope is None else str(report.scope),
     )
 
 
@@ -104,4 +105,7 @@ def service_spec(servicer: TenantServicer) -> ServiceSpec:
         descriptor=ingest_pb2.DESCRIPTOR.services_by_name["TenantService"],
         register=lambda server: ingest_pb2_grpc.add_TenantServiceServicer_to_server(servicer, server),
         capabilities=CAPABILITIES,
+        # Platform administration: the operator names any tenant in the request, and nothing of a
+        # tenant's corpora is read or written, so no scope of the operator's token is involved.
+        unscoped=["GetTenantSettings", "UpdateTenantSettings"],
     )

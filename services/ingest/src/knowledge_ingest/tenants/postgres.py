@@ -25,6 +25,14 @@ SELECT (SELECT count(*) FROM documents WHERE tenant_id = $1 AND deleted_at IS NU
        (SELECT coalesce(sum(cost), 0) FROM cost_records
         WHERE tenant_id = $1 AND operation = 'chat' AND create_time >= $2) AS llm_cost
 """
+# What the tenant's documents in the corpora $2 hold now (a usage report of part of the tree).
+CORPUS_HOLDINGS = """
+SELECT count(*) AS documents, coalesce(sum(chunk_count), 0)::bigint AS chunks,
+       (SELECT coalesce(sum(b.size_bytes), 0)::bigint FROM content_blobs b
+        WHERE b.blob_id IN (SELECT blob_id FROM documents
+                            WHERE tenant_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL)) AS bytes
+FROM documents WHERE tenant_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL
+"""
 # Idempotent: a body equal to the stored settings writes nothing (update_time and updated_by stay).
 UPSERT_SETTINGS = """
 INSERT INTO tenant_settings AS s (tenant_id, enabled, max_documents, max_bytes, max_chunks,
@@ -100,6 +108,11 @@ class PostgresTenants:
 
     async def holdings(self, tenant: str, month_start: datetime, except_document: int | None = None) -> Holdings:
         return await holdings(self._db, tenant, month_start, except_document)
+
+    async def corpus_holdings(self, tenant: str, corpus_ids: frozenset[int]) -> Holdings:
+        row = await self._db.fetchrow("corpus_holdings", CORPUS_HOLDINGS, tenant, sorted(corpus_ids))
+        assert row is not None
+        return Holdings(documents=row["documents"], bytes=row["bytes"], chunks=row["chunks"])
 
     async def spending(self, tenant: str, start: datetime, end: datetime) -> dict[str, Any]:
         row = await self._db.fetchrow("tenant_spending", SPENDING, tenant, start, end)

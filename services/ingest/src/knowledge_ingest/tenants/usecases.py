@@ -7,7 +7,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from knowledge_runtime.auth import Scope
+from knowledge_runtime.auth import USAGE_ADMIN, Scope
+from knowledge_runtime.reach import Placement, Reader
 from knowledge_runtime.tenancy import (
     Holdings,
     Quotas,
@@ -17,7 +18,7 @@ from knowledge_runtime.tenancy import (
 )
 
 from knowledge_ingest.domain.quotas import check_quotas, check_tenant, embedding_refusal, upload_refusal
-from knowledge_ingest.domain.usage import TenantTotals, UsageReport
+from knowledge_ingest.domain.usage import TenantTotals, UsageReport, counted_corpora
 
 
 class TenantStore(Protocol):
@@ -27,9 +28,20 @@ class TenantStore(Protocol):
 
     async def holdings(self, tenant: str, month_start: datetime, except_document: int | None = None) -> Holdings: ...
 
+    async def corpus_holdings(self, tenant: str, corpus_ids: frozenset[int]) -> Holdings:
+        """What the tenant's documents in ``corpus_ids`` hold now (no spending)."""
+
     async def spending(self, tenant: str, start: datetime, end: datetime) -> dict[str, Any]: ...
 
     async def totals(self) -> list[TenantTotals]: ...
+
+
+class Placements(Protocol):
+    """The caller's resolved reader and where the tenant's corpora sit (runtime.db.reach)."""
+
+    async def reader(self, scope: Scope) -> Reader: ...
+
+    async def placements(self, tenant: str) -> list[Placement]: ...
 
 
 def _month_start() -> datetime:
@@ -39,6 +51,7 @@ def _month_start() -> datetime:
 @dataclass
 class TenantUseCases:
     store: TenantStore
+    reach: Placements
 
     async def get_settings(self, scope: Scope, tenant: str) -> TenantSettings:
         return await self.store.settings(check_tenant(tenant))
@@ -50,11 +63,29 @@ class TenantUseCases:
         return await self.store.put(settings)
 
     async def usage(self, scope: Scope, period: str) -> UsageReport:
+        """The whole tenant's usage for a ``usage.admin`` token; for any other, what the corpora
+        of its node and below hold in bands it reads, without spending (``domain.usage``)."""
         period = period or current_period()  # exactly as sent: " 2026-12" is no month
         start, end = period_bounds(period)
+        settings = await self.store.settings(scope.tenant)
+        if USAGE_ADMIN not in scope.capabilities:
+            reader = await self.reach.reader(scope)
+            counted = counted_corpora(reader, await self.reach.placements(scope.tenant))
+            part = await self.store.corpus_holdings(scope.tenant, counted)
+            return UsageReport(
+                period=period,
+                documents=part.documents,
+                stored_bytes=part.bytes,
+                chunks=part.chunks,
+                embedding_tokens=0,
+                embedding_cost=Decimal(0),
+                llm_tokens=0,
+                llm_cost=Decimal(0),
+                quotas=settings.quotas,
+                scope=reader.node,
+            )
         held = await self.store.holdings(scope.tenant, start)
         spent = await self.store.spending(scope.tenant, start, end)
-        settings = await self.store.settings(scope.tenant)
         return UsageReport(
             period=period,
             documents=held.documents,
