@@ -254,3 +254,13 @@ def test_a_cronjob_collects_blob_garbage_in_every_overlay(overlay):
 def test_only_production_serves_just_the_tenants_an_operator_enabled():
     assert config_map("production", "knowledge-config")["data"]["KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT"] == "false"
     assert config_map("dev", "knowledge-config")["data"]["KNOWLEDGE_TENANTS_ENABLED_BY_DEFAULT"] == "true"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_ingest_s_extraction_budget_fits_its_pod(overlay):
+    """The extraction children's shared budget leaves the ingest process room inside the pod's
+    limit: a budget over the limit would have the kernel kill the pod, not refuse the file."""
+    budget = int(config_map(overlay, "knowledge-config")["data"]["KNOWLEDGE_EXTRACTION_MEMORY_BUDGET_BYTES"])
+    limit = container(overlay, "ingest")["resources"]["limits"]["memory"]
+    assert limit.endswith("Gi")
+    assert budget + 512 * 1024**2 <= int(limit[:-2]) * 1024**3
