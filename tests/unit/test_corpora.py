@@ -4,10 +4,11 @@ import dataclasses
 from datetime import UTC, datetime
 
 import pytest
-from knowledge_ingest.corpora.usecases import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, CorpusUseCases, page_of
+from knowledge_ingest.corpora.usecases import CorpusUseCases
 from knowledge_ingest.domain.errors import CorpusNameTaken, CorpusNotFound, CorpusReadOnly, InvalidCorpus
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
 from knowledge_ingest.domain.system_corpora import CorpusKind
+from knowledge_ingest.guards import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_of
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.pagination import InvalidPageSize
 from knowledge_runtime.reach import Band, Reader, ScopePath

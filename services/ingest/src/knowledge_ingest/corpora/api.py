@@ -9,9 +9,9 @@ from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_ingest.convert import corpus_message, tombstone_message
-from knowledge_ingest.corpora.usecases import CorpusUseCases, page_of
-from knowledge_ingest.deletion.usecases import TombstoneUseCases
-from knowledge_ingest.documents.usecases import MAX_LISTED_TOMBSTONES
+from knowledge_ingest.corpora.usecases import CorpusUseCases
+from knowledge_ingest.deletion.usecases import MAX_LISTED_TOMBSTONES, TombstoneUseCases
+from knowledge_ingest.guards import page_of
 
 CAPABILITIES = {
     "CreateCorpus": "corpus.create",

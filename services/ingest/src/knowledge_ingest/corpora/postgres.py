@@ -10,8 +10,8 @@ from knowledge_ingest.domain.errors import CorpusNameTaken
 from knowledge_ingest.domain.events import corpus_created
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.events.outbox import publish
+from knowledge_ingest.tenants.postgres import ENSURE_TENANT
 
-ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 INSERT_CORPUS = """
 INSERT INTO corpora (tenant_id, name, description, scope_path, confidentiality)
 VALUES ($1, $2, $3, $4, $5)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import structlog
 from knowledge_runtime.auth import Scope
 
-from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import CorpusNotEmpty, CorpusNotFound, DocumentNotFound
 from knowledge_ingest.domain.model import Page
@@ -19,7 +18,9 @@ from knowledge_ingest.domain.tombstones import (
     readable,
     reason_of,
 )
+from knowledge_ingest.guards import require_writable
 
+MAX_LISTED_TOMBSTONES = 100  # how many of its documents' tombstones a corpus deletion's answer lists
 log = structlog.get_logger("knowledge.ingest.tombstones")
 
 

@@ -11,11 +11,11 @@ from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_ingest.convert import document_message, tombstone_message
-from knowledge_ingest.corpora.usecases import page_of
 from knowledge_ingest.deletion.usecases import TombstoneUseCases
 from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.text import TextPage
 from knowledge_ingest.domain.watch import DocumentChange
+from knowledge_ingest.guards import page_of
 
 CAPABILITIES = {
     "GetDocument": "corpus.read",

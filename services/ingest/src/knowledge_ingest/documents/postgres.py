@@ -9,12 +9,12 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
-from knowledge_ingest.corpora.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.documents import Document, State
 from knowledge_ingest.domain.events import moved
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
 from knowledge_ingest.events.outbox import publish
+from knowledge_ingest.tenants.postgres import ENSURE_TENANT
 
 # The tenant's own corpora (its housekeeping ones among them) and the platform-wide ones; whether
 # the caller may write into one is domain.system_corpora's decision.

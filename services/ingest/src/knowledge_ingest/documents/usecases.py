@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.reach import Reach
 
-from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import Document, parse_id
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.model import Page
@@ -17,9 +16,9 @@ from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, Reac
 from knowledge_ingest.domain.system_corpora import may_read
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
+from knowledge_ingest.guards import require_writable
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
-MAX_LISTED_TOMBSTONES = 100  # how many of its documents' tombstones a corpus deletion's answer lists
 SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
 
 

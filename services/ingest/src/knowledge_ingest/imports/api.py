@@ -9,8 +9,8 @@ from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
 from knowledge_ingest.convert import timestamp, upload_accepted
-from knowledge_ingest.corpora.usecases import page_of
 from knowledge_ingest.domain.imports import Binding, Finding, PassReport
+from knowledge_ingest.guards import page_of
 from knowledge_ingest.imports.usecases import ImportUseCases
 
 CAPABILITIES = {

@@ -15,8 +15,8 @@ from knowledge_runtime.imports import ResolvedPath, open_fenced, read_chunks
 
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.model import Page
+from knowledge_ingest.tenants.postgres import ENSURE_TENANT
 
-ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 BINDING_COLUMNS = "tenant_id, corpus_id, root_name, mode, set_by, update_time, last_scan_time"
 UPSERT_BINDING = f"""
 INSERT INTO import_bindings (tenant_id, corpus_id, root_name, mode, set_by)

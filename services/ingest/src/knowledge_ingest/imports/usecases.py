@@ -18,7 +18,6 @@ from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_runtime.imports import ImportRoot, ImportRoots, ResolvedPath, walk_files
 from knowledge_runtime.refusals import Refusal, Refused
 
-from knowledge_ingest.corpora.usecases import require_readable, require_writable
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, InvalidRequest
 from knowledge_ingest.domain.imports import (
@@ -47,6 +46,7 @@ from knowledge_ingest.domain.ports import (
     JobRepository,
     ReachSource,
 )
+from knowledge_ingest.guards import require_readable, require_writable
 
 log = structlog.get_logger("knowledge.ingest.imports")
 

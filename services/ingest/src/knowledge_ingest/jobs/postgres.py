@@ -15,7 +15,6 @@ from knowledge_runtime.db.pool import Database, Transaction
 from knowledge_runtime.db.tenant_settings import TenantSettingsReader
 from knowledge_runtime.tenancy import current_period, period_bounds
 
-from knowledge_ingest.corpora.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
@@ -30,7 +29,7 @@ from knowledge_ingest.jobs.rows import (
     follow,
     job_from_row,
 )
-from knowledge_ingest.tenants.postgres import holdings
+from knowledge_ingest.tenants.postgres import ENSURE_TENANT, holdings
 
 # Serialises the admissions of a tenant's new documents while it has a documents or bytes quota,
 # so that concurrent uploads cannot overshoot it (taken after the blob's lock, by enqueue only).

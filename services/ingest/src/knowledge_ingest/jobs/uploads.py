@@ -10,11 +10,11 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_runtime.reach import Reach
 
-from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import housekeeping_target
+from knowledge_ingest.guards import require_writable
 from knowledge_ingest.tenants.usecases import QuotaChecks
 
 MAX_TITLE_CHARS = 1000

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 
-from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import Job, parse_job_id
 from knowledge_ingest.domain.errors import CorpusNotFound, JobNotFound
 from knowledge_ingest.domain.ports import CorpusKinds, JobRepository, ReachSource
+from knowledge_ingest.guards import require_writable
 
 CANCEL_WAIT_S = 5.0
 

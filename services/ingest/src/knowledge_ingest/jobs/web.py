@@ -11,10 +11,10 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 
-from knowledge_ingest.corpora.usecases import require_writable
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.fetching import page_filename, target
+from knowledge_ingest.guards import require_writable
 from knowledge_ingest.jobs.uploads import UploadUseCases
 
 

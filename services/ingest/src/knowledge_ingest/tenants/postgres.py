@@ -11,6 +11,8 @@ from knowledge_runtime.tenancy import Holdings, TenantSettings
 
 from knowledge_ingest.domain.usage import TenantTotals
 
+# A tenant's row, written by the first thing it creates (a corpus, a document, a job).
+ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 # What a tenant holds (documents, their distinct blobs' bytes, chunks: those of document $3 left
 # out, whose chunks a job is about to replace; a deleted one is gone at once, its removal pending)
 # and has embedded and spent since $2.
