@@ -1,10 +1,10 @@
-"""The structural chunker and the plain splitter."""
+"""The structural chunker, counting in characters (in a model's tokens: test_chunk_tokens.py)."""
 
 import itertools
 import re
 
 import pytest
-from knowledge_runtime.chunking import split_plain, split_structural
+from knowledge_runtime.chunking import ChunkSize, split_plain, split_structural
 
 
 def paragraphs(n: int, words: int = 60, tag: str = "p") -> str:
@@ -103,6 +103,36 @@ def test_empty_and_whitespace_text_gives_no_chunks():
 def test_max_chars_is_validated():
     with pytest.raises(ValueError):
         split_structural("x", max_chars=10)
+
+
+class Undercounting:
+    """A measure whose sizes of joined texts are too low (as a tokenizer's estimate may be): the
+    chunker must still never return a chunk over the limit."""
+
+    smallest = 20
+
+    def size(self, text: str) -> int:
+        return len(text)
+
+    def joined(self, sizes, separator: str) -> int:
+        return sum(sizes) // 2
+
+    def split(self, text: str, limit: int) -> list[str]:
+        return [text[start : start + limit] for start in range(0, len(text), limit)]
+
+
+def test_every_chunk_is_measured_whole_so_an_estimate_never_lets_one_exceed_the_limit():
+    text = paragraphs(12, words=10)
+    chunks = split_structural(text, size=ChunkSize(120, Undercounting()))
+    assert chunks and max(len(c.content) for c in chunks) <= 120
+    assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
+    # Nothing lost: the estimate put paragraphs together beyond the limit, the check cut them.
+    assert "".join(reassemble(chunks).split()) == "".join(text.split())
+
+
+def test_a_headings_only_document_is_cut_to_the_limit_between_words():
+    chunks = split_structural("# " + "heading words " * 40, max_chars=200)
+    assert len(chunks) == 1 and len(chunks[0].content) <= 200 and chunks[0].content.endswith("words")
 
 
 def test_plain_text_that_fits_is_unchanged():
