@@ -42,7 +42,7 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
         TEXTS
     )
     onnx = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
-    assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 512, "onnx-int8", "cpu")
+    assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 256, "onnx-int8", "cpu")
     # Its threads sleep between runs instead of spinning on the cores the other services need.
     assert onnx._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     onnx_vectors = onnx.encode(TEXTS)
@@ -54,7 +54,12 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
     built = cached.stat().st_mtime_ns
     OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
     assert cached.stat().st_mtime_ns == built  # loaded from the cache, not exported again
-    assert [m.tokens for m in onnx.measure(TEXTS[-2:])] == [3, 512]
+    short, long = onnx.measure(TEXTS[-2:])
+    assert short.tokens == 3 and not short.pooled and long.pooled and all(w.tokens <= 256 for w in long.windows)
+    assert (
+        onnx.tokenizer_id
+        == TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).tokenizer_id
+    )
 
 
 def test_onnx_lanes_run_single_threaded_passes_at_once_with_the_same_vectors(model_dir, tmp_path):
@@ -151,7 +156,7 @@ def test_auto_on_this_machine_loads_the_int8_export_when_there_is_no_accelerator
         "onnx-int8",
         "cpu",
         384,
-        512,
+        256,
     )
     torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).encode(
         TEXTS

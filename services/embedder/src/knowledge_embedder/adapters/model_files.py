@@ -54,13 +54,21 @@ def position_limit(model_dir: Path) -> int | None:
     return positions
 
 
-def capped_max_seq_length(model_dir: Path, configured: int) -> int:
-    """The configured input length, or the model's limit when that is shorter (said in a warning)."""
-    limit = position_limit(model_dir)
-    if limit is not None and configured > limit:
-        log.warning("max_seq_length_capped", configured=configured, model_limit=limit)
-        return limit
-    return configured
+def model_max_seq_length(model_dir: Path) -> int | None:
+    """The input length the model was trained and configured for (sentence-transformers'
+    ``sentence_bert_config.json``), if it says."""
+    length = _json(model_dir / "sentence_bert_config.json").get("max_seq_length")
+    return length if isinstance(length, int) and length > 0 else None
+
+
+def window(model_dir: Path, configured: int) -> int:
+    """The tokens the model reads at once: the least of ``KNOWLEDGE_MAX_SEQ_LENGTH``, the model's
+    own configured length and what its position embeddings allow. A longer text is read in
+    windows of this length (the mean of their vectors), never cut."""
+    own, positions = model_max_seq_length(model_dir), position_limit(model_dir)
+    chosen = min(length for length in (configured, own, positions) if length is not None)
+    log.info("embedding_window", window=chosen, configured=configured, model_config=own, position_limit=positions)
+    return chosen
 
 
 def pooling_mode(model_dir: Path) -> str:
