@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import structlog
 from knowledge_runtime.settings import SettingsError
 
-log = structlog.get_logger("knowledge.embedder.model")
 VARIABLE = "KNOWLEDGE_EMBEDDING_MODEL"
 # Models whose position ids start after the padding index (RoBERTa family, e.g. bge-m3).
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
@@ -65,10 +63,8 @@ def window(model_dir: Path, configured: int) -> int:
     """The tokens the model reads at once: the least of ``KNOWLEDGE_MAX_SEQ_LENGTH``, the model's
     own configured length and what its position embeddings allow. A longer text is read in
     windows of this length (the mean of their vectors), never cut."""
-    own, positions = model_max_seq_length(model_dir), position_limit(model_dir)
-    chosen = min(length for length in (configured, own, positions) if length is not None)
-    log.info("embedding_window", window=chosen, configured=configured, model_config=own, position_limit=positions)
-    return chosen
+    limits = (configured, model_max_seq_length(model_dir), position_limit(model_dir))
+    return min(limit for limit in limits if limit is not None)
 
 
 def pooling_mode(model_dir: Path) -> str:

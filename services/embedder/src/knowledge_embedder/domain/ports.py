@@ -19,6 +19,7 @@ class Encoder(Protocol):
     dimension: int
     max_seq_length: int  # the window: the tokens the model reads at once
     lanes: int  # forward passes it runs at once, each called from its own thread
+    batch_size: int  # texts per forward pass
     tokenizer_id: str  # the SHA-256 of tokenizer_json(): names the tokenizer it counts with
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
