@@ -150,7 +150,7 @@ def require_texts(texts: list[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TextInput:
-    """One text for the embedding model (a query, a passage, a piece of an anchor)."""
+    """One text for the embedding model (a query, a passage, an anchor; or a window of a longer one)."""
 
     text: str
 
@@ -198,7 +198,8 @@ def top_k_of(requested: int) -> int:
 
 def pool_pieces(vectors: np.ndarray, pieces: list[int]) -> np.ndarray:
     """One vector per text from its pieces' vectors (consecutive rows, ``pieces[i]`` of them for
-    text ``i``): the piece's own vector, or the re-normalised mean of its windows'."""
+    text ``i``): a text that fits the window is its one piece; a longer one is the re-normalised
+    mean of its windows' vectors."""
     rows, start = [], 0
     for count in pieces:
         rows.append(mean_pool(vectors[start : start + count]))
