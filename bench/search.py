@@ -1,11 +1,11 @@
 """Search benchmarks (not part of the test suite).
 
-``latency``: 100k chunks with clustered random vectors and Zipf-distributed words in a fresh
-embedded PostgreSQL; HNSW recall@10 of the vector channel against exact search, unfiltered
-and with a corpus filter that keeps 1% of the rows; p50/p95 latency per mode over direct
-gRPC; and the REST-through-Envoy path divided by the direct gRPC path, measured in the same
-run. Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the
-figures are the search service's own.
+``latency``: 100k chunks (``--rows``) with clustered random vectors and Zipf-distributed words in a
+fresh embedded PostgreSQL; HNSW recall@10 of the vector channel against exact search, unfiltered
+and with a corpus filter that keeps 1% of the rows; the database's size and the memory of
+PostgreSQL and the bench; p50/p95 latency per mode over direct gRPC; and the REST-through-Envoy
+path divided by the direct gRPC path, measured in the same run. Query vectors come from an
+in-process EmbedQuery server (a lookup, no model), so the figures are the search service's own.
 
 ``eval DIR``: nDCG@10 / Recall@100 / MRR@10 per mode on a BEIR-layout dataset with the real
 content-index, embedder and ingest in-process (documents through ingest's IngestTexts), plus every fusion method of
@@ -13,12 +13,15 @@ content-index, embedder and ingest in-process (documents through ingest's Ingest
 lexical-led and paraphrased query subsets, so a change to the fusion is measured, not guessed.
 
     .venv/bin/python bench/search.py latency [--rows 100000] [--queries 200] [--data-dir DIR]
+        [--halfvec] [--maintenance-work-mem 2GB]   # 1,000,000 rows: see latency --help
     .venv/bin/python bench/search.py eval tests/data/search_eval
     .venv/bin/python bench/search.py eval --dataset ../shared/datasets/scifact-train --split train \
         --data-dir DIR                     # the dev set; the indexed corpus is kept for the next run
         [--limit 200]                      # the judged documents plus 200 others
         [--baseline]                       # the channels' previous SQL, to compare
-        [--backend onnx-int8]              # the embeddings `knowledge up` makes on a CPU (default torch)
+        [--backend onnx-int8]              # the int8 export's embeddings (default torch)
+        [--chunk-window-share 0.75]        # chunks of this share of the model's window, in its tokens (default 1.0)
+        [--chunk-max-tokens N | --chunk-max-chars N]   # or of N tokens, or of N characters (before: 1500)
         [--stack-dir DIR --tenant T --corpus-name C]   # score the corpus `knowledge eval` indexed through a
                                            # (stopped) `knowledge up` in DIR: the same chunks, the in-process channels
     .venv/bin/python bench/search.py rerank-cost [--dataset DIR]   # the reranker's CPU cost per 100 pairs
@@ -37,12 +40,40 @@ from search_eval import evaluate
 from search_latency import latency
 from search_rerank import rerank_cost
 
+LATENCY_SIZES = """What --rows costs, scaled from a 20,000-row run on a busy 2-core machine (estimates,
+not measurements; --data-dir keeps the loaded rows for the next run):
+
+  rows       database on disk          HNSW index            load + HNSW build + recall, on 2 cores
+  100,000    about 1 GiB               about 200 MiB         5-10 min
+  1,000,000  about 10 GiB (postings    about 1.9 GiB         1-2 h: the load 10-30 min, the build
+             5 GiB, chunks 2.3 GiB)    (--halfvec: 1.1 GiB)  15-60 min, the exact searches ~5 min
+
+--halfvec saves about 0.8 GiB of index and 0.7 GiB of heap per million rows. The rows are drawn
+and copied 10,000 at a time, so the bench itself stays under about 1 GiB at any --rows. The HNSW
+build wants its graph in maintenance_work_mem: give 1M full-precision rows 4GB
+(--maintenance-work-mem 4GB); with --halfvec the default 2GB is enough. When the graph does not
+fit, PostgreSQL says so and the build slows down several times. Searches stay fast while the
+index fits in the machine's page cache.
+"""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    lat = commands.add_parser("latency")
+    lat = commands.add_parser(
+        "latency",
+        description=LATENCY_SIZES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     lat.add_argument("--rows", type=int, default=100_000)
+    lat.add_argument(
+        "--halfvec", action="store_true", help="store the vectors in half precision (pgvector halfvec(384))"
+    )
+    lat.add_argument(
+        "--maintenance-work-mem",
+        default="2GB",
+        help="PostgreSQL's memory for the HNSW build (default 2GB; 4GB for 1M full-precision rows)",
+    )
     lat.add_argument("--queries", type=int, default=200)
     lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
     lat.add_argument("--data-dir", type=Path, help="keep the loaded chunks here and reuse them on the next run")
@@ -65,7 +96,17 @@ def main() -> None:
         "--backend",
         choices=("torch", "onnx-int8"),
         default="torch",
-        help="the embedder's backend (default torch; onnx-int8 is what `knowledge up` runs on a CPU)",
+        help="the embedder's backend (default torch; `knowledge up` on a CPU runs the faster of the two)",
+    )
+    sizes = ev.add_mutually_exclusive_group()
+    sizes.add_argument(
+        "--chunk-window-share",
+        type=float,
+        help="ingest's chunks as this share of the model's window, in its tokens (default 1.0: the whole window)",
+    )
+    sizes.add_argument("--chunk-max-tokens", type=int, help="ingest's chunks of at most N of the model's tokens")
+    sizes.add_argument(
+        "--chunk-max-chars", type=int, help="ingest's chunks of at most N characters (1500 before chunks were tokens)"
     )
     rc = commands.add_parser("rerank-cost", help="seconds per 100 pairs of the local cross-encoder on CPU")
     rc.add_argument(
@@ -103,8 +144,19 @@ def main() -> None:
                 tenant=options.tenant,
                 corpus_name=options.corpus_name,
                 backend=options.backend,
+                chunking=chunking(options),
             )
         )
+
+
+def chunking(options: argparse.Namespace) -> dict[str, str]:
+    """Ingest's chunk settings the options ask for (none: ingest's defaults, the whole window)."""
+    chosen = {
+        "KNOWLEDGE_CHUNK_WINDOW_SHARE": options.chunk_window_share,
+        "KNOWLEDGE_CHUNK_MAX_TOKENS": options.chunk_max_tokens,
+        "KNOWLEDGE_CHUNK_MAX_CHARS": options.chunk_max_chars,
+    }
+    return {name: str(value) for name, value in chosen.items() if value is not None}
 
 
 if __name__ == "__main__":

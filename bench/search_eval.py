@@ -38,9 +38,11 @@ async def prepare(
     corpus_name: str = "eval",
     tenant: str = TENANT,
     backend: str = "torch",
+    chunking: dict[str, str] | None = None,
 ):
     """content-index, embedder and ingest in-process (on ``services``), and every dataset document
-    ingested once into corpus ``corpus_name`` through IngestTexts, as a user's text is.
+    ingested once into corpus ``corpus_name`` through IngestTexts, as a user's text is, chunked
+    as ``chunking`` (ingest's KNOWLEDGE_CHUNK_* settings; none: its defaults) says.
 
     A kept ``--data-dir`` holds the indexed corpus: a later run ingests only the documents
     that have no chunks yet, so one slow ingestion serves every comparison.
@@ -53,7 +55,14 @@ async def prepare(
 
     await migrate(pg.url(), embedding_dimension=DIM)
     addresses = await services.enter_async_context(
-        ingest_services(lambda role: pg.url(user=role), token_keys, work, log_level="warning", backend=backend)
+        ingest_services(
+            lambda role: pg.url(user=role),
+            token_keys,
+            work,
+            log_level="warning",
+            backend=backend,
+            ingest_settings=chunking,
+        )
     )
     # A full ingestion on a loaded machine outlasts the default hour: the first run died polling
     # its jobs with "token expired" after 3,200 of 5,183 documents. Bench tokens live a day.
@@ -117,6 +126,38 @@ async def prepare(
     return addresses["embedder"], token, corpus, by_row
 
 
+async def chunk_sizes(admin_url: str, embedder: str, token: str, corpus: int) -> str:
+    """The corpus's chunks: how many, and their sizes in the embedding model's tokens (counted
+    with the tokenizer the embedder serves) and in characters."""
+    import grpc
+    import numpy as np
+    from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+    from knowledge_runtime.tokens import TokenCounter
+
+    async with grpc.aio.insecure_channel(embedder) as channel:
+        replies = [
+            reply
+            async for reply in embedder_pb2_grpc.EmbedderServiceStub(channel).ReadTokenizer(
+                embedder_pb2.ReadTokenizerRequest(), metadata=[("authorization", f"Bearer {token}")]
+            )
+        ]
+    window = replies[0].tokenizer.max_seq_length
+    counter = TokenCounter.from_json(b"".join(reply.chunk for reply in replies[1:]).decode())
+    admin = await asyncpg.connect(admin_url)
+    try:
+        contents = [r["content"] for r in await admin.fetch("SELECT content FROM chunks WHERE corpus_id = $1", corpus)]
+    finally:
+        await admin.close()
+    tokens = np.array(counter.sizes(contents) if contents else [0])
+    over = int((tokens > window).sum())
+    line = (
+        f"{len(contents)}, {tokens.mean():.0f} tokens on average (p95 {np.percentile(tokens, 95):.0f}, max "
+        f"{tokens.max()}; {over} over the window of {window}), {np.mean([len(c) for c in contents] or [0]):.0f} characters"
+    )
+    print(f"chunks: {line}", file=sys.stderr)
+    return line
+
+
 async def evaluate(
     directory: Path,
     bm25=None,
@@ -131,17 +172,25 @@ async def evaluate(
     tenant: str = TENANT,
     corpus_name: str | None = None,
     backend: str = "torch",
+    chunking: dict[str, str] | None = None,
 ) -> None:
     from knowledge_cli.evaluate import Dataset
 
     dataset = Dataset.load(directory, split=split, limit=limit)
     work = data_dir or Path(tempfile.mkdtemp(prefix="search-eval-"))
-    # A kept corpus's vectors are the backend's it was indexed with: its queries must be too.
-    marker = work / "embedding-backend"
+    # A kept corpus's vectors are the backend's it was indexed with, its chunks cut as they were
+    # then: its queries must be embedded alike, and new documents chunked alike.
+    marker, chunks_marker = work / "embedding-backend", work / "chunking"
+    chunked = " ".join(f"{k}={v}" for k, v in sorted((chunking or {}).items())) or "defaults"
     if marker.exists() and marker.read_text().strip() != backend:
         raise SystemExit(f"bench eval: {work} was indexed with --backend {marker.read_text().strip()}, not {backend}")
+    # A data dir from before chunks were cut in tokens was indexed at 1,500 characters.
+    before = chunks_marker.read_text().strip() if chunks_marker.exists() else "KNOWLEDGE_CHUNK_MAX_CHARS=1500"
+    if marker.exists() and before != chunked:
+        raise SystemExit(f"bench eval: {work} was indexed with chunks cut by {before}, not {chunked}")
     work.mkdir(parents=True, exist_ok=True)
     marker.write_text(backend + "\n")
+    chunks_marker.write_text(chunked + "\n")
     # A stopped `knowledge up`'s cluster is <stack dir>/postgres, the bench's own <work>/pg/postgres.
     pg = start_embedded(stack_dir or work / "pg")
     keys = work / "keys"
@@ -162,6 +211,7 @@ async def evaluate(
                 baseline=baseline,
                 tenant=tenant,
                 backend=backend,
+                chunking=chunking,
             )
     finally:
         pg.stop()
@@ -184,6 +234,7 @@ async def _evaluate(
     baseline: bool = False,
     tenant: str = TENANT,
     backend: str = "torch",
+    chunking: dict[str, str] | None = None,
 ) -> None:
     from knowledge_cli.evaluate import report, score, unique
     from knowledge_search.adapters.embedder import GrpcQueryEmbedder
@@ -191,7 +242,10 @@ async def _evaluate(
     from knowledge_search.domain.model import Weights
     from knowledge_search.usecases import CHANNEL_DEPTH
 
-    address, token, corpus, by_row = await prepare(dataset, pg, work, keys, services, corpus_name, tenant, backend)
+    address, token, corpus, by_row = await prepare(
+        dataset, pg, work, keys, services, corpus_name, tenant, backend, chunking
+    )
+    chunks = await chunk_sizes(pg.url(), address, token, corpus)
     if ingest_only:
         return
     db = await Database.connect(pg.url(user="knowledge_search"), server_settings=scan_settings())
@@ -258,7 +312,7 @@ async def _evaluate(
     print(
         f"{len(dataset.corpus)} documents, {len(dataset.queries)} judged queries (qrels/{split}.tsv); "
         f"HYBRID = {DEFAULT_FUSION.method.value} alpha={DEFAULT_FUSION.alpha} gate={DEFAULT_FUSION.gate} "
-        f"k={DEFAULT_FUSION.k}; embeddings {backend}\n{table}"
+        f"k={DEFAULT_FUSION.k}; embeddings {backend}; chunks {chunks}\n{table}"
     )
     from knowledge_cli.evaluate import ndcg
 

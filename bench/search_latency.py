@@ -1,11 +1,13 @@
-"""``bench/search.py latency``: recall and latency of the search service on 100k chunks.
+"""``bench/search.py latency``: recall and latency of the search service on 100k chunks (or ``--rows``).
 
 Clustered random vectors and Zipf-distributed words in a fresh embedded PostgreSQL; HNSW
 recall@10 of the vector channel against exact search, unfiltered and with a corpus filter that
 keeps 1% of the rows; p50/p95 latency per mode over direct gRPC, now and with the baseline
 SQL; and the REST-through-Envoy path divided by the direct gRPC path, measured in the same run.
 Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the figures
-are the search service's own.
+are the search service's own. Also the database's size (the chunks' heap, the HNSW index, the
+postings) and the memory of PostgreSQL and of this process; ``--halfvec`` stores the vectors in
+half precision (pgvector's halfvec) to measure that where full precision does not fit.
 """
 
 from __future__ import annotations
@@ -75,19 +77,34 @@ def embedder_spec(servicer: LookupEmbedder) -> ServiceSpec:
     )
 
 
+BATCH_ROWS = 10_000  # rows drawn, built and copied at a time: memory stays flat at any --rows
+
+
+def drawn(first: int, count: int, uniform: bool, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``first..first+count``: unit vectors (clustered as real embeddings are, or uniform) and
+    60 Zipf word ids each; the same draws for the same rows on every run (a seed per batch)."""
+    rng = np.random.default_rng([7, first])
+    noise = rng.standard_normal((count, DIM)).astype(np.float32) / np.sqrt(DIM)
+    vectors = noise if uniform else centres[rng.integers(0, len(centres), count)] + noise  # cosine to the centre ~0.7
+    return unit(vectors), rng.zipf(1.3, (count, 60))
+
+
 async def load_rows(
-    admin_url: str, rows: int, rng: np.random.Generator, uniform: bool
+    admin_url: str,
+    rows: int,
+    rng: np.random.Generator,
+    uniform: bool,
+    *,
+    queries: int,
+    halfvec: bool,
+    maintenance_work_mem: str,
 ) -> tuple[np.ndarray, list[int], list[str]]:
-    """Chunks with unit vectors (clustered as real embeddings are, or uniform) and Zipf words;
-    a database that already holds them (a kept ``--data-dir``) only gets the same draws again."""
+    """Chunks with unit vectors and Zipf words, drawn a batch at a time; a database that already
+    holds them (a kept ``--data-dir``) is reused. Returned: the vectors of ``queries`` rows picked
+    at random (each query is drawn near one), the corpora, the vocabulary."""
     vocabulary = [f"w{i}" for i in range(20000)]
-    noise = rng.standard_normal((rows, DIM)).astype(np.float32) / np.sqrt(DIM)
-    if uniform:
-        vectors = unit(noise)
-    else:
-        centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
-        vectors = unit(centres[rng.integers(0, len(centres), rows)] + noise)  # cosine to the centre ~0.7
-    words = np.minimum(rng.zipf(1.3, (rows, 60)), len(vocabulary)) - 1
+    centres = unit(rng.standard_normal((1000, DIM)).astype(np.float32))
+    picks = rng.integers(0, rows, queries)
     connection = await asyncpg.connect(admin_url)
     from pgvector.asyncpg import register_vector
 
@@ -101,7 +118,7 @@ async def load_rows(
                 )
             ]
             print(f"reusing the {rows} chunks already loaded")
-            return vectors, corpora, vocabulary
+            return _picked(picks, rows, uniform, centres), corpora, vocabulary
         await connection.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", TENANT)
         corpora = [
             await connection.fetchval(
@@ -119,13 +136,18 @@ async def load_rows(
             for c in corpora
         ]
         await connection.execute("DROP INDEX chunks_embedding_hnsw")
+        if halfvec:  # half-precision storage: half the heap and index for the vectors
+            await connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE halfvec({DIM})")
+            await register_vector(connection)
         started = time.perf_counter()
-        batch = 10000
-        for first in range(0, rows, batch):
+        for first in range(0, rows, BATCH_ROWS):
+            count = min(BATCH_ROWS, rows - first)
+            vectors, words = drawn(first, count, uniform, centres)
             records = []
-            for i in range(first, min(rows, first + batch)):
+            for offset in range(count):
+                i = first + offset
                 slot = i % CORPORA
-                text = " ".join(vocabulary[w] for w in words[i])
+                text = " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in words[offset])
                 records.append(
                     (
                         TENANT,
@@ -133,7 +155,7 @@ async def load_rows(
                         documents[slot],
                         i // CORPORA,
                         text,
-                        vectors[i],
+                        vectors[offset],
                         f'{{"document_id": "{documents[slot]}"}}',
                     )
                 )
@@ -142,12 +164,14 @@ async def load_rows(
                 records=records,
                 columns=["tenant_id", "corpus_id", "document_id", "chunk_index", "content", "embedding", "metadata"],
             )
+            if first and first % (20 * BATCH_ROWS) == 0:
+                rate = (first + count) / (time.perf_counter() - started)
+                print(f"  loaded {first + count}/{rows} ({rate:.0f} rows/s)", file=sys.stderr, flush=True)
         loaded = time.perf_counter() - started
-        await connection.execute("SET maintenance_work_mem = '2GB'")
+        await connection.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         started = time.perf_counter()
-        await connection.execute(
-            "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
-        )
+        ops = "halfvec_cosine_ops" if halfvec else "vector_cosine_ops"
+        await connection.execute(f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding {ops})")
         built = time.perf_counter() - started
         started = time.perf_counter()
         # What autovacuum does after a bulk insert: the postings' visibility map lets the lexical
@@ -155,18 +179,59 @@ async def load_rows(
         await connection.execute("VACUUM ANALYZE chunks")
         await connection.execute("VACUUM ANALYZE search_postings")
         vacuumed = time.perf_counter() - started
-        postings = await connection.fetchrow(
-            "SELECT count(*) AS n, pg_total_relation_size('search_postings') AS size, "
-            "pg_total_relation_size('chunks') AS chunks FROM search_postings"
-        )
         print(
             f"loaded {rows} chunks in {loaded:.1f} s (statistics and postings triggers included); "
-            f"HNSW built in {built:.1f} s; VACUUM ANALYZE {vacuumed:.1f} s; {postings['n']} postings, "
-            f"{postings['size'] / 2**20:.0f} MiB (chunks with their indexes {postings['chunks'] / 2**20:.0f} MiB)"
+            f"HNSW ({ops}, maintenance_work_mem {maintenance_work_mem}) built in {built:.1f} s; "
+            f"VACUUM ANALYZE {vacuumed:.1f} s"
         )
     finally:
         await connection.close()
-    return vectors, corpora, vocabulary
+    return _picked(picks, rows, uniform, centres), corpora, vocabulary
+
+
+def _picked(picks: np.ndarray, rows: int, uniform: bool, centres: np.ndarray) -> np.ndarray:
+    """The vectors of rows ``picks``, in their order, drawn again batch by batch."""
+    found: dict[int, np.ndarray] = {}
+    for first in sorted({int(p) // BATCH_ROWS * BATCH_ROWS for p in picks}):
+        vectors, _ = drawn(first, min(BATCH_ROWS, rows - first), uniform, centres)
+        found.update({int(p): vectors[int(p) - first] for p in picks if first <= p < first + BATCH_ROWS})
+    return np.stack([found[int(p)] for p in picks])
+
+
+async def sizes_and_memory(admin_url: str, pg) -> None:
+    """What the index costs: the database's size on disk, the chunks' heap and HNSW index, and
+    the memory of PostgreSQL (unique per process, plus its shared buffers) and of this process."""
+    import resource
+
+    import psutil
+
+    connection = await asyncpg.connect(admin_url)
+    try:
+        row = await connection.fetchrow(
+            "SELECT pg_database_size(current_database()) AS db, pg_table_size('chunks') AS heap, "
+            "pg_relation_size('chunks_embedding_hnsw') AS hnsw, pg_indexes_size('chunks') AS indexes, "
+            "pg_total_relation_size('search_postings') AS postings, current_setting('shared_buffers') AS buffers"
+        )
+    finally:
+        await connection.close()
+    mib = 2**20
+    postmaster = psutil.Process(pg.running_pid())
+    unique = 0
+    for process in [postmaster, *postmaster.children(recursive=True)]:
+        try:
+            unique += process.memory_full_info().uss
+        except (psutil.Error, AttributeError):
+            continue
+    print(
+        f"database {row['db'] / mib:.0f} MiB: chunks heap {row['heap'] / mib:.0f} MiB, HNSW index "
+        f"{row['hnsw'] / mib:.0f} MiB (all chunk indexes {row['indexes'] / mib:.0f} MiB), postings "
+        f"{row['postings'] / mib:.0f} MiB"
+    )
+    print(
+        f"memory: PostgreSQL {unique / mib:.0f} MiB unique to its processes, shared_buffers {row['buffers']}; "
+        f"this process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; machine "
+        f"{psutil.virtual_memory().total / 2**30:.1f} GiB (the HNSW index answers fast while it stays in the page cache)"
+    )
 
 
 EXACT = """
@@ -260,14 +325,22 @@ async def latency(options: argparse.Namespace) -> None:
     processes: list[subprocess.Popen] = []
     try:
         await migrate(pg.url(), embedding_dimension=DIM)
-        vectors, corpora, vocabulary = await load_rows(pg.url(), options.rows, rng, options.uniform)
+        vectors, corpora, vocabulary = await load_rows(
+            pg.url(),
+            options.rows,
+            rng,
+            options.uniform,
+            queries=options.queries,
+            halfvec=options.halfvec,
+            maintenance_work_mem=options.maintenance_work_mem,
+        )
         print(
             f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
-            f"{options.queries} queries"
+            f"{'half' if options.halfvec else 'full'} precision, {options.queries} queries"
         )
-        picks = rng.integers(0, len(vectors), options.queries)
+        await sizes_and_memory(pg.url(), pg)
         query_vectors = unit(
-            vectors[picks] + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM)
+            vectors + 0.5 * rng.standard_normal((options.queries, DIM)).astype(np.float32) / np.sqrt(DIM)
         )
         texts = [
             " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"

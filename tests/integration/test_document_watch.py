@@ -64,11 +64,11 @@ class RefusingEmbedder(CountingEmbedder):
         super().__init__()
         self.refusal: Refusal | None = None
 
-    async def embed(self, tenant, texts):
+    async def embed(self, tenant, texts, tokenizer=""):
         if self.refusal is not None:
             self.calls += 1
             raise Refused(self.refusal, f"refused: {self.refusal.value.lower()}")
-        return await super().embed(tenant, texts)
+        return await super().embed(tenant, texts, tokenizer)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The ONNX int8 backend against the torch backend, and the embedder process's start-up checks."""
 
+import json
 import os
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
         TEXTS
     )
     onnx = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
-    assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 512, "onnx-int8", "cpu")
+    assert (onnx.dimension, onnx.max_seq_length, onnx.backend, onnx.device) == (384, 256, "onnx-int8", "cpu")
     # Its threads sleep between runs instead of spinning on the cores the other services need.
     assert onnx._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     onnx_vectors = onnx.encode(TEXTS)
@@ -54,7 +55,12 @@ def test_onnx_int8_agrees_with_torch_and_is_cached_beside_the_model(model_dir, t
     built = cached.stat().st_mtime_ns
     OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=4)
     assert cached.stat().st_mtime_ns == built  # loaded from the cache, not exported again
-    assert [m.tokens for m in onnx.measure(TEXTS[-2:])] == [3, 512]
+    short, long = onnx.measure(TEXTS[-2:])
+    assert short.tokens == 3 and not short.pooled and long.pooled and all(w.tokens <= 256 for w in long.windows)
+    assert (
+        onnx.tokenizer_id
+        == TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).tokenizer_id
+    )
 
 
 def test_onnx_lanes_run_single_threaded_passes_at_once_with_the_same_vectors(model_dir, tmp_path):
@@ -134,7 +140,8 @@ def test_the_accelerator_cache_is_released_after_each_sub_batch(model_dir, monke
     assert released == {"cuda": 3 if device == "cuda" else 0, "mps": 3 if device == "mps" else 0}
 
 
-def test_auto_on_this_machine_loads_the_int8_export_when_there_is_no_accelerator(model_dir, tmp_path):
+def test_auto_on_this_cpu_times_both_backends_once_logs_the_choice_and_reads_it_back(model_dir, tmp_path):
+    import structlog
     import torch
     from knowledge_embedder.bootstrap import load_encoder
     from knowledge_embedder.config import EmbedderSettings
@@ -145,16 +152,27 @@ def test_auto_on_this_machine_loads_the_int8_export_when_there_is_no_accelerator
             "this machine has an accelerator: auto loads torch there (tests/unit/test_embedder_backend_choice.py)"
         )
     env = {"KNOWLEDGE_EMBEDDING_MODEL": str(model_dir), "KNOWLEDGE_DATA_DIR": str(tmp_path)}
-    encoder = load_encoder(EmbedderSettings.from_env(Env({**env, "KNOWLEDGE_EMBEDDING_BACKEND": "auto"})))
-    assert isinstance(encoder, OnnxEncoder)
-    assert (encoder.backend, encoder.device, encoder.dimension, encoder.max_seq_length) == (
-        "onnx-int8",
-        "cpu",
-        384,
-        512,
-    )
+    auto = EmbedderSettings.from_env(Env({**env, "KNOWLEDGE_EMBEDDING_BACKEND": "auto"}))
+
+    def start() -> tuple[object, dict]:
+        with structlog.testing.capture_logs() as logs:
+            encoder = load_encoder(auto)
+        (line,) = [line for line in logs if line["event"] == "embedding_backend_chosen"]
+        return encoder, line
+
+    encoder, first = start()
+    assert first["cached"] is False and first["backend"] == encoder.backend in ("torch", "onnx-int8")
+    assert first["torch_per_s"] > 0 and first["int8_per_s"] > 0 and first["cosine"] >= 0.98
+    faster = "onnx-int8" if first["int8_per_s"] > first["torch_per_s"] and first["cosine"] >= 0.99 else "torch"
+    assert encoder.backend == faster and encoder.max_seq_length == 256
+    cached = json.loads((tmp_path / "embedder" / "backend-choice.json").read_text())
+    assert [record["backend"] for record in cached.values()] == [encoder.backend]
+    again, second = start()  # a second start reads the choice: no timing, the same rates
+    assert second == {**first, "cached": True} and again.backend == encoder.backend
     torch_vectors = TorchEncoder(str(model_dir), model_dir, device="cpu", max_seq_length=1024, batch_size=0).encode(
         TEXTS
     )
-    assert (encoder.encode(TEXTS) * torch_vectors).sum(axis=1).mean() >= 0.98
-    assert load_encoder(EmbedderSettings.from_env(Env(env))).backend == "torch"  # the service's default stays torch
+    assert (again.encode(TEXTS) * torch_vectors).sum(axis=1).mean() >= 0.98
+    with structlog.testing.capture_logs() as logs:
+        assert load_encoder(EmbedderSettings.from_env(Env(env))).backend == "torch"  # the service's default
+    assert not [line for line in logs if line["event"] == "embedding_backend_chosen"]  # configured: not timed

@@ -1,6 +1,7 @@
 """The embedder as callers see it: a real gRPC server on port 0, the real model, real PostgreSQL."""
 
 import asyncio
+import hashlib
 import json
 import urllib.request
 from pathlib import Path
@@ -17,7 +18,6 @@ from knowledge_embedder.batching.queue import BatchQueue
 from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.usecases import EmbedderUseCases
-from knowledge_runtime.chunking import split_plain
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.logging import configure_logging
 from knowledge_runtime.metrics import start_metrics_server
@@ -106,11 +106,48 @@ async def make_document(admin, tenant: str, name: str) -> tuple[str, str]:
     return str(document), str(corpus)
 
 
-async def test_info_describes_the_loaded_model(stub, make_service_token, model_dir):
+async def test_info_describes_the_loaded_model_and_its_window(stub, make_service_token, model_dir):
     info = await stub.Info(embedder_pb2.InfoRequest(), metadata=auth(make_service_token("t-info", ["embed"])))
     assert (info.model_id, info.dimension, info.device, info.backend) == (str(model_dir), 384, "cpu", "torch")
-    # 1,024 configured, capped to what the model's position embeddings allow.
-    assert info.max_seq_length == 512 and info.max_batch_tokens == 2048
+    # 1,024 configured, the model's own sentence_bert_config.json says 256 (its positions allow 512).
+    assert info.max_seq_length == 256 and info.max_batch_tokens == 2048
+    from knowledge_runtime.tokens import TokenCounter
+    from tokenizers import Tokenizer
+
+    assert info.tokenizer_sha256 == TokenCounter(Tokenizer.from_file(str(model_dir / "tokenizer.json"))).identity
+
+
+async def test_read_tokenizer_sends_the_tokenizer_it_counts_with(stub, make_service_token, model_dir):
+    from knowledge_runtime.tokens import TokenCounter
+    from tokenizers import Tokenizer
+
+    metadata = auth(make_service_token("t-tokenizer", ["embed"]))
+    info = await stub.Info(embedder_pb2.InfoRequest(), metadata=metadata)
+    replies = [reply async for reply in stub.ReadTokenizer(embedder_pb2.ReadTokenizerRequest(), metadata=metadata)]
+    description, data = replies[0].tokenizer, b"".join(reply.chunk for reply in replies[1:])
+    assert (description.model_id, description.max_seq_length) == (info.model_id, 256)
+    assert description.tokenizer_sha256 == info.tokenizer_sha256 == hashlib.sha256(data).hexdigest()
+    assert description.size_bytes == len(data) and all(len(reply.chunk) <= 1024 * 1024 for reply in replies[1:])
+    counter = TokenCounter.from_json(data.decode())
+    assert counter.identity == info.tokenizer_sha256  # what a caller builds from it is the same tokenizer
+    model_own = TokenCounter(Tokenizer.from_file(str(model_dir / "tokenizer.json")))
+    texts = ["Revenue grew by 12% in Q3.", "naïve café 東京 " * 40]
+    assert counter.sizes(texts) == model_own.sizes(texts)
+    reply = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=texts), metadata=metadata)
+    assert reply.token_counts[0] == counter.size(texts[0])
+
+
+async def test_texts_sized_with_another_tokenizer_are_refused(stub, make_service_token):
+    metadata = auth(make_service_token("t-sized", ["embed"]))
+    info = await stub.Info(embedder_pb2.InfoRequest(), metadata=metadata)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=["x"], tokenizer_sha256="f" * 64), metadata=metadata)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error_info(caught.value).reason == "TOKENIZER_CHANGED"
+    same = await stub.EmbedTexts(
+        embedder_pb2.EmbedTextsRequest(texts=["x"], tokenizer_sha256=info.tokenizer_sha256), metadata=metadata
+    )
+    assert len(same.vectors) == 1
 
 
 async def test_vectors_agree_with_encode_of_the_same_model(stub, make_service_token, model_dir, admin):
@@ -132,12 +169,32 @@ async def test_vectors_agree_with_encode_of_the_same_model(stub, make_service_to
     assert float(record["cost"]) == pytest.approx(reply.cost.amount, abs=1e-6)
 
 
-async def test_over_long_texts_are_reported_truncated(stub, make_service_token):
+async def test_a_text_over_the_window_is_the_mean_of_its_windows_never_its_first(stub, make_service_token, model_dir):
+    from knowledge_embedder.domain.model import window_overlap
+    from sentence_transformers import SentenceTransformer
+
+    # 700 words of one token each: the windows are predictable without the service's code. A window
+    # holds 254 of them beside [CLS] and [SEP]; each next one starts the overlap (32) before its end.
+    words = [["cat", "dog", "sun", "tree", "house", "river", "paper", "music"][i % 8] for i in range(700)]
+    text = " ".join(words)
+    room, overlap, starts = 254, window_overlap(256), [0]
+    while starts[-1] + room < len(words):
+        starts.append(starts[-1] + room - overlap)
+    windows = [" ".join(words[start : start + room]) for start in starts]
+    reference = SentenceTransformer(str(model_dir), device="cpu")
+    assert reference.max_seq_length == 256
+    assert all(len(reference.tokenizer(w)["input_ids"]) <= 256 for w in windows)
+    each = reference.encode(windows, normalize_embeddings=True)
+    mean = each.mean(axis=0) / np.linalg.norm(each.mean(axis=0))
+
     reply = await stub.EmbedTexts(
-        embedder_pb2.EmbedTextsRequest(texts=["short", "word " * 800]),
-        metadata=auth(make_service_token("t-long", ["embed"])),
+        embedder_pb2.EmbedTextsRequest(texts=["short", text]), metadata=auth(make_service_token("t-long", ["embed"]))
     )
-    assert list(reply.token_counts) == [3, 512] and list(reply.truncated_indexes) == [1]
+    pooled = np.array(reply.vectors[1].values, dtype=np.float32)
+    assert float(np.dot(pooled, mean)) > 0.9999
+    assert float(np.dot(pooled, each[0])) < 0.999  # not the first window's vector (what truncation gave)
+    assert list(reply.pooled_indexes) == [1] and list(reply.truncated_indexes) == []
+    assert list(reply.token_counts) == [3, sum(len(w.split()) + 2 for w in windows)]
 
 
 async def test_a_long_query_is_truncated_with_a_warning_in_the_reply_and_the_log(stub, make_service_token, capsys):
@@ -214,11 +271,9 @@ async def test_bad_index_requests_are_invalid_arguments(stub, make_service_token
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_service_token, admin):
+async def test_index_anchor_is_embedded_as_a_text_is_pooled_over_its_windows(stub, make_service_token, admin):
     metadata = auth(make_service_token("t-anchor", ["embed"]))
     content = " ".join(f"Sentence {i} explains how the PDF parser tool extracts tables and text." for i in range(150))
-    pieces = split_plain(content, max_chars=3500, overlap=200)
-    assert len(pieces) >= 3
     reply = await stub.Index(
         embedder_pb2.IndexRequest(
             content=content,
@@ -228,10 +283,10 @@ async def test_index_anchor_mean_pools_the_pieces_of_long_content(stub, make_ser
         ),
         metadata=metadata,
     )
-    assert reply.chunk_count == len(pieces) and len(reply.chunk_ids) == 1 and len(reply.vectors) == 1
-    each = matrix((await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=pieces), metadata=metadata)).vectors)
-    expected = each.mean(axis=0) / np.linalg.norm(each.mean(axis=0))
-    assert float(np.dot(reply.vectors[0].values, expected)) > 0.9999
+    as_text = await stub.EmbedTexts(embedder_pb2.EmbedTextsRequest(texts=[content]), metadata=metadata)
+    assert list(as_text.pooled_indexes) == [0] and reply.chunk_count >= 3  # 2,000 tokens in windows of 256
+    assert len(reply.chunk_ids) == 1 and len(reply.vectors) == 1 and reply.truncated_characters == 0
+    assert float(np.dot(reply.vectors[0].values, as_text.vectors[0].values)) > 0.9999
     row = await admin.fetchrow(
         "SELECT anchor_id, content_chars, embedding::text AS embedding FROM anchors "
         "WHERE tenant_id = 't-anchor' AND entity_type = 'tool' AND entity_id = 'pdf-parser'"

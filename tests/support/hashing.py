@@ -31,7 +31,7 @@ class HashingQueryEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
 class HashingChunkEmbedder:
     """Ingest's Embedder port."""
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
         return [hashed_vector(text).tolist() for text in texts]
 
 

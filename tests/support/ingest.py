@@ -82,7 +82,7 @@ class CountingEmbedder:
         self.stagger_s = 0.0  # when set, the calls past the gate answer this far apart, in order
         self._staggered = 0
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
         self.calls += 1
         if self.gate is not None:
             await self.gate.wait()

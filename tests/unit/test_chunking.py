@@ -1,10 +1,10 @@
-"""The structural chunker and the plain splitter."""
+"""The structural chunker, counting in characters (in a model's tokens: test_chunk_tokens.py)."""
 
 import itertools
 import re
 
 import pytest
-from knowledge_runtime.chunking import split_plain, split_structural
+from knowledge_runtime.chunking import ChunkSize, split_structural
 
 
 def paragraphs(n: int, words: int = 60, tag: str = "p") -> str:
@@ -105,23 +105,31 @@ def test_max_chars_is_validated():
         split_structural("x", max_chars=10)
 
 
-def test_plain_text_that_fits_is_unchanged():
-    assert split_plain("  One sentence.  ") == ["One sentence."]
-    assert split_plain("   ") == []
+class Undercounting:
+    """A measure whose sizes of joined texts are too low (as a tokenizer's estimate may be): the
+    chunker must still never return a chunk over the limit."""
+
+    smallest = 20
+
+    def size(self, text: str) -> int:
+        return len(text)
+
+    def joined(self, sizes, separator: str) -> int:
+        return sum(sizes) // 2
+
+    def split(self, text: str, limit: int) -> list[str]:
+        return [text[start : start + limit] for start in range(0, len(text), limit)]
 
 
-def test_plain_split_respects_the_limit_and_overlaps():
-    text = " ".join(f"Sentence number {i} says something useful." for i in range(400))
-    pieces = split_plain(text, max_chars=3500, overlap=200)
-    assert len(pieces) > 1
-    assert all(len(p) <= 3500 for p in pieces)
-    for before, after in itertools.pairwise(pieces):
-        head = after[:40]
-        assert head in before[-260:]  # the next piece starts inside the previous one's tail
-    assert pieces[0].startswith("Sentence number 0 ") and pieces[-1].endswith("number 399 says something useful.")
+def test_every_chunk_is_measured_whole_so_an_estimate_never_lets_one_exceed_the_limit():
+    text = paragraphs(12, words=10)
+    chunks = split_structural(text, size=ChunkSize(120, Undercounting()))
+    assert chunks and max(len(c.content) for c in chunks) <= 120
+    assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
+    # Nothing lost: the estimate put paragraphs together beyond the limit, the check cut them.
+    assert "".join(reassemble(chunks).split()) == "".join(text.split())
 
 
-def test_plain_split_handles_text_without_boundaries():
-    pieces = split_plain("x" * 10000, max_chars=3500, overlap=200)
-    assert all(len(p) <= 3500 for p in pieces)
-    assert sum(len(p) for p in pieces) >= 10000
+def test_a_headings_only_document_is_cut_to_the_limit_between_words():
+    chunks = split_structural("# " + "heading words " * 40, max_chars=200)
+    assert len(chunks) == 1 and len(chunks[0].content) <= 200 and chunks[0].content.endswith("words")

@@ -1,4 +1,5 @@
-"""The embedder's pure parts: mean pooling, query truncation, validation, token measurement."""
+"""The embedder's pure parts: mean pooling, query truncation, validation, the model's files (windows and
+their pooling: test_embedder_windows.py)."""
 
 import json
 from pathlib import Path
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 from knowledge_embedder.adapters.model_files import pooling_mode, position_limit, resolve_model_dir
 from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
-from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
+from knowledge_embedder.adapters.tokens import in_length_order
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.errors import InvalidInput
 from knowledge_embedder.domain.model import (
@@ -20,7 +21,6 @@ from knowledge_embedder.domain.model import (
     truncate_query,
 )
 from knowledge_runtime.settings import Env, SettingsError
-from tokenizers import Tokenizer
 
 
 def unit(*values: float) -> np.ndarray:
@@ -87,16 +87,6 @@ def test_top_k_defaults_and_bounds():
 def test_price_per_thousand_tokens():
     assert Price(0.0, "USD").of(5000) == 0.0
     assert Price(0.02, "USD").of(1500) == pytest.approx(0.03)
-
-
-def test_token_measurement_reports_truncated_characters(model_dir: Path):
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    measurer = TokenMeasurer(tokenizer, max_seq_length=16)
-    short, long = measurer.measure(["hello world", "word " * 40])
-    assert (short.tokens, short.truncated_chars) == (4, 0)  # [CLS] hello world [SEP]
-    # 14 words fit beside [CLS] and [SEP]; the other 26 ("word " each) are not seen.
-    assert long.tokens == 16 and long.truncated_chars == len(("word " * 40).rstrip()) - len("word " * 13 + "word")
-    assert tokenizer.padding is not None  # the model's own tokenizer settings are left alone
 
 
 @pytest.fixture

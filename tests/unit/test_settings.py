@@ -127,3 +127,26 @@ def test_ingest_workers_follow_the_cores_unless_set(tmp_path, monkeypatch):
     assert IngestSettings.from_env(Env(environ)).workers == 6
     assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "1"})).workers == 1
     assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "0"})).workers == 0
+
+
+def test_ingest_sizes_chunks_in_the_models_tokens_unless_characters_are_asked_for(tmp_path):
+    from knowledge_ingest.config import IngestSettings
+
+    environ = {"KNOWLEDGE_DATA_DIR": str(tmp_path), "KNOWLEDGE_SERVICE_KEY_PATH": ""}
+
+    def read(**values: str) -> tuple[int, int, float]:
+        settings = IngestSettings.from_env(Env({**environ, **{f"KNOWLEDGE_{k}": v for k, v in values.items()}}))
+        return settings.chunk_max_chars, settings.chunk_max_tokens, settings.chunk_window_share
+
+    assert read() == (0, 0, 1.0)  # tokens: the whole window
+    assert read(CHUNK_WINDOW_SHARE="0.75") == (0, 0, 0.75)
+    assert read(CHUNK_MAX_TOKENS="200") == (0, 200, 1.0)
+    assert read(CHUNK_MAX_CHARS="1500") == (1500, 0, 1.0)  # an explicit size in characters
+    for bad, variable in (
+        ({"CHUNK_WINDOW_SHARE": "1.5"}, "KNOWLEDGE_CHUNK_WINDOW_SHARE"),
+        ({"CHUNK_WINDOW_SHARE": "0"}, "KNOWLEDGE_CHUNK_WINDOW_SHARE"),
+        ({"CHUNK_MAX_CHARS": "100"}, "KNOWLEDGE_CHUNK_MAX_CHARS"),
+        ({"CHUNK_MAX_CHARS": "1500", "CHUNK_MAX_TOKENS": "200"}, "set one"),
+    ):
+        with pytest.raises(SettingsError, match=variable):
+            read(**bad)

@@ -1,25 +1,30 @@
-"""Text splitting shared by ingest (structural chunks) and the embedder (anchors, fallback).
+"""Text splitting: ingest's structural chunks (documents-ai's too).
 
 ``split_structural`` understands the extracted text's markers: markdown headings start a
 section, ``[Page N]`` starts a page, ``[Sheet: name]`` starts a sheet. Pages and sections
 never share a chunk, so every chunk cites exactly one section and one page. An oversize
-section splits on paragraph boundaries with one paragraph of overlap; an oversize paragraph
-first splits on lines, then on sentences. A markdown table stays whole when it fits, and
-every piece of a split table repeats its header row and separator. A short paragraph right
-before a table (its caption) stays with the table.
+section splits on paragraph boundaries with one paragraph of overlap (a paragraph of at most
+half the chunk); an oversize paragraph first splits on lines, then on sentences, then between
+words. A markdown table stays whole when it fits, and every piece of a split table repeats its
+header row and separator. A short paragraph right before a table (its caption) stays with the
+table.
 
-``split_plain`` is the sentence-ish splitter with a character overlap.
+Sizes are counted by a :class:`Measure`: characters by default, or the tokens of the model that
+embeds the chunks (``knowledge_runtime.tokens.TokenCounter``), so that a chunk fits the
+model's window (:func:`window_chunk_size`). Whatever the measure, no chunk is larger than the
+limit: each is measured whole once more before it is returned.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
 
-DEFAULT_MAX_CHARS = 1500  # the one chunk size: KNOWLEDGE_CHUNK_MAX_CHARS's default (ingest)
-DEFAULT_OVERLAP_CHARS = 200
-CAPTION_MAX_CHARS = 200
+DEFAULT_MAX_CHARS = 1500  # the size of a chunk counted in characters (documents-ai's; ingest's override)
+DEFAULT_WINDOW_SHARE = 1.0  # a chunk in tokens: this share of the embedding model's window
+CAPTION_MAX_CHARS = 200  # what a caption looks like: a short paragraph, whatever the measure
 _SEPARATOR = "\n\n"
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -45,10 +50,83 @@ class TextChunk:
     overlap_chars: int = 0
 
 
+class Measure(Protocol):
+    """How the chunker counts a text's size: :data:`CHARACTERS`, or a model's tokens."""
+
+    smallest: int  # the least limit a chunk may have
+
+    def size(self, text: str) -> int: ...
+
+    def joined(self, sizes: Sequence[int], separator: str) -> int:
+        """The size of texts of ``sizes`` joined by ``separator``."""
+
+    def split(self, text: str, limit: int) -> list[str]:
+        """``text`` cut into pieces of at most ``limit`` each, between words where possible."""
+
+
+class Characters:
+    """Sizes in characters."""
+
+    smallest = 200
+
+    def size(self, text: str) -> int:
+        return len(text)
+
+    def joined(self, sizes: Sequence[int], separator: str) -> int:
+        return sum(sizes) + len(separator) * max(len(sizes) - 1, 0)
+
+    def split(self, text: str, limit: int) -> list[str]:
+        pieces = []
+        while len(text) > limit:
+            cut = text.rfind(" ", limit // 2, limit)
+            cut = cut if cut > 0 else limit
+            pieces.append(text[:cut].rstrip())
+            text = text[cut:].lstrip()
+        if text:
+            pieces.append(text)
+        return pieces
+
+
+CHARACTERS = Characters()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSize:
+    """The largest chunk, counted by ``measure``."""
+
+    limit: int
+    measure: Measure = CHARACTERS
+
+    def __post_init__(self) -> None:
+        if self.limit < self.measure.smallest:
+            raise ValueError(f"a chunk must be allowed at least {self.measure.smallest}, not {self.limit}")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingWindow:
+    """What the embedding model reads at once: ``tokens`` of its tokenizer, which ``measure``
+    counts in; ``tokenizer_id`` names that tokenizer (the SHA-256 of its JSON)."""
+
+    tokens: int
+    measure: Measure
+    tokenizer_id: str
+
+
+def window_chunk_size(
+    window: EmbeddingWindow, *, share: float = DEFAULT_WINDOW_SHARE, max_tokens: int = 0
+) -> ChunkSize:
+    """The chunk size in the model's tokens: ``max_tokens`` when set, else ``share`` of the
+    window; never more than the window (a longer text would be embedded as the mean of its
+    windows), never less than the measure's smallest."""
+    wanted = max_tokens or int(window.tokens * share)
+    return ChunkSize(max(min(wanted, window.tokens), window.measure.smallest), window.measure)
+
+
 @dataclass(frozen=True, slots=True)
 class _Unit:
     text: str
     is_table: bool = False
+    size: int = 0  # by the chunk size's measure, once known
 
 
 @dataclass
@@ -58,12 +136,19 @@ class _Segment:
     lines: list[str]
 
 
-def split_structural(text: str, *, source: str = "", max_chars: int = DEFAULT_MAX_CHARS) -> list[TextChunk]:
-    """Chunks of at most ``max_chars`` characters in document order (``source`` is informational)."""
-    if max_chars < 200:
-        raise ValueError("max_chars must be at least 200")
+def split_structural(
+    text: str, *, source: str = "", max_chars: int = DEFAULT_MAX_CHARS, size: ChunkSize | None = None
+) -> list[TextChunk]:
+    """Chunks of at most ``size`` (``max_chars`` characters unless given) in document order
+    (``source`` is informational)."""
+    size = size or ChunkSize(max_chars)
     chunks: list[TextChunk] = []
     carried: list[str] = []  # headings of sections that had no body yet
+
+    def add(content: str, section: str, page: int | None, overlap: int = 0) -> None:
+        for index, piece in enumerate(_within(content, size)):
+            chunks.append(TextChunk(piece, section, page, len(chunks), overlap if index == 0 else 0))
+
     for segment in _segments(text):
         units = list(_units(segment.lines))
         if units and all(_is_heading_only(u) for u in units):
@@ -72,11 +157,19 @@ def split_structural(text: str, *, source: str = "", max_chars: int = DEFAULT_MA
         if carried:
             units = [_Unit(_SEPARATOR.join(carried))] + units
             carried = []
-        for content, overlap in _pack(units, max_chars):
-            chunks.append(TextChunk(content, segment.section, segment.page, len(chunks), overlap))
+        for content, overlap in _pack(units, size):
+            add(content, segment.section, segment.page, overlap)
     if carried:  # a document that ends with headings only
-        chunks.append(TextChunk(_SEPARATOR.join(carried)[:max_chars], "", None, len(chunks)))
+        add(size.measure.split(_SEPARATOR.join(carried), size.limit)[0], "", None)
     return chunks
+
+
+def _within(content: str, size: ChunkSize) -> list[str]:
+    """The chunk, measured whole: itself when it fits (always, where the measure's sizes of joined
+    texts are exact), else cut between words into pieces that do."""
+    if size.measure.size(content) <= size.limit:
+        return [content]
+    return [piece.strip() for piece in size.measure.split(content, size.limit) if piece.strip()]
 
 
 def _is_heading_only(unit: _Unit) -> bool:
@@ -141,14 +234,15 @@ def _units(lines: list[str]) -> Iterator[_Unit]:
     yield from flush_paragraph()
 
 
-def _pack(units: list[_Unit], max_chars: int) -> Iterator[tuple[str, int]]:
+def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int]]:
     """Greedy packing of units into chunks with one paragraph of overlap between chunks."""
-    pieces = [piece for unit in units for piece in _fit(unit, max_chars)]
+    limit, measure = size.limit, size.measure
+    pieces = [piece for unit in units for piece in _fit(unit, limit, measure)]
     current: list[_Unit] = []
     overlap = 0
 
-    def size(parts: list[_Unit]) -> int:
-        return sum(len(p.text) for p in parts) + len(_SEPARATOR) * max(len(parts) - 1, 0)
+    def total(parts: list[_Unit]) -> int:
+        return measure.joined([p.size for p in parts], _SEPARATOR)
 
     for index, piece in enumerate(pieces):
         following = pieces[index + 1] if index + 1 < len(pieces) else None
@@ -157,135 +251,97 @@ def _pack(units: list[_Unit], max_chars: int) -> Iterator[tuple[str, int]]:
             and following.is_table
             and not piece.is_table
             and len(piece.text) <= CAPTION_MAX_CHARS
-            and size([piece, following]) <= max_chars
+            and total([piece, following]) <= limit
         )
         needed = [piece, following] if keep_with_table and following is not None else [piece]
-        if current and size(current + needed) > max_chars:
+        if current and total(current + needed) > limit:
             yield _SEPARATOR.join(p.text for p in current), overlap
             previous = current[-1]
             current, overlap = [], 0
-            if (
-                not previous.is_table
-                and size([previous, *needed]) <= max_chars
-                and len(previous.text) <= max_chars // 2
-            ):
+            if not previous.is_table and total([previous, *needed]) <= limit and previous.size <= limit // 2:
                 current, overlap = [previous], len(previous.text) + len(_SEPARATOR)
         current.append(piece)
     if current:
         yield _SEPARATOR.join(p.text for p in current), overlap
 
 
-def _fit(unit: _Unit, max_chars: int) -> list[_Unit]:
-    """The unit itself when it fits; else pieces that do (tables keep their header)."""
-    if len(unit.text) <= max_chars:
-        return [unit]
-    if unit.is_table:
-        return [_Unit(text, is_table=True) for text in _split_table(unit.text, max_chars)]
-    return [_Unit(text) for text in _split_lines(unit.text, max_chars)]
+def _fit(unit: _Unit, limit: int, measure: Measure) -> list[_Unit]:
+    """The unit itself when it fits; else pieces that do (tables keep their header); each measured."""
+    measured = measure.size(unit.text)
+    if measured <= limit:
+        return [replace(unit, size=measured)]
+    texts = _split_table(unit.text, limit, measure) if unit.is_table else _split_lines(unit.text, limit, measure)
+    return [_Unit(text, unit.is_table, measure.size(text)) for text in texts]
 
 
-def _split_table(table: str, max_chars: int) -> list[str]:
+def _split_table(table: str, limit: int, measure: Measure) -> list[str]:
     rows = table.split("\n")
     header_rows = 2 if len(rows) > 1 and _TABLE_SEPARATOR.match(rows[1]) else 1
     header = "\n".join(rows[:header_rows])
-    if len(header) > max_chars // 2:  # a header that large cannot be repeated: split as text
-        return _split_lines(table, max_chars)
-    budget = max_chars - len(header) - 1
+    header_size = measure.size(header)
+    if header_size > limit // 2:  # a header that large cannot be repeated: split as text
+        return _split_lines(table, limit, measure)
+    room = limit - measure.joined([header_size, 0], "\n")  # for rows beside the header
     pieces: list[str] = []
     body: list[str] = []
+    body_size = header_size  # the header and the rows so far, joined
     for row in rows[header_rows:]:
-        for part in _split_long(row, budget) if len(row) > budget else [row]:
-            if body and sum(len(r) + 1 for r in body) + len(part) > budget:
+        row_size = measure.size(row)
+        parts = _split_long(row, room, measure) if row_size > room else [row]
+        for part in parts:
+            part_size = row_size if len(parts) == 1 else measure.size(part)
+            candidate = measure.joined([body_size, part_size], "\n")
+            if body and candidate > limit:
                 pieces.append(header + "\n" + "\n".join(body))
-                body = []
+                body, candidate = [], measure.joined([header_size, part_size], "\n")
             body.append(part)
+            body_size = candidate
     if body or not pieces:
         pieces.append(header + ("\n" + "\n".join(body) if body else ""))
     return pieces
 
 
-def _split_lines(text: str, max_chars: int) -> list[str]:
-    """Pack lines; a line too long on its own splits on sentences, then on whitespace."""
+def _split_lines(text: str, limit: int, measure: Measure) -> list[str]:
+    """Pack lines; a line too long on its own splits on sentences, then between words."""
     pieces: list[str] = []
-    current = ""
+    current, current_size = "", 0
     for line in text.split("\n"):
-        for part in _split_long(line, max_chars) if len(line) > max_chars else [line]:
-            candidate = f"{current}\n{part}" if current else part
-            if len(candidate) > max_chars and current:
+        line_size = measure.size(line)
+        parts = _split_long(line, limit, measure) if line_size > limit else [line]
+        for part in parts:
+            part_size = line_size if len(parts) == 1 else measure.size(part)
+            candidate = measure.joined([current_size, part_size], "\n") if current else part_size
+            if candidate > limit and current:
                 pieces.append(current)
-                candidate = part
-            current = candidate
+                current, candidate = "", part_size
+            current = f"{current}\n{part}" if current else part
+            current_size = candidate
     if current.strip():
         pieces.append(current)
     return pieces
 
 
-def _split_long(text: str, max_chars: int) -> list[str]:
-    pieces = _pack_sentences(_sentences(text), max_chars, overlap=0)
-    return [p for piece in pieces for p in (_hard_split(piece, max_chars) if len(piece) > max_chars else [piece])]
-
-
-def _hard_split(text: str, max_chars: int) -> list[str]:
-    pieces = []
-    while len(text) > max_chars:
-        cut = text.rfind(" ", max_chars // 2, max_chars)
-        cut = cut if cut > 0 else max_chars
-        pieces.append(text[:cut].rstrip())
-        text = text[cut:].lstrip()
-    if text:
-        pieces.append(text)
-    return pieces
+def _split_long(text: str, limit: int, measure: Measure) -> list[str]:
+    pieces = _pack_sentences(_sentences(text), limit, measure)
+    return [p for piece in pieces for p in (measure.split(piece, limit) if measure.size(piece) > limit else [piece])]
 
 
 def _sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def _pack_sentences(sentences: list[str], max_chars: int, overlap: int) -> list[str]:
+def _pack_sentences(sentences: list[str], limit: int, measure: Measure) -> list[str]:
     pieces: list[str] = []
     current: list[str] = []
+    current_size = 0
     for sentence in sentences:
-        candidate = " ".join([*current, sentence])
-        if current and len(candidate) > max_chars:
+        sentence_size = measure.size(sentence)
+        candidate = measure.joined([current_size, sentence_size], " ") if current else sentence_size
+        if current and candidate > limit:
             pieces.append(" ".join(current))
-            current = _tail(current, overlap)
-            if current and len(" ".join([*current, sentence])) > max_chars:
-                current = []
+            current, candidate = [], sentence_size
         current.append(sentence)
+        current_size = candidate
     if current:
         pieces.append(" ".join(current))
     return pieces
-
-
-def _tail(sentences: list[str], overlap: int) -> list[str]:
-    """The trailing sentences that fit in ``overlap`` characters (at least part of the last)."""
-    if overlap <= 0:
-        return []
-    kept: list[str] = []
-    for sentence in reversed(sentences):
-        if len(" ".join([sentence, *kept])) > overlap:
-            break
-        kept.insert(0, sentence)
-    if not kept:
-        last = sentences[-1][-overlap:]
-        space = last.find(" ")
-        kept = [last[space + 1 :] if 0 <= space < len(last) - 1 else last]
-    return kept
-
-
-def split_plain(text: str, *, max_chars: int = DEFAULT_MAX_CHARS, overlap: int = DEFAULT_OVERLAP_CHARS) -> list[str]:
-    """Pieces of at most ``max_chars`` on sentence-ish boundaries, each repeating about
-    ``overlap`` characters of the previous one. Text that fits is returned unchanged."""
-    if overlap >= max_chars:
-        raise ValueError("overlap must be smaller than max_chars")
-    text = text.strip()
-    if not text:
-        return []
-    if len(text) <= max_chars:
-        return [text]
-    sentences = [
-        part
-        for s in _sentences(text)
-        for part in (_hard_split(s, max_chars - overlap - 1) if len(s) > max_chars - overlap - 1 else [s])
-    ]
-    return _pack_sentences(sentences, max_chars, overlap)

@@ -22,38 +22,68 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class InfoResponse(_message.Message):
-    __slots__ = ("model_id", "dimension", "device", "max_seq_length", "backend", "max_batch_tokens")
+    __slots__ = ("model_id", "dimension", "device", "max_seq_length", "backend", "max_batch_tokens", "tokenizer_sha256")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     dimension: int
     device: str
     max_seq_length: int
     backend: str
     max_batch_tokens: int
-    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., device: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., backend: _Optional[str] = ..., max_batch_tokens: _Optional[int] = ...) -> None: ...
+    tokenizer_sha256: str
+    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., device: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., backend: _Optional[str] = ..., max_batch_tokens: _Optional[int] = ..., tokenizer_sha256: _Optional[str] = ...) -> None: ...
+
+class ReadTokenizerRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TokenizerDescription(_message.Message):
+    __slots__ = ("model_id", "tokenizer_sha256", "max_seq_length", "size_bytes")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    tokenizer_sha256: str
+    max_seq_length: int
+    size_bytes: int
+    def __init__(self, model_id: _Optional[str] = ..., tokenizer_sha256: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class ReadTokenizerResponse(_message.Message):
+    __slots__ = ("tokenizer", "chunk")
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    tokenizer: TokenizerDescription
+    chunk: bytes
+    def __init__(self, tokenizer: _Optional[_Union[TokenizerDescription, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
 
 class EmbedTextsRequest(_message.Message):
-    __slots__ = ("texts",)
+    __slots__ = ("texts", "tokenizer_sha256")
     TEXTS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
     texts: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, texts: _Optional[_Iterable[str]] = ...) -> None: ...
+    tokenizer_sha256: str
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., tokenizer_sha256: _Optional[str] = ...) -> None: ...
 
 class EmbedTextsResponse(_message.Message):
-    __slots__ = ("vectors", "token_counts", "truncated_indexes", "cost")
+    __slots__ = ("vectors", "token_counts", "truncated_indexes", "cost", "pooled_indexes")
     VECTORS_FIELD_NUMBER: _ClassVar[int]
     TOKEN_COUNTS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_INDEXES_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
+    POOLED_INDEXES_FIELD_NUMBER: _ClassVar[int]
     vectors: _containers.RepeatedCompositeFieldContainer[_common_pb2.Vector]
     token_counts: _containers.RepeatedScalarFieldContainer[int]
     truncated_indexes: _containers.RepeatedScalarFieldContainer[int]
     cost: _common_pb2.Cost
-    def __init__(self, vectors: _Optional[_Iterable[_Union[_common_pb2.Vector, _Mapping]]] = ..., token_counts: _Optional[_Iterable[int]] = ..., truncated_indexes: _Optional[_Iterable[int]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ...) -> None: ...
+    pooled_indexes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, vectors: _Optional[_Iterable[_Union[_common_pb2.Vector, _Mapping]]] = ..., token_counts: _Optional[_Iterable[int]] = ..., truncated_indexes: _Optional[_Iterable[int]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., pooled_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EmbedQueryRequest(_message.Message):
     __slots__ = ("query",)

@@ -42,6 +42,11 @@ class EmbedderServiceStub:
                 request_serializer=knowledge_dot_v1_dot_embedder__pb2.InfoRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_embedder__pb2.InfoResponse.FromString,
                 _registered_method=True)
+        self.ReadTokenizer = channel.unary_stream(
+                '/knowledge.v1.EmbedderService/ReadTokenizer',
+                request_serializer=knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerResponse.FromString,
+                _registered_method=True)
         self.EmbedTexts = channel.unary_unary(
                 '/knowledge.v1.EmbedderService/EmbedTexts',
                 request_serializer=knowledge_dot_v1_dot_embedder__pb2.EmbedTextsRequest.SerializeToString,
@@ -87,8 +92,17 @@ class EmbedderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadTokenizer(self, request, context):
+        """The tokenizer the embedder counts and cuts its windows with: its description first, then its
+        JSON in chunks. A caller that sizes texts for the model (ingest's chunks) counts with it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def EmbedTexts(self, request, context):
-        """Embeds texts the caller has already chunked; one vector per text, in order.
+        """Embeds texts the caller has already chunked; one vector per text, in order. A text longer
+        than the window is embedded as the re-normalised mean of its windows' vectors.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -102,7 +116,7 @@ class EmbedderServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Index(self, request, context):
-        """Indexes content: ANCHOR writes one mean-pooled vector on the anchor of an entity. CHUNK is
+        """Indexes content: ANCHOR writes one vector on the anchor of an entity. CHUNK is
         refused (INVALID_ARGUMENT, reason CHUNK_INDEXING_MOVED): ingest is the only writer of chunk
         rows; index a document's content with IngestService.IngestText.
         """
@@ -140,6 +154,11 @@ def add_EmbedderServiceServicer_to_server(servicer, server):
                     servicer.Info,
                     request_deserializer=knowledge_dot_v1_dot_embedder__pb2.InfoRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_embedder__pb2.InfoResponse.SerializeToString,
+            ),
+            'ReadTokenizer': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReadTokenizer,
+                    request_deserializer=knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerResponse.SerializeToString,
             ),
             'EmbedTexts': grpc.unary_unary_rpc_method_handler(
                     servicer.EmbedTexts,
@@ -202,6 +221,33 @@ class EmbedderService:
             '/knowledge.v1.EmbedderService/Info',
             knowledge_dot_v1_dot_embedder__pb2.InfoRequest.SerializeToString,
             knowledge_dot_v1_dot_embedder__pb2.InfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadTokenizer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/knowledge.v1.EmbedderService/ReadTokenizer',
+            knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerRequest.SerializeToString,
+            knowledge_dot_v1_dot_embedder__pb2.ReadTokenizerResponse.FromString,
             options,
             channel_credentials,
             insecure,

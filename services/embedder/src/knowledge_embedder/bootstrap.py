@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -20,14 +21,15 @@ from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.process import usable_cores
 from knowledge_runtime.server import GrpcApp
 
+from knowledge_embedder.adapters.backend_timing import ChoiceCache, chosen, fingerprint, time_backends
 from knowledge_embedder.adapters.devices import pick_device
-from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir
+from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir, window
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching.queue import BatchQueue
 from knowledge_embedder.batching.runner import BatchRunner
 from knowledge_embedder.config import EmbedderSettings
-from knowledge_embedder.domain.backend import choose_backend
+from knowledge_embedder.domain.backend import Timing, auto_candidates
 from knowledge_embedder.domain.model import Price
 from knowledge_embedder.domain.ports import Encoder, Reranker
 from knowledge_embedder.usecases import EmbedderUseCases
@@ -35,22 +37,65 @@ from knowledge_embedder.usecases import EmbedderUseCases
 log = structlog.get_logger("knowledge.embedder")
 
 
-def backend_for(settings: EmbedderSettings, model_dir: Path) -> str:
-    """The backend to load: the configured one, or for ``auto`` the one this machine suits."""
+def backend_for(settings: EmbedderSettings, model_dir: Path, measure: Callable[[], Timing]) -> str:
+    """The backend to load: the configured one; for ``auto``, torch on an accelerator or for a
+    model the int8 export does not support, else (on a CPU) the faster of the two as ``measure``
+    times them, or as cached for this model and machine. Logs the choice with both rates."""
     if settings.backend != "auto":
         return settings.backend
-    return choose_backend(onnx_model=onnx_unsupported(model_dir) is None, device=lambda: pick_device(settings.device))
+    candidates = auto_candidates(
+        onnx_model=onnx_unsupported(model_dir) is None, device=lambda: pick_device(settings.device)
+    )
+    if len(candidates) == 1:
+        return candidates[0]
+    lanes = settings.inference_lanes or usable_cores()
+    machine = fingerprint(
+        model_id=settings.model_id,
+        model_dir=model_dir,
+        window=window(model_dir, settings.max_seq_length),
+        batch_size=settings.batch_size,
+        lanes=lanes,
+        cores=usable_cores(),
+    )
+    choice, cached = chosen(ChoiceCache(settings.common.data_dir), machine, measure)
+    log.info(
+        "embedding_backend_chosen",
+        backend=choice.backend,
+        torch_per_s=round(choice.timing.torch_per_s, 2),
+        int8_per_s=round(choice.timing.int8_per_s, 2),
+        cosine=round(choice.timing.cosine, 4),
+        cached=cached,
+    )
+    return choice.backend
 
 
 def load_encoder(settings: EmbedderSettings) -> Encoder:
-    """The configured model on the configured backend, warmed up. Blocking: call it off the loop."""
+    """The configured model on the configured (or, for ``auto``, the chosen) backend, warmed up.
+    Blocking: call it off the loop."""
     # Never reach a model hub at run time, whatever the environment says.
     os.environ["HF_HUB_OFFLINE"] = "1"
     model_dir = resolve_model_dir(settings.model)
-    if backend_for(settings, model_dir) == "onnx-int8":
+    loaded: dict[str, Encoder] = {}  # what the timing loaded: the chosen one is kept, not loaded again
+
+    def load(backend: str) -> Encoder:
+        if backend not in loaded:
+            loaded[backend] = _encoder(settings, model_dir, backend)
+        return loaded[backend]
+
+    def measure() -> Timing:
+        return time_backends(load("torch"), load("onnx-int8"))
+
+    encoder = load(backend_for(settings, model_dir, measure))
+    loaded.clear()  # the other backend, if timed, goes
+    encoder.encode(["warm-up"])
+    return encoder
+
+
+def _encoder(settings: EmbedderSettings, model_dir: Path, backend: str) -> Encoder:
+    if backend == "onnx-int8":
         from knowledge_embedder.adapters.onnx_encoder import OnnxEncoder
 
-        encoder: Encoder = OnnxEncoder(
+        return OnnxEncoder(
             settings.model_id,
             model_dir,
             cache_root=settings.common.data_dir,
@@ -58,18 +103,15 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
             batch_size=settings.batch_size,
             lanes=settings.inference_lanes or usable_cores(),
         )
-    else:
-        from knowledge_embedder.adapters.torch_encoder import TorchEncoder
+    from knowledge_embedder.adapters.torch_encoder import TorchEncoder
 
-        encoder = TorchEncoder(
-            settings.model_id,
-            model_dir,
-            device=settings.device,
-            max_seq_length=settings.max_seq_length,
-            batch_size=settings.batch_size,
-        )
-    encoder.encode(["warm-up"])
-    return encoder
+    return TorchEncoder(
+        settings.model_id,
+        model_dir,
+        device=settings.device,
+        max_seq_length=settings.max_seq_length,
+        batch_size=settings.batch_size,
+    )
 
 
 def load_reranker(settings: EmbedderSettings) -> Reranker | None:

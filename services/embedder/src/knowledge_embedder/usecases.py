@@ -12,15 +12,12 @@ from typing import TypeVar
 import numpy as np
 import structlog
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.chunking import split_plain
 from knowledge_runtime.tracing import tracer
 
 from knowledge_embedder import metrics
 from knowledge_embedder.batching.runner import BatchRunner
-from knowledge_embedder.domain.errors import AnchorNotFound, RerankUnavailable
+from knowledge_embedder.domain.errors import AnchorNotFound, RerankUnavailable, TokenizerChanged
 from knowledge_embedder.domain.model import (
-    ANCHOR_OVERLAP_CHARS,
-    ANCHOR_PIECE_CHARS,
     AnchorMatch,
     AnchorTarget,
     CostLine,
@@ -28,7 +25,7 @@ from knowledge_embedder.domain.model import (
     IndexResult,
     Price,
     RerankPair,
-    mean_pool,
+    pool_pieces,
     require_content,
     require_passages,
     require_texts,
@@ -72,7 +69,11 @@ class EmbedderUseCases:
     reranker: Reranker | None = None  # only when KNOWLEDGE_RERANK_MODEL is configured
     rerank_price: Price | None = None
 
-    async def embed_texts(self, scope: Scope, texts: list[str]) -> tuple[Embedded, CostLine]:
+    async def embed_texts(self, scope: Scope, texts: list[str], tokenizer: str = "") -> tuple[Embedded, CostLine]:
+        """``tokenizer``: the tokenizer the caller sized the texts with (its id), if any; another
+        than the encoder's is refused before anything is embedded."""
+        if tokenizer and tokenizer != self.encoder.tokenizer_id:
+            raise TokenizerChanged(tokenizer, self.encoder.tokenizer_id)
         embedded = await self._embed(require_texts(texts))
         cost = self._cost(embedded)
         await self._stored(self.store.record_cost(scope.tenant, cost))
@@ -93,13 +94,7 @@ class EmbedderUseCases:
         embedded, vector = await self._anchor_vector(content)
         cost = self._cost(embedded)
         anchor_id = await self._stored(self.store.upsert_anchor(scope.tenant, target, vector, len(content), cost))
-        return IndexResult(
-            ids=(anchor_id,),
-            count=len(embedded.measured),
-            truncated_chars=embedded.truncated_chars,
-            cost=cost,
-            vectors=vector[None, :],
-        )
+        return IndexResult(ids=(anchor_id,), count=_windows(embedded), cost=cost, vectors=vector[None, :])
 
     async def refresh_anchor(self, scope: Scope, target: AnchorTarget, content: str) -> IndexResult:
         if not await self.store.anchor_exists(scope.tenant, target):
@@ -109,13 +104,7 @@ class EmbedderUseCases:
         anchor_id = await self._stored(self.store.replace_anchor(scope.tenant, target, vector, len(content), cost))
         if anchor_id is None:  # deleted while we embedded
             raise AnchorNotFound(target.entity_type, target.entity_id)
-        return IndexResult(
-            ids=(anchor_id,),
-            count=len(embedded.measured),
-            truncated_chars=embedded.truncated_chars,
-            cost=cost,
-            vectors=vector[None, :],
-        )
+        return IndexResult(ids=(anchor_id,), count=_windows(embedded), cost=cost, vectors=vector[None, :])
 
     async def search_anchors(self, scope: Scope, query: str, entity_type: str, top_k: int) -> list[AnchorMatch]:
         if entity_type:
@@ -158,19 +147,23 @@ class EmbedderUseCases:
         )
 
     async def _anchor_vector(self, content: str) -> tuple[Embedded, np.ndarray]:
-        require_content(content)
-        pieces = split_plain(content, max_chars=ANCHOR_PIECE_CHARS, overlap=ANCHOR_OVERLAP_CHARS)
-        embedded = await self._embed(pieces)
-        return embedded, mean_pool(embedded.vectors)
+        embedded = await self._embed([require_content(content)])
+        return embedded, embedded.vectors[0]
 
     async def _embed(self, texts: list[str], *, interactive: bool = False) -> Embedded:
-        """``interactive``: someone waits for it (a query): the queue's interactive priority, ahead of bulk."""
+        """One vector per text: a text longer than the window as the re-normalised mean of its
+        windows' vectors (each window queued as an input of its own). ``interactive``: someone
+        waits for it (a query): the queue's interactive priority, ahead of bulk."""
         started = time.perf_counter()
         with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
-        vectors = await self.runner.embed(texts, [m.tokens for m in measured], interactive=interactive)
-        return Embedded(vectors=vectors, measured=tuple(measured))
+        pieces = [piece for text, m in zip(texts, measured) for piece in m.pieces(text)]
+        vectors = await self.runner.embed(
+            [text for text, _ in pieces], [tokens for _, tokens in pieces], interactive=interactive
+        )
+        pooled = pool_pieces(vectors, [len(m.windows) or 1 for m in measured])
+        return Embedded(vectors=pooled, measured=tuple(measured))
 
     def _cost(self, embedded: Embedded) -> CostLine:
         tokens = embedded.tokens
@@ -192,3 +185,8 @@ class EmbedderUseCases:
 
     def close(self) -> None:
         self._tokenize.shutdown(wait=False, cancel_futures=True)
+
+
+def _windows(embedded: Embedded) -> int:
+    """The windows an anchor's one text was read in (1 when it fits the window)."""
+    return len(embedded.measured[0].windows) or 1

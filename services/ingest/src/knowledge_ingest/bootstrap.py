@@ -130,6 +130,8 @@ def wire(
         extract=extract,
         settings=PipelineSettings(
             chunk_max_chars=settings.chunk_max_chars,
+            chunk_max_tokens=settings.chunk_max_tokens,
+            chunk_window_share=settings.chunk_window_share,
             embed_batch=settings.embed_batch,
             lease_s=settings.lease_s,
             embed_window=settings.embed_window,

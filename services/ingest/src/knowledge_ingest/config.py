@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge_runtime.chunking import DEFAULT_MAX_CHARS
+from knowledge_runtime.chunking import DEFAULT_WINDOW_SHARE
 from knowledge_runtime.imports import ImportRoots
 from knowledge_runtime.process import usable_cores
-from knowledge_runtime.settings import CommonSettings, Env, service_address
+from knowledge_runtime.settings import CommonSettings, Env, SettingsError, service_address
 
 from knowledge_ingest.domain.extraction import (
     DEFAULT_EXTRACTION_MEMORY_BUDGET,
@@ -47,7 +47,7 @@ class IngestSettings:
     max_attempts: int
     max_interruptions: int
     retry_base_s: float
-    chunk_max_chars: int
+    chunk_max_chars: int  # 0: chunks are sized in the embedding model's tokens (the two below)
     embed_batch: int
     embed_window: int
     ocr_max_pages: int  # PDF pages without a usable text layer that one file may have read by OCR
@@ -65,6 +65,8 @@ class IngestSettings:
     )
     # Every extraction child's address space together (``child_allowance`` shares it out).
     extraction_memory_budget_bytes: int = DEFAULT_EXTRACTION_MEMORY_BUDGET
+    chunk_max_tokens: int = 0  # 0: chunk_window_share of the embedder's window
+    chunk_window_share: float = DEFAULT_WINDOW_SHARE
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -79,7 +81,9 @@ class IngestSettings:
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
             max_interruptions=env.int("INGEST_MAX_INTERRUPTIONS", 10, minimum=1, maximum=1000),
             retry_base_s=env.float("INGEST_RETRY_BASE_S", 2.0, minimum=0.0),
-            chunk_max_chars=env.int("CHUNK_MAX_CHARS", DEFAULT_MAX_CHARS, minimum=200, maximum=20000),
+            chunk_max_chars=env.int("CHUNK_MAX_CHARS", 0, minimum=200, maximum=20000),
+            chunk_max_tokens=env.int("CHUNK_MAX_TOKENS", 0, minimum=0, maximum=32768),
+            chunk_window_share=env.float("CHUNK_WINDOW_SHARE", DEFAULT_WINDOW_SHARE, minimum=0.1, maximum=1.0),
             embed_batch=env.int("INGEST_EMBED_BATCH", 32, minimum=1, maximum=1024),
             embed_window=env.int("INGEST_EMBED_WINDOW", 4, minimum=1, maximum=64),
             ocr_max_pages=env.int("OCR_MAX_PAGES", DEFAULT_OCR_MAX_PAGES, minimum=0, maximum=5000),
@@ -99,6 +103,12 @@ class IngestSettings:
                 "EXTRACTION_MEMORY_BUDGET_BYTES", DEFAULT_EXTRACTION_MEMORY_BUDGET, minimum=256 * 1024 * 1024
             ),
         )
+
+    def __post_init__(self) -> None:
+        if self.chunk_max_chars and self.chunk_max_tokens:
+            raise SettingsError(
+                "KNOWLEDGE_CHUNK_MAX_CHARS and KNOWLEDGE_CHUNK_MAX_TOKENS: set one (characters, or the model's tokens)"
+            )
 
     def extraction_limits(self) -> ExtractionLimits:
         return ExtractionLimits(max_ocr_pages=self.ocr_max_pages, ocr_page_seconds=self.ocr_page_seconds)

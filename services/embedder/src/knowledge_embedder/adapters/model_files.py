@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import structlog
 from knowledge_runtime.settings import SettingsError
 
-log = structlog.get_logger("knowledge.embedder.model")
 VARIABLE = "KNOWLEDGE_EMBEDDING_MODEL"
 # Models whose position ids start after the padding index (RoBERTa family, e.g. bge-m3).
 _OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
@@ -54,13 +52,19 @@ def position_limit(model_dir: Path) -> int | None:
     return positions
 
 
-def capped_max_seq_length(model_dir: Path, configured: int) -> int:
-    """The configured input length, or the model's limit when that is shorter (said in a warning)."""
-    limit = position_limit(model_dir)
-    if limit is not None and configured > limit:
-        log.warning("max_seq_length_capped", configured=configured, model_limit=limit)
-        return limit
-    return configured
+def model_max_seq_length(model_dir: Path) -> int | None:
+    """The input length the model was trained and configured for (sentence-transformers'
+    ``sentence_bert_config.json``), if it says."""
+    length = _json(model_dir / "sentence_bert_config.json").get("max_seq_length")
+    return length if isinstance(length, int) and length > 0 else None
+
+
+def window(model_dir: Path, configured: int) -> int:
+    """The tokens the model reads at once: the least of ``KNOWLEDGE_MAX_SEQ_LENGTH``, the model's
+    own configured length and what its position embeddings allow. A longer text is read in
+    windows of this length (the mean of their vectors), never cut."""
+    limits = (configured, model_max_seq_length(model_dir), position_limit(model_dir))
+    return min(limit for limit in limits if limit is not None)
 
 
 def pooling_mode(model_dir: Path) -> str:

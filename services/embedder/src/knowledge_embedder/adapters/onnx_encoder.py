@@ -13,7 +13,7 @@ from knowledge_runtime.process import usable_cores
 from knowledge_runtime.settings import SettingsError
 from tokenizers import Tokenizer
 
-from knowledge_embedder.adapters.model_files import capped_max_seq_length, onnx_unsupported, pooling_mode
+from knowledge_embedder.adapters.model_files import onnx_unsupported, pooling_mode, window
 from knowledge_embedder.adapters.onnx_export import ensure_int8_model
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
@@ -45,7 +45,7 @@ class OnnxEncoder:
             raise SettingsError(unsupported)
         tokenizer_file = model_dir / "tokenizer.json"
         self.model_id = model_id
-        self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
+        self.max_seq_length = window(model_dir, max_seq_length)  # the window: longer texts come in windows
         self.batch_size = batch_size or DEFAULT_BATCH_SIZE
         self._pooling = pooling_mode(model_dir)
         options = ort.SessionOptions()
@@ -64,12 +64,16 @@ class OnnxEncoder:
         padding = self._tokenizer.padding or {}
         self._tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
         self._measurer = TokenMeasurer(self._tokenizer, self.max_seq_length)
+        self.tokenizer_id = self._measurer.counter.identity
         # A fast tokenizer used by two threads at once fails ("Already borrowed"): one per thread.
         self._tokenizers = threading.local()
         self.dimension = int(self.encode(["dimension probe"]).shape[1])
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
         return self._measurer.measure(texts)
+
+    def tokenizer_json(self) -> str:
+        return self._measurer.counter.json
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return in_length_order(texts, self.batch_size, self._forward)

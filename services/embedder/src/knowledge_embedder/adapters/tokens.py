@@ -1,36 +1,35 @@
-"""Token counts and truncation, from the model's own tokenizer (a private, untruncated copy)."""
+"""Token counts and windows, from the model's own tokenizer (a private, untruncated copy)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from knowledge_runtime.tokens import TokenCounter
 from tokenizers import Tokenizer
 
-from knowledge_embedder.domain.model import Measured
+from knowledge_embedder.domain.model import Measured, Window, window_overlap
 
 
 class TokenMeasurer:
-    def __init__(self, tokenizer: Tokenizer, max_seq_length: int) -> None:
-        # A copy, so that the model's own truncation and padding settings are left alone.
-        self._tokenizer = Tokenizer.from_str(tokenizer.to_str())
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
-        self._max = max_seq_length
-        processor = self._tokenizer.post_processor
-        self._specials = processor.num_special_tokens_to_add(False) if processor is not None else 0
+    """Counts each text in the model's tokens; a text longer than ``window`` gets the windows it
+    is read in (overlapping by :func:`window_overlap`, cut between words where possible)."""
+
+    def __init__(self, tokenizer: Tokenizer, window: int) -> None:
+        self.counter = TokenCounter(tokenizer)  # a copy: the model's own settings are left alone
+        self._window = window
+        self._overlap = window_overlap(window)
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
-        return [self._one(text, encoding) for text, encoding in zip(texts, self._tokenizer.encode_batch(list(texts)))]
+        return [
+            Measured(tokens=count) if count <= self._window else self._windows(text)
+            for text, count in zip(texts, self.counter.sizes(texts))
+        ]
 
-    def _one(self, text: str, encoding) -> Measured:
-        total = len(encoding.ids)
-        if total <= self._max:
-            return Measured(tokens=total)
-        content = [offset for offset, special in zip(encoding.offsets, encoding.special_tokens_mask) if not special]
-        visible = max(self._max - self._specials, 0)
-        seen_end = content[visible - 1][1] if visible else 0
-        return Measured(tokens=self._max, truncated_chars=max(len(text.rstrip()) - seen_end, 0))
+    def _windows(self, text: str) -> Measured:
+        spans = self.counter.spans(text, self._window, self._overlap)
+        windows = tuple(Window(span.start, span.end, span.tokens) for span in spans)
+        return Measured(tokens=sum(w.tokens for w in windows), windows=windows)
 
 
 def in_length_order(texts: Sequence[str], batch_size: int, forward: Callable[[list[str]], np.ndarray]) -> np.ndarray:

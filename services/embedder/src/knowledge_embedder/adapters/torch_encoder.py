@@ -15,7 +15,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from knowledge_embedder.adapters.devices import pick_device
-from knowledge_embedder.adapters.model_files import capped_max_seq_length
+from knowledge_embedder.adapters.model_files import window
 from knowledge_embedder.adapters.tokens import TokenMeasurer, in_length_order
 from knowledge_embedder.domain.model import Measured
 
@@ -30,14 +30,18 @@ class TorchEncoder:
         self.model_id = model_id
         self.device = pick_device(device)
         self._model = SentenceTransformer(str(model_dir), device=self.device, local_files_only=True)
-        self.max_seq_length = capped_max_seq_length(model_dir, max_seq_length)
+        self.max_seq_length = window(model_dir, max_seq_length)  # the window: longer texts come in windows
         self._model.max_seq_length = self.max_seq_length
         self.dimension = int(self._model.get_embedding_dimension() or 0)
         self.batch_size = batch_size or DEFAULT_BATCH_SIZES[self.device.split(":")[0]]
         self._measurer = TokenMeasurer(self._model.tokenizer.backend_tokenizer, self.max_seq_length)
+        self.tokenizer_id = self._measurer.counter.identity
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
         return self._measurer.measure(texts)
+
+    def tokenizer_json(self) -> str:
+        return self._measurer.counter.json
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one row per text, in forward passes of ``batch_size`` texts of similar length."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 from knowledge_runtime.auth import current_scope
@@ -11,8 +13,10 @@ from knowledge_embedder.api import convert
 from knowledge_embedder.domain.errors import ChunkIndexingMoved, InvalidInput
 from knowledge_embedder.usecases import EmbedderUseCases
 
+TOKENIZER_CHUNK_BYTES = 1024 * 1024
 CAPABILITIES = {
     "Info": "embed",
+    "ReadTokenizer": "embed",
     "EmbedTexts": "embed",
     "EmbedQuery": "embed",
     "Index": "embed",
@@ -39,16 +43,36 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             max_seq_length=encoder.max_seq_length,
             backend=encoder.backend,
             max_batch_tokens=self._max_batch_tokens,
+            tokenizer_sha256=encoder.tokenizer_id,
         )
+
+    async def ReadTokenizer(
+        self, request: embedder_pb2.ReadTokenizerRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[embedder_pb2.ReadTokenizerResponse]:
+        current_scope()
+        encoder = self._usecases.encoder
+        data = encoder.tokenizer_json().encode()
+        yield embedder_pb2.ReadTokenizerResponse(
+            tokenizer=embedder_pb2.TokenizerDescription(
+                model_id=encoder.model_id,
+                tokenizer_sha256=encoder.tokenizer_id,
+                max_seq_length=encoder.max_seq_length,
+                size_bytes=len(data),
+            )
+        )
+        for start in range(0, len(data), TOKENIZER_CHUNK_BYTES):
+            yield embedder_pb2.ReadTokenizerResponse(chunk=data[start : start + TOKENIZER_CHUNK_BYTES])
 
     async def EmbedTexts(
         self, request: embedder_pb2.EmbedTextsRequest, context: grpc.aio.ServicerContext
     ) -> embedder_pb2.EmbedTextsResponse:
-        embedded, cost = await self._usecases.embed_texts(current_scope(), list(request.texts))
+        embedded, cost = await self._usecases.embed_texts(
+            current_scope(), list(request.texts), request.tokenizer_sha256
+        )
         return embedder_pb2.EmbedTextsResponse(
             vectors=[convert.vector(row) for row in embedded.vectors],
             token_counts=[m.tokens for m in embedded.measured],
-            truncated_indexes=[i for i, m in enumerate(embedded.measured) if m.truncated],
+            pooled_indexes=embedded.pooled_indexes,
             cost=convert.cost(cost),
         )
 
@@ -79,7 +103,6 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         return embedder_pb2.IndexResponse(
             chunk_ids=[str(i) for i in result.ids],
             chunk_count=result.count,
-            truncated_characters=result.truncated_chars,
             cost=convert.cost(result.cost),
             vectors=[convert.vector(row) for row in result.vectors] if request.return_vectors else [],
         )
@@ -92,7 +115,6 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         return embedder_pb2.RefreshAnchorResponse(
             anchor_id=str(result.ids[0]),
             piece_count=result.count,
-            truncated_characters=result.truncated_chars,
             cost=convert.cost(result.cost),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import InvalidField, NotFound, ResourceExhausted, Unavailable
+from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, ResourceExhausted, Unavailable
 from knowledge_runtime.refusals import Refusal, Refused
 
 
@@ -43,6 +43,19 @@ class ChunkIndexingMoved(InvalidField):
             "knowledge.v1.IngestJobService/IngestText (POST /api/v1/knowledge/texts) with document_id, or with "
             "corpus_id for a new document",
             rpc="knowledge.v1.IngestJobService/IngestText",
+        )
+
+
+class TokenizerChanged(FailedPrecondition):
+    """Texts sized with another tokenizer than the model's: embedding them would mix two models'
+    windows. The caller sizes them again with this one (ReadTokenizer)."""
+
+    reason = "TOKENIZER_CHANGED"
+
+    def __init__(self, sent: str, own: str) -> None:
+        super().__init__(
+            "the texts were sized with another tokenizer than the embedder's; read it again (ReadTokenizer)",
+            metadata={"tokenizer_sha256": own, "sent_tokenizer_sha256": sent[:64]},
         )
 
 

@@ -13,8 +13,9 @@ from knowledge_embedder.domain.errors import InvalidInput
 MAX_TEXTS = 2048
 MAX_PASSAGES = 256  # per Rerank call
 MAX_QUERY_CHARS = 3500
-ANCHOR_PIECE_CHARS = 3500
-ANCHOR_OVERLAP_CHARS = 200
+# A text longer than the window is read in windows that repeat this share of the window from the
+# previous one: a sentence cut at one window's end is read whole at the next one's start.
+WINDOW_OVERLAP_SHARE = 0.125
 MAX_ENTITY_TYPE_CHARS = 64
 MAX_ENTITY_ID_CHARS = 256
 DEFAULT_TOP_K = 10
@@ -23,15 +24,37 @@ _ENTITY_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 @dataclass(frozen=True, slots=True)
+class Window:
+    """One window of a text longer than the model's: characters ``start:end``, ``tokens`` as the
+    model reads them."""
+
+    start: int
+    end: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class Measured:
-    """What the tokenizer says about one text: tokens the model sees, characters it cannot."""
+    """What the tokenizer says about one text: the tokens the model reads for it and, for a text
+    longer than the window, the windows it is read in (their tokens together)."""
 
     tokens: int
-    truncated_chars: int = 0
+    windows: tuple[Window, ...] = ()
 
     @property
-    def truncated(self) -> bool:
-        return self.truncated_chars > 0
+    def pooled(self) -> bool:
+        return bool(self.windows)
+
+    def pieces(self, text: str) -> list[tuple[str, int]]:
+        """What the model reads for ``text``, with the tokens of each: its windows, or itself."""
+        if not self.windows:
+            return [(text, self.tokens)]
+        return [(text[w.start : w.end], w.tokens) for w in self.windows]
+
+
+def window_overlap(window: int) -> int:
+    """Tokens a window repeats from the previous one."""
+    return max(1, int(window * WINDOW_OVERLAP_SHARE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +69,8 @@ class Embedded:
         return sum(m.tokens for m in self.measured)
 
     @property
-    def truncated_chars(self) -> int:
-        return sum(m.truncated_chars for m in self.measured)
+    def pooled_indexes(self) -> list[int]:
+        return [index for index, m in enumerate(self.measured) if m.pooled]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +118,7 @@ class AnchorTarget:
 @dataclass(frozen=True, slots=True)
 class IndexResult:
     ids: tuple[int, ...]
-    count: int
-    truncated_chars: int
+    count: int  # windows pooled into the one vector
     cost: CostLine
     vectors: np.ndarray  # the single anchor vector, as one row
 
@@ -128,7 +150,7 @@ def require_texts(texts: list[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TextInput:
-    """One text for the embedding model (a query, a passage, a piece of an anchor)."""
+    """One text for the embedding model (a query, a passage, an anchor; or a window of a longer one)."""
 
     text: str
 
@@ -172,6 +194,19 @@ def top_k_of(requested: int) -> int:
     if not 1 <= requested <= MAX_TOP_K:
         raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}", field="top_k")
     return requested
+
+
+def pool_pieces(vectors: np.ndarray, pieces: list[int]) -> np.ndarray:
+    """One vector per text from its pieces' vectors (consecutive rows, ``pieces[i]`` of them for
+    text ``i``): a text that fits the window is its one piece; a longer one is the re-normalised
+    mean of its windows' vectors."""
+    rows, start = [], 0
+    for count in pieces:
+        rows.append(mean_pool(vectors[start : start + count]))
+        start += count
+    if start != len(vectors):
+        raise ValueError(f"{len(vectors)} vectors for {start} pieces")
+    return np.stack(rows)
 
 
 def mean_pool(vectors: np.ndarray) -> np.ndarray:

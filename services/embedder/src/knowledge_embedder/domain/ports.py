@@ -17,14 +17,19 @@ class Encoder(Protocol):
     backend: str
     device: str
     dimension: int
-    max_seq_length: int
+    max_seq_length: int  # the window: the tokens the model reads at once
     lanes: int  # forward passes it runs at once, each called from its own thread
+    batch_size: int  # texts per forward pass
+    tokenizer_id: str  # the SHA-256 of tokenizer_json(): names the tokenizer it counts with
 
     def measure(self, texts: Sequence[str]) -> list[Measured]:
-        """Tokens each text costs after truncation, and the characters truncation hid."""
+        """Tokens each text costs and, for a text longer than the window, the windows it is read in."""
+
+    def tokenizer_json(self) -> str:
+        """The tokenizer it counts and cuts windows with, as the tokenizers library's JSON."""
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one float32 row per text, in order."""
+        """Unit vectors, one float32 row per text (each within the window), in order."""
 
 
 class Reranker(Protocol):

@@ -8,22 +8,28 @@ a background job has no user token at all.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import grpc
+import structlog
 from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.chunking import EmbeddingWindow
 from knowledge_runtime.clients import channel
-from knowledge_runtime.errors import DomainError
+from knowledge_runtime.errors import DomainError, Unavailable
 from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from, made_by_channel
 from knowledge_runtime.service_tokens import ServiceTokenSigner
+from knowledge_runtime.tokens import TokenCounter
 
 from knowledge_ingest.clients.kept_blobs import KeptBlobs
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.ports import StoredBlob
 
+log = structlog.get_logger("knowledge.ingest.clients")
 WRITE_CHUNK_BYTES = 256 * 1024
 CANCEL_GRACE_S = 60.0
+TOKENIZER_CHANGED = "TOKENIZER_CHANGED"
 
 
 def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
@@ -170,27 +176,76 @@ class ContentIndexClient:
 
 
 class EmbedderClient:
+    """``EmbedTexts``, and the embedder's window with the tokenizer to count it in: read once
+    through ``ReadTokenizer`` and kept until the embedder refuses texts sized with it."""
+
     def __init__(self, address: str, signer: ServiceTokenSigner, timeout_s: float = 300.0) -> None:
         self._channel = channel(address)
         self._stub = embedder_pb2_grpc.EmbedderServiceStub(self._channel)
         self._signer = signer
         self._timeout_s = timeout_s
+        self._window: EmbeddingWindow | None = None
+        self._reading = asyncio.Lock()  # the first jobs wait for one read, not one each
 
     @property
     def grpc_channel(self) -> grpc.aio.Channel:
         return self._channel
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]:
+    async def window(self, tenant: str) -> EmbeddingWindow:
+        async with self._reading:
+            if self._window is None:
+                self._window = await self._read_window(tenant)
+            return self._window
+
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
         try:
             reply = await self._stub.EmbedTexts(
-                embedder_pb2.EmbedTextsRequest(texts=list(texts)),
+                embedder_pb2.EmbedTextsRequest(texts=list(texts), tokenizer_sha256=tokenizer),
                 metadata=self._signer.metadata(tenant, ["embed"]),
                 timeout=self._timeout_s,
                 wait_for_ready=True,  # an embedder restarting between two batches delays the next one
             )
         except grpc.aio.AioRpcError as error:
+            info = callee_error_info(error)
+            if info is not None and info.reason == TOKENIZER_CHANGED:
+                # Another model answers now: its tokenizer is read again, and the job runs again
+                # (without spending an attempt), its text cut in the new model's tokens.
+                self._window = None
+                raise DependencyNotReady("embedder") from None
             raise _translate(error, "embedder") from None
         return [list(vector.values) for vector in reply.vectors]
+
+    async def _read_window(self, tenant: str) -> EmbeddingWindow:
+        description: embedder_pb2.TokenizerDescription | None = None
+        parts: list[bytes] = []
+        try:
+            async for reply in self._stub.ReadTokenizer(
+                embedder_pb2.ReadTokenizerRequest(),
+                metadata=self._signer.metadata(tenant, ["embed"]),
+                timeout=self._timeout_s,
+                wait_for_ready=True,
+            ):
+                if reply.WhichOneof("payload") == "tokenizer":
+                    description = reply.tokenizer
+                else:
+                    parts.append(reply.chunk)
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "embedder") from None
+        data = b"".join(parts)
+        if description is None or hashlib.sha256(data).hexdigest() != description.tokenizer_sha256:
+            raise Unavailable("the embedder's tokenizer arrived incomplete; it is read again")
+        counter = await asyncio.to_thread(TokenCounter.from_json, data.decode())
+        if counter.identity != description.tokenizer_sha256:  # never count in a tokenizer that differs
+            raise Unavailable("the embedder's tokenizer could not be rebuilt as it was sent")
+        log.info(
+            "embedder_tokenizer_read",
+            model=description.model_id,
+            window=description.max_seq_length,
+            tokenizer_sha256=description.tokenizer_sha256,
+        )
+        return EmbeddingWindow(
+            tokens=description.max_seq_length, measure=counter, tokenizer_id=description.tokenizer_sha256
+        )
 
     async def close(self) -> None:
         await self._channel.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.chunking import EmbeddingWindow, TextChunk
 from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
@@ -129,7 +129,13 @@ class ImportRepository(Protocol):
 class Embedder(Protocol):
     """The embedder service: the only holder of the model."""
 
-    async def embed(self, tenant: str, texts: Sequence[str]) -> list[list[float]]: ...
+    async def window(self, tenant: str) -> EmbeddingWindow:
+        """The model's window and the tokenizer to count it in (read from the embedder, kept)."""
+
+    async def embed(self, tenant: str, texts: Sequence[str], tokenizer: str = "") -> list[list[float]]:
+        """One vector per text. ``tokenizer``: the id of the tokenizer the texts were sized with
+        (``EmbeddingWindow.tokenizer_id``), if any; when the embedder's is another, nothing is
+        embedded and DependencyNotReady says the embedder changed (the job runs again)."""
 
 
 class Readiness(Protocol):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from knowledge_runtime.chunking import TextChunk, split_structural
+from knowledge_runtime.chunking import DEFAULT_WINDOW_SHARE, ChunkSize, TextChunk, split_structural, window_chunk_size
 from knowledge_runtime.errors import DomainError, Unavailable
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tracing import tracer
@@ -44,11 +44,13 @@ PROGRESS_STEP = 0.1  # while embedding, progress is written at most every 10% of
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    chunk_max_chars: int
     embed_batch: int
     lease_s: float
     retry: RetryPolicy
     embed_window: int = 4  # EmbedTexts calls in flight per document, so the embedder forms full batches
+    chunk_max_chars: int = 0  # chunks sized in characters; 0: in the embedding model's tokens, as below
+    chunk_max_tokens: int = 0  # 0: chunk_window_share of the model's window
+    chunk_window_share: float = DEFAULT_WINDOW_SHARE
 
 
 @dataclass
@@ -181,23 +183,36 @@ class Pipeline:
                 source = path
             extracted = await asyncio.to_thread(self.extract, source, job.filename, job.mime_type)
         await self._report(lease, State.CHUNKING)
-        with _tracer.start_as_current_span("ingest.chunk"):
-            chunks = (
-                split_structural(extracted.text, source=job.filename, max_chars=self.settings.chunk_max_chars)
-                if extracted.extractable
-                else []
-            )
+        chunks: list[TextChunk] = []
+        tokenizer = ""
+        if extracted.extractable:
+            size, tokenizer = await self._chunk_size(job.tenant)
+            with _tracer.start_as_current_span("ingest.chunk"):  # counting tokens blocks: off the loop
+                chunks = await asyncio.to_thread(split_structural, extracted.text, source=job.filename, size=size)
         if checks is not None and chunks:
             await checks.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
-        vectors = await self._embed(lease, chunks)
+        vectors = await self._embed(lease, chunks, tokenizer)
         await self._report(lease, State.STORING)
         return chunks, vectors, extracted
 
-    async def _embed(self, lease: Lease, chunks: list[TextChunk]) -> list[list[float]]:
+    async def _chunk_size(self, tenant: str) -> tuple[ChunkSize, str]:
+        """How big a chunk may be, and the id of the tokenizer it is counted in: the embedding
+        model's tokens (a share of its window, or a set count), or characters when
+        ``chunk_max_chars`` asks for them (then no tokenizer: "")."""
+        if self.settings.chunk_max_chars:
+            return ChunkSize(self.settings.chunk_max_chars), ""
+        window = await self.embedder.window(tenant)
+        size = window_chunk_size(
+            window, share=self.settings.chunk_window_share, max_tokens=self.settings.chunk_max_tokens
+        )
+        return size, window.tokenizer_id
+
+    async def _embed(self, lease: Lease, chunks: list[TextChunk], tokenizer: str) -> list[list[float]]:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
         when another tenth of the chunks is embedded, until the last batch (a cancel is seen
-        there, or at STORING)."""
+        there, or at STORING). ``tokenizer``: what the chunks were counted in (the embedder
+        refuses them if it has another)."""
         size = self.settings.embed_batch
         batches = [chunks[start : start + size] for start in range(0, len(chunks), size)]
         window = asyncio.Semaphore(self.settings.embed_window)
@@ -205,7 +220,8 @@ class Pipeline:
         async def embedded(index: int) -> tuple[int, list[list[float]]]:
             async with window:
                 with _tracer.start_as_current_span("ingest.embed"):
-                    return index, await self.embedder.embed(lease.job.tenant, [c.content for c in batches[index]])
+                    texts = [c.content for c in batches[index]]
+                    return index, await self.embedder.embed(lease.job.tenant, texts, tokenizer)
 
         results: list[list[list[float]]] = [[] for _ in batches]
         done, reported = 0, 0
