@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.devkeys import ensure_dev_keys, mint_dev_token
 from knowledge_runtime.settings import DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER
@@ -16,6 +17,14 @@ from tests.support.db import TEST_DIMENSION
 
 # The real local OpenAI-compatible LLM server (llama.cpp, SmolLM2-135M): the ``local_llm`` fixture.
 pytest_plugins = ["tests.support.local_llm"]
+
+
+@pytest.fixture(autouse=True)
+def default_logging():
+    """Each test starts from structlog's defaults: a service an earlier test built in-process
+    configured logging for itself (often at ``warning``), which would hide the info lines a test
+    captures. A test that needs the services' JSON lines configures them itself."""
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")
