@@ -6,7 +6,8 @@ the steps before it opened, and a started app closes all of it, newest first, as
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import structlog
 from botocore.exceptions import BotoCoreError, ClientError
@@ -25,6 +26,7 @@ from knowledge_content_index.adapters.s3_storage import S3BlobStorage, S3Locatio
 from knowledge_content_index.api.servicer import ContentIndexServicer, service_spec
 from knowledge_content_index.config import ContentIndexSettings, ObjectStoreSettings
 from knowledge_content_index.domain.identity import ContentKeyring
+from knowledge_content_index.migration import BlobMigration
 from knowledge_content_index.usecases import BlobPolicy, BlobUseCases
 
 log = structlog.get_logger("knowledge.content_index")
@@ -102,3 +104,18 @@ async def build_app(settings: ContentIndexSettings | None = None) -> GrpcApp:
             readiness=[health.database(db), *readiness],
             tenant_gate=enablement_gate(db, settings.common.tenants_enabled_by_default),
         )
+
+
+@asynccontextmanager
+async def open_migration(settings: ContentIndexSettings, target: ObjectStoreSettings) -> AsyncIterator[BlobMigration]:
+    """``knowledge blobs migrate``: from the filesystem store under ``KNOWLEDGE_BLOB_ROOT`` to the
+    object store ``target``, as content-index itself (its database role, its content key)."""
+    if not settings.blob_root.is_dir():
+        raise SettingsError(f"KNOWLEDGE_BLOB_ROOT: {settings.blob_root} is no directory (no blobs to move)")
+    source = local_storage(settings)
+    keyring = content_keyring(settings)
+    async with AsyncExitStack() as resources:
+        storage = await open_object_store(target, source, resources)
+        db = await connect_service_database(settings.common, max_size=2)
+        resources.push_async_callback(db.close)
+        yield BlobMigration(PostgresBlobs(db), source, storage, keyring)
