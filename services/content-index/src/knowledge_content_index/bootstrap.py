@@ -55,7 +55,8 @@ async def open_object_store(
 ) -> S3BlobStorage:
     """The S3 store, its clients closed with ``resources``. A bucket that the store says is
     missing or forbidden stops the start (a setting is wrong); a store that does not answer
-    does not: the service starts NOT_SERVING and turns SERVING when it answers."""
+    does not: the service starts, its readiness probe reports NOT_SERVING after its first
+    failed checks, and SERVING once the store answers (restarting would not bring it back)."""
     main, probe = await resources.enter_async_context(s3_clients(endpoint=store.endpoint, region=store.region))
     storage = S3BlobStorage(main, S3Location(store.bucket, store.prefix), spool, probe=probe)
     try:
@@ -66,7 +67,7 @@ async def open_object_store(
             what = "does not exist" if status == 404 else "is not open to these credentials"
             raise SettingsError(f"KNOWLEDGE_BLOB_S3_BUCKET: the bucket {store.bucket} {what}") from None
         log.warning("blob_store_unreachable_at_start", status=status)
-    except (BotoCoreError, OSError) as error:
+    except (BotoCoreError, OSError, TimeoutError) as error:
         log.warning("blob_store_unreachable_at_start", error=type(error).__name__)
     return storage
 
