@@ -416,8 +416,8 @@ async def test_the_orphan_sweep_waits_for_an_upload_settling_the_same_file(conte
     storage, placed, resume = cases._storage, asyncio.Event(), asyncio.Event()
     place = storage.place
 
-    async def place_then_hold(staged, key):
-        uri = await place(staged, key)
+    async def place_then_hold(staged, key, hasher):
+        uri = await place(staged, key, hasher)
         backdate(path)
         placed.set()
         await resume.wait()

@@ -6,7 +6,7 @@ import threading
 import pytest
 from knowledge_content_index.adapters.keyfile import KeyFileError, load_or_create_key
 from knowledge_content_index.bootstrap import content_keyring
-from knowledge_content_index.config import ContentIndexSettings
+from knowledge_content_index.config import ContentIndexSettings, ObjectStoreSettings
 from knowledge_content_index.domain.identity import ContentKeyring
 from knowledge_runtime.settings import Env, SettingsError
 
@@ -75,3 +75,49 @@ def test_the_configured_key_wins_over_the_file(tmp_path):
     keyring = content_keyring(settings(tmp_path, KNOWLEDGE_CONTENT_KEY=SECRET))
     assert not (tmp_path / "keys").exists()
     assert keyring.tenant_key("t") == ContentKeyring(bytes.fromhex(SECRET)).tenant_key("t")
+
+
+def test_the_filesystem_is_the_default_store(tmp_path):
+    assert settings(tmp_path).object_store is None
+
+
+def test_the_object_store_settings(tmp_path):
+    s = settings(
+        tmp_path,
+        KNOWLEDGE_BLOB_STORE="s3",
+        KNOWLEDGE_BLOB_S3_BUCKET="knowledge-blobs",
+        KNOWLEDGE_BLOB_S3_PREFIX="/prod/blobs/",
+        KNOWLEDGE_BLOB_S3_ENDPOINT="https://minio.example:9000",
+        KNOWLEDGE_BLOB_S3_REGION="eu-west-1",
+    )
+    assert s.object_store == ObjectStoreSettings(
+        "knowledge-blobs", "prod/blobs", "https://minio.example:9000", "eu-west-1"
+    )
+    assert s.blob_root == tmp_path / "blobs"  # the local spool of uploads being received
+    plain = settings(tmp_path, KNOWLEDGE_BLOB_STORE="s3", KNOWLEDGE_BLOB_S3_BUCKET="knowledge-blobs")
+    assert plain.object_store == ObjectStoreSettings("knowledge-blobs")
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"KNOWLEDGE_BLOB_STORE": "gcs"}, "KNOWLEDGE_BLOB_STORE"),
+        ({"KNOWLEDGE_BLOB_STORE": "s3"}, "KNOWLEDGE_BLOB_S3_BUCKET"),
+        ({"KNOWLEDGE_BLOB_STORE": "s3", "KNOWLEDGE_BLOB_S3_BUCKET": "No_Such"}, "KNOWLEDGE_BLOB_S3_BUCKET"),
+        (
+            {"KNOWLEDGE_BLOB_STORE": "s3", "KNOWLEDGE_BLOB_S3_BUCKET": "blobs", "KNOWLEDGE_BLOB_S3_PREFIX": "a/../b"},
+            "KNOWLEDGE_BLOB_S3_PREFIX",
+        ),
+        (
+            {
+                "KNOWLEDGE_BLOB_STORE": "s3",
+                "KNOWLEDGE_BLOB_S3_BUCKET": "blobs",
+                "KNOWLEDGE_BLOB_S3_ENDPOINT": "minio:9000",
+            },
+            "KNOWLEDGE_BLOB_S3_ENDPOINT",
+        ),
+    ],
+)
+def test_object_store_settings_are_checked_at_start(tmp_path, values, named):
+    with pytest.raises(SettingsError, match=named):
+        settings(tmp_path, **values)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import base64
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from knowledge_gateway.descriptors import descriptor_bytes
 from knowledge_gateway.envoy import config_text
 from knowledge_gateway.openapi import openapi_text
@@ -19,6 +21,7 @@ from knowledge_gateway.render import gateway_config
 from knowledge_runtime import registry
 
 from tests.support.k8s import (
+    BIN,
     DOCS,
     K8S,
     NAMESPACE,
@@ -264,3 +267,59 @@ def test_ingest_s_extraction_budget_fits_its_pod(overlay):
     limit = container(overlay, "ingest")["resources"]["limits"]["memory"]
     assert limit.endswith("Gi")
     assert budget + 512 * 1024**2 <= int(limit[:-2]) * 1024**3
+
+
+def test_production_keeps_the_blobs_on_object_storage_and_dev_on_its_volume():
+    """No ReadWriteMany volume in production: content-index's blobs are in a bucket, its pod keeps
+    only a spool of the uploads it receives; the dev overlay keeps the volume."""
+    from knowledge_content_index.config import ContentIndexSettings
+    from knowledge_runtime.settings import Env
+
+    production = config_map("production", "knowledge-config")["data"]
+    store = ContentIndexSettings.from_env(Env(production)).object_store  # valid settings
+    assert store is not None and store.bucket
+    assert objects("production", "PersistentVolumeClaim") == []
+    assert not any("persistentVolumeClaim" in v for s in pod_specs("production").values() for v in s.get("volumes", []))
+    box = container("production", "content-index")
+    spec = one("production", "Deployment", "knowledge-content-index")["spec"]["template"]["spec"]
+    mounted = {m["mountPath"]: m["name"] for m in box["volumeMounts"]}
+    (spool,) = [v for v in spec["volumes"] if v["name"] == mounted[production["KNOWLEDGE_BLOB_ROOT"]]]
+    assert set(spool) == {"name", "emptyDir"} and spool["emptyDir"]["sizeLimit"]
+    credentials = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in box["env"] if v["name"].startswith("AWS_")}
+    assert {ref["name"] for ref in credentials.values()} == {"knowledge-blob-store"}
+    assert set(credentials) == {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+
+    dev = config_map("dev", "knowledge-config")["data"]
+    assert ContentIndexSettings.from_env(Env(dev)).object_store is None
+    (claim,) = objects("dev", "PersistentVolumeClaim")
+    spec = one("dev", "Deployment", "knowledge-content-index")["spec"]["template"]["spec"]
+    assert {"name": "blobs", "persistentVolumeClaim": {"claimName": claim["metadata"]["name"]}} in spec["volumes"]
+
+
+def test_the_blob_migration_jobs_run_what_the_cli_takes():
+    """k8s/jobs/blobs-migrate.yaml (applied by hand): valid Jobs, the commands the CLI parses, a
+    pod the database admits, every Secret documented."""
+    from knowledge_cli.main import parser
+
+    path = K8S / "jobs" / "blobs-migrate.yaml"
+    jobs = list(yaml.safe_load_all(path.read_text()))
+    validated = subprocess.run(
+        [str(BIN / "kubernetes-validate"), "--strict", "--quiet", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert {job["metadata"]["name"] for job in jobs} == {"knowledge-blobs-copy", "knowledge-blobs-switch"}
+    policy = one("production", "NetworkPolicy", "knowledge-db")
+    docs = DOCS.read_text()
+    for job in jobs:
+        assert job["metadata"]["name"] in docs
+        pod = job["spec"]["template"]
+        box = pod["spec"]["containers"][0]
+        options = parser().parse_args(box["command"][1:])
+        assert options.command == "blobs" and options.switch == box["command"][-1].endswith("--switch")
+        assert any(
+            selects(rule["from"][0]["podSelector"], pod["metadata"]["labels"]) for rule in policy["spec"]["ingress"]
+        )
+        for var in box["env"]:
+            ref = var.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                assert f"`{ref['name']}`" in docs and f"`{ref['key']}`" in docs

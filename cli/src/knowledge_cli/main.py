@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | gc | corpora | upload | search | query | text | delete``.
+"""``knowledge up | migrate | dev-token | eval | gc | blobs | corpora | upload | search | query | text | delete``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -154,6 +154,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.gc import add_parser as add_gc
 
     add_gc(commands)
+    from knowledge_cli.blobs import add_parser as add_blobs
+
+    add_blobs(commands)  # blobs migrate
     from knowledge_cli.rest import add_parsers as add_rest
 
     add_rest(commands)  # corpora, upload, search, query, text, delete: the REST API's client

@@ -9,7 +9,11 @@ Every change to a hash's row and every placement or removal of its file happens 
   the lock: when the row exists and its file is present it only restarts the row's grace period
   (the staged bytes are dropped: the file is written once); otherwise it moves the staged file
   onto the content path (atomic ``os.replace``) and inserts the row, or heals the row to name
-  it, and commits. A row therefore never becomes visible before its file exists.
+  it, and commits. A row therefore never becomes visible before its file exists. An object
+  store cannot rename: its slow upload onto the content key runs before the lock is taken
+  (``BlobStorage.prepare``, when a peek finds no row holding the bytes), and placing under the
+  lock only checks that the object is still there (GC may have removed it meanwhile, under
+  the lock) or uploads it again. An object so uploaded that no row ends up naming is an orphan.
 - GC lists candidates (no reference, last written over the grace period ago), then per blob:
   (1) holding the lock, locks the row ``FOR UPDATE``, re-checks both conditions in a fresh
   statement and deletes the row, commit; (2) holding the lock again, removes the file unless a
@@ -53,7 +57,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -135,7 +139,8 @@ class BlobUseCases:
         limit = self._policy.max_upload_bytes
         if header.expected_size_bytes > limit:
             raise UploadTooLarge(limit)
-        hasher = await self._hasher(scope.tenant)
+        new_hasher = await self._hasher_of(scope.tenant)
+        hasher = new_hasher()
         with _tracer.start_as_current_span("content_index.write"):
             async with self._storage.stage() as staged:
                 size = 0
@@ -152,7 +157,7 @@ class BlobUseCases:
                 content_hash = hasher.finish()
                 new = NewBlob(content_hash, size, header.mime_type, "")
                 key = BlobKey(content_hash.digest, header.extension)
-                ensured = await self._settle_staged(scope.tenant, new, staged, key)
+                ensured = await self._settle_staged(scope.tenant, new, staged, key, new_hasher)
         log.info(
             "blob_written",
             blob_id=ensured.blob.blob_id,
@@ -185,14 +190,19 @@ class BlobUseCases:
         log.info("file_imported", blob_id=ensured.blob.blob_id, root=resolved.root.name, size_bytes=size)
         return ensured, str(resolved.real)
 
-    async def _settle_staged(self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey) -> Ensured:
+    async def _settle_staged(
+        self, tenant: str, new: NewBlob, staged: StagedBlob, key: BlobKey, hasher: Callable[[], ContentHasher]
+    ) -> Ensured:
+        hint = await self._blobs.peek(new.content_hash)
+        if hint is None or not await self._holds(hint):
+            await self._storage.prepare(staged, key, hasher)  # outside the lock: it may take long
         async with self._blobs.locked(new.content_hash) as tx:
             existing = await tx.find()
             seen = existing is not None and await tx.seen_by(existing.blob_id, tenant)
             if existing is not None and await self._holds(existing):
                 await tx.touch(existing.blob_id, tenant)
                 return _told(Ensured(existing, already_existed=True), seen)
-            uri = await self._storage.place(staged, key)
+            uri = await self._storage.place(staged, key, hasher)
             try:
                 ensured = await self._insert_or_heal(tx, tenant, existing, _with_uri(new, uri))
             except BaseException:
@@ -415,9 +425,10 @@ class BlobUseCases:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    async def _hasher(self, tenant: str) -> ContentHasher:
+    async def _hasher_of(self, tenant: str) -> Callable[[], ContentHasher]:
+        """A maker of fresh hashers of the tenant's scheme (storage re-hashes what it uploads)."""
         isolated = await self._blobs.tenant_isolates_content(tenant)
-        return self._keyring.hasher(tenant, isolated=isolated)
+        return lambda: self._keyring.hasher(tenant, isolated=isolated)
 
     def _same_file(self, first: str, second: str) -> bool:
         """Whether two URIs name the same stored file (compared by key, not by spelling)."""

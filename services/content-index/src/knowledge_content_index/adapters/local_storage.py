@@ -36,8 +36,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from knowledge_content_index.domain.errors import BlobContentMissing
+from knowledge_content_index.domain.identity import ContentHasher
 from knowledge_content_index.domain.model import BlobKey, ContentListing, StoredFile
-from knowledge_content_index.domain.naming import EXTENSIONS
 from knowledge_content_index.domain.ports import StagedBlob
 
 STAGING_DIR = ".staging"
@@ -45,19 +45,7 @@ PARTIAL_PREFIX = ".partial."
 # Chunks at least this large are written (and hashed, by the use cases) off the event loop.
 OFFLOAD_BYTES = 64 * 1024
 DIGEST_BLOCK_BYTES = 1024 * 1024
-_FILE_NAME = re.compile(r"(?P<digest>[0-9a-f]{64})(?P<extension>\.[a-z0-9]{1,10})?")
 _SHARD_NAME = re.compile(r"[0-9a-f]{2}")
-
-
-def content_key(shard: str, name: str) -> BlobKey | None:
-    """The key of the content path ``<shard>/<name>``, or None when that is no content path."""
-    match = _FILE_NAME.fullmatch(name)
-    if match is None:
-        return None
-    digest, extension = match["digest"], match["extension"] or ""
-    if shard != digest[:2] or (extension and extension[1:] not in EXTENSIONS):
-        return None
-    return BlobKey(digest, extension)
 
 
 def _fsync_directory(path: Path) -> None:
@@ -158,7 +146,7 @@ class LocalBlobStorage:
     # -- naming ----------------------------------------------------------------------------
 
     def path_for(self, key: BlobKey) -> Path:
-        return self.root / key.digest[:2] / f"{key.digest}{key.extension}"
+        return self.root / key.path
 
     def uri_for(self, key: BlobKey) -> str:
         return self.path_for(key).as_uri()
@@ -170,7 +158,7 @@ class LocalBlobStorage:
         path = PurePosixPath(unquote(parts.path))
         if str(path.parent.parent) != str(self.root):
             return None
-        return content_key(path.parent.name, path.name)
+        return BlobKey.of_path(path.parent.name, path.name)
 
     def _path_of(self, storage_uri: str) -> Path | None:
         key = self.key_for(storage_uri)
@@ -193,7 +181,11 @@ class LocalBlobStorage:
         finally:
             await staged.discard()
 
-    async def place(self, staged: StagedBlob, key: BlobKey) -> str:
+    async def prepare(self, staged: StagedBlob, key: BlobKey, hasher: Callable[[], ContentHasher]) -> None:
+        """Nothing: placing is one rename, done under the hash's lock."""
+
+    async def place(self, staged: StagedBlob, key: BlobKey, hasher: Callable[[], ContentHasher] | None = None) -> str:
+        """The rename; the bytes were hashed as they were staged, and a rename cannot change them."""
         if not isinstance(staged, LocalStagedBlob):
             raise TypeError("a local storage places only what it staged")
         target = self.path_for(key)
@@ -349,7 +341,7 @@ class LocalBlobStorage:
             for name in names:
                 if name <= after:
                     continue
-                key = content_key(shard, name)
+                key = BlobKey.of_path(shard, name)
                 if key is None:
                     strays += 1
                     continue

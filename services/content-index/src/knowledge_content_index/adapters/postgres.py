@@ -89,6 +89,7 @@ UPDATE content_blobs AS b SET storage_uri = $2, last_write_time = now()
 WHERE b.blob_id = $1
 RETURNING {_COLUMNS}
 """
+MOVE = "UPDATE content_blobs SET storage_uri = $2 WHERE blob_id = $1"
 LOCK_FOR_DELETE = "SELECT blob_id FROM content_blobs WHERE blob_id = $1 FOR UPDATE"
 # A statement of its own after LOCK_FOR_DELETE, so its snapshot sees every reference committed
 # while we waited for the row lock.
@@ -120,6 +121,8 @@ WHERE b.last_write_time < now() - $1::interval AND NOT ({_referenced()})
 ORDER BY b.blob_id
 LIMIT $2
 """
+ROWS_AFTER = f"SELECT {_COLUMNS} FROM content_blobs b WHERE b.blob_id > $1 ORDER BY b.blob_id LIMIT $2"
+WRITERS = "SELECT tenant_id FROM content_blob_writers WHERE blob_id = $1 ORDER BY first_write_time, tenant_id"
 
 
 def lock_key(content_hash: ContentHash) -> int:
@@ -172,6 +175,9 @@ class PostgresLockedHash:
         assert row is not None
         await self._tx.execute("blob_record_writer", RECORD_WRITER, blob_id, tenant)
         return _blob(row)
+
+    async def move(self, blob_id: int, storage_uri: str) -> None:
+        await self._tx.execute("blob_move", MOVE, blob_id, storage_uri)
 
     async def delete_if_collectable(self, blob_id: int, min_age: timedelta) -> Blob | None:
         if await self._tx.fetchval("blob_lock_for_delete", LOCK_FOR_DELETE, blob_id) is None:
@@ -237,3 +243,11 @@ class PostgresBlobs:
     async def collectable(self, min_age: timedelta, limit: int | None) -> list[Blob]:
         rows = await self._db.fetch("blob_collectable", COLLECTABLE, min_age, limit)
         return [_blob(row) for row in rows]
+
+    async def rows_after(self, blob_id: int, limit: int) -> list[Blob]:
+        rows = await self._db.fetch("blob_rows_after", ROWS_AFTER, blob_id, limit)
+        return [_blob(row) for row in rows]
+
+    async def writers(self, blob_id: int) -> list[str]:
+        rows = await self._db.fetch("blob_writers", WRITERS, blob_id)
+        return [row["tenant_id"] for row in rows]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import DomainError, FailedPrecondition, InvalidArgument, InvalidField, NotFound
+from knowledge_runtime.errors import (
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    InvalidField,
+    NotFound,
+    Unavailable,
+)
 
 # An upload over the cap is the runtime's UploadTooLarge, the same error ingest raises.
 
@@ -60,3 +67,13 @@ class BlobInUse(FailedPrecondition):
 
     def __init__(self) -> None:
         super().__init__("the blob is still referenced")
+
+
+class BlobStoreUnavailable(Unavailable):
+    """The blob store (an object store) did not answer, or kept failing, after its retries: the
+    caller may retry; readiness turns NOT_SERVING meanwhile."""
+
+    reason = "BLOB_STORE_UNAVAILABLE"
+
+    def __init__(self) -> None:
+        super().__init__("the blob store is unavailable; retry later")

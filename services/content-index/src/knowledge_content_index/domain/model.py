@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 from knowledge_content_index.domain.errors import InvalidBlobRequest
 from knowledge_content_index.domain.identity import ContentHash
-from knowledge_content_index.domain.naming import normalise_mime_type, safe_extension
+from knowledge_content_index.domain.naming import EXTENSIONS, normalise_mime_type, safe_extension
+
+_FILE_NAME = re.compile(r"(?P<digest>[0-9a-f]{64})(?P<extension>\.[a-z0-9]{1,10})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,22 @@ class BlobKey:
 
     digest: str
     extension: str = ""
+
+    @property
+    def path(self) -> str:
+        """``<hex[:2]>/<hex><ext>``: where every store keeps it, under its root or prefix."""
+        return f"{self.digest[:2]}/{self.digest}{self.extension}"
+
+    @classmethod
+    def of_path(cls, shard: str, name: str) -> BlobKey | None:
+        """The key of the content path ``<shard>/<name>``, or None when that is no content path."""
+        match = _FILE_NAME.fullmatch(name)
+        if match is None:
+            return None
+        digest, extension = match["digest"], match["extension"] or ""
+        if shard != digest[:2] or (extension and extension[1:] not in EXTENSIONS):
+            return None
+        return cls(digest, extension)
 
 
 @dataclass(frozen=True, slots=True)

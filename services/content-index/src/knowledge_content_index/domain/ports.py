@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Protocol
 
-from knowledge_content_index.domain.identity import ContentHash
+from knowledge_content_index.domain.identity import ContentHash, ContentHasher
 from knowledge_content_index.domain.model import (
     Blob,
     BlobKey,
@@ -40,6 +40,9 @@ class LockedHash(Protocol):
 
     async def repoint(self, blob_id: int, storage_uri: str, tenant: str) -> Blob:
         """Heal: the row now names ``storage_uri``; touches it and records the writer."""
+
+    async def move(self, blob_id: int, storage_uri: str) -> None:
+        """The row now names ``storage_uri``, the same bytes in another store; nothing else changes."""
 
     async def delete_if_collectable(self, blob_id: int, min_age: timedelta) -> Blob | None:
         """Delete the row if it still has no reference and was last written over ``min_age`` ago.
@@ -83,6 +86,12 @@ class BlobRepository(Protocol):
     async def collectable(self, min_age: timedelta, limit: int | None) -> list[Blob]:
         """Candidates for GC: unreferenced, last written over ``min_age`` ago, oldest id first."""
 
+    async def rows_after(self, blob_id: int, limit: int) -> list[Blob]:
+        """Up to ``limit`` rows whose id follows ``blob_id``, in id order, without any lock."""
+
+    async def writers(self, blob_id: int) -> list[str]:
+        """The tenants that wrote the blob, first writer first."""
+
 
 class StagedBlob(Protocol):
     """Bytes being received into a private temporary location."""
@@ -115,8 +124,16 @@ class BlobStorage(Protocol):
     def stage(self) -> AbstractAsyncContextManager[StagedBlob]:
         """A new staged blob, discarded when the block ends (a no-op once placed)."""
 
-    async def place(self, staged: StagedBlob, key: BlobKey) -> str:
-        """Atomically move sealed staged bytes onto ``key``'s location; returns its URI."""
+    async def prepare(self, staged: StagedBlob, key: BlobKey, hasher: Callable[[], ContentHasher]) -> None:
+        """The slow part of placing sealed staged bytes on ``key``, done before the hash's lock is
+        taken: nothing where placing is a rename; an object store's whole upload, completed only
+        when the bytes sent hash (a fresh ``hasher()``) to ``key``'s digest. What it leaves on
+        ``key`` without a row is an orphan like any other (young, so no sweep takes it yet)."""
+
+    async def place(self, staged: StagedBlob, key: BlobKey, hasher: Callable[[], ContentHasher]) -> str:
+        """Under the hash's lock: make ``key`` hold the sealed staged bytes, whole or not at all
+        (a rename, or a check that what ``prepare`` uploaded is still there, else the upload
+        again); returns its URI."""
 
     async def size_of(self, storage_uri: str) -> int | None:
         """Size of the bytes at ``storage_uri``, or None when missing or not managed here."""
