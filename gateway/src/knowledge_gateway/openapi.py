@@ -302,6 +302,10 @@ class _Builder:
     def ref(self, full_name: str, *, response: bool) -> dict:
         if full_name == "google.protobuf.Timestamp":
             return {"type": "string", "format": "date-time"}
+        if full_name == "google.protobuf.Struct":  # any JSON object (metadata: its limits are in the comments)
+            return {"type": "object", "additionalProperties": True}
+        if full_name == "google.protobuf.FieldMask":  # proto3 JSON: the paths joined by commas
+            return {"type": "string", "pattern": "^[a-z_*,]*$"}
         if full_name in self.enums:
             enum = self.enums[full_name]
             self.schemas.setdefault(

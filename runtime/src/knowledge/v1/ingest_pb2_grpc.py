@@ -280,6 +280,11 @@ class DocumentServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
                 _registered_method=True)
+        self.UpdateDocument = channel.unary_unary(
+                '/knowledge.v1.DocumentService/UpdateDocument',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.FromString,
+                _registered_method=True)
         self.ListDocuments = channel.unary_unary(
                 '/knowledge.v1.DocumentService/ListDocuments',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
@@ -329,6 +334,17 @@ class DocumentServiceServicer:
 
     def GetDocument(self, request, context):
         """One document with its state and error. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateDocument(self, request, context):
+        """Changes a document's metadata and filename (AIP-134): the fields update_mask names, or,
+        without a mask, those the request's document sets. Its chunks' metadata, which filters read,
+        is rewritten in the same transaction, so no search sees the document's new metadata on some
+        of its chunks and the old on others. A document of an ancestor's corpus (which the caller only
+        reads) is PERMISSION_DENIED (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -432,6 +448,11 @@ def add_DocumentServiceServicer_to_server(servicer, server):
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.Document.SerializeToString,
             ),
+            'UpdateDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateDocument,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.SerializeToString,
+            ),
             'ListDocuments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListDocuments,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.FromString,
@@ -502,6 +523,33 @@ class DocumentService:
             '/knowledge.v1.DocumentService/GetDocument',
             knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/UpdateDocument',
+            knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.corpora.usecases import require_writable
-from knowledge_ingest.domain.documents import Document, parse_id
+from knowledge_ingest.domain.documents import Document, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.metadata import check_metadata
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import may_read
@@ -46,6 +47,29 @@ class DocumentUseCases:
         if document is None or not await self._readable(scope, reach, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
+
+    async def update(
+        self, scope: Scope, document_id: str, metadata: Mapping[str, object] | None, filename: str | None
+    ) -> Document:
+        """Set the document's metadata (replaced whole) and/or filename; None leaves one as it is.
+        Writing the document writes its corpus: one the caller only reads is CorpusReadOnly; one
+        it cannot read or write at all answers as an unknown document."""
+        key = parse_id(document_id, "document_id")
+        checked = None if metadata is None else check_metadata(metadata)
+        if filename is not None and not filename.strip():
+            raise InvalidRequest("document.filename must not be empty", field="document.filename")
+        safe = None if filename is None else safe_filename(filename)
+        reach = await self.reach.reach_of(scope)
+        document = await self.store.document((scope.tenant,), key)  # its own rows: only they are writable
+        if document is None:
+            raise DocumentNotFound(document_id)
+        try:
+            await require_writable(self.store, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
+        if not await self.store.update_document(scope.tenant, key, checked, safe):
+            raise DocumentNotFound(document_id)  # deleted meanwhile
+        return await self._get(scope, reach, key, document_id)
 
     async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
         asked = batch_ids(document_ids)

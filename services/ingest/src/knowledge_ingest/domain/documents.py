@@ -6,7 +6,7 @@ import enum
 import os
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -110,6 +110,7 @@ class Document:
     stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one
     progress: float = 0.0  # of its most recent job
     refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the caller's (domain.metadata)
 
 
 @dataclass(frozen=True, slots=True)

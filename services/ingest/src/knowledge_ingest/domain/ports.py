@@ -17,6 +17,7 @@ from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
+from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.domain.tombstones import Deletion, Removal, Tombstone
@@ -187,6 +188,12 @@ class DocumentRepository(Protocol):
     ) -> tuple[int, list[int]]:
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
+    async def update_document(
+        self, tenant: str, document_id: int, metadata: Metadata | None, filename: str | None
+    ) -> bool:
+        """Set what is not None (metadata replaced whole) and merge the chunks' metadata again in
+        the same transaction; False when the tenant has no such live document."""
+
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
         when missing; None when a corpus of the tenant's own there already bears the name."""
@@ -203,9 +210,17 @@ class JobRepository(Protocol):
     decision taken under the rows' locks."""
 
     async def enqueue(
-        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+        self,
+        tenant: str,
+        corpus_id: int,
+        blob: StoredBlob,
+        filename: str,
+        mime_type: str,
+        source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job:
-        """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+        """Create the job (and the document, unless the tenant already has one on this blob): ``admit``.
+        ``metadata``: the document's, when the job makes it (or extracts it again)."""
 
     async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
         """A job whose first stage fetches ``url``."""
@@ -218,9 +233,10 @@ class JobRepository(Protocol):
         blob: StoredBlob,
         mime_type: str,
         source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job | None:
         """Create a job that makes ``blob`` the content of the tenant's document (None: no such
-        document); raises what ``admit_into`` raises."""
+        document), with ``metadata`` as its metadata when given; raises what ``admit_into`` raises."""
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
 

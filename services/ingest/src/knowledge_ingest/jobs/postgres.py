@@ -19,6 +19,7 @@ from knowledge_ingest.corpora.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
 from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
+from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.ports import StoredBlob
 from knowledge_ingest.domain.quotas import upload_refusal
 from knowledge_ingest.events.outbox import NOTIFY_JOBS
@@ -48,14 +49,20 @@ FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 AND d.deleted_at 
 """
 REBIND_DOCUMENT = """
 UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
-    error = NULL, refusal_reason = NULL, update_time = now()
+    error = NULL, refusal_reason = NULL, metadata = coalesce($5::jsonb, metadata), update_time = now()
 WHERE document_id = $1
 """
 INSERT_DOCUMENT = """
-INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING document_id
+INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}')) RETURNING document_id
 """
-REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, update_time = now() WHERE document_id = $1"
+# An earlier ingest of these bytes failed or found no text: extracted again, with the new
+# upload's metadata when it gives some ($2).
+REQUEUE_DOCUMENT = """
+UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, metadata = coalesce($2::jsonb, metadata),
+    update_time = now()
+WHERE document_id = $1
+"""
 INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
                          state, stage, progress, result, duplicate)
@@ -127,8 +134,16 @@ class PostgresJobs:
         self._db = db
 
     async def enqueue(
-        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+        self,
+        tenant: str,
+        corpus_id: int,
+        blob: StoredBlob,
+        filename: str,
+        mime_type: str,
+        source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job:
+        given = json.dumps(metadata) if metadata else None
         async with self._db.transaction() as tx:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
@@ -137,13 +152,21 @@ class PostgresJobs:
             if new.creates_document:
                 await _admit_within_quota(tx, tenant, blob)
                 document_id = await tx.fetchval(
-                    "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
+                    "insert_document",
+                    INSERT_DOCUMENT,
+                    tenant,
+                    corpus_id,
+                    blob.blob_id,
+                    filename,
+                    mime_type,
+                    source_url,
+                    given,
                 )
             else:
                 assert row is not None  # admit() creates a document exactly when there is none
                 document_id = row["document_id"]
                 if new.requeues_document:
-                    await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+                    await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id, given)
             return await _insert_job(tx, tenant, corpus_id, document_id, blob.blob_id, filename, mime_type, new)
 
     async def enqueue_into(
@@ -154,6 +177,7 @@ class PostgresJobs:
         blob: StoredBlob,
         mime_type: str,
         source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job | None:
         async with self._db.transaction() as tx:
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
@@ -162,7 +186,10 @@ class PostgresJobs:
                 return None
             new = admit_into(_existing(row), blob.blob_id, corpus_id, row["unended_job"])
             if new.requeues_document:
-                await tx.execute("rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url)
+                given = json.dumps(metadata) if metadata else None
+                await tx.execute(
+                    "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url, given
+                )
             return await _insert_job(
                 tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"], mime_type, new
             )
@@ -197,7 +224,7 @@ class PostgresJobs:
                 document_id, filename = bound["document_id"], bound["filename"]
                 if new.requeues_document:
                     await tx.execute(
-                        "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url
+                        "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url, None
                     )
             else:
                 row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
@@ -212,12 +239,13 @@ class PostgresJobs:
                         filename,
                         mime_type,
                         source_url,
+                        None,
                     )
                 else:
                     assert row is not None
                     document_id = row["document_id"]
                     if new.requeues_document:
-                        await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+                        await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id, None)
             result = json.dumps(new.result.as_json()) if new.result is not None else None
             admitted = await tx.fetchrow(
                 "admit_fetched_job",

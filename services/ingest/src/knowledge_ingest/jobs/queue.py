@@ -17,8 +17,10 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 from pgvector import Vector
 
+from knowledge_ingest.documents.chunk_metadata import chunk_metadata
 from knowledge_ingest.domain.events import NewEvent, document_ended, ends_with_event, searchable
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
+from knowledge_ingest.domain.passages import Passage
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.events.outbox import publish
 from knowledge_ingest.jobs.rows import J_JOB_COLUMNS, TERMINAL, job_from_row, result_json
@@ -92,12 +94,21 @@ SELECT cancel_requested FROM ingest_jobs WHERE job_id = $1 AND lease_owner = $2 
 """
 # Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013). One statement
 # for all of a document's chunks: the BM25 statistics triggers (migration 0005) are per statement,
-# so they aggregate the whole document once instead of once per chunk.
-INSERT_CHUNKS = """
-INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
-SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.metadata::jsonb
-FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[])
-    AS u(chunk_index, section, page, content, embedding, metadata)
+# so they aggregate the whole document once instead of once per chunk. The metadata is merged here
+# from the document's row as this transaction sees it (``chunk_metadata``): after the storing
+# statement locked and updated that row, so a concurrent UpdateDocument is either before it or waits.
+INSERT_CHUNKS = f"""
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, fragment,
+                    passage_metadata, metadata)
+SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.fragment, u.passage_metadata,
+       {chunk_metadata(c="u", filename="d.filename", document="d.metadata", overlap="u.overlap_chars")}
+FROM (
+    SELECT $3::bigint AS document_id, x.chunk_index, x.section, x.page, x.content, x.embedding, x.fragment,
+           x.passage::jsonb AS passage_metadata, x.overlap_chars
+    FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[], $10::text[],
+                $11::integer[]) AS x(chunk_index, section, page, content, embedding, fragment, passage, overlap_chars)
+) AS u
+CROSS JOIN (SELECT filename, metadata FROM documents WHERE document_id = $3) AS d
 """
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
 # cancel_requested), so once its lease has expired it is ended here, with its document.
@@ -162,9 +173,7 @@ class PostgresJobQueue:
                 return False
             if row["corpus_id"] is None:  # the document went away under the job: store nothing
                 raise RuntimeError("the job's document no longer exists")
-            await _insert_chunks(
-                tx, row["tenant_id"], row["corpus_id"], row["document_id"], lease.job.filename, chunks, vectors
-            )
+            await _insert_chunks(tx, row["tenant_id"], row["corpus_id"], row["document_id"], chunks, vectors)
             ended = searchable(row["document_id"], row["corpus_id"], len(chunks), tuple(transition.result.warnings))
             await publish(tx, row["tenant_id"], [ended])
         return True
@@ -237,12 +246,12 @@ async def _insert_chunks(
     tenant: str,
     corpus_id: int,
     document_id: int,
-    source: str,
     chunks: Sequence[TextChunk],
     vectors: Sequence[Sequence[float]],
+    passages: Sequence[Passage] | None = None,
 ) -> None:
-    if len(chunks) != len(vectors):
-        raise ValueError("one vector per chunk")
+    if len(chunks) != len(vectors) or (passages is not None and len(passages) != len(chunks)):
+        raise ValueError("one vector (and, for passages, one passage) per chunk")
     if not chunks:
         return
     await tx.execute(
@@ -257,17 +266,7 @@ async def _insert_chunks(
         [chunk.content for chunk in chunks],
         # Vector, not a bare ndarray: asyncpg would read an array's elements as a nested list.
         [Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
-        [
-            json.dumps(
-                {
-                    "source": source,
-                    "section": chunk.section,
-                    "page": chunk.page,
-                    "chunk_index": chunk.chunk_index,
-                    "document_id": str(document_id),
-                    "overlap_chars": chunk.overlap_chars,
-                }
-            )
-            for chunk in chunks
-        ],
+        [p.fragment for p in passages] if passages is not None else [None] * len(chunks),
+        [json.dumps(p.metadata) for p in passages] if passages is not None else ["{}"] * len(chunks),
+        [chunk.overlap_chars for chunk in chunks],
     )
