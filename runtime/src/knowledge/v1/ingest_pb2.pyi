@@ -97,7 +97,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "stage", "progress", "refusal_reason", "metadata")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "stage", "progress", "refusal_reason", "metadata", "document_ref")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -118,6 +118,7 @@ class Document(_message.Message):
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_REASON_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -138,7 +139,8 @@ class Document(_message.Message):
     progress: float
     refusal_reason: str
     metadata: _struct_pb2.Struct
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    document_ref: str
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_ref: _Optional[str] = ...) -> None: ...
 
 class UpdateDocumentRequest(_message.Message):
     __slots__ = ("document_id", "document", "update_mask")
@@ -157,14 +159,16 @@ class UpdateDocumentResponse(_message.Message):
     def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id", "page_size", "page_token")
+    __slots__ = ("corpus_id", "page_size", "page_token", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     page_size: int
     page_token: str
-    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    filter: str
+    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListDocumentsResponse(_message.Message):
     __slots__ = ("documents", "next_page_token")
@@ -725,10 +729,12 @@ class Usage(_message.Message):
     def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., scope: _Optional[str] = ...) -> None: ...
 
 class WatchDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id",)
+    __slots__ = ("corpus_id", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
-    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+    filter: str
+    def __init__(self, corpus_id: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class DocumentChange(_message.Message):
     __slots__ = ("kind", "document_id", "document")

@@ -62,7 +62,7 @@ class ChannelWeights(_message.Message):
     def __init__(self, vector: _Optional[float] = ..., lexical: _Optional[float] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class SearchRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -77,7 +78,8 @@ class SearchRequest(_message.Message):
     mode: SearchMode
     weights: ChannelWeights
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("relevance", "results", "warnings")
@@ -120,20 +122,22 @@ class SearchResult(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
     top_k: int
     mode: SearchMode
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
     __slots__ = ("text", "relevance", "result_count", "synthesis")
@@ -148,18 +152,20 @@ class SearchDocumentsResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank")
+    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     top_k: int
     document_id: str
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message")
@@ -196,12 +202,14 @@ class Citation(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class GetContextRequest(_message.Message):
-    __slots__ = ("query", "top_k")
+    __slots__ = ("query", "top_k", "filter")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     query: str
     top_k: int
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ...) -> None: ...
+    filter: str
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class GetContextResponse(_message.Message):
     __slots__ = ("context",)

@@ -72,6 +72,7 @@ def document_message(document: Document) -> ingest_pb2.Document:
         progress=document.progress,
         refusal_reason=document.refusal_reason,
         metadata=struct(document.metadata),
+        document_ref=document.document_ref,
     )
 
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import asyncpg
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.filter_fields import compile_filter, document_fields
+from knowledge_runtime.filters import Node, Params
 from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
 from knowledge_ingest.corpora.postgres import ENSURE_TENANT
@@ -28,7 +30,7 @@ WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) A
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
-       d.extractor, d.ocr_page_count, d.refusal_reason, d.metadata,
+       d.extractor, d.ocr_page_count, d.refusal_reason, d.metadata, d.document_ref,
        j.job_id, j.stage, j.progress
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
@@ -37,18 +39,24 @@ LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE documen
 # $1: the tenant keys the caller may read (Reach.owners); reach and kind are checked by the use case.
 # A deleted document (deleted_at set, its removal pending) is gone for every read.
 GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = ANY($1::text[]) AND d.document_id = $2 AND d.deleted_at IS NULL"
-# BatchGetDocuments: in the order asked ($2 holds no duplicate).
+# BatchGetDocuments (and a watch's re-reads, {filter} its filter from $3 on): in the order asked
+# ($2 holds no duplicate).
 GET_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
 JOIN unnest($2::bigint[]) WITH ORDINALITY AS asked(document_id, position) ON asked.document_id = d.document_id
-WHERE d.tenant_id = ANY($1::text[]) AND d.deleted_at IS NULL ORDER BY asked.position
+WHERE d.tenant_id = ANY($1::text[]) AND d.deleted_at IS NULL AND {filter} ORDER BY asked.position
 """
 )
+# A filter reads the document row itself (alias d).
+FILTER_FIELDS = document_fields("d.metadata", lambda column: f"d.{column}")
+# {filter} is the request's filter compiled over the document row (its values bound from $5 on).
 LIST_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
-WHERE d.tenant_id = ANY($1::text[]) AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL ORDER BY d.document_id LIMIT $4
+WHERE d.tenant_id = ANY($1::text[]) AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL
+    AND {filter}
+ORDER BY d.document_id LIMIT $4
 """
 )
 DOCUMENT_CHUNKS = """
@@ -140,6 +148,7 @@ def _document(row: asyncpg.Record) -> Document:
         progress=round(row["progress"] or 0.0, 4),
         refusal_reason=row["refusal_reason"] or "",
         metadata=json.loads(row["metadata"]),
+        document_ref=row["document_ref"] or "",
     )
 
 
@@ -155,12 +164,22 @@ class PostgresDocuments:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, list(owners), document_id)
         return None if row is None else _document(row)
 
-    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
-        rows = await self._db.fetch("get_documents", GET_DOCUMENTS, list(owners), list(document_ids))
+    async def documents(
+        self, owners: Sequence[str], document_ids: Sequence[int], condition: Node | None = None
+    ) -> list[Document]:
+        params = Params(first=3)
+        statement = GET_DOCUMENTS.format(filter=compile_filter(condition, FILTER_FIELDS, params))
+        rows = await self._db.fetch("get_documents", statement, list(owners), list(document_ids), *params.values)
         return [_document(row) for row in rows]
 
-    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]:
-        rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, list(owners), corpus_id, page.after_id, page.size)
+    async def list_documents(
+        self, owners: Sequence[str], corpus_id: int, page: Page, condition: Node | None = None
+    ) -> list[Document]:
+        params = Params(first=5)
+        statement = LIST_DOCUMENTS.format(filter=compile_filter(condition, FILTER_FIELDS, params))
+        rows = await self._db.fetch(
+            "list_documents", statement, list(owners), corpus_id, page.after_id, page.size, *params.values
+        )
         return [_document(row) for row in rows]
 
     async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.filter_fields import parse_filter
 from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.corpora.usecases import require_writable
@@ -82,14 +83,16 @@ class DocumentUseCases:
         readable = [d for d in found if d.corpus_id in corpora]
         return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
-    async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
+    async def watch(self, scope: Scope, corpus_id: str, filter_text: str = "") -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
         starts before the snapshot is read, so a change committed meanwhile is not missed (at
         worst it is re-read and found unchanged). The caller's reach is checked again on every
         announcement, before anything of it is read: once the corpus is out of reach (rebound,
         another band, deleted) the watch ends with CorpusNotFound, as a new watch would. (The
-        stream also ends at its token's expiry: the runtime's scope interceptor.)"""
+        stream also ends at its token's expiry: the runtime's scope interceptor.) With a filter, the
+        list is the documents it holds for: one that comes to hold is CHANGED, one that stops REMOVED."""
         assert self.feed is not None
+        condition = parse_filter(filter_text)
         key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
         if not await self._readable(scope, reach, key):
@@ -99,7 +102,7 @@ class DocumentUseCases:
         async with self.feed.subscribe(key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
-                found = await self.store.list_documents(owners, key, page.probe())
+                found = await self.store.list_documents(owners, key, page.probe(), condition)
                 documents, after = page.cut(found, lambda document: document.document_id)
                 for document in documents:
                     shown[document.document_id] = document
@@ -116,7 +119,7 @@ class DocumentUseCases:
                 if not document_ids:  # only the corpus changed, and it is still in reach
                     continue
                 owners = reach.owners(scope.tenant)
-                now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
+                now = {d.document_id: d for d in await self.store.documents(owners, document_ids, condition)}
                 for document_id in document_ids:  # in the order announced
                     change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
                     if change is None:
@@ -133,12 +136,17 @@ class DocumentUseCases:
         kind = await self.store.corpus_kind(scope.tenant, corpus_id)
         return kind is not None and may_read(kind, scope.capabilities)
 
-    async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
+    async def list(
+        self, scope: Scope, corpus_id: str, page: Page, filter_text: str = ""
+    ) -> tuple[list[Document], int | None]:
+        """A page of the corpus's documents (those the filter holds for, over their metadata and
+        built-in fields), oldest first."""
+        condition = parse_filter(filter_text)
         key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
         if not await self._readable(scope, reach, key):
             raise CorpusNotFound(corpus_id)
-        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe())
+        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe(), condition)
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:

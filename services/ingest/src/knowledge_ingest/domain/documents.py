@@ -111,6 +111,7 @@ class Document:
     progress: float = 0.0  # of its most recent job
     refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
     metadata: dict[str, Any] = field(default_factory=dict)  # the caller's (domain.metadata)
+    document_ref: str = ""  # the caller's own name for it (passages by reference); empty for others
 
 
 @dataclass(frozen=True, slots=True)

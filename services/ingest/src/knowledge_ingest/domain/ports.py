@@ -11,6 +11,7 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
+from knowledge_runtime.filters import Node
 from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
@@ -161,10 +162,17 @@ class DocumentRepository(Protocol):
     # the platform tenant's when the caller reaches a platform-wide corpus).
     async def document(self, owners: Sequence[str], document_id: int) -> Document | None: ...
 
-    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
-        """The owners' documents among ``document_ids`` (no duplicates), in that order."""
+    async def documents(
+        self, owners: Sequence[str], document_ids: Sequence[int], condition: Node | None = None
+    ) -> list[Document]:
+        """The owners' documents among ``document_ids`` (no duplicates) that ``condition`` (a
+        request's filter) holds for, in that order."""
 
-    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]: ...
+    async def list_documents(
+        self, owners: Sequence[str], corpus_id: int, page: Page, condition: Node | None = None
+    ) -> list[Document]:
+        """A page of the corpus's documents that ``condition`` holds for; FilterInvalid for a
+        field or operator it cannot read."""
 
     async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]: ...
 

@@ -30,6 +30,8 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.costs import RECORD_COST, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.filter_fields import compile_filter, document_fields
+from knowledge_runtime.filters import FieldResolver, Params
 from knowledge_runtime.reach import Reach, Reader
 
 from knowledge_search.domain.errors import DocumentNotFound
@@ -197,11 +199,33 @@ DOCUMENT_VISIBLE = (
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 
 
-def _predicates(filters: Filters, first: int) -> tuple[list[tuple[bool, str]], list[object]]:
+def _filter_fields(alias: str) -> FieldResolver:
+    """A request's filter over a chunk row (alias ``alias``): its merged metadata, and for the
+    built-in fields its document's row (one key lookup per candidate)."""
+    return document_fields(
+        f"{alias}.metadata",
+        lambda column: f"(SELECT fd.{column} FROM documents fd WHERE fd.document_id = {alias}.document_id)",
+    )
+
+
+def _predicates(filters: Filters, first: int, *, postings: bool = False) -> tuple[list[tuple[bool, str]], list[object]]:
     """Predicates for the set filters only, so each combination gets a plan of its own: each with
-    whether it narrows a postings read by its key (a corpus), written for alias ``{a}``."""
+    whether it narrows a postings read by its key (a corpus), written for alias ``{a}``.
+    ``postings``: ``{a}`` is a posting (the lexical channel), not a chunk row."""
     sql: list[tuple[bool, str]] = []
     args: list[object] = []
+    if filters.condition is not None:
+        params = Params(first=first)
+        if postings:
+            # A posting carries no metadata: its chunk must be among the chunks the filter holds
+            # for, read once per query (the GIN index on chunks.metadata serves an equality); $1 is
+            # the lexical statement's tenant keys.
+            condition = compile_filter(filters.condition, _filter_fields("fc"), params)
+            within = f"SELECT fc.chunk_id FROM chunks fc WHERE fc.tenant_id = ANY($1::text[]) AND {condition}"
+            sql.append((False, f"AND {{a}}.chunk_id IN ({within})"))
+        else:  # the chunk row itself, inside the HNSW scan
+            sql.append((False, f"AND {compile_filter(filters.condition, _filter_fields('{a}'), params)}"))
+        args += params.values
     if filters.corpus_id is not None:
         args.append(filters.corpus_id)
         sql.append((True, f"AND {{a}}.corpus_id = ${first + len(args) - 1}"))
@@ -331,7 +355,7 @@ class PostgresChunkIndex:
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         bm25 = self._bm25
-        predicates, args = _predicates(filters, 12)
+        predicates, args = _predicates(filters, 12, postings=True)
         d, c, b, a = bm25.tiers
         # One statement (one round trip): the query's terms, their roles and the scoring.
         rows = await self._db.fetch(
@@ -383,6 +407,8 @@ class PostgresChunkIndex:
         }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
+        # The filter's fields and operators, before anything is embedded (FilterInvalid).
+        compile_filter(filters.condition, _filter_fields("c"), Params())
         # A corpus filter was checked against the caller's reach already (usecases.within).
         reachable = filters.corpus_ids
         if filters.document_id is not None:

@@ -44,13 +44,20 @@ def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
         default_top_k=default_top_k,
         max_top_k=max_top_k,
         rerank=request.rerank if request.HasField("rerank") else None,
+        filter_text=request.filter,
         **extra,
     )
 
 
 def _context_request(request: search_pb2.GetContextRequest) -> SearchRequest:
     default_top_k, max_top_k = QUERY_TOP_K
-    return SearchRequest.parse(request.query, top_k=request.top_k, default_top_k=default_top_k, max_top_k=max_top_k)
+    return SearchRequest.parse(
+        request.query,
+        top_k=request.top_k,
+        default_top_k=default_top_k,
+        max_top_k=max_top_k,
+        filter_text=request.filter,
+    )
 
 
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from knowledge_runtime import ids
 from knowledge_runtime.costs import Cost
+from knowledge_runtime.filter_fields import parse_filter
+from knowledge_runtime.filters import Node
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
 
@@ -58,6 +60,8 @@ class Filters:
     # The tenant keys of the rows the caller may read (Reach.owners: its own, and the platform
     # tenant's when it reaches a platform-wide corpus); () means the caller's tenant alone.
     owners: tuple[str, ...] = ()
+    # The request's filter (knowledge_runtime.filters), applied inside both channels; None: none.
+    condition: Node | None = None
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
@@ -87,6 +91,7 @@ class SearchRequest:
         max_top_k: int = 100,
         rerank: bool | None = None,
         field: str = "query",
+        filter_text: str = "",
     ) -> SearchRequest:
         """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
@@ -106,9 +111,12 @@ class SearchRequest:
                 raise InvalidSearch(f"{name} must be a finite number >= 0", field=name)
         if weights.vector == 0.0 and weights.lexical == 0.0:
             raise InvalidSearch("at least one channel weight must be above 0", field="weights")
+        condition = parse_filter(filter_text)
         return cls(
             text=text,
-            filters=Filters(corpus_id=_corpus_id(corpus_id), document_id=_document_id(document_id)),
+            filters=Filters(
+                corpus_id=_corpus_id(corpus_id), document_id=_document_id(document_id), condition=condition
+            ),
             top_k=default_top_k if top_k == 0 else min(top_k, max_top_k),
             mode=mode,
             weights=weights,
