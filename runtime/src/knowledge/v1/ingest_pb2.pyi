@@ -49,7 +49,7 @@ DOCUMENT_CHANGE_KIND_CHANGED: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_REMOVED: DocumentChangeKind
 
 class Corpus(_message.Message):
-    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality")
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class Corpus(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     name: str
     description: str
@@ -66,19 +67,22 @@ class Corpus(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     scope: str
     confidentiality: str
-    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+    key: str
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description", "confidentiality", "platform_wide")
+    __slots__ = ("name", "description", "confidentiality", "platform_wide", "key")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     PLATFORM_WIDE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     confidentiality: str
     platform_wide: bool
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ...) -> None: ...
+    key: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ..., key: _Optional[str] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -159,16 +163,18 @@ class UpdateDocumentResponse(_message.Message):
     def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id", "page_size", "page_token", "filter")
+    __slots__ = ("corpus_id", "page_size", "page_token", "corpus_key", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     page_size: int
     page_token: str
+    corpus_key: str
     filter: str
-    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
+    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., corpus_key: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListDocumentsResponse(_message.Message):
     __slots__ = ("documents", "next_page_token")
@@ -729,12 +735,14 @@ class Usage(_message.Message):
     def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., scope: _Optional[str] = ...) -> None: ...
 
 class WatchDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id", "filter")
+    __slots__ = ("corpus_id", "corpus_key", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
+    corpus_key: str
     filter: str
-    def __init__(self, corpus_id: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class DocumentChange(_message.Message):
     __slots__ = ("kind", "document_id", "document")

@@ -62,7 +62,7 @@ class ChannelWeights(_message.Message):
     def __init__(self, vector: _Optional[float] = ..., lexical: _Optional[float] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class SearchRequest(_message.Message):
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -79,7 +80,8 @@ class SearchRequest(_message.Message):
     weights: ChannelWeights
     rerank: bool
     filter: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("relevance", "results", "warnings")
@@ -122,7 +124,7 @@ class SearchResult(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +132,7 @@ class SearchDocumentsRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -137,7 +140,8 @@ class SearchDocumentsRequest(_message.Message):
     mode: SearchMode
     rerank: bool
     filter: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
     __slots__ = ("text", "relevance", "result_count", "synthesis")
@@ -152,20 +156,22 @@ class SearchDocumentsResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter")
+    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     top_k: int
     document_id: str
     rerank: bool
     filter: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message")
@@ -202,14 +208,18 @@ class Citation(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
 
 class GetContextRequest(_message.Message):
-    __slots__ = ("query", "top_k", "filter")
+    __slots__ = ("query", "corpus_id", "top_k", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
+    corpus_id: str
     top_k: int
     filter: str
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., filter: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class GetContextResponse(_message.Message):
     __slots__ = ("context",)

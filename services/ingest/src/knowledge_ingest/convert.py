@@ -47,6 +47,7 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         create_time=timestamp(corpus.create_time),
         scope=str(corpus.scope),
         confidentiality=corpus.confidentiality.value,
+        key=corpus.key or "",
     )
 
 

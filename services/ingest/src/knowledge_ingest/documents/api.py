@@ -106,7 +106,9 @@ class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
         self, request: ingest_pb2.ListDocumentsRequest, context: Context
     ) -> ingest_pb2.ListDocumentsResponse:
         page = page_of(request.page_size, decode_page_token(request.page_token))
-        documents, next_after = await self._documents.list(current_scope(), request.corpus_id, page, request.filter)
+        documents, next_after = await self._documents.list(
+            current_scope(), request.corpus_id, page, request.filter, request.corpus_key
+        )
         return ingest_pb2.ListDocumentsResponse(
             documents=[document_message(d) for d in documents], next_page_token=encode_page_token(next_after)
         )
@@ -152,7 +154,9 @@ class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
     async def WatchDocuments(
         self, request: ingest_pb2.WatchDocumentsRequest, context: Context
     ) -> AsyncIterator[ingest_pb2.DocumentChange]:
-        async for change in self._documents.watch(current_scope(), request.corpus_id, request.filter):
+        async for change in self._documents.watch(
+            current_scope(), request.corpus_id, request.filter, request.corpus_key
+        ):
             yield change_message(change)
 
     async def ListTombstones(

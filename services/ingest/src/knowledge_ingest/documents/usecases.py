@@ -10,7 +10,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.filter_fields import parse_filter
 from knowledge_runtime.reach import Reach
 
-from knowledge_ingest.corpora.usecases import require_writable
+from knowledge_ingest.corpora.usecases import require_writable, required_corpus
 from knowledge_ingest.domain.documents import Document, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.metadata import check_metadata
@@ -83,7 +83,9 @@ class DocumentUseCases:
         readable = [d for d in found if d.corpus_id in corpora]
         return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
-    async def watch(self, scope: Scope, corpus_id: str, filter_text: str = "") -> AsyncIterator[DocumentChange]:
+    async def watch(
+        self, scope: Scope, corpus_id: str, filter_text: str = "", corpus_key: str = ""
+    ) -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
         starts before the snapshot is read, so a change committed meanwhile is not missed (at
         worst it is re-read and found unchanged). The caller's reach is checked again on every
@@ -93,10 +95,10 @@ class DocumentUseCases:
         list is the documents it holds for: one that comes to hold is CHANGED, one that stops REMOVED."""
         assert self.feed is not None
         condition = parse_filter(filter_text)
-        key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
+        key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
-            raise CorpusNotFound(corpus_id)
+            raise CorpusNotFound(named)
         owners = reach.owners(scope.tenant)
         shown: dict[int, Document] = {}
         async with self.feed.subscribe(key) as announced:
@@ -115,7 +117,7 @@ class DocumentUseCases:
                 document_ids = await announced.next()
                 reach = await self.reach.reach_of(scope)
                 if not await self._readable(scope, reach, key):
-                    raise CorpusNotFound(corpus_id)
+                    raise CorpusNotFound(named)
                 if not document_ids:  # only the corpus changed, and it is still in reach
                     continue
                 owners = reach.owners(scope.tenant)
@@ -137,15 +139,15 @@ class DocumentUseCases:
         return kind is not None and may_read(kind, scope.capabilities)
 
     async def list(
-        self, scope: Scope, corpus_id: str, page: Page, filter_text: str = ""
+        self, scope: Scope, corpus_id: str, page: Page, filter_text: str = "", corpus_key: str = ""
     ) -> tuple[list[Document], int | None]:
         """A page of the corpus's documents (those the filter holds for, over their metadata and
-        built-in fields), oldest first."""
+        built-in fields), oldest first; the corpus named by id or by key."""
         condition = parse_filter(filter_text)
-        key = parse_id(corpus_id, "corpus_id")
         reach = await self.reach.reach_of(scope)
+        key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
-            raise CorpusNotFound(corpus_id)
+            raise CorpusNotFound(named)
         found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe(), condition)
         return page.cut(found, lambda document: document.document_id)
 

@@ -32,6 +32,13 @@ class CorpusNameTaken(AlreadyExists):
         super().__init__("a corpus with this name already exists", metadata={"name": name[:200]})
 
 
+class CorpusKeyTaken(AlreadyExists):
+    reason = "CORPUS_ALREADY_EXISTS"
+
+    def __init__(self, key: str) -> None:
+        super().__init__("a corpus with this key already exists", metadata={"corpus_key": key[:200]})
+
+
 class InvalidRequest(InvalidField):
     reason = "INVALID_REQUEST"
 
@@ -46,6 +53,13 @@ class CorpusNotFound(NotFound):
 
     def __init__(self, corpus_id: str) -> None:
         super().__init__("corpus not found", metadata={"corpus_id": corpus_id[:40]})
+
+
+class CorpusKeyNotFound(CorpusNotFound):
+    """A key that names no corpus in the caller's reach (it may name one elsewhere in the tree)."""
+
+    def __init__(self, key: str) -> None:
+        NotFound.__init__(self, "corpus not found", metadata={"corpus_key": key[:200]})
 
 
 class CorpusReadOnly(PermissionDenied):

@@ -12,7 +12,7 @@ from typing import Protocol
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.filters import Node
-from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
+from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.events import Event
@@ -33,6 +33,9 @@ class ReachSource(Protocol):
     async def reach_of(self, scope: Scope) -> Reach:
         """The reader and the corpora it reaches."""
 
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        """Where the tenant's live corpora bearing ``key`` sit (``corpus_keys.resolve`` picks one)."""
+
 
 class CorpusKinds(Protocol):
     async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
@@ -41,11 +44,14 @@ class CorpusKinds(Protocol):
 
 class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
-        """Insert the corpus bound to ``node``; raises CorpusNameTaken when a live corpus of that
-        node and band bears the name."""
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken (CorpusKeyTaken) when a
+        live corpus of that node and band bears the name (the key)."""
 
     async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
         """The bands of the tenant's live corpora at ``node`` named ``name``."""
+
+    async def bands_keyed(self, tenant: str, node: ScopePath, key: str) -> list[Band]:
+        """The bands of the tenant's live corpora at ``node`` bearing ``key``."""
 
     async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
         """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of

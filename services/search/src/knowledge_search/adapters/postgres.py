@@ -32,7 +32,7 @@ from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
 from knowledge_runtime.filter_fields import compile_filter, document_fields
 from knowledge_runtime.filters import FieldResolver, Params
-from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.reach import Placement, Reach, Reader
 
 from knowledge_search.domain.errors import DocumentNotFound
 from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, Filters, Weights
@@ -330,6 +330,9 @@ class PostgresChunkIndex:
 
     async def generation(self, tenant: str, reader: Reader) -> int:
         return await self._reach.generation(tenant, reader)
+
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        return await self._reach.keyed(tenant, key)
 
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int

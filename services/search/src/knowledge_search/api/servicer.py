@@ -45,6 +45,7 @@ def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
         max_top_k=max_top_k,
         rerank=request.rerank if request.HasField("rerank") else None,
         filter_text=request.filter,
+        corpus_key=request.corpus_key,
         **extra,
     )
 
@@ -53,10 +54,12 @@ def _context_request(request: search_pb2.GetContextRequest) -> SearchRequest:
     default_top_k, max_top_k = QUERY_TOP_K
     return SearchRequest.parse(
         request.query,
+        corpus_id=request.corpus_id,
         top_k=request.top_k,
         default_top_k=default_top_k,
         max_top_k=max_top_k,
         filter_text=request.filter,
+        corpus_key=request.corpus_key,
     )
 
 

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from knowledge_runtime import ids
+from knowledge_runtime.corpus_keys import InvalidCorpusKey, check_key
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.filter_fields import parse_filter
 from knowledge_runtime.filters import Node
@@ -62,6 +63,9 @@ class Filters:
     owners: tuple[str, ...] = ()
     # The request's filter (knowledge_runtime.filters), applied inside both channels; None: none.
     condition: Node | None = None
+    # The corpus named by its key instead of corpus_id: resolved to corpus_id (and cleared) by the
+    # use case, within the caller's reach, before anything else reads the request.
+    corpus_key: str | None = None
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
@@ -92,6 +96,7 @@ class SearchRequest:
         rerank: bool | None = None,
         field: str = "query",
         filter_text: str = "",
+        corpus_key: str = "",
     ) -> SearchRequest:
         """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
@@ -112,10 +117,20 @@ class SearchRequest:
         if weights.vector == 0.0 and weights.lexical == 0.0:
             raise InvalidSearch("at least one channel weight must be above 0", field="weights")
         condition = parse_filter(filter_text)
+        if corpus_key and corpus_id:
+            raise InvalidSearch("give corpus_id or corpus_key, not both", field="corpus_key")
+        if corpus_key:
+            try:
+                check_key(corpus_key)
+            except InvalidCorpusKey as error:
+                raise InvalidSearch(str(error), field="corpus_key") from None
         return cls(
             text=text,
             filters=Filters(
-                corpus_id=_corpus_id(corpus_id), document_id=_document_id(document_id), condition=condition
+                corpus_id=_corpus_id(corpus_id),
+                document_id=_document_id(document_id),
+                condition=condition,
+                corpus_key=corpus_key or None,
             ),
             top_k=default_top_k if top_k == 0 else min(top_k, max_top_k),
             mode=mode,
