@@ -5,6 +5,7 @@ from google.api import httpbody_pb2 as _httpbody_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from knowledge.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -673,14 +674,16 @@ class GetTenantSettingsRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ...) -> None: ...
 
 class UpdateTenantSettingsRequest(_message.Message):
-    __slots__ = ("tenant", "enabled", "quotas")
+    __slots__ = ("tenant", "enabled", "quotas", "features")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     enabled: bool
     quotas: TenantQuotas
-    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+    features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateTenantSettingsResponse(_message.Message):
     __slots__ = ("settings",)
@@ -689,20 +692,22 @@ class UpdateTenantSettingsResponse(_message.Message):
     def __init__(self, settings: _Optional[_Union[TenantSettings, _Mapping]] = ...) -> None: ...
 
 class TenantSettings(_message.Message):
-    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by")
+    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by", "features")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
     CONFIGURED_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     enabled: bool
     quotas: TenantQuotas
     configured: bool
     update_time: _timestamp_pb2.Timestamp
     updated_by: str
-    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+    features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ..., features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetUsageRequest(_message.Message):
     __slots__ = ("period",)
@@ -859,3 +864,104 @@ class DeleteCorpusResponse(_message.Message):
     deleted_document_count: int
     tombstones: _containers.RepeatedCompositeFieldContainer[Tombstone]
     def __init__(self, corpus_id: _Optional[str] = ..., deleted_document_count: _Optional[int] = ..., tombstones: _Optional[_Iterable[_Union[Tombstone, _Mapping]]] = ...) -> None: ...
+
+class Passage(_message.Message):
+    __slots__ = ("fragment", "text", "metadata")
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    fragment: str
+    text: str
+    metadata: _struct_pb2.Struct
+    def __init__(self, fragment: _Optional[str] = ..., text: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class IndexPassagesRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "document_ref", "content_sha256", "title", "metadata", "passages", "confidentiality")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    document_ref: str
+    content_sha256: str
+    title: str
+    metadata: _struct_pb2.Struct
+    passages: _containers.RepeatedCompositeFieldContainer[Passage]
+    confidentiality: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ..., content_sha256: _Optional[str] = ..., title: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[Passage, _Mapping]]] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+
+class IndexPassagesResponse(_message.Message):
+    __slots__ = ("job_id", "state", "document_id", "unchanged", "corpus_id", "corpus_created")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_CREATED_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    state: DocumentState
+    document_id: str
+    unchanged: bool
+    corpus_id: str
+    corpus_created: bool
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., document_id: _Optional[str] = ..., unchanged: _Optional[bool] = ..., corpus_id: _Optional[str] = ..., corpus_created: _Optional[bool] = ...) -> None: ...
+
+class RemoveByReferenceRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "document_ref")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    document_ref: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ...) -> None: ...
+
+class RemoveByReferenceResponse(_message.Message):
+    __slots__ = ("removed", "tombstone", "cancelled_job_id")
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    tombstone: Tombstone
+    cancelled_job_id: str
+    def __init__(self, removed: _Optional[int] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., cancelled_job_id: _Optional[str] = ...) -> None: ...
+
+class CheckIndexingRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "bytes", "passages", "document_ref")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    bytes: int
+    passages: int
+    document_ref: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., bytes: _Optional[int] = ..., passages: _Optional[int] = ..., document_ref: _Optional[str] = ...) -> None: ...
+
+class CheckIndexingResponse(_message.Message):
+    __slots__ = ("admitted", "reason", "message", "metadata", "corpus_id")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ADMITTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    admitted: bool
+    reason: _common_pb2.RefusalReason
+    message: str
+    metadata: _containers.ScalarMap[str, str]
+    corpus_id: str
+    def __init__(self, admitted: _Optional[bool] = ..., reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., message: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., corpus_id: _Optional[str] = ...) -> None: ...

@@ -186,6 +186,7 @@ class Job:
     duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it
     interruptions: int = 0  # takeovers and dependency restarts of this run: no attempt spent
     fetch_url: str | None = None  # IngestUrl: the page to fetch, as the job's first stage
+    content_sha256: str | None = None  # a passages job: the caller's hash of the version it indexes
 
     @property
     def to_fetch(self) -> bool:

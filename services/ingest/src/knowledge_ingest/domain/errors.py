@@ -98,6 +98,19 @@ class JobFinished(FailedPrecondition):
         super().__init__(f"the job already ended as {state}", metadata={"state": state})
 
 
+class JobSuperseded(FailedPrecondition):
+    """A retry of a version a later one replaced: the later request won, for good."""
+
+    reason = "INGEST_JOB_FINISHED"
+
+    def __init__(self, state: str) -> None:
+        super().__init__(
+            f"the job ended as {state} and a later version of its document superseded it; index that version again "
+            "to make it the document's",
+            metadata={"state": state},
+        )
+
+
 class PageOutOfRange(OutOfRange):
     reason = "PAGE_OUT_OF_RANGE"
 

@@ -20,6 +20,7 @@ from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode
 from knowledge_ingest.domain.jobs import Transition
 from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.passages import Admitted, IndexRequest, ReferencedDocument, StoredVersion
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.domain.tombstones import Deletion, Removal, Tombstone
 
@@ -272,9 +273,15 @@ class JobQueue(Protocol):
         ended, or, for a transition ``unless_cancelled``, cancel was asked."""
 
     async def store(
-        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+        self,
+        lease: Lease,
+        chunks: Sequence[TextChunk],
+        vectors: Sequence[Sequence[float]],
+        transition: Transition,
+        version: StoredVersion | None = None,
     ) -> bool:
-        """The chunks replace the document's and the transition is written, in one transaction."""
+        """The chunks replace the document's and the transition is written, in one transaction;
+        with a passages ``version``, the document's title, metadata, hash and blob change with them."""
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
         """Extend the lease; False when it was lost or cancel was asked."""
@@ -287,6 +294,19 @@ class JobQueue(Protocol):
 
     async def backlog(self) -> int:
         """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""
+
+
+class PassageRepository(Protocol):
+    """References and the admission of their versions (``passages/postgres.py``)."""
+
+    async def referenced(self, tenant: str, corpus_id: int, document_ref: str) -> ReferencedDocument | None:
+        """The reference's live document with its unfinished jobs, as read now."""
+
+    async def admit(
+        self, tenant: str, corpus_id: int, request: IndexRequest, blob: StoredBlob | None
+    ) -> Admitted | None:
+        """``admit_version`` decided and written in one transaction under the reference's lock;
+        None when it needs a job and ``blob`` is None (nothing written)."""
 
 
 class DocumentSubscription(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
@@ -18,7 +19,7 @@ from knowledge_runtime.tenancy import current_period, period_bounds
 from knowledge_ingest.corpora.postgres import ENSURE_TENANT
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
-from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
+from knowledge_ingest.domain.jobs import CancelDecision, CancelKind, cancel_request, retry_request
 from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.ports import StoredBlob
 from knowledge_ingest.domain.quotas import upload_refusal
@@ -127,6 +128,11 @@ RETURNING {JOB_COLUMNS}
 
 # Whether a job's document is SEARCHABLE with no chunks: its file gave no text (retry reads it again).
 GAVE_NO_TEXT = "SELECT state = 'SEARCHABLE' AND chunk_count = 0 FROM documents WHERE document_id = $1"
+# Whether a later job of the job's document exists: a later version superseded it.
+SUPERSEDED = """
+SELECT EXISTS (SELECT 1 FROM ingest_jobs later WHERE later.document_id = $1 AND later.create_time > $2
+               AND NOT later.duplicate)
+"""
 
 
 class PostgresJobs:
@@ -150,7 +156,7 @@ class PostgresJobs:
             row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
             new = admit(None if row is None else _existing(row))
             if new.creates_document:
-                await _admit_within_quota(tx, tenant, blob)
+                await admit_within_quota(tx, tenant, blob)
                 document_id = await tx.fetchval(
                     "insert_document",
                     INSERT_DOCUMENT,
@@ -272,42 +278,56 @@ class PostgresJobs:
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
-            job = await _locked(tx, tenant, job_id)
-            decision = None if job is None else cancel_request(job)
-            if job is None or decision is None:
-                return job
-            change = decision.transition
-            if decision.kind is CancelKind.NOW:
-                row = await tx.fetchrow(
-                    "cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage, change.progress
-                )
-            else:
-                row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
-            assert row is not None  # the job is locked: the update finds it
-            await follow(tx, tenant, row["document_id"], change)
-        return job_from_row(row)
+            return await cancel_job(tx, tenant, job_id, cancel_request)
 
     async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
             job = await _locked(tx, tenant, job_id)
-            gave_no_text = (
-                job is not None
-                and job.document_id is not None
-                and bool(await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
-            )
-            change = None if job is None else retry_request(job, gave_no_text=gave_no_text)
+            gave_no_text = superseded = False
+            if job is not None and job.document_id is not None:
+                gave_no_text = bool(await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
+                superseded = bool(await tx.fetchval("superseded", SUPERSEDED, job.document_id, job.create_time))
+            change = None if job is None else retry_request(job, gave_no_text=gave_no_text, superseded=superseded)
             if job is None or change is None:
                 return job
             row = await tx.fetchrow(
                 "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
             )
             assert row is not None  # the job is locked: the update finds it
-            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None, None)
+            await tx.execute(
+                "document_state",
+                SET_DOCUMENT_STATE,
+                row["document_id"],
+                change.state.value,
+                None,
+                None,
+                row["create_time"],
+            )
             await tx.execute("notify_jobs", NOTIFY_JOBS)
         return job_from_row(row)
 
 
-async def _admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
+async def cancel_job(
+    tx: Transaction, tenant: str, job_id: uuid.UUID, decide: Callable[[Job], CancelDecision | None]
+) -> Job | None:
+    """The tenant's job cancelled in ``tx`` as ``decide`` says (``cancel_request`` for a caller's
+    cancel, ``superseded`` for a version a later one replaces): the job after it; None when the
+    tenant has no such job. A finished job is returned unchanged."""
+    job = await _locked(tx, tenant, job_id)
+    decision = None if job is None else decide(job)
+    if job is None or decision is None:
+        return job
+    change = decision.transition
+    if decision.kind is CancelKind.NOW:
+        row = await tx.fetchrow("cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage, change.progress)
+    else:
+        row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
+    assert row is not None  # the job is locked: the update finds it
+    await follow(tx, tenant, row, change)
+    return job_from_row(row)
+
+
+async def admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
     """The exact check of a new document against the documents and bytes quotas, counted under
     the tenant's lock (the check before the upload was a cheap early one). A refusal rolls the
     admission back; the blob just written, referenced by nothing, goes by content-index's GC."""
