@@ -23,6 +23,7 @@ only for the candidates its largest possible share could still lift into the cha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -188,7 +189,8 @@ LOOKUP_WINDOW = 2
 # A deleted document's chunks stay until its removal job deletes them: this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
-SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
+SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor,
+       d.document_ref, c.fragment, c.passage_metadata, d.metadata AS document_metadata
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = ANY($2::text[])
@@ -405,6 +407,10 @@ class PostgresChunkIndex:
                 content=row["content"],
                 source_url=row["source_url"] or "",
                 extractor=row["extractor"] or "",
+                document_ref=row["document_ref"] or "",
+                fragment=row["fragment"] or "",
+                metadata=json.loads(row["passage_metadata"]),
+                document_metadata=json.loads(row["document_metadata"]),
             )
             for row in rows
         }

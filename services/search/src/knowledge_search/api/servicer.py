@@ -94,6 +94,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             relevance=convert.RELEVANCE[outcome.relevance],
             result_count=len(outcome.hits),
             synthesis=synthesis,
+            results=[convert.result(hit) for hit in outcome.hits],
         )
 
     async def Query(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from knowledge_runtime import ids
 from knowledge_runtime.corpus_keys import InvalidCorpusKey, check_key
@@ -179,6 +181,12 @@ class Chunk:
     content: str
     source_url: str = ""  # where a fetched page came from; empty for an upload
     extractor: str = ""  # what read the document's text (documents.extractor); empty when not recorded
+    # Provenance a caller maps back to its own objects (passages by reference): the document's
+    # reference, the passage's fragment and own metadata, and the document's metadata.
+    document_ref: str = ""
+    fragment: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    document_metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
