@@ -15,10 +15,11 @@ from knowledge.v1 import search_pb2, search_pb2_grpc
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
+from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import PostgresChunkIndex
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
-from knowledge_search.domain.model import EmbeddedQuery
+from knowledge_search.domain.model import EmbeddedQuery, SearchRequest
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 from pgvector import Vector
 from pgvector.asyncpg import register_vector
@@ -216,3 +217,23 @@ async def test_query_context_and_the_agent_tool_read_through_the_filter(search, 
         "t", "SELECT metadata FROM chunks WHERE chunk_id = ANY($1::bigint[])", [int(c) for c in chunk_ids]
     )
     assert {json.loads(r["metadata"])["bucket"] for r in rows} == {21}
+
+
+async def test_the_answer_cache_keys_on_the_filter(search, make_token, verifier):
+    _, db, embedder = search
+    cached = SearchUseCases(PostgresChunkIndex(db), embedder, cache=TtlCache(ttl_s=600))
+    scope = verifier.verify(make_token(TENANT))
+    plain = await cached.search(scope, SearchRequest.parse("falcon report meadow", top_k=10))
+    narrowed = await cached.search(
+        scope, SearchRequest.parse("falcon report meadow", top_k=10, filter_text="metadata.bucket = 8")
+    )
+    buckets = {
+        json.loads(r["metadata"])["bucket"]
+        for r in await db.fetch(
+            "t",
+            "SELECT metadata FROM chunks WHERE chunk_id = ANY($1::bigint[])",
+            [h.chunk.chunk_id for h in narrowed.hits],
+        )
+    }
+    assert buckets == {8} and len(narrowed.hits) == 10
+    assert [h.chunk.chunk_id for h in plain.hits] != [h.chunk.chunk_id for h in narrowed.hits]
