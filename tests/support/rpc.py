@@ -34,6 +34,7 @@ class IngestStub:
             ingest_pb2_grpc.ImportServiceStub(channel),
             ingest_pb2_grpc.TenantServiceStub(channel),
             ingest_pb2_grpc.EventServiceStub(channel),
+            ingest_pb2_grpc.PassageServiceStub(channel),
         ]
 
     def __getattr__(self, name: str):

@@ -454,3 +454,37 @@ def test_a_platform_wide_corpus_is_asked_for_only_when_named():
         {"name": "handbook", "description": "", "platformWide": True},
         {"name": "notes", "description": ""},
     ]
+
+
+def test_passages_index_remove_and_check_send_the_documented_bodies(knowledge, capsys, tmp_path):
+    sent: list[tuple[str, dict]] = []
+    polls = iter(["DOCUMENT_STATE_EMBEDDING", "DOCUMENT_STATE_SEARCHABLE"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/v1/knowledge")
+        if request.method == "POST":
+            sent.append((path, json.loads(request.content)))
+        if path == "/passages:index":
+            return httpx.Response(200, json={"job_id": "j1", "document_id": "7", "state": "DOCUMENT_STATE_QUEUED"})
+        if path.startswith("/ingest/"):
+            return httpx.Response(200, json={"job_id": "j1", "state": next(polls), "stage": "x", "progress": 0.5})
+        if path == "/passages:remove":
+            return httpx.Response(200, json={"removed": 1})
+        return httpx.Response(
+            200,
+            json={"admitted": False, "reason": "REFUSAL_REASON_QUOTA_EXHAUSTED", "message": "max_chunks is used up"},
+        )
+
+    version = {"document_ref": "p/42/a.pdf", "content_sha256": "a" * 64, "passages": [{"fragment": "#p1", "text": "x"}]}
+    (tmp_path / "a.json").write_text(json.dumps(version))
+    run = knowledge(handler)
+    assert run("passages", "index", str(tmp_path / "a.json"), "--corpus-key", "projects/42") == codes.OK
+    assert capsys.readouterr().out == "7\tsearchable\tp/42/a.pdf\n"
+    assert run("passages", "remove", "--corpus-key", "projects/42", "--ref", "p/42/a.pdf") == codes.OK
+    assert run("passages", "check", "--corpus", "3", "--bytes", "100", "--passages", "2") == codes.FAILED
+    assert "QUOTA_EXHAUSTED" in capsys.readouterr().out
+    assert sent == [
+        ("/passages:index", {**version, "corpus_key": "projects/42"}),
+        ("/passages:remove", {"corpus_key": "projects/42", "document_ref": "p/42/a.pdf"}),
+        ("/passages:check", {"corpus_id": "3", "bytes": "100", "passages": 2}),
+    ]

@@ -393,7 +393,7 @@ async def test_a_slow_client_is_cut_off_while_others_are_served(tmp_path, keys_d
 async def test_query_and_other_undeclared_methods_are_405_with_allow(gateway, make_token):
     headers = bearer(make_token("acme"))
     for method, path, allow in [
-        ("QUERY", "/documents/0", "DELETE, GET"),
+        ("QUERY", "/documents/0", "DELETE, GET, PATCH"),
         ("QUERY", "/corpora?page_size=1", "GET, POST"),
         ("PUT", "/corpora", "GET, POST"),
         ("PATCH", "/search", "POST"),

@@ -95,7 +95,12 @@ class FakeQueue:
         return True
 
     async def store(
-        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+        self,
+        lease: Lease,
+        chunks: Sequence[TextChunk],
+        vectors: Sequence[Sequence[float]],
+        transition: Transition,
+        version: object = None,
     ) -> bool:
         assert len(chunks) == len(vectors)
         if not await self.apply(lease, transition, 0.0):

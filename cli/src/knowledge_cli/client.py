@@ -261,6 +261,21 @@ class Client:
         return self._call("POST", "/prefetch", json={"user_message": user_message})
 
     # -- fenced imports, change findings, auto-index ---------------------------------
+    # -- passages by reference ---------------------------------------------------------------
+    def index_passages(self, body: Mapping[str, object]) -> dict:
+        """``POST /passages:index``: a version of a file's passages; its job handle (or unchanged)."""
+        return self._call("POST", "/passages:index", json=dict(body))
+
+    def remove_by_reference(self, corpus: Mapping[str, str], document_ref: str) -> dict:
+        """``corpus``: ``{"corpus_id": ...}`` or ``{"corpus_key": ...}``."""
+        return self._call("POST", "/passages:remove", json={**corpus, "document_ref": document_ref})
+
+    def check_indexing(self, corpus: Mapping[str, str], size_bytes: int, passages: int, document_ref: str = "") -> dict:
+        body = {**corpus, "bytes": str(size_bytes), "passages": passages}
+        return self._call(
+            "POST", "/passages:check", json={**body, **({"document_ref": document_ref} if document_ref else {})}
+        )
+
     def import_paths(self, paths: Sequence[str], corpus_id: str) -> list[dict]:
         """Files under the operator's import roots (POST /imports): one item per path, with the
         resolved path and the job handle."""

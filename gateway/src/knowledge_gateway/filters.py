@@ -95,6 +95,9 @@ def http_filters(config: GatewayConfig) -> list[dict]:
                     "stream_newline_delimited": True,
                 },
                 "request_validation_options": {"reject_unknown_query_parameters": True},
+                # A query string's "+" is a space, as HTML forms and most clients write one: a
+                # ?filter= is words and spaces (a literal "+" is %2B; ids and tokens hold none).
+                "query_param_unescape_plus": True,
                 "max_request_body_size": config.max_body_bytes,
             },
         },

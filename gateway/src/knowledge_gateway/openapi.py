@@ -35,11 +35,15 @@ from knowledge_documents_ai.domain.limits import (
     TYPE_NAME_PATTERN,
     UNCLASSIFIED,
 )
+from knowledge_ingest.domain.passages import MAX_FRAGMENT_CHARS, MAX_PASSAGE_BYTES, MAX_PASSAGES, MAX_REFERENCE_CHARS
+from knowledge_ingest.domain.passages import MAX_TITLE_CHARS as MAX_PASSAGE_TITLE_CHARS
 from knowledge_ingest.domain.quotas import MAX_LLM_BUDGET
+from knowledge_runtime.corpus_keys import CORPUS_KEY_PATTERN
+from knowledge_runtime.filters import MAX_FILTER_CHARS
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
 from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
 from knowledge_runtime.refusals import Refusal, refusals_markdown
-from knowledge_runtime.tenancy import PERIOD_PATTERN
+from knowledge_runtime.tenancy import FEATURE_PATTERN, MAX_FEATURES, PERIOD_PATTERN
 
 from knowledge_gateway.descriptors import public_service_descriptors, public_service_names
 
@@ -79,6 +83,13 @@ _PAGE_TOKEN = {
 _QUERY = {**_NON_BLANK, "maxLength": 100_000}
 _TENANT = {"minLength": 1, "maxLength": 200, "pattern": f"^[^{_CONTROL}]*[^{_SPACE}{_CONTROL}][^{_CONTROL}]*$"}
 _COUNT = {"pattern": "^[0-9]+$", "maxLength": 18}  # an int64 travels as a string; a quota is never negative
+_NO_CONTROL = f"^[^{_CONTROL}]*$"
+_CORPUS_KEY = {"pattern": f"^$|{CORPUS_KEY_PATTERN}"}  # empty: named by id instead
+_REFERENCE = {"minLength": 1, "maxLength": MAX_REFERENCE_CHARS, "pattern": _NO_CONTROL}
+# The requests that take a filter and may name their corpus by key; those of PassageService.
+_FILTERED = ("SearchRequest", "QueryRequest", "SearchDocumentsRequest", "GetContextRequest", "ListDocumentsRequest")
+_PASSAGE_CALLS = ("IndexPassagesRequest", "RemoveByReferenceRequest", "CheckIndexingRequest")
+_FEATURES = {"maxItems": MAX_FEATURES, "items": {"type": "string", "pattern": FEATURE_PATTERN}}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
     "knowledge.v1.CreateCorpusRequest.name": {
         "minLength": 1,
@@ -142,7 +153,28 @@ REQUEST_CONSTRAINTS: dict[str, dict] = {
     # Over REST the path names the document; a text is classified over gRPC only.
     "knowledge.v1.ClassifyDocumentRequest.text": {"maxLength": 0},
     "knowledge.v1.ExtractDocumentRequest.schema_version": {"minimum": 0},
+    # filters (knowledge_runtime.filters: a language, its grammar in words), keys, passages
+    **{f"knowledge.v1.{m}.filter": {"maxLength": MAX_FILTER_CHARS} for m in _FILTERED},
+    **{f"knowledge.v1.{m}.corpus_key": _CORPUS_KEY for m in (*_FILTERED, *_PASSAGE_CALLS)},
+    "knowledge.v1.CreateCorpusRequest.key": _CORPUS_KEY,
+    "knowledge.v1.IndexPassagesRequest.content_sha256": {"pattern": "^[0-9a-fA-F]{64}$"},
+    "knowledge.v1.IndexPassagesRequest.document_ref": _REFERENCE,
+    "knowledge.v1.RemoveByReferenceRequest.document_ref": _REFERENCE,
+    "knowledge.v1.CheckIndexingRequest.document_ref": {"maxLength": MAX_REFERENCE_CHARS, "pattern": _NO_CONTROL},
+    "knowledge.v1.IndexPassagesRequest.title": {"maxLength": MAX_PASSAGE_TITLE_CHARS},
+    "knowledge.v1.IndexPassagesRequest.passages": {"minItems": 1, "maxItems": MAX_PASSAGES},
+    "knowledge.v1.IndexPassagesRequest.confidentiality": {"enum": ["", *(band.value for band in Band)]},
+    "knowledge.v1.Passage.fragment": {"minLength": 1, "maxLength": MAX_FRAGMENT_CHARS, "pattern": _NO_NUL},
+    "knowledge.v1.Passage.text": {**_NON_BLANK, "maxLength": MAX_PASSAGE_BYTES},  # bytes of UTF-8: in words
+    "knowledge.v1.CheckIndexingRequest.bytes": _COUNT,
+    "knowledge.v1.CheckIndexingRequest.passages": {"minimum": 0, "maximum": MAX_PASSAGES},
+    "knowledge.v1.UpdateTenantSettingsRequest.features": _FEATURES,
 }
+# A corpus named by id or by key, not both (an empty string is "not given").
+_NAMED = {"corpus_id": {"minLength": 1}, "corpus_key": {"minLength": 1}}
+_ONE_CORPUS = {"not": {"type": "object", "required": ["corpus_id", "corpus_key"], "properties": _NAMED}}
+# An index names its corpus one way or the other (an unknown key creates it).
+_ONE_WAY = {**_ONE_CORPUS, "anyOf": [{"required": [n], "properties": {n: _NAMED[n]}} for n in _NAMED]}
 # An ordinary text names no housekeeping corpus and no subject (system_corpus and
 # about_subject go alone, need system.write, and never in a batch; described in words only).
 _NOT_HOUSEKEEPING = {"system_corpus": {"maxLength": 0}, "about_subject": {"maxLength": 0}}
@@ -156,6 +188,8 @@ MESSAGE_CONSTRAINTS: dict[str, dict] = {
             {"required": ["document_id"], "properties": {"document_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
         ]
     },
+    **{f"knowledge.v1.{m}": _ONE_CORPUS for m in (*_FILTERED[:4], *_PASSAGE_CALLS[1:])},
+    "knowledge.v1.IndexPassagesRequest": _ONE_WAY,
     # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
     "knowledge.v1.ChannelWeights": {
         "not": {
@@ -182,6 +216,9 @@ _REQUIRED_INPUT = {
     "knowledge.v1.BatchGetDocumentsRequest": ["document_ids"],  # a query parameter
     "knowledge.v1.CreateDocumentTypeRequest": ["name", "description"],
     "knowledge.v1.CreateExtractionSchemaRequest": ["json_schema"],
+    "knowledge.v1.IndexPassagesRequest": ["document_ref", "content_sha256", "passages"],
+    "knowledge.v1.RemoveByReferenceRequest": ["document_ref"],
+    "knowledge.v1.Passage": ["fragment", "text"],
 }
 
 
@@ -302,6 +339,10 @@ class _Builder:
     def ref(self, full_name: str, *, response: bool) -> dict:
         if full_name == "google.protobuf.Timestamp":
             return {"type": "string", "format": "date-time"}
+        if full_name == "google.protobuf.Struct":  # any JSON object (metadata: its limits are in the comments)
+            return {"type": "object", "additionalProperties": True}
+        if full_name == "google.protobuf.FieldMask":  # proto3 JSON: the paths joined by commas
+            return {"type": "string", "pattern": "^[a-z_*,]*$"}
         if full_name in self.enums:
             enum = self.enums[full_name]
             self.schemas.setdefault(

@@ -229,7 +229,7 @@ def virtual_host(config: GatewayConfig) -> dict:
             "envoy.filters.http.cors": {
                 "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
                 "allow_origin_string_match": [{"exact": origin} for origin in config.cors_origins],
-                "allow_methods": "GET, POST, DELETE, OPTIONS",
+                "allow_methods": "GET, POST, PATCH, DELETE, OPTIONS",
                 "allow_headers": "authorization, content-type, traceparent, x-request-id",
                 "expose_headers": "retry-after, x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset",
                 "max_age": "600",

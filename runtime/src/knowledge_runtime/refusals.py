@@ -32,6 +32,7 @@ class Refusal(StrEnum):
     INDEXING = "INDEXING"
     APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
     RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
+    PLAN_REQUIRED = "PLAN_REQUIRED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,13 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         True,
         "the embedder, or the model behind an answer (LLM, cross-encoder), is down or not configured",
         "the model service needed for this is down or not configured",
+    ),
+    Refusal.PLAN_REQUIRED: RefusalSpec(
+        "PERMISSION_DENIED",
+        403,
+        False,
+        "the tenant's plan does not include the feature (its settings' features name what it does)",
+        "your organisation's plan does not include this; ask an administrator to add it",
     ),
 }
 

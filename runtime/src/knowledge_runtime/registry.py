@@ -78,6 +78,7 @@ SERVICES: tuple[ServiceEntry, ...] = (
             "knowledge.v1.ImportService",
             "knowledge.v1.TenantService",
             "knowledge.v1.EventService",
+            "knowledge.v1.PassageService",
         ),
         public=True,
         database_role="knowledge_ingest",

@@ -47,6 +47,16 @@ class Quotas:
 UNLIMITED = Quotas()
 
 
+# A tenant's plan names the features it includes (TenantSettings.features); a gated feature is
+# refused with PLAN_REQUIRED to a tenant whose plan names others but not it. Names are the
+# operator's (a plan may list what this deployment does not gate); the gated ones are these.
+PLATFORM_INDEX = "platform_index"  # passages by reference (ingest's PassageService)
+GATED_FEATURES = frozenset({PLATFORM_INDEX})
+FEATURE_PATTERN = "^[a-z][a-z0-9_]{0,63}$"
+_FEATURE = re.compile(FEATURE_PATTERN)
+MAX_FEATURES = 100
+
+
 @dataclass(frozen=True, slots=True)
 class TenantSettings:
     tenant: str
@@ -55,6 +65,7 @@ class TenantSettings:
     configured: bool = False  # False: no row, the deployment's default applies
     updated_by: str = ""
     update_time: datetime | None = None
+    features: tuple[str, ...] = ()  # what its plan includes; empty: every feature
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,32 @@ def enablement_refusal(settings: TenantSettings) -> Refused | None:
     if settings.enabled:
         return None
     return Refused(Refusal.FEATURE_DISABLED, "this tenant is not enabled on this deployment")
+
+
+def plan_refusal(settings: TenantSettings, feature: str) -> Refused | None:
+    """PLAN_REQUIRED when the tenant's plan names its features and ``feature`` is not among them."""
+    if not settings.features or feature in settings.features:
+        return None
+    return Refused(
+        Refusal.PLAN_REQUIRED,
+        f"the tenant's plan does not include {feature}; an operator adds it to the tenant's settings (features)",
+        metadata={"feature": feature},
+    )
+
+
+def check_features(features: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The features an operator sets (lowercase names: letters, digits, "_"), sorted, once each;
+    InvalidField naming one that is no name."""
+    if len(features) > MAX_FEATURES:
+        raise InvalidField("features", f"a plan names at most {MAX_FEATURES} features")
+    for feature in features:
+        if not _FEATURE.match(feature):
+            raise InvalidField(
+                "features",
+                f"feature {feature[:60]!r} is no feature name (lowercase letters, digits, '_'); the gated ones are "
+                + ", ".join(sorted(GATED_FEATURES)),
+            )
+    return tuple(sorted(set(features)))
 
 
 def budget_refusal(quotas: Quotas, held: Holdings) -> Refused | None:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19knowledge/v1/common.proto\x12\x0cknowledge.v1\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"|\n\x04\x43ost\x12\x0e\n\x06\x61mount\x18\x01 \x01(\x01\x12\x10\n\x08\x63urrency\x18\x02 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x03 \x01(\x03\x12\x15\n\routput_tokens\x18\x04 \x01(\x03\x12%\n\x05items\x18\x05 \x03(\x0b\x32\x16.knowledge.v1.CostItem\"{\n\x08\x43ostItem\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05texts\x18\x03 \x01(\x03\x12\x14\n\x0cinput_tokens\x18\x04 \x01(\x03\x12\x15\n\routput_tokens\x18\x05 \x01(\x03\x12\x0e\n\x06\x61mount\x18\x06 \x01(\x01*\xd4\x02\n\rRefusalReason\x12\x1e\n\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12#\n\x1fREFUSAL_REASON_FEATURE_DISABLED\x10\x01\x12\"\n\x1eREFUSAL_REASON_QUOTA_EXHAUSTED\x10\x02\x12#\n\x1fREFUSAL_REASON_BUDGET_EXHAUSTED\x10\x03\x12%\n!REFUSAL_REASON_CAPABILITY_MISSING\x10\x04\x12#\n\x1fREFUSAL_REASON_SCOPE_UNRESOLVED\x10\x05\x12\x1b\n\x17REFUSAL_REASON_INDEXING\x10\x06\x12$\n REFUSAL_REASON_APPROVAL_REQUIRED\x10\x07\x12&\n\"REFUSAL_REASON_RUNTIME_UNAVAILABLE\x10\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19knowledge/v1/common.proto\x12\x0cknowledge.v1\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"|\n\x04\x43ost\x12\x0e\n\x06\x61mount\x18\x01 \x01(\x01\x12\x10\n\x08\x63urrency\x18\x02 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x03 \x01(\x03\x12\x15\n\routput_tokens\x18\x04 \x01(\x03\x12%\n\x05items\x18\x05 \x03(\x0b\x32\x16.knowledge.v1.CostItem\"{\n\x08\x43ostItem\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12\r\n\x05texts\x18\x03 \x01(\x03\x12\x14\n\x0cinput_tokens\x18\x04 \x01(\x03\x12\x15\n\routput_tokens\x18\x05 \x01(\x03\x12\x0e\n\x06\x61mount\x18\x06 \x01(\x01*\xf6\x02\n\rRefusalReason\x12\x1e\n\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12#\n\x1fREFUSAL_REASON_FEATURE_DISABLED\x10\x01\x12\"\n\x1eREFUSAL_REASON_QUOTA_EXHAUSTED\x10\x02\x12#\n\x1fREFUSAL_REASON_BUDGET_EXHAUSTED\x10\x03\x12%\n!REFUSAL_REASON_CAPABILITY_MISSING\x10\x04\x12#\n\x1fREFUSAL_REASON_SCOPE_UNRESOLVED\x10\x05\x12\x1b\n\x17REFUSAL_REASON_INDEXING\x10\x06\x12$\n REFUSAL_REASON_APPROVAL_REQUIRED\x10\x07\x12&\n\"REFUSAL_REASON_RUNTIME_UNAVAILABLE\x10\x08\x12 \n\x1cREFUSAL_REASON_PLAN_REQUIRED\x10\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,7 +32,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'knowledge.v1.common_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_REFUSALREASON']._serialized_start=321
-  _globals['_REFUSALREASON']._serialized_end=661
+  _globals['_REFUSALREASON']._serialized_end=695
   _globals['_VECTOR']._serialized_start=43
   _globals['_VECTOR']._serialized_end=67
   _globals['_COST']._serialized_start=69

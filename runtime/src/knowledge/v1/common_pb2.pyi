@@ -18,6 +18,7 @@ class RefusalReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REFUSAL_REASON_INDEXING: _ClassVar[RefusalReason]
     REFUSAL_REASON_APPROVAL_REQUIRED: _ClassVar[RefusalReason]
     REFUSAL_REASON_RUNTIME_UNAVAILABLE: _ClassVar[RefusalReason]
+    REFUSAL_REASON_PLAN_REQUIRED: _ClassVar[RefusalReason]
 REFUSAL_REASON_UNSPECIFIED: RefusalReason
 REFUSAL_REASON_FEATURE_DISABLED: RefusalReason
 REFUSAL_REASON_QUOTA_EXHAUSTED: RefusalReason
@@ -27,6 +28,7 @@ REFUSAL_REASON_SCOPE_UNRESOLVED: RefusalReason
 REFUSAL_REASON_INDEXING: RefusalReason
 REFUSAL_REASON_APPROVAL_REQUIRED: RefusalReason
 REFUSAL_REASON_RUNTIME_UNAVAILABLE: RefusalReason
+REFUSAL_REASON_PLAN_REQUIRED: RefusalReason
 
 class Vector(_message.Message):
     __slots__ = ("values",)

@@ -2,7 +2,10 @@ import datetime
 
 from google.api import annotations_pb2 as _annotations_pb2
 from google.api import httpbody_pb2 as _httpbody_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from knowledge.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -47,7 +50,7 @@ DOCUMENT_CHANGE_KIND_CHANGED: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_REMOVED: DocumentChangeKind
 
 class Corpus(_message.Message):
-    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality")
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +59,7 @@ class Corpus(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     name: str
     description: str
@@ -64,19 +68,22 @@ class Corpus(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     scope: str
     confidentiality: str
-    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+    key: str
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description", "confidentiality", "platform_wide")
+    __slots__ = ("name", "description", "confidentiality", "platform_wide", "key")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     PLATFORM_WIDE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     confidentiality: str
     platform_wide: bool
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ...) -> None: ...
+    key: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ..., key: _Optional[str] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -95,7 +102,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "stage", "progress", "refusal_reason")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "stage", "progress", "refusal_reason", "metadata", "document_ref")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +122,8 @@ class Document(_message.Message):
     STAGE_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_REASON_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -134,17 +143,39 @@ class Document(_message.Message):
     stage: str
     progress: float
     refusal_reason: str
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ...) -> None: ...
+    metadata: _struct_pb2.Struct
+    document_ref: str
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_ref: _Optional[str] = ...) -> None: ...
+
+class UpdateDocumentRequest(_message.Message):
+    __slots__ = ("document_id", "document", "update_mask")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    document: Document
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, document_id: _Optional[str] = ..., document: _Optional[_Union[Document, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateDocumentResponse(_message.Message):
+    __slots__ = ("document",)
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    document: Document
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id", "page_size", "page_token")
+    __slots__ = ("corpus_id", "page_size", "page_token", "corpus_key", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     page_size: int
     page_token: str
-    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    filter: str
+    def __init__(self, corpus_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., corpus_key: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class ListDocumentsResponse(_message.Message):
     __slots__ = ("documents", "next_page_token")
@@ -229,14 +260,16 @@ class GetDocumentTextResponse(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ..., extractor: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
-    __slots__ = ("corpus_id", "filename", "http_body")
+    __slots__ = ("corpus_id", "filename", "http_body", "metadata")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     HTTP_BODY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     filename: str
     http_body: _httpbody_pb2.HttpBody
-    def __init__(self, corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., http_body: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ...) -> None: ...
+    metadata: _struct_pb2.Struct
+    def __init__(self, corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., http_body: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class UploadDocumentResponse(_message.Message):
     __slots__ = ("job_id", "filename", "status", "corpus_id")
@@ -327,7 +360,7 @@ class RetryIngestJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[IngestJob, _Mapping]] = ...) -> None: ...
 
 class IngestTextRequest(_message.Message):
-    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id", "system_corpus", "about_subject")
+    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id", "system_corpus", "about_subject", "metadata")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -335,6 +368,7 @@ class IngestTextRequest(_message.Message):
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_CORPUS_FIELD_NUMBER: _ClassVar[int]
     ABOUT_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     text: str
     title: str
@@ -342,7 +376,8 @@ class IngestTextRequest(_message.Message):
     document_id: str
     system_corpus: str
     about_subject: str
-    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ..., system_corpus: _Optional[str] = ..., about_subject: _Optional[str] = ...) -> None: ...
+    metadata: _struct_pb2.Struct
+    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ..., system_corpus: _Optional[str] = ..., about_subject: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class IngestTextResponse(_message.Message):
     __slots__ = ("job_id", "filename", "status", "corpus_id")
@@ -639,14 +674,16 @@ class GetTenantSettingsRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ...) -> None: ...
 
 class UpdateTenantSettingsRequest(_message.Message):
-    __slots__ = ("tenant", "enabled", "quotas")
+    __slots__ = ("tenant", "enabled", "quotas", "features")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     enabled: bool
     quotas: TenantQuotas
-    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+    features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateTenantSettingsResponse(_message.Message):
     __slots__ = ("settings",)
@@ -655,20 +692,22 @@ class UpdateTenantSettingsResponse(_message.Message):
     def __init__(self, settings: _Optional[_Union[TenantSettings, _Mapping]] = ...) -> None: ...
 
 class TenantSettings(_message.Message):
-    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by")
+    __slots__ = ("tenant", "enabled", "quotas", "configured", "update_time", "updated_by", "features")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     QUOTAS_FIELD_NUMBER: _ClassVar[int]
     CONFIGURED_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     enabled: bool
     quotas: TenantQuotas
     configured: bool
     update_time: _timestamp_pb2.Timestamp
     updated_by: str
-    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+    features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., enabled: _Optional[bool] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., configured: _Optional[bool] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ..., features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetUsageRequest(_message.Message):
     __slots__ = ("period",)
@@ -701,10 +740,14 @@ class Usage(_message.Message):
     def __init__(self, period: _Optional[str] = ..., document_count: _Optional[int] = ..., stored_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_tokens: _Optional[int] = ..., embedding_cost: _Optional[float] = ..., llm_tokens: _Optional[int] = ..., llm_cost: _Optional[float] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ..., scope: _Optional[str] = ...) -> None: ...
 
 class WatchDocumentsRequest(_message.Message):
-    __slots__ = ("corpus_id",)
+    __slots__ = ("corpus_id", "corpus_key", "filter")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
-    def __init__(self, corpus_id: _Optional[str] = ...) -> None: ...
+    corpus_key: str
+    filter: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class DocumentChange(_message.Message):
     __slots__ = ("kind", "document_id", "document")
@@ -821,3 +864,104 @@ class DeleteCorpusResponse(_message.Message):
     deleted_document_count: int
     tombstones: _containers.RepeatedCompositeFieldContainer[Tombstone]
     def __init__(self, corpus_id: _Optional[str] = ..., deleted_document_count: _Optional[int] = ..., tombstones: _Optional[_Iterable[_Union[Tombstone, _Mapping]]] = ...) -> None: ...
+
+class Passage(_message.Message):
+    __slots__ = ("fragment", "text", "metadata")
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    fragment: str
+    text: str
+    metadata: _struct_pb2.Struct
+    def __init__(self, fragment: _Optional[str] = ..., text: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class IndexPassagesRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "document_ref", "content_sha256", "title", "metadata", "passages", "confidentiality")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    document_ref: str
+    content_sha256: str
+    title: str
+    metadata: _struct_pb2.Struct
+    passages: _containers.RepeatedCompositeFieldContainer[Passage]
+    confidentiality: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ..., content_sha256: _Optional[str] = ..., title: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[Passage, _Mapping]]] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+
+class IndexPassagesResponse(_message.Message):
+    __slots__ = ("job_id", "state", "document_id", "unchanged", "corpus_id", "corpus_created")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_CREATED_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    state: DocumentState
+    document_id: str
+    unchanged: bool
+    corpus_id: str
+    corpus_created: bool
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., document_id: _Optional[str] = ..., unchanged: _Optional[bool] = ..., corpus_id: _Optional[str] = ..., corpus_created: _Optional[bool] = ...) -> None: ...
+
+class RemoveByReferenceRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "document_ref")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    document_ref: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ...) -> None: ...
+
+class RemoveByReferenceResponse(_message.Message):
+    __slots__ = ("removed", "tombstone", "cancelled_job_id")
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    tombstone: Tombstone
+    cancelled_job_id: str
+    def __init__(self, removed: _Optional[int] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ..., cancelled_job_id: _Optional[str] = ...) -> None: ...
+
+class CheckIndexingRequest(_message.Message):
+    __slots__ = ("corpus_id", "corpus_key", "bytes", "passages", "document_ref")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    corpus_key: str
+    bytes: int
+    passages: int
+    document_ref: str
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., bytes: _Optional[int] = ..., passages: _Optional[int] = ..., document_ref: _Optional[str] = ...) -> None: ...
+
+class CheckIndexingResponse(_message.Message):
+    __slots__ = ("admitted", "reason", "message", "metadata", "corpus_id")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ADMITTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    admitted: bool
+    reason: _common_pb2.RefusalReason
+    message: str
+    metadata: _containers.ScalarMap[str, str]
+    corpus_id: str
+    def __init__(self, admitted: _Optional[bool] = ..., reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., message: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., corpus_id: _Optional[str] = ...) -> None: ...

@@ -280,6 +280,11 @@ class DocumentServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
                 _registered_method=True)
+        self.UpdateDocument = channel.unary_unary(
+                '/knowledge.v1.DocumentService/UpdateDocument',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.FromString,
+                _registered_method=True)
         self.ListDocuments = channel.unary_unary(
                 '/knowledge.v1.DocumentService/ListDocuments',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.SerializeToString,
@@ -329,6 +334,17 @@ class DocumentServiceServicer:
 
     def GetDocument(self, request, context):
         """One document with its state and error. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateDocument(self, request, context):
+        """Changes a document's metadata and filename (AIP-134): the fields update_mask names, or,
+        without a mask, those the request's document sets. Its chunks' metadata, which filters read,
+        is rewritten in the same transaction, so no search sees the document's new metadata on some
+        of its chunks and the old on others. A document of an ancestor's corpus (which the caller only
+        reads) is PERMISSION_DENIED (CORPUS_READ_ONLY). Capability document.upload.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -432,6 +448,11 @@ def add_DocumentServiceServicer_to_server(servicer, server):
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.Document.SerializeToString,
             ),
+            'UpdateDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateDocument,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.SerializeToString,
+            ),
             'ListDocuments': grpc.unary_unary_rpc_method_handler(
                     servicer.ListDocuments,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListDocumentsRequest.FromString,
@@ -502,6 +523,33 @@ class DocumentService:
             '/knowledge.v1.DocumentService/GetDocument',
             knowledge_dot_v1_dot_ingest__pb2.GetDocumentRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Document.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/UpdateDocument',
+            knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UpdateDocumentResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1826,6 +1874,217 @@ class EventService:
             '/knowledge.v1.EventService/WatchEvents',
             knowledge_dot_v1_dot_ingest__pb2.WatchEventsRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class PassageServiceStub:
+    """Passages by reference, for platform services that hold their files and cut them into passages
+    themselves: they index the passages under their own reference for the file (document_ref, e.g.
+    the object's path in their storage) with their own metadata, get citations that name that
+    reference, a passage's fragment and its metadata, and remove everything under a reference.
+    Nothing is uploaded and nothing re-chunked: each passage is one retrievable unit. A corpus is
+    named by corpus_id or corpus_key (CreateCorpusRequest.key); IndexPassages into an unknown key
+    creates it. The feature is "platform_index" in a tenant's plan (TenantSettings.features): a plan
+    without it is PERMISSION_DENIED (PLAN_REQUIRED). Writing needs the corpus bound at the caller's
+    node (an ancestor's is PERMISSION_DENIED, CORPUS_READ_ONLY). Capabilities document.upload,
+    corpus.read (named per RPC).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.IndexPassages = channel.unary_unary(
+                '/knowledge.v1.PassageService/IndexPassages',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.IndexPassagesRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.IndexPassagesResponse.FromString,
+                _registered_method=True)
+        self.RemoveByReference = channel.unary_unary(
+                '/knowledge.v1.PassageService/RemoveByReference',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceResponse.FromString,
+                _registered_method=True)
+        self.CheckIndexing = channel.unary_unary(
+                '/knowledge.v1.PassageService/CheckIndexing',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.CheckIndexingRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CheckIndexingResponse.FromString,
+                _registered_method=True)
+
+
+class PassageServiceServicer:
+    """Passages by reference, for platform services that hold their files and cut them into passages
+    themselves: they index the passages under their own reference for the file (document_ref, e.g.
+    the object's path in their storage) with their own metadata, get citations that name that
+    reference, a passage's fragment and its metadata, and remove everything under a reference.
+    Nothing is uploaded and nothing re-chunked: each passage is one retrievable unit. A corpus is
+    named by corpus_id or corpus_key (CreateCorpusRequest.key); IndexPassages into an unknown key
+    creates it. The feature is "platform_index" in a tenant's plan (TenantSettings.features): a plan
+    without it is PERMISSION_DENIED (PLAN_REQUIRED). Writing needs the corpus bound at the caller's
+    node (an ancestor's is PERMISSION_DENIED, CORPUS_READ_ONLY). Capabilities document.upload,
+    corpus.read (named per RPC).
+    """
+
+    def IndexPassages(self, request, context):
+        """Indexes a version of a file's passages under its reference. The answer is a job, as an upload
+        answers: poll GetIngestJob; its progress, events (document.searchable) and refusals are an
+        upload's. The same corpus, reference and content_sha256 as the version searchable now answer
+        at once with unchanged: true, no job and nothing embedded; the hash of a version still being
+        indexed answers that version's job. Another hash for a known reference is a new version: a
+        new job on the same document, whose passages replace the old ones in one transaction when it
+        ends SEARCHABLE (no search ever sees a mix of two versions, and the old one answers until
+        then); a version whose job fails, is refused or is cancelled leaves the old one searchable and
+        the document SEARCHABLE. Of two concurrent versions the later request wins: admitting one
+        cancels any earlier unfinished one, whose passages are then never stored. A passage over 64
+        KiB of UTF-8 is INVALID_ARGUMENT (PASSAGE_TOO_LARGE, metadata fragment naming it); invalid
+        metadata INVALID_ARGUMENT (METADATA_INVALID) naming the key; a quota used up
+        RESOURCE_EXHAUSTED (QUOTA_EXHAUSTED) naming it; all before anything is stored. Capability
+        document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveByReference(self, request, context):
+        """Removes everything under a reference, as DeleteDocument does: in one transaction its document
+        leaves every read and is tombstoned, a version still being indexed is cancelled (so nothing of
+        it can become retrievable), document.removed is written; its chunks are then removed by the
+        removal job. Idempotent: a reference with no live document answers removed 0 and no
+        tombstone. A corpus key that names no corpus is NOT_FOUND. Capability document.upload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckIndexing(self, request, context):
+        """Whether an index of this many bytes and passages would be admitted now, or the refusal it
+        would meet (the plan without platform_index: PLAN_REQUIRED; a quota: QUOTA_EXHAUSTED naming
+        it), without storing anything. A switched-off tenant's every call, this one included, is
+        refused (FEATURE_DISABLED). Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PassageServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'IndexPassages': grpc.unary_unary_rpc_method_handler(
+                    servicer.IndexPassages,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.IndexPassagesRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.IndexPassagesResponse.SerializeToString,
+            ),
+            'RemoveByReference': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveByReference,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceResponse.SerializeToString,
+            ),
+            'CheckIndexing': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckIndexing,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CheckIndexingRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.CheckIndexingResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.PassageService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.PassageService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class PassageService:
+    """Passages by reference, for platform services that hold their files and cut them into passages
+    themselves: they index the passages under their own reference for the file (document_ref, e.g.
+    the object's path in their storage) with their own metadata, get citations that name that
+    reference, a passage's fragment and its metadata, and remove everything under a reference.
+    Nothing is uploaded and nothing re-chunked: each passage is one retrievable unit. A corpus is
+    named by corpus_id or corpus_key (CreateCorpusRequest.key); IndexPassages into an unknown key
+    creates it. The feature is "platform_index" in a tenant's plan (TenantSettings.features): a plan
+    without it is PERMISSION_DENIED (PLAN_REQUIRED). Writing needs the corpus bound at the caller's
+    node (an ancestor's is PERMISSION_DENIED, CORPUS_READ_ONLY). Capabilities document.upload,
+    corpus.read (named per RPC).
+    """
+
+    @staticmethod
+    def IndexPassages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.PassageService/IndexPassages',
+            knowledge_dot_v1_dot_ingest__pb2.IndexPassagesRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.IndexPassagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveByReference(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.PassageService/RemoveByReference',
+            knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.RemoveByReferenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckIndexing(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.PassageService/CheckIndexing',
+            knowledge_dot_v1_dot_ingest__pb2.CheckIndexingRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.CheckIndexingResponse.FromString,
             options,
             channel_credentials,
             insecure,

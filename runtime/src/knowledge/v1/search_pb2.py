@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from knowledge.v1 import common_pb2 as knowledge_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19knowledge/v1/search.proto\x12\x0cknowledge.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19knowledge/v1/common.proto\"R\n\x0e\x43hannelWeights\x12\x13\n\x06vector\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07lexical\x18\x02 \x01(\x01H\x01\x88\x01\x01\x42\t\n\x07_vectorB\n\n\x08_lexical\"\xcc\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12&\n\x04mode\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.SearchMode\x12-\n\x07weights\x18\x06 \x01(\x0b\x32\x1c.knowledge.v1.ChannelWeights\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"{\n\x0eSearchResponse\x12*\n\trelevance\x18\x01 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12+\n\x07results\x18\x02 \x03(\x0b\x32\x1a.knowledge.v1.SearchResult\x12\x10\n\x08warnings\x18\x03 \x03(\t\"\x83\x02\n\x0cSearchResult\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x03 \x01(\t\x12\x0f\n\x07section\x18\x04 \x01(\t\x12\x0c\n\x04page\x18\x05 \x01(\x05\x12\r\n\x05score\x18\x06 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x07 \x01(\x05\x12\x14\n\x0clexical_rank\x18\x08 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\t \x01(\x01\x12\x0f\n\x07\x63ontent\x18\n \x01(\t\x12\x11\n\tcorpus_id\x18\x0b \x01(\t\x12\x12\n\nsource_url\x18( \x01(\t\x12\x14\n\x0crerank_score\x18\x32 \x01(\x01\"\xa6\x01\n\x16SearchDocumentsRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12&\n\x04mode\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.SearchMode\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"}\n\x17SearchDocumentsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12*\n\trelevance\x18\x02 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12\x14\n\x0cresult_count\x18\x03 \x01(\x05\x12\x12\n\tsynthesis\x18\xa0\x01 \x01(\t\"t\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x42\t\n\x07_rerank\"\xea\x01\n\rQueryResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12)\n\tcitations\x18\x02 \x03(\x0b\x32\x16.knowledge.v1.Citation\x12*\n\trelevance\x18\x03 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\x12\x35\n\x0f\x66\x61llback_reason\x18\xdc\x01 \x01(\x0e\x32\x1b.knowledge.v1.RefusalReason\x12\x19\n\x10\x66\x61llback_message\x18\xdd\x01 \x01(\t\"\x87\x01\n\x08\x43itation\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04page\x18\x03 \x01(\x05\x12\x0f\n\x07section\x18\x04 \x01(\t\x12\x0f\n\x07\x65xcerpt\x18\x05 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x06 \x01(\t\x12\x12\n\nsource_url\x18( \x01(\t\"1\n\x11GetContextRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\"E\n\x12GetContextResponse\x12/\n\x07\x63ontext\x18\x01 \x01(\x0b\x32\x1e.knowledge.v1.KnowledgeContext\"\xa2\x01\n\x10KnowledgeContext\x12!\n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x12.knowledge.v1.Fact\x12(\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x16.knowledge.v1.Evidence\x12/\n\x08metadata\x18\x03 \x01(\x0b\x32\x1d.knowledge.v1.ContextMetadata\x12\x10\n\x08rendered\x18\x04 \x01(\t\"\x9a\x01\n\x04\x46\x61\x63t\x12\x11\n\tstatement\x18\x01 \x01(\t\x12+\n\x07support\x18\x02 \x01(\x0e\x32\x1a.knowledge.v1.SupportLevel\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\x12(\n\x06status\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.FactStatus\"\xd6\x01\n\x08\x45vidence\x12\x13\n\x0b\x65vidence_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x0c\n\x04page\x18\x04 \x01(\x05\x12\x0f\n\x07section\x18\x05 \x01(\t\x12\x12\n\nsource_url\x18\x06 \x01(\t\x12\x0f\n\x07\x65xcerpt\x18\x07 \x01(\t\x12\x16\n\x0e\x65xcerpt_sha256\x18\x08 \x01(\t\x12\x11\n\textractor\x18\t \x01(\t\x12\x10\n\x08\x63hunk_id\x18\n \x01(\t\x12\r\n\x05score\x18\x0b \x01(\x01\"\xef\x01\n\x0f\x43ontextMetadata\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05scope\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x03 \x01(\t\x12\x12\n\nfact_count\x18\x04 \x01(\x05\x12\x16\n\x0e\x65vidence_count\x18\x05 \x01(\x05\x12\x18\n\x10unresolved_count\x18\x06 \x01(\x05\x12\x12\n\nelapsed_ms\x18\x07 \x01(\x03\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x14\n\x0c\x64\x65gradations\x18\t \x03(\t\x12*\n\trelevance\x18\n \x01(\x0e\x32\x17.knowledge.v1.Relevance\".\n\x16PrefetchContextRequest\x12\x14\n\x0cuser_message\x18\x01 \x01(\t\"|\n\x17PrefetchContextResponse\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x10\n\x08\x64\x65graded\x18\x02 \x01(\x08\x12\x14\n\x0c\x64\x65gradations\x18\x03 \x03(\t\x12\x13\n\x0b\x65ntry_count\x18\x04 \x01(\x05\x12\x12\n\nelapsed_ms\x18\x05 \x01(\x03*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x03*\x82\x01\n\tRelevance\x12\x19\n\x15RELEVANCE_UNSPECIFIED\x10\x00\x12\x12\n\x0eRELEVANCE_HIGH\x10\x01\x12\x16\n\x12RELEVANCE_MODERATE\x10\x02\x12\x11\n\rRELEVANCE_LOW\x10\x03\x12\x1b\n\x17RELEVANCE_LEXICAL_MATCH\x10\x04*\x80\x01\n\x0cSupportLevel\x12\x1d\n\x19SUPPORT_LEVEL_UNSPECIFIED\x10\x00\x12\x1b\n\x17SUPPORT_LEVEL_SUPPORTED\x10\x01\x12\x19\n\x15SUPPORT_LEVEL_PARTIAL\x10\x02\x12\x19\n\x15SUPPORT_LEVEL_UNKNOWN\x10\x03*_\n\nFactStatus\x12\x1b\n\x17\x46\x41\x43T_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46\x41\x43T_STATUS_GROUNDED\x10\x01\x12\x1a\n\x16\x46\x41\x43T_STATUS_UNRESOLVED\x10\x02\x32\xee\x04\n\rSearchService\x12h\n\x06Search\x12\x1b.knowledge.v1.SearchRequest\x1a\x1c.knowledge.v1.SearchResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/api/v1/knowledge/search:\x01*\x12\x8d\x01\n\x0fSearchDocuments\x12$.knowledge.v1.SearchDocumentsRequest\x1a%.knowledge.v1.SearchDocumentsResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/knowledge/search_documents:\x01*\x12\x64\n\x05Query\x12\x1a.knowledge.v1.QueryRequest\x1a\x1b.knowledge.v1.QueryResponse\"\"\x82\xd3\xe4\x93\x02\x1c\"\x17/api/v1/knowledge/query:\x01*\x12u\n\nGetContext\x12\x1f.knowledge.v1.GetContextRequest\x1a .knowledge.v1.GetContextResponse\"$\x82\xd3\xe4\x93\x02\x1e\"\x19/api/v1/knowledge/context:\x01*\x12\x85\x01\n\x0fPrefetchContext\x12$.knowledge.v1.PrefetchContextRequest\x1a%.knowledge.v1.PrefetchContextResponse\"%\x82\xd3\xe4\x93\x02\x1f\"\x1a/api/v1/knowledge/prefetch:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19knowledge/v1/search.proto\x12\x0cknowledge.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x19knowledge/v1/common.proto\"R\n\x0e\x43hannelWeights\x12\x13\n\x06vector\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07lexical\x18\x02 \x01(\x01H\x01\x88\x01\x01\x42\t\n\x07_vectorB\n\n\x08_lexical\"\xf2\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12&\n\x04mode\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.SearchMode\x12-\n\x07weights\x18\x06 \x01(\x0b\x32\x1c.knowledge.v1.ChannelWeights\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x12\x0f\n\x06\x66ilter\x18\xb6\x02 \x01(\t\x12\x13\n\ncorpus_key\x18\xb8\x02 \x01(\tB\t\n\x07_rerank\"{\n\x0eSearchResponse\x12*\n\trelevance\x18\x01 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12+\n\x07results\x18\x02 \x03(\x0b\x32\x1a.knowledge.v1.SearchResult\x12\x10\n\x08warnings\x18\x03 \x03(\t\"\x8e\x03\n\x0cSearchResult\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x03 \x01(\t\x12\x0f\n\x07section\x18\x04 \x01(\t\x12\x0c\n\x04page\x18\x05 \x01(\x05\x12\r\n\x05score\x18\x06 \x01(\x01\x12\x13\n\x0bvector_rank\x18\x07 \x01(\x05\x12\x14\n\x0clexical_rank\x18\x08 \x01(\x05\x12\x13\n\x0b\x66used_score\x18\t \x01(\x01\x12\x0f\n\x07\x63ontent\x18\n \x01(\t\x12\x11\n\tcorpus_id\x18\x0b \x01(\t\x12\x12\n\nsource_url\x18( \x01(\t\x12\x14\n\x0crerank_score\x18\x32 \x01(\x01\x12\x15\n\x0c\x64ocument_ref\x18\xb6\x02 \x01(\t\x12\x11\n\x08\x66ragment\x18\xb7\x02 \x01(\t\x12*\n\x08metadata\x18\xb8\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x11\x64ocument_metadata\x18\xb9\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xcc\x01\n\x16SearchDocumentsRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x03 \x01(\t\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12&\n\x04mode\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.SearchMode\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x12\x0f\n\x06\x66ilter\x18\xb6\x02 \x01(\t\x12\x13\n\ncorpus_key\x18\xb8\x02 \x01(\tB\t\n\x07_rerank\"\xab\x01\n\x17SearchDocumentsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12*\n\trelevance\x18\x02 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12\x14\n\x0cresult_count\x18\x03 \x01(\x05\x12\x12\n\tsynthesis\x18\xa0\x01 \x01(\t\x12,\n\x07results\x18\xb6\x02 \x03(\x0b\x32\x1a.knowledge.v1.SearchResult\"\x9a\x01\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x11\n\tcorpus_id\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12\x13\n\x06rerank\x18\x32 \x01(\x08H\x00\x88\x01\x01\x12\x0f\n\x06\x66ilter\x18\xb6\x02 \x01(\t\x12\x13\n\ncorpus_key\x18\xb8\x02 \x01(\tB\t\n\x07_rerank\"\xea\x01\n\rQueryResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12)\n\tcitations\x18\x02 \x03(\x0b\x32\x16.knowledge.v1.Citation\x12*\n\trelevance\x18\x03 \x01(\x0e\x32\x17.knowledge.v1.Relevance\x12 \n\x04\x63ost\x18\x04 \x01(\x0b\x32\x12.knowledge.v1.Cost\x12\x35\n\x0f\x66\x61llback_reason\x18\xdc\x01 \x01(\x0e\x32\x1b.knowledge.v1.RefusalReason\x12\x19\n\x10\x66\x61llback_message\x18\xdd\x01 \x01(\t\"\x92\x02\n\x08\x43itation\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04page\x18\x03 \x01(\x05\x12\x0f\n\x07section\x18\x04 \x01(\t\x12\x0f\n\x07\x65xcerpt\x18\x05 \x01(\t\x12\x10\n\x08\x63hunk_id\x18\x06 \x01(\t\x12\x12\n\nsource_url\x18( \x01(\t\x12\x15\n\x0c\x64ocument_ref\x18\xb6\x02 \x01(\t\x12\x11\n\x08\x66ragment\x18\xb7\x02 \x01(\t\x12*\n\x08metadata\x18\xb8\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x11\x64ocument_metadata\x18\xb9\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"k\n\x11GetContextRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x12\n\tcorpus_id\x18\xb9\x02 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x0f\n\x06\x66ilter\x18\xb6\x02 \x01(\t\x12\x13\n\ncorpus_key\x18\xb8\x02 \x01(\t\"E\n\x12GetContextResponse\x12/\n\x07\x63ontext\x18\x01 \x01(\x0b\x32\x1e.knowledge.v1.KnowledgeContext\"\xa2\x01\n\x10KnowledgeContext\x12!\n\x05\x66\x61\x63ts\x18\x01 \x03(\x0b\x32\x12.knowledge.v1.Fact\x12(\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x16.knowledge.v1.Evidence\x12/\n\x08metadata\x18\x03 \x01(\x0b\x32\x1d.knowledge.v1.ContextMetadata\x12\x10\n\x08rendered\x18\x04 \x01(\t\"\x9a\x01\n\x04\x46\x61\x63t\x12\x11\n\tstatement\x18\x01 \x01(\t\x12+\n\x07support\x18\x02 \x01(\x0e\x32\x1a.knowledge.v1.SupportLevel\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12\x14\n\x0c\x65vidence_ids\x18\x04 \x03(\t\x12(\n\x06status\x18\x05 \x01(\x0e\x32\x18.knowledge.v1.FactStatus\"\xe1\x02\n\x08\x45vidence\x12\x13\n\x0b\x65vidence_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ilename\x18\x03 \x01(\t\x12\x0c\n\x04page\x18\x04 \x01(\x05\x12\x0f\n\x07section\x18\x05 \x01(\t\x12\x12\n\nsource_url\x18\x06 \x01(\t\x12\x0f\n\x07\x65xcerpt\x18\x07 \x01(\t\x12\x16\n\x0e\x65xcerpt_sha256\x18\x08 \x01(\t\x12\x11\n\textractor\x18\t \x01(\t\x12\x10\n\x08\x63hunk_id\x18\n \x01(\t\x12\r\n\x05score\x18\x0b \x01(\x01\x12\x15\n\x0c\x64ocument_ref\x18\xb6\x02 \x01(\t\x12\x11\n\x08\x66ragment\x18\xb7\x02 \x01(\t\x12*\n\x08metadata\x18\xb8\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x11\x64ocument_metadata\x18\xb9\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xef\x01\n\x0f\x43ontextMetadata\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05scope\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x03 \x01(\t\x12\x12\n\nfact_count\x18\x04 \x01(\x05\x12\x16\n\x0e\x65vidence_count\x18\x05 \x01(\x05\x12\x18\n\x10unresolved_count\x18\x06 \x01(\x05\x12\x12\n\nelapsed_ms\x18\x07 \x01(\x03\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x14\n\x0c\x64\x65gradations\x18\t \x03(\t\x12*\n\trelevance\x18\n \x01(\x0e\x32\x17.knowledge.v1.Relevance\".\n\x16PrefetchContextRequest\x12\x14\n\x0cuser_message\x18\x01 \x01(\t\"|\n\x17PrefetchContextResponse\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x10\n\x08\x64\x65graded\x18\x02 \x01(\x08\x12\x14\n\x0c\x64\x65gradations\x18\x03 \x03(\t\x12\x13\n\x0b\x65ntry_count\x18\x04 \x01(\x05\x12\x12\n\nelapsed_ms\x18\x05 \x01(\x03*r\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x17\n\x13SEARCH_MODE_LEXICAL\x10\x03*\x82\x01\n\tRelevance\x12\x19\n\x15RELEVANCE_UNSPECIFIED\x10\x00\x12\x12\n\x0eRELEVANCE_HIGH\x10\x01\x12\x16\n\x12RELEVANCE_MODERATE\x10\x02\x12\x11\n\rRELEVANCE_LOW\x10\x03\x12\x1b\n\x17RELEVANCE_LEXICAL_MATCH\x10\x04*\x80\x01\n\x0cSupportLevel\x12\x1d\n\x19SUPPORT_LEVEL_UNSPECIFIED\x10\x00\x12\x1b\n\x17SUPPORT_LEVEL_SUPPORTED\x10\x01\x12\x19\n\x15SUPPORT_LEVEL_PARTIAL\x10\x02\x12\x19\n\x15SUPPORT_LEVEL_UNKNOWN\x10\x03*_\n\nFactStatus\x12\x1b\n\x17\x46\x41\x43T_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46\x41\x43T_STATUS_GROUNDED\x10\x01\x12\x1a\n\x16\x46\x41\x43T_STATUS_UNRESOLVED\x10\x02\x32\xee\x04\n\rSearchService\x12h\n\x06Search\x12\x1b.knowledge.v1.SearchRequest\x1a\x1c.knowledge.v1.SearchResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x18/api/v1/knowledge/search:\x01*\x12\x8d\x01\n\x0fSearchDocuments\x12$.knowledge.v1.SearchDocumentsRequest\x1a%.knowledge.v1.SearchDocumentsResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/knowledge/search_documents:\x01*\x12\x64\n\x05Query\x12\x1a.knowledge.v1.QueryRequest\x1a\x1b.knowledge.v1.QueryResponse\"\"\x82\xd3\xe4\x93\x02\x1c\"\x17/api/v1/knowledge/query:\x01*\x12u\n\nGetContext\x12\x1f.knowledge.v1.GetContextRequest\x1a .knowledge.v1.GetContextResponse\"$\x82\xd3\xe4\x93\x02\x1e\"\x19/api/v1/knowledge/context:\x01*\x12\x85\x01\n\x0fPrefetchContext\x12$.knowledge.v1.PrefetchContextRequest\x1a%.knowledge.v1.PrefetchContextResponse\"%\x82\xd3\xe4\x93\x02\x1f\"\x1a/api/v1/knowledge/prefetch:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,48 +44,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEARCHSERVICE'].methods_by_name['GetContext']._serialized_options = b'\202\323\344\223\002\036\"\031/api/v1/knowledge/context:\001*'
   _globals['_SEARCHSERVICE'].methods_by_name['PrefetchContext']._loaded_options = None
   _globals['_SEARCHSERVICE'].methods_by_name['PrefetchContext']._serialized_options = b'\202\323\344\223\002\037\"\032/api/v1/knowledge/prefetch:\001*'
-  _globals['_SEARCHMODE']._serialized_start=2644
-  _globals['_SEARCHMODE']._serialized_end=2758
-  _globals['_RELEVANCE']._serialized_start=2761
-  _globals['_RELEVANCE']._serialized_end=2891
-  _globals['_SUPPORTLEVEL']._serialized_start=2894
-  _globals['_SUPPORTLEVEL']._serialized_end=3022
-  _globals['_FACTSTATUS']._serialized_start=3024
-  _globals['_FACTSTATUS']._serialized_end=3119
-  _globals['_CHANNELWEIGHTS']._serialized_start=100
-  _globals['_CHANNELWEIGHTS']._serialized_end=182
-  _globals['_SEARCHREQUEST']._serialized_start=185
-  _globals['_SEARCHREQUEST']._serialized_end=389
-  _globals['_SEARCHRESPONSE']._serialized_start=391
-  _globals['_SEARCHRESPONSE']._serialized_end=514
-  _globals['_SEARCHRESULT']._serialized_start=517
-  _globals['_SEARCHRESULT']._serialized_end=776
-  _globals['_SEARCHDOCUMENTSREQUEST']._serialized_start=779
-  _globals['_SEARCHDOCUMENTSREQUEST']._serialized_end=945
-  _globals['_SEARCHDOCUMENTSRESPONSE']._serialized_start=947
-  _globals['_SEARCHDOCUMENTSRESPONSE']._serialized_end=1072
-  _globals['_QUERYREQUEST']._serialized_start=1074
-  _globals['_QUERYREQUEST']._serialized_end=1190
-  _globals['_QUERYRESPONSE']._serialized_start=1193
-  _globals['_QUERYRESPONSE']._serialized_end=1427
-  _globals['_CITATION']._serialized_start=1430
-  _globals['_CITATION']._serialized_end=1565
-  _globals['_GETCONTEXTREQUEST']._serialized_start=1567
-  _globals['_GETCONTEXTREQUEST']._serialized_end=1616
-  _globals['_GETCONTEXTRESPONSE']._serialized_start=1618
-  _globals['_GETCONTEXTRESPONSE']._serialized_end=1687
-  _globals['_KNOWLEDGECONTEXT']._serialized_start=1690
-  _globals['_KNOWLEDGECONTEXT']._serialized_end=1852
-  _globals['_FACT']._serialized_start=1855
-  _globals['_FACT']._serialized_end=2009
-  _globals['_EVIDENCE']._serialized_start=2012
-  _globals['_EVIDENCE']._serialized_end=2226
-  _globals['_CONTEXTMETADATA']._serialized_start=2229
-  _globals['_CONTEXTMETADATA']._serialized_end=2468
-  _globals['_PREFETCHCONTEXTREQUEST']._serialized_start=2470
-  _globals['_PREFETCHCONTEXTREQUEST']._serialized_end=2516
-  _globals['_PREFETCHCONTEXTRESPONSE']._serialized_start=2518
-  _globals['_PREFETCHCONTEXTRESPONSE']._serialized_end=2642
-  _globals['_SEARCHSERVICE']._serialized_start=3122
-  _globals['_SEARCHSERVICE']._serialized_end=3744
+  _globals['_SEARCHMODE']._serialized_start=3311
+  _globals['_SEARCHMODE']._serialized_end=3425
+  _globals['_RELEVANCE']._serialized_start=3428
+  _globals['_RELEVANCE']._serialized_end=3558
+  _globals['_SUPPORTLEVEL']._serialized_start=3561
+  _globals['_SUPPORTLEVEL']._serialized_end=3689
+  _globals['_FACTSTATUS']._serialized_start=3691
+  _globals['_FACTSTATUS']._serialized_end=3786
+  _globals['_CHANNELWEIGHTS']._serialized_start=130
+  _globals['_CHANNELWEIGHTS']._serialized_end=212
+  _globals['_SEARCHREQUEST']._serialized_start=215
+  _globals['_SEARCHREQUEST']._serialized_end=457
+  _globals['_SEARCHRESPONSE']._serialized_start=459
+  _globals['_SEARCHRESPONSE']._serialized_end=582
+  _globals['_SEARCHRESULT']._serialized_start=585
+  _globals['_SEARCHRESULT']._serialized_end=983
+  _globals['_SEARCHDOCUMENTSREQUEST']._serialized_start=986
+  _globals['_SEARCHDOCUMENTSREQUEST']._serialized_end=1190
+  _globals['_SEARCHDOCUMENTSRESPONSE']._serialized_start=1193
+  _globals['_SEARCHDOCUMENTSRESPONSE']._serialized_end=1364
+  _globals['_QUERYREQUEST']._serialized_start=1367
+  _globals['_QUERYREQUEST']._serialized_end=1521
+  _globals['_QUERYRESPONSE']._serialized_start=1524
+  _globals['_QUERYRESPONSE']._serialized_end=1758
+  _globals['_CITATION']._serialized_start=1761
+  _globals['_CITATION']._serialized_end=2035
+  _globals['_GETCONTEXTREQUEST']._serialized_start=2037
+  _globals['_GETCONTEXTREQUEST']._serialized_end=2144
+  _globals['_GETCONTEXTRESPONSE']._serialized_start=2146
+  _globals['_GETCONTEXTRESPONSE']._serialized_end=2215
+  _globals['_KNOWLEDGECONTEXT']._serialized_start=2218
+  _globals['_KNOWLEDGECONTEXT']._serialized_end=2380
+  _globals['_FACT']._serialized_start=2383
+  _globals['_FACT']._serialized_end=2537
+  _globals['_EVIDENCE']._serialized_start=2540
+  _globals['_EVIDENCE']._serialized_end=2893
+  _globals['_CONTEXTMETADATA']._serialized_start=2896
+  _globals['_CONTEXTMETADATA']._serialized_end=3135
+  _globals['_PREFETCHCONTEXTREQUEST']._serialized_start=3137
+  _globals['_PREFETCHCONTEXTREQUEST']._serialized_end=3183
+  _globals['_PREFETCHCONTEXTRESPONSE']._serialized_start=3185
+  _globals['_PREFETCHCONTEXTRESPONSE']._serialized_end=3309
+  _globals['_SEARCHSERVICE']._serialized_start=3789
+  _globals['_SEARCHSERVICE']._serialized_end=4411
 # @@protoc_insertion_point(module_scope)

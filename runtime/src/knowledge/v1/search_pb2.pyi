@@ -1,4 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from knowledge.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -62,7 +63,7 @@ class ChannelWeights(_message.Message):
     def __init__(self, vector: _Optional[float] = ..., lexical: _Optional[float] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +71,8 @@ class SearchRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -77,7 +80,9 @@ class SearchRequest(_message.Message):
     mode: SearchMode
     weights: ChannelWeights
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("relevance", "results", "warnings")
@@ -90,7 +95,7 @@ class SearchResponse(_message.Message):
     def __init__(self, relevance: _Optional[_Union[Relevance, str]] = ..., results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
-    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id", "source_url", "rerank_score")
+    __slots__ = ("document_id", "filename", "chunk_id", "section", "page", "score", "vector_rank", "lexical_rank", "fused_score", "content", "corpus_id", "source_url", "rerank_score", "document_ref", "fragment", "metadata", "document_metadata")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +109,10 @@ class SearchResult(_message.Message):
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
     RERANK_SCORE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_METADATA_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     chunk_id: str
@@ -117,49 +126,63 @@ class SearchResult(_message.Message):
     corpus_id: str
     source_url: str
     rerank_score: float
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ...) -> None: ...
+    document_ref: str
+    fragment: str
+    metadata: _struct_pb2.Struct
+    document_metadata: _struct_pb2.Struct
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ..., document_ref: _Optional[str] = ..., fragment: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
     top_k: int
     mode: SearchMode
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
-    __slots__ = ("text", "relevance", "result_count", "synthesis")
+    __slots__ = ("text", "relevance", "result_count", "synthesis", "results")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     RESULT_COUNT_FIELD_NUMBER: _ClassVar[int]
     SYNTHESIS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
     text: str
     relevance: Relevance
     result_count: int
     synthesis: str
-    def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ...) -> None: ...
+    results: _containers.RepeatedCompositeFieldContainer[SearchResult]
+    def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ..., results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank")
+    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     top_k: int
     document_id: str
     rerank: bool
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    filter: str
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message")
@@ -178,7 +201,7 @@ class QueryResponse(_message.Message):
     def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., fallback_reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., fallback_message: _Optional[str] = ...) -> None: ...
 
 class Citation(_message.Message):
-    __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id", "source_url")
+    __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id", "source_url", "document_ref", "fragment", "metadata", "document_metadata")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +209,10 @@ class Citation(_message.Message):
     EXCERPT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_URL_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_METADATA_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     filename: str
     page: int
@@ -193,15 +220,25 @@ class Citation(_message.Message):
     excerpt: str
     chunk_id: str
     source_url: str
-    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ...) -> None: ...
+    document_ref: str
+    fragment: str
+    metadata: _struct_pb2.Struct
+    document_metadata: _struct_pb2.Struct
+    def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., excerpt: _Optional[str] = ..., chunk_id: _Optional[str] = ..., source_url: _Optional[str] = ..., document_ref: _Optional[str] = ..., fragment: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class GetContextRequest(_message.Message):
-    __slots__ = ("query", "top_k")
+    __slots__ = ("query", "corpus_id", "top_k", "filter", "corpus_key")
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     query: str
+    corpus_id: str
     top_k: int
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ...) -> None: ...
+    filter: str
+    corpus_key: str
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
 
 class GetContextResponse(_message.Message):
     __slots__ = ("context",)
@@ -236,7 +273,7 @@ class Fact(_message.Message):
     def __init__(self, statement: _Optional[str] = ..., support: _Optional[_Union[SupportLevel, str]] = ..., confidence: _Optional[float] = ..., evidence_ids: _Optional[_Iterable[str]] = ..., status: _Optional[_Union[FactStatus, str]] = ...) -> None: ...
 
 class Evidence(_message.Message):
-    __slots__ = ("evidence_id", "document_id", "filename", "page", "section", "source_url", "excerpt", "excerpt_sha256", "extractor", "chunk_id", "score")
+    __slots__ = ("evidence_id", "document_id", "filename", "page", "section", "source_url", "excerpt", "excerpt_sha256", "extractor", "chunk_id", "score", "document_ref", "fragment", "metadata", "document_metadata")
     EVIDENCE_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +285,10 @@ class Evidence(_message.Message):
     EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_METADATA_FIELD_NUMBER: _ClassVar[int]
     evidence_id: str
     document_id: str
     filename: str
@@ -259,7 +300,11 @@ class Evidence(_message.Message):
     extractor: str
     chunk_id: str
     score: float
-    def __init__(self, evidence_id: _Optional[str] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., source_url: _Optional[str] = ..., excerpt: _Optional[str] = ..., excerpt_sha256: _Optional[str] = ..., extractor: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+    document_ref: str
+    fragment: str
+    metadata: _struct_pb2.Struct
+    document_metadata: _struct_pb2.Struct
+    def __init__(self, evidence_id: _Optional[str] = ..., document_id: _Optional[str] = ..., filename: _Optional[str] = ..., page: _Optional[int] = ..., section: _Optional[str] = ..., source_url: _Optional[str] = ..., excerpt: _Optional[str] = ..., excerpt_sha256: _Optional[str] = ..., extractor: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ..., document_ref: _Optional[str] = ..., fragment: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ContextMetadata(_message.Message):
     __slots__ = ("query", "scope", "backend", "fact_count", "evidence_count", "unresolved_count", "elapsed_ms", "truncated", "degradations", "relevance")

@@ -20,6 +20,11 @@ PLACEMENTS = """
 SELECT corpus_id, scope_path, confidentiality, tenant_id IS NULL AS platform
 FROM corpora WHERE (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) AND deleted_at IS NULL
 """
+# The tenant's live corpora bearing a key (knowledge_runtime.corpus_keys picks the one a reader means).
+KEYED = """
+SELECT corpus_id, scope_path, confidentiality, false AS platform
+FROM corpora WHERE tenant_id = $1 AND key = $2 AND deleted_at IS NULL
+"""
 # The reader's node and ancestors, and the platform tenant's root ($3): the documents of a
 # platform-wide corpus (bound to the root, rows keyed by the platform tenant) bump that row, so a
 # change there reaches every tenant's cache key.
@@ -55,6 +60,14 @@ class PostgresReach:
     async def placements(self, tenant: str) -> list[Placement]:
         """Where every corpus the tenant can see sits (the platform-wide ones included)."""
         rows = await self._db.fetch("corpus_placements", PLACEMENTS, tenant)
+        return [
+            Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"]), r["platform"])
+            for r in rows
+        ]
+
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        """Where the tenant's corpora bearing ``key`` sit (any reach: ``corpus_keys.resolve`` decides)."""
+        rows = await self._db.fetch("corpora_keyed", KEYED, tenant, key)
         return [
             Placement(r["corpus_id"], ScopePath.parse(r["scope_path"]), Band(r["confidentiality"]), r["platform"])
             for r in rows

@@ -26,7 +26,7 @@ from knowledge_runtime.tenancy import (
 
 SETTINGS = """
 SELECT tenant_id, enabled, max_documents, max_bytes, max_chunks, max_embedding_tokens_per_month,
-       max_llm_cost_per_month, updated_by, update_time
+       max_llm_cost_per_month, updated_by, update_time, features
 FROM tenant_settings WHERE tenant_id = $1
 """
 ENABLED = "SELECT enabled FROM tenant_settings WHERE tenant_id = $1"
@@ -49,6 +49,7 @@ def settings_from_row(row: asyncpg.Record) -> TenantSettings:
         configured=True,
         updated_by=row["updated_by"],
         update_time=row["update_time"],
+        features=tuple(row["features"]),
     )
 
 

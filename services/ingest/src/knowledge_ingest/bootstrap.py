@@ -58,6 +58,9 @@ from knowledge_ingest.jobs.uploads import UploadUseCases
 from knowledge_ingest.jobs.usecases import JobUseCases
 from knowledge_ingest.jobs.web import WebPageUseCases
 from knowledge_ingest.jobs.workers import Workers
+from knowledge_ingest.passages import api as passages_api
+from knowledge_ingest.passages.postgres import PostgresPassages
+from knowledge_ingest.passages.usecases import PassageUseCases
 from knowledge_ingest.tenants import api as tenants_api
 from knowledge_ingest.tenants.metrics import TenantMetrics
 from knowledge_ingest.tenants.postgres import PostgresTenants
@@ -109,6 +112,16 @@ def wire(
         settings.import_roots, importer, document_store, job_store, PostgresImports(db), hash_capped, reach
     )
     event_cases = EventUseCases(event_log, wakeups, settings.events_heartbeat_s, settings.events_retention_s, reach)
+    passage_cases = PassageUseCases(
+        passages=PostgresPassages(db),
+        corpora=corpus_cases,
+        reach=reach,
+        kinds=document_store,
+        blobs=blobs,
+        tombstones=tombstones,
+        quotas=quotas,
+        max_upload_bytes=settings.common.max_upload_bytes,
+    )
     services = [
         corpora_api.service_spec(corpora_api.CorpusServicer(corpus_cases, deletion)),
         documents_api.service_spec(documents_api.DocumentServicer(document_cases, deletion)),
@@ -120,6 +133,7 @@ def wire(
         imports_api.service_spec(imports_api.ImportServicer(import_cases)),
         tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store, reach))),
         events_api.service_spec(events_api.EventServicer(event_cases)),
+        passages_api.service_spec(passages_api.PassageServicer(passage_cases)),
     ]
 
     pipeline = Pipeline(

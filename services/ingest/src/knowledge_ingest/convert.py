@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
+from google.protobuf import json_format, struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from knowledge.v1 import ingest_pb2
 
@@ -17,6 +19,18 @@ def timestamp(value: datetime) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(value)
     return stamp
+
+
+def struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(values)
+    return message
+
+
+def struct_values(message: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct as plain values (numbers as floats: ``domain.metadata`` makes integral ones integers)."""
+    values: dict[str, Any] = json_format.MessageToDict(message)
+    return values
 
 
 def state_value(state: State) -> ingest_pb2.DocumentState:
@@ -33,6 +47,7 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         create_time=timestamp(corpus.create_time),
         scope=str(corpus.scope),
         confidentiality=corpus.confidentiality.value,
+        key=corpus.key or "",
     )
 
 
@@ -57,6 +72,8 @@ def document_message(document: Document) -> ingest_pb2.Document:
         stage=document.stage,
         progress=document.progress,
         refusal_reason=document.refusal_reason,
+        metadata=struct(document.metadata),
+        document_ref=document.document_ref,
     )
 
 

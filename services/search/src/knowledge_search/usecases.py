@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.corpus_keys import resolve as resolve_key
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.logging import get_logger
@@ -87,9 +88,11 @@ class SearchUseCases:
         (keyed on the request as narrowed here, so a read with and one without the housekeeping
         corpora never share an entry); a degraded outcome is never cached."""
         tenant = scope.tenant
+        reader = await self.index.reader(scope)
+        if request.filters.corpus_key is not None:
+            request = await self._keyed(tenant, reader, request)
         if self.system_corpora is not None and not include_housekeeping:
             request = await self._without_housekeeping(tenant, request)
-        reader = await self.index.reader(scope)
         if self.cache is None:
             return await self._search(tenant, reader, request, fallback_to_lexical)
         key = cache_key(tenant, reader, await self.index.generation(tenant, reader), request)
@@ -164,6 +167,16 @@ class SearchUseCases:
             cost=cost,
             degradations=degradations,
         )
+
+    async def _keyed(self, tenant: str, reader: Reader, request: SearchRequest) -> SearchRequest:
+        """The request with the corpus its key names for this reader (``corpus_keys.resolve``);
+        CorpusNotFound when the key names none in its reach."""
+        assert request.filters.corpus_key is not None
+        reach = await self.index.reach_for(tenant, reader)
+        corpus_id = resolve_key(reach, await self.index.keyed(tenant, request.filters.corpus_key))
+        if corpus_id is None:
+            raise CorpusNotFound()
+        return replace(request, filters=replace(request.filters, corpus_id=corpus_id, corpus_key=None))
 
     async def _without_housekeeping(self, tenant: str, request: SearchRequest) -> SearchRequest:
         assert self.system_corpora is not None

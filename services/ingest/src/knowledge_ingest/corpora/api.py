@@ -29,7 +29,12 @@ class CorpusServicer(ingest_pb2_grpc.CorpusServiceServicer):
 
     async def CreateCorpus(self, request: ingest_pb2.CreateCorpusRequest, context: Context) -> ingest_pb2.Corpus:
         corpus = await self._corpora.create_corpus(
-            current_scope(), request.name, request.description, request.confidentiality, request.platform_wide
+            current_scope(),
+            request.name,
+            request.description,
+            request.confidentiality,
+            request.platform_wide,
+            request.key,
         )
         return corpus_message(corpus)
 

@@ -6,24 +6,26 @@ import asyncpg
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import Band, ScopePath
 
-from knowledge_ingest.domain.errors import CorpusNameTaken
+from knowledge_ingest.domain.errors import CorpusKeyTaken, CorpusNameTaken
 from knowledge_ingest.domain.events import corpus_created
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.events.outbox import publish
 from knowledge_ingest.tenants.postgres import ENSURE_TENANT
 
 INSERT_CORPUS = """
-INSERT INTO corpora (tenant_id, name, description, scope_path, confidentiality)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
+INSERT INTO corpora (tenant_id, name, description, scope_path, confidentiality, key)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path,
+    confidentiality, key
 """
 INSERT_PLATFORM_CORPUS = """
 INSERT INTO corpora (tenant_id, name, description, is_system, scope_path, confidentiality)
 VALUES (NULL, $1, $2, true, '/', 'GENERAL')
-RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path, confidentiality
+RETURNING corpus_id, name, description, 0 AS document_count, 0 AS chunk_count, create_time, scope_path,
+    confidentiality, key
 """
 LIST_USER_CORPORA = """
-SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
+SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality, c.key,
        count(d.document_id) AS document_count,
        coalesce(sum(d.chunk_count), 0) AS chunk_count
 FROM corpora c
@@ -45,9 +47,14 @@ RETURNING corpus_id
 BANDS_NAMED = """
 SELECT DISTINCT confidentiality FROM corpora WHERE tenant_id = $1 AND scope_path = $2 AND name = $3 AND deleted_at IS NULL
 """
+BANDS_KEYED = """
+SELECT DISTINCT confidentiality FROM corpora WHERE tenant_id = $1 AND scope_path = $2 AND key = $3 AND deleted_at IS NULL
+"""
 CORPUS_NAME = "SELECT name FROM corpora WHERE corpus_id = $1"
+# The index of a key's uniqueness (migration 0059): a violation of it is a key taken, not a name.
+KEY_INDEX = "corpora_node_key"
 GET_CORPUS = """
-SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality,
+SELECT c.corpus_id, c.name, c.description, c.create_time, c.scope_path, c.confidentiality, c.key,
        count(d.document_id) AS document_count,
        coalesce(sum(d.chunk_count), 0) AS chunk_count
 FROM corpora c
@@ -73,10 +80,13 @@ class PostgresCorpora:
                     corpus.description,
                     str(node),
                     corpus.confidentiality.value,
+                    corpus.key,
                 )
                 assert row is not None
                 await publish(tx, tenant, [corpus_created(row["corpus_id"])])
-        except asyncpg.UniqueViolationError:
+        except asyncpg.UniqueViolationError as error:
+            if corpus.key is not None and error.constraint_name == KEY_INDEX:
+                raise CorpusKeyTaken(corpus.key) from None
             raise CorpusNameTaken(corpus.name) from None
         assert row is not None
         return _corpus(row)
@@ -96,6 +106,10 @@ class PostgresCorpora:
 
     async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
         rows = await self._db.fetch("corpus_bands_named", BANDS_NAMED, tenant, str(node), name)
+        return [Band(row["confidentiality"]) for row in rows]
+
+    async def bands_keyed(self, tenant: str, node: ScopePath, key: str) -> list[Band]:
+        rows = await self._db.fetch("corpus_bands_keyed", BANDS_KEYED, tenant, str(node), key)
         return [Band(row["confidentiality"]) for row in rows]
 
     async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
@@ -128,4 +142,5 @@ def _corpus(row: asyncpg.Record) -> Corpus:
         create_time=row["create_time"],
         scope=ScopePath.parse(row["scope_path"]),
         confidentiality=Band(row["confidentiality"]),
+        key=row["key"],
     )

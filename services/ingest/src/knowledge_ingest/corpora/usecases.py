@@ -9,6 +9,7 @@ from knowledge_runtime.reach import InvalidScopePath, ScopePath, allows
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import (
+    CorpusKeyTaken,
     CorpusNameTaken,
     CorpusNotFound,
     InvalidCorpus,
@@ -17,7 +18,7 @@ from knowledge_ingest.domain.errors import (
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page, name_taken
 from knowledge_ingest.domain.ports import CorpusKinds, CorpusRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import new_platform_corpus
-from knowledge_ingest.guards import require_writable
+from knowledge_ingest.guards import corpus_named, require_writable
 
 
 @dataclass
@@ -27,17 +28,26 @@ class CorpusUseCases:
     kinds: CorpusKinds
 
     async def create_corpus(
-        self, scope: Scope, name: str, description: str, confidentiality: str = "", platform_wide: bool = False
+        self,
+        scope: Scope,
+        name: str,
+        description: str,
+        confidentiality: str = "",
+        platform_wide: bool = False,
+        key: str = "",
     ) -> Corpus:
         """A new corpus is bound to its creator's own node, in a band the creator may read; a
         platform-wide one (domain.system_corpora decides who and which band) to no tenant. Its
-        name must be free among the corpora the creator reads at its node (``name_taken``)."""
+        name, and its key when it has one, must be free among the corpora the creator reads at
+        its node (``name_taken``)."""
+        if platform_wide and key:
+            raise InvalidCorpus("a platform-wide corpus takes no key", field="key")
         if platform_wide:
             platform = new_platform_corpus(
                 name, description, confidentiality, capabilities=scope.capabilities, tenant=scope.tenant
             )
             return await self.corpora.create_platform(scope.tenant, platform)
-        corpus = NewCorpus.parse(name, description, confidentiality)
+        corpus = NewCorpus.parse(name, description, confidentiality, key)
         reader = await self.reach.reader(scope)
         if not allows(reader.clearance, corpus.confidentiality):
             raise InvalidCorpus(
@@ -47,7 +57,27 @@ class CorpusUseCases:
             )
         if name_taken(reader, reader.node, await self.corpora.bands_named(scope.tenant, reader.node, corpus.name)):
             raise CorpusNameTaken(corpus.name)
+        if corpus.key is not None and name_taken(
+            reader, reader.node, await self.corpora.bands_keyed(scope.tenant, reader.node, corpus.key)
+        ):
+            raise CorpusKeyTaken(corpus.key)
         return await self.corpora.create(scope.tenant, corpus, reader.node)
+
+    async def keyed_or_created(self, scope: Scope, key: str, confidentiality: str = "") -> tuple[int, bool]:
+        """(the corpus ``key`` names for the caller, whether it was created now): an unknown key
+        is a new corpus at the caller's node, named after the key, in the band asked (TENANT
+        unless given). Of two callers creating one key at once, the second finds the first's."""
+        reach = await self.reach.reach_of(scope)
+        found = await corpus_named(self.reach, scope, reach, "", key)
+        if found is not None:
+            return found, False
+        try:
+            return (await self.create_corpus(scope, key, "", confidentiality, key=key)).corpus_id, True
+        except (CorpusKeyTaken, CorpusNameTaken):
+            found = await corpus_named(self.reach, scope, await self.reach.reach_of(scope), "", key)
+            if found is None:
+                raise
+            return found, False
 
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
         """One page and the id to continue after (None on the last page)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
@@ -10,15 +11,17 @@ from knowledge_runtime.auth import AUDIT_READ, current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.convert import document_message, tombstone_message
+from knowledge_ingest.convert import document_message, struct_values, tombstone_message
 from knowledge_ingest.deletion.usecases import TombstoneUseCases
 from knowledge_ingest.documents.usecases import DocumentUseCases
+from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.text import TextPage
 from knowledge_ingest.domain.watch import DocumentChange
 from knowledge_ingest.guards import page_of
 
 CAPABILITIES = {
     "GetDocument": "corpus.read",
+    "UpdateDocument": "document.upload",
     "ListDocuments": "corpus.read",
     "BatchGetDocuments": "corpus.read",
     "GetDocumentText": "corpus.read",
@@ -53,6 +56,37 @@ def text_message(page: TextPage) -> ingest_pb2.GetDocumentTextResponse:
     return message
 
 
+UPDATABLE = ("metadata", "filename")
+
+
+def update_fields(request: ingest_pb2.UpdateDocumentRequest) -> tuple[dict[str, Any] | None, str | None]:
+    """(metadata, filename) to set from the request's document: those update_mask names ("*":
+    both), or without a mask those the document sets; None for a field left as it is."""
+    given = request.document
+    if given.document_id and given.document_id != request.document_id:
+        raise InvalidRequest("document.document_id must be empty or the document_id", field="document.document_id")
+    paths = list(request.update_mask.paths)
+    if not paths:
+        paths = [
+            name
+            for name, set_ in (("metadata", given.HasField("metadata")), ("filename", bool(given.filename)))
+            if set_
+        ]
+    if paths == ["*"]:
+        paths = list(UPDATABLE)
+    for path in paths:
+        if path not in UPDATABLE:
+            raise InvalidRequest(
+                f"update_mask path {path[:60]!r} cannot be changed; the paths are {', '.join(UPDATABLE)} or *",
+                field="update_mask",
+            )
+    if not paths:
+        raise InvalidRequest("nothing to change: set document.metadata or document.filename", field="update_mask")
+    metadata = struct_values(given.metadata) if "metadata" in paths else None
+    filename = given.filename if "filename" in paths else None
+    return metadata, filename
+
+
 class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
     def __init__(self, documents: DocumentUseCases, deletion: TombstoneUseCases) -> None:
         self._documents = documents
@@ -61,11 +95,20 @@ class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
     async def GetDocument(self, request: ingest_pb2.GetDocumentRequest, context: Context) -> ingest_pb2.Document:
         return document_message(await self._documents.get(current_scope(), request.document_id))
 
+    async def UpdateDocument(
+        self, request: ingest_pb2.UpdateDocumentRequest, context: Context
+    ) -> ingest_pb2.UpdateDocumentResponse:
+        metadata, filename = update_fields(request)
+        updated = await self._documents.update(current_scope(), request.document_id, metadata, filename)
+        return ingest_pb2.UpdateDocumentResponse(document=document_message(updated))
+
     async def ListDocuments(
         self, request: ingest_pb2.ListDocumentsRequest, context: Context
     ) -> ingest_pb2.ListDocumentsResponse:
         page = page_of(request.page_size, decode_page_token(request.page_token))
-        documents, next_after = await self._documents.list(current_scope(), request.corpus_id, page)
+        documents, next_after = await self._documents.list(
+            current_scope(), request.corpus_id, page, request.filter, request.corpus_key
+        )
         return ingest_pb2.ListDocumentsResponse(
             documents=[document_message(d) for d in documents], next_page_token=encode_page_token(next_after)
         )
@@ -111,7 +154,9 @@ class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
     async def WatchDocuments(
         self, request: ingest_pb2.WatchDocumentsRequest, context: Context
     ) -> AsyncIterator[ingest_pb2.DocumentChange]:
-        async for change in self._documents.watch(current_scope(), request.corpus_id):
+        async for change in self._documents.watch(
+            current_scope(), request.corpus_id, request.filter, request.corpus_key
+        ):
             yield change_message(change)
 
     async def ListTombstones(

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import asyncpg
 from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.filter_fields import compile_filter, document_fields
+from knowledge_runtime.filters import Node, Params
 from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
+from knowledge_ingest.documents.chunk_metadata import chunk_metadata
 from knowledge_ingest.domain.documents import Document, State
 from knowledge_ingest.domain.events import moved
+from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
 from knowledge_ingest.events.outbox import publish
@@ -25,7 +30,7 @@ WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) A
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
-       d.extractor, d.ocr_page_count, d.refusal_reason,
+       d.extractor, d.ocr_page_count, d.refusal_reason, d.metadata, d.document_ref,
        j.job_id, j.stage, j.progress
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
@@ -34,18 +39,24 @@ LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE documen
 # $1: the tenant keys the caller may read (Reach.owners); reach and kind are checked by the use case.
 # A deleted document (deleted_at set, its removal pending) is gone for every read.
 GET_DOCUMENT = _DOCUMENT_SELECT + "WHERE d.tenant_id = ANY($1::text[]) AND d.document_id = $2 AND d.deleted_at IS NULL"
-# BatchGetDocuments: in the order asked ($2 holds no duplicate).
+# BatchGetDocuments (and a watch's re-reads, {filter} its filter from $3 on): in the order asked
+# ($2 holds no duplicate).
 GET_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
 JOIN unnest($2::bigint[]) WITH ORDINALITY AS asked(document_id, position) ON asked.document_id = d.document_id
-WHERE d.tenant_id = ANY($1::text[]) AND d.deleted_at IS NULL ORDER BY asked.position
+WHERE d.tenant_id = ANY($1::text[]) AND d.deleted_at IS NULL AND {filter} ORDER BY asked.position
 """
 )
+# A filter reads the document row itself (alias d).
+FILTER_FIELDS = document_fields("d.metadata", lambda column: f"d.{column}")
+# {filter} is the request's filter compiled over the document row (its values bound from $5 on).
 LIST_DOCUMENTS = (
     _DOCUMENT_SELECT
     + """
-WHERE d.tenant_id = ANY($1::text[]) AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL ORDER BY d.document_id LIMIT $4
+WHERE d.tenant_id = ANY($1::text[]) AND d.corpus_id = $2 AND d.document_id > $3 AND d.deleted_at IS NULL
+    AND {filter}
+ORDER BY d.document_id LIMIT $4
 """
 )
 DOCUMENT_CHUNKS = """
@@ -93,6 +104,25 @@ HOUSEKEEPING_CORPUS = """
 SELECT corpus_id, is_system FROM corpora
 WHERE tenant_id = $1 AND name = $2 AND scope_path = '/' AND confidentiality = 'TENANT' AND deleted_at IS NULL
 """
+# UpdateDocument: the document's row first (locking it: a job storing its chunks waits for this
+# transaction, or this for that one's), then its chunks' merged metadata in one statement that
+# reads the row as updated, so no chunk keeps the old metadata and none is missed.
+UPDATE_DOCUMENT = """
+UPDATE documents SET metadata = coalesce($3::jsonb, metadata), filename = coalesce($4, filename), update_time = now()
+WHERE tenant_id = $1 AND document_id = $2 AND deleted_at IS NULL
+RETURNING document_id
+"""
+REMERGE_CHUNKS = f"""
+UPDATE chunks c SET metadata = {
+    chunk_metadata(
+        c="c",
+        filename="d.filename",
+        document="d.metadata",
+        overlap="coalesce(c.metadata -> 'overlap_chars', '0'::jsonb)",
+    )
+}
+FROM documents d WHERE d.document_id = $1 AND c.document_id = $1
+"""
 SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 
 
@@ -117,6 +147,8 @@ def _document(row: asyncpg.Record) -> Document:
         stage=row["stage"] or "",
         progress=round(row["progress"] or 0.0, 4),
         refusal_reason=row["refusal_reason"] or "",
+        metadata=json.loads(row["metadata"]),
+        document_ref=row["document_ref"] or "",
     )
 
 
@@ -132,12 +164,22 @@ class PostgresDocuments:
         row = await self._db.fetchrow("get_document", GET_DOCUMENT, list(owners), document_id)
         return None if row is None else _document(row)
 
-    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
-        rows = await self._db.fetch("get_documents", GET_DOCUMENTS, list(owners), list(document_ids))
+    async def documents(
+        self, owners: Sequence[str], document_ids: Sequence[int], condition: Node | None = None
+    ) -> list[Document]:
+        params = Params(first=3)
+        statement = GET_DOCUMENTS.format(filter=compile_filter(condition, FILTER_FIELDS, params))
+        rows = await self._db.fetch("get_documents", statement, list(owners), list(document_ids), *params.values)
         return [_document(row) for row in rows]
 
-    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]:
-        rows = await self._db.fetch("list_documents", LIST_DOCUMENTS, list(owners), corpus_id, page.after_id, page.size)
+    async def list_documents(
+        self, owners: Sequence[str], corpus_id: int, page: Page, condition: Node | None = None
+    ) -> list[Document]:
+        params = Params(first=5)
+        statement = LIST_DOCUMENTS.format(filter=compile_filter(condition, FILTER_FIELDS, params))
+        rows = await self._db.fetch(
+            "list_documents", statement, list(owners), corpus_id, page.after_id, page.size, *params.values
+        )
         return [_document(row) for row in rows]
 
     async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]:
@@ -186,6 +228,23 @@ class PostgresDocuments:
             await tx.execute("insert_housekeeping", INSERT_HOUSEKEEPING, tenant, name)
             row = await tx.fetchrow("housekeeping_corpus", HOUSEKEEPING_CORPUS, tenant, name)
         return row["corpus_id"] if row is not None and row["is_system"] else None
+
+    async def update_document(
+        self, tenant: str, document_id: int, metadata: Metadata | None, filename: str | None
+    ) -> bool:
+        async with self._db.transaction() as tx:
+            updated = await tx.fetchval(
+                "update_document",
+                UPDATE_DOCUMENT,
+                tenant,
+                document_id,
+                None if metadata is None else json.dumps(metadata),
+                filename,
+            )
+            if updated is None:
+                return False
+            await tx.execute("remerge_chunks", REMERGE_CHUNKS, document_id)
+        return True
 
     async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
         await self._db.execute("set_subject", SET_SUBJECT, tenant, document_id, subject)

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
+from knowledge_runtime.filter_fields import parse_filter
 from knowledge_runtime.reach import Reach
 
-from knowledge_ingest.domain.documents import Document, parse_id
+from knowledge_ingest.domain.documents import Document, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.metadata import check_metadata
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.ports import DocumentFeed, DocumentRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import may_read
 from knowledge_ingest.domain.text import TextPage, paginate
 from knowledge_ingest.domain.watch import ChangeKind, DocumentChange, batch_answer, batch_ids, change_of
-from knowledge_ingest.guards import require_writable
+from knowledge_ingest.guards import require_writable, required_corpus
 
 MAX_MOVE_IDS = 1000  # per request, and how many moved ids an answer lists
 SNAPSHOT_PAGE = 1000  # documents read per query for a watch's snapshot
@@ -46,6 +48,29 @@ class DocumentUseCases:
             raise DocumentNotFound(document_id)
         return document
 
+    async def update(
+        self, scope: Scope, document_id: str, metadata: Mapping[str, object] | None, filename: str | None
+    ) -> Document:
+        """Set the document's metadata (replaced whole) and/or filename; None leaves one as it is.
+        Writing the document writes its corpus: one the caller only reads is CorpusReadOnly; one
+        it cannot read or write at all answers as an unknown document."""
+        key = parse_id(document_id, "document_id")
+        checked = None if metadata is None else check_metadata(metadata)
+        if filename is not None and not filename.strip():
+            raise InvalidRequest("document.filename must not be empty", field="document.filename")
+        safe = None if filename is None else safe_filename(filename)
+        reach = await self.reach.reach_of(scope)
+        document = await self.store.document((scope.tenant,), key)  # its own rows: only they are writable
+        if document is None:
+            raise DocumentNotFound(document_id)
+        try:
+            await require_writable(self.store, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
+        if not await self.store.update_document(scope.tenant, key, checked, safe):
+            raise DocumentNotFound(document_id)  # deleted meanwhile
+        return await self._get(scope, reach, key, document_id)
+
     async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
         asked = batch_ids(document_ids)
         wanted = [key for key in asked.values() if key is not None]
@@ -57,24 +82,28 @@ class DocumentUseCases:
         readable = [d for d in found if d.corpus_id in corpora]
         return batch_answer(asked, readable)  # one out of reach is not found, as if absent
 
-    async def watch(self, scope: Scope, corpus_id: str) -> AsyncIterator[DocumentChange]:
+    async def watch(
+        self, scope: Scope, corpus_id: str, filter_text: str = "", corpus_key: str = ""
+    ) -> AsyncIterator[DocumentChange]:
         """The corpus's documents, then each change as the database announces it. Listening
         starts before the snapshot is read, so a change committed meanwhile is not missed (at
         worst it is re-read and found unchanged). The caller's reach is checked again on every
         announcement, before anything of it is read: once the corpus is out of reach (rebound,
         another band, deleted) the watch ends with CorpusNotFound, as a new watch would. (The
-        stream also ends at its token's expiry: the runtime's scope interceptor.)"""
+        stream also ends at its token's expiry: the runtime's scope interceptor.) With a filter, the
+        list is the documents it holds for: one that comes to hold is CHANGED, one that stops REMOVED."""
         assert self.feed is not None
-        key = parse_id(corpus_id, "corpus_id")
+        condition = parse_filter(filter_text)
         reach = await self.reach.reach_of(scope)
+        key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
-            raise CorpusNotFound(corpus_id)
+            raise CorpusNotFound(named)
         owners = reach.owners(scope.tenant)
         shown: dict[int, Document] = {}
         async with self.feed.subscribe(key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
-                found = await self.store.list_documents(owners, key, page.probe())
+                found = await self.store.list_documents(owners, key, page.probe(), condition)
                 documents, after = page.cut(found, lambda document: document.document_id)
                 for document in documents:
                     shown[document.document_id] = document
@@ -87,11 +116,11 @@ class DocumentUseCases:
                 document_ids = await announced.next()
                 reach = await self.reach.reach_of(scope)
                 if not await self._readable(scope, reach, key):
-                    raise CorpusNotFound(corpus_id)
+                    raise CorpusNotFound(named)
                 if not document_ids:  # only the corpus changed, and it is still in reach
                     continue
                 owners = reach.owners(scope.tenant)
-                now = {d.document_id: d for d in await self.store.documents(owners, document_ids)}
+                now = {d.document_id: d for d in await self.store.documents(owners, document_ids, condition)}
                 for document_id in document_ids:  # in the order announced
                     change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
                     if change is None:
@@ -108,12 +137,17 @@ class DocumentUseCases:
         kind = await self.store.corpus_kind(scope.tenant, corpus_id)
         return kind is not None and may_read(kind, scope.capabilities)
 
-    async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Document], int | None]:
-        key = parse_id(corpus_id, "corpus_id")
+    async def list(
+        self, scope: Scope, corpus_id: str, page: Page, filter_text: str = "", corpus_key: str = ""
+    ) -> tuple[list[Document], int | None]:
+        """A page of the corpus's documents (those the filter holds for, over their metadata and
+        built-in fields), oldest first; the corpus named by id or by key."""
+        condition = parse_filter(filter_text)
         reach = await self.reach.reach_of(scope)
+        key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
-            raise CorpusNotFound(corpus_id)
-        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe())
+            raise CorpusNotFound(named)
+        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe(), condition)
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:

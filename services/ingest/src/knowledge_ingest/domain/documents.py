@@ -6,7 +6,7 @@ import enum
 import os
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -110,6 +110,8 @@ class Document:
     stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one
     progress: float = 0.0  # of its most recent job
     refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the caller's (domain.metadata)
+    document_ref: str = ""  # the caller's own name for it (passages by reference); empty for others
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,7 @@ class Job:
     duplicate: bool = False  # waits for the tenant's ingest of the same bytes, then reports it
     interruptions: int = 0  # takeovers and dependency restarts of this run: no attempt spent
     fetch_url: str | None = None  # IngestUrl: the page to fetch, as the job's first stage
+    content_sha256: str | None = None  # a passages job: the caller's hash of the version it indexes
 
     @property
     def to_fetch(self) -> bool:

@@ -32,6 +32,13 @@ class CorpusNameTaken(AlreadyExists):
         super().__init__("a corpus with this name already exists", metadata={"name": name[:200]})
 
 
+class CorpusKeyTaken(AlreadyExists):
+    reason = "CORPUS_ALREADY_EXISTS"
+
+    def __init__(self, key: str) -> None:
+        super().__init__("a corpus with this key already exists", metadata={"corpus_key": key[:200]})
+
+
 class InvalidRequest(InvalidField):
     reason = "INVALID_REQUEST"
 
@@ -46,6 +53,13 @@ class CorpusNotFound(NotFound):
 
     def __init__(self, corpus_id: str) -> None:
         super().__init__("corpus not found", metadata={"corpus_id": corpus_id[:40]})
+
+
+class CorpusKeyNotFound(CorpusNotFound):
+    """A key that names no corpus in the caller's reach (it may name one elsewhere in the tree)."""
+
+    def __init__(self, key: str) -> None:
+        NotFound.__init__(self, "corpus not found", metadata={"corpus_key": key[:200]})
 
 
 class CorpusReadOnly(PermissionDenied):
@@ -82,6 +96,19 @@ class JobFinished(FailedPrecondition):
 
     def __init__(self, state: str) -> None:
         super().__init__(f"the job already ended as {state}", metadata={"state": state})
+
+
+class JobSuperseded(FailedPrecondition):
+    """A retry of a version a later one replaced: the later request won, for good."""
+
+    reason = "INGEST_JOB_FINISHED"
+
+    def __init__(self, state: str) -> None:
+        super().__init__(
+            f"the job ended as {state} and a later version of its document superseded it; index that version again "
+            "to make it the document's",
+            metadata={"state": state},
+        )
 
 
 class PageOutOfRange(OutOfRange):

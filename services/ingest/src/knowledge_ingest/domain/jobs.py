@@ -14,7 +14,7 @@ from knowledge_runtime.refusals import REFUSALS, Refusal
 
 from knowledge_ingest.domain.admission import FETCH_STAGE, WAITING_STAGE
 from knowledge_ingest.domain.documents import Document, Job, JobResult, State, progress_of
-from knowledge_ingest.domain.errors import JobFinished, JobSucceeded
+from knowledge_ingest.domain.errors import JobFinished, JobSucceeded, JobSuperseded
 
 DUPLICATE_WAIT_S = 1.0  # how often a job waiting for the same bytes' ingest looks again
 CRASHED = "the file could not be processed (internal error); retry the job, or contact the operators if it fails again"
@@ -213,16 +213,28 @@ def cancel_request(job: Job) -> CancelDecision | None:
     )
 
 
-def retry_request(job: Job, *, gave_no_text: bool = False) -> Transition | None:
+def superseded(job: Job) -> CancelDecision | None:
+    """A later version of its document was admitted (passages by reference): cancelled as
+    ``cancel_request`` cancels, but its document takes the later version's job, not this end."""
+    decision = cancel_request(job)
+    if decision is None:
+        return None
+    return CancelDecision(decision.kind, replace(decision.transition, document=DocumentEffect.KEEP))
+
+
+def retry_request(job: Job, *, gave_no_text: bool = False, superseded: bool = False) -> Transition | None:
     """A FAILED or CANCELLED job is queued again from the start (None: queued or running, returned
     unchanged); so is a SEARCHABLE one whose file gave no text (``gave_no_text``: its own document
     is SEARCHABLE with no chunks, e.g. a scan read before OCR), extracted again from its kept blob;
-    another SEARCHABLE one has nothing to retry; one whose document is gone cannot be."""
+    another SEARCHABLE one has nothing to retry; one whose document is gone cannot be, nor one a
+    later job of its document ``superseded`` (a later version wins, however it is retried)."""
     again = job.state is State.SEARCHABLE and gave_no_text and not job.duplicate
     if job.state is State.SEARCHABLE and not again:
         raise JobSucceeded()
     if not job.state.terminal:
         return None
+    if superseded:
+        raise JobSuperseded(job.state.value)
     if job.to_fetch:  # an IngestUrl job that ended before its page was admitted: fetched again
         return Transition(State.QUEUED, FETCH_STAGE, 0.0, requeue_after_s=0.0, unless_cancelled=False)
     if job.document_id is None or job.blob_id is None:

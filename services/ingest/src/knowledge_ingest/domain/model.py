@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+from knowledge_runtime.corpus_keys import InvalidCorpusKey, check_key
 from knowledge_runtime.reach import DEFAULT_BAND, TENANT_ROOT, Band, Reader, ScopePath, parse_band
 
 from knowledge_ingest.domain.errors import InvalidCorpus
@@ -28,6 +29,7 @@ class Corpus:
     create_time: datetime
     scope: ScopePath = TENANT_ROOT
     confidentiality: Band = DEFAULT_BAND
+    key: str | None = None  # the caller's key (knowledge_runtime.corpus_keys), if it gave one
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +37,10 @@ class NewCorpus:
     name: str
     description: str
     confidentiality: Band = DEFAULT_BAND
+    key: str | None = None
 
     @classmethod
-    def parse(cls, name: str, description: str, confidentiality: str = "") -> NewCorpus:
+    def parse(cls, name: str, description: str, confidentiality: str = "", key: str = "") -> NewCorpus:
         name = name.strip()
         if not name:
             raise InvalidCorpus("name must not be empty", field="name")
@@ -55,7 +58,12 @@ class NewCorpus:
                 band = parse_band(confidentiality)
             except ValueError as error:
                 raise InvalidCorpus(str(error), field="confidentiality") from None
-        return cls(name=name, description=description, confidentiality=band)
+        if key:
+            try:
+                check_key(key)
+            except InvalidCorpusKey as error:
+                raise InvalidCorpus(str(error), field="key") from None
+        return cls(name=name, description=description, confidentiality=band, key=key or None)
 
 
 def name_taken(reader: Reader, node: ScopePath, bands: Iterable[Band]) -> bool:

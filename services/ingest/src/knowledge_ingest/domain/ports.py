@@ -11,13 +11,16 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.chunking import EmbeddingWindow, TextChunk
-from knowledge_runtime.reach import Band, Reach, Reader, ScopePath
+from knowledge_runtime.filters import Node
+from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
 from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
+from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
+from knowledge_ingest.domain.passages import Admitted, IndexRequest, ReferencedDocument, StoredVersion
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.domain.tombstones import Deletion, Removal, Tombstone
 
@@ -31,6 +34,9 @@ class ReachSource(Protocol):
     async def reach_of(self, scope: Scope) -> Reach:
         """The reader and the corpora it reaches."""
 
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        """Where the tenant's live corpora bearing ``key`` sit (``corpus_keys.resolve`` picks one)."""
+
 
 class CorpusKinds(Protocol):
     async def corpus_kind(self, tenant: str, corpus_id: int) -> CorpusKind | None:
@@ -39,11 +45,14 @@ class CorpusKinds(Protocol):
 
 class CorpusRepository(Protocol):
     async def create(self, tenant: str, corpus: NewCorpus, node: ScopePath) -> Corpus:
-        """Insert the corpus bound to ``node``; raises CorpusNameTaken when a live corpus of that
-        node and band bears the name."""
+        """Insert the corpus bound to ``node``; raises CorpusNameTaken (CorpusKeyTaken) when a
+        live corpus of that node and band bears the name (the key)."""
 
     async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
         """The bands of the tenant's live corpora at ``node`` named ``name``."""
+
+    async def bands_keyed(self, tenant: str, node: ScopePath, key: str) -> list[Band]:
+        """The bands of the tenant's live corpora at ``node`` bearing ``key``."""
 
     async def create_platform(self, tenant: str, corpus: NewCorpus) -> Corpus:
         """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
@@ -166,10 +175,17 @@ class DocumentRepository(Protocol):
     # the platform tenant's when the caller reaches a platform-wide corpus).
     async def document(self, owners: Sequence[str], document_id: int) -> Document | None: ...
 
-    async def documents(self, owners: Sequence[str], document_ids: Sequence[int]) -> list[Document]:
-        """The owners' documents among ``document_ids`` (no duplicates), in that order."""
+    async def documents(
+        self, owners: Sequence[str], document_ids: Sequence[int], condition: Node | None = None
+    ) -> list[Document]:
+        """The owners' documents among ``document_ids`` (no duplicates) that ``condition`` (a
+        request's filter) holds for, in that order."""
 
-    async def list_documents(self, owners: Sequence[str], corpus_id: int, page: Page) -> list[Document]: ...
+    async def list_documents(
+        self, owners: Sequence[str], corpus_id: int, page: Page, condition: Node | None = None
+    ) -> list[Document]:
+        """A page of the corpus's documents that ``condition`` holds for; FilterInvalid for a
+        field or operator it cannot read."""
 
     async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]: ...
 
@@ -193,6 +209,12 @@ class DocumentRepository(Protocol):
     ) -> tuple[int, list[int]]:
         """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
 
+    async def update_document(
+        self, tenant: str, document_id: int, metadata: Metadata | None, filename: str | None
+    ) -> bool:
+        """Set what is not None (metadata replaced whole) and merge the chunks' metadata again in
+        the same transaction; False when the tenant has no such live document."""
+
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
         when missing; None when a corpus of the tenant's own there already bears the name."""
@@ -209,9 +231,17 @@ class JobRepository(Protocol):
     decision taken under the rows' locks."""
 
     async def enqueue(
-        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+        self,
+        tenant: str,
+        corpus_id: int,
+        blob: StoredBlob,
+        filename: str,
+        mime_type: str,
+        source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job:
-        """Create the job (and the document, unless the tenant already has one on this blob): ``admit``."""
+        """Create the job (and the document, unless the tenant already has one on this blob): ``admit``.
+        ``metadata``: the document's, when the job makes it (or extracts it again)."""
 
     async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
         """A job whose first stage fetches ``url``."""
@@ -224,9 +254,10 @@ class JobRepository(Protocol):
         blob: StoredBlob,
         mime_type: str,
         source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job | None:
         """Create a job that makes ``blob`` the content of the tenant's document (None: no such
-        document); raises what ``admit_into`` raises."""
+        document), with ``metadata`` as its metadata when given; raises what ``admit_into`` raises."""
 
     async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
 
@@ -248,9 +279,15 @@ class JobQueue(Protocol):
         ended, or, for a transition ``unless_cancelled``, cancel was asked."""
 
     async def store(
-        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+        self,
+        lease: Lease,
+        chunks: Sequence[TextChunk],
+        vectors: Sequence[Sequence[float]],
+        transition: Transition,
+        version: StoredVersion | None = None,
     ) -> bool:
-        """The chunks replace the document's and the transition is written, in one transaction."""
+        """The chunks replace the document's and the transition is written, in one transaction;
+        with a passages ``version``, the document's title, metadata, hash and blob change with them."""
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
         """Extend the lease; False when it was lost or cancel was asked."""
@@ -263,6 +300,19 @@ class JobQueue(Protocol):
 
     async def backlog(self) -> int:
         """Jobs of every tenant not yet ended: what the autoscaler scales ingest on."""
+
+
+class PassageRepository(Protocol):
+    """References and the admission of their versions (``passages/postgres.py``)."""
+
+    async def referenced(self, tenant: str, corpus_id: int, document_ref: str) -> ReferencedDocument | None:
+        """The reference's live document with its unfinished jobs, as read now."""
+
+    async def admit(
+        self, tenant: str, corpus_id: int, request: IndexRequest, blob: StoredBlob | None
+    ) -> Admitted | None:
+        """``admit_version`` decided and written in one transaction under the reference's lock;
+        None when it needs a job and ``blob`` is None (nothing written)."""
 
 
 class DocumentSubscription(Protocol):

@@ -64,3 +64,18 @@ def embedding_refusal(quotas: Quotas, held: Holdings, adding_chunks: int) -> Ref
     if limit is not None and held.embedding_tokens >= limit:
         return _exhausted("max_embedding_tokens_per_month", held.embedding_tokens, limit)
     return None
+
+
+def index_refusal(
+    quotas: Quotas, held: Holdings, *, new_document: bool, adding_bytes: int, adding_chunks: int
+) -> Refused | None:
+    """A version of passages (IndexPassages, and what CheckIndexing answers): an upload's decision
+    when it makes a new document, only its bytes when it is a new version of one the tenant holds
+    (``held`` then leaves that document's chunks out: they are replaced), then an embedding's."""
+    if new_document:
+        refusal = upload_refusal(quotas, held, adding_bytes)
+    elif quotas.max_bytes is not None and held.bytes + adding_bytes > quotas.max_bytes:
+        refusal = _exhausted("max_bytes", held.bytes, quotas.max_bytes)
+    else:
+        refusal = None
+    return refusal or embedding_refusal(quotas, held, adding_chunks)

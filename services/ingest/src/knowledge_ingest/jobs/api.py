@@ -9,7 +9,7 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.convert import job_message
+from knowledge_ingest.convert import job_message, struct_values
 from knowledge_ingest.domain.documents import Job
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.jobs.upload_stream import upload_source
@@ -47,6 +47,7 @@ def text_item(message: ingest_pb2.IngestTextRequest) -> TextItem:
         title=message.title,
         source_url=message.source_url,
         document_id=message.document_id,
+        metadata=struct_values(message.metadata),
     )
 
 
@@ -100,7 +101,13 @@ class IngestJobServicer(ingest_pb2_grpc.IngestJobServiceServicer):
         if request.about_subject:
             raise InvalidRequest("about_subject is only for a system_corpus entry", field="about_subject")
         job = await self._uploads.ingest_text(
-            current_scope(), request.corpus_id, request.text, request.title, request.source_url, request.document_id
+            current_scope(),
+            request.corpus_id,
+            request.text,
+            request.title,
+            request.source_url,
+            request.document_id,
+            metadata=struct_values(request.metadata),
         )
         return text_accepted(job)
 

@@ -26,7 +26,10 @@ from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.fetching import page_filename
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
+from knowledge_ingest.domain.passages import PASSAGES_FORMAT, PASSAGES_MIME, StoredVersion
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
+from knowledge_ingest.extraction.passages import READER as PASSAGES_READER
+from knowledge_ingest.extraction.passages import read_passages
 from knowledge_ingest.jobs.uploads import capped
 from knowledge_ingest.jobs.web import PageFetcher
 from knowledge_ingest.tenants.usecases import QuotaChecks
@@ -88,9 +91,9 @@ class Pipeline:
             if job.to_fetch:
                 await self._fetch(lease)
                 return
-            chunks, vectors, extracted = await self._ingest(lease)
+            chunks, vectors, extracted, version = await self._ingest(lease)
             outcome = jobs.stored(job, len(chunks), extracted.warnings, extracted.extractor, extracted.ocr_page_count)
-            if not await self.queue.store(lease, chunks, vectors, outcome):
+            if not await self.queue.store(lease, chunks, vectors, outcome, version):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return
             log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))
@@ -167,7 +170,9 @@ class Pipeline:
             raise Stopped()  # cancelled or taken over: nothing admitted (the blob goes by GC)
         log.info("ingest_page_fetched", job_id=str(job.job_id), size_bytes=blob.size_bytes)
 
-    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted]:
+    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted, StoredVersion | None]:
+        """The job's chunks, their vectors, what read them, and for a passages job the version
+        its storing transaction writes with them."""
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
         checks, quotas = self.quotas, None
@@ -181,11 +186,20 @@ class Pipeline:
                 path = Path(staging.enter_context(tempfile.TemporaryDirectory())) / "blob"
                 await self.blobs.read_to(job.tenant, job.blob_id, path)
                 source = path
-            extracted = await asyncio.to_thread(self.extract, source, job.filename, job.mime_type)
+            if job.mime_type == PASSAGES_MIME:
+                read = await asyncio.to_thread(read_passages, source)
+                extracted = Extracted("", None, True, PASSAGES_FORMAT, extractor=PASSAGES_READER)
+            else:
+                extracted = await asyncio.to_thread(self.extract, source, job.filename, job.mime_type)
         await self._report(lease, State.CHUNKING)
+        version: StoredVersion | None = None
         chunks: list[TextChunk] = []
         tokenizer = ""
-        if extracted.extractable:
+        if job.mime_type == PASSAGES_MIME:  # as given: one chunk per passage, never re-chunked
+            assert job.content_sha256 is not None
+            version = StoredVersion(read, job.content_sha256, job.blob_id)
+            chunks = [TextChunk(p.text, "", p.page, index) for index, p in enumerate(read.passages)]
+        elif extracted.extractable:
             size, tokenizer = await self._chunk_size(job.tenant)
             with _tracer.start_as_current_span("ingest.chunk"):  # counting tokens blocks: off the loop
                 chunks = await asyncio.to_thread(split_structural, extracted.text, source=job.filename, size=size)
@@ -194,7 +208,7 @@ class Pipeline:
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
         vectors = await self._embed(lease, chunks, tokenizer)
         await self._report(lease, State.STORING)
-        return chunks, vectors, extracted
+        return chunks, vectors, extracted, version
 
     async def _chunk_size(self, tenant: str) -> tuple[ChunkSize, str]:
         """How big a chunk may be, and the id of the tokenizer it is counted in: the embedding

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
@@ -17,7 +18,8 @@ from knowledge_runtime.tenancy import current_period, period_bounds
 
 from knowledge_ingest.domain.admission import FETCH_STAGE, ExistingDocument, NewJob, admit, admit_into
 from knowledge_ingest.domain.documents import Job, State
-from knowledge_ingest.domain.jobs import CancelKind, cancel_request, retry_request
+from knowledge_ingest.domain.jobs import CancelDecision, CancelKind, cancel_request, retry_request
+from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.ports import StoredBlob
 from knowledge_ingest.domain.quotas import upload_refusal
 from knowledge_ingest.events.outbox import NOTIFY_JOBS
@@ -47,14 +49,20 @@ FROM documents d WHERE d.tenant_id = $1 AND d.document_id = $2 AND d.deleted_at 
 """
 REBIND_DOCUMENT = """
 UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, source_url), state = 'QUEUED',
-    error = NULL, refusal_reason = NULL, update_time = now()
+    error = NULL, refusal_reason = NULL, metadata = coalesce($5::jsonb, metadata), update_time = now()
 WHERE document_id = $1
 """
 INSERT_DOCUMENT = """
-INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING document_id
+INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}')) RETURNING document_id
 """
-REQUEUE_DOCUMENT = "UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, update_time = now() WHERE document_id = $1"
+# An earlier ingest of these bytes failed or found no text: extracted again, with the new
+# upload's metadata when it gives some ($2).
+REQUEUE_DOCUMENT = """
+UPDATE documents SET state = 'QUEUED', error = NULL, refusal_reason = NULL, metadata = coalesce($2::jsonb, metadata),
+    update_time = now()
+WHERE document_id = $1
+"""
 INSERT_JOB = f"""
 INSERT INTO ingest_jobs (tenant_id, corpus_id, document_id, blob_id, filename, mime_type, re_extract,
                          state, stage, progress, result, duplicate)
@@ -119,6 +127,11 @@ RETURNING {JOB_COLUMNS}
 
 # Whether a job's document is SEARCHABLE with no chunks: its file gave no text (retry reads it again).
 GAVE_NO_TEXT = "SELECT state = 'SEARCHABLE' AND chunk_count = 0 FROM documents WHERE document_id = $1"
+# Whether a later job of the job's document exists: a later version superseded it.
+SUPERSEDED = """
+SELECT EXISTS (SELECT 1 FROM ingest_jobs later WHERE later.document_id = $1 AND later.create_time > $2
+               AND NOT later.duplicate)
+"""
 
 
 class PostgresJobs:
@@ -126,23 +139,39 @@ class PostgresJobs:
         self._db = db
 
     async def enqueue(
-        self, tenant: str, corpus_id: int, blob: StoredBlob, filename: str, mime_type: str, source_url: str | None
+        self,
+        tenant: str,
+        corpus_id: int,
+        blob: StoredBlob,
+        filename: str,
+        mime_type: str,
+        source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job:
+        given = json.dumps(metadata) if metadata else None
         async with self._db.transaction() as tx:
             await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
             row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
             new = admit(None if row is None else _existing(row))
             if new.creates_document:
-                await _admit_within_quota(tx, tenant, blob)
+                await admit_within_quota(tx, tenant, blob)
                 document_id = await tx.fetchval(
-                    "insert_document", INSERT_DOCUMENT, tenant, corpus_id, blob.blob_id, filename, mime_type, source_url
+                    "insert_document",
+                    INSERT_DOCUMENT,
+                    tenant,
+                    corpus_id,
+                    blob.blob_id,
+                    filename,
+                    mime_type,
+                    source_url,
+                    given,
                 )
             else:
                 assert row is not None  # admit() creates a document exactly when there is none
                 document_id = row["document_id"]
                 if new.requeues_document:
-                    await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+                    await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id, given)
             return await _insert_job(tx, tenant, corpus_id, document_id, blob.blob_id, filename, mime_type, new)
 
     async def enqueue_into(
@@ -153,6 +182,7 @@ class PostgresJobs:
         blob: StoredBlob,
         mime_type: str,
         source_url: str | None,
+        metadata: Metadata | None = None,
     ) -> Job | None:
         async with self._db.transaction() as tx:
             await tx.execute("lock_blob", LOCK_BLOB, tenant, blob.blob_id)
@@ -161,7 +191,10 @@ class PostgresJobs:
                 return None
             new = admit_into(_existing(row), blob.blob_id, corpus_id, row["unended_job"])
             if new.requeues_document:
-                await tx.execute("rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url)
+                given = json.dumps(metadata) if metadata else None
+                await tx.execute(
+                    "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url, given
+                )
             return await _insert_job(
                 tx, tenant, row["corpus_id"], document_id, blob.blob_id, row["filename"], mime_type, new
             )
@@ -196,7 +229,7 @@ class PostgresJobs:
                 document_id, filename = bound["document_id"], bound["filename"]
                 if new.requeues_document:
                     await tx.execute(
-                        "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url
+                        "rebind_document", REBIND_DOCUMENT, document_id, blob.blob_id, mime_type, source_url, None
                     )
             else:
                 row = await tx.fetchrow("existing_document", EXISTING_DOCUMENT, tenant, blob.blob_id)
@@ -211,12 +244,13 @@ class PostgresJobs:
                         filename,
                         mime_type,
                         source_url,
+                        None,
                     )
                 else:
                     assert row is not None
                     document_id = row["document_id"]
                     if new.requeues_document:
-                        await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id)
+                        await tx.execute("requeue_document", REQUEUE_DOCUMENT, document_id, None)
             result = json.dumps(new.result.as_json()) if new.result is not None else None
             admitted = await tx.fetchrow(
                 "admit_fetched_job",
@@ -243,42 +277,56 @@ class PostgresJobs:
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
-            job = await _locked(tx, tenant, job_id)
-            decision = None if job is None else cancel_request(job)
-            if job is None or decision is None:
-                return job
-            change = decision.transition
-            if decision.kind is CancelKind.NOW:
-                row = await tx.fetchrow(
-                    "cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage, change.progress
-                )
-            else:
-                row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
-            assert row is not None  # the job is locked: the update finds it
-            await follow(tx, tenant, row["document_id"], change)
-        return job_from_row(row)
+            return await cancel_job(tx, tenant, job_id, cancel_request)
 
     async def retry(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         async with self._db.transaction() as tx:
             job = await _locked(tx, tenant, job_id)
-            gave_no_text = (
-                job is not None
-                and job.document_id is not None
-                and bool(await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
-            )
-            change = None if job is None else retry_request(job, gave_no_text=gave_no_text)
+            gave_no_text = superseded = False
+            if job is not None and job.document_id is not None:
+                gave_no_text = bool(await tx.fetchval("gave_no_text", GAVE_NO_TEXT, job.document_id))
+                superseded = bool(await tx.fetchval("superseded", SUPERSEDED, job.document_id, job.create_time))
+            change = None if job is None else retry_request(job, gave_no_text=gave_no_text, superseded=superseded)
             if job is None or change is None:
                 return job
             row = await tx.fetchrow(
                 "requeue_job", REQUEUE_JOB, job_id, change.state.value, change.stage, change.progress, change.re_extract
             )
             assert row is not None  # the job is locked: the update finds it
-            await tx.execute("document_state", SET_DOCUMENT_STATE, row["document_id"], change.state.value, None, None)
+            await tx.execute(
+                "document_state",
+                SET_DOCUMENT_STATE,
+                row["document_id"],
+                change.state.value,
+                None,
+                None,
+                row["create_time"],
+            )
             await tx.execute("notify_jobs", NOTIFY_JOBS)
         return job_from_row(row)
 
 
-async def _admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
+async def cancel_job(
+    tx: Transaction, tenant: str, job_id: uuid.UUID, decide: Callable[[Job], CancelDecision | None]
+) -> Job | None:
+    """The tenant's job cancelled in ``tx`` as ``decide`` says (``cancel_request`` for a caller's
+    cancel, ``superseded`` for a version a later one replaces): the job after it; None when the
+    tenant has no such job. A finished job is returned unchanged."""
+    job = await _locked(tx, tenant, job_id)
+    decision = None if job is None else decide(job)
+    if job is None or decision is None:
+        return job
+    change = decision.transition
+    if decision.kind is CancelKind.NOW:
+        row = await tx.fetchrow("cancel_now", CANCEL_NOW, job_id, change.state.value, change.stage, change.progress)
+    else:
+        row = await tx.fetchrow("cancel_ask", CANCEL_ASK, job_id, change.stage)
+    assert row is not None  # the job is locked: the update finds it
+    await follow(tx, tenant, row, change)
+    return job_from_row(row)
+
+
+async def admit_within_quota(tx: Transaction, tenant: str, blob: StoredBlob) -> None:
     """The exact check of a new document against the documents and bytes quotas, counted under
     the tenant's lock (the check before the upload was a cheap early one). A refusal rolls the
     admission back; the blob just written, referenced by nothing, goes by content-index's GC."""

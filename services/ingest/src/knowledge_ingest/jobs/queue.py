@@ -17,11 +17,13 @@ from knowledge_runtime.chunking import TextChunk
 from knowledge_runtime.db.pool import Database, Transaction
 from pgvector import Vector
 
+from knowledge_ingest.documents.chunk_metadata import chunk_metadata
 from knowledge_ingest.domain.events import NewEvent, document_ended, ends_with_event, searchable
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
+from knowledge_ingest.domain.passages import Passage, StoredVersion
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.events.outbox import publish
-from knowledge_ingest.jobs.rows import J_JOB_COLUMNS, TERMINAL, job_from_row, result_json
+from knowledge_ingest.jobs.rows import J_JOB_COLUMNS, TERMINAL, follows, job_from_row, result_json
 
 CLAIM_JOB = f"""
 WITH next AS (
@@ -52,28 +54,33 @@ JOB_TRANSITION = f"""
         attempts = CASE WHEN $11 THEN greatest(attempts - 1, 0) ELSE attempts END,
         interruptions = interruptions + $13::int, update_time = now()
     WHERE job_id = $1 AND lease_owner = $2 AND state NOT IN {TERMINAL} AND NOT ($12 AND cancel_requested)
-    RETURNING tenant_id, document_id
+    RETURNING tenant_id, document_id, create_time
 """
 # With $14 the document follows (the job's state, error and, $15, the refusal that failed it) in the
-# same statement: one round trip. The document's corpus comes back when it followed, for the event
-# of a document ended FAILED or CANCELLED (``apply`` then writes it in the statement's transaction).
+# same statement, where ``follows`` allows: one round trip. The document's corpus comes back when it
+# followed, for the event of a document ended FAILED or CANCELLED (``apply`` then writes it in the
+# statement's transaction).
 APPLY = f"""
 WITH job AS ({JOB_TRANSITION}), followed AS (
     UPDATE documents d SET state = $3, error = $6, refusal_reason = $15, update_time = now()
-    FROM job WHERE $14 AND d.document_id = job.document_id
+    FROM job WHERE $14 AND d.document_id = job.document_id AND {follows("d", "job.create_time")}
     RETURNING d.document_id, d.corpus_id
 )
 SELECT job.tenant_id, job.document_id, followed.corpus_id
 FROM job LEFT JOIN followed ON followed.document_id = job.document_id
 """
-# The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
-# the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
-# is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
-# document's chunk count, extractable, warnings, extractor and pages read by OCR.
+# The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned,
+# and never once cancel was asked: a superseded version does not land), the document SEARCHABLE
+# with its chunk count (its row locked by the update, so a concurrent move is seen) and its old
+# chunks deleted; the new chunks follow in one batched insert. $14.. are the document's chunk
+# count, extractable, warnings, extractor and pages read by OCR; $19.. a passages version's title,
+# metadata, hash and blob (NULL: the document keeps its own), which change with its passages.
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
-        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now()
+        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now(),
+        filename = coalesce($19, d.filename), metadata = coalesce($20::jsonb, d.metadata),
+        source_sha256 = coalesce($21, d.source_sha256), blob_id = coalesce($22, d.blob_id)
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
 ), replaced AS (
@@ -92,12 +99,21 @@ SELECT cancel_requested FROM ingest_jobs WHERE job_id = $1 AND lease_owner = $2 
 """
 # Lexemes are the database's rule (the chunks_fill_lexemes trigger of migration 0013). One statement
 # for all of a document's chunks: the BM25 statistics triggers (migration 0005) are per statement,
-# so they aggregate the whole document once instead of once per chunk.
-INSERT_CHUNKS = """
-INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, metadata)
-SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.metadata::jsonb
-FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[])
-    AS u(chunk_index, section, page, content, embedding, metadata)
+# so they aggregate the whole document once instead of once per chunk. The metadata is merged here
+# from the document's row as this transaction sees it (``chunk_metadata``): after the storing
+# statement locked and updated that row, so a concurrent UpdateDocument is either before it or waits.
+INSERT_CHUNKS = f"""
+INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, section, page, content, embedding, fragment,
+                    passage_metadata, metadata)
+SELECT $1, $2, $3, u.chunk_index, u.section, u.page, u.content, u.embedding, u.fragment, u.passage_metadata,
+       {chunk_metadata(c="u", filename="d.filename", document="d.metadata", overlap="u.overlap_chars")}
+FROM (
+    SELECT $3::bigint AS document_id, x.chunk_index, x.section, x.page, x.content, x.embedding, x.fragment,
+           x.passage::jsonb AS passage_metadata, x.overlap_chars
+    FROM unnest($4::integer[], $5::text[], $6::integer[], $7::text[], $8::vector[], $9::text[], $10::text[],
+                $11::integer[]) AS x(chunk_index, section, page, content, embedding, fragment, passage, overlap_chars)
+) AS u
+CROSS JOIN (SELECT filename, metadata FROM documents WHERE document_id = $3) AS d
 """
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
 # cancel_requested), so once its lease has expired it is ended here, with its document.
@@ -107,11 +123,11 @@ WITH reaped AS (
         lease_expires_at = NULL, update_time = now()
     WHERE cancel_requested AND state NOT IN {TERMINAL}
       AND (lease_expires_at IS NULL OR lease_expires_at < now())
-    RETURNING job_id, document_id
+    RETURNING job_id, document_id, create_time
 ), documents_reaped AS (
-    UPDATE documents SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
-    WHERE document_id IN (SELECT document_id FROM reaped WHERE document_id IS NOT NULL)
-    RETURNING tenant_id, document_id, corpus_id
+    UPDATE documents d SET state = $1, error = NULL, refusal_reason = NULL, update_time = now()
+    FROM reaped r WHERE d.document_id = r.document_id AND {follows("d", "r.create_time")}
+    RETURNING d.tenant_id, d.document_id, d.corpus_id
 )
 SELECT r.job_id, d.tenant_id, d.document_id, d.corpus_id
 FROM reaped r LEFT JOIN documents_reaped d USING (document_id)
@@ -144,7 +160,12 @@ class PostgresJobQueue:
         return True
 
     async def store(
-        self, lease: Lease, chunks: Sequence[TextChunk], vectors: Sequence[Sequence[float]], transition: Transition
+        self,
+        lease: Lease,
+        chunks: Sequence[TextChunk],
+        vectors: Sequence[Sequence[float]],
+        transition: Transition,
+        version: StoredVersion | None = None,
     ) -> bool:
         assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
         async with self._db.transaction() as tx:
@@ -157,14 +178,17 @@ class PostgresJobQueue:
                 list(transition.result.warnings),
                 transition.result.extractor,
                 transition.result.ocr_page_count,
+                None if version is None else lease.job.filename,
+                None if version is None else json.dumps(version.version.metadata),
+                None if version is None else version.content_sha256,
+                None if version is None else version.blob_id,
             )
             if row is None:
                 return False
             if row["corpus_id"] is None:  # the document went away under the job: store nothing
                 raise RuntimeError("the job's document no longer exists")
-            await _insert_chunks(
-                tx, row["tenant_id"], row["corpus_id"], row["document_id"], lease.job.filename, chunks, vectors
-            )
+            passages = None if version is None else version.version.passages
+            await _insert_chunks(tx, row["tenant_id"], row["corpus_id"], row["document_id"], chunks, vectors, passages)
             ended = searchable(row["document_id"], row["corpus_id"], len(chunks), tuple(transition.result.warnings))
             await publish(tx, row["tenant_id"], [ended])
         return True
@@ -237,12 +261,12 @@ async def _insert_chunks(
     tenant: str,
     corpus_id: int,
     document_id: int,
-    source: str,
     chunks: Sequence[TextChunk],
     vectors: Sequence[Sequence[float]],
+    passages: Sequence[Passage] | None = None,
 ) -> None:
-    if len(chunks) != len(vectors):
-        raise ValueError("one vector per chunk")
+    if len(chunks) != len(vectors) or (passages is not None and len(passages) != len(chunks)):
+        raise ValueError("one vector (and, for passages, one passage) per chunk")
     if not chunks:
         return
     await tx.execute(
@@ -257,17 +281,7 @@ async def _insert_chunks(
         [chunk.content for chunk in chunks],
         # Vector, not a bare ndarray: asyncpg would read an array's elements as a nested list.
         [Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
-        [
-            json.dumps(
-                {
-                    "source": source,
-                    "section": chunk.section,
-                    "page": chunk.page,
-                    "chunk_index": chunk.chunk_index,
-                    "document_id": str(document_id),
-                    "overlap_chars": chunk.overlap_chars,
-                }
-            )
-            for chunk in chunks
-        ],
+        [p.fragment for p in passages] if passages is not None else [None] * len(chunks),
+        [json.dumps(p.metadata) for p in passages] if passages is not None else ["{}"] * len(chunks),
+        [chunk.overlap_chars for chunk in chunks],
     )

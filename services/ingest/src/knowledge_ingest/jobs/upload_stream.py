@@ -2,9 +2,9 @@
 
 Through the gateway a raw body arrives as ``http_body`` chunks with ``?corpus_id=&filename=``
 bound to the first message; a browser's multipart/form-data body is parsed as it streams
-(fields ``corpus_id`` and ``file``). The corpus must be known before the file's first byte
-(a query parameter or a form field placed before the file), so nothing is written for a
-corpus the caller cannot use. The whole body is capped as it streams, like the gateway caps a
+(fields ``corpus_id``, ``metadata`` (a JSON object) and ``file``). The corpus and the metadata
+must be known before the file's first byte (query parameters or form fields placed before the
+file), so nothing is written for a corpus the caller cannot use or metadata that is refused. The whole body is capped as it streams, like the gateway caps a
 body from its Content-Length: a chunked body has none, and a form's parts other than the file
 would otherwise stream without limit.
 """
@@ -18,10 +18,14 @@ from knowledge.v1 import ingest_pb2
 from python_multipart.exceptions import ParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from knowledge_ingest.convert import struct_values
 from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.metadata import MAX_TOTAL_BYTES, parse_metadata_json
 from knowledge_ingest.jobs.uploads import UploadSource, capped
 
 MAX_FIELD_BYTES = 4096
+# The metadata field holds a JSON object of up to 16 KiB once compacted: room for its spacing.
+MAX_FIELD_BYTES_BY_NAME = {"metadata": 4 * MAX_TOTAL_BYTES}
 
 
 async def upload_source(
@@ -43,7 +47,9 @@ async def upload_source(
         raise InvalidRequest("filename is required (query parameter ?filename=)", field="filename")
     if not first.corpus_id:
         raise InvalidRequest("corpus_id is required (query parameter ?corpus_id=)", field="corpus_id")
-    return UploadSource(first.corpus_id, first.filename, media_type.decode("latin-1"), bodies)
+    return UploadSource(
+        first.corpus_id, first.filename, media_type.decode("latin-1"), bodies, metadata=struct_values(first.metadata)
+    )
 
 
 def _bodies(
@@ -144,7 +150,16 @@ class _MultipartUpload:
         filename = self._filename or self._first.filename
         if not filename:
             raise InvalidRequest("the file part has no filename", field="file")
-        return UploadSource(corpus_id.strip(), filename, self._part_type, self._file_bytes(self._bodies, pending))
+        metadata = struct_values(self._first.metadata)
+        if "metadata" in self._fields:  # a form part before the file: a JSON object
+            metadata = parse_metadata_json(self._fields["metadata"].decode("utf-8", "replace"))
+        return UploadSource(
+            corpus_id.strip(),
+            filename,
+            self._part_type,
+            self._file_bytes(self._bodies, pending),
+            metadata=metadata,
+        )
 
     def _drain_until_file(self) -> list[bytes]:
         """Handle parser events; once inside the file part, return the file bytes seen so far."""
@@ -167,7 +182,7 @@ class _MultipartUpload:
             elif kind == "data" and self._name and self._name != "file":
                 field = self._fields.setdefault(self._name, bytearray())
                 chunk = cast(bytes, data)
-                if len(field) + len(chunk) > MAX_FIELD_BYTES:
+                if len(field) + len(chunk) > MAX_FIELD_BYTES_BY_NAME.get(self._name, MAX_FIELD_BYTES):
                     raise InvalidRequest(f"form field {self._name!r} is too long", field=self._name[:40])
                 field.extend(chunk)
         return file_bytes

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import DomainError, UploadTooLarge
@@ -12,6 +12,7 @@ from knowledge_runtime.reach import Reach
 
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
+from knowledge_ingest.domain.metadata import Metadata, check_metadata
 from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, JobRepository, ReachSource
 from knowledge_ingest.domain.system_corpora import housekeeping_target
 from knowledge_ingest.guards import require_writable
@@ -33,6 +34,7 @@ class UploadSource:
     mime_type: str
     chunks: AsyncIterator[bytes]
     source_url: str | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)  # the document's (domain.metadata)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class TextItem:
     title: str = ""
     source_url: str = ""
     document_id: str = ""
+    metadata: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class UploadUseCases:
     async def upload(self, scope: Scope, source: UploadSource, reach: Reach | None = None) -> Job:
         """``reach``: the caller's, when already computed for this request (a batch)."""
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
+        metadata = check_metadata(source.metadata)
         corpus_id = parse_id(source.corpus_id, "corpus_id")
         reach = reach or await self.reach.reach_of(scope)
         await require_writable(self.documents, scope, reach, corpus_id, source.corpus_id)  # 3. before any write
@@ -90,7 +94,9 @@ class UploadUseCases:
         blob = await self.blobs.write(
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
         )
-        return await self.jobs.enqueue(scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url)
+        return await self.jobs.enqueue(
+            scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url, metadata
+        )
 
     async def ingest_text(
         self,
@@ -101,11 +107,13 @@ class UploadUseCases:
         source_url: str,
         document_id: str = "",
         reach: Reach | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> Job:
         """The web-page path: the text is a blob like any upload, so dedup works on its hash. With
         ``document_id`` the text becomes that document's content (its chunks replaced)."""
         if not text.strip():
             raise InvalidRequest("text must not be empty", field="text")
+        checked = check_metadata(metadata or {})
         data = text.encode("utf-8")
         if len(data) > self.max_upload_bytes:
             raise UploadTooLarge(self.max_upload_bytes)
@@ -113,11 +121,11 @@ class UploadUseCases:
             raise InvalidRequest(f"title must be at most {MAX_TITLE_CHARS} characters", field="title")
         reach = reach or await self.reach.reach_of(scope)
         if document_id:
-            return await self._ingest_into(scope, document_id, corpus_id, data, source_url, reach)
+            return await self._ingest_into(scope, document_id, corpus_id, data, source_url, reach, checked)
         # the filename keeps the first 200 characters (sanitised further by safe_filename)
         name = (title.strip() or source_url.strip() or "text")[:FILENAME_TITLE_CHARS]
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
-        source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None)
+        source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None, checked)
         return await self.upload(scope, source, reach)
 
     async def ingest_housekeeping(
@@ -138,7 +146,14 @@ class UploadUseCases:
         return job
 
     async def _ingest_into(
-        self, scope: Scope, document_id: str, corpus_id: str, data: bytes, source_url: str, reach: Reach
+        self,
+        scope: Scope,
+        document_id: str,
+        corpus_id: str,
+        data: bytes,
+        source_url: str,
+        reach: Reach,
+        metadata: Metadata,
     ) -> Job:
         key = parse_id(document_id, "document_id")
         corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
@@ -151,7 +166,9 @@ class UploadUseCases:
         if corpus is not None:
             await require_writable(self.documents, scope, reach, corpus, corpus_id)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
-        job = await self.jobs.enqueue_into(scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None)
+        job = await self.jobs.enqueue_into(
+            scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None, metadata or None
+        )
         if job is None:  # deleted meanwhile; the blob, unreferenced, goes by content-index's GC
             raise DocumentNotFound(document_id)
         return job
@@ -172,7 +189,14 @@ class UploadUseCases:
             async with slots:
                 try:
                     job = await self.ingest_text(
-                        scope, item.corpus_id, item.text, item.title, item.source_url, item.document_id, reach
+                        scope,
+                        item.corpus_id,
+                        item.text,
+                        item.title,
+                        item.source_url,
+                        item.document_id,
+                        reach,
+                        item.metadata,
                     )
                 except DomainError as error:
                     return ItemOutcome(index, error=error)
@@ -190,5 +214,6 @@ def _check_shape(index: int, item: TextItem) -> None:
         raise InvalidRequest(
             f"items[{index}].title must be at most {MAX_TITLE_CHARS} characters", field=f"items[{index}].title"
         )
+    check_metadata(item.metadata, f"items[{index}].metadata")
     if not (item.corpus_id.strip() or item.document_id.strip()):
         raise InvalidRequest(f"items[{index}] needs a corpus_id or a document_id", field=f"items[{index}].corpus_id")

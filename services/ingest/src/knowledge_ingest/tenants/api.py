@@ -56,6 +56,7 @@ def settings_message(settings: TenantSettings) -> ingest_pb2.TenantSettings:
         quotas=quotas_message(settings.quotas),
         configured=settings.configured,
         updated_by=settings.updated_by,
+        features=list(settings.features),
     )
     if settings.update_time is not None:
         message.update_time.CopyFrom(timestamp(settings.update_time))
@@ -92,7 +93,7 @@ class TenantServicer(ingest_pb2_grpc.TenantServiceServicer):
         if not request.HasField("enabled"):
             raise InvalidRequest("enabled is required (true or false)", field="enabled")
         settings = await self._tenants.update_settings(
-            current_scope(), request.tenant, request.enabled, quotas_from(request.quotas)
+            current_scope(), request.tenant, request.enabled, quotas_from(request.quotas), list(request.features)
         )
         return ingest_pb2.UpdateTenantSettingsResponse(settings=settings_message(settings))
 

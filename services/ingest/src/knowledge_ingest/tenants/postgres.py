@@ -38,16 +38,17 @@ FROM documents WHERE tenant_id = $1 AND corpus_id = ANY($2::bigint[]) AND delete
 # Idempotent: a body equal to the stored settings writes nothing (update_time and updated_by stay).
 UPSERT_SETTINGS = """
 INSERT INTO tenant_settings AS s (tenant_id, enabled, max_documents, max_bytes, max_chunks,
-                                  max_embedding_tokens_per_month, max_llm_cost_per_month, updated_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                  max_embedding_tokens_per_month, max_llm_cost_per_month, updated_by, features)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (tenant_id) DO UPDATE SET
     enabled = EXCLUDED.enabled, max_documents = EXCLUDED.max_documents, max_bytes = EXCLUDED.max_bytes,
     max_chunks = EXCLUDED.max_chunks, max_embedding_tokens_per_month = EXCLUDED.max_embedding_tokens_per_month,
-    max_llm_cost_per_month = EXCLUDED.max_llm_cost_per_month, updated_by = EXCLUDED.updated_by, update_time = now()
+    max_llm_cost_per_month = EXCLUDED.max_llm_cost_per_month, features = EXCLUDED.features,
+    updated_by = EXCLUDED.updated_by, update_time = now()
 WHERE (s.enabled, s.max_documents, s.max_bytes, s.max_chunks, s.max_embedding_tokens_per_month,
-       s.max_llm_cost_per_month)
+       s.max_llm_cost_per_month, s.features)
       IS DISTINCT FROM (EXCLUDED.enabled, EXCLUDED.max_documents, EXCLUDED.max_bytes, EXCLUDED.max_chunks,
-                        EXCLUDED.max_embedding_tokens_per_month, EXCLUDED.max_llm_cost_per_month)
+                        EXCLUDED.max_embedding_tokens_per_month, EXCLUDED.max_llm_cost_per_month, EXCLUDED.features)
 """
 # The period's embedding and LLM tokens and cost, from the embedder's and search's records.
 SPENDING = """
@@ -103,6 +104,7 @@ class PostgresTenants:
                 q.max_embedding_tokens_per_month,
                 q.max_llm_cost_per_month,
                 settings.updated_by,
+                list(settings.features),
             )
             row = await tx.fetchrow("tenant_settings", SETTINGS, settings.tenant)
         assert row is not None

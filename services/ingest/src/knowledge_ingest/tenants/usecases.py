@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -9,15 +10,25 @@ from typing import Any, Protocol
 
 from knowledge_runtime.auth import USAGE_ADMIN, Scope
 from knowledge_runtime.reach import Placement, Reader
+from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import (
+    UNLIMITED,
     Holdings,
     Quotas,
     TenantSettings,
+    check_features,
     current_period,
     period_bounds,
+    plan_refusal,
 )
 
-from knowledge_ingest.domain.quotas import check_quotas, check_tenant, embedding_refusal, upload_refusal
+from knowledge_ingest.domain.quotas import (
+    check_quotas,
+    check_tenant,
+    embedding_refusal,
+    index_refusal,
+    upload_refusal,
+)
 from knowledge_ingest.domain.usage import TenantTotals, UsageReport, counted_corpora
 
 
@@ -56,9 +67,15 @@ class TenantUseCases:
     async def get_settings(self, scope: Scope, tenant: str) -> TenantSettings:
         return await self.store.settings(check_tenant(tenant))
 
-    async def update_settings(self, scope: Scope, tenant: str, enabled: bool, quotas: Quotas) -> TenantSettings:
+    async def update_settings(
+        self, scope: Scope, tenant: str, enabled: bool, quotas: Quotas, features: Sequence[str] = ()
+    ) -> TenantSettings:
         settings = TenantSettings(
-            tenant=check_tenant(tenant), enabled=enabled, quotas=check_quotas(quotas), updated_by=scope.subject
+            tenant=check_tenant(tenant),
+            enabled=enabled,
+            quotas=check_quotas(quotas),
+            updated_by=scope.subject,
+            features=check_features(tuple(features)),
         )
         return await self.store.put(settings)
 
@@ -121,6 +138,30 @@ class QuotaChecks:
         if quotas.max_chunks is None and quotas.max_embedding_tokens_per_month is None:
             return None
         return quotas
+
+    async def require_plan(self, tenant: str, feature: str) -> None:
+        """PLAN_REQUIRED unless the tenant's plan includes ``feature``."""
+        refusal = plan_refusal(await self.store.settings(tenant), feature)
+        if refusal is not None:
+            raise refusal
+
+    async def index_refusal(
+        self, tenant: str, feature: str, document_id: int | None, adding_bytes: int, adding_chunks: int
+    ) -> Refused | None:
+        """What an index of passages would be refused for now (a plan without the feature, a quota),
+        or None: one read of the settings and, when a quota bounds it, of the holdings."""
+        settings = await self.store.settings(tenant)
+        refusal = plan_refusal(settings, feature)
+        if refusal is not None or settings.quotas == UNLIMITED:
+            return refusal
+        held = await self.store.holdings(tenant, _month_start(), except_document=document_id)
+        return index_refusal(
+            settings.quotas,
+            held,
+            new_document=document_id is None,
+            adding_bytes=adding_bytes,
+            adding_chunks=adding_chunks,
+        )
 
     async def before_embedding(self, tenant: str, document_id: int, chunks: int, quotas: Quotas | None) -> None:
         """``quotas``: what ``embedding_quotas`` read for this job (None: nothing to check)."""

@@ -23,6 +23,7 @@ only for the candidates its largest possible share could still lift into the cha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,7 +31,9 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.costs import RECORD_COST, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.db.reach import PostgresReach
-from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.filter_fields import compile_filter, document_fields
+from knowledge_runtime.filters import FieldResolver, Params
+from knowledge_runtime.reach import Placement, Reach, Reader
 
 from knowledge_search.domain.errors import DocumentNotFound
 from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, Filters, Weights
@@ -186,7 +189,8 @@ LOOKUP_WINDOW = 2
 # A deleted document's chunks stay until its removal job deletes them: this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
 HYDRATE = """
-SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor
+SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor,
+       d.document_ref, c.fragment, c.passage_metadata, d.metadata AS document_metadata
 FROM chunks c
 JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = ANY($2::text[])
@@ -197,11 +201,33 @@ DOCUMENT_VISIBLE = (
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 
 
-def _predicates(filters: Filters, first: int) -> tuple[list[tuple[bool, str]], list[object]]:
+def _filter_fields(alias: str) -> FieldResolver:
+    """A request's filter over a chunk row (alias ``alias``): its merged metadata, and for the
+    built-in fields its document's row (one key lookup per candidate)."""
+    return document_fields(
+        f"{alias}.metadata",
+        lambda column: f"(SELECT fd.{column} FROM documents fd WHERE fd.document_id = {alias}.document_id)",
+    )
+
+
+def _predicates(filters: Filters, first: int, *, postings: bool = False) -> tuple[list[tuple[bool, str]], list[object]]:
     """Predicates for the set filters only, so each combination gets a plan of its own: each with
-    whether it narrows a postings read by its key (a corpus), written for alias ``{a}``."""
+    whether it narrows a postings read by its key (a corpus), written for alias ``{a}``.
+    ``postings``: ``{a}`` is a posting (the lexical channel), not a chunk row."""
     sql: list[tuple[bool, str]] = []
     args: list[object] = []
+    if filters.condition is not None:
+        params = Params(first=first)
+        if postings:
+            # A posting carries no metadata: its chunk must be among the chunks the filter holds
+            # for, read once per query (the GIN index on chunks.metadata serves an equality); $1 is
+            # the lexical statement's tenant keys.
+            condition = compile_filter(filters.condition, _filter_fields("fc"), params)
+            within = f"SELECT fc.chunk_id FROM chunks fc WHERE fc.tenant_id = ANY($1::text[]) AND {condition}"
+            sql.append((False, f"AND {{a}}.chunk_id IN ({within})"))
+        else:  # the chunk row itself, inside the HNSW scan
+            sql.append((False, f"AND {compile_filter(filters.condition, _filter_fields('{a}'), params)}"))
+        args += params.values
     if filters.corpus_id is not None:
         args.append(filters.corpus_id)
         sql.append((True, f"AND {{a}}.corpus_id = ${first + len(args) - 1}"))
@@ -307,6 +333,9 @@ class PostgresChunkIndex:
     async def generation(self, tenant: str, reader: Reader) -> int:
         return await self._reach.generation(tenant, reader)
 
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        return await self._reach.keyed(tenant, key)
+
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
     ) -> list[ChannelHit]:
@@ -331,7 +360,7 @@ class PostgresChunkIndex:
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         bm25 = self._bm25
-        predicates, args = _predicates(filters, 12)
+        predicates, args = _predicates(filters, 12, postings=True)
         d, c, b, a = bm25.tiers
         # One statement (one round trip): the query's terms, their roles and the scoring.
         rows = await self._db.fetch(
@@ -378,11 +407,17 @@ class PostgresChunkIndex:
                 content=row["content"],
                 source_url=row["source_url"] or "",
                 extractor=row["extractor"] or "",
+                document_ref=row["document_ref"] or "",
+                fragment=row["fragment"] or "",
+                metadata=json.loads(row["passage_metadata"]),
+                document_metadata=json.loads(row["document_metadata"]),
             )
             for row in rows
         }
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
+        # The filter's fields and operators, before anything is embedded (FilterInvalid).
+        compile_filter(filters.condition, _filter_fields("c"), Params())
         # A corpus filter was checked against the caller's reach already (usecases.within).
         reachable = filters.corpus_ids
         if filters.document_id is not None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import struct_pb2
 from knowledge.v1 import search_pb2
 from knowledge_runtime.convert import cost
 
 from knowledge_search.domain.context import FactStatus, KnowledgeContext, Support
-from knowledge_search.domain.model import Answer, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
+from knowledge_search.domain.model import Answer, Chunk, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
 from knowledge_search.domain.prefetch import Prefetch
 
 MODES: dict[int, SearchMode] = {
@@ -36,9 +40,26 @@ def weights(message: search_pb2.ChannelWeights) -> Weights:
     )
 
 
+def struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(values)
+    return message
+
+
+def provenance(chunk: Chunk) -> dict[str, Any]:
+    """What a hit, a citation and evidence say of where they come from, for the caller to map back."""
+    return {
+        "document_ref": chunk.document_ref,
+        "fragment": chunk.fragment,
+        "metadata": struct(chunk.metadata),
+        "document_metadata": struct(chunk.document_metadata),
+    }
+
+
 def result(hit: SearchHit) -> search_pb2.SearchResult:
     chunk = hit.chunk
     return search_pb2.SearchResult(
+        **provenance(chunk),
         document_id=str(chunk.document_id),
         filename=chunk.filename,
         chunk_id=str(chunk.chunk_id),
@@ -75,6 +96,7 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
                 excerpt=c.excerpt,
                 chunk_id=str(c.chunk.chunk_id),
                 source_url=c.chunk.source_url,
+                **provenance(c.chunk),
             )
             for c in answer.citations
         ],
@@ -124,6 +146,7 @@ def knowledge_context(value: KnowledgeContext) -> search_pb2.KnowledgeContext:
                 extractor=e.extractor,
                 chunk_id=str(e.hit.chunk.chunk_id),
                 score=e.hit.score,
+                **provenance(e.hit.chunk),
             )
             for e in value.evidence
         ],

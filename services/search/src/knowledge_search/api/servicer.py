@@ -44,13 +44,23 @@ def _search_request(request, top_k: tuple[int, int], **extra) -> SearchRequest:
         default_top_k=default_top_k,
         max_top_k=max_top_k,
         rerank=request.rerank if request.HasField("rerank") else None,
+        filter_text=request.filter,
+        corpus_key=request.corpus_key,
         **extra,
     )
 
 
 def _context_request(request: search_pb2.GetContextRequest) -> SearchRequest:
     default_top_k, max_top_k = QUERY_TOP_K
-    return SearchRequest.parse(request.query, top_k=request.top_k, default_top_k=default_top_k, max_top_k=max_top_k)
+    return SearchRequest.parse(
+        request.query,
+        corpus_id=request.corpus_id,
+        top_k=request.top_k,
+        default_top_k=default_top_k,
+        max_top_k=max_top_k,
+        filter_text=request.filter,
+        corpus_key=request.corpus_key,
+    )
 
 
 class SearchServicer(search_pb2_grpc.SearchServiceServicer):
@@ -84,6 +94,7 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
             relevance=convert.RELEVANCE[outcome.relevance],
             result_count=len(outcome.hits),
             synthesis=synthesis,
+            results=[convert.result(hit) for hit in outcome.hits],
         )
 
     async def Query(

@@ -202,8 +202,9 @@ def render(
         lines.append("(none)")
     for e in evidence:
         chunk = e.hit.chunk
+        ref = f"document_ref={chunk.document_ref}{chunk.fragment}, " if chunk.document_ref else ""
         lines.append(
-            f"[{e.evidence_id}] {_where(e.hit)} (document_id={chunk.document_id}, chunk_id={chunk.chunk_id}, "
+            f"[{e.evidence_id}] {_where(e.hit)} ({ref}document_id={chunk.document_id}, chunk_id={chunk.chunk_id}, "
             f"sha256={e.excerpt_sha256})"
         )
         lines.append(e.excerpt)

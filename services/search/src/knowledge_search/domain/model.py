@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from knowledge_runtime import ids
+from knowledge_runtime.corpus_keys import InvalidCorpusKey, check_key
 from knowledge_runtime.costs import Cost
+from knowledge_runtime.filter_fields import parse_filter
+from knowledge_runtime.filters import Node
 
 from knowledge_search.domain.errors import CorpusNotFound, DocumentNotFound, InvalidSearch
 
@@ -58,6 +63,11 @@ class Filters:
     # The tenant keys of the rows the caller may read (Reach.owners: its own, and the platform
     # tenant's when it reaches a platform-wide corpus); () means the caller's tenant alone.
     owners: tuple[str, ...] = ()
+    # The request's filter (knowledge_runtime.filters), applied inside both channels; None: none.
+    condition: Node | None = None
+    # The corpus named by its key instead of corpus_id: resolved to corpus_id (and cleared) by the
+    # use case, within the caller's reach, before anything else reads the request.
+    corpus_key: str | None = None
 
 
 PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirmed begins
@@ -87,6 +97,8 @@ class SearchRequest:
         max_top_k: int = 100,
         rerank: bool | None = None,
         field: str = "query",
+        filter_text: str = "",
+        corpus_key: str = "",
     ) -> SearchRequest:
         """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
@@ -106,9 +118,22 @@ class SearchRequest:
                 raise InvalidSearch(f"{name} must be a finite number >= 0", field=name)
         if weights.vector == 0.0 and weights.lexical == 0.0:
             raise InvalidSearch("at least one channel weight must be above 0", field="weights")
+        condition = parse_filter(filter_text)
+        if corpus_key and corpus_id:
+            raise InvalidSearch("give corpus_id or corpus_key, not both", field="corpus_key")
+        if corpus_key:
+            try:
+                check_key(corpus_key)
+            except InvalidCorpusKey as error:
+                raise InvalidSearch(str(error), field="corpus_key") from None
         return cls(
             text=text,
-            filters=Filters(corpus_id=_corpus_id(corpus_id), document_id=_document_id(document_id)),
+            filters=Filters(
+                corpus_id=_corpus_id(corpus_id),
+                document_id=_document_id(document_id),
+                condition=condition,
+                corpus_key=corpus_key or None,
+            ),
             top_k=default_top_k if top_k == 0 else min(top_k, max_top_k),
             mode=mode,
             weights=weights,
@@ -156,6 +181,12 @@ class Chunk:
     content: str
     source_url: str = ""  # where a fetched page came from; empty for an upload
     extractor: str = ""  # what read the document's text (documents.extractor); empty when not recorded
+    # Provenance a caller maps back to its own objects (passages by reference): the document's
+    # reference, the passage's fragment and own metadata, and the document's metadata.
+    document_ref: str = ""
+    fragment: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    document_metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.costs import CostItem
-from knowledge_runtime.reach import Reach, Reader
+from knowledge_runtime.reach import Placement, Reach, Reader
 from knowledge_runtime.refusals import Refused
 
 from knowledge_search.domain.answer import Source, Synthesis
@@ -30,6 +30,9 @@ class ChunkIndex(Protocol):
 
     async def reach_for(self, tenant: str, reader: Reader) -> Reach:
         """The corpora ``reader`` reaches (runtime.reach decides)."""
+
+    async def keyed(self, tenant: str, key: str) -> list[Placement]:
+        """Where the tenant's live corpora bearing ``key`` sit (``corpus_keys.resolve`` picks one)."""
 
     async def generation(self, tenant: str, reader: Reader) -> int:
         """Grows whenever what ``reader`` sees may have changed (a document in its node or an ancestor)."""

@@ -13,7 +13,8 @@ def source_line(number: int, hit: SearchHit) -> str:
     lex = f"lex#{hit.lexical_rank}" if hit.lexical_rank else "lex#-"
     percent = round(hit.score * 100)
     url = f", url={hit.chunk.source_url}" if hit.chunk.source_url else ""
-    return f"[Source {number} (document_id={hit.chunk.document_id}{url}), relevance: {percent}%, {vec}/{lex}]"
+    ref = f", document_ref={hit.chunk.document_ref}{hit.chunk.fragment}" if hit.chunk.document_ref else ""
+    return f"[Source {number} (document_id={hit.chunk.document_id}{ref}{url}), relevance: {percent}%, {vec}/{lex}]"
 
 
 SYNTHESIS_UNAVAILABLE = "Synthesis: unavailable ({why}); the sources follow."
