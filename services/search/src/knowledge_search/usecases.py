@@ -30,6 +30,7 @@ from knowledge_search.domain.model import (
     ChannelHit,
     Chunk,
     Citation,
+    Filters,
     Ranked,
     Relevance,
     SearchHit,
@@ -137,7 +138,7 @@ class SearchUseCases:
             else:
                 ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
             span.set_attribute("search.fused", len(ranked))
-        hits = await self._hydrate(tenant, ranked, request.filters.owners)
+        hits = await self._hydrate(tenant, ranked, request.filters)
         if rerank and hits:
             try:
                 hits, rerank_cost = await self._rerank(tenant, request, hits)
@@ -199,11 +200,12 @@ class SearchUseCases:
         reranked = [replace(window[i], rerank_score=reranking.scores[i]) for i in order]
         return reranked + rest, reranking.cost
 
-    async def _hydrate(self, tenant: str, ranked: list[Ranked], owners: Sequence[str]) -> list[SearchHit]:
-        """Content is read once, for the results returned, under the tenant keys the channels read;
-        a chunk deleted meanwhile drops out."""
+    async def _hydrate(self, tenant: str, ranked: list[Ranked], filters: Filters) -> list[SearchHit]:
+        """Content is read once, for the results returned, under the tenant keys the channels read
+        and the caller's principals; a chunk deleted meanwhile, or whose document's list stopped
+        admitting the caller, drops out."""
         with _tracer.start_as_current_span("search.hydrate") as span:
-            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], owners)
+            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], filters.owners, filters.principals)
             span.set_attribute("search.results", len(chunks))
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
 
@@ -239,14 +241,18 @@ class SearchUseCases:
 
 
 def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
-    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)
-    and to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide corpus).
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all),
+    to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide
+    corpus) and, inside them, to the documents whose access list admits the caller's principals.
     CorpusNotFound for a corpus filter outside that reach: another tenant's, a deleted one, or one
     beyond the caller's node or clearance are all as if absent."""
     if request.filters.corpus_id is not None and not reach.has(request.filters.corpus_id):
         raise CorpusNotFound()
     corpus_ids = None if reach.everything else reach.corpus_ids
-    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant)))
+    filters = replace(
+        request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant), principals=reach.reader.principals
+    )
+    return replace(request, filters=filters)
 
 
 async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:

@@ -82,7 +82,9 @@ class CorpusUseCases:
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
         """One page and the id to continue after (None on the last page)."""
         reach = await self.reach.reach_of(scope)
-        found = await self.corpora.list_user_corpora(scope.tenant, page.probe(), reach.corpus_ids)
+        found = await self.corpora.list_user_corpora(
+            scope.tenant, page.probe(), reach.corpus_ids, reach.reader.principals
+        )
         return page.cut(found, lambda corpus: corpus.corpus_id)
 
     async def bind_corpus(self, scope: Scope, corpus_id: str, node_text: str) -> Corpus:
@@ -102,7 +104,7 @@ class CorpusUseCases:
                 field="scope",
                 reason="SCOPE_OUT_OF_REACH",
             )
-        bound = await self.corpora.bind(scope.tenant, key, node)
+        bound = await self.corpora.bind(scope.tenant, key, node, reach.reader.principals)
         if bound is None:  # a system corpus, or gone meanwhile
             raise CorpusNotFound(corpus_id)
         return bound

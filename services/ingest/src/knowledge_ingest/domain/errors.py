@@ -84,6 +84,14 @@ class DocumentNotFound(NotFound):
         super().__init__("document not found", metadata={"document_id": document_id[:40]})
 
 
+class DocumentRefNotFound(DocumentNotFound):
+    """A reference whose document the caller may not read (its access list does not admit it):
+    absent to it, as a document by id is."""
+
+    def __init__(self, document_ref: str) -> None:
+        NotFound.__init__(self, "document not found", metadata={"document_ref": document_ref[:200]})
+
+
 class JobNotFound(NotFound):
     reason = "INGEST_JOB_NOT_FOUND"
 

@@ -195,6 +195,7 @@ class ReferencedDocument:
     chunk_count: int
     source_sha256: str | None  # the hash of the version searchable now; None before one stored
     unended: tuple[VersionJob, ...] = ()
+    principals: tuple[str, ...] = ()  # its access list (runtime.reach.may_read_document)
 
     @property
     def searchable_version(self) -> bool:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.db.reach import principals_arg, readable_by
 from knowledge_runtime.db.tenant_settings import TenantSettingsReader
 from knowledge_runtime.tenancy import current_period, period_bounds
 
@@ -95,15 +96,21 @@ UPDATE ingest_jobs SET document_id = $2, blob_id = $3, filename = $4, mime_type 
 WHERE job_id = $1
 RETURNING {JOB_COLUMNS}
 """
+# A job is its document's: one whose document's access list does not admit the caller's
+# principals ($4) is not found, and its result is not delivered (a job with no document yet, a
+# page still to fetch, is its corpus's alone).
+_JOB_READABLE = f"""(j.document_id IS NULL OR EXISTS (
+    SELECT 1 FROM documents jd WHERE jd.document_id = j.document_id AND {readable_by("jd.principals", "$4")}))"""
 GET_JOB = f"""
 WITH delivered AS (
-    UPDATE ingest_jobs SET result_delivered = true
-    WHERE job_id = $2 AND tenant_id = $1 AND $3 AND result IS NOT NULL AND NOT result_delivered
-    RETURNING job_id, result
+    UPDATE ingest_jobs j SET result_delivered = true
+    WHERE j.job_id = $2 AND j.tenant_id = $1 AND $3 AND j.result IS NOT NULL AND NOT j.result_delivered
+        AND {_JOB_READABLE}
+    RETURNING j.job_id, j.result
 )
 SELECT {J_JOB_COLUMNS}, d.result AS delivered
 FROM ingest_jobs j LEFT JOIN delivered d USING (job_id)
-WHERE j.job_id = $2 AND j.tenant_id = $1
+WHERE j.job_id = $2 AND j.tenant_id = $1 AND {_JOB_READABLE}
 """
 LOCK_JOB = f"SELECT {JOB_COLUMNS} FROM ingest_jobs WHERE job_id = $2 AND tenant_id = $1 FOR UPDATE"
 CANCEL_NOW = f"""
@@ -271,8 +278,10 @@ class PostgresJobs:
         assert admitted is not None
         return job_from_row(admitted)
 
-    async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
-        row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result)
+    async def job(
+        self, tenant: str, job_id: uuid.UUID, principals: Collection[str], *, deliver_result: bool
+    ) -> Job | None:
+        row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result, principals_arg(principals))
         return None if row is None else job_from_row(row, row["delivered"])
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:

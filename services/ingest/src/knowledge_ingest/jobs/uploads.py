@@ -159,7 +159,7 @@ class UploadUseCases:
         corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
         if corpus is not None and not reach.has(corpus):
             raise CorpusNotFound(corpus_id)
-        document = await self.documents.document(reach.owners(scope.tenant), key)
+        document = await self.documents.document(reach.owners(scope.tenant), key, reach.reader.principals)
         if document is None or not reach.has(document.corpus_id):  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
         await require_writable(self.documents, scope, reach, document.corpus_id, str(document.corpus_id))

@@ -37,7 +37,7 @@ LOCK_REFERENCE = (
     "SELECT pg_advisory_xact_lock(hashtextextended('ref:' || $1 || ':' || ($2::bigint)::text || ':' || $3, 0))"
 )
 REFERENCED = """
-SELECT document_id, state, chunk_count, source_sha256 FROM documents
+SELECT document_id, state, chunk_count, source_sha256, principals FROM documents
 WHERE tenant_id = $1 AND corpus_id = $2 AND document_ref = $3 AND deleted_at IS NULL
 """
 UNENDED = f"""
@@ -166,6 +166,7 @@ def _referenced(row, jobs) -> ReferencedDocument:
         state=State(row["state"]),
         chunk_count=row["chunk_count"],
         source_sha256=row["source_sha256"],
+        principals=tuple(row["principals"]),
         unended=tuple(
             VersionJob(uuid.UUID(str(j["job_id"])), j["content_sha256"], j["cancel_requested"]) for j in jobs
         ),

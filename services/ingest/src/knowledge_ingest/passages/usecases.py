@@ -20,7 +20,7 @@ from knowledge_runtime.tenancy import PLATFORM_INDEX
 
 from knowledge_ingest.corpora.usecases import CorpusUseCases
 from knowledge_ingest.domain.documents import Job, State, safe_filename
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import DocumentRefNotFound, InvalidRequest
 from knowledge_ingest.domain.passages import (
     MAX_PASSAGES,
     PASSAGES_MIME,
@@ -105,6 +105,8 @@ class PassageUseCases:
         if known is not None:
             await require_writable(self.kinds, scope, reach, known, corpus_key or corpus_id)
             existing = await self.passages.referenced(scope.tenant, known, request.document_ref)
+            if existing is not None and not reach.reader.may_read_document(existing.principals):
+                raise DocumentRefNotFound(request.document_ref)  # one reference, one document: never a second
             if not admit_version(existing, request.content_sha256).creates_job:  # unchanged, or being indexed
                 admitted = await self.passages.admit(scope.tenant, known, request, None)
                 if admitted is not None:
@@ -146,6 +148,8 @@ class PassageUseCases:
         existing = await self.passages.referenced(scope.tenant, corpus, document_ref)
         if existing is None:
             return Removed(0, None, None)
+        if not reach.reader.may_read_document(existing.principals):
+            raise DocumentRefNotFound(document_ref)
         deletion = await self.tombstones.delete_document(
             scope.tenant, existing.document_id, scope.subject, reason_of("", REMOVED_BY_REFERENCE)
         )
@@ -170,6 +174,8 @@ class PassageUseCases:
         existing: ReferencedDocument | None = None
         if document_ref:
             existing = await self.passages.referenced(scope.tenant, corpus, check_reference(document_ref))
+            if existing is not None and not reach.reader.may_read_document(existing.principals):
+                existing = None  # as if absent: whether it exists is not the caller's to learn
         refusal = await self.quotas.index_refusal(
             scope.tenant, PLATFORM_INDEX, existing.document_id if existing else None, size_bytes, passages
         )
