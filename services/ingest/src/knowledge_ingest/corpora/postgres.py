@@ -55,6 +55,11 @@ SELECT DISTINCT confidentiality FROM corpora WHERE tenant_id = $1 AND scope_path
 BANDS_KEYED = """
 SELECT DISTINCT confidentiality FROM corpora WHERE tenant_id = $1 AND scope_path = $2 AND key = $3 AND deleted_at IS NULL
 """
+SET_DEFAULT_ACCESS = """
+UPDATE corpora SET default_principals = $3
+WHERE tenant_id = $1 AND corpus_id = $2 AND NOT is_system AND deleted_at IS NULL
+RETURNING corpus_id
+"""
 CORPUS_NAME = "SELECT name FROM corpora WHERE corpus_id = $1"
 # The index of a key's uniqueness (migration 0059): a violation of it is a key taken, not a name.
 KEY_INDEX = "corpora_node_key"
@@ -132,6 +137,19 @@ class PostgresCorpora:
             principals_arg(principals),
         )
         return [_corpus(row) for row in rows]
+
+    async def set_default_access(
+        self, tenant: str, corpus_id: int, default_principals: tuple[str, ...], principals: Collection[str]
+    ) -> Corpus | None:
+        async with self._db.transaction() as tx:
+            changed = await tx.fetchval(
+                "set_default_access", SET_DEFAULT_ACCESS, tenant, corpus_id, list(default_principals)
+            )
+            if changed is None:
+                return None
+            row = await tx.fetchrow("get_corpus", GET_CORPUS, tenant, corpus_id, principals_arg(principals))
+        assert row is not None
+        return _corpus(row)
 
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath, principals: Collection[str]) -> Corpus | None:
         lineage = [str(n) for n in node.lineage() if not n.is_root]

@@ -15,7 +15,7 @@ from knowledge_runtime.system_corpora import HOUSEKEEPING_FILENAME_PREFIXES
 
 from knowledge_ingest.documents.chunk_metadata import chunk_metadata
 from knowledge_ingest.domain.documents import Document, State
-from knowledge_ingest.domain.events import moved
+from knowledge_ingest.domain.events import access_changed, moved
 from knowledge_ingest.domain.metadata import Metadata
 from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.system_corpora import CorpusKind, corpus_kind
@@ -137,6 +137,17 @@ UPDATE chunks c SET metadata = {
 FROM documents d WHERE d.document_id = $1 AND c.document_id = $1
 """
 SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
+# SetDocumentAccess: the row locked (a job storing its chunks waits, or this waits for it), the
+# list changed, the change recorded (migration 0061) and announced, in one transaction.
+LOCK_ACCESS = """
+SELECT corpus_id, principals FROM documents WHERE tenant_id = $1 AND document_id = $2 AND deleted_at IS NULL
+FOR UPDATE
+"""
+SET_ACCESS = "UPDATE documents SET principals = $2, update_time = now() WHERE document_id = $1"
+RECORD_ACCESS = """
+INSERT INTO document_access_changes (tenant_id, document_id, corpus_id, changed_by, old_principals, new_principals)
+VALUES ($1, $2, $3, $4, $5, $6)
+"""
 
 
 def _document(row: asyncpg.Record) -> Document:
@@ -296,6 +307,31 @@ class PostgresDocuments:
                 return False
             await tx.execute("remerge_chunks", REMERGE_CHUNKS, document_id)
         return True
+
+    async def set_access(
+        self, tenant: str, document_id: int, principals: tuple[str, ...], changed_by: str
+    ) -> tuple[str, ...] | None:
+        async with self._db.transaction() as tx:
+            row = await tx.fetchrow("lock_access", LOCK_ACCESS, tenant, document_id)
+            if row is None:
+                return None
+            old = tuple(row["principals"])
+            event = access_changed(document_id, row["corpus_id"], old, principals)
+            if event is None:
+                return old
+            await tx.execute("set_access", SET_ACCESS, document_id, list(principals))
+            await tx.execute(
+                "record_access",
+                RECORD_ACCESS,
+                tenant,
+                document_id,
+                row["corpus_id"],
+                changed_by,
+                list(old),
+                list(principals),
+            )
+            await publish(tx, tenant, [event])
+        return old
 
     async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
         await self._db.execute("set_subject", SET_SUBJECT, tenant, document_id, subject)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.filter_fields import parse_filter
-from knowledge_runtime.reach import Reach
+from knowledge_runtime.reach import Reach, access_list
 
+from knowledge_ingest.documents.access import change_access
 from knowledge_ingest.domain.documents import Document, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.metadata import check_metadata
@@ -73,6 +74,24 @@ class DocumentUseCases:
         if not await self.store.update_document(scope.tenant, key, checked, safe):
             raise DocumentNotFound(document_id)  # deleted meanwhile
         return await self._get(scope, reach, key, document_id)
+
+    async def set_access(
+        self, scope: Scope, document_id: str, principals: Sequence[str]
+    ) -> tuple[Document | None, tuple[str, ...]]:
+        """Replace who may read the document (``documents.access``): (the document now, None when
+        the new list leaves the caller out; the list it had). The caller must read the document (else
+        not found, as if absent) and write its corpus (an ancestor's: CorpusReadOnly)."""
+        key = parse_id(document_id, "document_id")
+        new = access_list(principals, "principals")
+        reach = await self.reach.reach_of(scope)
+        document = await self._get(scope, reach, key, document_id)
+        try:
+            await require_writable(self.store, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
+        old = await change_access(self.store, scope, key, document.principals, new)
+        now = await self.store.document(reach.owners(scope.tenant), key, reach.reader.principals)
+        return now, old
 
     async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
         asked = batch_ids(document_ids)

@@ -85,6 +85,9 @@ class IndexRequest:
     document_ref: str
     content_sha256: str
     version: PassageSet
+    # Who may read the reference's document when this request makes it (checked: runtime.reach's
+    # access_list); None: its corpus's default.
+    principals: tuple[str, ...] | None = None
 
     @property
     def filename(self) -> str:

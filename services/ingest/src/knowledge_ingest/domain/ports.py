@@ -64,6 +64,12 @@ class CorpusRepository(Protocol):
         """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
         first, at most ``page.size``; their counts of the documents ``principals`` may read."""
 
+    async def set_default_access(
+        self, tenant: str, corpus_id: int, default_principals: tuple[str, ...], principals: Collection[str]
+    ) -> Corpus | None:
+        """Set the tenant's own corpus's default access list (its counts of the documents
+        ``principals`` may read); None when the tenant has no such corpus (a system one included)."""
+
     async def bind(self, tenant: str, corpus_id: int, node: ScopePath, principals: Collection[str]) -> Corpus | None:
         """Bind the tenant's own corpus to ``node``, creating the node and its ancestors (its counts
         of the documents ``principals`` may read); None
@@ -168,6 +174,16 @@ class Lease:
     owner: str
 
 
+class AccessStore(Protocol):
+    async def set_access(
+        self, tenant: str, document_id: int, principals: tuple[str, ...], changed_by: str
+    ) -> tuple[str, ...] | None:
+        """Make ``principals`` the live document's access list, with a record of the change (who,
+        when, old and new lists) and its ``document.access_changed`` event, in one transaction
+        (nothing written when the list is that already); the list it had, None when the tenant
+        has no such live document."""
+
+
 class DocumentRepository(Protocol):
     """Documents and their chunks as the API reads and changes them (role knowledge_ingest)."""
 
@@ -237,6 +253,11 @@ class DocumentRepository(Protocol):
         """Set what is not None (metadata replaced whole) and merge the chunks' metadata again in
         the same transaction; False when the tenant has no such live document."""
 
+    async def set_access(
+        self, tenant: str, document_id: int, principals: tuple[str, ...], changed_by: str
+    ) -> tuple[str, ...] | None:
+        """As ``AccessStore.set_access``."""
+
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
         when missing; None when a corpus of the tenant's own there already bears the name."""
@@ -262,9 +283,11 @@ class JobRepository(Protocol):
         mime_type: str,
         source_url: str | None,
         metadata: Metadata | None = None,
+        principals: tuple[str, ...] | None = None,
     ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``.
-        ``metadata``: the document's, when the job makes it (or extracts it again)."""
+        ``metadata``: the document's, when the job makes it (or extracts it again); ``principals``:
+        its access list when the job makes it (None: the corpus's default; a duplicate keeps its own)."""
 
     async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
         """A job whose first stage fetches ``url``."""

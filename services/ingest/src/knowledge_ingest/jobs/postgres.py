@@ -53,9 +53,12 @@ UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, sou
     error = NULL, refusal_reason = NULL, metadata = coalesce($5::jsonb, metadata), update_time = now()
 WHERE document_id = $1
 """
+# Its access list: the request's ($8), else its corpus's default (migration 0061).
 INSERT_DOCUMENT = """
-INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}')) RETURNING document_id
+INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata, principals)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'),
+        coalesce($8::text[], (SELECT c.default_principals FROM corpora c WHERE c.corpus_id = $2), '{}'))
+RETURNING document_id
 """
 # An earlier ingest of these bytes failed or found no text: extracted again, with the new
 # upload's metadata when it gives some ($2).
@@ -154,6 +157,7 @@ class PostgresJobs:
         mime_type: str,
         source_url: str | None,
         metadata: Metadata | None = None,
+        principals: tuple[str, ...] | None = None,
     ) -> Job:
         given = json.dumps(metadata) if metadata else None
         async with self._db.transaction() as tx:
@@ -173,6 +177,7 @@ class PostgresJobs:
                     mime_type,
                     source_url,
                     given,
+                    None if principals is None else list(principals),
                 )
             else:
                 assert row is not None  # admit() creates a document exactly when there is none
@@ -252,6 +257,7 @@ class PostgresJobs:
                         mime_type,
                         source_url,
                         None,
+                        None,  # a fetched page's document gets its corpus's default list
                     )
                 else:
                     assert row is not None
