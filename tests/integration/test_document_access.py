@@ -223,3 +223,33 @@ async def test_index_passages_sets_a_new_references_list_and_changes_a_known_one
     assert unchanged.unchanged  # the same version: nothing indexed, the list changed all the same
     got = await stub.GetDocument(ingest_pb2.GetDocumentRequest(document_id=first.document_id), metadata=bob)
     assert list(got.principals) == ["group:hr", "user:ana"]
+
+
+async def test_a_watch_sees_a_document_leave_and_come_back_with_its_list(ingest, make_token):
+    stub, _blobs, _embedder, _db = ingest
+    users = tokens(make_token, f"t-acl-{uuid.uuid4().hex[:6]}")
+    ana, bob = users["ana"], users["bob"]
+    corpus = (await stub.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="w"), metadata=ana)).corpus_id
+    document = await searchable(stub, ana, await upload(stub, ana, corpus, b"# Plan\n\nThe plan.", "plan.md"))
+    changes = stub.WatchDocuments(ingest_pb2.WatchDocumentsRequest(corpus_id=corpus), metadata=bob)
+
+    async def next_about(kind) -> ingest_pb2.DocumentChange:
+        async for change in changes:
+            if change.kind == kind and change.document_id == document:
+                return change
+        raise AssertionError("the watch ended")
+
+    try:
+        await asyncio.wait_for(next_about(ingest_pb2.DOCUMENT_CHANGE_KIND_SNAPSHOT), 10)
+        await stub.SetDocumentAccess(
+            ingest_pb2.SetDocumentAccessRequest(document_id=document, principals=["user:ana"]), metadata=ana
+        )
+        removed = await asyncio.wait_for(next_about(ingest_pb2.DOCUMENT_CHANGE_KIND_REMOVED), 10)
+        assert not removed.HasField("document")  # nothing of it is shown to bob any more
+        await stub.SetDocumentAccess(
+            ingest_pb2.SetDocumentAccessRequest(document_id=document, principals=["user:ana", "group:hr"]), metadata=ana
+        )
+        back = await asyncio.wait_for(next_about(ingest_pb2.DOCUMENT_CHANGE_KIND_CHANGED), 10)
+        assert list(back.document.principals) == ["group:hr", "user:ana"]
+    finally:
+        changes.cancel()
