@@ -148,7 +148,7 @@ def test_ingest_refusing_a_streamed_upload_becomes_the_same_413():
     ]
     # Every 413, whichever filter answered, is the body Lua writes for ingest's refusal.
     assert too_large["body_format_override"]["json_format"] == json.loads(too_large_json(1234))
-    assert json.loads(too_large_json(1234))["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+    assert json.loads(too_large_json(1234))["details"][0]["reason"] == "UPLOAD_TOO_LARGE"
 
 
 def test_local_replies_are_json_status_and_jwt_rejections_are_401():

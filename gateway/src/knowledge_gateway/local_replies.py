@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from knowledge_runtime.errors import upload_too_large_message
+
 from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB, ORIGINAL_HEADERS, GatewayConfig
 from knowledge_gateway.routes import path_regex, rest_methods
 
@@ -22,9 +24,10 @@ HEADERS_TOO_LARGE_MESSAGE = (
 _LOCAL_REPLIES = {
     400: (3, "INVALID_REQUEST"),
     401: (16, "UNAUTHENTICATED"),
-    404: (5, "NOT_FOUND"),
+    404: (12, "METHOD_NOT_FOUND"),
     405: (12, "METHOD_NOT_ALLOWED"),
-    413: (8, "REQUEST_TOO_LARGE"),
+    408: (4, "REQUEST_TIMEOUT"),
+    413: (8, "UPLOAD_TOO_LARGE"),
     429: (8, "RATE_LIMITED"),
     431: (3, "HEADERS_TOO_LARGE"),
     500: (13, "INTERNAL"),
@@ -34,19 +37,15 @@ _LOCAL_REPLIES = {
 }
 
 
-def _status_json(code: int, reason: str, message: str) -> dict:
-    return {
-        "code": code,
-        "message": message,
-        "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "knowledge.v1"}],
-    }
+def _status_json(code: int, reason: str, message: str, metadata: dict[str, str] | None = None) -> dict:
+    info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "knowledge.v1"}
+    return {"code": code, "message": message, "details": [{**info, **({"metadata": metadata} if metadata else {})}]}
 
 
 def local_reply_config(config: GatewayConfig) -> dict:
     """Envoy's own answers (401 from jwt_authn, 429, 413, no route...) as google.rpc.Status JSON.
     Every 413 (Lua's from the Content-Length, the body limit's while streaming) says the same."""
     messages = {
-        413: too_large_message(config.max_body_bytes),
         429: RATE_LIMITED_MESSAGE,
         431: HEADERS_TOO_LARGE_MESSAGE,
     }
@@ -93,7 +92,7 @@ def local_reply_config(config: GatewayConfig) -> dict:
             "filter": {"response_flag_filter": {"flags": ["NC"]}},
             "status_code": 404,
             "body_format_override": {
-                "json_format": _status_json(5, "NOT_FOUND", "no such REST resource"),
+                "json_format": _status_json(12, "METHOD_NOT_FOUND", "no such REST resource"),
                 "content_type": "application/json",
             },
         },
@@ -128,7 +127,9 @@ def local_reply_config(config: GatewayConfig) -> dict:
                     }
                 },
                 "body_format_override": {
-                    "json_format": _status_json(code, reason, messages.get(status, "%LOCAL_REPLY_BODY%")),
+                    "json_format": too_large_status(config.max_body_bytes)
+                    if status == 413
+                    else _status_json(code, reason, messages.get(status, "%LOCAL_REPLY_BODY%")),
                     "content_type": "application/json",
                 },
             }
@@ -186,10 +187,16 @@ def _query_method_mappers() -> list[dict]:
 
 
 def too_large_message(max_body_bytes: int) -> str:
-    return f"request body larger than {max_body_bytes} bytes"
+    """What ingest says of an upload over the cap, said of any body over it."""
+    return upload_too_large_message(max_body_bytes)
+
+
+def too_large_status(max_body_bytes: int) -> dict:
+    """Every 413's google.rpc.Status: ingest's UPLOAD_TOO_LARGE, its message and max_bytes."""
+    code, reason = _LOCAL_REPLIES[413]
+    return _status_json(code, reason, too_large_message(max_body_bytes), {"max_bytes": str(max_body_bytes)})
 
 
 def too_large_json(max_body_bytes: int) -> str:
     """The body of every 413, as the 413 local-reply mapper writes it."""
-    code, reason = _LOCAL_REPLIES[413]
-    return json.dumps(_status_json(code, reason, too_large_message(max_body_bytes)), separators=(",", ":"))
+    return json.dumps(too_large_status(max_body_bytes), separators=(",", ":"))

@@ -156,7 +156,7 @@ MESSAGE_CONSTRAINTS: dict[str, dict] = {
             {"required": ["document_id"], "properties": {"document_id": _NON_BLANK, **_NOT_HOUSEKEEPING}},
         ]
     },
-    # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
+    # Either weight may be 0, not both (search refuses that with INVALID_REQUEST).
     "knowledge.v1.ChannelWeights": {
         "not": {
             "type": "object",

@@ -169,7 +169,7 @@ class SearchUseCases:
         assert self.system_corpora is not None
         hidden = tuple(sorted((await self.system_corpora.housekeeping(tenant)).values()))
         if request.filters.corpus_id is not None and request.filters.corpus_id in hidden:
-            raise CorpusNotFound()
+            raise CorpusNotFound(str(request.filters.corpus_id))
         if not hidden or request.filters.corpus_id is not None:
             return request
         return replace(request, filters=replace(request.filters, exclude_corpora=hidden))
@@ -231,7 +231,7 @@ def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
     CorpusNotFound for a corpus filter outside that reach: another tenant's, a deleted one, or one
     beyond the caller's node or clearance are all as if absent."""
     if request.filters.corpus_id is not None and not reach.has(request.filters.corpus_id):
-        raise CorpusNotFound()
+        raise CorpusNotFound(str(request.filters.corpus_id))
     corpus_ids = None if reach.everything else reach.corpus_ids
     return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant)))
 
