@@ -11,6 +11,7 @@ from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 BUF = Path(sys.executable).parent / "buf"
+PROTO_INCLUDE = Path(__import__("grpc_tools").__file__).parent / "_proto"  # protoc's well-known types
 
 # docs/api.md, "Public REST API": (method, path) -> RPC.
 REST_API = {
@@ -91,3 +92,30 @@ def test_committed_stubs_equal_a_fresh_generation():
 def test_buf_passes_offline(args):
     result = subprocess.run([str(BUF), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["status", "error_details", "code"])
+def test_the_vendored_google_rpc_protos_are_the_ones_the_services_send(name, tmp_path):
+    """A client compiling third_party/google/rpc gets the very messages of googleapis-common-protos,
+    which the services and the gateway encode their errors with."""
+    import importlib
+
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    out = tmp_path / "set.pb"
+    source = f"google/rpc/{name}.proto"
+    assert protoc.main(["protoc", f"-I{ROOT / 'third_party'}", f"-I{PROTO_INCLUDE}", f"-o{out}", source]) == 0
+    [vendored] = [f for f in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file if f.name == source]
+    installed = descriptor_pb2.FileDescriptorProto()
+    importlib.import_module(f"google.rpc.{name}_pb2").DESCRIPTOR.CopyToProto(installed)
+    assert vendored.package == installed.package == "google.rpc"
+    assert [_shape(m) for m in vendored.message_type] == [_shape(m) for m in installed.message_type]
+    assert [e.SerializeToString() for e in vendored.enum_type] == [e.SerializeToString() for e in installed.enum_type]
+    assert "Apache License, Version 2.0" in (ROOT / "third_party" / source).read_text(encoding="utf-8")
+
+
+def _shape(message) -> tuple:
+    """A message's wire shape: its fields' names, numbers, types and labels, its nested types'."""
+    fields = [(f.name, f.number, f.type, f.type_name, f.label) for f in message.field]
+    return message.name, fields, [_shape(m) for m in message.nested_type]
