@@ -30,6 +30,7 @@ from knowledge_runtime.auth import (
     reset_scope,
     token_expired,
 )
+from knowledge_runtime.calls import MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER, current_request_id, serving
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
@@ -154,18 +155,22 @@ def _metadata_value(details: grpc.HandlerCallDetails, key: str) -> str | None:
 
 
 class LoggingInterceptor(_GuardInterceptor):
-    """Binds request id, rpc and trace id for every log line of the call; logs its outcome."""
+    """Binds request id, rpc and trace id for every log line of the call; logs its outcome.
+
+    The request id is the caller's ``x-request-id`` (the gateway's, another service's) or a new
+    one; it is echoed in the call's trailing metadata, and the calls this one makes carry it
+    (``knowledge_runtime.calls``), so one id follows a request through every hop's logs."""
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
-        request_id = _metadata_value(details, "x-request-id") or uuid.uuid4().hex
-        structlog.contextvars.bind_contextvars(
-            request_id=request_id[:64], rpc=details.method, trace_id=current_trace_id()
-        )
+        request_id = (_metadata_value(details, REQUEST_ID_HEADER) or uuid.uuid4().hex)[:MAX_REQUEST_ID_CHARS]
+        structlog.contextvars.bind_contextvars(request_id=request_id, rpc=details.method, trace_id=current_trace_id())
+        context.set_trailing_metadata(((REQUEST_ID_HEADER, request_id),))
         started = time.perf_counter()
         outcome = "OK"
         try:
-            yield
+            with serving(request_id, context):
+                yield
         except grpc.aio.AbortError:
             outcome = _code_name(context.code())
             raise
@@ -206,17 +211,23 @@ class ErrorInterceptor(_GuardInterceptor):
             raise
         except DomainError as error:
             log.info("rpc_error", code=error.code, reason=error.reason)
-            status = status_for(error)
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, error)
         except NotImplementedError:
-            status = status_for(Unimplemented("this method is not implemented yet"))
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, Unimplemented("this method is not implemented yet"))
         except Exception:
             log.exception("rpc_failed")
             # The status in the trailer carries the code of the call's status (INTERNAL, 13), as
             # every status here does: both come from the error's one declared code.
-            status = status_for(Internal(INTERNAL_MESSAGE))
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, Internal(INTERNAL_MESSAGE))
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: DomainError) -> None:
+    """Ends the call with ``error``'s status; the trailer keeps the request id beside it (an
+    abort's trailing metadata replaces what was set before)."""
+    status = status_for(error)
+    request_id = current_request_id()
+    echo = ((REQUEST_ID_HEADER, request_id),) if request_id else ()
+    await context.abort(status.code, status.details, trailing_metadata=(*status.trailing_metadata, *echo))
 
 
 class ScopeInterceptor(_GuardInterceptor):
