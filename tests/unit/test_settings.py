@@ -127,3 +127,10 @@ def test_ingest_workers_follow_the_cores_unless_set(tmp_path, monkeypatch):
     assert IngestSettings.from_env(Env(environ)).workers == 6
     assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "1"})).workers == 1
     assert IngestSettings.from_env(Env({**environ, "KNOWLEDGE_INGEST_WORKERS": "0"})).workers == 0
+
+
+def test_grpc_reflection_is_on_unless_switched_off():
+    assert CommonSettings.from_env("ingest", env()).grpc_reflection is True
+    assert CommonSettings.from_env("ingest", env(GRPC_REFLECTION="off")).grpc_reflection is False
+    with pytest.raises(SettingsError):
+        CommonSettings.from_env("ingest", env(GRPC_REFLECTION="sometimes"))

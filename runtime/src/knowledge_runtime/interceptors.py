@@ -40,6 +40,7 @@ from knowledge_runtime.errors import (
     Unimplemented,
 )
 from knowledge_runtime.reach import claimed_node
+from knowledge_runtime.reflection import REFLECTION_PREFIX
 from knowledge_runtime.tenancy import UNGATED_CAPABILITIES
 from knowledge_runtime.tracing import current_trace_id
 from knowledge_runtime.validation import check_request
@@ -234,7 +235,8 @@ class ScopeInterceptor(_GuardInterceptor):
     """Resolves tenant and capabilities from the verified bearer JWT for ``knowledge.v1`` RPCs.
 
     ``capabilities`` maps each full method name to the capability it needs; a method of
-    ours without an entry is refused (fail closed). Health and reflection pass untouched.
+    ours without an entry is refused (fail closed). Reflection needs a valid token and nothing
+    more; health passes untouched (probes carry no token).
     ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
     Last, every method not named in ``unscoped`` refuses a scope that does not resolve
@@ -264,13 +266,14 @@ class ScopeInterceptor(_GuardInterceptor):
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
+        if details.method.startswith(REFLECTION_PREFIX):
+            self._verified(details)  # any valid token: the descriptors are the published protos
+            yield
+            return
         if not details.method.startswith(KNOWLEDGE_PREFIX):
             yield
             return
-        token = bearer_token(details.invocation_metadata)
-        if token is None:
-            raise Unauthenticated("a bearer token is required", reason="TOKEN_MISSING")
-        scope = self._verifier.verify(token)
+        token, scope = self._verified(details)
         structlog.contextvars.bind_contextvars(tenant=scope.tenant)
         capability = self._capabilities.get(details.method)
         if capability is None:
@@ -287,6 +290,12 @@ class ScopeInterceptor(_GuardInterceptor):
             yield
         finally:
             reset_scope(tokens)
+
+    def _verified(self, details: grpc.HandlerCallDetails) -> tuple[str, Scope]:
+        token = bearer_token(details.invocation_metadata)
+        if token is None:
+            raise Unauthenticated("a bearer token is required", reason="TOKEN_MISSING")
+        return token, self._verifier.verify(token)
 
 
 def _token_expiry() -> float | None:
