@@ -395,3 +395,20 @@ async def test_an_id_has_one_spelling_through_the_real_service(stub, make_token,
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call(request, metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_method_nobody_serves_is_unimplemented_with_an_error_info(ingest_server, make_token):
+    """As the gateway answers a path the API lacks: METHOD_NOT_FOUND, after the token for ours."""
+    async with grpc.aio.insecure_channel(ingest_server) as channel:
+        for path, token in (
+            ("/foo.Bar/Baz", None),  # not ours: no token asked
+            ("/knowledge.v1.SearchService/Search", make_token("tenant-a")),  # another process's
+            ("/knowledge.v1.CorpusService/NoSuchMethod", make_token("tenant-a")),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await channel.unary_unary(path)(b"", metadata=auth(token) if token else None)
+            assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED, path
+            assert error_info(caught.value).reason == "METHOD_NOT_FOUND", path
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await channel.unary_unary("/knowledge.v1.CorpusService/NoSuchMethod")(b"")
+        assert error_info(caught.value).reason == "TOKEN_MISSING"

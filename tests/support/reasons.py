@@ -140,7 +140,9 @@ def from_gateway(bootstrap: dict) -> Found:
     def visit(value: object, path: str) -> None:
         if isinstance(value, dict):
             if value.get("key") == "grpc-status-details-bin" and isinstance(value.get("value"), str):
-                status = status_pb2.Status.FromString(base64.b64decode(value["value"]))
+                status = status_pb2.Status.FromString(
+                    base64.b64decode(value["value"] + "=" * (-len(value["value"]) % 4))
+                )
                 for detail in status.details:
                     info = error_details_pb2.ErrorInfo()
                     detail.Unpack(info)

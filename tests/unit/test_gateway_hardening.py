@@ -50,7 +50,7 @@ async def test_a_token_in_the_query_string_is_not_accepted(gateway, make_token):
     for name in ("access_token", "token"):
         reply = await client.get(f"{API}/corpora", params={name: token})
         assert reply.status_code == 401, reply.text
-        assert reply.json()["details"][0]["reason"] == "UNAUTHENTICATED"
+        assert reply.json()["details"][0]["reason"] == "TOKEN_MISSING"
     assert gateway["recorder"].calls == []  # nothing reached a service
     assert (await client.get(f"{API}/corpora", headers=bearer(token))).status_code == 200
 
@@ -103,7 +103,8 @@ async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make
 async def test_an_unknown_json_field_is_400_naming_it_and_reaches_no_service(gateway, make_token, path, body, field):
     reply = await gateway["client"].post(f"{API}{path}", json=body, headers=bearer(make_token("acme")))
     assert reply.status_code == 400, reply.text
-    assert reply.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    assert reply.json()["details"][0]["reason"] == "UNKNOWN_FIELD"  # as a service names one
+    assert reply.json()["details"][0]["metadata"] == {"field": field}
     assert reply.json()["message"] == f"unknown field {field} in the request body"
     assert gateway["recorder"].calls == []
 
@@ -138,11 +139,18 @@ async def test_a_null_field_is_400_and_malformed_json_stays_400(gateway, make_to
     client, headers = gateway["client"], bearer(make_token("acme"))
     null = await client.post(f"{API}/query", json={"query": "x", "document_id": None}, headers=headers)
     assert null.status_code == 400 and "document_id" in null.json()["message"]
+    assert null.json()["details"][0] | {"@type": ""} == {
+        "@type": "",
+        "reason": "INVALID_REQUEST",
+        "domain": "knowledge.v1",
+        "metadata": {"field": "document_id"},
+    }
     for body in (b"{not json", b'{"query": "x",', b"[" * 5000):
         reply = await client.post(
             f"{API}/search", content=body, headers={**headers, "content-type": "application/json"}
         )
         assert reply.status_code == 400, (body[:20], reply.text)
+        assert reply.json()["details"][0]["reason"] == "INVALID_REQUEST"
     assert gateway["recorder"].calls == []
 
 

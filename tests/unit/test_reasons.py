@@ -88,10 +88,11 @@ def test_every_reason_raised_in_the_code_is_in_the_catalogue():
 
 def test_every_reason_the_gateway_answers_itself_is_in_the_catalogue():
     found = collect.from_gateway(rendered_gateway())
-    # Its own answers: the cap, the rate, a path or method the API lacks, its headers, the upstream's
-    # absence or time.
-    assert {"UPLOAD_TOO_LARGE", "RATE_LIMITED", "HEADERS_TOO_LARGE"} <= set(found.reasons)
-    assert {"METHOD_NOT_FOUND", "METHOD_NOT_ALLOWED", "UPSTREAM_UNAVAILABLE", "UPSTREAM_TIMEOUT"} <= set(found.reasons)
+    # Its own answers: the tokens, the cap, the rate, a path or method the API lacks, its headers, the
+    # upstream's absence or time, and the unknown field it refuses before the transcoder drops it.
+    assert {"TOKEN_MISSING", "TOKEN_EXPIRED", "TOKEN_INVALID", "UPLOAD_TOO_LARGE", "RATE_LIMITED"} <= set(found.reasons)
+    assert {"METHOD_NOT_FOUND", "METHOD_NOT_ALLOWED", "UNKNOWN_FIELD", "UPSTREAM_UNAVAILABLE"} <= set(found.reasons)
+    assert {"max_bytes", "field"} <= set(found.metadata_keys)
     assert {reason: where for reason, where in found.reasons.items() if reason not in REASONS} == {}
     assert set(found.metadata_keys) <= set(METADATA_KEYS)
 

@@ -29,13 +29,13 @@ from knowledge_runtime.auth import (
     current_scope,
     reset_scope,
     token_expired,
+    token_missing,
 )
 from knowledge_runtime.calls import MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER, current_request_id, serving
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
     Internal,
-    PermissionDenied,
     Unauthenticated,
     Unimplemented,
 )
@@ -235,7 +235,7 @@ class ScopeInterceptor(_GuardInterceptor):
     """Resolves tenant and capabilities from the verified bearer JWT for ``knowledge.v1`` RPCs.
 
     ``capabilities`` maps each full method name to the capability it needs; a method of
-    ours without an entry is refused (fail closed). Reflection needs a valid token and nothing
+    ours without an entry is answered as one that does not exist (fail closed). Reflection needs a valid token and nothing
     more; health passes untouched (probes carry no token).
     ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
@@ -276,8 +276,8 @@ class ScopeInterceptor(_GuardInterceptor):
         token, scope = self._verified(details)
         structlog.contextvars.bind_contextvars(tenant=scope.tenant)
         capability = self._capabilities.get(details.method)
-        if capability is None:
-            raise PermissionDenied("this method is not open to callers", reason="METHOD_NOT_ALLOWED")
+        if capability is None:  # another process's method, or none at all: as the gateway answers it
+            raise no_such_method(details.method)
         scope.require(capability)
         if self._gate is not None and capability not in UNGATED_CAPABILITIES:
             await self._gate(scope.tenant)
@@ -294,7 +294,7 @@ class ScopeInterceptor(_GuardInterceptor):
     def _verified(self, details: grpc.HandlerCallDetails) -> tuple[str, Scope]:
         token = bearer_token(details.invocation_metadata)
         if token is None:
-            raise Unauthenticated("a bearer token is required", reason="TOKEN_MISSING")
+            raise token_missing()
         return token, self._verifier.verify(token)
 
 
@@ -304,6 +304,26 @@ def _token_expiry() -> float | None:
         return current_scope().expires_at
     except Unauthenticated:
         return None
+
+
+def no_such_method(method: str) -> Unimplemented:
+    return Unimplemented(f"no method {method[:200]} is served here", reason="METHOD_NOT_FOUND")
+
+
+class NoSuchMethod(grpc.GenericRpcHandler):
+    """The handler of every method no service of the process has (added last): the interceptors
+    run for it, so the call is answered UNIMPLEMENTED with an ErrorInfo (METHOD_NOT_FOUND, after
+    the token for a ``knowledge.v1`` name), as the gateway answers an unknown path, instead of
+    gRPC's own bare UNIMPLEMENTED."""
+
+    def service(self, handler_call_details):
+        method = handler_call_details.method
+
+        async def refuse(requests, context):
+            raise no_such_method(method)
+            yield  # a generator: a server stream, which answers a call of any shape
+
+        return grpc.stream_stream_rpc_method_handler(refuse)
 
 
 class RequestValidationInterceptor(grpc.aio.ServerInterceptor):

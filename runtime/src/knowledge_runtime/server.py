@@ -30,6 +30,7 @@ from knowledge_runtime.health import DEFAULT_INTERVAL_S, Dependency, ReadinessPr
 from knowledge_runtime.interceptors import (
     ErrorInterceptor,
     LoggingInterceptor,
+    NoSuchMethod,
     RequestValidationInterceptor,
     ScopeInterceptor,
     ScopeResolver,
@@ -152,6 +153,7 @@ class GrpcApp:
             spec.register(self.server)
         if self.serve_reflection:
             reflection.enable(self.server, [*names, "grpc.health.v1.Health"])
+        self.server.add_generic_rpc_handlers((NoSuchMethod(),))  # last: only what nothing else serves
         self.bound_port = self.server.add_insecure_port(f"{self.host}:{self.port}")
         if self.bound_port == 0:
             raise SettingsError(f"cannot listen on {self.host}:{self.port}")
