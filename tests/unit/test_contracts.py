@@ -119,3 +119,52 @@ def _shape(message) -> tuple:
     """A message's wire shape: its fields' names, numbers, types and labels, its nested types'."""
     fields = [(f.name, f.number, f.type, f.type_name, f.label) for f in message.field]
     return message.name, fields, [_shape(m) for m in message.nested_type]
+
+
+def _capabilities_in(document: str, bullet: str) -> tuple[set[str], set[str]]:
+    """The capabilities a document's ``bullet`` names: the public ones (in the parentheses after
+    "public"), and every one it names."""
+    text = (ROOT / document).read_text(encoding="utf-8")
+    section = text.split(f"- **{bullet}**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`([a-z]+\.[a-z]+|search|embed)`", section))
+    listed = section.split("public", 1)[1].split("(", 1)[1].split(")", 1)[0]
+    public = set(re.findall(r"`([a-z]+\.[a-z]+|search)`", listed))
+    return public, named
+
+
+def code_capabilities() -> tuple[set[str], set[str], set[str]]:
+    """(public, granted deliberately, internal), as the code declares them."""
+    from knowledge_runtime.auth import ADMIN_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+    from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
+
+    return set(PUBLIC_CAPABILITIES), set(ADMIN_CAPABILITIES) | set(PLATFORM_CAPABILITIES), set(INTERNAL_CAPABILITIES)
+
+
+def test_the_readme_and_the_api_reference_list_the_capabilities_the_code_has():
+    public, granted, internal = code_capabilities()
+    readme_public, readme_named = _capabilities_in("README.md", "Tokens.")
+    assert readme_public == public
+    assert readme_named == public | granted  # the internal ones are the next bullet's, unnamed
+    api_public, api_named = _capabilities_in("docs/api.md", "Capabilities.")
+    assert api_public == public
+    assert api_named == public | granted | internal
+
+
+def test_every_rpc_needs_a_capability_the_code_declares():
+    from knowledge_content_index.api import servicer as content_index
+    from knowledge_documents_ai.api import servicer as documents_ai
+    from knowledge_embedder.api import servicer as embedder
+    from knowledge_ingest.corpora import api as corpora
+    from knowledge_ingest.documents import api as documents
+    from knowledge_ingest.events import api as events
+    from knowledge_ingest.imports import api as imports
+    from knowledge_ingest.jobs import api as jobs
+    from knowledge_ingest.tenants import api as tenants
+    from knowledge_search.api import servicer as search
+
+    public, granted, internal = code_capabilities()
+    needed = set()
+    for module in (content_index, embedder, corpora, documents, events, imports, jobs, tenants, search, documents_ai):
+        needed |= set(module.service_spec(None).capabilities.values())  # type: ignore[arg-type]
+    assert needed <= public | granted | internal, needed - (public | granted | internal)
+    assert public | internal <= needed  # each is some RPC's
