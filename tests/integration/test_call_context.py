@@ -146,3 +146,74 @@ async def test_every_answer_echoes_the_request_id(stack, stub, make_token):
     await ok
     made_up = dict(await ok.trailing_metadata())["x-request-id"]
     assert len(made_up) == 32 and made_up != "req-echo-1"
+
+
+class _Served:
+    """The ServicerContext of a call being served, as ``calls`` reads it: 5 s left, not done."""
+
+    def time_remaining(self) -> float:
+        return 5.0
+
+    def done(self) -> bool:
+        return False
+
+
+async def test_calls_of_every_shape_carry_the_request_id_and_the_deadline():
+    """grpc.aio files a client interceptor under the first call shape it implements: a streamed call
+    (WriteBlob, ReadBlob) must be intercepted as a unary one is."""
+    from knowledge_runtime import calls, clients
+
+    seen: list[tuple[str, str | None, float | None]] = []
+
+    def record(shape: str, context) -> None:
+        seen.append((shape, dict(context.invocation_metadata()).get("x-request-id"), context.time_remaining()))
+
+    async def unary_unary(request, context):
+        record("unary_unary", context)
+        return b""
+
+    async def unary_stream(request, context):
+        record("unary_stream", context)
+        yield b""
+
+    async def stream_unary(requests, context):
+        record("stream_unary", context)
+        async for _ in requests:
+            pass
+        return b""
+
+    async def stream_stream(requests, context):
+        record("stream_stream", context)
+        async for _ in requests:
+            yield b""
+
+    server = grpc.aio.server()
+    handlers = {
+        "UU": grpc.unary_unary_rpc_method_handler(unary_unary),
+        "US": grpc.unary_stream_rpc_method_handler(unary_stream),
+        "SU": grpc.stream_unary_rpc_method_handler(stream_unary),
+        "SS": grpc.stream_stream_rpc_method_handler(stream_stream),
+    }
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("test.Shapes", handlers)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = clients.channel(f"127.0.0.1:{port}")
+
+    async def one():
+        yield b"x"
+
+    try:
+        with calls.serving("req-shapes-1", _Served()):  # type: ignore[arg-type]
+            await channel.unary_unary("/test.Shapes/UU")(b"")
+            _ = [r async for r in channel.unary_stream("/test.Shapes/US")(b"")]
+            await channel.stream_unary("/test.Shapes/SU")(one())
+            _ = [r async for r in channel.stream_stream("/test.Shapes/SS")(one())]
+    finally:
+        await channel.close()
+        await server.stop(None)
+    assert [shape for shape, _, _ in seen] == ["unary_unary", "unary_stream", "stream_unary", "stream_stream"]
+    for shape, request_id, remaining in seen:
+        assert request_id == "req-shapes-1", shape
+        # The caller's 5 s less the margin, as gRPC sends it: its timeout header may round a value
+        # close to one sent before up (HPACK), never past the caller's own deadline.
+        assert remaining is not None and 4.5 < remaining <= 5.0, (shape, seen)

@@ -31,12 +31,9 @@ def _for_caller(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetai
     )
 
 
-class _AsCaller(
-    grpc.aio.UnaryUnaryClientInterceptor,
-    grpc.aio.UnaryStreamClientInterceptor,
-    grpc.aio.StreamUnaryClientInterceptor,
-    grpc.aio.StreamStreamClientInterceptor,
-):
+# One interceptor per call shape: grpc.aio files an interceptor under the first shape it
+# implements only, so one class implementing all four would intercept unary calls alone.
+class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):
     """Every outgoing call carries what :func:`_for_caller` adds, and a call with one response is
     cancelled when the task that waits for it is (the server cancels the task of a call whose
     caller went away or whose deadline passed): grpc.aio cancels an awaited call itself, but not
@@ -46,14 +43,25 @@ class _AsCaller(
     async def intercept_unary_unary(self, continuation, client_call_details, request):
         return _cancelled_with_waiter(await continuation(_for_caller(client_call_details), request))
 
+
+class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation, client_call_details, request):
         return await continuation(_for_caller(client_call_details), request)
 
+
+class _StreamUnary(grpc.aio.StreamUnaryClientInterceptor):
     async def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
         return _cancelled_with_waiter(await continuation(_for_caller(client_call_details), request_iterator))
 
+
+class _StreamStream(grpc.aio.StreamStreamClientInterceptor):
     async def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
         return await continuation(_for_caller(client_call_details), request_iterator)
+
+
+def as_caller() -> list[grpc.aio.ClientInterceptor]:
+    """The interceptors that make every call of a channel as the RPC being served makes it."""
+    return [_UnaryUnary(), _UnaryStream(), _StreamUnary(), _StreamStream()]
 
 
 def _cancelled_with_waiter(call: grpc.aio.Call) -> grpc.aio.Call:
@@ -81,4 +89,4 @@ def channel(target: str, *, untraced: tuple[str, ...] = ()) -> grpc.aio.Channel:
     tracing = aio_client_interceptors(
         filter_=filters.negate(filters.any_of(*(filters.method_name(m) for m in untraced))) if untraced else None
     )
-    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=[*tracing, _AsCaller()])
+    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=[*tracing, *as_caller()])
