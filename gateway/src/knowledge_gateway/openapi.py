@@ -498,8 +498,9 @@ class _Builder:
                             "@type": {"type": "string"},
                             "reason": {
                                 "type": "string",
-                                "description": "UPPER_SNAKE; for a refusal one of the closed set: "
-                                + ", ".join(r.value for r in Refusal),
+                                "description": "UPPER_SNAKE, a name of knowledge.v1.ErrorReason without its "
+                                "prefix (docs/api.md, Errors: each with its code, status and metadata keys); "
+                                "for a refusal one of the closed set: " + ", ".join(r.value for r in Refusal),
                             },
                             "domain": {"type": "string"},
                             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
