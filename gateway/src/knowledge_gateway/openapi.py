@@ -190,7 +190,7 @@ MESSAGE_CONSTRAINTS: dict[str, dict] = {
     },
     **{f"knowledge.v1.{m}": _ONE_CORPUS for m in (*_FILTERED[:4], *_PASSAGE_CALLS[1:])},
     "knowledge.v1.IndexPassagesRequest": _ONE_WAY,
-    # Either weight may be 0, not both (search refuses that with SEARCH_INVALID).
+    # Either weight may be 0, not both (search refuses that with INVALID_REQUEST).
     "knowledge.v1.ChannelWeights": {
         "not": {
             "type": "object",
@@ -539,8 +539,9 @@ class _Builder:
                             "@type": {"type": "string"},
                             "reason": {
                                 "type": "string",
-                                "description": "UPPER_SNAKE; for a refusal one of the closed set: "
-                                + ", ".join(r.value for r in Refusal),
+                                "description": "UPPER_SNAKE, a name of knowledge.v1.ErrorReason without its "
+                                "prefix (docs/api.md, Errors: each with its code, status and metadata keys); "
+                                "for a refusal one of the closed set: " + ", ".join(r.value for r in Refusal),
                             },
                             "domain": {"type": "string"},
                             "metadata": {"type": "object", "additionalProperties": {"type": "string"}},

@@ -187,7 +187,7 @@ class PostgresDocuments:
         reach = await self._reach.reach_of(scope)
         state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
         if state is None:
-            raise DocumentNotFound()
+            raise DocumentNotFound(str(document_id))
         return str(state)
 
 
