@@ -43,6 +43,20 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "application/msword": "doc",
     ".ppt": "ppt",
     "application/vnd.ms-powerpoint": "ppt",
+    ".png": "png",
+    "image/png": "png",
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    "image/jpeg": "jpeg",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+    "image/tiff": "tiff",
+    ".webp": "webp",
+    "image/webp": "webp",
+    ".bmp": "bmp",
+    "image/bmp": "bmp",
+    ".gif": "gif",
+    "image/gif": "gif",
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -50,6 +64,20 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "application/xhtml+xml": "html",
 }
 _HTML_STARTS = (b"<!doctype html", b"<html")
+# Formats known by their first bytes alone. BMP's two letters are also checked against the size of
+# the header that follows them (``_sniff``).
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+    (b"II+\x00", "tiff"),  # BigTIFF
+    (b"MM\x00+", "tiff"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+)
+_BMP_HEADER_SIZES = (12, 40, 52, 56, 64, 108, 124)
+IMAGE_FORMATS = frozenset({"png", "jpeg", "tiff", "webp", "bmp", "gif"})
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
 _INFLATE_PIECE = 1 << 20  # compressed bytes read, and inflated bytes made, at a time
 _NAMES = {
@@ -61,6 +89,12 @@ _NAMES = {
     "xls": "Excel 97-2003",
     "doc": "Word 97-2003",
     "ppt": "PowerPoint 97-2003",
+    "png": "PNG",
+    "jpeg": "JPEG",
+    "tiff": "TIFF",
+    "webp": "WebP",
+    "bmp": "BMP",
+    "gif": "GIF",
 }
 
 
@@ -74,13 +108,27 @@ def claimed_format(filename: str, mime_type: str) -> str | None:
 
 def plain_text(head: bytes, filename: str, mime_type: str) -> bool:
     """What ``detect_format`` reads as text without opening any container: no PDF header, no zip
-    or OLE container, and neither the name nor the media type claims a document format."""
+    or OLE container, no other format's signature, and neither the name nor the media type claims
+    a document format."""
     return (
         b"%PDF-" not in head
         and not head.startswith(_ZIP_HEADS)
         and not head.startswith(_OLE)
+        and _sniff(head) is None
         and claimed_format(filename, mime_type) is None
     )
+
+
+def _sniff(head: bytes) -> str | None:
+    """The format the first bytes alone say, for the formats that have a signature."""
+    for magic, fmt in _MAGIC:
+        if head.startswith(magic):
+            return fmt
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "webp"
+    if head.startswith(b"BM") and len(head) >= 18 and struct.unpack_from("<I", head, 14)[0] in _BMP_HEADER_SIZES:
+        return "bmp"
+    return None
 
 
 def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
@@ -96,6 +144,9 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
         return _ooxml_format(stream, claim, limits)
     if head.startswith(_OLE):
         return _ole_format(stream, claim)
+    sniffed = _sniff(head)
+    if sniffed is not None:
+        return sniffed
     if claim in _NAMES and _looks_binary(head):
         raise ExtractionFailed(
             f"the file is not a valid {_NAMES[claim]} file", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim

@@ -15,8 +15,8 @@ from typing import BinaryIO
 import structlog
 
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
-from knowledge_ingest.extraction import pdf, sheets, slides, text, unstructured_path, web, word
-from knowledge_ingest.extraction.detect import detect_format
+from knowledge_ingest.extraction import images, pdf, sheets, slides, text, unstructured_path, web, word
+from knowledge_ingest.extraction.detect import IMAGE_FORMATS, detect_format
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.extraction.ocr import page_ranges
 
@@ -31,6 +31,7 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "xlsb": sheets.extract_xlsb,
     "text": text.extract_text,
     "html": web.extract_html,
+    **dict.fromkeys(IMAGE_FORMATS, images.extract_image),
 }
 _READERS = {
     "pdf": "pypdf",
@@ -41,10 +42,12 @@ _READERS = {
     "xlsb": "pyxlsb",
     "text": "text",
     "html": "trafilatura",
+    **dict.fromkeys(IMAGE_FORMATS, "pillow"),
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
+    **dict.fromkeys(IMAGE_FORMATS, images.NO_TEXT),
 }
 
 
@@ -78,8 +81,9 @@ class DocumentExtractor:
         extractable = sink.has_content()
         body = sink.text() if extractable else ""
         warnings = list(dict.fromkeys(sink.warnings))  # in order, each once
-        if not extractable:
-            warnings.append(_NOTHING_FOUND.get(file_format, "no text was found in the file"))
+        nothing_found = _NOTHING_FOUND.get(file_format, "no text was found in the file")
+        if not extractable and nothing_found not in warnings:
+            warnings.append(nothing_found)
         return Extracted(
             text=body,
             page_count=page_count,
@@ -87,7 +91,8 @@ class DocumentExtractor:
             format=file_format,
             warnings=tuple(warnings),
             extractor=_extractor(reader, sink, page_count),
-            ocr_page_count=len(sink.ocr_pages),
+            ocr_page_count=sink.ocr.pages,
+            ocr_confidence=sink.ocr.mean_confidence(),
         )
 
     def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:
@@ -108,7 +113,11 @@ class DocumentExtractor:
                 return pages or (last_page if file_format == "pptx" else None), "unstructured"
         try:
             return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
-        except (ExtractionFailed, LimitReached, MemoryError):
+        except ExtractionFailed as error:
+            if error.file_format:
+                raise
+            raise ExtractionFailed(error.message, reason=error.reason, file_format=file_format) from None
+        except (LimitReached, MemoryError):
             raise
         except (
             zipfile.BadZipFile,

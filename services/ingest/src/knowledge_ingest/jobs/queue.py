@@ -69,11 +69,11 @@ FROM job LEFT JOIN followed ON followed.document_id = job.document_id
 # The storing transaction's first statement: the job's transition (as APPLY, lease-conditioned),
 # the document SEARCHABLE with its chunk count (its row locked by the update, so a concurrent move
 # is seen) and its old chunks deleted; the new chunks follow in one batched insert. $14.. are the
-# document's chunk count, extractable, warnings, extractor and pages read by OCR.
+# document's chunk count, extractable, warnings, extractor, pages read by OCR and their confidence.
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
-        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now()
+        extractor = $17, ocr_page_count = $18, ocr_confidence = $19, error = NULL, refusal_reason = NULL, update_time = now()
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
 ), replaced AS (
@@ -157,6 +157,7 @@ class PostgresJobQueue:
                 list(transition.result.warnings),
                 transition.result.extractor,
                 transition.result.ocr_page_count,
+                transition.result.ocr_confidence,
             )
             if row is None:
                 return False

@@ -1,0 +1,104 @@
+"""Files of the formats read besides PDF and Office's own, made on the fly with the real libraries:
+images drawn with Pillow in DejaVu (installed with Tesseract's fonts), and their hostile cousins."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+from PIL import Image, ImageDraw, ImageFont
+
+FONT = "DejaVuSans.ttf"
+PUMPS = "Zanzibar pump stations are inspected every quarter."
+VALVES = "Valves older than twelve years are replaced in autumn."
+RESERVOIR = "The northern reservoir opens on weekdays."
+
+
+def text_image(lines: list[str], *, mode: str = "RGB", size: int = 36, width: int = 1600) -> Image.Image:
+    """Black text on white (or on transparency for RGBA), one line per entry."""
+    font = ImageFont.truetype(FONT, size)
+    background = (0, 0, 0, 0) if mode == "RGBA" else "white"
+    image = Image.new(mode, (width, 120 + len(lines) * size * 2), background)
+    draw = ImageDraw.Draw(image)
+    for index, line in enumerate(lines):
+        draw.text((60, 60 + index * size * 2), line, font=font, fill="black")
+    return image
+
+
+def image_file(image: Image.Image, fmt: str, **options: object) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def sideways_jpeg(lines: list[str]) -> bytes:
+    """A photo taken sideways: the pixels turned a quarter, the EXIF orientation (6: turn 90°
+    clockwise to show) saying how to put it upright."""
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    return image_file(text_image(lines).rotate(90, expand=True), "JPEG", exif=exif, quality=90)
+
+
+def png_bomb(width: int = 60_000, height: int = 60_000) -> bytes:
+    """A decompression bomb: a 1-bit PNG of ``width`` x ``height`` white pixels (3.6 gigapixels:
+    3.6 GB decoded to grey) in about 440 KB, its rows deflated as they are made."""
+    row = b"\x00" + b"\xff" * ((width + 7) // 8)
+    deflate = zlib.compressobj(9)
+    block = row * 1000
+    data = bytearray()
+    for _ in range(height // 1000):
+        data += deflate.compress(block)
+    data += deflate.flush()
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", bytes(data)) + _png_chunk(b"IEND", b"")
+    )
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def multi_page_tiff(pages: list[Image.Image], blank_pages: int = 0) -> bytes:
+    """A TIFF of ``pages`` (each stored as uncompressed grey), then ``blank_pages`` white 64x64
+    pages that all share one strip: 10,000 pages in about 1.4 MB, written directly (Pillow takes a
+    minute to save as many)."""
+    grey = [page.convert("L") for page in pages]
+    blank = Image.new("L", (64, 64), 255)
+    strips: list[bytes] = [page.tobytes() for page in grey] + [blank.tobytes()]
+    out = bytearray(b"II*\x00\x00\x00\x00\x00")
+    offsets = []
+    for strip in strips:
+        offsets.append(len(out))
+        out += strip
+    sizes = [page.size for page in grey] + [blank.size] * blank_pages
+    strip_of = list(range(len(grey))) + [len(grey)] * blank_pages
+    entry_count = 9
+    ifd_size = 2 + entry_count * 12 + 4
+    first_ifd = len(out) + (len(out) % 2)
+    out += b"\x00" * (first_ifd - len(out))
+    struct.pack_into("<I", out, 4, first_ifd)
+    for index, ((width, height), strip) in enumerate(zip(sizes, strip_of, strict=True)):
+        at = first_ifd + index * ifd_size
+        following = at + ifd_size if index + 1 < len(sizes) else 0
+        entries = [
+            (256, 4, width),  # ImageWidth
+            (257, 4, height),  # ImageLength
+            (258, 3, 8),  # BitsPerSample
+            (259, 3, 1),  # Compression: none
+            (262, 3, 1),  # PhotometricInterpretation: black is zero
+            (273, 4, offsets[strip]),  # StripOffsets
+            (277, 3, 1),  # SamplesPerPixel
+            (278, 4, height),  # RowsPerStrip
+            (279, 4, len(strips[strip])),  # StripByteCounts
+        ]
+        out += struct.pack("<H", len(entries))
+        for tag, kind, value in entries:
+            out += (
+                struct.pack("<HHII", tag, kind, 1, value)
+                if kind == 4
+                else struct.pack("<HHIHH", tag, kind, 1, value, 0)
+            )
+        out += struct.pack("<I", following)
+    return bytes(out)
