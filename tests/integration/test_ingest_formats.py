@@ -13,16 +13,20 @@ import pytest
 from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.extraction.mail import MAX_ATTACHMENTS
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
 from knowledge_search.bootstrap import build_app as search_app
 from knowledge_search.config import SearchSettings
 
 from tests.support import rpc
+from tests.support.documents import regions_report, word_document
 from tests.support.formats import (
+    DOCX,
     PUMPS,
     RESERVOIR,
     VALVES,
+    an_email,
     image_file,
     multi_page_tiff,
     png_bomb,
@@ -151,3 +155,33 @@ async def test_hostile_images_answer_within_the_limits_and_nothing_else_is_lost(
         ingest_pb2.ListDocumentsRequest(corpus_id=stack.corpus_id, page_size=100), metadata=stack.metadata
     )
     assert all(d.state != ingest_pb2.DOCUMENT_STATE_FAILED or d.filename == "bomb.png" for d in documents.documents)
+
+
+async def test_an_email_with_attachments_is_cited_by_section_and_page(stack):
+    message = an_email(
+        attachments=[
+            ("regions.pdf", "application/pdf", regions_report()),
+            ("handbook.docx", DOCX, word_document()),
+        ]
+    )
+    job = await stack.ingested(message, "inspection.eml")
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    chunks = await stack.sections(job)
+    assert chunks[0][0] == "Pump inspection résumé" and "From: Amira Okafor <amira@example.org>" in chunks[0][2]
+    assert any(section == "Allowances" and "| B | 30 |" in content for section, _, content in chunks)
+    body = (await stack.hits("northern reservoir weekdays", job))[0]
+    assert (body.section, body.page) == ("Pump inspection résumé", 0)  # no page: the body has none
+    table = (await stack.hits("Zanzibar revenue", job))[0]
+    assert (table.section, table.page) == ("Revenue by region", 2)  # the attached PDF's page
+    assert (await stack.document(job)).extractor == "email"
+
+
+async def test_an_email_with_500_attachments_answers_within_the_limits(stack):
+    attachments = [(f"note-{n}.txt", "text/plain", f"Audit note {n}: the meter was read.".encode()) for n in range(500)]
+    started = time.monotonic()
+    job = await stack.ingested(an_email(attachments=attachments), "flood.eml")
+    assert time.monotonic() - started < 120
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    assert f"only the first {MAX_ATTACHMENTS} of 500 attachments were read" in job.result.warnings
+    contents = " ".join(content for _, _, content in await stack.sections(job))
+    assert "Audit note 0:" in contents and f"Audit note {MAX_ATTACHMENTS}:" not in contents

@@ -1,11 +1,16 @@
 """Files of the formats read besides PDF and Office's own, made on the fly with the real libraries:
-images drawn with Pillow in DejaVu (installed with Tesseract's fonts), and their hostile cousins."""
+images drawn with Pillow in DejaVu (installed with Tesseract's fonts), emails composed with the
+standard library, and their hostile cousins."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import io
 import struct
 import zlib
+from collections.abc import Sequence
+from email.message import EmailMessage
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -13,6 +18,7 @@ FONT = "DejaVuSans.ttf"
 PUMPS = "Zanzibar pump stations are inspected every quarter."
 VALVES = "Valves older than twelve years are replaced in autumn."
 RESERVOIR = "The northern reservoir opens on weekdays."
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
 def text_image(lines: list[str], *, mode: str = "RGB", size: int = 36, width: int = 1600) -> Image.Image:
@@ -102,3 +108,38 @@ def multi_page_tiff(pages: list[Image.Image], blank_pages: int = 0) -> bytes:
             )
         out += struct.pack("<I", following)
     return bytes(out)
+
+
+# --- email ---------------------------------------------------------------------------------
+
+
+def an_email(
+    body: str = f"Hello team,\n\n{RESERVOIR}\n",
+    *,
+    html: str | None = None,
+    plain: bool = True,
+    attachments: Sequence[tuple[str, str, bytes]] = (),
+    subject: str = "Pump inspection =?utf-8?q?r=C3=A9sum=C3=A9?=",
+) -> bytes:
+    """A MIME message as a mail client writes it: headers (an encoded word in the subject), a
+    text/plain body and/or a text/html one, then attachments (name, media type, bytes)."""
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = "Amira Okafor <amira@example.org>"
+    message["To"] = "Operations <ops@example.org>, Bo Lind <bo@example.org>"
+    message["Cc"] = "Audit <audit@example.org>"
+    message["Date"] = "Tue, 01 Dec 2026 10:00:00 +0000"
+    message["Message-ID"] = "<inspection-1@example.org>"
+    if plain:
+        message.set_content(body)
+        if html is not None:
+            message.add_alternative(html, subtype="html")
+    elif html is not None:
+        message.set_content(html, subtype="html")
+    for name, media_type, data in attachments:
+        if media_type == "message/rfc822":  # a forwarded message travels as a message, not bytes
+            message.add_attachment(email.message_from_bytes(data, policy=email.policy.default), filename=name)
+            continue
+        maintype, subtype = media_type.split("/", 1)
+        message.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
+    return message.as_bytes()

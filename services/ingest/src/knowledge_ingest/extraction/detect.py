@@ -7,6 +7,7 @@ entry once, counting, in small pieces (``check_inflation``), since the directory
 
 from __future__ import annotations
 
+import re
 import struct
 import zipfile
 import zlib
@@ -57,6 +58,10 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "image/bmp": "bmp",
     ".gif": "gif",
     "image/gif": "gif",
+    ".eml": "eml",
+    "message/rfc822": "eml",
+    ".mbox": "mbox",
+    "application/mbox": "mbox",
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -77,6 +82,14 @@ _MAGIC = (
     (b"GIF89a", "gif"),
 )
 _BMP_HEADER_SIZES = (12, 40, 52, 56, 64, 108, 124)
+# An email's first lines are header fields; these are the ones that tell a message from a text
+# that happens to start with "Note: ...": at least ``_MAIL_FIELDS_NEEDED`` of them.
+_MAIL_FIELDS = frozenset(
+    {"from", "to", "cc", "subject", "date", "message-id", "mime-version", "received", "return-path", "delivered-to"}
+)
+_MAIL_FIELDS_NEEDED = 3
+_HEADER_LINE = re.compile(rb"^([A-Za-z][A-Za-z0-9-]*):[ \t]?")
+_MBOX_FROM = re.compile(rb"^From \S+ +\S.*\d\d:\d\d(:\d\d)?.*\d{4}\s*$")
 IMAGE_FORMATS = frozenset({"png", "jpeg", "tiff", "webp", "bmp", "gif"})
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
 _INFLATE_PIECE = 1 << 20  # compressed bytes read, and inflated bytes made, at a time
@@ -128,7 +141,25 @@ def _sniff(head: bytes) -> str | None:
         return "webp"
     if head.startswith(b"BM") and len(head) >= 18 and struct.unpack_from("<I", head, 14)[0] in _BMP_HEADER_SIZES:
         return "bmp"
-    return None
+    return _mail(head)
+
+
+def _mail(head: bytes) -> str | None:
+    """ "eml" for a message's header block, "mbox" for a mailbox's first ``From `` line."""
+    lines = head.lstrip(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").split(b"\n")
+    if _MBOX_FROM.match(lines[0]):
+        return "mbox"
+    names: set[str] = set()
+    for line in lines[:-1]:  # the last may be cut short
+        if not line.strip():
+            break
+        if line[:1] in (b" ", b"\t"):  # a folded header's continuation
+            continue
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            return None
+        names.add(match.group(1).decode("ascii").lower())
+    return "eml" if len(names & _MAIL_FIELDS) >= _MAIL_FIELDS_NEEDED else None
 
 
 def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
@@ -145,8 +176,16 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
     if head.startswith(_OLE):
         return _ole_format(stream, claim)
     sniffed = _sniff(head)
+    if sniffed == "mbox" or (sniffed is None and claim == "mbox"):
+        raise ExtractionFailed(
+            "mbox files hold many messages; save each message as an .eml file and upload those",
+            reason=ExtractionFailed.UNSUPPORTED_FORMAT,
+            file_format="mbox",
+        )
     if sniffed is not None:
         return sniffed
+    if claim == "eml" and _HEADER_LINE.match(head):  # named a message: fewer header fields will do
+        return "eml"
     if claim in _NAMES and _looks_binary(head):
         raise ExtractionFailed(
             f"the file is not a valid {_NAMES[claim]} file", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim

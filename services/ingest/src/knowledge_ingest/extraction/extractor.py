@@ -5,6 +5,7 @@ any failure of it, with the native libraries."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import time
@@ -15,7 +16,7 @@ from typing import BinaryIO
 import structlog
 
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
-from knowledge_ingest.extraction import images, pdf, sheets, slides, text, unstructured_path, web, word
+from knowledge_ingest.extraction import images, mail, pdf, sheets, slides, text, unstructured_path, web, word
 from knowledge_ingest.extraction.detect import IMAGE_FORMATS, detect_format
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.extraction.ocr import page_ranges
@@ -43,11 +44,13 @@ _READERS = {
     "text": "text",
     "html": "trafilatura",
     **dict.fromkeys(IMAGE_FORMATS, "pillow"),
+    "eml": "email",
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
     **dict.fromkeys(IMAGE_FORMATS, images.NO_TEXT),
+    "eml": "no text was found in the email or its attachments",
 }
 
 
@@ -111,8 +114,20 @@ class DocumentExtractor:
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
                 return pages or (last_page if file_format == "pptx" else None), "unstructured"
+        return self._native(file_format, stream, sink, depth=0), _READERS.get(file_format, file_format)
+
+    def _native(self, file_format: str, stream: BinaryIO, sink: TextSink, depth: int) -> int | None:
+        """The format's own reader; an email's attachments come back here, one level deeper."""
         try:
-            return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
+            if file_format == "eml":
+                if depth >= mail.MAX_MESSAGE_DEPTH:
+                    raise ExtractionFailed(
+                        f"messages nested deeper than {mail.MAX_MESSAGE_DEPTH} are not read",
+                        reason=ExtractionFailed.FILE_TOO_COMPLEX,
+                    )
+                mail.extract_eml(stream, sink, functools.partial(self._attachment, depth=depth + 1))
+                return None
+            return _NATIVE[file_format](stream, sink)
         except ExtractionFailed as error:
             if error.file_format:
                 raise
@@ -140,6 +155,13 @@ class DocumentExtractor:
                 file_format=file_format,
             ) from None
 
+    def _attachment(self, data: bytes, filename: str, mime_type: str, sink: TextSink, depth: int) -> None:
+        """A part of a file (an email's attachment) read as a file of its own, into ``sink``."""
+        stream = io.BytesIO(data)
+        if not data.strip():
+            return
+        self._native(detect_format(stream, filename, mime_type, self._limits), stream, sink, depth)
+
     def _partitioner(self, file_format: str) -> unstructured_path.Partition | None:
         if self._use_unstructured is False:
             return None
@@ -152,6 +174,8 @@ class DocumentExtractor:
 def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
     """The reader, and OCR's engine with the pages it read: "pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
     if not sink.ocr_pages:
+        if sink.ocr.pages:  # read in an email's attachments, each with its own page numbers
+            return f"{reader}; OCR ({sink.ocr_engine}) on {sink.ocr.pages} page(s) of its attachments"
         return reader
     if page_count is not None and len(sink.ocr_pages) == page_count:
         return f"OCR ({sink.ocr_engine}) on every page"

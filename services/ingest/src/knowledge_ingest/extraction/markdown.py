@@ -13,6 +13,7 @@ from knowledge_ingest.domain.extraction import ExtractionLimits
 
 _WHITESPACE = re.compile(r"[ \t\r\f\v\u00a0]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PAGE_MARKER = re.compile(r"\[Page \d+\]\Z")
 _MARKER_ONLY = re.compile(r"\[(Page \d+|Sheet: [^\n]*)\]\Z")
 _MARKER_LIKE = re.compile(r"^(\s*)(#{1,6}[ \t]|\[Page[ \t]+\d+\][ \t]*$|\[Sheet:.*\][ \t]*$|\|)")
 
@@ -127,6 +128,9 @@ class TextSink:
     def text(self) -> str:
         # Lone surrogates (a PDF's broken font map can yield them) cannot be stored as UTF-8.
         return "\n\n".join(self._blocks).encode("utf-8", "replace").decode("utf-8")
+
+    def has_pages(self) -> bool:
+        return any(_PAGE_MARKER.match(block) for block in self._blocks)
 
     def has_content(self) -> bool:
         """True when anything besides markers was written."""
