@@ -27,11 +27,15 @@ from tests.support.formats import (
     RESERVOIR,
     VALVES,
     an_email,
+    an_odp,
+    an_ods,
+    an_odt,
     image_file,
     multi_page_tiff,
     png_bomb,
     sideways_jpeg,
     text_image,
+    zip_bomb_odt,
 )
 from tests.support.ingest import new_corpus, upload, wait_terminal
 from tests.support.real_services import base_env, ingest_env, start_backends
@@ -185,3 +189,30 @@ async def test_an_email_with_500_attachments_answers_within_the_limits(stack):
     assert f"only the first {MAX_ATTACHMENTS} of 500 attachments were read" in job.result.warnings
     contents = " ".join(content for _, _, content in await stack.sections(job))
     assert "Audit note 0:" in contents and f"Audit note {MAX_ATTACHMENTS}:" not in contents
+
+
+async def test_opendocument_text_presentation_and_spreadsheet(stack):
+    text = await stack.ingested(an_odt(), "handbook.odt")
+    assert text.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, text.error
+    assert [section for section, _, _ in await stack.sections(text)] == ["Employee handbook", "Leave", "Allowances"]
+    hit = (await stack.hits("grade days allowances", text))[0]
+    assert hit.section == "Allowances" and "| B | 30 |" in hit.content
+    slides = await stack.ingested(an_odp(), "review.odp")
+    assert slides.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, slides.error
+    hit = (await stack.hits("valves replaced in autumn", slides))[0]
+    assert (hit.section, hit.page) == ("Slide 2", 2)
+    assert (await stack.hits("valve price", slides))[0].page == 1
+    sheets = await stack.ingested(an_ods(), "regions.ods")
+    assert sheets.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, sheets.error
+    hit = (await stack.hits("Amira Okafor engineer", sheets))[0]
+    assert hit.section == "Sheet: Staff" and "| Amira Okafor | Engineer |" in hit.content
+    assert (await stack.document(sheets)).extractor == "odfpy"
+
+
+async def test_a_zip_bomb_odt_is_refused_and_the_stack_goes_on(stack):
+    started = time.monotonic()
+    bomb = await stack.ingested(zip_bomb_odt(), "bomb.odt")
+    assert bomb.state == ingest_pb2.DOCUMENT_STATE_FAILED and "zip bomb" in bomb.error
+    assert time.monotonic() - started < 60
+    after = await stack.ingested(an_ods(), "regions-again.ods")
+    assert after.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, after.error

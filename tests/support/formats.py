@@ -1,6 +1,6 @@
 """Files of the formats read besides PDF and Office's own, made on the fly with the real libraries:
 images drawn with Pillow in DejaVu (installed with Tesseract's fonts), emails composed with the
-standard library, and their hostile cousins."""
+standard library, OpenDocument files written by odfpy, and their hostile cousins."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import email
 import email.policy
 import io
 import struct
+import zipfile
 import zlib
 from collections.abc import Sequence
 from email.message import EmailMessage
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -143,3 +145,122 @@ def an_email(
         maintype, subtype = media_type.split("/", 1)
         message.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
     return message.as_bytes()
+
+
+# --- OpenDocument (odfpy writes them as LibreOffice reads them) ----------------------------------
+
+
+def _odf_bytes(document: Any) -> bytes:
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return buffer.getvalue()
+
+
+def _odf_table(name: str, rows: list[list[str]], *, repeat_last_row: int = 1) -> Any:
+    from odf.table import Table, TableCell, TableColumn, TableRow
+    from odf.text import P
+
+    table = Table(name=name)
+    table.addElement(TableColumn(numbercolumnsrepeated=max(len(r) for r in rows)))
+    for index, cells in enumerate(rows):
+        repeated = repeat_last_row if index == len(rows) - 1 else 1
+        row = TableRow(numberrowsrepeated=repeated) if repeated > 1 else TableRow()
+        for value in cells:
+            cell = TableCell()
+            cell.addElement(P(text=value))
+            row.addElement(cell)
+        # ODF marks a row's empty rest as one cell repeated to the sheet's last column
+        row.addElement(TableCell(numbercolumnsrepeated=16_000))
+        table.addElement(row)
+    return table
+
+
+def an_odt() -> bytes:
+    """A text: a title and headings by outline level, paragraphs, a list, a table, and text that
+    looks like a marker."""
+    from odf.opendocument import OpenDocumentText
+    from odf.text import H, List, ListItem, P
+
+    document = OpenDocumentText()
+    body = document.text
+    body.addElement(H(outlinelevel=1, text="Employee handbook"))
+    body.addElement(P(text="Welcome to the company."))
+    body.addElement(H(outlinelevel=2, text="Leave"))
+    body.addElement(P(text="Leave rules follow."))
+    items = List()
+    for text in ("Ask your manager", "Record it in the register"):
+        item = ListItem()
+        item.addElement(P(text=text))
+        items.addElement(item)
+    body.addElement(items)
+    body.addElement(H(outlinelevel=2, text="Allowances"))
+    body.addElement(_odf_table("Allowances", [["Grade", "Days"], ["A", "25"], ["B", "30"]]))
+    body.addElement(P(text="# not a heading, just text"))
+    return _odf_bytes(document)
+
+
+def an_odp() -> bytes:
+    """Two slides: a titled one with a text frame, a table and notes; one without a title."""
+    from odf.draw import Frame, Page, TextBox
+    from odf.namespaces import PRESENTATIONNS
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.style import MasterPage, PageLayout
+    from odf.text import P
+
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="master", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+
+    def frame(text: str, y: str, cls: str | None = None) -> Any:
+        box = Frame(width="20cm", height="3cm", x="1cm", y=y)
+        if cls:
+            box.setAttrNS(PRESENTATIONNS, "class", cls)
+        text_box = TextBox()
+        for line in text.split("\n"):
+            text_box.addElement(P(text=line))
+        box.addElement(text_box)
+        return box
+
+    first = Page(masterpagename=master)
+    first.addElement(frame("Quarterly pumps review", "1cm", "title"))
+    first.addElement(frame(PUMPS, "5cm"))
+    table_frame = Frame(width="20cm", height="5cm", x="1cm", y="9cm")
+    table_frame.addElement(_odf_table("Costs", [["Part", "Price"], ["Valve", "120"]]))
+    first.addElement(table_frame)
+    notes = Notes()
+    notes.addElement(frame("Mention the autumn window.", "1cm"))
+    first.addElement(notes)
+    document.presentation.addElement(first)
+    second = Page(masterpagename=master)
+    second.addElement(frame(VALVES, "5cm"))
+    document.presentation.addElement(second)
+    return _odf_bytes(document)
+
+
+def an_ods(repeated_rows: int = 1) -> bytes:
+    """Two sheets; the last row of the first repeated ``repeated_rows`` times."""
+    from odf.opendocument import OpenDocumentSpreadsheet
+
+    document = OpenDocumentSpreadsheet()
+    document.spreadsheet.addElement(
+        _odf_table(
+            "Regions",
+            [["Region", "Revenue"], ["Zanzibar", "4,250"], ["Tasmania", "1,075"]],
+            repeat_last_row=repeated_rows,
+        )
+    )
+    document.spreadsheet.addElement(_odf_table("Staff", [["Name", "Role"], ["Amira Okafor", "Engineer"]]))
+    return _odf_bytes(document)
+
+
+def zip_bomb_odt() -> bytes:
+    """An ODT with 48 MiB of zeros in one picture entry: past the ratio the archive check allows."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(an_odt())) as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for item in source.infolist():
+            bomb.writestr(item, source.read(item))
+        bomb.writestr("Pictures/image1.png", bytes(48 * 1024 * 1024))
+    return buffer.getvalue()

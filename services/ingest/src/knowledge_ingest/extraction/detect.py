@@ -1,6 +1,7 @@
 """Which format a file is: its bytes first, then its name and media type, never the name alone.
 
-Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) are zip archives, and a zip
+Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) and OpenDocument files (ODT, ODP,
+ODS) are zip archives, and a zip
 bomb is refused before any parser inflates it: first from its directory, then by inflating every
 entry once, counting, in small pieces (``check_inflation``), since the directory's sizes can lie.
 """
@@ -26,6 +27,15 @@ _OOXML_PARTS = {
     "xl/workbook.xml": "xlsx",
     "xl/workbook.bin": "xlsb",
 }
+_ODF_TYPES = {  # an OpenDocument zip's first entry, "mimetype", says which it is (templates alike)
+    b"application/vnd.oasis.opendocument.text": "odt",
+    b"application/vnd.oasis.opendocument.text-template": "odt",
+    b"application/vnd.oasis.opendocument.presentation": "odp",
+    b"application/vnd.oasis.opendocument.presentation-template": "odp",
+    b"application/vnd.oasis.opendocument.spreadsheet": "ods",
+    b"application/vnd.oasis.opendocument.spreadsheet-template": "ods",
+}
+_ODF_SMALL_PART = 1 << 20  # the mimetype and manifest entries are read whole only up to this size
 _CLAIMS = {  # what a name or media type says; only believed when the bytes agree
     ".pdf": "pdf",
     "application/pdf": "pdf",
@@ -62,6 +72,12 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "message/rfc822": "eml",
     ".mbox": "mbox",
     "application/mbox": "mbox",
+    ".odt": "odt",
+    "application/vnd.oasis.opendocument.text": "odt",
+    ".odp": "odp",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+    ".ods": "ods",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -108,6 +124,9 @@ _NAMES = {
     "webp": "WebP",
     "bmp": "BMP",
     "gif": "GIF",
+    "odt": "OpenDocument text",
+    "odp": "OpenDocument presentation",
+    "ods": "OpenDocument spreadsheet",
 }
 
 
@@ -172,7 +191,7 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
     if at == 0 or (at > 0 and claim == "pdf"):  # a PDF header may follow a little junk
         return "pdf"
     if head.startswith(_ZIP_HEADS):
-        return _ooxml_format(stream, claim, limits)
+        return _zip_format(stream, claim, limits)
     if head.startswith(_OLE):
         return _ole_format(stream, claim)
     sniffed = _sniff(head)
@@ -213,13 +232,14 @@ def _looks_binary(head: bytes) -> bool:
     return controls / len(head) > 0.1
 
 
-def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits) -> str:
+def _zip_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits) -> str:
     try:
         with zipfile.ZipFile(stream) as archive:
             infos = archive.infolist()
             check_archive(infos, limits)
             check_inflation(stream, infos)
             names = {info.filename for info in infos}
+            opendocument = _opendocument_format(archive, claim)
     except (zipfile.BadZipFile, zlib.error):
         raise ExtractionFailed(
             "the file is a damaged zip archive", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim or ""
@@ -229,10 +249,34 @@ def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits)
     for part, fmt in _OOXML_PARTS.items():
         if part in names:
             return fmt
+    if opendocument is not None:
+        return opendocument
     raise ExtractionFailed(
-        "the file is a zip archive but not a Word, PowerPoint or Excel document",
+        "the file is a zip archive but not a Word, PowerPoint, Excel or OpenDocument document",
         reason=ExtractionFailed.UNSUPPORTED_FORMAT,
     )
+
+
+def _opendocument_format(archive: zipfile.ZipFile, claim: str | None) -> str | None:
+    """odt, odp or ods from the "mimetype" entry (or, without one, a claim and a content.xml);
+    FILE_ENCRYPTED when the manifest says its parts are encrypted. The archive's entries have
+    been checked (``check_archive``, ``check_inflation``) before anything is read here."""
+    names = {info.filename: info for info in archive.infolist()}
+    kind = names.get("mimetype")
+    fmt = None
+    if kind is not None and kind.file_size <= _ODF_SMALL_PART:
+        fmt = _ODF_TYPES.get(archive.read(kind).strip())
+    elif "content.xml" in names and claim in ("odt", "odp", "ods"):
+        fmt = claim
+    manifest = names.get("META-INF/manifest.xml")
+    if fmt is not None and manifest is not None and manifest.file_size <= _ODF_SMALL_PART:
+        if b"encryption-data" in archive.read(manifest):
+            raise ExtractionFailed(
+                "the document is password-protected; remove the password and upload it again",
+                reason=ExtractionFailed.FILE_ENCRYPTED,
+                file_format=fmt,
+            )
+    return fmt
 
 
 def check_archive(infos: list[zipfile.ZipInfo], limits: ExtractionLimits) -> None:

@@ -16,7 +16,18 @@ from typing import BinaryIO
 import structlog
 
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
-from knowledge_ingest.extraction import images, mail, pdf, sheets, slides, text, unstructured_path, web, word
+from knowledge_ingest.extraction import (
+    images,
+    mail,
+    opendocument,
+    pdf,
+    sheets,
+    slides,
+    text,
+    unstructured_path,
+    web,
+    word,
+)
 from knowledge_ingest.extraction.detect import IMAGE_FORMATS, detect_format
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.extraction.ocr import page_ranges
@@ -33,6 +44,9 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "text": text.extract_text,
     "html": web.extract_html,
     **dict.fromkeys(IMAGE_FORMATS, images.extract_image),
+    "odt": opendocument.extract_odt,
+    "odp": opendocument.extract_odp,
+    "ods": opendocument.extract_ods,
 }
 _READERS = {
     "pdf": "pypdf",
@@ -45,10 +59,14 @@ _READERS = {
     "html": "trafilatura",
     **dict.fromkeys(IMAGE_FORMATS, "pillow"),
     "eml": "email",
+    "odt": "odfpy",
+    "odp": "odfpy",
+    "ods": "odfpy",
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
+    "odp": "no text was found in the presentation",
     **dict.fromkeys(IMAGE_FORMATS, images.NO_TEXT),
     "eml": "no text was found in the email or its attachments",
 }
