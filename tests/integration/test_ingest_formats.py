@@ -22,6 +22,7 @@ from knowledge_search.config import SearchSettings
 from tests.support import rpc
 from tests.support.documents import regions_report, word_document
 from tests.support.formats import (
+    AN_RTF,
     DOCX,
     PUMPS,
     RESERVOIR,
@@ -216,3 +217,12 @@ async def test_a_zip_bomb_odt_is_refused_and_the_stack_goes_on(stack):
     assert time.monotonic() - started < 60
     after = await stack.ingested(an_ods(), "regions-again.ods")
     assert after.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, after.error
+
+
+async def test_an_rtf_file_keeps_its_headings_and_table(stack):
+    job = await stack.ingested(AN_RTF, "maintenance.rtf")
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    assert [section for section, _, _ in await stack.sections(job)] == ["Pump maintenance", "Costs"]
+    hit = (await stack.hits("seal price", job))[0]
+    assert hit.section == "Costs" and "| Seal | 8 |" in hit.content
+    assert (await stack.document(job)).extractor == "striprtf"

@@ -264,3 +264,26 @@ def zip_bomb_odt() -> bytes:
             bomb.writestr(item, source.read(item))
         bomb.writestr("Pictures/image1.png", bytes(48 * 1024 * 1024))
     return buffer.getvalue()
+
+
+# --- RTF -------------------------------------------------------------------------------------
+
+# As WordPad and Word write it: a font and colour table, a style sheet, a picture (hex), a table
+# of \cell and \row, an accented letter by code page and one by \u.
+AN_RTF = rb"""{\rtf1\ansi\ansicpg1252\deff0\nouicompat{\fonttbl{\f0\fnil\fcharset0 Calibri;}{\f1\fswiss Arial;}}
+{\colortbl ;\red0\green0\blue255;}
+{\stylesheet{\s0 Normal;}{\s1\b\fs32 heading 1;}{\s2\b\fs26\sbasedon0 heading 2;}}
+{\*\generator Riched20 10.0.19041}\viewkind4\uc1
+\pard\s1\b\f1\fs32 Pump maintenance\b0\fs22\par
+\pard\f0 Zanzibar pump stations are inspected every quarter by a certified technician.\par
+{\pict\pngblip\picw10\pich10 89504e470d0a1a0a0000000d49484452}\par
+\pard\s2\b\fs26 Costs\b0\fs22\par
+\trowd\trgaph108\cellx3000\cellx6000
+\intbl Part\cell Price\cell\row
+\trowd\trgaph108\cellx3000\cellx6000
+\intbl Valve\cell 120\cell\row
+\trowd\trgaph108\cellx3000\cellx6000
+\intbl Seal\cell 8\cell\row
+\pard Ask the caf\'e9 desk or the \u8364? office.\par
+}
+"""

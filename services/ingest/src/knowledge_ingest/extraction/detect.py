@@ -78,6 +78,9 @@ _CLAIMS = {  # what a name or media type says; only believed when the bytes agre
     "application/vnd.oasis.opendocument.presentation": "odp",
     ".ods": "ods",
     "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    ".rtf": "rtf",
+    "application/rtf": "rtf",
+    "text/rtf": "rtf",
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
@@ -96,6 +99,7 @@ _MAGIC = (
     (b"MM\x00+", "tiff"),
     (b"GIF87a", "gif"),
     (b"GIF89a", "gif"),
+    (b"{\\rtf", "rtf"),
 )
 _BMP_HEADER_SIZES = (12, 40, 52, 56, 64, 108, 124)
 # An email's first lines are header fields; these are the ones that tell a message from a text

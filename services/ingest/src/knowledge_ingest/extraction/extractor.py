@@ -21,6 +21,7 @@ from knowledge_ingest.extraction import (
     mail,
     opendocument,
     pdf,
+    rtf,
     sheets,
     slides,
     text,
@@ -47,6 +48,7 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "odt": opendocument.extract_odt,
     "odp": opendocument.extract_odp,
     "ods": opendocument.extract_ods,
+    "rtf": rtf.extract_rtf,
 }
 _READERS = {
     "pdf": "pypdf",
@@ -62,6 +64,7 @@ _READERS = {
     "odt": "odfpy",
     "odp": "odfpy",
     "ods": "odfpy",
+    "rtf": "striprtf",
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
