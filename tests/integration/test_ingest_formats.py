@@ -7,6 +7,7 @@ refusal, or their warning, within the limits, and the stack goes on."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -42,6 +43,7 @@ from tests.support.ingest import new_corpus, upload, wait_terminal
 from tests.support.real_services import base_env, ingest_env, start_backends
 
 pytestmark = pytest.mark.integration
+WEB_PAGES = Path(__file__).parent.parent / "data" / "web"
 
 
 class Stack:
@@ -226,3 +228,21 @@ async def test_an_rtf_file_keeps_its_headings_and_table(stack):
     hit = (await stack.hits("seal price", job))[0]
     assert hit.section == "Costs" and "| Seal | 8 |" in hit.content
     assert (await stack.document(job)).extractor == "striprtf"
+
+
+@pytest.mark.parametrize(
+    ("page", "query", "section", "row", "reader"),
+    [
+        ("release-notes.html", "minimum linux kernel", "Supported platforms", "| Linux kernel | 5.10 |", "markdownify"),
+        ("confluence-intranet.html", "rota week primary", "Rota", "| 49 | Amira Okafor | Bo Lind |", "markdownify"),
+        ("government-info.html", "shared supply fee", "How often your supply is tested", "| £500 |", "trafilatura"),
+    ],
+)
+async def test_a_web_page_is_cited_by_its_section_and_keeps_no_navigation(stack, page, query, section, row, reader):
+    job = await stack.ingested((WEB_PAGES / page).read_bytes(), page)
+    assert job.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, job.error
+    hit = (await stack.hits(query, job))[0]
+    assert hit.section == section and row in hit.content and hit.page == 0
+    contents = " ".join(content for _, _, content in await stack.sections(job)).lower()
+    assert "cookie settings" not in contents and "spaces menu" not in contents and "crown logo" not in contents
+    assert (await stack.document(job)).extractor == reader

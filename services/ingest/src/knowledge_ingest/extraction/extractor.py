@@ -58,7 +58,7 @@ _READERS = {
     "xls": "xlrd",
     "xlsb": "pyxlsb",
     "text": "text",
-    "html": "trafilatura",
+    "html": web.TRAFILATURA,
     **dict.fromkeys(IMAGE_FORMATS, "pillow"),
     "eml": "email",
     "odt": "odfpy",
@@ -135,7 +135,8 @@ class DocumentExtractor:
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
                 return pages or (last_page if file_format == "pptx" else None), "unstructured"
-        return self._native(file_format, stream, sink, depth=0), _READERS.get(file_format, file_format)
+        pages = self._native(file_format, stream, sink, depth=0)
+        return pages, sink.reader or _READERS.get(file_format, file_format)
 
     def _native(self, file_format: str, stream: BinaryIO, sink: TextSink, depth: int) -> int | None:
         """The format's own reader; an email's attachments come back here, one level deeper."""

@@ -53,6 +53,7 @@ class TextSink:
         self.warnings: list[str] = []
         self.ocr_pages: list[int] = []  # this sink's pages OCR read
         self.ocr = ocr if ocr is not None else OcrTally()
+        self.reader = ""  # what read the file, where a format has more than one reader
 
     @property
     def limits(self) -> ExtractionLimits:
