@@ -14,6 +14,7 @@ import pytest
 from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.bootstrap import build_app as ingest_app
 from knowledge_ingest.config import IngestSettings
+from knowledge_ingest.extraction import legacy
 from knowledge_ingest.extraction.mail import MAX_ATTACHMENTS
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.settings import Env
@@ -28,10 +29,12 @@ from tests.support.formats import (
     PUMPS,
     RESERVOIR,
     VALVES,
+    a_pptx,
     an_email,
     an_odp,
     an_ods,
     an_odt,
+    converted_by_libreoffice,
     image_file,
     multi_page_tiff,
     png_bomb,
@@ -246,3 +249,17 @@ async def test_a_web_page_is_cited_by_its_section_and_keeps_no_navigation(stack,
     contents = " ".join(content for _, _, content in await stack.sections(job)).lower()
     assert "cookie settings" not in contents and "spaces menu" not in contents and "crown logo" not in contents
     assert (await stack.document(job)).extractor == reader
+
+
+@pytest.mark.skipif(legacy.soffice() is None, reason="LibreOffice is installed by make setup")
+async def test_office_97_files_are_read_through_libreoffice_in_the_child(stack):
+    doc = await stack.ingested(converted_by_libreoffice(word_document(), "docx", "doc"), "handbook.doc")
+    assert doc.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, doc.error
+    hit = (await stack.hits("grade days allowances", doc))[0]
+    assert hit.section == "Allowances" and "| B | 30 | two<br>lines |" in hit.content
+    ppt = await stack.ingested(converted_by_libreoffice(a_pptx(), "pptx", "ppt"), "review.ppt")
+    assert ppt.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE, ppt.error
+    hit = (await stack.hits("valves replaced in autumn", ppt))[0]
+    assert (hit.section, hit.page) == ("Replacement rules", 2)
+    assert (await stack.hits("Zanzibar pump stations quarterly", ppt))[0].page == 1
+    assert (await stack.document(ppt)).extractor == "LibreOffice, python-pptx"

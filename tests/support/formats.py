@@ -1,17 +1,22 @@
 """Files of the formats read besides PDF and Office's own, made on the fly with the real libraries:
 images drawn with Pillow in DejaVu (installed with Tesseract's fonts), emails composed with the
-standard library, OpenDocument files written by odfpy, and their hostile cousins."""
+standard library, OpenDocument files written by odfpy, Office 97-2003 files saved by LibreOffice,
+and their hostile cousins."""
 
 from __future__ import annotations
 
 import email
 import email.policy
+import functools
 import io
 import struct
+import subprocess
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Sequence
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
@@ -287,3 +292,53 @@ AN_RTF = rb"""{\rtf1\ansi\ansicpg1252\deff0\nouicompat{\fonttbl{\f0\fnil\fcharse
 \pard Ask the caf\'e9 desk or the \u8364? office.\par
 }
 """
+
+
+# --- Office 97-2003 (LibreOffice converts the OOXML files to them, as Office saves them) -------
+
+
+def a_pptx() -> bytes:
+    """Two slides: a title, a text box and a table with speaker notes; then a second titled slide."""
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    first.shapes.title.text = "Quarterly pumps review"
+    first.shapes.add_textbox(Inches(1), Inches(1.6), Inches(8), Inches(1)).text_frame.text = PUMPS
+    table = first.shapes.add_table(2, 2, Inches(1), Inches(3), Inches(6), Inches(1)).table
+    for r, row in enumerate([["Part", "Price"], ["Valve", "120"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    first.notes_slide.notes_text_frame.text = "Mention the autumn window."
+    second = deck.slides.add_slide(deck.slide_layouts[5])
+    second.shapes.title.text = "Replacement rules"
+    second.shapes.add_textbox(Inches(1), Inches(1.6), Inches(8), Inches(1)).text_frame.text = VALVES
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
+
+
+@functools.cache
+def converted_by_libreoffice(data: bytes, source: str, target: str) -> bytes:
+    """``data`` (a ``source`` file) saved as ``target`` by headless LibreOffice, as Office would
+    save it: the test fixtures of the 97-2003 formats."""
+    with tempfile.TemporaryDirectory(prefix="formats-fixture-") as work:
+        root = Path(work)
+        (root / f"file.{source}").write_bytes(data)
+        subprocess.run(
+            [
+                "soffice",
+                "--headless",
+                f"-env:UserInstallation={(root / 'profile').as_uri()}",
+                "--convert-to",
+                target,
+                "--outdir",
+                str(root),
+                str(root / f"file.{source}"),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        return (root / f"file.{target}").read_bytes()

@@ -20,6 +20,9 @@ _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_HEADS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # An encrypted OOXML file is an OLE container holding this stream (the name in UTF-16LE).
 _ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+# The streams that make an OLE container a Word or PowerPoint 97-2003 file (names in UTF-16LE).
+_WORD_STREAM = "WordDocument".encode("utf-16-le")
+_POWERPOINT_STREAM = "PowerPoint Document".encode("utf-16-le")
 
 _OOXML_PARTS = {
     "word/document.xml": "docx",
@@ -366,9 +369,13 @@ def _ole_format(stream: BinaryIO, claim: str | None) -> str:
         )
     if claim == "xls" or b"W\x00o\x00r\x00k\x00b\x00o\x00o\x00k" in data:
         return "xls"
+    if _WORD_STREAM in data or claim == "doc":  # a damaged one is LibreOffice's to refuse
+        return "doc"
+    if _POWERPOINT_STREAM in data or claim == "ppt":
+        return "ppt"
     kind = _NAMES.get(claim or "", "Office 97-2003")
     raise ExtractionFailed(
-        f"{kind} files are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
+        f"{kind} files of this kind are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
         reason=ExtractionFailed.UNSUPPORTED_FORMAT,
         file_format=claim or "",
     )

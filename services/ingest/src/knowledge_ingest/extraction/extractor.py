@@ -18,6 +18,7 @@ import structlog
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
 from knowledge_ingest.extraction import (
     images,
+    legacy,
     mail,
     opendocument,
     pdf,
@@ -49,6 +50,8 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "odp": opendocument.extract_odp,
     "ods": opendocument.extract_ods,
     "rtf": rtf.extract_rtf,
+    "doc": legacy.extract_doc,
+    "ppt": legacy.extract_ppt,
 }
 _READERS = {
     "pdf": "pypdf",
@@ -65,11 +68,14 @@ _READERS = {
     "odp": "odfpy",
     "ods": "odfpy",
     "rtf": "striprtf",
+    "doc": "LibreOffice, python-docx",
+    "ppt": "LibreOffice, python-pptx",
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
     "odp": "no text was found in the presentation",
+    "ppt": "no text was found in the presentation",
     **dict.fromkeys(IMAGE_FORMATS, images.NO_TEXT),
     "eml": "no text was found in the email or its attachments",
 }
