@@ -35,6 +35,7 @@ from knowledge_documents_ai.domain.limits import (
     TYPE_NAME_PATTERN,
     UNCLASSIFIED,
 )
+from knowledge_ingest.domain.formats import accepted_extensions, accepted_summary
 from knowledge_ingest.domain.quotas import MAX_LLM_BUDGET
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
 from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
@@ -399,7 +400,9 @@ class _Builder:
                 "description": "The file: the raw bytes (with ?corpus_id=&filename=) or a browser's multipart form "
                 "(parts corpus_id, then file), with a Content-Length or chunked. A body over the upload cap "
                 "is 413: refused from its Content-Length before a byte is read, or cut off while it "
-                "streams (no document, no job).",
+                "streams (no document, no job). Accepted formats, known by their bytes (a name or type "
+                f"only confirms): {accepted_summary()} ({' '.join(accepted_extensions())}); any other "
+                "file ends its job FAILED with UNSUPPORTED_FORMAT.",
                 "content": {
                     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
                     "multipart/form-data": {

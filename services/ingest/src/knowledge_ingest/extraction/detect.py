@@ -15,6 +15,7 @@ import zlib
 from typing import BinaryIO
 
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.domain.formats import ACCEPTED
 
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_HEADS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
@@ -39,56 +40,12 @@ _ODF_TYPES = {  # an OpenDocument zip's first entry, "mimetype", says which it i
     b"application/vnd.oasis.opendocument.spreadsheet-template": "ods",
 }
 _ODF_SMALL_PART = 1 << 20  # the mimetype and manifest entries are read whole only up to this size
-_CLAIMS = {  # what a name or media type says; only believed when the bytes agree
-    ".pdf": "pdf",
-    "application/pdf": "pdf",
-    ".docx": "docx",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    ".pptx": "pptx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-    ".xlsb": "xlsb",
-    "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
-    ".xls": "xls",
-    "application/vnd.ms-excel": "xls",
-    ".doc": "doc",
-    "application/msword": "doc",
-    ".ppt": "ppt",
-    "application/vnd.ms-powerpoint": "ppt",
-    ".png": "png",
-    "image/png": "png",
-    ".jpg": "jpeg",
-    ".jpeg": "jpeg",
-    "image/jpeg": "jpeg",
-    ".tif": "tiff",
-    ".tiff": "tiff",
-    "image/tiff": "tiff",
-    ".webp": "webp",
-    "image/webp": "webp",
-    ".bmp": "bmp",
-    "image/bmp": "bmp",
-    ".gif": "gif",
-    "image/gif": "gif",
-    ".eml": "eml",
-    "message/rfc822": "eml",
+# What a name or media type says; only believed when the bytes agree. Text claims nothing (any
+# bytes no other format's are text); an mbox is claimed only to be refused clearly.
+_CLAIMS = {
+    **{claim: fmt.key for fmt in ACCEPTED if fmt.key != "text" for claim in (*fmt.extensions, *fmt.media_types)},
     ".mbox": "mbox",
     "application/mbox": "mbox",
-    ".odt": "odt",
-    "application/vnd.oasis.opendocument.text": "odt",
-    ".odp": "odp",
-    "application/vnd.oasis.opendocument.presentation": "odp",
-    ".ods": "ods",
-    "application/vnd.oasis.opendocument.spreadsheet": "ods",
-    ".rtf": "rtf",
-    "application/rtf": "rtf",
-    "text/rtf": "rtf",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    "text/html": "html",
-    "application/xhtml+xml": "html",
 }
 _HTML_STARTS = (b"<!doctype html", b"<html")
 # Formats known by their first bytes alone. BMP's two letters are also checked against the size of
@@ -116,25 +73,7 @@ _MBOX_FROM = re.compile(rb"^From \S+ +\S.*\d\d:\d\d(:\d\d)?.*\d{4}\s*$")
 IMAGE_FORMATS = frozenset({"png", "jpeg", "tiff", "webp", "bmp", "gif"})
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
 _INFLATE_PIECE = 1 << 20  # compressed bytes read, and inflated bytes made, at a time
-_NAMES = {
-    "pdf": "PDF",
-    "docx": "Word",
-    "pptx": "PowerPoint",
-    "xlsx": "Excel",
-    "xlsb": "Excel binary",
-    "xls": "Excel 97-2003",
-    "doc": "Word 97-2003",
-    "ppt": "PowerPoint 97-2003",
-    "png": "PNG",
-    "jpeg": "JPEG",
-    "tiff": "TIFF",
-    "webp": "WebP",
-    "bmp": "BMP",
-    "gif": "GIF",
-    "odt": "OpenDocument text",
-    "odp": "OpenDocument presentation",
-    "ods": "OpenDocument spreadsheet",
-}
+_NAMES = {fmt.key: fmt.label for fmt in ACCEPTED if fmt.key not in ("text", "html", "eml", "rtf")}
 
 
 def claimed_format(filename: str, mime_type: str) -> str | None:
