@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 from xml.sax import SAXException
 
+from odf import teletype
+from odf.opendocument import load
+
 from knowledge_ingest.domain.extraction import ExtractionFailed
 from knowledge_ingest.extraction import sheets
 from knowledge_ingest.extraction.markdown import TextSink, cell_text
@@ -81,8 +84,6 @@ def extract_ods(stream: BinaryIO, sink: TextSink) -> None:
 def _load(stream: BinaryIO, file_format: str) -> Any:
     """The parsed document. odfpy prints a part that fails to parse (document text) to stdout and
     goes on without it: what it prints is discarded, and its saying so fails the file."""
-    from odf.opendocument import load
-
     printed = _Discard()
     try:
         with contextlib.redirect_stdout(printed):
@@ -213,8 +214,6 @@ def _level(heading: Any) -> int:
 
 
 def _text(element: Any) -> str:
-    from odf import teletype
-
     return str(teletype.extractText(element))
 
 

@@ -11,6 +11,8 @@ import codecs
 import re
 from typing import BinaryIO
 
+from striprtf.striprtf import rtf_to_text
+
 from knowledge_ingest.domain.extraction import ExtractionFailed
 from knowledge_ingest.extraction.markdown import TextSink, cell_text
 
@@ -23,8 +25,6 @@ _ROW = re.compile(r"^(.*)\|[ \t]*$")  # striprtf ends each cell with "|" and eac
 
 
 def extract_rtf(stream: BinaryIO, sink: TextSink) -> None:
-    from striprtf.striprtf import rtf_to_text
-
     data = _mark_headings(stream.read())
     try:
         text = rtf_to_text(data.decode("latin-1"), encoding=_encoding(data), errors="replace")
