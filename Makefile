@@ -8,9 +8,10 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 TORCH := torch==2.13.0
 
 # Debian packages the services need: Tesseract and its English data (ingest's OCR of scanned
-# PDF pages); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
+# PDF pages and images); headless LibreOffice without Java (ingest converts .doc and .ppt with it,
+# about 105 MB); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
 # once; quiet when they are present.
-DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng cmake g++
+DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng libreoffice-writer-nogui libreoffice-impress-nogui cmake g++
 
 # The local OpenAI-compatible LLM server (llama.cpp through llama-cpp-python[server]; the
 # contract tests' `local_llm` fixture, `knowledge up --llm`): no binary wheel is published for

@@ -30,7 +30,7 @@ WHERE corpus_id = $2 AND (tenant_id = $1 OR (tenant_id IS NULL AND is_system)) A
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
-       d.extractor, d.ocr_page_count, d.refusal_reason, d.metadata, d.document_ref,
+       d.extractor, d.ocr_page_count, d.ocr_confidence, d.refusal_reason, d.metadata, d.document_ref,
        j.job_id, j.stage, j.progress
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
@@ -144,6 +144,7 @@ def _document(row: asyncpg.Record) -> Document:
         warnings=tuple(row["warnings"]),
         extractor=row["extractor"],
         ocr_page_count=row["ocr_page_count"],
+        ocr_confidence=row["ocr_confidence"],
         stage=row["stage"] or "",
         progress=round(row["progress"] or 0.0, 4),
         refusal_reason=row["refusal_reason"] or "",
