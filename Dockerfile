@@ -97,9 +97,11 @@ EXPOSE 50152 9464
 CMD ["knowledge-embedder"]
 
 FROM runtime AS service
-# Ingest reads scanned PDF pages with Tesseract (Debian's engine and its English data).
+# Ingest reads scanned PDF pages and images with Tesseract (Debian's engine and its English data),
+# and converts .doc and .ppt files with headless LibreOffice (no Java, about 105 MB more).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng \
+        libreoffice-writer-nogui libreoffice-impress-nogui \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 USER 10001:10001

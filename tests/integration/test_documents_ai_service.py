@@ -146,8 +146,7 @@ async def test_the_taxonomy_is_per_tenant_versioned_and_capability_gated(stack, 
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.CreateDocumentType(pb.CreateDocumentTypeRequest(name="Bad Name", description="x"), metadata=metadata)
     assert (
-        caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        and error_info(caught.value).reason == "TAXONOMY_INVALID"
+        caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and error_info(caught.value).reason == "INVALID_REQUEST"
     )
     schema_text = json.dumps(INVOICE_SCHEMA)
     first = await stub.CreateExtractionSchema(
@@ -450,7 +449,7 @@ async def test_deep_schemas_are_refused_naming_the_limit_and_the_service_answers
             )
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (shape, caught.value.details())
         info = error_info(caught.value)
-        assert info.reason == "TAXONOMY_INVALID" and info.metadata["field"] == "json_schema", shape
+        assert info.reason == "INVALID_REQUEST" and info.metadata["field"] == "json_schema", shape
         assert "deeper than 32 levels" in caught.value.details(), shape
     after = await stub.ListExtractionSchemas(listed, metadata=metadata)
     assert [s.version for s in after.schemas] == [s.version for s in before.schemas]  # nothing stored

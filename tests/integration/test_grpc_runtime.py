@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from google.api import httpbody_pb2
 from google.rpc import code_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 from knowledge.v1 import ingest_pb2
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.corpora import api as corpora_api
@@ -67,19 +67,69 @@ async def stub(ingest_server):
         yield rpc.IngestStub(channel)
 
 
-async def test_health_and_reflection(ingest_server):
+async def test_health_without_a_token(ingest_server):
     async with grpc.aio.insecure_channel(ingest_server) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for name in ("", "knowledge.v1.CorpusService", "knowledge.v1.EventService"):
             reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
-        reflect = reflection_pb2_grpc.ServerReflectionStub(channel)
-        call = reflect.ServerReflectionInfo()
-        await call.write(reflection_pb2.ServerReflectionRequest(list_services=""))
-        reply = await call.read()
-        await call.done_writing()
+
+
+async def reflect(channel, path: str, request: reflection_pb2.ServerReflectionRequest, token: str | None):
+    """One request over the reflection stream at ``path`` (v1 and v1alpha are the same messages)."""
+    stream = channel.stream_stream(
+        path,
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )
+    call = stream(metadata=auth(token) if token else None)
+    await call.write(request)
+    await call.done_writing()
+    return await call.read()
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+async def test_reflection_in_both_versions_behind_the_token(ingest_server, make_token, version):
+    path = f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo"
+    listing = reflection_pb2.ServerReflectionRequest(list_services="")
+    async with grpc.aio.insecure_channel(ingest_server) as channel:
+        reply = await reflect(channel, path, listing, make_token("tenant-a", ["search"]))  # no capability needed
         names = {s.name for s in reply.list_services_response.service}
         assert {"knowledge.v1.CorpusService", "knowledge.v1.IngestJobService"} <= names
+        assert {"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= names
+        described = await reflect(
+            channel,
+            path,
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="grpc.reflection.v1.ServerReflection"),
+            make_token("tenant-a"),
+        )
+        assert described.file_descriptor_response.file_descriptor_proto  # a tool can describe v1 itself
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await reflect(channel, path, listing, None)
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert error_info(caught.value).reason == "TOKEN_MISSING"
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await reflect(channel, path, listing, make_token("tenant-a", ttl_s=-120))
+        assert error_info(caught.value).reason == "TOKEN_EXPIRED"
+
+
+async def test_reflection_can_be_switched_off(migrated_pg, verifier, make_token):
+    db = await Database.connect(migrated_pg.url(user="knowledge_ingest"))
+    app = GrpcApp(services=services_for(db), verifier=verifier, serve_reflection=False)
+    port = await app.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await reflect(
+                    channel,
+                    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                    reflection_pb2.ServerReflectionRequest(list_services=""),
+                    make_token("tenant-a"),
+                )
+            assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        await app.stop()
+        await db.close()
 
 
 async def test_no_token_is_unauthenticated(stub):
@@ -345,3 +395,20 @@ async def test_an_id_has_one_spelling_through_the_real_service(stub, make_token,
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call(request, metadata=metadata)
         assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_method_nobody_serves_is_unimplemented_with_an_error_info(ingest_server, make_token):
+    """As the gateway answers a path the API lacks: METHOD_NOT_FOUND, after the token for ours."""
+    async with grpc.aio.insecure_channel(ingest_server) as channel:
+        for path, token in (
+            ("/foo.Bar/Baz", None),  # not ours: no token asked
+            ("/knowledge.v1.SearchService/Search", make_token("tenant-a")),  # another process's
+            ("/knowledge.v1.CorpusService/NoSuchMethod", make_token("tenant-a")),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await channel.unary_unary(path)(b"", metadata=auth(token) if token else None)
+            assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED, path
+            assert error_info(caught.value).reason == "METHOD_NOT_FOUND", path
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await channel.unary_unary("/knowledge.v1.CorpusService/NoSuchMethod")(b"")
+        assert error_info(caught.value).reason == "TOKEN_MISSING"

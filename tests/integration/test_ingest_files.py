@@ -3,9 +3,6 @@ bad files end FAILED or not extractable with a clear reason and the worker keeps
 a Word document's headings and table cells, and a PDF's ruled table, arrive in chunks with their
 sections."""
 
-import io
-import zipfile
-
 import grpc
 import pytest
 from knowledge.v1 import ingest_pb2
@@ -15,11 +12,11 @@ from knowledge_runtime.db.pool import Database
 from tests.support import rpc
 from tests.support.documents import (
     SECRET,
-    a_docx,
     a_docx_lying_about_its_size,
     a_pdf,
     regions_report,
     word_document,
+    zip_bomb_docx,
 )
 from tests.support.ingest import (
     CountingEmbedder,
@@ -55,18 +52,6 @@ async def real_ingest(migrated_pg, verifier):
     await app.stop()
     await db.close()
     await admin.close()
-
-
-def zip_bomb_docx() -> bytes:
-    buffer = io.BytesIO()
-    with (
-        zipfile.ZipFile(io.BytesIO(a_docx()), "r") as source,
-        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb,
-    ):
-        for item in source.infolist():
-            bomb.writestr(item, source.read(item))
-        bomb.writestr("word/media/image1.png", bytes(48 * 1024 * 1024))
-    return buffer.getvalue()
 
 
 BAD_FILES = [

@@ -176,7 +176,7 @@ async def test_a_failed_version_leaves_the_old_one_searchable(ingest, make_token
     await wait_terminal(stub, metadata, first.job_id)
     original = embedder.embed
 
-    async def refusing(tenant, texts):
+    async def refusing(tenant, texts, tokenizer=""):
         raise Refused(Refusal.QUOTA_EXHAUSTED, "the tenant's max_embedding_tokens_per_month quota is used up")
 
     embedder.embed = refusing

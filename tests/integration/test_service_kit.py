@@ -126,7 +126,7 @@ async def client(request, refusing_embedder, keys_dir, make_service_token):
         ("cap", UploadTooLarge, "RESOURCE_EXHAUSTED", "UPLOAD_TOO_LARGE", {"max_bytes": "1000"}),
         ("busy", DependencyUnavailable, "RESOURCE_EXHAUSTED", "EMBEDDER_OVERLOADED", {"waiting": "10", "limit": "8"}),
         ("stopping", DependencyUnavailable, "UNAVAILABLE", "EMBEDDER_STOPPING", {}),
-        ("bad", InvalidArgument, "INVALID_ARGUMENT", "EMBEDDING_INPUT_INVALID", {"field": "query"}),
+        ("bad", InvalidArgument, "INVALID_ARGUMENT", "INVALID_REQUEST", {"field": "query"}),
         ("gone", NotFound, "NOT_FOUND", "ANCHOR_NOT_FOUND", {"entity_type": "document_type", "entity_id": "7"}),
         ("crash", DomainError, "INTERNAL", "INTERNAL", {}),
     ],
@@ -219,7 +219,7 @@ async def test_the_callers_caller_sees_the_callees_reason(
             stub = search_pb2_grpc.SearchServiceStub(channel)
             for query, code, reason in (
                 ("busy", grpc.StatusCode.RESOURCE_EXHAUSTED, "EMBEDDER_OVERLOADED"),
-                ("bad", grpc.StatusCode.INVALID_ARGUMENT, "EMBEDDING_INPUT_INVALID"),
+                ("bad", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
                 ("stopping", grpc.StatusCode.UNAVAILABLE, "EMBEDDER_STOPPING"),
             ):
                 with pytest.raises(grpc.aio.AioRpcError) as caught:

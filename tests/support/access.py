@@ -1,5 +1,5 @@
 """The access tests' shared parts: the table of access-list cases that the rule
-(runtime.reach.may_read_document) and its SQL twin (document_readable, migration 0061) are both
+(runtime.reach.may_read_document) and its SQL twin (document_readable, migration 0062) are both
 held to, and the world the leak test reads (tests/integration/test_access_leaks.py): ingest,
 search and documents-ai over one PostgreSQL, and a tenant whose shared corpus holds open and
 restricted documents."""

@@ -43,6 +43,19 @@ def a_docx(text: str = f"{SECRET} handbook") -> bytes:
     return buffer.getvalue()
 
 
+def zip_bomb_docx() -> bytes:
+    """A DOCX with 48 MiB of zeros in one entry: past the ratio the directory check allows."""
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(a_docx()), "r") as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bomb,
+    ):
+        for item in source.infolist():
+            bomb.writestr(item, source.read(item))
+        bomb.writestr("word/media/image1.png", bytes(48 * 1024 * 1024))
+    return buffer.getvalue()
+
+
 def a_docx_lying_about_its_size(padding: int = 256 * 1024 * 1024) -> bytes:
     """A zip bomb the directory check passes: word/document.xml inflates to its XML followed by
     ``padding`` spaces (about 1 KB deflated per MiB), while its local header and central directory

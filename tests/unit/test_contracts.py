@@ -11,6 +11,7 @@ from knowledge.v1 import documents_ai_pb2, ingest_pb2, search_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 BUF = Path(sys.executable).parent / "buf"
+PROTO_INCLUDE = Path(__import__("grpc_tools").__file__).parent / "_proto"  # protoc's well-known types
 
 # docs/api.md, "Public REST API": (method, path) -> RPC.
 REST_API = {
@@ -92,3 +93,79 @@ def test_committed_stubs_equal_a_fresh_generation():
 def test_buf_passes_offline(args):
     result = subprocess.run([str(BUF), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["status", "error_details", "code"])
+def test_the_vendored_google_rpc_protos_are_the_ones_the_services_send(name, tmp_path):
+    """A client compiling third_party/google/rpc gets the very messages of googleapis-common-protos,
+    which the services and the gateway encode their errors with."""
+    import importlib
+
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    out = tmp_path / "set.pb"
+    source = f"google/rpc/{name}.proto"
+    assert protoc.main(["protoc", f"-I{ROOT / 'third_party'}", f"-I{PROTO_INCLUDE}", f"-o{out}", source]) == 0
+    [vendored] = [f for f in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file if f.name == source]
+    installed = descriptor_pb2.FileDescriptorProto()
+    importlib.import_module(f"google.rpc.{name}_pb2").DESCRIPTOR.CopyToProto(installed)
+    assert vendored.package == installed.package == "google.rpc"
+    assert [_shape(m) for m in vendored.message_type] == [_shape(m) for m in installed.message_type]
+    assert [e.SerializeToString() for e in vendored.enum_type] == [e.SerializeToString() for e in installed.enum_type]
+    assert "Apache License, Version 2.0" in (ROOT / "third_party" / source).read_text(encoding="utf-8")
+
+
+def _shape(message) -> tuple:
+    """A message's wire shape: its fields' names, numbers, types and labels, its nested types'."""
+    fields = [(f.name, f.number, f.type, f.type_name, f.label) for f in message.field]
+    return message.name, fields, [_shape(m) for m in message.nested_type]
+
+
+def _capabilities_in(document: str, bullet: str) -> tuple[set[str], set[str]]:
+    """The capabilities a document's ``bullet`` names: the public ones (in the parentheses after
+    "public"), and every one it names."""
+    text = (ROOT / document).read_text(encoding="utf-8")
+    section = text.split(f"- **{bullet}**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`([a-z]+\.[a-z]+|search|embed)`", section))
+    listed = section.split("public", 1)[1].split("(", 1)[1].split(")", 1)[0]
+    public = set(re.findall(r"`([a-z]+\.[a-z]+|search)`", listed))
+    return public, named
+
+
+def code_capabilities() -> tuple[set[str], set[str], set[str]]:
+    """(public, granted deliberately, internal), as the code declares them."""
+    from knowledge_runtime.auth import ADMIN_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
+    from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
+
+    return set(PUBLIC_CAPABILITIES), set(ADMIN_CAPABILITIES) | set(PLATFORM_CAPABILITIES), set(INTERNAL_CAPABILITIES)
+
+
+def test_the_readme_and_the_api_reference_list_the_capabilities_the_code_has():
+    public, granted, internal = code_capabilities()
+    readme_public, readme_named = _capabilities_in("README.md", "Tokens.")
+    assert readme_public == public
+    assert readme_named == public | granted  # the internal ones are the next bullet's, unnamed
+    api_public, api_named = _capabilities_in("docs/api.md", "Capabilities.")
+    assert api_public == public
+    assert api_named == public | granted | internal
+
+
+def test_every_rpc_needs_a_capability_the_code_declares():
+    from knowledge_content_index.api import servicer as content_index
+    from knowledge_documents_ai.api import servicer as documents_ai
+    from knowledge_embedder.api import servicer as embedder
+    from knowledge_ingest.corpora import api as corpora
+    from knowledge_ingest.documents import api as documents
+    from knowledge_ingest.events import api as events
+    from knowledge_ingest.imports import api as imports
+    from knowledge_ingest.jobs import api as jobs
+    from knowledge_ingest.tenants import api as tenants
+    from knowledge_search.api import servicer as search
+
+    public, granted, internal = code_capabilities()
+    needed = set()
+    for module in (content_index, embedder, corpora, documents, events, imports, jobs, tenants, search, documents_ai):
+        needed |= set(module.service_spec(None).capabilities.values())  # type: ignore[arg-type]
+    assert needed <= public | granted | internal, needed - (public | granted | internal)
+    assert public | internal <= needed  # each is some RPC's

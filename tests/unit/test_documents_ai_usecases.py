@@ -79,7 +79,7 @@ class MemoryDocuments:
 
     async def visible(self, scope, document_id):
         if document_id not in self.documents:
-            raise DocumentNotFound()
+            raise DocumentNotFound(str(document_id))
 
     async def content(self, scope, document_id):
         await self.visible(scope, document_id)

@@ -161,3 +161,36 @@ async def test_a_call_given_up_on_at_a_100_ms_deadline_opens_the_breaker():
         await asyncio.wait_for(embedder.embed_query("acme", "q"), timeout=0.05)
     assert inner.calls == 1
     await embedder.close()
+
+
+async def test_a_call_ended_by_its_caller_s_deadline_is_no_outage_by_itself(monkeypatch):
+    """The embedder's call carries its caller's deadline (runtime ``calls``): one that runs out of
+    it fails as unreachable, which is its caller giving up, as a cancel is, not the embedder down:
+    it opens the breaker only after a silence, as a cancel does."""
+    from knowledge_search.adapters import embedder as adapter
+
+    monkeypatch.setattr(adapter, "caller_out_of_time", lambda: True)
+    clock = Clock()
+
+    class TimedOut(Embedder):
+        silence_s = 0.0
+
+        async def embed_query(self, tenant, text):
+            self.calls += 1
+            clock.now += self.silence_s
+            raise EmbedderUnavailable()  # what the channel's DEADLINE_EXCEEDED becomes
+
+    inner = TimedOut()
+    embedder = BreakingEmbedder(inner, CircuitBreaker(clock, cool_off_s=5.0, slow_s=0.2))
+    inner.silence_s = 0.03  # a 30 ms deadline
+    for _ in range(3):
+        with pytest.raises(EmbedderUnavailable):
+            await embedder.embed_query("acme", "q")
+    assert inner.calls == 3  # nothing opened: every caller still reaches the embedder
+    inner.silence_s = 0.3  # silent for longer than slow_s until the deadline
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed_query("acme", "q")
+    with pytest.raises(EmbedderUnavailable):  # open: refused at once
+        await embedder.embed_query("acme", "q")
+    assert inner.calls == 4
+    await embedder.close()

@@ -31,14 +31,13 @@ def test_an_image_only_pdf_is_read_by_ocr_page_by_page(extract):
     assert [c.page for c in split_structural(result.text)] == [1, 2]
     assert result.warnings == (f"2 page(s) read by OCR ({ocr.engine_version()}): pages 1-2",)
     assert result.extractor == f"OCR ({ocr.engine_version()}) on every page"
+    assert result.ocr_page_count == 2 and 80 < result.ocr_confidence <= 100  # Tesseract's mean word confidence
 
 
 def test_a_mixed_pdf_reads_only_the_pages_without_text_by_ocr(extract, monkeypatch):
     read: list[int] = []
-    real = ocr._read_page
-    monkeypatch.setattr(
-        ocr, "_read_page", lambda document, index, seconds: read.append(index + 1) or real(document, index, seconds)
-    )
+    real = ocr._render_page
+    monkeypatch.setattr(ocr, "_render_page", lambda document, index: read.append(index + 1) or real(document, index))
     result = extract(scanned_pdf([PUMPS, VALVES, RESERVOIR], text_layer=(1,)))
     assert read == [1, 3]  # page 2 has its text layer
     assert [c.page for c in split_structural(result.text) if "Valves" in c.content] == [2]

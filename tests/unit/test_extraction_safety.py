@@ -136,7 +136,7 @@ def test_docx_with_broken_xml_is_corrupt(extractor):
 
 def test_office_97_and_encrypted_office_files(extractor):
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600)
-    error = failure(extractor, ole, "old.doc", "application/msword")
+    error = failure(extractor, ole, "old.pub", "application/x-mspublisher")  # no Word or PowerPoint stream
     assert error.reason == "UNSUPPORTED_FORMAT" and ".docx" in error.message
     locked = ole + "EncryptedPackage".encode("utf-16-le") + bytes(100)
     assert failure(extractor, locked, "locked.xlsx").reason == "FILE_ENCRYPTED"

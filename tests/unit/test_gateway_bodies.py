@@ -134,7 +134,7 @@ async def test_a_chunked_json_body_over_the_cap_is_cut_off_at_the_gateway(gatewa
     reply = await client.post(
         "/api/v1/knowledge/corpora", content=chunked(body), headers={"content-type": "application/json"}
     )
-    assert reply.status_code == 413 and reply.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+    assert reply.status_code == 413 and reply.json()["details"][0]["reason"] == "UPLOAD_TOO_LARGE"
     assert reply.json()["message"] == (await client.post(UPLOAD, content=b"x" * (CAP + 1))).json()["message"]
     assert gateway["fake"].created == []
     small = await client.post(

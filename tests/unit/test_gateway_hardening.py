@@ -9,99 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import grpc
-import httpx
 import pytest
-from google.protobuf import message_factory
 from knowledge.v1 import search_pb2, search_pb2_grpc
-from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB, GatewayConfig
-from knowledge_gateway.descriptors import public_service_descriptors, write_descriptor_set
-from knowledge_gateway.envoy import write_config
-from knowledge_runtime.registry import public_services
-from knowledge_runtime.server import MAX_METADATA_BYTES, SERVER_OPTIONS, GrpcApp, ServiceSpec
+from knowledge_gateway.config import MAX_REQUEST_HEADERS_KB
+from knowledge_runtime.server import MAX_METADATA_BYTES, GrpcApp, ServiceSpec
 
-from tests.support.envoy import wait_until_up
-from tests.support.net import free_port
+from tests.support.envoy import SERVICES, Recorder, running_gateway
 
-ENVOY = Path(sys.executable).parent / "envoy"
-SERVICES = public_service_descriptors()
 API = "/api/v1/knowledge"
-
-
-class Recorder:
-    """Every public RPC: records (method, metadata, request messages), answers an empty message."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, str], list]] = []
-
-    def handler(self, method):
-        request = message_factory.GetMessageClass(method.input_type)
-        response = message_factory.GetMessageClass(method.output_type)
-
-        if method.client_streaming:
-
-            async def streamed(iterator, context):
-                self.calls.append((method.name, dict(context.invocation_metadata()), [m async for m in iterator]))
-                return response()
-
-            return grpc.stream_unary_rpc_method_handler(streamed, request.FromString, response.SerializeToString)
-
-        async def unary(message, context):
-            self.calls.append((method.name, dict(context.invocation_metadata()), [message]))
-            return response()
-
-        return grpc.unary_unary_rpc_method_handler(unary, request.FromString, response.SerializeToString)
-
-
-@asynccontextmanager
-async def running_gateway(tmp_path: Path, keys_dir: Path, **overrides) -> AsyncIterator[dict]:
-    recorder = Recorder()
-    server = grpc.aio.server(options=list(SERVER_OPTIONS))  # the services' limits
-    for service in SERVICES:
-        server.add_generic_rpc_handlers(
-            [
-                grpc.method_handlers_generic_handler(
-                    service.full_name, {m.name: recorder.handler(m) for m in service.methods}
-                )
-            ]
-        )
-    upstream = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    port = free_port()
-    config = GatewayConfig(
-        listen_host="127.0.0.1",
-        listen_port=port,
-        admin_port=free_port(),
-        upstreams={entry.name: f"127.0.0.1:{upstream}" for entry in public_services()},
-        jwks_path=keys_dir / "jwks.json",
-        issuer="knowledge-dev",
-        audience="knowledge",
-        descriptor_path=write_descriptor_set(tmp_path / "knowledge.pb"),
-        **overrides,
-    )
-    path = write_config(config, tmp_path / "envoy.json")
-    log_path = tmp_path / "access.log"
-    with log_path.open("w") as log:
-        envoy = subprocess.Popen(
-            [str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(port)],
-            stdout=log,
-            stderr=subprocess.PIPE,
-        )
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            await wait_until_up(client, envoy)
-            yield {"client": client, "recorder": recorder, "port": port, "log": log_path}
-    finally:
-        envoy.terminate()
-        envoy.wait(30)
-        await server.stop(None)
 
 
 @pytest.fixture
@@ -131,7 +50,7 @@ async def test_a_token_in_the_query_string_is_not_accepted(gateway, make_token):
     for name in ("access_token", "token"):
         reply = await client.get(f"{API}/corpora", params={name: token})
         assert reply.status_code == 401, reply.text
-        assert reply.json()["details"][0]["reason"] == "UNAUTHENTICATED"
+        assert reply.json()["details"][0]["reason"] == "TOKEN_MISSING"
     assert gateway["recorder"].calls == []  # nothing reached a service
     assert (await client.get(f"{API}/corpora", headers=bearer(token))).status_code == 200
 
@@ -184,7 +103,8 @@ async def test_a_client_sent_original_method_or_path_is_not_logged(gateway, make
 async def test_an_unknown_json_field_is_400_naming_it_and_reaches_no_service(gateway, make_token, path, body, field):
     reply = await gateway["client"].post(f"{API}{path}", json=body, headers=bearer(make_token("acme")))
     assert reply.status_code == 400, reply.text
-    assert reply.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    assert reply.json()["details"][0]["reason"] == "UNKNOWN_FIELD"  # as a service names one
+    assert reply.json()["details"][0]["metadata"] == {"field": field}
     assert reply.json()["message"] == f"unknown field {field} in the request body"
     assert gateway["recorder"].calls == []
 
@@ -219,11 +139,18 @@ async def test_a_null_field_is_400_and_malformed_json_stays_400(gateway, make_to
     client, headers = gateway["client"], bearer(make_token("acme"))
     null = await client.post(f"{API}/query", json={"query": "x", "document_id": None}, headers=headers)
     assert null.status_code == 400 and "document_id" in null.json()["message"]
+    assert null.json()["details"][0] | {"@type": ""} == {
+        "@type": "",
+        "reason": "INVALID_REQUEST",
+        "domain": "knowledge.v1",
+        "metadata": {"field": "document_id"},
+    }
     for body in (b"{not json", b'{"query": "x",', b"[" * 5000):
         reply = await client.post(
             f"{API}/search", content=body, headers={**headers, "content-type": "application/json"}
         )
         assert reply.status_code == 400, (body[:20], reply.text)
+        assert reply.json()["details"][0]["reason"] == "INVALID_REQUEST"
     assert gateway["recorder"].calls == []
 
 

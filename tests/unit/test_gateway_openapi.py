@@ -71,7 +71,7 @@ def test_non_blank_means_what_the_services_strip():
     "not blank" pattern counts the same characters as space (JSON Schema's \\s does not)."""
     import re
 
-    from knowledge_gateway.openapi import _NON_BLANK
+    from knowledge_gateway.openapi_constraints import _NON_BLANK
 
     blank_char = re.compile(_NON_BLANK["pattern"])
     assert [hex(c) for c in range(1, 0x110000) if chr(c).isspace() != (blank_char.fullmatch(chr(c)) is None)] == []

@@ -148,20 +148,23 @@ def test_ingest_refusing_a_streamed_upload_becomes_the_same_413():
     ]
     # Every 413, whichever filter answered, is the body Lua writes for ingest's refusal.
     assert too_large["body_format_override"]["json_format"] == json.loads(too_large_json(1234))
-    assert json.loads(too_large_json(1234))["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+    assert json.loads(too_large_json(1234))["details"][0]["reason"] == "UPLOAD_TOO_LARGE"
 
 
 def test_local_replies_are_json_status_and_jwt_rejections_are_401():
     mappers = manager(rendered())["local_reply_config"]["mappers"]
-    by_status = {
-        m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]: m
-        for m in mappers
+    rest = [m for m in mappers if "json_format" in m["body_format_override"]]
+    by_reason = {m["body_format_override"]["json_format"]["details"][0]["reason"]: m for m in rest}
+    for reason in ("TOKEN_MISSING", "TOKEN_EXPIRED", "TOKEN_INVALID"):  # a 403 from jwt_authn too
+        assert by_reason[reason]["status_code"] == 401
+        assert by_reason[reason]["body_format_override"]["json_format"]["code"] == 16
+    assert by_reason["RATE_LIMITED"]["body_format_override"]["json_format"]["code"] == 8
+    statuses = {
+        m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"]
+        for m in rest
         if "status_code_filter" in m["filter"]
     }
-    assert by_status[401]["body_format_override"]["json_format"]["code"] == 16
-    assert by_status[403]["status_code"] == 401
-    assert by_status[429]["body_format_override"]["json_format"]["details"][0]["reason"] == "RATE_LIMITED"
-    assert 200 not in by_status  # /healthz and the OpenAPI document keep their bodies
+    assert {400, 404, 413, 429, 431, 503} <= statuses and 200 not in statuses  # /healthz and the OpenAPI keep theirs
 
 
 def test_access_log_never_carries_credentials():

@@ -137,6 +137,33 @@ async def test_a_raw_body_uses_the_query_parameters():
         await upload_source(messages([b"x"], "text/plain", corpus_id="3"))
 
 
+async def test_a_grpc_upload_names_its_corpus_and_file_on_the_first_message_only():
+    """The corpus is checked before a byte is stored: a gRPC caller is told so in gRPC's words,
+    and a corpus_id on a later message is refused, never ignored."""
+
+    async def later(name: str):
+        yield ingest_pb2.UploadDocumentRequest(
+            filename="a.txt", http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=b"x")
+        )
+        yield ingest_pb2.UploadDocumentRequest(**{name: "3"}, http_body=httpbody_pb2.HttpBody(data=b"y"))
+
+    with pytest.raises(InvalidRequest) as missing:
+        await upload_source(later("corpus_id"))
+    assert missing.value.metadata == {"field": "corpus_id"} and missing.value.reason == "INVALID_REQUEST"
+    assert "first message" in missing.value.message and "?corpus_id=" in missing.value.message
+
+    async def renamed():
+        yield ingest_pb2.UploadDocumentRequest(
+            corpus_id="3", filename="a.txt", http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=b"x")
+        )
+        yield ingest_pb2.UploadDocumentRequest(corpus_id="4", http_body=httpbody_pb2.HttpBody(data=b"y"))
+
+    source = await upload_source(renamed())
+    with pytest.raises(InvalidRequest) as ignored:
+        await collect(source.chunks)
+    assert ignored.value.metadata == {"field": "corpus_id"} and "first message only" in ignored.value.message
+
+
 def multipart(fields: list[tuple[str, str | None, bytes]], boundary: str = "XyZ") -> bytes:
     out = b""
     for name, filename, data in fields:

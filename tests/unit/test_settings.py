@@ -150,3 +150,10 @@ def test_ingest_sizes_chunks_in_the_models_tokens_unless_characters_are_asked_fo
     ):
         with pytest.raises(SettingsError, match=variable):
             read(**bad)
+
+
+def test_grpc_reflection_is_on_unless_switched_off():
+    assert CommonSettings.from_env("ingest", env()).grpc_reflection is True
+    assert CommonSettings.from_env("ingest", env(GRPC_REFLECTION="off")).grpc_reflection is False
+    with pytest.raises(SettingsError):
+        CommonSettings.from_env("ingest", env(GRPC_REFLECTION="sometimes"))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from knowledge_ingest.domain.formats import accepted_extensions, accepted_summary
+
 from knowledge_cli import documents, retrieval, tenants, uploads
 from knowledge_cli.client import EXIT_CODES
 from knowledge_cli.rest_command import common_options, rest_command
@@ -54,7 +56,8 @@ def add_parsers(commands) -> None:
         "files",
         nargs="+",
         metavar="FILE|URL",
-        help="a file to upload, or an http(s) URL for the service to fetch (POST /urls)",
+        help=f"a file to upload ({accepted_summary()}: {' '.join(accepted_extensions())}), or an http(s) URL "
+        "for the service to fetch (POST /urls)",
     )
     upload.add_argument("--corpus", required=True, help="target corpus id")
     upload.add_argument("--no-wait", action="store_true", help="print the job ids and return at once")

@@ -16,7 +16,7 @@ from typing import Any
 
 from knowledge_gateway.config import REST_PREFIX, limits_from_env
 from knowledge_runtime.model_config import embedding_dimension
-from knowledge_runtime.registry import SERVICE_NAMES, service
+from knowledge_runtime.registry import SERVICE_NAMES, public_services, service
 from knowledge_runtime.settings import (
     DEFAULT_HTTP_PORT,
     Env,
@@ -103,6 +103,15 @@ class StackSettings:
     @property
     def rest_url(self) -> str:
         return f"http://{self.host}:{self.http_port}{REST_PREFIX}"
+
+    @property
+    def grpc_addresses(self) -> dict[str, str]:
+        """Where a gRPC client calls: the gateway (every public service, behind its checks), then
+        each public service's own port."""
+        return {
+            "gateway": f"{self.host}:{self.http_port}",
+            **{entry.name: f"{self.host}:{self.ports[entry.name]}" for entry in public_services()},
+        }
 
     def embedding_dimension(self) -> int:
         """The schema's vector dimension for the model the stack runs (no model is loaded)."""

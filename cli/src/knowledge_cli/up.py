@@ -2,8 +2,9 @@
 
 Starts the stack (:mod:`knowledge_cli.stack`: embedded PostgreSQL unless
 ``KNOWLEDGE_DATABASE_URL`` is set → migrations → the services, each as its own process and
-database role → Envoy) and prints one line with ``ready`` and the REST base URL once every
-health check is SERVING and the gateway answers.
+database role → Envoy) and prints one line with ``ready``, the REST base URL and the gRPC
+addresses (the gateway's, then each public service's) once every health check is SERVING and the
+gateway answers.
 
 With a GGUF model configured (``KNOWLEDGE_LOCAL_LLM_MODEL`` or ``knowledge up --llm PATH``) it
 first starts a local OpenAI-compatible LLM server (llama.cpp, ``knowledge_cli.local_llm``) as the
@@ -74,7 +75,8 @@ async def run_up(settings: StackSettings) -> int:
         starting.result()
         logs = settings.data_dir / "logs"
         stack.write_status()
-        print(f"knowledge: ready {settings.rest_url} (logs in {logs})", flush=True)
+        grpc_at = ", ".join(f"{name} {address}" for name, address in settings.grpc_addresses.items())
+        print(f"knowledge: ready {settings.rest_url} (gRPC: {grpc_at}; logs in {logs})", flush=True)
         next_gc = loop.time() + settings.gc_every_s
         gc_pass: asyncio.Task | None = None
         while not stop.is_set():

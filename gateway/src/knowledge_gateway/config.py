@@ -16,6 +16,8 @@ from knowledge_gateway.openapi import committed_path
 
 REST_PREFIX = "/api/v1/knowledge"
 JWT_PROVIDER = "knowledge"
+JWT_FILTER = "envoy.filters.http.jwt_authn"
+JWT_FAILURE_KEY = "jwt_failure"  # jwt_authn's dynamic metadata: why it refused a token ({code, message})
 OPENAPI_PATH = f"{REST_PREFIX}/openapi.json"
 # The verified tenant claim, copied by jwt_authn; a client-sent value is removed first.
 TENANT_HEADER = "x-knowledge-tenant"
@@ -32,6 +34,7 @@ MAX_REQUEST_HEADERS = 100  # headers per request
 # Headers the transcoder sets for the services and the access log: a client-sent copy is removed.
 ORIGINAL_HEADERS = ("x-envoy-original-path", "x-envoy-original-method")
 LOG_NAMESPACE = "knowledge.log"  # dynamic metadata the Lua filter writes for the access log
+REPLY_NAMESPACE = "knowledge.reply"  # dynamic metadata: why the Lua filter refused a request, for its answer
 HEALTHZ_PATH = "/healthz"  # readiness: 503 unless every upstream is SERVING
 LIVEZ_PATH = "/livez"  # liveness: Envoy itself answers
 HEALTH_CHECK_INTERVAL_S = 1

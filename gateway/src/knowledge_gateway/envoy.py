@@ -56,7 +56,12 @@ def render(config: GatewayConfig) -> dict:
         "@type": _HCM,
         "stat_prefix": "rest",
         "codec_type": "AUTO",
+        # One x-request-id per request, end to end: the client's when it sends one (so it can find
+        # its request in the logs), else Envoy's; forwarded to the service, which passes it on to
+        # every service it calls and logs it, and answered back in the response headers.
         "generate_request_id": True,
+        "preserve_external_request_id": True,
+        "always_set_request_id_in_response": True,
         "access_log": [_access_log()],
         "local_reply_config": local_reply_config(config),
         # Any method token reaches routing, so an unknown one is 405 (with Allow), not a bare 400.

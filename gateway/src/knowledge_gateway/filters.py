@@ -13,6 +13,7 @@ from knowledge_runtime.registry import public_services
 from knowledge_gateway.config import (
     BODY_LIMIT_FILTER,
     HEALTHZ_PATH,
+    JWT_FAILURE_KEY,
     JWT_PROVIDER,
     OPENAPI_PATH,
     REST_PREFIX,
@@ -68,6 +69,9 @@ def http_filters(config: GatewayConfig) -> list[dict]:
                         "from_headers": [{"name": "Authorization", "value_prefix": "Bearer "}],
                         "clock_skew_seconds": 30,
                         "claim_to_headers": [{"header_name": TENANT_HEADER, "claim_name": "tenant"}],
+                        # Why a token was refused, for the local replies to answer with the
+                        # services' reason (TOKEN_MISSING, TOKEN_EXPIRED, TOKEN_INVALID).
+                        "failed_status_in_metadata": JWT_FAILURE_KEY,
                     }
                 },
                 "rules": [

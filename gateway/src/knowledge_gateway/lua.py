@@ -15,7 +15,14 @@ from importlib import resources
 from google.api import annotations_pb2
 from google.protobuf.descriptor import Descriptor
 
-from knowledge_gateway.config import LOG_NAMESPACE, ORIGINAL_HEADERS, TENANT_HEADER, UNROUTED_HEADER, GatewayConfig
+from knowledge_gateway.config import (
+    LOG_NAMESPACE,
+    ORIGINAL_HEADERS,
+    REPLY_NAMESPACE,
+    TENANT_HEADER,
+    UNROUTED_HEADER,
+    GatewayConfig,
+)
 from knowledge_gateway.descriptors import http_rules
 from knowledge_gateway.local_replies import too_large_json, too_large_message
 
@@ -33,8 +40,10 @@ def lua_source(config: GatewayConfig) -> str:
     The field check (``lua/json_fields.lua``): the transcoder drops a JSON key it does not know
     (proto3 JSON parsing) and has no option to refuse one, so a misspelt field (`corpus` for
     `corpus_id`) would be ignored without a word. It walks the body once, skipping strings with
-    string.find, and answers 400 naming the first unknown field (or a null, which proto3 JSON
-    reads as "absent"). A body it cannot read as JSON is left to the transcoder, which refuses it.
+    string.find, and answers 400 UNKNOWN_FIELD naming the first unknown field in its ``field``
+    (INVALID_REQUEST for a null, which proto3 JSON reads as "absent"), as a service names an
+    unknown field of a gRPC request. A body it cannot read as JSON is left to the transcoder,
+    which refuses it.
 
     On the way back (``lua/entry_points.lua``), as the last filter to see the response: ingest's
     answer to a streamed upload that crossed the cap (see knowledge_gateway.filters), which the
@@ -50,6 +59,7 @@ def lua_source(config: GatewayConfig) -> str:
         ORIGINAL_PATH_HEADER=ORIGINAL_HEADERS[0],
         ORIGINAL_METHOD_HEADER=ORIGINAL_HEADERS[1],
         LOG_NAMESPACE=LOG_NAMESPACE,
+        REPLY_NAMESPACE=REPLY_NAMESPACE,
         MAX_BODY_BYTES=config.max_body_bytes,
         TOO_LARGE_MESSAGE=too_large_message(config.max_body_bytes),
         MAX_ERROR_BODY_BYTES=MAX_ERROR_BODY_BYTES,

@@ -148,9 +148,19 @@ def reset_scope(tokens: tuple[contextvars.Token, contextvars.Token]) -> None:
     _current_token.reset(tokens[1])
 
 
+# What a refused token is told, by a service or by the gateway (knowledge_gateway.local_replies).
+TOKEN_MISSING_MESSAGE = "a bearer token is required"
+TOKEN_EXPIRED_MESSAGE = "token expired; call again with a fresh token"
+TOKEN_INVALID_MESSAGE = "token invalid"
+
+
+def token_missing() -> Unauthenticated:
+    return Unauthenticated(TOKEN_MISSING_MESSAGE, reason="TOKEN_MISSING")
+
+
 def token_expired() -> Unauthenticated:
     """What an expired token is answered, at a call's start or when a stream outlives it."""
-    return Unauthenticated("token expired; call again with a fresh token", reason="TOKEN_EXPIRED")
+    return Unauthenticated(TOKEN_EXPIRED_MESSAGE, reason="TOKEN_EXPIRED")
 
 
 class TokenVerifier:
@@ -191,7 +201,7 @@ class TokenVerifier:
         except jwt.ExpiredSignatureError:
             raise token_expired() from None
         except (jwt.PyJWTError, TypeError, ValueError):
-            raise Unauthenticated("token invalid", reason="TOKEN_INVALID") from None
+            raise Unauthenticated(TOKEN_INVALID_MESSAGE, reason="TOKEN_INVALID") from None
         return scope_from_claims(claims)
 
 

@@ -95,7 +95,7 @@ class Internal(DomainError):
 
 class Unimplemented(DomainError):
     code = "UNIMPLEMENTED"
-    reason = "NOT_IMPLEMENTED"
+    reason = "UNIMPLEMENTED"
 
 
 class Cancelled(DomainError):
@@ -106,9 +106,12 @@ class Cancelled(DomainError):
 class InvalidField(InvalidArgument):
     """One request field holds a value this service refuses; ``metadata["field"]`` names it.
 
-    Each service's refusals of its own requests subclass this with their reason
-    (``CORPUS_INVALID``, ``SEARCH_INVALID``...), so every one has the same shape.
+    ``INVALID_REQUEST`` in every service, so a client has one reason to handle for a wrong value;
+    a subclass names a reason of its own only where the client has something else to do about it
+    (``knowledge_runtime.reasons`` says which).
     """
+
+    reason = "INVALID_REQUEST"
 
     def __init__(self, field: str, message: str, *, reason: str | None = None, **metadata: str) -> None:
         super().__init__(message, reason=reason, metadata={"field": field, **metadata})
@@ -116,13 +119,44 @@ class InvalidField(InvalidArgument):
 
 
 class UploadTooLarge(ResourceExhausted):
-    """An upload, blob or text past ``KNOWLEDGE_MAX_UPLOAD_BYTES``; the same error in every service."""
+    """An upload, blob or text past ``KNOWLEDGE_MAX_UPLOAD_BYTES``; the same error in every service,
+    and the gateway's own answer to a body over the cap (413) says the same."""
 
     reason = "UPLOAD_TOO_LARGE"
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__(f"the upload exceeds the limit of {max_bytes} bytes", metadata={"max_bytes": str(max_bytes)})
+        super().__init__(upload_too_large_message(max_bytes), metadata={"max_bytes": str(max_bytes)})
         self.max_bytes = max_bytes
+
+
+def upload_too_large_message(max_bytes: int) -> str:
+    return f"the upload exceeds the limit of {max_bytes} bytes"
+
+
+class CorpusNotFound(NotFound):
+    """Also what another tenant's corpus, or one out of the caller's reach, answers."""
+
+    reason = "CORPUS_NOT_FOUND"
+
+    def __init__(self, corpus_id: str) -> None:
+        super().__init__("corpus not found", metadata={"corpus_id": str(corpus_id)[:40]})
+
+
+class CorpusKeyNotFound(CorpusNotFound):
+    """A key that names no corpus in the caller's reach (it may name one elsewhere in the tree)."""
+
+    def __init__(self, key: str) -> None:
+        NotFound.__init__(self, "corpus not found", metadata={"corpus_key": key[:200]})
+
+
+class DocumentNotFound(NotFound):
+    """Also what another tenant's document, or one out of the caller's reach, answers; every
+    service names the id asked for, as GetDocument does."""
+
+    reason = "DOCUMENT_NOT_FOUND"
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__("document not found", metadata={"document_id": str(document_id)[:40]})
 
 
 class DependencyUnavailable(Unavailable):
@@ -142,7 +176,13 @@ class DependencyUnavailable(Unavailable):
         metadata: Mapping[str, str] | None = None,
     ) -> None:
         message = f"the {dependency} is overloaded; retry later" if overloaded else f"the {dependency} is unavailable"
-        default_reason = dependency.upper().replace(" ", "_").replace("-", "_") + "_UNAVAILABLE"
-        super().__init__(message, reason=reason or default_reason, metadata=metadata)
+        super().__init__(message, reason=reason or dependency_reason(dependency, overloaded), metadata=metadata)
         if overloaded:
             self.code = "RESOURCE_EXHAUSTED"
+
+
+def dependency_reason(dependency: str, overloaded: bool = False) -> str:
+    """``EMBEDDER_UNAVAILABLE`` for "embedder", ``CONTENT_INDEX_OVERLOADED`` for an overloaded
+    "content index": the reason of a dependency that did not say its own."""
+    name = dependency.upper().replace(" ", "_").replace("-", "_")
+    return f"{name}_OVERLOADED" if overloaded else f"{name}_UNAVAILABLE"

@@ -29,16 +29,18 @@ from knowledge_runtime.auth import (
     current_scope,
     reset_scope,
     token_expired,
+    token_missing,
 )
+from knowledge_runtime.calls import MAX_REQUEST_ID_CHARS, REQUEST_ID_HEADER, current_request_id, serving
 from knowledge_runtime.errors import (
     ERROR_DOMAIN,
     DomainError,
     Internal,
-    PermissionDenied,
     Unauthenticated,
     Unimplemented,
 )
 from knowledge_runtime.reach import claimed_node
+from knowledge_runtime.reflection import REFLECTION_PREFIX
 from knowledge_runtime.tenancy import UNGATED_CAPABILITIES
 from knowledge_runtime.tracing import current_trace_id
 from knowledge_runtime.validation import check_request
@@ -154,18 +156,22 @@ def _metadata_value(details: grpc.HandlerCallDetails, key: str) -> str | None:
 
 
 class LoggingInterceptor(_GuardInterceptor):
-    """Binds request id, rpc and trace id for every log line of the call; logs its outcome."""
+    """Binds request id, rpc and trace id for every log line of the call; logs its outcome.
+
+    The request id is the caller's ``x-request-id`` (the gateway's, another service's) or a new
+    one; it is echoed in the call's trailing metadata, and the calls this one makes carry it
+    (``knowledge_runtime.calls``), so one id follows a request through every hop's logs."""
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
-        request_id = _metadata_value(details, "x-request-id") or uuid.uuid4().hex
-        structlog.contextvars.bind_contextvars(
-            request_id=request_id[:64], rpc=details.method, trace_id=current_trace_id()
-        )
+        request_id = (_metadata_value(details, REQUEST_ID_HEADER) or uuid.uuid4().hex)[:MAX_REQUEST_ID_CHARS]
+        structlog.contextvars.bind_contextvars(request_id=request_id, rpc=details.method, trace_id=current_trace_id())
+        context.set_trailing_metadata(((REQUEST_ID_HEADER, request_id),))
         started = time.perf_counter()
         outcome = "OK"
         try:
-            yield
+            with serving(request_id, context):
+                yield
         except grpc.aio.AbortError:
             outcome = _code_name(context.code())
             raise
@@ -206,24 +212,31 @@ class ErrorInterceptor(_GuardInterceptor):
             raise
         except DomainError as error:
             log.info("rpc_error", code=error.code, reason=error.reason)
-            status = status_for(error)
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, error)
         except NotImplementedError:
-            status = status_for(Unimplemented("this method is not implemented yet"))
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, Unimplemented("this method is not implemented yet"))
         except Exception:
             log.exception("rpc_failed")
             # The status in the trailer carries the code of the call's status (INTERNAL, 13), as
             # every status here does: both come from the error's one declared code.
-            status = status_for(Internal(INTERNAL_MESSAGE))
-            await context.abort(status.code, status.details, trailing_metadata=status.trailing_metadata)
+            await _abort(context, Internal(INTERNAL_MESSAGE))
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: DomainError) -> None:
+    """Ends the call with ``error``'s status; the trailer keeps the request id beside it (an
+    abort's trailing metadata replaces what was set before)."""
+    status = status_for(error)
+    request_id = current_request_id()
+    echo = ((REQUEST_ID_HEADER, request_id),) if request_id else ()
+    await context.abort(status.code, status.details, trailing_metadata=(*status.trailing_metadata, *echo))
 
 
 class ScopeInterceptor(_GuardInterceptor):
     """Resolves tenant and capabilities from the verified bearer JWT for ``knowledge.v1`` RPCs.
 
     ``capabilities`` maps each full method name to the capability it needs; a method of
-    ours without an entry is refused (fail closed). Health and reflection pass untouched.
+    ours without an entry is answered as one that does not exist (fail closed). Reflection needs a valid token and nothing
+    more; health passes untouched (probes carry no token).
     ``gate`` (when given) then refuses a switched-off tenant's call, whatever the service: the
     one enablement check; platform administration (``tenancy.UNGATED_CAPABILITIES``) passes.
     Last, every method not named in ``unscoped`` refuses a scope that does not resolve
@@ -253,17 +266,18 @@ class ScopeInterceptor(_GuardInterceptor):
 
     @asynccontextmanager
     async def guard(self, details, context) -> AsyncIterator[None]:
+        if details.method.startswith(REFLECTION_PREFIX):
+            self._verified(details)  # any valid token: the descriptors are the published protos
+            yield
+            return
         if not details.method.startswith(KNOWLEDGE_PREFIX):
             yield
             return
-        token = bearer_token(details.invocation_metadata)
-        if token is None:
-            raise Unauthenticated("a bearer token is required", reason="TOKEN_MISSING")
-        scope = self._verifier.verify(token)
+        token, scope = self._verified(details)
         structlog.contextvars.bind_contextvars(tenant=scope.tenant)
         capability = self._capabilities.get(details.method)
-        if capability is None:
-            raise PermissionDenied("this method is not open to callers", reason="METHOD_NOT_ALLOWED")
+        if capability is None:  # another process's method, or none at all: as the gateway answers it
+            raise no_such_method(details.method)
         scope.require(capability)
         if self._gate is not None and capability not in UNGATED_CAPABILITIES:
             await self._gate(scope.tenant)
@@ -277,6 +291,12 @@ class ScopeInterceptor(_GuardInterceptor):
         finally:
             reset_scope(tokens)
 
+    def _verified(self, details: grpc.HandlerCallDetails) -> tuple[str, Scope]:
+        token = bearer_token(details.invocation_metadata)
+        if token is None:
+            raise token_missing()
+        return token, self._verifier.verify(token)
+
 
 def _token_expiry() -> float | None:
     """The verified token's ``exp`` for a call of ours (None for health and reflection)."""
@@ -284,6 +304,26 @@ def _token_expiry() -> float | None:
         return current_scope().expires_at
     except Unauthenticated:
         return None
+
+
+def no_such_method(method: str) -> Unimplemented:
+    return Unimplemented(f"no method {method[:200]} is served here", reason="METHOD_NOT_FOUND")
+
+
+class NoSuchMethod(grpc.GenericRpcHandler):
+    """The handler of every method no service of the process has (added last): the interceptors
+    run for it, so the call is answered UNIMPLEMENTED with an ErrorInfo (METHOD_NOT_FOUND, after
+    the token for a ``knowledge.v1`` name), as the gateway answers an unknown path, instead of
+    gRPC's own bare UNIMPLEMENTED."""
+
+    def service(self, handler_call_details):
+        method = handler_call_details.method
+
+        async def refuse(requests, context):
+            raise no_such_method(method)
+            yield  # a generator: a server stream, which answers a call of any shape
+
+        return grpc.stream_stream_rpc_method_handler(refuse)
 
 
 class RequestValidationInterceptor(grpc.aio.ServerInterceptor):

@@ -6,7 +6,7 @@ import base64
 import re
 
 from knowledge_runtime import ids
-from knowledge_runtime.errors import InvalidArgument
+from knowledge_runtime.errors import InvalidArgument, InvalidField
 
 _PREFIX = "k1:"
 MAX_ID_DIGITS = 18  # a page token's id: below 10**18, inside ids.MAX_ID
@@ -37,11 +37,9 @@ class InvalidPageToken(InvalidArgument):
         super().__init__("page_token is not one this service issued", metadata={"field": "page_token"})
 
 
-class InvalidPageSize(InvalidArgument):
-    reason = "PAGE_SIZE_INVALID"
-
+class InvalidPageSize(InvalidField):
     def __init__(self) -> None:
-        super().__init__("page_size must be >= 0 (0 means the default)", metadata={"field": "page_size"})
+        super().__init__("page_size", "page_size must be >= 0 (0 means the default)")
 
 
 def check_page_size(page_size: int) -> int:

@@ -25,7 +25,7 @@ The rules, each decided here and nowhere else:
   :func:`may_read_document` decides, the third condition beside scope and band: the caller's
   principals (:func:`principals_of`: its verified token's ``sub`` and ``groups``, never a request
   field) must meet the list. The SQL twin, ``document_readable(listed, caller)`` (migration
-  0061), is the same rule applied inside every query that reads documents; a test runs one
+  0062), is the same rule applied inside every query that reads documents; a test runs one
   table of cases through both. A document the caller may not read is absent (404), as a
   corpus out of reach is.
 

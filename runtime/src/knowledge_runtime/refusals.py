@@ -42,6 +42,7 @@ class RefusalSpec:
     waiting_helps: bool
     meaning: str  # one line, for the README and OpenAPI
     plain: str  # what the CLI tells a person
+    metadata: tuple[str, ...] = ()  # the ErrorInfo keys it may carry (knowledge_runtime.reasons.METADATA_KEYS)
 
 
 REFUSALS: Mapping[Refusal, RefusalSpec] = {
@@ -58,6 +59,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         False,
         "a tenant quota (documents, bytes, chunks, embedding tokens) is used up",
         "your organisation's quota is used up; delete something or ask for a larger quota",
+        ("quota", "used", "limit"),
     ),
     Refusal.BUDGET_EXHAUSTED: RefusalSpec(
         "RESOURCE_EXHAUSTED",
@@ -65,6 +67,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         False,
         "the tenant's model spending budget for the period is used up",
         "your organisation's model budget for this period is spent",
+        ("used", "limit"),
     ),
     Refusal.CAPABILITY_MISSING: RefusalSpec(
         "PERMISSION_DENIED",
@@ -72,6 +75,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         False,
         "the token lacks the capability the call needs",
         "your token does not allow this; ask for a token with the capability named",
+        ("capability",),
     ),
     Refusal.SCOPE_UNRESOLVED: RefusalSpec(
         "PERMISSION_DENIED",
@@ -79,6 +83,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         False,
         "the token names no scope, or a scope the tenant does not have; nothing is retrieved",
         "your token names no scope this organisation has, so nothing can be read",
+        ("scope",),
     ),
     Refusal.INDEXING: RefusalSpec(
         "FAILED_PRECONDITION",
@@ -86,6 +91,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         True,
         "the resource is still being ingested",
         "this is still being ingested; try again when it is searchable",
+        ("document_id", "job_id"),
     ),
     Refusal.APPROVAL_REQUIRED: RefusalSpec(
         "PERMISSION_DENIED",
@@ -100,6 +106,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         True,
         "the embedder, or the model behind an answer (LLM, cross-encoder), is down or not configured",
         "the model service needed for this is down or not configured",
+        ("runtime",),
     ),
     Refusal.PLAN_REQUIRED: RefusalSpec(
         "PERMISSION_DENIED",
@@ -107,6 +114,7 @@ REFUSALS: Mapping[Refusal, RefusalSpec] = {
         False,
         "the tenant's plan does not include the feature (its settings' features name what it does)",
         "your organisation's plan does not include this; ask an administrator to add it",
+        ("feature",),
     ),
 }
 

@@ -22,14 +22,15 @@ import structlog
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
+from knowledge_runtime import reflection
 from knowledge_runtime.auth import TokenVerifier
 from knowledge_runtime.health import DEFAULT_INTERVAL_S, Dependency, ReadinessProbe
 from knowledge_runtime.interceptors import (
     ErrorInterceptor,
     LoggingInterceptor,
+    NoSuchMethod,
     RequestValidationInterceptor,
     ScopeInterceptor,
     ScopeResolver,
@@ -97,6 +98,7 @@ class GrpcApp:
     # Resolves the caller's scope against the tenant's nodes (runtime.db.reach); None: only the
     # claim's presence and form are checked here, the node by the reads themselves.
     scope_resolver: ScopeResolver | None = None
+    serve_reflection: bool = True  # gRPC server reflection (v1 and v1alpha), behind the API's token
 
     server: grpc.aio.Server | None = field(default=None, init=False)
     health: HealthServicer | None = field(default=None, init=False)
@@ -125,6 +127,7 @@ class GrpcApp:
             readiness_interval_s=common.readiness_interval_s,
             tenant_gate=tenant_gate,
             scope_resolver=scope_resolver,
+            serve_reflection=common.grpc_reflection,
         )
 
     async def start(self) -> int:
@@ -148,7 +151,9 @@ class GrpcApp:
         names = [spec.descriptor.full_name for spec in self.services]
         for spec in self.services:
             spec.register(self.server)
-        reflection.enable_server_reflection([*names, reflection.SERVICE_NAME, "grpc.health.v1.Health"], self.server)
+        if self.serve_reflection:
+            reflection.enable(self.server, [*names, "grpc.health.v1.Health"])
+        self.server.add_generic_rpc_handlers((NoSuchMethod(),))  # last: only what nothing else serves
         self.bound_port = self.server.add_insecure_port(f"{self.host}:{self.port}")
         if self.bound_port == 0:
             raise SettingsError(f"cannot listen on {self.host}:{self.port}")

@@ -218,6 +218,7 @@ class CommonSettings:
     readiness_interval_s: float = 1.0  # how often readiness checks the service's hard dependencies
     # Whether a tenant no operator has configured (no tenant_settings row) may use the service.
     tenants_enabled_by_default: bool = True
+    grpc_reflection: bool = True  # KNOWLEDGE_GRPC_REFLECTION: serve reflection (behind the token)
 
     @classmethod
     def from_env(cls, service: str, env: Env | None = None) -> CommonSettings:
@@ -244,6 +245,7 @@ class CommonSettings:
             service_key=ServiceKey.optional(env),
             readiness_interval_s=env.float("READINESS_INTERVAL_S", 1.0, minimum=0.1),
             tenants_enabled_by_default=tenants_enabled_by_default(env),
+            grpc_reflection=env.bool("GRPC_REFLECTION", True),
         )
 
 

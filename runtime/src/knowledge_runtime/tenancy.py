@@ -139,7 +139,7 @@ def period_bounds(period: str) -> tuple[datetime, datetime]:
     """``YYYY-MM`` as the UTC instants [start of the month, start of the next)."""
     match = _PERIOD.fullmatch(period)
     if match is None:
-        raise InvalidField("period", f"period must be a month as YYYY-MM, got {period!r}", reason="PERIOD_INVALID")
+        raise InvalidField("period", f"period must be a month as YYYY-MM, got {period!r}")
     year, month = int(match.group(1)), int(match.group(2))
     start = datetime(year, month, 1, tzinfo=UTC)
     if (year, month) == (9999, 12):  # the last month a datetime holds has no next one

@@ -25,7 +25,7 @@ def test_hardening_through_the_whole_stack(stack, token, handbook):
     assert misspelt.status_code == 400 and misspelt.json()["message"] == "unknown field corpus in the request body"
     assert httpx.post(f"{base}/corpora", json={"name": "x", "admin": True}, headers=headers).status_code == 400
     negative = httpx.get(f"{base}/corpora", params={"page_size": -1}, headers=headers)
-    assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "PAGE_SIZE_INVALID"
+    assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "INVALID_REQUEST"
     params = {"corpus_id": handbook["corpus"]["corpus_id"], "filename": "f" * 10_000}
     statuses = {
         httpx.post(f"{base}/upload", params=params, content=b"x", headers=headers).status_code for _ in range(5)

@@ -85,7 +85,7 @@ def test_a_200_mb_body_is_cut_off_at_the_cap_with_flat_memory(stack, token):
         content=b"a" * (CAP + 1),
         headers=headers,
     )
-    assert over.status_code == 413 and over.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+    assert over.status_code == 413 and over.json()["details"][0]["reason"] == "UPLOAD_TOO_LARGE"
     at_cap = httpx.post(
         f"{stack['base']}/upload",
         params={"corpus_id": corpus_id, "filename": "at-cap.bin"},
@@ -168,7 +168,7 @@ def test_a_chunked_upload_over_the_cap_is_the_same_413_and_stores_nothing(stack,
     assert streamed.status == sized.status_code == 413
     assert streamed.headers["content-type"] == "application/json"
     assert json.loads(streamed.body) == sized.json()  # the same google.rpc.Status, reason and message
-    assert sized.json()["details"][0]["reason"] == "REQUEST_TOO_LARGE"
+    assert sized.json()["details"][0]["reason"] == "UPLOAD_TOO_LARGE"
     # A form whose file part is under the cap but whose body is over it: the body is what is capped.
     boundary = "chunky-boundary"
     form = (

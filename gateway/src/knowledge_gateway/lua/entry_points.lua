@@ -31,7 +31,11 @@ function envoy_on_request(handle)
   end
   local problem = unknown_field(handle, headers:get(":method"), string.match(headers:get(":path") or "", "^[^?]*"))
   if problem ~= nil then
-    handle:respond({[":status"] = "400"}, problem)
+    -- For the local reply's ErrorInfo (knowledge_gateway.local_replies): its reason and field.
+    local reply = handle:streamInfo():dynamicMetadata()
+    reply:set("@REPLY_NAMESPACE@", "reason", problem.reason)
+    reply:set("@REPLY_NAMESPACE@", "field", problem.field)
+    handle:respond({[":status"] = "400"}, problem.message)
   end
 end
 

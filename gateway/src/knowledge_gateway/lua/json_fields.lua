@@ -80,7 +80,8 @@ check_value = function(s, i, schema, path, depth)
   return j
 end
 
--- nil when the body is fine (or not JSON: the transcoder answers that), else the 400's message.
+-- nil when the body is fine (or not JSON: the transcoder answers that), else the 400's reason
+-- (the catalogue's, as a service names it), field and message.
 local function unknown_field(handle, method, path)
   local schema = nil
   for _, route in ipairs(json_routes) do
@@ -96,7 +97,9 @@ local function unknown_field(handle, method, path)
   local ok, problem = pcall(check_value, s, skip_space(s, 1), schema, "", 0)
   if ok or type(problem) ~= "table" then return nil end
   if problem.null then
-    return "field " .. problem.field .. " is null: leave it out instead"
+    return {reason = "INVALID_REQUEST", field = problem.field,
+            message = "field " .. problem.field .. " is null: leave it out instead"}
   end
-  return "unknown field " .. problem.field .. " in the request body"
+  return {reason = "UNKNOWN_FIELD", field = problem.field,
+          message = "unknown field " .. problem.field .. " in the request body"}
 end

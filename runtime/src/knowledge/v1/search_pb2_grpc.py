@@ -26,8 +26,8 @@ if _version_not_supported:
 
 
 class SearchServiceStub:
-    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (weighted RRF), a
-    relevance banner, and cited answer synthesis. Results are always limited to the caller's
+    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (by default a
+    weighted sum of each channel's z-scored scores), a relevance banner, and cited answer synthesis. Results are always limited to the caller's
     tenant. Reads chunks, never writes documents. Capability search.
     """
 
@@ -65,8 +65,8 @@ class SearchServiceStub:
 
 
 class SearchServiceServicer:
-    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (weighted RRF), a
-    relevance banner, and cited answer synthesis. Results are always limited to the caller's
+    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (by default a
+    weighted sum of each channel's z-scored scores), a relevance banner, and cited answer synthesis. Results are always limited to the caller's
     tenant. Reads chunks, never writes documents. Capability search.
     """
 
@@ -152,8 +152,8 @@ def add_SearchServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class SearchService:
-    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (weighted RRF), a
-    relevance banner, and cited answer synthesis. Results are always limited to the caller's
+    """Vector search (pgvector HNSW, cosine), lexical search (BM25), their fusion (by default a
+    weighted sum of each channel's z-scored scores), a relevance banner, and cited answer synthesis. Results are always limited to the caller's
     tenant. Reads chunks, never writes documents. Capability search.
     """
 

@@ -21,7 +21,7 @@ from knowledge_runtime.reach import PLATFORM_TENANT, Band, Placement, Reach, Rea
 def readable_by(listed: str, caller: str) -> str:
     """The SQL of ``reach.may_read_document``: whether the access list ``listed`` (an SQL
     expression, e.g. ``d.principals``) admits the caller's principals ``caller`` (a parameter,
-    e.g. ``$3``, bound to :func:`principals_arg`). ``document_readable`` is migration 0061's
+    e.g. ``$3``, bound to :func:`principals_arg`). ``document_readable`` is migration 0062's
     function, inlined by the planner; a NULL list (no document row) is never readable."""
     return f"document_readable({listed}, {caller}::text[])"
 

@@ -66,6 +66,7 @@ def document_message(document: Document) -> ingest_pb2.Document:
         source_url=document.source_url or "",
         extractor=document.extractor,
         ocr_page_count=document.ocr_page_count,
+        ocr_confidence=document.ocr_confidence,
         job_id=str(document.job_id) if document.job_id else "",
         create_time=timestamp(document.create_time),
         update_time=timestamp(document.update_time),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.corpus_keys import resolve as resolve_key
 from knowledge_runtime.costs import Cost
-from knowledge_runtime.errors import Unavailable
+from knowledge_runtime.errors import CorpusKeyNotFound, Unavailable
 from knowledge_runtime.logging import get_logger
 from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.refusals import Refused
@@ -176,14 +176,14 @@ class SearchUseCases:
         reach = await self.index.reach_for(tenant, reader)
         corpus_id = resolve_key(reach, await self.index.keyed(tenant, request.filters.corpus_key))
         if corpus_id is None:
-            raise CorpusNotFound()
+            raise CorpusKeyNotFound(request.filters.corpus_key)
         return replace(request, filters=replace(request.filters, corpus_id=corpus_id, corpus_key=None))
 
     async def _without_housekeeping(self, tenant: str, request: SearchRequest) -> SearchRequest:
         assert self.system_corpora is not None
         hidden = tuple(sorted((await self.system_corpora.housekeeping(tenant)).values()))
         if request.filters.corpus_id is not None and request.filters.corpus_id in hidden:
-            raise CorpusNotFound()
+            raise CorpusNotFound(str(request.filters.corpus_id))
         if not hidden or request.filters.corpus_id is not None:
             return request
         return replace(request, filters=replace(request.filters, exclude_corpora=hidden))
@@ -247,7 +247,7 @@ def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
     CorpusNotFound for a corpus filter outside that reach: another tenant's, a deleted one, or one
     beyond the caller's node or clearance are all as if absent."""
     if request.filters.corpus_id is not None and not reach.has(request.filters.corpus_id):
-        raise CorpusNotFound()
+        raise CorpusNotFound(str(request.filters.corpus_id))
     corpus_ids = None if reach.everything else reach.corpus_ids
     filters = replace(
         request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant), principals=reach.reader.principals

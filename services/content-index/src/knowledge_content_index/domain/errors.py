@@ -21,8 +21,6 @@ class InvalidWriteStream(InvalidArgument):
 
 
 class InvalidBlobRequest(InvalidField):
-    reason = "BLOB_REQUEST_INVALID"
-
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(field, message)
 

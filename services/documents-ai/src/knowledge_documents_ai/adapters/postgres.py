@@ -192,7 +192,7 @@ class PostgresDocuments:
             "document_state", DOCUMENT, document_id, sorted(reach.corpus_ids), principals_arg(reach.reader.principals)
         )
         if state is None:
-            raise DocumentNotFound()
+            raise DocumentNotFound(str(document_id))
         return str(state)
 
 

@@ -35,7 +35,7 @@ def _document_id(text: str) -> int:
     """A path id that spells no id names nothing: NOT_FOUND, as another tenant's would."""
     parsed = parse_id(text)
     if parsed is None:
-        raise DocumentNotFound()
+        raise DocumentNotFound(text)
     return parsed
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import AlreadyExists, FailedPrecondition, InvalidField, NotFound
+from knowledge_runtime.errors import AlreadyExists, DocumentNotFound, FailedPrecondition, InvalidField, NotFound
+
+__all__ = [
+    "DocumentHasNoText",
+    "DocumentNotFound",
+    "ExtractionInvalid",
+    "InvalidRequest",
+    "SchemaNotFound",
+    "TaxonomyInvalid",
+    "TypeExists",
+    "TypeNotFound",
+]
 
 
 class TaxonomyInvalid(InvalidField):
     """A document type or an extraction schema a caller sent is not acceptable."""
-
-    reason = "TAXONOMY_INVALID"
 
 
 class ExtractionInvalid(InvalidField):
@@ -39,15 +48,6 @@ class SchemaNotFound(NotFound):
         super().__init__(f"document type {name[:64]!r} has no {what}")
 
 
-class DocumentNotFound(NotFound):
-    """Also what another tenant's document, or one outside the caller's reach, answers."""
-
-    reason = "DOCUMENT_NOT_FOUND"
-
-    def __init__(self) -> None:
-        super().__init__("document not found")
-
-
 class DocumentHasNoText(FailedPrecondition):
     reason = "DOCUMENT_HAS_NO_TEXT"
 
@@ -56,4 +56,4 @@ class DocumentHasNoText(FailedPrecondition):
 
 
 class InvalidRequest(InvalidField):
-    reason = "DOCUMENTS_AI_INVALID"
+    """A request field document AI refuses (INVALID_REQUEST, as in every service)."""

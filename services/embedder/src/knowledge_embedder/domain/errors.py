@@ -7,8 +7,6 @@ from knowledge_runtime.refusals import Refusal, Refused
 
 
 class InvalidInput(InvalidField):
-    reason = "EMBEDDING_INPUT_INVALID"
-
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(field, message)
 

@@ -32,7 +32,8 @@ _READABLE_3 = readable_by("d.principals", "$3")
 _DOCUMENT_SELECT = """
 SELECT d.document_id, d.corpus_id, d.filename, d.state, d.error, d.chunk_count, coalesce(b.size_bytes, 0) AS size_bytes,
        d.mime_type, d.extractable, d.source_url, d.create_time, d.update_time, d.warnings,
-       d.extractor, d.ocr_page_count, d.refusal_reason, d.metadata, d.document_ref, d.principals,
+       d.extractor, d.ocr_page_count, d.ocr_confidence, d.refusal_reason, d.metadata, d.document_ref,
+       d.principals,
        j.job_id, j.stage, j.progress
 FROM documents d LEFT JOIN content_blobs b ON b.blob_id = d.blob_id
 LEFT JOIN LATERAL (SELECT job_id, stage, progress FROM ingest_jobs WHERE document_id = d.document_id
@@ -138,7 +139,7 @@ FROM documents d WHERE d.document_id = $1 AND c.document_id = $1
 """
 SET_SUBJECT = "UPDATE documents SET subject = $3 WHERE tenant_id = $1 AND document_id = $2"
 # SetDocumentAccess: the row locked (a job storing its chunks waits, or this waits for it), the
-# list changed, the change recorded (migration 0061) and announced, in one transaction.
+# list changed, the change recorded (migration 0062) and announced, in one transaction.
 LOCK_ACCESS = """
 SELECT corpus_id, principals FROM documents WHERE tenant_id = $1 AND document_id = $2 AND deleted_at IS NULL
 FOR UPDATE
@@ -168,6 +169,7 @@ def _document(row: asyncpg.Record) -> Document:
         warnings=tuple(row["warnings"]),
         extractor=row["extractor"],
         ocr_page_count=row["ocr_page_count"],
+        ocr_confidence=row["ocr_confidence"],
         stage=row["stage"] or "",
         progress=round(row["progress"] or 0.0, 4),
         refusal_reason=row["refusal_reason"] or "",

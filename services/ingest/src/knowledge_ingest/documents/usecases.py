@@ -228,7 +228,7 @@ class DocumentUseCases:
                 f"documents that could be moved: [{listed}]",
                 field="document_ids",
                 reason="NOTHING_TO_MOVE",
-                movable_document_ids=listed,
+                document_id=listed,
             )
         # Checked again under the rows' locks: only documents of corpora the caller writes move.
         moved, missing, elsewhere = await self.store.move(
@@ -242,7 +242,7 @@ class DocumentUseCases:
                 f"documents not in source corpus {source_corpus_id}: [{listed}]; nothing was moved",
                 field="document_ids",
                 reason="DOCUMENT_NOT_IN_SOURCE",
-                document_ids=listed,
+                document_id=listed,
             )
         return Moved(len(moved), moved)
 

@@ -107,6 +107,7 @@ class Document:
     warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
     extractor: str = ""  # what read the text behind its chunks ("pypdf; OCR (...) on pages 2, 5")
     ocr_page_count: int = 0  # pages of it OCR read
+    ocr_confidence: float = 0.0  # the mean confidence (0-100) of the words OCR read; 0 when none
     stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one
     progress: float = 0.0  # of its most recent job
     refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
@@ -127,6 +128,7 @@ class JobResult:
     warnings: tuple[str, ...] = ()  # what extraction could not do
     extractor: str = ""  # what read the text (stored on the document)
     ocr_page_count: int = 0
+    ocr_confidence: float = 0.0
 
     @property
     def message(self) -> str:
@@ -151,6 +153,7 @@ class JobResult:
             "warnings": list(self.warnings),
             "extractor": self.extractor,
             "ocr_page_count": self.ocr_page_count,
+            "ocr_confidence": self.ocr_confidence,
         }
 
     @classmethod
@@ -164,6 +167,7 @@ class JobResult:
             warnings=tuple(str(w) for w in data.get("warnings", ())),
             extractor=str(data.get("extractor", "")),
             ocr_page_count=int(data.get("ocr_page_count", 0)),
+            ocr_confidence=float(data.get("ocr_confidence", 0.0)),
         )
 
 

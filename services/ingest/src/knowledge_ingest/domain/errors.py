@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from knowledge_runtime.errors import (
     AlreadyExists,
+    CorpusKeyNotFound,
+    CorpusNotFound,
+    DocumentNotFound,
     FailedPrecondition,
     InvalidArgument,
     InvalidField,
@@ -15,12 +18,34 @@ from knowledge_runtime.errors import (
 from knowledge_runtime.reach import ScopePath
 from knowledge_runtime.refusals import Refusal, Refused
 
-# An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises.
+__all__ = [
+    "CorpusKeyNotFound",
+    "CorpusNameTaken",
+    "CorpusNotEmpty",
+    "CorpusNotFound",
+    "CorpusReadOnly",
+    "CursorExpired",
+    "DependencyNotReady",
+    "DocumentBusy",
+    "DocumentIndexing",
+    "DocumentNotFound",
+    "DocumentNotInCorpus",
+    "DocumentRefNotFound",
+    "FetchFailed",
+    "InvalidCorpus",
+    "InvalidRequest",
+    "JobFinished",
+    "JobNotFound",
+    "JobSucceeded",
+    "PageOutOfRange",
+    "UrlRefused",
+]
+
+# An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises; a
+# corpus or document not found is the runtime's CorpusNotFound or DocumentNotFound, as in search.
 
 
 class InvalidCorpus(InvalidField):
-    reason = "CORPUS_INVALID"
-
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(field, message)
 
@@ -40,26 +65,8 @@ class CorpusKeyTaken(AlreadyExists):
 
 
 class InvalidRequest(InvalidField):
-    reason = "INVALID_REQUEST"
-
     def __init__(self, message: str, *, field: str, reason: str | None = None, **metadata: str) -> None:
         super().__init__(field, message, reason=reason, **metadata)
-
-
-class CorpusNotFound(NotFound):
-    """Also what another tenant's corpus answers."""
-
-    reason = "CORPUS_NOT_FOUND"
-
-    def __init__(self, corpus_id: str) -> None:
-        super().__init__("corpus not found", metadata={"corpus_id": corpus_id[:40]})
-
-
-class CorpusKeyNotFound(CorpusNotFound):
-    """A key that names no corpus in the caller's reach (it may name one elsewhere in the tree)."""
-
-    def __init__(self, key: str) -> None:
-        NotFound.__init__(self, "corpus not found", metadata={"corpus_key": key[:200]})
 
 
 class CorpusReadOnly(PermissionDenied):
@@ -75,13 +82,6 @@ class CorpusReadOnly(PermissionDenied):
             f"token's scope {str(caller_scope)!r}; it is written only by a token scoped to {str(corpus_scope)!r}",
             metadata={"corpus_id": corpus_id[:40], "corpus_scope": str(corpus_scope), "scope": str(caller_scope)},
         )
-
-
-class DocumentNotFound(NotFound):
-    reason = "DOCUMENT_NOT_FOUND"
-
-    def __init__(self, document_id: str) -> None:
-        super().__init__("document not found", metadata={"document_id": document_id[:40]})
 
 
 class DocumentRefNotFound(DocumentNotFound):

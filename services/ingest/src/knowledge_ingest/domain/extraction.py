@@ -22,12 +22,13 @@ class Extracted:
     text: str
     page_count: int | None
     extractable: bool
-    format: str  # pdf, docx, pptx, xlsx, xls, xlsb, html or text
+    format: str  # pdf, docx, pptx, xlsx, xls, xlsb, html, text, or an image's (png, jpeg, tiff, webp, bmp, gif)
     warnings: tuple[str, ...] = ()
     # What read the text: the reader, and OCR's engine with the pages it read where it read some
     # ("pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").
     extractor: str = ""
     ocr_page_count: int = 0  # pages whose text OCR read
+    ocr_confidence: float = 0.0  # the mean confidence (0-100) of the words OCR read; 0 when it read none
 
 
 DEFAULT_OCR_MAX_PAGES = 100  # about 2.5 s a page: within the 300 s bound
@@ -46,7 +47,7 @@ class ExtractionLimits:
     max_pages: int = 5_000  # PDF pages and slides
     max_rows_per_sheet: int = 200_000
     max_seconds: float = 300.0  # checked between pages, slides, paragraphs and rows
-    max_ocr_pages: int = DEFAULT_OCR_MAX_PAGES  # PDF pages without a usable text layer read by OCR
+    max_ocr_pages: int = DEFAULT_OCR_MAX_PAGES  # pages read by OCR (scanned PDF pages, images) per file
     ocr_page_seconds: float = DEFAULT_OCR_PAGE_SECONDS  # one page's OCR; past it the page is warned about
     max_archive_entries: int = 10_000
     max_archive_uncompressed_bytes: int = 512 * 1024 * 1024

@@ -127,7 +127,12 @@ def settle_duplicate(job: Job, document: Document | None) -> Transition | None:
 
 
 def stored(
-    job: Job, chunk_count: int, warnings: tuple[str, ...], extractor: str = "", ocr_page_count: int = 0
+    job: Job,
+    chunk_count: int,
+    warnings: tuple[str, ...],
+    extractor: str = "",
+    ocr_page_count: int = 0,
+    ocr_confidence: float = 0.0,
 ) -> Transition:
     """The final write: chunks replaced, document and job SEARCHABLE, the result for one poll;
     what read the text is stored on the document."""
@@ -140,6 +145,7 @@ def stored(
         warnings=warnings,
         extractor=extractor,
         ocr_page_count=ocr_page_count,
+        ocr_confidence=ocr_confidence,
     )
     return Transition(State.SEARCHABLE, "searchable", 1.0, result=result, document=DocumentEffect.SEARCHABLE)
 

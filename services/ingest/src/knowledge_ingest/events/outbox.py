@@ -48,7 +48,7 @@ JOBS_CHANNEL = "knowledge_jobs"
 NOTIFY_JOBS = f"SELECT pg_notify('{JOBS_CHANNEL}', '')"
 RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
 RELAY_BATCH = 5000
-# An event keeps its document's access list as the change left it (migration 0061).
+# An event keeps its document's access list as the change left it (migration 0062).
 PUBLISH = """
 WITH written AS (
     INSERT INTO events (tenant_id, type, document_id, corpus_id, detail, scope_path, confidentiality, corpus_system,
@@ -88,7 +88,7 @@ SELECT count(*) AS numbered, coalesce(array_agg(DISTINCT tenant_id), '{}') AS te
 NOTIFY_TENANTS = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t"
 # Each event with its corpus's placement as it is now (0043): the corpus row when it exists (so a
 # rebinding applies from its commit on), else the placement recorded when the event was written;
-# and its document's access list likewise (0061): the document row's while it exists, else the
+# and its document's access list likewise (0062): the document row's while it exists, else the
 # list recorded with the event. One statement, one snapshot: a rebinding or a list change committed
 # before an event's change is seen with it.
 READ_AFTER = """

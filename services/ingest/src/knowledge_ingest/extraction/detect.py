@@ -1,23 +1,29 @@
 """Which format a file is: its bytes first, then its name and media type, never the name alone.
 
-Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) are zip archives, and a zip
+Also the archive guard: OOXML files (DOCX, PPTX, XLSX, XLSB) and OpenDocument files (ODT, ODP,
+ODS) are zip archives, and a zip
 bomb is refused before any parser inflates it: first from its directory, then by inflating every
 entry once, counting, in small pieces (``check_inflation``), since the directory's sizes can lie.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zipfile
 import zlib
 from typing import BinaryIO
 
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.domain.formats import ACCEPTED
 
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_HEADS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # An encrypted OOXML file is an OLE container holding this stream (the name in UTF-16LE).
 _ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+# The streams that make an OLE container a Word or PowerPoint 97-2003 file (names in UTF-16LE).
+_WORD_STREAM = "WordDocument".encode("utf-16-le")
+_POWERPOINT_STREAM = "PowerPoint Document".encode("utf-16-le")
 
 _OOXML_PARTS = {
     "word/document.xml": "docx",
@@ -25,43 +31,49 @@ _OOXML_PARTS = {
     "xl/workbook.xml": "xlsx",
     "xl/workbook.bin": "xlsb",
 }
-_CLAIMS = {  # what a name or media type says; only believed when the bytes agree
-    ".pdf": "pdf",
-    "application/pdf": "pdf",
-    ".docx": "docx",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-    ".pptx": "pptx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-    ".xlsb": "xlsb",
-    "application/vnd.ms-excel.sheet.binary.macroenabled.12": "xlsb",
-    ".xls": "xls",
-    "application/vnd.ms-excel": "xls",
-    ".doc": "doc",
-    "application/msword": "doc",
-    ".ppt": "ppt",
-    "application/vnd.ms-powerpoint": "ppt",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    "text/html": "html",
-    "application/xhtml+xml": "html",
+_ODF_TYPES = {  # an OpenDocument zip's first entry, "mimetype", says which it is (templates alike)
+    b"application/vnd.oasis.opendocument.text": "odt",
+    b"application/vnd.oasis.opendocument.text-template": "odt",
+    b"application/vnd.oasis.opendocument.presentation": "odp",
+    b"application/vnd.oasis.opendocument.presentation-template": "odp",
+    b"application/vnd.oasis.opendocument.spreadsheet": "ods",
+    b"application/vnd.oasis.opendocument.spreadsheet-template": "ods",
+}
+_ODF_SMALL_PART = 1 << 20  # the mimetype and manifest entries are read whole only up to this size
+# What a name or media type says; only believed when the bytes agree. Text claims nothing (any
+# bytes no other format's are text); an mbox is claimed only to be refused clearly.
+_CLAIMS = {
+    **{claim: fmt.key for fmt in ACCEPTED if fmt.key != "text" for claim in (*fmt.extensions, *fmt.media_types)},
+    ".mbox": "mbox",
+    "application/mbox": "mbox",
 }
 _HTML_STARTS = (b"<!doctype html", b"<html")
+# Formats known by their first bytes alone. BMP's two letters are also checked against the size of
+# the header that follows them (``_sniff``).
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+    (b"II+\x00", "tiff"),  # BigTIFF
+    (b"MM\x00+", "tiff"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"{\\rtf", "rtf"),
+)
+_BMP_HEADER_SIZES = (12, 40, 52, 56, 64, 108, 124)
+# An email's first lines are header fields; these are the ones that tell a message from a text
+# that happens to start with "Note: ...": at least ``_MAIL_FIELDS_NEEDED`` of them.
+_MAIL_FIELDS = frozenset(
+    {"from", "to", "cc", "subject", "date", "message-id", "mime-version", "received", "return-path", "delivered-to"}
+)
+_MAIL_FIELDS_NEEDED = 3
+_HEADER_LINE = re.compile(rb"^([A-Za-z][A-Za-z0-9-]*):[ \t]?")
+_MBOX_FROM = re.compile(rb"^From \S+ +\S.*\d\d:\d\d(:\d\d)?.*\d{4}\s*$")
+IMAGE_FORMATS = frozenset({"png", "jpeg", "tiff", "webp", "bmp", "gif"})
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
 _INFLATE_PIECE = 1 << 20  # compressed bytes read, and inflated bytes made, at a time
-_NAMES = {
-    "pdf": "PDF",
-    "docx": "Word",
-    "pptx": "PowerPoint",
-    "xlsx": "Excel",
-    "xlsb": "Excel binary",
-    "xls": "Excel 97-2003",
-    "doc": "Word 97-2003",
-    "ppt": "PowerPoint 97-2003",
-}
+_NAMES = {fmt.key: fmt.label for fmt in ACCEPTED if fmt.key not in ("text", "html", "eml", "rtf")}
 
 
 def claimed_format(filename: str, mime_type: str) -> str | None:
@@ -74,13 +86,45 @@ def claimed_format(filename: str, mime_type: str) -> str | None:
 
 def plain_text(head: bytes, filename: str, mime_type: str) -> bool:
     """What ``detect_format`` reads as text without opening any container: no PDF header, no zip
-    or OLE container, and neither the name nor the media type claims a document format."""
+    or OLE container, no other format's signature, and neither the name nor the media type claims
+    a document format."""
     return (
         b"%PDF-" not in head
         and not head.startswith(_ZIP_HEADS)
         and not head.startswith(_OLE)
+        and _sniff(head) is None
         and claimed_format(filename, mime_type) is None
     )
+
+
+def _sniff(head: bytes) -> str | None:
+    """The format the first bytes alone say, for the formats that have a signature."""
+    for magic, fmt in _MAGIC:
+        if head.startswith(magic):
+            return fmt
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "webp"
+    if head.startswith(b"BM") and len(head) >= 18 and struct.unpack_from("<I", head, 14)[0] in _BMP_HEADER_SIZES:
+        return "bmp"
+    return _mail(head)
+
+
+def _mail(head: bytes) -> str | None:
+    """ "eml" for a message's header block, "mbox" for a mailbox's first ``From `` line."""
+    lines = head.lstrip(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").split(b"\n")
+    if _MBOX_FROM.match(lines[0]):
+        return "mbox"
+    names: set[str] = set()
+    for line in lines[:-1]:  # the last may be cut short
+        if not line.strip():
+            break
+        if line[:1] in (b" ", b"\t"):  # a folded header's continuation
+            continue
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            return None
+        names.add(match.group(1).decode("ascii").lower())
+    return "eml" if len(names & _MAIL_FIELDS) >= _MAIL_FIELDS_NEEDED else None
 
 
 def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: ExtractionLimits) -> str:
@@ -93,9 +137,20 @@ def detect_format(stream: BinaryIO, filename: str, mime_type: str, limits: Extra
     if at == 0 or (at > 0 and claim == "pdf"):  # a PDF header may follow a little junk
         return "pdf"
     if head.startswith(_ZIP_HEADS):
-        return _ooxml_format(stream, claim, limits)
+        return _zip_format(stream, claim, limits)
     if head.startswith(_OLE):
         return _ole_format(stream, claim)
+    sniffed = _sniff(head)
+    if sniffed == "mbox" or (sniffed is None and claim == "mbox"):
+        raise ExtractionFailed(
+            "mbox files hold many messages; save each message as an .eml file and upload those",
+            reason=ExtractionFailed.UNSUPPORTED_FORMAT,
+            file_format="mbox",
+        )
+    if sniffed is not None:
+        return sniffed
+    if claim == "eml" and _HEADER_LINE.match(head):  # named a message: fewer header fields will do
+        return "eml"
     if claim in _NAMES and _looks_binary(head):
         raise ExtractionFailed(
             f"the file is not a valid {_NAMES[claim]} file", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim
@@ -123,13 +178,14 @@ def _looks_binary(head: bytes) -> bool:
     return controls / len(head) > 0.1
 
 
-def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits) -> str:
+def _zip_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits) -> str:
     try:
         with zipfile.ZipFile(stream) as archive:
             infos = archive.infolist()
             check_archive(infos, limits)
             check_inflation(stream, infos)
             names = {info.filename for info in infos}
+            opendocument = _opendocument_format(archive, claim)
     except (zipfile.BadZipFile, zlib.error):
         raise ExtractionFailed(
             "the file is a damaged zip archive", reason=ExtractionFailed.FILE_CORRUPT, file_format=claim or ""
@@ -139,10 +195,34 @@ def _ooxml_format(stream: BinaryIO, claim: str | None, limits: ExtractionLimits)
     for part, fmt in _OOXML_PARTS.items():
         if part in names:
             return fmt
+    if opendocument is not None:
+        return opendocument
     raise ExtractionFailed(
-        "the file is a zip archive but not a Word, PowerPoint or Excel document",
+        "the file is a zip archive but not a Word, PowerPoint, Excel or OpenDocument document",
         reason=ExtractionFailed.UNSUPPORTED_FORMAT,
     )
+
+
+def _opendocument_format(archive: zipfile.ZipFile, claim: str | None) -> str | None:
+    """odt, odp or ods from the "mimetype" entry (or, without one, a claim and a content.xml);
+    FILE_ENCRYPTED when the manifest says its parts are encrypted. The archive's entries have
+    been checked (``check_archive``, ``check_inflation``) before anything is read here."""
+    names = {info.filename: info for info in archive.infolist()}
+    kind = names.get("mimetype")
+    fmt = None
+    if kind is not None and kind.file_size <= _ODF_SMALL_PART:
+        fmt = _ODF_TYPES.get(archive.read(kind).strip())
+    elif "content.xml" in names and claim in ("odt", "odp", "ods"):
+        fmt = claim
+    manifest = names.get("META-INF/manifest.xml")
+    if fmt is not None and manifest is not None and manifest.file_size <= _ODF_SMALL_PART:
+        if b"encryption-data" in archive.read(manifest):
+            raise ExtractionFailed(
+                "the document is password-protected; remove the password and upload it again",
+                reason=ExtractionFailed.FILE_ENCRYPTED,
+                file_format=fmt,
+            )
+    return fmt
 
 
 def check_archive(infos: list[zipfile.ZipInfo], limits: ExtractionLimits) -> None:
@@ -228,9 +308,13 @@ def _ole_format(stream: BinaryIO, claim: str | None) -> str:
         )
     if claim == "xls" or b"W\x00o\x00r\x00k\x00b\x00o\x00o\x00k" in data:
         return "xls"
+    if _WORD_STREAM in data or claim == "doc":  # a damaged one is LibreOffice's to refuse
+        return "doc"
+    if _POWERPOINT_STREAM in data or claim == "ppt":
+        return "ppt"
     kind = _NAMES.get(claim or "", "Office 97-2003")
     raise ExtractionFailed(
-        f"{kind} files are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
+        f"{kind} files of this kind are not supported; save the file as .docx, .pptx or .xlsx and upload it again",
         reason=ExtractionFailed.UNSUPPORTED_FORMAT,
         file_format=claim or "",
     )

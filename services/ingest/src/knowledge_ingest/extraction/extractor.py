@@ -5,6 +5,7 @@ any failure of it, with the native libraries."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import time
@@ -15,8 +16,21 @@ from typing import BinaryIO
 import structlog
 
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed, ExtractionLimits, Source
-from knowledge_ingest.extraction import pdf, sheets, slides, text, unstructured_path, web, word
-from knowledge_ingest.extraction.detect import detect_format
+from knowledge_ingest.extraction import (
+    images,
+    legacy,
+    mail,
+    opendocument,
+    pdf,
+    rtf,
+    sheets,
+    slides,
+    text,
+    unstructured_path,
+    web,
+    word,
+)
+from knowledge_ingest.extraction.detect import IMAGE_FORMATS, detect_format
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink
 from knowledge_ingest.extraction.ocr import page_ranges
 
@@ -31,6 +45,13 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "xlsb": sheets.extract_xlsb,
     "text": text.extract_text,
     "html": web.extract_html,
+    **dict.fromkeys(IMAGE_FORMATS, images.extract_image),
+    "odt": opendocument.extract_odt,
+    "odp": opendocument.extract_odp,
+    "ods": opendocument.extract_ods,
+    "rtf": rtf.extract_rtf,
+    "doc": legacy.extract_doc,
+    "ppt": legacy.extract_ppt,
 }
 _READERS = {
     "pdf": "pypdf",
@@ -40,11 +61,23 @@ _READERS = {
     "xls": "xlrd",
     "xlsb": "pyxlsb",
     "text": "text",
-    "html": "trafilatura",
+    "html": web.TRAFILATURA,
+    **dict.fromkeys(IMAGE_FORMATS, "pillow"),
+    "eml": "email",
+    "odt": "odfpy",
+    "odp": "odfpy",
+    "ods": "odfpy",
+    "rtf": "striprtf",
+    "doc": "LibreOffice, python-docx",
+    "ppt": "LibreOffice, python-pptx",
 }
 _NOTHING_FOUND = {
     "pdf": "no text was found in the PDF, also not by OCR",
     "pptx": "no text was found in the presentation",
+    "odp": "no text was found in the presentation",
+    "ppt": "no text was found in the presentation",
+    **dict.fromkeys(IMAGE_FORMATS, images.NO_TEXT),
+    "eml": "no text was found in the email or its attachments",
 }
 
 
@@ -78,8 +111,9 @@ class DocumentExtractor:
         extractable = sink.has_content()
         body = sink.text() if extractable else ""
         warnings = list(dict.fromkeys(sink.warnings))  # in order, each once
-        if not extractable:
-            warnings.append(_NOTHING_FOUND.get(file_format, "no text was found in the file"))
+        nothing_found = _NOTHING_FOUND.get(file_format, "no text was found in the file")
+        if not extractable and nothing_found not in warnings:
+            warnings.append(nothing_found)
         return Extracted(
             text=body,
             page_count=page_count,
@@ -87,7 +121,8 @@ class DocumentExtractor:
             format=file_format,
             warnings=tuple(warnings),
             extractor=_extractor(reader, sink, page_count),
-            ocr_page_count=len(sink.ocr_pages),
+            ocr_page_count=sink.ocr.pages,
+            ocr_confidence=sink.ocr.mean_confidence(),
         )
 
     def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:
@@ -106,9 +141,26 @@ class DocumentExtractor:
             else:
                 last_page = unstructured_path.write_elements(elements, sink)
                 return pages or (last_page if file_format == "pptx" else None), "unstructured"
+        pages = self._native(file_format, stream, sink, depth=0)
+        return pages, sink.reader or _READERS.get(file_format, file_format)
+
+    def _native(self, file_format: str, stream: BinaryIO, sink: TextSink, depth: int) -> int | None:
+        """The format's own reader; an email's attachments come back here, one level deeper."""
         try:
-            return _NATIVE[file_format](stream, sink), _READERS.get(file_format, file_format)
-        except (ExtractionFailed, LimitReached, MemoryError):
+            if file_format == "eml":
+                if depth >= mail.MAX_MESSAGE_DEPTH:
+                    raise ExtractionFailed(
+                        f"messages nested deeper than {mail.MAX_MESSAGE_DEPTH} are not read",
+                        reason=ExtractionFailed.FILE_TOO_COMPLEX,
+                    )
+                mail.extract_eml(stream, sink, functools.partial(self._attachment, depth=depth + 1))
+                return None
+            return _NATIVE[file_format](stream, sink)
+        except ExtractionFailed as error:
+            if error.file_format:
+                raise
+            raise ExtractionFailed(error.message, reason=error.reason, file_format=file_format) from None
+        except (LimitReached, MemoryError):
             raise
         except (
             zipfile.BadZipFile,
@@ -131,6 +183,13 @@ class DocumentExtractor:
                 file_format=file_format,
             ) from None
 
+    def _attachment(self, data: bytes, filename: str, mime_type: str, sink: TextSink, depth: int) -> None:
+        """A part of a file (an email's attachment) read as a file of its own, into ``sink``."""
+        stream = io.BytesIO(data)
+        if not data.strip():
+            return
+        self._native(detect_format(stream, filename, mime_type, self._limits), stream, sink, depth)
+
     def _partitioner(self, file_format: str) -> unstructured_path.Partition | None:
         if self._use_unstructured is False:
             return None
@@ -143,6 +202,8 @@ class DocumentExtractor:
 def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
     """The reader, and OCR's engine with the pages it read: "pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
     if not sink.ocr_pages:
+        if sink.ocr.pages:  # read in an email's attachments, each with its own page numbers
+            return f"{reader}; OCR ({sink.ocr_engine}) on {sink.ocr.pages} page(s) of its attachments"
         return reader
     if page_count is not None and len(sink.ocr_pages) == page_count:
         return f"OCR ({sink.ocr_engine}) on every page"

@@ -7,11 +7,13 @@ import datetime as dt
 import re
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from knowledge_ingest.domain.extraction import ExtractionLimits
 
 _WHITESPACE = re.compile(r"[ \t\r\f\v\u00a0]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PAGE_MARKER = re.compile(r"\[Page \d+\]\Z")
 _MARKER_ONLY = re.compile(r"\[(Page \d+|Sheet: [^\n]*)\]\Z")
 _MARKER_LIKE = re.compile(r"^(\s*)(#{1,6}[ \t]|\[Page[ \t]+\d+\][ \t]*$|\[Sheet:.*\][ \t]*$|\|)")
 
@@ -24,21 +26,58 @@ class LimitReached(Exception):
         self.warning = warning
 
 
+@dataclass(slots=True)
+class OcrTally:
+    """What OCR read for one file, shared by the sinks of its parts (an email's attachments), so
+    its page budget and its mean confidence count over the whole file."""
+
+    pages: int = 0
+    words: int = 0
+    confidence_sum: float = 0.0  # Tesseract's word confidences (0-100), summed
+    engine: str = ""
+
+    def mean_confidence(self) -> float:
+        return round(self.confidence_sum / self.words, 1) if self.words else 0.0
+
+
 class TextSink:
     """Blocks of text joined by blank lines, cut at ``max_chars`` and ``max_seconds``."""
 
-    def __init__(self, limits: ExtractionLimits) -> None:
+    def __init__(
+        self, limits: ExtractionLimits, *, deadline: float | None = None, ocr: OcrTally | None = None, used: int = 0
+    ) -> None:
         self._limits = limits
         self._blocks: list[str] = []
-        self._chars = 0
-        self._deadline = time.monotonic() + limits.max_seconds
+        self._chars = used
+        self._deadline = deadline if deadline is not None else time.monotonic() + limits.max_seconds
         self.warnings: list[str] = []
-        self.ocr_pages: list[int] = []  # the pages OCR read (PDF), with its engine
-        self.ocr_engine = ""
+        self.ocr_pages: list[int] = []  # this sink's pages OCR read
+        self.ocr = ocr if ocr is not None else OcrTally()
+        self.reader = ""  # what read the file, where a format has more than one reader
 
     @property
     def limits(self) -> ExtractionLimits:
         return self._limits
+
+    @property
+    def ocr_engine(self) -> str:
+        return self.ocr.engine
+
+    def part(self) -> TextSink:
+        """A sink for a part of this file (an attachment) read on its own: what is left of the
+        characters, the same deadline and the same OCR budget; its text is then added here."""
+        return TextSink(self._limits, deadline=self._deadline, ocr=self.ocr, used=self._chars)
+
+    def ocr_pages_left(self) -> int:
+        return max(self._limits.max_ocr_pages - self.ocr.pages, 0)
+
+    def ocr_read(self, page: int, engine: str, confidences: Sequence[float]) -> None:
+        """Page ``page`` was read by OCR (``engine``), its words with these confidences."""
+        self.ocr_pages.append(page)
+        self.ocr.pages += 1
+        self.ocr.engine = engine
+        self.ocr.words += len(confidences)
+        self.ocr.confidence_sum += sum(confidences)
 
     def add(self, block: str) -> None:
         block = block.strip("\n")
@@ -90,6 +129,9 @@ class TextSink:
     def text(self) -> str:
         # Lone surrogates (a PDF's broken font map can yield them) cannot be stored as UTF-8.
         return "\n\n".join(self._blocks).encode("utf-8", "replace").decode("utf-8")
+
+    def has_pages(self) -> bool:
+        return any(_PAGE_MARKER.match(block) for block in self._blocks)
 
     def has_content(self) -> bool:
         """True when anything besides markers was written."""

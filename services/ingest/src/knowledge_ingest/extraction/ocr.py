@@ -1,9 +1,10 @@
 """OCR for PDF pages without a usable text layer (a scan, or a text layer that is empty or
-garbage): pdfium renders the page at 300 dpi in grey, Tesseract (Debian's ``tesseract-ocr`` and
+garbage) and for images (``images.py``): pdfium renders the page at 300 dpi in grey, Tesseract (Debian's ``tesseract-ocr`` and
 ``tesseract-ocr-eng``; the engine measured best here, see the ingest README) reads it in a child
 process of its own, one thread, killed past the per-page time limit. Its TSV output gives the
 words in blocks, paragraphs and lines; paragraphs become blank-line separated text, so an OCR'd
-page flows through the same page, heading and chunking path as any other page."""
+page flows through the same page, heading and chunking path as any other page. The words' mean
+confidence is kept for the document (``OcrTally``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
+
+from PIL import Image
 
 from knowledge_ingest.extraction.markdown import TextSink
 
@@ -28,6 +31,7 @@ MIN_TEXT_CHARS = 20  # a page whose text layer has fewer letters and digits is r
 MIN_READABLE_SHARE = 0.6  # ... and so is one where fewer of its characters are readable
 MIN_WORD_CONFIDENCE = 30.0  # Tesseract's 0-100; below it a "word" is noise from a picture
 MIN_PAGE_CONFIDENCE = 45.0  # the page's words on average: below it, the "text" is a picture's noise
+MIN_DPI, MAX_DPI = 50, 1200  # an image's stated resolution outside these is not believed
 _BLANK_SPREAD = 8  # a page rendered within this many grey levels is blank: nothing to read
 _READABLE = re.compile(r"[\w\s.,;:!?'\"()\[\]{}%&/+\-–—€$£@#*=<>|]")
 
@@ -88,7 +92,7 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
     if version is None:
         sink.warnings.append(f"{len(wanted)} page(s) have no text layer and OCR ({ENGINE}) is not installed")
         return outcome
-    budget = sink.limits.max_ocr_pages
+    budget = sink.ocr_pages_left()
     if len(wanted) > budget:
         sink.warnings.append(
             f"OCR read {budget:,} of the {len(wanted):,} pages without a text layer "
@@ -107,21 +111,18 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
         for number in wanted:
             sink.check_time()
             page = pages[number - 1]
-            try:
-                text = _read_page(document, number - 1, sink.limits.ocr_page_seconds)
-            except subprocess.TimeoutExpired:
-                sink.warnings.append(
-                    f"page {number}: OCR stopped after {sink.limits.ocr_page_seconds:g} s; the page has no text"
-                )
-                outcome.unreadable.append(number)
-                continue
-            if text is None:  # a blank page: nothing to read, nothing to warn about
-                continue
-            if not text.strip():
+            image = _render_page(document, number - 1)
+            if image is None:
                 sink.warnings.append(f"page {number}: OCR found no readable text")
                 outcome.unreadable.append(number)
                 continue
-            page.text = text
+            if is_blank(image):  # nothing to read, nothing to warn about
+                continue
+            read = read_image(image, number, sink)
+            if read is None:
+                outcome.unreadable.append(number)
+                continue
+            page.text = read
             page.extractor = version
             outcome.read.append(number)
     finally:
@@ -130,6 +131,26 @@ def ocr_pages(stream: BinaryIO, pages: Sequence[OcrPage], sink: TextSink) -> Ocr
         noun = "page" if len(outcome.read) == 1 else "pages"
         sink.warnings.append(f"{len(outcome.read)} page(s) read by OCR ({version}): {noun} {page_ranges(outcome.read)}")
     return outcome
+
+
+def read_image(image: Image.Image, number: int, sink: TextSink) -> str | None:
+    """Page ``number``'s text by OCR from its greyscale image (recorded on the sink with its
+    confidence), or None: blank (nothing to say), or unreadable or too slow (a warning says so).
+    Tesseract must be installed (``engine_version``)."""
+    if is_blank(image):
+        return None
+    try:
+        read = _tesseract(image, sink.limits.ocr_page_seconds)
+    except subprocess.TimeoutExpired:
+        sink.warnings.append(
+            f"page {number}: OCR stopped after {sink.limits.ocr_page_seconds:g} s; the page has no text"
+        )
+        return None
+    if not read.text.strip():
+        sink.warnings.append(f"page {number}: OCR found no readable text")
+        return None
+    sink.ocr_read(number, engine_version() or ENGINE, read.confidences)
+    return read.text
 
 
 def page_ranges(numbers: list[int]) -> str:
@@ -143,28 +164,46 @@ def page_ranges(numbers: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
-def _read_page(document: Any, index: int, seconds: float) -> str | None:
-    """The page's text by OCR; None for a blank page; "" when OCR found nothing readable."""
+def _render_page(document: Any, index: int) -> Image.Image | None:
+    """The PDF page in grey at ``DPI`` (coarser for a poster), its dpi in ``info``; None when
+    pdfium cannot render it."""
     try:
         page = document[index]
         try:
             width, height = page.get_size()  # points; a poster-sized page is rendered coarser
             scale = min(DPI / 72, math.sqrt(MAX_PIXELS / max(width * height, 1.0)))
-            image = page.render(scale=scale, grayscale=True).to_pil()
+            image: Image.Image = page.render(scale=scale, grayscale=True).to_pil()
         finally:
             page.close()
     except Exception:  # noqa: BLE001 - pdfium raises assorted errors on damaged pages
-        return ""
-    low, high = image.getextrema() if image.mode == "L" else image.convert("L").getextrema()
-    if high - low <= _BLANK_SPREAD:
         return None
+    image.info["dpi"] = (scale * 72, scale * 72)
+    return image
+
+
+def is_blank(image: Image.Image) -> bool:
+    """A page drawn within a few grey levels: nothing to read, nothing to warn about."""
+    low, high = cast(tuple[float, float], (image if image.mode == "L" else image.convert("L")).getextrema())
+    return high - low <= _BLANK_SPREAD
+
+
+@dataclass(frozen=True, slots=True)
+class OcrText:
+    text: str  # "" when the page's words average below MIN_PAGE_CONFIDENCE
+    confidences: list[float]  # each word's, where text was kept
+
+
+def _tesseract(image: Image.Image, seconds: float) -> OcrText:
+    """Tesseract's reading of the image, in a process of its own killed past ``seconds``. The
+    image's dpi (``info["dpi"]``) is passed on where it is known; else Tesseract estimates it."""
     png = io.BytesIO()
     image.save(png, "PNG", compress_level=1)
     # Only what Tesseract needs; one thread: many threads fight over few shared cores.
     environment = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TESSDATA_PREFIX")}
     environment["OMP_THREAD_LIMIT"] = "1"
+    dpi = _dpi(image)
     finished = subprocess.run(
-        ["tesseract", "-", "-", "--dpi", str(max(round(scale * 72), 1)), "--psm", "3", "-l", "eng", "tsv"],
+        ["tesseract", "-", "-", *(["--dpi", str(dpi)] if dpi else []), "--psm", "3", "-l", "eng", "tsv"],
         input=png.getvalue(),
         capture_output=True,
         timeout=seconds,
@@ -172,16 +211,25 @@ def _read_page(document: Any, index: int, seconds: float) -> str | None:
         check=False,
     )
     if finished.returncode != 0:
-        return ""
-    return tsv_text(finished.stdout.decode("utf-8", "replace"))
+        return OcrText("", [])
+    return read_tsv(finished.stdout.decode("utf-8", "replace"))
 
 
-def tsv_text(tsv: str) -> str:
+def _dpi(image: Image.Image) -> int | None:
+    try:
+        dpi = round(float(image.info.get("dpi", (0, 0))[0]))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return dpi if MIN_DPI <= dpi <= MAX_DPI else None
+
+
+def read_tsv(tsv: str) -> OcrText:
     """Tesseract's TSV as text: words of a line joined by spaces, lines by line breaks, and
     paragraphs (and blocks) by blank lines; words below ``MIN_WORD_CONFIDENCE`` are left out,
     and a page whose words average below ``MIN_PAGE_CONFIDENCE`` has none."""
     paragraphs: dict[tuple[str, str], dict[str, list[str]]] = {}
     confidences: list[float] = []
+    kept: list[float] = []
     for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
         if row.get("level") != "5":
             continue
@@ -194,8 +242,10 @@ def tsv_text(tsv: str) -> str:
             confidences.append(confidence)
         if not word or confidence < MIN_WORD_CONFIDENCE:
             continue
+        kept.append(confidence)
         paragraph = paragraphs.setdefault((row["block_num"], row["par_num"]), {})
         paragraph.setdefault(row["line_num"], []).append(word)
     if not confidences or sum(confidences) / len(confidences) < MIN_PAGE_CONFIDENCE:
-        return ""
-    return "\n\n".join("\n".join(" ".join(words) for words in lines.values()) for lines in paragraphs.values())
+        return OcrText("", [])
+    text = "\n\n".join("\n".join(" ".join(words) for words in lines.values()) for lines in paragraphs.values())
+    return OcrText(text, kept)

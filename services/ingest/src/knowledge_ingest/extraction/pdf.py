@@ -123,11 +123,9 @@ def _read_by_ocr(stream: BinaryIO, pages: list[_Page], sink: TextSink) -> None:
         ocr_pages(stream, pages, sink)
     except LimitReached as stop:  # the pages read so far keep their text
         sink.warnings.append(stop.warning)
-    for number, page in enumerate(pages, start=1):
+    for page in pages:
         if page.extractor:
             page.sizes, page.weights, page.runs = {}, Counter(), []
-            sink.ocr_pages.append(number)
-            sink.ocr_engine = page.extractor
 
 
 def _read_pages(reader: PdfReader, stream: BinaryIO, sink: TextSink) -> Iterator[_Page]:

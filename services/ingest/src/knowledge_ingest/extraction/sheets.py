@@ -173,7 +173,7 @@ def extract_xls(stream: BinaryIO, sink: TextSink) -> None:
         for index in range(book.nsheets):
             sheet = book.get_sheet(index)
             rows = ([_xls_value(book, cell) for cell in sheet.row(r)] for r in range(sheet.nrows))
-            _write_sheet(sink, sheet.name, rows, "xls")
+            write_sheet(sink, sheet.name, rows, "xls")
             book.unload_sheet(index)
     finally:
         book.release_resources()
@@ -207,14 +207,14 @@ def extract_xlsb(stream: BinaryIO, sink: TextSink) -> None:
             try:
                 with workbook.get_sheet(name) as sheet:
                     rows = ([cell.v for cell in row] for row in sheet.rows())
-                    _write_sheet(sink, name, rows, "xlsb")
+                    write_sheet(sink, name, rows, "xlsb")
             except (KeyError, ValueError, IndexError, TypeError):
                 sink.warnings.append("a sheet could not be read")
     finally:
         workbook.close()
 
 
-def _write_sheet(sink: TextSink, name: str, rows: Iterable[Sequence[object]], file_format: str) -> None:
+def write_sheet(sink: TextSink, name: str, rows: Iterable[Sequence[object]], file_format: str) -> None:
     grid, stopped = _collect(sink, rows, file_format, sink.remaining())
     _write_table(sink, name, grid)
     if stopped is not None:

@@ -10,6 +10,7 @@ import re
 from typing import BinaryIO
 
 from knowledge_ingest.domain.extraction import ExtractionFailed
+from knowledge_ingest.domain.formats import accepted_summary
 from knowledge_ingest.extraction.markdown import TextSink
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -32,7 +33,7 @@ def extract_text(stream: BinaryIO, sink: TextSink) -> None:
     non_text = sample.count("\ufffd") + len(_CONTROL.findall(sample))
     if non_text > max(len(sample) * MAX_NON_TEXT_SHARE, 2):  # a stray bad byte or two is still text
         raise ExtractionFailed(
-            "the file is neither text nor a supported document format (PDF, Word, PowerPoint, Excel)",
+            f"the file is neither text nor a supported format ({accepted_summary()})",
             reason=ExtractionFailed.UNSUPPORTED_FORMAT,
         )
     if legacy is not None:

@@ -94,7 +94,14 @@ class Pipeline:
                 await self._fetch(lease)
                 return
             chunks, vectors, extracted, version = await self._ingest(lease)
-            outcome = jobs.stored(job, len(chunks), extracted.warnings, extracted.extractor, extracted.ocr_page_count)
+            outcome = jobs.stored(
+                job,
+                len(chunks),
+                extracted.warnings,
+                extracted.extractor,
+                extracted.ocr_page_count,
+                extracted.ocr_confidence,
+            )
             if not await self.queue.store(lease, chunks, vectors, outcome, version):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return

@@ -53,7 +53,7 @@ UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, sou
     error = NULL, refusal_reason = NULL, metadata = coalesce($5::jsonb, metadata), update_time = now()
 WHERE document_id = $1
 """
-# Its access list: the request's ($8), else its corpus's default (migration 0061).
+# Its access list: the request's ($8), else its corpus's default (migration 0062).
 INSERT_DOCUMENT = """
 INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata, principals)
 VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'),

@@ -73,14 +73,15 @@ FROM job LEFT JOIN followed ON followed.document_id = job.document_id
 # and never once cancel was asked: a superseded version does not land), the document SEARCHABLE
 # with its chunk count (its row locked by the update, so a concurrent move is seen) and its old
 # chunks deleted; the new chunks follow in one batched insert. $14.. are the document's chunk
-# count, extractable, warnings, extractor and pages read by OCR; $19.. a passages version's title,
-# metadata, hash and blob (NULL: the document keeps its own), which change with its passages.
+# count, extractable, warnings, extractor, pages read by OCR and their confidence; $20.. a passages
+# version's title, metadata, hash and blob (NULL: the document keeps its own), which change with
+# its passages.
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
-        extractor = $17, ocr_page_count = $18, error = NULL, refusal_reason = NULL, update_time = now(),
-        filename = coalesce($19, d.filename), metadata = coalesce($20::jsonb, d.metadata),
-        source_sha256 = coalesce($21, d.source_sha256), blob_id = coalesce($22, d.blob_id)
+        extractor = $17, ocr_page_count = $18, ocr_confidence = $19, error = NULL, refusal_reason = NULL,
+        update_time = now(), filename = coalesce($20, d.filename), metadata = coalesce($21::jsonb, d.metadata),
+        source_sha256 = coalesce($22, d.source_sha256), blob_id = coalesce($23, d.blob_id)
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
 ), replaced AS (
@@ -178,6 +179,7 @@ class PostgresJobQueue:
                 list(transition.result.warnings),
                 transition.result.extractor,
                 transition.result.ocr_page_count,
+                transition.result.ocr_confidence,
                 None if version is None else lease.job.filename,
                 None if version is None else json.dumps(version.version.metadata),
                 None if version is None else version.content_sha256,

@@ -30,6 +30,9 @@ MAX_FIELD_BYTES = 4096
 # The metadata field holds a JSON object of up to 16 KiB once compacted: room for its spacing; the
 # principals field a JSON array of up to 100 entries of up to 200 characters.
 MAX_FIELD_BYTES_BY_NAME = {"metadata": 4 * MAX_TOTAL_BYTES, "principals": 2 * MAX_PRINCIPALS * MAX_PRINCIPAL_CHARS}
+# The corpus must be known before the file's first byte is stored (nothing is written for a corpus
+# the caller cannot use), so a gRPC caller names it, and the file, on the stream's first message.
+ON_THE_FIRST_MESSAGE = "is required on the stream's first message"
 
 
 async def upload_source(
@@ -48,9 +51,9 @@ async def upload_source(
             raise InvalidRequest("multipart/form-data needs a boundary", field="http_body")
         return await _MultipartUpload(first, bodies, boundary).source()
     if not first.filename:
-        raise InvalidRequest("filename is required (query parameter ?filename=)", field="filename")
+        raise InvalidRequest(f"filename {ON_THE_FIRST_MESSAGE} (over REST: ?filename=)", field="filename")
     if not first.corpus_id:
-        raise InvalidRequest("corpus_id is required (query parameter ?corpus_id=)", field="corpus_id")
+        raise InvalidRequest(f"corpus_id {ON_THE_FIRST_MESSAGE} (over REST: ?corpus_id=)", field="corpus_id")
     return UploadSource(
         first.corpus_id,
         first.filename,
@@ -77,6 +80,9 @@ async def _pieces(
     if first.http_body.data:
         yield first.http_body.data
     async for message in requests:
+        for name in ("corpus_id", "filename"):
+            if getattr(message, name):  # read from the first message only: never silently ignored
+                raise InvalidRequest(f"{name} is read from the stream's first message only", field=name)
         if message.http_body.data:
             yield message.http_body.data
 

@@ -47,7 +47,7 @@ ORDER BY job_id
 """
 LOCK_UNENDED = UNENDED.rstrip() + " FOR UPDATE"
 LOCK_DOCUMENT = "SELECT document_id FROM documents WHERE document_id = $1 FOR UPDATE"
-# Its access list: the request's ($8), else its corpus's default (migration 0061).
+# Its access list: the request's ($8), else its corpus's default (migration 0062).
 INSERT_DOCUMENT = """
 INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, document_ref, metadata, principals)
 VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb,

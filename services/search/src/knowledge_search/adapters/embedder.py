@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.calls import caller_out_of_time
 from knowledge_runtime.clients import channel
 from knowledge_runtime.convert import cost_from_message
 from knowledge_runtime.errors import DomainError
@@ -83,8 +84,9 @@ class BreakingEmbedder:
     their keyword fallback, a rerank its fused order) instead of each waiting for its deadline.
 
     A call its caller gave up on after a silence opens the breaker but is left to finish (for at
-    most one cool-off): a cold embedder that answers late closes it again at once, a stopped one
-    keeps it open."""
+    most one cool-off, and never past the deadline it was given): a cold embedder that answers late
+    closes it again at once, a stopped one keeps it open. A call that ran out of its caller's
+    deadline counts as given up on, never as an outage by itself."""
 
     def __init__(self, inner: GrpcQueryEmbedder, breaker: CircuitBreaker) -> None:
         self._inner = inner
@@ -114,7 +116,10 @@ class BreakingEmbedder:
             self._abandoned(task, started)
             raise
         except EmbedderUnavailable:  # unreachable, timed out, or its runtime down: the outage itself
-            self._failed("error")
+            if caller_out_of_time():  # the caller's deadline ended the call: it says no more than a cancel
+                self._timed_out_with_caller(started)
+            else:
+                self._failed("error")
             raise
         except Exception:  # the embedder answered (a refusal, an overload): it is up
             self._succeeded()
@@ -131,6 +136,13 @@ class BreakingEmbedder:
         self._lingering.add(task)
         expiry = asyncio.get_running_loop().call_later(self._breaker.cool_off_s, task.cancel)
         task.add_done_callback(lambda done: self._settled(done, expiry))
+
+    def _timed_out_with_caller(self, started: float) -> None:
+        """The call was given its caller's deadline (runtime ``calls``) and ran out of it: as a
+        call given up on, a failure only after a silence; nothing is left running."""
+        was = self._breaker.state
+        if self._breaker.abandoned(started):
+            self._failed("silence", was=was)
 
     def _settled(self, task: asyncio.Future, expiry: asyncio.TimerHandle) -> None:
         """A call left to finish ended: an answer closes the breaker; an outage keeps it open."""

@@ -461,9 +461,9 @@ class PostgresChunkIndex:
                 principals_arg(filters.principals),
             )
             if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
-                raise DocumentNotFound()
+                raise DocumentNotFound(str(filters.document_id))
             if reachable is not None and corpus not in reachable:
-                raise DocumentNotFound()
+                raise DocumentNotFound(str(filters.document_id))
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
         row = await self._db.fetchrow("corpus_weights", CORPUS_WEIGHTS, corpus_id)

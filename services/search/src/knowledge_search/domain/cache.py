@@ -24,7 +24,7 @@ class CacheKey:
     # are in other groups read other documents, so never each other's answers.
     principals: frozenset[str]
     # The sum of the generations of the reader's node and its ancestors (migration 0024): any
-    # change a reader could see bumps one of them (a document's access list too: migration 0061),
+    # change a reader could see bumps one of them (a document's access list too: migration 0062),
     # so an entry of before the change never matches.
     generation: int
     request: Hashable

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import InvalidField, NotFound
+from knowledge_runtime.errors import CorpusNotFound, DocumentNotFound, InvalidField
 from knowledge_runtime.llm import LlmUnavailable  # the runtime chat client's one error
 from knowledge_runtime.refusals import Refusal, Refused
 
@@ -17,28 +17,8 @@ __all__ = [
 
 
 class InvalidSearch(InvalidField):
-    reason = "SEARCH_INVALID"
-
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(field, message)
-
-
-class CorpusNotFound(NotFound):
-    """Also what another tenant's corpus answers."""
-
-    reason = "CORPUS_NOT_FOUND"
-
-    def __init__(self) -> None:
-        super().__init__("corpus not found")
-
-
-class DocumentNotFound(NotFound):
-    """Also what another tenant's document answers."""
-
-    reason = "DOCUMENT_NOT_FOUND"
-
-    def __init__(self) -> None:
-        super().__init__("document not found")
 
 
 class EmbedderUnavailable(Refused):

@@ -162,14 +162,14 @@ def _parse_id(value: str) -> int | None:
 def _corpus_id(value: str) -> int | None:
     parsed = _parse_id(value)
     if parsed == -1:
-        raise CorpusNotFound()
+        raise CorpusNotFound(value)
     return parsed
 
 
 def _document_id(value: str) -> int | None:
     parsed = _parse_id(value)
     if parsed == -1:
-        raise DocumentNotFound()
+        raise DocumentNotFound(value)
     return parsed
 
 
