@@ -120,10 +120,10 @@ async def test_a_key_names_its_corpus_in_listings_watches_and_searches(services,
         ("list_unknown", grpc.StatusCode.NOT_FOUND, "CORPUS_NOT_FOUND"),
         ("search_unknown", grpc.StatusCode.NOT_FOUND, "CORPUS_NOT_FOUND"),
         ("list_both", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
-        ("search_both", grpc.StatusCode.INVALID_ARGUMENT, "SEARCH_INVALID"),
+        ("search_both", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
         ("list_dash_alone", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
-        ("search_malformed", grpc.StatusCode.INVALID_ARGUMENT, "SEARCH_INVALID"),
-        ("create_malformed", grpc.StatusCode.INVALID_ARGUMENT, "CORPUS_INVALID"),
+        ("search_malformed", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
+        ("create_malformed", grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
     ],
 )
 async def test_an_unknown_key_is_not_found_and_a_key_with_an_id_is_refused(services, make_token, call, code, reason):

@@ -260,7 +260,7 @@ async def test_remove_by_reference_tombstones_whatever_state_the_reference_is_in
             "INVALID_REQUEST",
         ),
         ({"corpus_id": "12"}, "corpus_key", "INVALID_REQUEST"),  # a key and an id
-        ({"confidentiality": "SECRET"}, "confidentiality", "CORPUS_INVALID"),
+        ({"confidentiality": "SECRET"}, "confidentiality", "INVALID_REQUEST"),
     ],
 )
 async def test_a_bad_request_is_refused_naming_its_field_and_stores_nothing(ingest, make_token, change, field, reason):

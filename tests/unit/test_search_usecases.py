@@ -151,6 +151,35 @@ async def test_a_chunk_deleted_between_ranking_and_reading_drops_out():
     assert [h.chunk.chunk_id for h in outcome.hits] == [2]
 
 
+async def test_a_re_index_between_ranking_and_reading_reads_again_and_finds_the_new_version():
+    """The channels found the old version's chunks; before their content was read, a re-index
+    replaced them (one transaction): the search reads the channels again, embedding only once."""
+
+    class ReIndexed(FakeIndex):
+        async def vector_search(self, tenant, vector, filters, depth):
+            self.calls.append(("vector", tenant, tuple(vector), depth))
+            reads = sum(1 for c in self.calls if c[0] == "vector")
+            return [ChannelHit(404, 4040, 0.9, 1)] if reads == 1 else [ChannelHit(2, 20, 0.9, 1)]
+
+    index, embedder = ReIndexed(), FakeEmbedder()
+    outcome = await SearchUseCases(index, embedder).search(SCOPE, SearchRequest.parse("refund", mode=SearchMode.VECTOR))
+    assert [h.chunk.chunk_id for h in outcome.hits] == [2]
+    assert len(embedder.texts) == 1 and index.hydrated == [[404], [2]]
+
+
+async def test_a_writer_that_never_stops_costs_a_bounded_number_of_reads():
+    class Churning(FakeIndex):
+        async def lexical_search(self, tenant, text, filters, depth):
+            self.calls.append(("lexical", tenant, text, depth))
+            return [ChannelHit(404, 4040, 7.0, 1), ChannelHit(3, 30, 3.0, 2)]
+
+    index = Churning()
+    outcome = await SearchUseCases(index, FakeEmbedder()).search(
+        SCOPE, SearchRequest.parse("refund", mode=SearchMode.LEXICAL)
+    )
+    assert [h.chunk.chunk_id for h in outcome.hits] == [3] and len(index.hydrated) == 3
+
+
 async def test_corpus_weights_apply_unless_the_request_sets_its_own():
     request = SearchRequest.parse("refund", corpus_id="1")
     lexical_corpus = SearchUseCases(FakeIndex(Weights(vector=0.0, lexical=1.0)), FakeEmbedder())

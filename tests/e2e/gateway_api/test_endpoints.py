@@ -219,7 +219,8 @@ def test_a_web_page_by_url_is_searchable_and_cited_with_its_source_url(stack, ha
 def test_unknown_paths_and_bad_input_are_4xx_json(stack, token):
     headers = auth(token("acme"))
     unknown = httpx.get(f"{stack['base']}/nothing-here", headers=headers)
-    assert unknown.status_code == 404 and unknown.json()["code"] == 5
+    assert unknown.status_code == 404 and unknown.json()["code"] == 12  # UNIMPLEMENTED: no such call
+    assert unknown.json()["details"][0]["reason"] == "METHOD_NOT_FOUND"
     bad = httpx.get(f"{stack['base']}/corpora", params={"bogus": "1"}, headers=headers)
     assert bad.status_code == 400 and bad.headers["content-type"] == "application/json"
     assert httpx.post(f"{stack['base']}/search", content=b"{not json", headers=headers).status_code == 400

@@ -56,6 +56,8 @@ _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
 LEXICAL_ONLY = "the embedder is unavailable: only the lexical channel answered"
 BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
+# Reads of the channels per search while a writer keeps replacing what they found (see ``_search``).
+READ_ATTEMPTS = 3
 
 
 @dataclass
@@ -126,19 +128,23 @@ class SearchUseCases:
         lexical_task = (
             self._lexical(tenant, request, channel_depth) if request.mode is not SearchMode.VECTOR else _none()
         )
-        (vector_hits, warnings, cost), lexical_hits = await asyncio.gather(vector_task, lexical_task)
+        (vector_hits, warnings, cost, vector), lexical_hits = await asyncio.gather(vector_task, lexical_task)
         degradations = (LEXICAL_ONLY,) if vector_hits is None else ()
+        weights = await self._weights(request) if request.mode is SearchMode.HYBRID else EQUAL_WEIGHTS
+        for attempt in range(READ_ATTEMPTS):
+            ranked = self._rank(request, vector_hits or [], lexical_hits, weights, depth)
+            hits, lost = await self._hydrate(tenant, ranked, request.filters)
+            if not lost or attempt == READ_ATTEMPTS - 1:
+                break
+            # A chunk the channels found was gone when its content was read: a writer committed in
+            # between. A re-index replaces a document's chunks in one transaction, so reading again
+            # sees its new version whole, where keeping what was left would have the document missing.
+            log.info("search_reread", lost=lost, attempt=attempt + 1)
+            vector_hits, lexical_hits = await asyncio.gather(
+                self._read_vector(tenant, request, vector, channel_depth),
+                self._reread_lexical(tenant, request, channel_depth),
+            )
         vector_hits = vector_hits or []
-        with _tracer.start_as_current_span("search.fuse") as span:
-            if request.mode is SearchMode.HYBRID:
-                weights = await self._weights(request)
-                ranked = fuse(vector_hits, lexical_hits, weights, depth, self.fusion)
-            elif request.mode is SearchMode.VECTOR:
-                ranked = single_channel(vector_hits, vector=True, top_k=depth, k=self.fusion.k)
-            else:
-                ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
-            span.set_attribute("search.fused", len(ranked))
-        hits = await self._hydrate(tenant, ranked, request.filters)
         if rerank and hits:
             try:
                 hits, rerank_cost = await self._rerank(tenant, request, hits)
@@ -200,19 +206,38 @@ class SearchUseCases:
         reranked = [replace(window[i], rerank_score=reranking.scores[i]) for i in order]
         return reranked + rest, reranking.cost
 
-    async def _hydrate(self, tenant: str, ranked: list[Ranked], filters: Filters) -> list[SearchHit]:
+    def _rank(
+        self,
+        request: SearchRequest,
+        vector_hits: list[ChannelHit],
+        lexical_hits: list[ChannelHit],
+        weights: Weights,
+        depth: int,
+    ) -> list[Ranked]:
+        with _tracer.start_as_current_span("search.fuse") as span:
+            if request.mode is SearchMode.HYBRID:
+                ranked = fuse(vector_hits, lexical_hits, weights, depth, self.fusion)
+            elif request.mode is SearchMode.VECTOR:
+                ranked = single_channel(vector_hits, vector=True, top_k=depth, k=self.fusion.k)
+            else:
+                ranked = single_channel(lexical_hits, vector=False, top_k=depth, k=self.fusion.k)
+            span.set_attribute("search.fused", len(ranked))
+        return ranked
+
+    async def _hydrate(self, tenant: str, ranked: list[Ranked], filters: Filters) -> tuple[list[SearchHit], int]:
         """Content is read once, for the results returned, under the tenant keys the channels read
         and the caller's principals; a chunk deleted meanwhile, or whose document's list stopped
-        admitting the caller, drops out."""
+        admitting the caller, drops out, and is counted (the second value)."""
         with _tracer.start_as_current_span("search.hydrate") as span:
             chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], filters.owners, filters.principals)
             span.set_attribute("search.results", len(chunks))
-        return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks]
+        return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks], len(ranked) - len(chunks)
 
     async def _vector(
         self, tenant: str, request: SearchRequest, depth: int, fallback: bool = False
-    ) -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
-        """The vector channel's hits; None when it could not answer and ``fallback`` allows that."""
+    ) -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost, Sequence[float] | None]:
+        """The vector channel's hits and the query's vector; None when it could not answer and
+        ``fallback`` allows that."""
         with _tracer.start_as_current_span("search.embed"):
             try:
                 embedded = await self.embedder.embed_query(tenant, request.text)
@@ -220,11 +245,22 @@ class SearchUseCases:
                 if not fallback:
                     raise
                 log.warning("search_lexical_fallback", reason=error.reason)
-                return None, (), Cost()
+                return None, (), Cost(), None
+        hits = await self._read_vector(tenant, request, embedded.vector, depth)
+        return hits, embedded.warnings, embedded.cost, embedded.vector
+
+    async def _read_vector(
+        self, tenant: str, request: SearchRequest, vector: Sequence[float] | None, depth: int
+    ) -> list[ChannelHit] | None:
+        if vector is None:  # no vector channel: LEXICAL mode, or the embedder was down
+            return None
         with _tracer.start_as_current_span("search.vector") as span:
-            hits = await self.index.vector_search(tenant, embedded.vector, request.filters, depth)
+            hits = await self.index.vector_search(tenant, vector, request.filters, depth)
             span.set_attribute("search.hits", len(hits))
-        return hits, embedded.warnings, embedded.cost
+        return hits
+
+    async def _reread_lexical(self, tenant: str, request: SearchRequest, depth: int) -> list[ChannelHit]:
+        return [] if request.mode is SearchMode.VECTOR else await self._lexical(tenant, request, depth)
 
     async def _lexical(self, tenant: str, request: SearchRequest, depth: int) -> list[ChannelHit]:
         with _tracer.start_as_current_span("search.lexical") as span:
@@ -255,8 +291,8 @@ def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
     return replace(request, filters=filters)
 
 
-async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost]:
-    return [], (), Cost()
+async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost, Sequence[float] | None]:
+    return [], (), Cost(), None
 
 
 async def _none() -> list[ChannelHit]:
