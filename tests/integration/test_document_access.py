@@ -191,6 +191,21 @@ async def test_a_new_document_takes_the_list_given_else_its_corpus_default(inges
     with pytest.raises(grpc.aio.AioRpcError) as invalid:
         await stub.UploadDocument(multipart(form.replace(b'"group:legal"', b"7")), metadata=ana)
     assert error_info(invalid.value).reason == "ACCESS_LIST_INVALID"
+    file_first = (  # the list after the file: refused, not dropped (the document would be open to all)
+        f'--{boundary}\r\nContent-Disposition: form-data; name="corpus_id"\r\n\r\n{corpus.corpus_id}\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="m6.md"\r\n'
+        f"Content-Type: text/markdown\r\n\r\nminutes 6\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="principals"\r\n\r\n["user:ana"]\r\n--{boundary}--\r\n'
+    ).encode()
+    with pytest.raises(grpc.aio.AioRpcError) as late:
+        await stub.UploadDocument(multipart(file_first), metadata=ana)
+    assert late.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (error_info(late.value).reason, error_info(late.value).metadata["field"]) == (
+        "INVALID_REQUEST",
+        "principals",
+    )
+    listed = await stub.ListDocuments(ingest_pb2.ListDocumentsRequest(corpus_id=corpus.corpus_id), metadata=ana)
+    assert "m6.md" not in {d.filename for d in listed.documents}
 
     changed = await stub.SetCorpusDefaultAccess(
         ingest_pb2.SetCorpusDefaultAccessRequest(corpus_id=corpus.corpus_id), metadata=ana

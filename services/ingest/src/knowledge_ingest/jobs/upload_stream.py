@@ -83,6 +83,8 @@ async def _pieces(
         for name in ("corpus_id", "filename"):
             if getattr(message, name):  # read from the first message only: never silently ignored
                 raise InvalidRequest(f"{name} is read from the stream's first message only", field=name)
+        if message.HasField("access"):  # dropped, it would leave open a document meant to be closed
+            raise InvalidRequest("access is read from the stream's first message only", field="access")
         if message.http_body.data:
             yield message.http_body.data
 
@@ -185,8 +187,12 @@ class _MultipartUpload:
         file_bytes: list[bytes] = []
         events, self._events = self._events, []
         for kind, data in events:
-            if self._file_done:
-                break  # parts after the file are ignored
+            if self._file_done:  # parts after the file are ignored, but for an access list
+                if kind == "header":
+                    self._describe_part(cast(dict[bytes, bytes], data))
+                    if self._name == "principals":  # ignored, it would leave the document open to all
+                        raise InvalidRequest("the form part principals must come before the file", field="principals")
+                continue
             if self._in_file:
                 if kind == "data":
                     file_bytes.append(cast(bytes, data))
@@ -209,15 +215,20 @@ class _MultipartUpload:
     async def _file_bytes(self, bodies: AsyncIterator[bytes], pending: list[bytes]) -> AsyncIterator[bytes]:
         for data in pending:
             yield data
-        if self._file_done:
-            return
+        if not self._file_done:
+            async for body in bodies:
+                self._feed(body)
+                for data in self._drain_until_file():
+                    yield data
+                if self._file_done:
+                    break
+            else:
+                raise InvalidRequest("the multipart body ended inside the file part", field="file")
+        # The rest of the body (capped as the whole is) is read for a principals part placed after
+        # the file: refused before the upload is accepted, never silently dropped.
         async for body in bodies:
             self._feed(body)
-            for data in self._drain_until_file():
-                yield data
-            if self._file_done:
-                return
-        raise InvalidRequest("the multipart body ended inside the file part", field="file")
+            self._drain_until_file()
 
 
 def _principals_json(text: str) -> list[str]:
