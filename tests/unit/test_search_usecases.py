@@ -59,7 +59,7 @@ class FakeIndex:
         self.calls.append(("lexical", tenant, text, depth))
         return [ChannelHit(3, 30, 7.0, 1, self._coverage), ChannelHit(1, 10, 3.0, 2, self._coverage / 2)]
 
-    async def chunks(self, tenant, chunk_ids, owners=()):
+    async def chunks(self, tenant, chunk_ids, owners=(), principals=()):
         self.calls.append(("chunks", tenant, tuple(chunk_ids)))
         self.hydrated.append(list(chunk_ids))
         return {c: chunk(c, CONTENT.get(c, f"chunk {c}")) for c in chunk_ids if c != 404}
@@ -399,7 +399,7 @@ def test_cache_entries_expire_after_the_ttl_and_the_oldest_go_first():
     now = [0.0]
     cache = TtlCache(30, max_entries=2, clock=lambda: now[0])
     outcome = SearchOutcome(hits=(), relevance=Relevance.LOW)
-    keys = [CacheKey("t", "/", "TENANT", 0, n) for n in range(3)]
+    keys = [CacheKey("t", "/", "TENANT", frozenset(), 0, n) for n in range(3)]
     cache.put(keys[0], outcome)
     now[0] = 29.9
     assert cache.get(keys[0]) is outcome
