@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | gc | blobs | corpora | upload | search | query | text | delete | passages``.
+"""``knowledge up | migrate | dev-token | mcp | eval | gc | blobs | corpora | upload | search | query | text | delete | passages``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -169,6 +169,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.passages import add_parsers as add_passages
 
     add_passages(commands)  # passages index, remove, check
+    from knowledge_cli.mcp import add_parser as add_mcp
+
+    add_mcp(commands)  # the tools over MCP on stdio
     return root
 
 

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from knowledge_runtime.logging import configure_logging
 
 from knowledge_mcp.adapters.services import Services
-from knowledge_mcp.caller import Caller
+from knowledge_mcp.caller import FixedCaller
 from knowledge_mcp.config import SERVICE, McpSettings
 from knowledge_mcp.server import KnowledgeMcp, build_server
 
@@ -19,7 +19,7 @@ QUIET_LOGGERS = ("mcp", "uvicorn.error", "uvicorn.access")
 
 
 @asynccontextmanager
-async def wired(settings: McpSettings, *, fixed: Caller | None = None) -> AsyncIterator[KnowledgeMcp]:
+async def wired(settings: McpSettings, *, fixed: FixedCaller | None = None) -> AsyncIterator[KnowledgeMcp]:
     """The server while the block runs; its channels closed after. ``fixed``: stdio's one caller."""
     services = Services(settings)
     try:

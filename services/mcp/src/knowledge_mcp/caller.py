@@ -10,7 +10,7 @@ reach is the token's.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,12 +30,17 @@ class Caller:
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("knowledge_mcp_request_id", default=None)
 
 
-def caller_of(request: Any, fixed: Caller | None) -> Caller | None:
+# Stdio's one caller, or what makes it for each call (a local stack's token, minted again before
+# it expires, for a desktop agent that runs for days).
+FixedCaller = Caller | Callable[[], Caller]
+
+
+def caller_of(request: Any, fixed: FixedCaller | None) -> Caller | None:
     """The caller the middleware verified for this HTTP request, else the process's own (stdio)."""
     if request is not None:
         found = getattr(request, "scope", {}).get("state", {}).get(CALLER_KEY)
         return found if isinstance(found, Caller) else None
-    return fixed
+    return fixed() if callable(fixed) else fixed
 
 
 @contextmanager

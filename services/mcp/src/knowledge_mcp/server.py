@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from knowledge_mcp.adapters.services import Services
 from knowledge_mcp.api import corpora, docai, indexing, prompts, retrieval
 from knowledge_mcp.api.runner import Runner, internal_error, tool_result
-from knowledge_mcp.caller import Caller
+from knowledge_mcp.caller import FixedCaller
 from knowledge_mcp.descriptions import INSTRUCTIONS, SERVER
 from knowledge_mcp.domain.contract import Suggestion, bad_arguments, unknown_arguments, unknown_tool
 from knowledge_mcp.usecases import Explainer
@@ -49,7 +49,7 @@ class KnowledgeMcp(MCPServer):
             return internal_error()
 
 
-def build_server(services: Services, *, fixed: Caller | None = None, index_wait_s: float = 30.0) -> KnowledgeMcp:
+def build_server(services: Services, *, fixed: FixedCaller | None = None, index_wait_s: float = 30.0) -> KnowledgeMcp:
     """The server with every tool and the prompt; ``fixed`` is stdio's one caller (None over HTTP,
     where the bearer middleware gives each request its own)."""
     server = KnowledgeMcp(SERVER, title="Knowledge", instructions=INSTRUCTIONS, version=VERSION)

@@ -10,7 +10,7 @@ from knowledge_client import KnowledgeError
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent
 
-from knowledge_mcp.caller import Caller, acting_as, caller_of
+from knowledge_mcp.caller import Caller, FixedCaller, acting_as, caller_of
 from knowledge_mcp.domain.contract import Err, Hint, Ok, Outcome, failure
 from knowledge_mcp.usecases import Explainer
 
@@ -37,7 +37,7 @@ def request_of(ctx: Context | None) -> Any:
 
 
 class Runner:
-    def __init__(self, explainer: Explainer, *, fixed: Caller | None = None) -> None:
+    def __init__(self, explainer: Explainer, *, fixed: FixedCaller | None = None) -> None:
         self._explainer = explainer
         self._fixed = fixed  # stdio's one caller; None over HTTP, where each request has its own
 
