@@ -9,8 +9,8 @@
 # Without a registry, `make images` (scripts/build_images.sh) builds both with podman from a
 # debootstrapped Debian 12 base (docs/operations.md, "Build the images without a registry").
 #
-# "service" runs content-index, ingest, search, documents-ai and `knowledge migrate` (the Deployment names
-# the command) and has no torch; "embedder" adds torch, sentence-transformers and the model at
+# "service" runs content-index, ingest, search, documents-ai, the MCP adapter and `knowledge migrate`
+# (the Deployment names the command) and has no torch; "embedder" adds torch, sentence-transformers and the model at
 # /models/embedding.
 #
 # Reproducible: the base image is a fixed release (pin it by digest with PYTHON_IMAGE), every
@@ -52,13 +52,15 @@ COPY services/content-index/ services/content-index/
 COPY services/ingest/ services/ingest/
 COPY services/search/ services/search/
 COPY services/documents-ai/ services/documents-ai/
+COPY services/mcp/ services/mcp/
 COPY gateway/ gateway/
 COPY cli/ cli/
 # The gateway package (only its configuration code) and the CLI (for `knowledge migrate`) come
 # without their dependencies: those are the Envoy binary and the local stack's default model,
 # which would pull torch into every service image.
 RUN pip install --no-build-isolation -c constraints.txt \
-        ./runtime ./services/content-index ./services/ingest ./services/search ./services/documents-ai httpx tqdm \
+        ./runtime ./services/content-index ./services/ingest ./services/search ./services/documents-ai \
+        ./services/mcp httpx tqdm \
     && pip install --no-build-isolation --no-deps ./gateway ./cli
 
 FROM build AS build-embedder
@@ -105,5 +107,5 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 USER 10001:10001
-EXPOSE 50151 50153 50154 9464
+EXPOSE 50151 50153 50154 50155 50156 9464
 CMD ["knowledge", "--help"]

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
-PACKAGES := runtime services/content-index services/embedder services/ingest services/search services/documents-ai gateway cli
+PACKAGES := runtime services/content-index services/embedder services/ingest services/search services/documents-ai services/mcp gateway cli
 # torch is pinned to the CPU wheel on disk; an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 

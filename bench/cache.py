@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import httpx
+from knowledge_runtime import registry
 from knowledge_runtime.devkeys import mint_dev_token
 
 BIN = Path(sys.executable).parent
@@ -42,10 +43,7 @@ def start_stack(data_dir: Path, **settings: str) -> tuple[subprocess.Popen, str]
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{
-                f"KNOWLEDGE_{s}_PORT": str(free_port())
-                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
-            },
+            **{f"KNOWLEDGE_{entry.port_setting}": str(free_port()) for entry in registry.SERVICES},
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",  # one client of one tenant: no rate limit in the way
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
             **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import httpx
+from knowledge_runtime import registry
 from knowledge_runtime.devkeys import mint_dev_token
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,10 +55,7 @@ def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{
-                f"KNOWLEDGE_{s}_PORT": str(free_port())
-                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
-            },
+            **{f"KNOWLEDGE_{entry.port_setting}": str(free_port()) for entry in registry.SERVICES},
             # The benchmark's clients are one tenant: no rate limit in the way of what is measured.
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import httpx
+from knowledge_runtime import registry
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
 from knowledge_runtime.devkeys import mint_dev_token
 from knowledge_runtime.system_corpora import SYSTEM_WRITE
@@ -55,10 +56,7 @@ def start_stack(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen, str
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(port),
-            **{
-                f"KNOWLEDGE_{s}_PORT": str(free_port())
-                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
-            },
+            **{f"KNOWLEDGE_{entry.port_setting}": str(free_port()) for entry in registry.SERVICES},
             "KNOWLEDGE_RATE_LIMIT_RPS": "100000",
             "KNOWLEDGE_RATE_LIMIT_BURST": "100000",
             # Phase 3 keeps the embedder down: the supervisor waits long before it restarts it.

@@ -92,7 +92,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
     with running_stack(data_dir, **SETTINGS) as stack:
         headers = {"Authorization": f"Bearer {dev_token(stack['env'], 'resilient')}"}
         assert answers(stack, headers)
-        for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "gateway"):
+        for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "mcp", "gateway"):
             before = status(stack)[name]
             psutil.Process(before["pid"]).send_signal(signal.SIGKILL)
             eventually(
@@ -111,6 +111,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
             "ingest": 1,
             "search": 1,
             "documents-ai": 1,
+            "mcp": 1,
             "gateway": 1,
             "postgres": 0,
         }
@@ -147,7 +148,7 @@ def test_every_child_killed_once_is_restarted_and_the_stack_keeps_answering(data
         stack["process"].send_signal(signal.SIGTERM)
         assert stack["process"].wait(60) == 0
         stderr = stack["process"].stderr.read()
-    for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "gateway"):
+    for name in ("content-index", "embedder", "ingest", "search", "documents-ai", "mcp", "gateway"):
         assert f"knowledge: {name} exited with status -9; restarting it in" in stderr
     assert "knowledge: postgres (pid" in stderr and "is down; restarting it in" in stderr
     assert "Traceback" not in stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from knowledge_runtime import registry
 
 from tests.support.stack import running_stack
 
@@ -175,10 +176,11 @@ def test_rerank_through_rest_with_a_configured_model(tmp_path_factory, cross_enc
 
 def test_sigterm_stops_every_process_of_the_stack(stack):
     process, descendants = stack["process"], stack["descendants"]
-    # the five services are the launcher's own children (ingest's extraction fork server and its
-    # resource tracker are python descendants too, and must stop with it all the same)
+    # the registry's processes (the MCP adapter among them) are the launcher's own children
+    # (ingest's extraction fork server and its resource tracker are python descendants too, and
+    # must stop with it all the same)
     children = psutil.Process(process.pid).children()
-    assert sum(p.name().startswith("python") for p in children) == 5
+    assert sum(p.name().startswith("python") for p in children) == len(registry.SERVICES)
     assert "envoy" in {p.name() for p in descendants}
     database = processes_using(stack["data_dir"])  # pg_ctl daemonises PostgreSQL: not a descendant
     assert database, "the embedded PostgreSQL should run under the data dir"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+from knowledge_runtime import registry
 
 from tests.support.net import free_port
 
@@ -49,10 +50,7 @@ def running_stack(data_dir: Path, **settings: str) -> Iterator[dict]:
         {
             "KNOWLEDGE_DATA_DIR": str(data_dir),
             "KNOWLEDGE_HTTP_PORT": str(http_port),
-            **{
-                f"KNOWLEDGE_{s}_PORT": str(free_port())
-                for s in ("CONTENT_INDEX", "EMBEDDER", "INGEST", "SEARCH", "DOCUMENTS_AI")
-            },
+            **{f"KNOWLEDGE_{entry.port_setting}": str(free_port()) for entry in registry.SERVICES},
             **{f"KNOWLEDGE_{name}": value for name, value in settings.items()},
         }
     )
@@ -69,6 +67,7 @@ def running_stack(data_dir: Path, **settings: str) -> Iterator[dict]:
             "port": http_port,
             "root": f"http://127.0.0.1:{http_port}",
             "base": f"http://127.0.0.1:{http_port}/api/v1/knowledge",
+            "mcp": f"http://127.0.0.1:{http_port}/mcp",
             "descendants": psutil.Process(process.pid).children(recursive=True),
         }
     finally:

@@ -1,5 +1,6 @@
 """The generated Envoy configuration is accepted by the real Envoy binary."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -64,3 +65,37 @@ def test_envoy_validates_the_config(tmp_path, keys_dir):
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_mcp_path_is_routed_behind_the_token_to_an_http_cluster_envoy_accepts(tmp_path, keys_dir):
+    """/mcp goes to the MCP adapter's cluster (HTTP/1.1, checked on /readyz), only with a verified
+    token; the adapter's readiness does not hold up /healthz; without its address it is not routed."""
+    base = config(tmp_path, keys_dir / "jwks.json")
+    with_mcp = dataclasses.replace(base, upstreams={**base.upstreams, "mcp": "127.0.0.1:4"})
+    rendered = render(with_mcp)
+    clusters = {c["name"]: c for c in rendered["static_resources"]["clusters"]}
+    mcp = clusters["mcp"]
+    assert mcp["health_checks"][0]["http_health_check"] == {"path": "/readyz"}
+    assert "typed_extension_protocol_options" not in mcp and "typed_extension_protocol_options" in clusters["ingest"]
+    manager = rendered["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes = manager["route_config"]["virtual_hosts"][0]["routes"]
+    (route,) = [r for r in routes if r["match"].get("path") == "/mcp"]
+    assert route["route"]["cluster"] == "mcp" and route["route"]["timeout"] == f"{with_mcp.http_route_timeout_s}s"
+    filters = {f["name"]: f["typed_config"] for f in manager["http_filters"]}
+    rules = filters["envoy.filters.http.jwt_authn"]["rules"]
+    assert {"match": {"path": "/mcp"}, "requires": {"provider_name": "knowledge"}} in rules
+    assert "mcp" not in filters["envoy.filters.http.health_check"]["cluster_min_healthy_percentages"]
+    path = write_config(with_mcp, tmp_path / "envoy.json")
+    result = subprocess.run(
+        [str(ENVOY), "--mode", "validate", "-c", str(path), "--log-level", "error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    plain = render(base)  # no address: no cluster, no route
+    assert "mcp" not in {c["name"] for c in plain["static_resources"]["clusters"]}
+    plain_manager = plain["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    assert not [
+        r for r in plain_manager["route_config"]["virtual_hosts"][0]["routes"] if r["match"].get("path") == "/mcp"
+    ]

@@ -22,6 +22,7 @@ from knowledge_runtime import registry
 
 from tests.support.k8s import (
     BIN,
+    DATABASE_SERVICES,
     DOCS,
     K8S,
     NAMESPACE,
@@ -107,11 +108,13 @@ def test_every_referenced_secret_is_documented(overlay):
 def test_each_service_logs_in_with_its_own_database_role(overlay):
     cluster = one(overlay, "Cluster", "knowledge-db")
     roles = {r["name"] for r in cluster["spec"]["managed"]["roles"]}
-    assert roles == {registry.service(s).database_role for s in SERVICES}
+    assert roles == {registry.service(s).database_role for s in DATABASE_SERVICES}
     assert "standard" in cluster["spec"]["imageName"]  # CloudNativePG's images with pgvector
-    for service in SERVICES:
+    for service in DATABASE_SERVICES:
         (url,) = [v for v in container(overlay, service)["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"]
         assert url["valueFrom"]["secretKeyRef"] == {"name": "knowledge-database", "key": f"{service}-url"}
+    for service in set(SERVICES) - set(DATABASE_SERVICES):  # the MCP adapter: no role, no URL
+        assert all(v["name"] != "KNOWLEDGE_DATABASE_URL" for v in container(overlay, service).get("env", []))
     job = one(overlay, "Job", "knowledge-migrate")
     (url,) = [
         v for v in job["spec"]["template"]["spec"]["containers"][0]["env"] if v["name"] == "KNOWLEDGE_DATABASE_URL"

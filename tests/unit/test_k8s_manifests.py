@@ -21,6 +21,7 @@ from knowledge_runtime import registry
 from tests.support.k8s import (
     BIN,
     DOCS,
+    GRPC_SERVICES,
     K8S,
     METRICS_PORT,
     NAMESPACE,
@@ -116,7 +117,7 @@ def test_every_pod_is_locked_down(overlay):
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_services_have_native_grpc_probes_on_the_health_service(overlay):
-    for service in SERVICES:
+    for service in GRPC_SERVICES:
         box = container(overlay, service)
         port = service_port(service)
         assert {"name": "grpc", "containerPort": port, "protocol": "TCP"} in box["ports"], service
@@ -131,7 +132,23 @@ def test_services_have_native_grpc_probes_on_the_health_service(overlay):
 
 
 def test_probed_grpc_services_exist_in_the_contracts():
-    assert {registry.service(name).health_name for name in SERVICES} <= set(registry.generated_services())
+    assert {registry.service(name).health_name for name in GRPC_SERVICES} <= set(registry.generated_services())
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_mcp_adapter_is_probed_over_http_and_holds_no_database_nor_signing_key(overlay):
+    box = container(overlay, "mcp")
+    port = service_port("mcp")
+    assert {"name": "http", "containerPort": port, "protocol": "TCP"} in box["ports"]
+    assert box["readinessProbe"]["httpGet"] == {"path": registry.HTTP_READINESS_PATH, "port": "http"}
+    for probe in ("startupProbe", "livenessProbe"):
+        assert box[probe]["httpGet"] == {"path": registry.HTTP_LIVENESS_PATH, "port": "http"}
+    assert box["command"] == ["knowledge-mcp"]
+    names = {var["name"] for var in box.get("env", [])}
+    assert not names & {"KNOWLEDGE_DATABASE_URL", "KNOWLEDGE_SERVICE_KEY_PATH", "KNOWLEDGE_LLM_API_KEY"}
+    mounts = {m["mountPath"] for m in box["volumeMounts"]}
+    config = config_map(overlay, "knowledge-config")["data"]
+    assert config["KNOWLEDGE_JWKS_PATH"].rsplit("/", 1)[0] in mounts  # it verifies tokens again
 
 
 def test_container_commands_are_installed_console_scripts():

@@ -1,6 +1,8 @@
 """k8s/: who may reach whom. The namespace denies ingress by default; only the gateway is
-reachable from outside; each service's gRPC port only from its callers; PostgreSQL only from
-the services and the migration; Prometheus only the metrics port; the GC pass only content-index.
+reachable from outside; each service's port only from its callers (the MCP adapter's from the
+gateway, the public services' from the gateway and the MCP adapter); PostgreSQL only from the
+services that have a role and the migration; Prometheus only the metrics port; the GC pass only
+content-index.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.k8s import (
+    DATABASE_SERVICES,
     GATEWAY,
     METRICS_PORT,
     MIGRATE,
@@ -22,12 +25,13 @@ from tests.support.k8s import (
     service_port,
 )
 
-CALLERS = {  # who may call each service's gRPC port
+CALLERS = {  # who may call each service's port
     "content-index": {"ingest"},
-    "embedder": {"ingest", "search", "documents-ai"},
-    "ingest": {"gateway"},
-    "search": {"gateway"},
-    "documents-ai": {"gateway"},
+    "embedder": {"ingest", "search", "documents-ai", "mcp"},
+    "ingest": {"gateway", "mcp"},
+    "search": {"gateway", "mcp"},
+    "documents-ai": {"gateway", "mcp"},
+    "mcp": {"gateway"},
 }
 
 
@@ -51,24 +55,25 @@ def test_only_the_gateway_is_reachable_from_outside(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_the_embedder_is_reachable_only_from_ingest_search_and_documents_ai(overlay):
+def test_the_embedder_is_reachable_only_from_ingest_search_documents_ai_and_the_mcp_adapter(overlay):
     target = labels_of(overlay, "embedder")
     for port in (service_port("embedder"), 8080, 9464, 50000):
         allowed = {
             name
-            for name in ("gateway", "content-index", "ingest", "search", "documents-ai", "migrate", "embedder")
+            for name in ("gateway", "content-index", "ingest", "search", "documents-ai", "migrate", "embedder", "mcp")
             if reachable(overlay, pod(f"knowledge-{name}"), target, port)
         }
-        assert allowed == ({"ingest", "search", "documents-ai"} if port == service_port("embedder") else set()), port
+        expected = {"ingest", "search", "documents-ai", "mcp"} if port == service_port("embedder") else set()
+        assert allowed == expected, port
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_only_the_services_reach_postgresql(overlay):
     database = {"cnpg.io/cluster": "knowledge-db", "cnpg.io/instanceRole": "primary"}
-    for service in SERVICES:
+    for service in DATABASE_SERVICES:
         assert reachable(overlay, pod(f"knowledge-{service}"), database, 5432), service
     assert reachable(overlay, MIGRATE, database, 5432)
-    for source in (GATEWAY, STRANGER, OUTSIDE):
+    for source in (GATEWAY, STRANGER, OUTSIDE, pod("knowledge-mcp")):
         assert not reachable(overlay, source, database, 5432), source["labels"]
 
 

@@ -21,12 +21,23 @@ def test_every_generated_grpc_service_belongs_to_exactly_one_entry():
     assert [name for name, count in served.items() if count > 1] == []
 
 
-def test_the_gateway_exposes_ingest_search_and_documents_ai_only():
+def test_the_gateway_exposes_ingest_search_and_documents_ai_and_the_mcp_path_only():
     assert [entry.name for entry in registry.public_services()] == ["ingest", "search", "documents-ai"]
+    assert [(entry.name, entry.http_path) for entry in registry.public_http_services()] == [("mcp", "/mcp")]
+
+
+def test_an_http_process_serves_no_grpc_and_holds_no_database_role():
+    mcp = registry.service("mcp")
+    assert mcp.is_http and mcp.grpc_services == () and mcp.database_role is None
+    assert mcp not in registry.grpc_processes() and mcp not in registry.with_database()
+    assert registry.SERVICES[-1] is mcp  # started last: it calls the others
+    with pytest.raises(ValueError, match="/readyz"):
+        _ = mcp.health_name
+    assert {e.name for e in registry.with_database()} == {e.name for e in registry.grpc_processes()}
 
 
 def test_a_full_name_finds_its_process_and_its_descriptor():
-    for entry in registry.SERVICES:
+    for entry in registry.grpc_processes():
         assert entry.health_name == entry.grpc_services[0]
         for name in entry.grpc_services:
             assert registry.serving(name) is entry

@@ -17,7 +17,10 @@ SERVICES = {
     "knowledge_ingest": ROOT / "services/ingest/src/knowledge_ingest",
     "knowledge_search": ROOT / "services/search/src/knowledge_search",
     "knowledge_documents_ai": ROOT / "services/documents-ai/src/knowledge_documents_ai",
+    "knowledge_mcp": ROOT / "services/mcp/src/knowledge_mcp",
 }
+# The MCP adapter calls the services over gRPC: it holds no model and no SQL.
+MCP_FORBIDDEN = ("asyncpg", "knowledge_runtime.db", "torch", "sentence_transformers", "llama_cpp", "onnxruntime")
 RUNTIME = ROOT / "runtime/src/knowledge_runtime"
 MAX_MODULE_LINES = 600
 # What a domain never touches: the wire (generated messages, gRPC) and the database driver.
@@ -76,6 +79,15 @@ def test_services_never_import_each_other(package):
         str(path.relative_to(ROOT)): found
         for path in sorted(SERVICES[package].rglob("*.py"))
         if (found := [m for m in imported_modules(path) if any(within(m, other) for other in others)])
+    }
+    assert offences == {}
+
+
+def test_the_mcp_adapter_holds_no_model_and_no_sql():
+    offences = {
+        str(path.relative_to(ROOT)): found
+        for path in sorted(SERVICES["knowledge_mcp"].rglob("*.py"))
+        if (found := [m for m in imported_modules(path) if any(within(m, f) for f in MCP_FORBIDDEN)])
     }
     assert offences == {}
 

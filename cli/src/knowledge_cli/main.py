@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | gc | blobs | corpora | upload | search | query | text | delete | passages | access``.
+"""``knowledge up | migrate | dev-token | mcp | eval | gc | blobs | corpora | upload | search | query | text | delete | passages | access``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -187,6 +187,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.access import add_parsers as add_access
 
     add_access(commands)  # access show, set, default
+    from knowledge_cli.mcp import add_parser as add_mcp
+
+    add_mcp(commands)  # the tools over MCP on stdio
     return root
 
 

@@ -1,8 +1,8 @@
 """The processes of ``knowledge up``: started in order, supervised, drained and stopped.
 
 Embedded PostgreSQL (unless ``KNOWLEDGE_DATABASE_URL`` is set) → migrations → the optional local
-LLM server → the services of the registry, each as its own process and database role → Envoy,
-each waited for (SERVING, or answering) before the next.
+LLM server → the services of the registry, each as its own process and database role (the MCP
+adapter, last, has none) → Envoy, each waited for (SERVING, or answering) before the next.
 
 A child that dies (a service, the LLM server, Envoy, or the embedded PostgreSQL) is started
 again after a backoff that doubles with each recent death (:class:`RestartPolicy`), with one
@@ -37,11 +37,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.config import GatewayConfig
 from knowledge_gateway.descriptors import write_descriptor_set
 from knowledge_gateway.envoy import write_config
+from knowledge_gateway.routes import gateway_upstreams
 from knowledge_runtime.db.embedded import EmbeddedPostgres, other_holders, running_postmaster
 from knowledge_runtime.db.migrate import migrate
 from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_keys
 from knowledge_runtime.process import die_with_parent
-from knowledge_runtime.registry import SERVICE_NAMES, public_services, service
+from knowledge_runtime.registry import HTTP_READINESS_PATH, SERVICE_NAMES, service, with_database
 
 from knowledge_cli.local_llm import LocalLlmError, base_url, check_model, model_alias, models_url, server_argv
 from knowledge_cli.stack_settings import StackSettings
@@ -101,8 +102,10 @@ class Stack:
     def run_dir(self) -> Path:
         return self.settings.data_dir / "run"
 
-    def _service_env(self, jwks_path: Path, database_url: str) -> dict[str, str]:
+    def _service_env(self, jwks_path: Path, database_url: str | None) -> dict[str, str]:
         env = dict(os.environ)
+        if database_url is None:
+            env.pop("KNOWLEDGE_DATABASE_URL", None)  # a process without a role never connects
         env.update(
             {
                 "KNOWLEDGE_DATA_DIR": str(self.settings.data_dir),
@@ -113,7 +116,7 @@ class Stack:
                 "KNOWLEDGE_SERVICE_KEY_ID": (jwks_path.parent / KEY_ID_FILE).read_text().strip(),
                 "KNOWLEDGE_JWT_ISSUER": self.settings.issuer,
                 "KNOWLEDGE_JWT_AUDIENCE": self.settings.audience,
-                "KNOWLEDGE_DATABASE_URL": database_url,
+                **({"KNOWLEDGE_DATABASE_URL": database_url} if database_url is not None else {}),
                 "KNOWLEDGE_EMBEDDING_MODEL": self.settings.embedding_model,
                 "KNOWLEDGE_EMBEDDING_MODEL_ID": self.settings.embedding_model_id,
                 "KNOWLEDGE_MAX_UPLOAD_BYTES": str(self.settings.max_upload_bytes),
@@ -158,9 +161,9 @@ class Stack:
             )
 
     def _database(self) -> tuple[str, dict[str, str]]:
-        """The admin URL for migrations and each service's URL."""
+        """The admin URL for migrations and the URL of each service that has a database role."""
         if self.settings.database_url:
-            return self.settings.database_url, {name: self.settings.database_url for name in SERVICE_NAMES}
+            return self.settings.database_url, {e.name: self.settings.database_url for e in with_database()}
         from knowledge_runtime.db.embedded import start_embedded
 
         pgdata = self.settings.data_dir / "postgres"
@@ -179,7 +182,7 @@ class Stack:
         embedded = start_embedded(self.settings.data_dir)
         self.embedded = embedded
         self.database.pid = embedded.running_pid()
-        return embedded.url(), {name: embedded.url(service(name).database_role) for name in SERVICE_NAMES}
+        return embedded.url(), {e.name: embedded.url(e.database_role or "") for e in with_database()}
 
     async def start(self) -> None:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -189,7 +192,7 @@ class Stack:
         if self.settings.local_llm_model is not None:
             await self._start_local_llm(self.settings.local_llm_model)
         for name in SERVICE_NAMES:
-            env = self._service_env(jwks_path, service_urls[name])
+            env = self._service_env(jwks_path, service_urls.get(name))
             self._spawn(name, [sys.executable, "-m", service(name).module], env)
         await self._wait_serving()
         self._start_gateway(jwks_path)
@@ -216,6 +219,9 @@ class Stack:
         deadline = time.monotonic() + START_TIMEOUT_S
         for child in [c for c in self.children if c.name in SERVICE_NAMES]:
             address = f"{self.settings.host}:{self.settings.ports[child.name]}"
+            if service(child.name).is_http:
+                await self._wait_http_ok(child, f"http://{address}{HTTP_READINESS_PATH}", child.name)
+                continue
             async with grpc.aio.insecure_channel(address) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
                 while True:
@@ -239,7 +245,7 @@ class Stack:
             listen_host=self.settings.host,
             listen_port=self.settings.http_port,
             admin_port=self.settings.admin_port,
-            upstreams={e.name: f"{self.settings.host}:{self.settings.ports[e.name]}" for e in public_services()},
+            upstreams={e.name: f"{self.settings.host}:{self.settings.ports[e.name]}" for e in gateway_upstreams()},
             jwks_path=jwks_path,
             issuer=self.settings.issuer,
             audience=self.settings.audience,

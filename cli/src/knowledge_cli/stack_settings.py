@@ -105,6 +105,11 @@ class StackSettings:
         return f"http://{self.host}:{self.http_port}{REST_PREFIX}"
 
     @property
+    def mcp_url(self) -> str:
+        """The MCP adapter's Streamable HTTP endpoint, through the gateway."""
+        return f"http://{self.host}:{self.http_port}{service('mcp').http_path}"
+
+    @property
     def grpc_addresses(self) -> dict[str, str]:
         """Where a gRPC client calls: the gateway (every public service, behind its checks), then
         each public service's own port."""

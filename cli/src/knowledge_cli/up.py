@@ -3,8 +3,8 @@
 Starts the stack (:mod:`knowledge_cli.stack`: embedded PostgreSQL unless
 ``KNOWLEDGE_DATABASE_URL`` is set → migrations → the services, each as its own process and
 database role → Envoy) and prints one line with ``ready``, the REST base URL and the gRPC
-addresses (the gateway's, then each public service's) once every health check is SERVING and the
-gateway answers.
+addresses (the gateway's, then each public service's) and the MCP endpoint once every health check
+is SERVING and the gateway answers.
 
 With a GGUF model configured (``KNOWLEDGE_LOCAL_LLM_MODEL`` or ``knowledge up --llm PATH``) it
 first starts a local OpenAI-compatible LLM server (llama.cpp, ``knowledge_cli.local_llm``) as the
@@ -76,7 +76,10 @@ async def run_up(settings: StackSettings) -> int:
         logs = settings.data_dir / "logs"
         stack.write_status()
         grpc_at = ", ".join(f"{name} {address}" for name, address in settings.grpc_addresses.items())
-        print(f"knowledge: ready {settings.rest_url} (gRPC: {grpc_at}; logs in {logs})", flush=True)
+        print(
+            f"knowledge: ready {settings.rest_url} (gRPC: {grpc_at}; MCP: {settings.mcp_url}; logs in {logs})",
+            flush=True,
+        )
         next_gc = loop.time() + settings.gc_every_s
         gc_pass: asyncio.Task | None = None
         while not stop.is_set():

@@ -45,7 +45,7 @@ class GatewayConfig:
     listen_host: str
     listen_port: int
     admin_port: int
-    upstreams: dict[str, str]  # public service's registry name ("ingest") -> host:port
+    upstreams: dict[str, str]  # public process's registry name ("ingest", "mcp") -> host:port
     jwks_path: Path
     issuer: str
     audience: str
@@ -67,6 +67,8 @@ class GatewayConfig:
     request_body_timeout_s: int | None = None
     idle_timeout_s: int = 60
     stream_idle_timeout_s: int = 300
+    # An HTTP process's path (/mcp): a tool call may wait for an ingestion or a document AI run.
+    http_route_timeout_s: int = 120
     # A server stream (WatchDocuments, GET .../documents:watch) has no route timeout; one with
     # nothing sent either way for this long is closed, and its client watches again.
     watch_idle_timeout_s: int = 3600

@@ -21,8 +21,10 @@ caller gets RESOURCE_EXHAUSTED; header, request, idle and stream timeouts and co
 cut slow clients off; the access log has the client's method and no query-string values.
 
 Health: ``/livez`` answers 200 while Envoy runs (liveness); ``/healthz`` answers 200 only while
-every upstream reports its named gRPC health service SERVING, checked by Envoy every
+every gRPC upstream reports its named gRPC health service SERVING, checked by Envoy every
 ``HEALTH_CHECK_INTERVAL_S`` (readiness: a service whose database is down is NOT_SERVING), else 503.
+The MCP adapter (``/mcp``) is health-checked on its own readiness path but left out of
+``/healthz``: the REST API stays ready without it.
 
 This module assembles the bootstrap; its parts: ``config`` (``GatewayConfig`` and the names the
 parts share), ``routes`` (clusters and routes), ``filters`` (the HTTP filter chain), ``lua``
@@ -34,8 +36,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from knowledge_runtime.registry import public_services
-
 from knowledge_gateway.config import (
     LOG_NAMESPACE,
     MAX_REQUEST_HEADERS,
@@ -45,7 +45,7 @@ from knowledge_gateway.config import (
 )
 from knowledge_gateway.filters import http_filters
 from knowledge_gateway.local_replies import local_reply_config
-from knowledge_gateway.routes import cluster, virtual_host
+from knowledge_gateway.routes import clusters, virtual_host
 
 _HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
@@ -113,7 +113,7 @@ def render(config: GatewayConfig) -> dict:
                     ],
                 }
             ],
-            "clusters": [cluster(entry, config.upstreams[entry.name]) for entry in public_services()],
+            "clusters": clusters(config),
         },
     }
 

@@ -22,7 +22,7 @@ from knowledge_gateway.config import (
 )
 from knowledge_gateway.descriptors import public_service_names
 from knowledge_gateway.lua import lua_source
-from knowledge_gateway.routes import cluster_name
+from knowledge_gateway.routes import cluster_name, routed_http
 
 MAX_DYNAMIC_DESCRIPTORS = 10_000  # tenants with a live bucket; the least recently seen is evicted
 
@@ -78,6 +78,8 @@ def http_filters(config: GatewayConfig) -> list[dict]:
                     {"match": {"path": OPENAPI_PATH}},  # the API's description needs no token
                     {"match": {"prefix": f"{REST_PREFIX}/"}, **jwt_rule},
                     {"match": {"prefix": "/knowledge.v1."}, **jwt_rule},
+                    # The HTTP processes' paths (/mcp): verified here and again by the process.
+                    *({"match": {"path": entry.http_path}, **jwt_rule} for entry in routed_http(config)),
                 ],
                 "bypass_cors_preflight": True,
             },

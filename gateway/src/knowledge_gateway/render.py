@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from knowledge_runtime.registry import public_services
+from knowledge_runtime.registry import public_http_services, public_services
 from knowledge_runtime.settings import (
     DEFAULT_HTTP_PORT,
     Env,
@@ -59,11 +59,14 @@ def read_env_files(paths: Sequence[Path]) -> dict[str, str]:
 def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONFIG_DIR) -> GatewayConfig:
     """The gateway's configuration for a container, from ``KNOWLEDGE_*`` values."""
     env = Env(environ)
+    upstreams = {entry.name: service_address(entry.name, env) for entry in public_services()}
+    # An HTTP process (the MCP adapter) is routed only where its address is configured.
+    upstreams |= {e.name: address for e in public_http_services() if (address := env.str(e.address_setting))}
     return GatewayConfig(
         listen_host=env.str("GATEWAY_HOST", "0.0.0.0") or "0.0.0.0",
         listen_port=env.port("HTTP_PORT", DEFAULT_HTTP_PORT),
         admin_port=env.port("ENVOY_ADMIN_PORT", DEFAULT_ADMIN_PORT),
-        upstreams={entry.name: service_address(entry.name, env) for entry in public_services()},
+        upstreams=upstreams,
         jwks_path=Path(env.str("JWKS_PATH", DEFAULT_JWKS_PATH) or DEFAULT_JWKS_PATH),
         issuer=jwt_issuer(env),
         audience=jwt_audience(env),

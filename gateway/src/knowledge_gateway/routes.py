@@ -1,9 +1,10 @@
 """The upstream clusters and the routes to them.
 
 One cluster per public service process (``knowledge_runtime.registry``), health-checked on its
-readiness service. Routes: ``/livez`` and the OpenAPI description answered by Envoy; every gRPC
-full name of a public process to its cluster (a transcoded REST call is routed again by its
-gRPC path), with the upload's and the batch's long timeout and no timeout for server streams;
+readiness service (an HTTP process on its readiness path). Routes: ``/livez`` and the OpenAPI
+description answered by Envoy; every gRPC full name of a public process to its cluster (a
+transcoded REST call is routed again by its gRPC path), with the upload's and the batch's long
+timeout and no timeout for server streams; an HTTP process's one path (``/mcp``) to its cluster;
 405 with ``Allow`` for a REST path asked with a method it lacks; and a catch-all that Envoy
 answers 404.
 """
@@ -14,7 +15,13 @@ import ipaddress
 import re
 
 from google.protobuf.descriptor import MethodDescriptor
-from knowledge_runtime.registry import ServiceEntry, public_services, serving
+from knowledge_runtime.registry import (
+    HTTP_READINESS_PATH,
+    ServiceEntry,
+    public_http_services,
+    public_services,
+    serving,
+)
 
 from knowledge_gateway.config import (
     BODY_LIMIT_FILTER,
@@ -34,6 +41,22 @@ def cluster_name(entry: ServiceEntry) -> str:
     return entry.name
 
 
+def gateway_upstreams() -> tuple[ServiceEntry, ...]:
+    """Every process the gateway may have a cluster for: the public gRPC ones, then the HTTP ones."""
+    return public_services() + public_http_services()
+
+
+def routed_http(config: GatewayConfig) -> tuple[ServiceEntry, ...]:
+    """The HTTP processes the configuration gives an address: each gets its cluster and its path.
+    One without (a gateway for the REST and gRPC API alone) is not routed: its path answers 404."""
+    return tuple(entry for entry in public_http_services() if entry.name in config.upstreams)
+
+
+def clusters(config: GatewayConfig) -> list[dict]:
+    """One cluster per public gRPC process (each must have an address), then per routed HTTP one."""
+    return [cluster(entry, config.upstreams[entry.name]) for entry in public_services() + routed_http(config)]
+
+
 def cluster(entry: ServiceEntry, address: str) -> dict:
     host, _, port = address.rpartition(":")
     try:
@@ -41,12 +64,18 @@ def cluster(entry: ServiceEntry, address: str) -> dict:
         discovery = "STATIC"
     except ValueError:
         discovery = "STRICT_DNS"  # a Kubernetes Service name
-    return {
+    # The named health service is the upstream's readiness (see knowledge_runtime.health); an
+    # HTTP process answers its readiness path. Checked at the same pace with or without traffic,
+    # so /healthz is never stale.
+    check = (
+        {"http_health_check": {"path": HTTP_READINESS_PATH}}
+        if entry.is_http
+        else {"grpc_health_check": {"service_name": entry.health_name}}
+    )
+    found = {
         "name": cluster_name(entry),
         "type": discovery,
         "connect_timeout": "2s",
-        # The named health service is the upstream's readiness (see knowledge_runtime.health);
-        # checked at the same pace with or without traffic, so /healthz is never stale.
         "health_checks": [
             {
                 "timeout": "1s",
@@ -54,15 +83,9 @@ def cluster(entry: ServiceEntry, address: str) -> dict:
                 "no_traffic_interval": f"{HEALTH_CHECK_INTERVAL_S}s",
                 "unhealthy_threshold": 1,
                 "healthy_threshold": 1,
-                "grpc_health_check": {"service_name": entry.health_name},
+                **check,
             }
         ],
-        "typed_extension_protocol_options": {
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                "explicit_http_config": {"http2_protocol_options": {}},
-            }
-        },
         "load_assignment": {
             "cluster_name": cluster_name(entry),
             "endpoints": [
@@ -74,6 +97,14 @@ def cluster(entry: ServiceEntry, address: str) -> dict:
             ],
         },
     }
+    if not entry.is_http:  # gRPC needs HTTP/2 upstream; an HTTP process speaks HTTP/1.1
+        found["typed_extension_protocol_options"] = {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}},
+            }
+        }
+    return found
 
 
 def _grpc_path(method: MethodDescriptor) -> str:
@@ -149,6 +180,16 @@ def _routes(config: GatewayConfig) -> list[dict]:
                     **_WITHOUT_BODY_LIMIT,
                 }
             )
+    # An HTTP process's one path (the MCP adapter's Streamable HTTP endpoint): its requests are
+    # JSON-RPC messages, answered as JSON, each a tool call bounded by the process's own deadlines.
+    for entry in routed_http(config):
+        assert entry.http_path is not None
+        routes.append(
+            {
+                "match": {"path": entry.http_path},
+                "route": {"cluster": cluster_name(entry), "timeout": f"{config.http_route_timeout_s}s"},
+            }
+        )
     routes.extend(_method_not_allowed_routes())
     # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
     # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies

@@ -35,7 +35,15 @@ from knowledge.v1 import (
     search_pb2_grpc,
 )
 
-__all__ = ["REASONS", "KnowledgeClient", "KnowledgeError", "TokenSource", "error_info", "token_interceptors"]
+__all__ = [
+    "REASONS",
+    "KnowledgeClient",
+    "KnowledgeError",
+    "TokenSource",
+    "error_info",
+    "raising",
+    "token_interceptors",
+]
 
 ERROR_DOMAIN = "knowledge.v1"
 # Every reason of the catalogue (knowledge.v1.ErrorReason without its prefix): "CORPUS_NOT_FOUND"...
@@ -140,16 +148,38 @@ class _Service:
         return call
 
 
-class KnowledgeClient:
-    """The public services over one channel: the gateway's address, or a service's own port."""
+def raising(stub: Any, descriptor: Any) -> Any:
+    """Any generated stub (an internal service's too) whose unary RPCs raise KnowledgeError."""
+    return _Service(stub, descriptor)
 
-    def __init__(self, address: str, *, token: TokenSource, credentials: grpc.ChannelCredentials | None = None) -> None:
-        interceptors = token_interceptors(token)
-        self.channel = (
-            grpc.aio.secure_channel(address, credentials, interceptors=interceptors)
-            if credentials is not None
-            else grpc.aio.insecure_channel(address, interceptors=interceptors)
-        )
+
+class KnowledgeClient:
+    """The public services over one channel: the gateway's address, or a service's own port.
+
+    ``channel=`` wraps a channel the caller made instead (one whose interceptors already set the
+    token, as a service forwarding its caller's does); closing the client closes it."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        token: TokenSource | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        if channel is not None:
+            if address is not None or token is not None or credentials is not None:
+                raise ValueError("give either channel= or an address and a token, not both")
+            self.channel = channel
+        elif address is None or token is None:
+            raise ValueError("an address and a token are required without channel=")
+        else:
+            interceptors = token_interceptors(token)
+            self.channel = (
+                grpc.aio.secure_channel(address, credentials, interceptors=interceptors)
+                if credentials is not None
+                else grpc.aio.insecure_channel(address, interceptors=interceptors)
+            )
         ingest, search, documents_ai = ingest_pb2_grpc, search_pb2_grpc, documents_ai_pb2_grpc
         services = ingest_pb2.DESCRIPTOR.services_by_name
         self.corpora = _Service(ingest.CorpusServiceStub(self.channel), services["CorpusService"])
@@ -158,6 +188,7 @@ class KnowledgeClient:
         self.imports = _Service(ingest.ImportServiceStub(self.channel), services["ImportService"])
         self.tenants = _Service(ingest.TenantServiceStub(self.channel), services["TenantService"])
         self.events = _Service(ingest.EventServiceStub(self.channel), services["EventService"])
+        self.passages = _Service(ingest.PassageServiceStub(self.channel), services["PassageService"])
         self.search = _Service(
             search.SearchServiceStub(self.channel), search_pb2.DESCRIPTOR.services_by_name["SearchService"]
         )

@@ -7,6 +7,10 @@ starts, addresses, probes or routes to a service reads its entry: the settings, 
 the gateway's clusters, routes and descriptor set, and the tests. Adding a gRPC service to a
 process is one more name in its entry; a unit test fails while a generated ``knowledge.v1``
 service belongs to no entry.
+
+A process may speak HTTP instead (the MCP adapter): it serves no gRPC service, names the path the
+gateway routes to it, answers its probes at :data:`HTTP_LIVENESS_PATH` and
+:data:`HTTP_READINESS_PATH`, and may hold no database role.
 """
 
 from __future__ import annotations
@@ -18,21 +22,31 @@ if TYPE_CHECKING:
     from google.protobuf.descriptor import ServiceDescriptor
 
 GRPC_PACKAGE = "knowledge.v1"  # the generated modules every full name below comes from
+# An HTTP process's probes: alive while it runs; ready while it serves (503 once it drains).
+HTTP_LIVENESS_PATH = "/livez"
+HTTP_READINESS_PATH = "/readyz"
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceEntry:
     name: str  # as the stack, the logs and the Kubernetes objects call it: "documents-ai"
-    port: int  # the default gRPC port; each is configurable, so that two stacks can run side by side
+    port: int  # the default port; each is configurable, so that two stacks can run side by side
     settings_prefix: str  # KNOWLEDGE_<prefix>_PORT and KNOWLEDGE_<prefix>_ADDRESS
     grpc_services: tuple[str, ...]  # full names; the first is the readiness (named health) service
-    public: bool  # exposed through the gateway (REST and gRPC); the others stay internal
-    database_role: str  # its least-privilege role (migration 0002 and later)
+    public: bool  # exposed through the gateway; the others stay internal
+    database_role: str | None  # its least-privilege role (migration 0002 and later); None: no database
     module: str  # what `python -m` runs
+    http_path: str | None = None  # an HTTP process: the one path the gateway routes to it
+
+    @property
+    def is_http(self) -> bool:
+        return self.http_path is not None
 
     @property
     def health_name(self) -> str:
         """The named gRPC health service that reports readiness (Envoy's checks, Kubernetes' probes)."""
+        if not self.grpc_services:
+            raise ValueError(f"{self.name} serves HTTP: its readiness is {HTTP_READINESS_PATH}")
         return self.grpc_services[0]
 
     @property
@@ -102,6 +116,18 @@ SERVICES: tuple[ServiceEntry, ...] = (
         database_role="knowledge_documents_ai",
         module="knowledge_documents_ai",
     ),
+    # The agents' tools over the Model Context Protocol: a client of the public services (and of
+    # the embedder's anchors), with the caller's token; no database, no model.
+    ServiceEntry(
+        name="mcp",
+        port=50156,
+        settings_prefix="MCP",
+        grpc_services=(),
+        public=True,
+        database_role=None,
+        module="knowledge_mcp",
+        http_path="/mcp",
+    ),
 )
 
 SERVICE_NAMES: tuple[str, ...] = tuple(entry.name for entry in SERVICES)
@@ -118,8 +144,24 @@ def service(name: str) -> ServiceEntry:
 
 
 def public_services() -> tuple[ServiceEntry, ...]:
-    """The services the gateway exposes, in registry order (its clusters' and routes' order)."""
-    return tuple(entry for entry in SERVICES if entry.public)
+    """The gRPC processes the gateway exposes (transcoded, routed by their full names), in registry
+    order (their clusters' and routes' order)."""
+    return tuple(entry for entry in SERVICES if entry.public and not entry.is_http)
+
+
+def public_http_services() -> tuple[ServiceEntry, ...]:
+    """The HTTP processes the gateway routes one path each to, in registry order."""
+    return tuple(entry for entry in SERVICES if entry.public and entry.is_http)
+
+
+def grpc_processes() -> tuple[ServiceEntry, ...]:
+    """The processes that serve gRPC (health-checked over gRPC), in start order."""
+    return tuple(entry for entry in SERVICES if not entry.is_http)
+
+
+def with_database() -> tuple[ServiceEntry, ...]:
+    """The processes that log in to the database, each with its own role."""
+    return tuple(entry for entry in SERVICES if entry.database_role is not None)
 
 
 def serving(grpc_name: str) -> ServiceEntry:

@@ -16,9 +16,12 @@ def service_database_url(common: CommonSettings) -> str:
     """The configured URL as given, else the embedded cluster as this service's own role."""
     if common.database_url:
         return common.database_url
+    role = registry.service(common.service).database_role
+    if role is None:
+        raise SettingsError(f"{common.service} has no database role: it never connects to the database")
     from knowledge_runtime.db.embedded import start_embedded
 
-    return start_embedded(common.data_dir).url(registry.service(common.service).database_role)
+    return start_embedded(common.data_dir).url(role)
 
 
 async def connect_service_database(

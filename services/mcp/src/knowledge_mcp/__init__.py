@@ -1,0 +1,1 @@
+"""The knowledge tools over the Model Context Protocol (``knowledge-mcp``, ``knowledge mcp``)."""
