@@ -2,7 +2,8 @@
 
 The baseline is the channels' SQL as it was before the lexeme postings (migration 0022), kept
 as :class:`TodayChunkIndex` so that ``latency`` times it in the same run and ``eval --baseline``
-scores it.
+scores it; its predicates are today's (the caller's access included), so the two compare the
+channels' SQL alone.
 """
 
 from __future__ import annotations
@@ -88,9 +89,10 @@ class TodayChunkIndex(PostgresChunkIndex):
     """The index as it was: the same ports, the previous queries."""
 
     async def vector_search(self, tenant, vector, filters, depth):
-        from knowledge_search.adapters.postgres import SET_SCAN, _filters, _hits
+        from knowledge_search.adapters.postgres import SET_SCAN, _channel_predicates, _hits, _render
 
-        predicates, args = _filters(filters, 4)
+        channel, args = _channel_predicates(filters, 4)
+        predicates = _render(channel, "c")
         async with self._db.transaction() as tx:
             await tx.fetchrow(
                 "set_hnsw_scan", SET_SCAN, str(max(self._ef_search, min(depth, 1000))), str(self._max_scan_tuples)
@@ -106,9 +108,10 @@ class TodayChunkIndex(PostgresChunkIndex):
         return _hits(rows)
 
     async def lexical_search(self, tenant, text, filters, depth):
-        from knowledge_search.adapters.postgres import _filters, _hits
+        from knowledge_search.adapters.postgres import _channel_predicates, _hits, _render
 
-        predicates, args = _filters(filters, 12)
+        channel, args = _channel_predicates(filters, 12)
+        predicates = _render(channel, "c")
         d, c, b, a = self._bm25.tiers
         rows = await self._db.fetch(
             "today_lexical",

@@ -4,7 +4,9 @@ Clustered random vectors and Zipf-distributed words in a fresh embedded PostgreS
 recall@10 of the vector channel against exact search, unfiltered and with a corpus filter that
 keeps 1% of the rows; p50/p95 latency per mode over direct gRPC, now and with the baseline
 SQL; p95 per mode with a metadata filter that keeps 1% of the rows (``metadata.bucket = 7``)
-beside the unfiltered p95, timed alternately in the same run (held to at most 1.5x); and the
+beside the unfiltered p95, timed alternately in the same run (held to at most 1.5x); HYBRID p95
+with documents' access lists on beside off, at 1,000 groups and a token in 20 of them
+(``search_access``, held to at most 1.5x where a quarter of the documents is restricted); and the
 REST-through-Envoy path divided by the direct gRPC path, measured in the same run.
 Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the figures
 are the search service's own. Also the database's size (the chunks' heap, the HNSW index, the
@@ -41,9 +43,12 @@ from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
 from knowledge_search.domain.model import Filters
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
+from search_access import TARGET_RATIO as ACCESS_TARGET_RATIO
+from search_access import WithoutAccessLists, access_list_latency, token_groups
 from search_common import DIM, TENANT, TodayChunkIndex
 
 CORPORA = 100  # one corpus keeps 1% of the rows
+DOCUMENTS_PER_CORPUS = 20  # 2,000 documents: 50 chunks each at 100k rows
 BUCKETS = 100  # metadata.bucket takes 100 values, spread across corpora: one keeps 1% of the rows
 METADATA_FILTER = "metadata.bucket = 7"  # the 1% metadata filter (served by the GIN index on chunks.metadata)
 TARGET_RATIO = 1.5  # the filtered p95 over the unfiltered p95 this benchmark is held to
@@ -117,6 +122,12 @@ async def load_rows(
     await register_vector(connection)
     try:
         if await connection.fetchval("SELECT count(*) FROM chunks WHERE tenant_id = $1", TENANT) == rows:
+            held = await connection.fetchval("SELECT count(*) FROM documents WHERE tenant_id = $1", TENANT)
+            if held != CORPORA * DOCUMENTS_PER_CORPUS:
+                raise SystemExit(
+                    f"the data dir holds {held} documents, from before the access lists were measured "
+                    f"({CORPORA * DOCUMENTS_PER_CORPUS} now): load it again into a fresh --data-dir"
+                )
             corpora = [
                 r["corpus_id"]
                 for r in await connection.fetch(
@@ -143,12 +154,15 @@ async def load_rows(
             for i in range(CORPORA)
         ]
         documents = [
-            await connection.fetchval(
-                "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
-                TENANT,
-                c,
-                f"d{c}.txt",
-            )
+            [
+                await connection.fetchval(
+                    "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, $3) RETURNING document_id",
+                    TENANT,
+                    c,
+                    f"d{c}-{n}.txt",
+                )
+                for n in range(DOCUMENTS_PER_CORPUS)
+            ]
             for c in corpora
         ]
         await connection.execute("DROP INDEX chunks_embedding_hnsw")
@@ -163,12 +177,13 @@ async def load_rows(
             for offset in range(count):
                 i = first + offset
                 slot = i % CORPORA
+                document = documents[slot][(i // CORPORA) % DOCUMENTS_PER_CORPUS]
                 text = " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in words[offset])
                 records.append(
                     (
                         TENANT,
                         corpora[slot],
-                        documents[slot],
+                        document,
                         i // CORPORA,
                         text,
                         vectors[offset],
@@ -176,7 +191,7 @@ async def load_rows(
                         # bucket (1%, independent of the corpus) the filter benchmark selects on
                         json.dumps(
                             {
-                                "document_id": str(documents[slot]),
+                                "document_id": str(document),
                                 "bucket": (i * 7919) % BUCKETS,
                                 "file_id": f"f{i // 50}",
                                 "page": i % 30,
@@ -506,6 +521,27 @@ async def latency(options: argparse.Namespace) -> None:
             f"1% metadata filter ({METADATA_FILTER}) p95 / unfiltered p95, same run: "
             + ", ".join(f"{name} x{ratio:.2f}" for name, ratio in ratios.items())
             + f" (target <= {TARGET_RATIO}: {'met' if max(ratios.values()) <= TARGET_RATIO else 'NOT met'})"
+        )
+        without = SearchUseCases(WithoutAccessLists(db), embedder)
+        off_app = GrpcApp(
+            services=[service_spec(SearchServicer(without, AnswerUseCases(without, ExtractiveSynthesiser())))],
+            verifier=verifier,
+        )
+        off_port = await off_app.start()
+        # the bench's token (its lookup embedder takes service tokens), in TOKEN_GROUPS groups
+        grouped = mint_dev_token(
+            keys, tenant=TENANT, capabilities=["search", "embed"], service="bench", groups=token_groups()
+        )
+        shares = await access_list_latency(
+            pg.url(), TENANT, port, off_port, [("authorization", f"Bearer {grouped}")], texts, timed, percentile
+        )
+        await off_app.stop()
+        held = next(iter(shares.values()))
+        print(
+            "access lists p95 on / off (HYBRID, same run): "
+            + ", ".join(f"{share:.0%} restricted x{ratio:.2f}" for share, ratio in shares.items())
+            + f" (target <= {ACCESS_TARGET_RATIO} at {next(iter(shares)):.0%}: "
+            + f"{'met' if held <= ACCESS_TARGET_RATIO else 'NOT met'})"
         )
         http_port = free_port()
         envoy = start_envoy(work, port, keys, http_port)

@@ -12,18 +12,25 @@ import pytest
 from knowledge.v1 import ingest_pb2, search_pb2, search_pb2_grpc
 from knowledge_ingest.domain.extraction import Extracted
 from knowledge_runtime.auth import PUBLIC_CAPABILITIES
-from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.server import GrpcApp
 from knowledge_search.adapters.postgres import PostgresChunkIndex
 from knowledge_search.api.servicer import SearchServicer
 from knowledge_search.api.servicer import service_spec as search_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
-from knowledge_search.domain.model import EmbeddedQuery
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 
 from tests.support import rpc
-from tests.support.ingest import CountingEmbedder, MemoryBlobs, ingest_app, settings, upload, wait_terminal, wire_fakes
+from tests.support.ingest import (
+    CountingEmbedder,
+    MemoryBlobs,
+    SameVectors,
+    ingest_app,
+    settings,
+    upload,
+    wait_terminal,
+    wire_fakes,
+)
 from tests.support.rpc import auth, error_info
 
 pytestmark = pytest.mark.integration
@@ -32,16 +39,6 @@ pytestmark = pytest.mark.integration
 def extract(path: Path, filename: str, mime_type: str) -> Extracted:
     text = path.read_text()
     return Extracted(text=text, page_count=None, extractable=True, format="text")
-
-
-class SameVectors:
-    """The query embedder of search, giving the vectors CountingEmbedder gave the chunks."""
-
-    def __init__(self) -> None:
-        self._embedder = CountingEmbedder()
-
-    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        return EmbeddedQuery(vector=(await self._embedder.embed(tenant, [text]))[0], warnings=(), cost=Cost())
 
 
 @pytest.fixture(scope="module")

@@ -428,8 +428,8 @@ async def test_search_reads_content_for_the_returned_top_k_only(stack):
             super().__init__(db)
             self.read: list[int] = []
 
-        async def chunks(self, tenant, chunk_ids, owners=()):
-            found = await super().chunks(tenant, chunk_ids, owners)
+        async def chunks(self, tenant, chunk_ids, owners=(), principals=()):
+            found = await super().chunks(tenant, chunk_ids, owners, principals)
             self.read.append(len(found))
             return found
 

@@ -17,10 +17,12 @@ from knowledge_ingest.bootstrap import Ingest, wire
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.ports import StoredBlob
+from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import Unavailable
 from knowledge_runtime.server import GrpcApp
 from knowledge_runtime.settings import Env
+from knowledge_search.domain.model import EmbeddedQuery
 
 from tests.support import rpc
 
@@ -98,6 +100,16 @@ class CountingEmbedder:
             vector = [(seed[i % 32] - 128) / 128.0 + 0.01 for i in range(DIMENSION)]
             vectors.append(vector)
         return vectors
+
+
+class SameVectors:
+    """Search's query embedder, giving the vectors CountingEmbedder gives the chunks."""
+
+    def __init__(self) -> None:
+        self._embedder = CountingEmbedder()
+
+    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+        return EmbeddedQuery(vector=(await self._embedder.embed(tenant, [text]))[0], warnings=(), cost=Cost())
 
 
 def settings(**overrides: str) -> IngestSettings:
@@ -206,13 +218,24 @@ async def new_corpus(stub, metadata, name: str | None = None) -> str:
     return reply.corpus_id
 
 
-async def upload(stub, metadata, corpus_id: str, data: bytes, filename: str = "notes.txt", piece: int = 1000):
+async def upload(
+    stub,
+    metadata,
+    corpus_id: str,
+    data: bytes,
+    filename: str = "notes.txt",
+    piece: int = 1000,
+    access: Sequence[str] | None = None,
+):
+    """``access``: the new document's access list (AccessList), on the first message; None: none."""
+
     async def requests():
         for start in range(0, max(len(data), 1), piece):
             yield ingest_pb2.UploadDocumentRequest(
                 corpus_id=corpus_id if start == 0 else "",
                 filename=filename if start == 0 else "",
                 http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=data[start : start + piece]),
+                access=ingest_pb2.AccessList(principals=access) if start == 0 and access is not None else None,
             )
 
     return await stub.UploadDocument(requests(), metadata=metadata)

@@ -42,7 +42,7 @@ class FakeIndex:
         self.calls.append(("lexical", tenant, text, depth))
         return [ChannelHit(3, 30, 7.0, 1, self._coverage), ChannelHit(1, 10, 3.0, 2, self._coverage / 2)]
 
-    async def chunks(self, tenant, chunk_ids, owners=()):
+    async def chunks(self, tenant, chunk_ids, owners=(), principals=()):
         self.calls.append(("chunks", tenant, tuple(chunk_ids)))
         self.hydrated.append(list(chunk_ids))
         return {c: chunk(c, CONTENT.get(c, f"chunk {c}")) for c in chunk_ids if c != 404}

@@ -65,7 +65,7 @@ class ShuffledIndex:
         self.filters.append(filters)
         return [ChannelHit(c, c * 10, 5.0 - c, rank, 0.9) for rank, c in enumerate(self.contents, start=1)]
 
-    async def chunks(self, tenant, chunk_ids, owners=()):
+    async def chunks(self, tenant, chunk_ids, owners=(), principals=()):
         rows = self._shuffled(list(chunk_ids))
         return {c: Chunk(c, c * 10, 1, f"doc{c}.txt", "Refunds", 2, self.contents[c]) for c in rows}
 

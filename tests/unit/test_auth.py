@@ -227,3 +227,44 @@ def test_the_cli_dev_token_names_a_scope_and_a_clearance(tmp_path, monkeypatch, 
     for bad in (("--scope", "project:billing"), ("--clearance", "TOP_SECRET")):
         code, _, err = run(*bad)
         assert code == 2 and "knowledge:" in err
+
+
+def test_the_cli_dev_token_carries_the_groups_named(tmp_path, monkeypatch, capsys):
+    from knowledge_cli.main import main
+    from knowledge_runtime.auth import TokenVerifier
+
+    verifier = TokenVerifier.from_file(ensure_dev_keys(tmp_path / "keys"), issuer="knowledge-dev", audience="knowledge")
+    monkeypatch.setenv("KNOWLEDGE_DATA_DIR", str(tmp_path))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["dev-token", "--tenant", "acme", "--subject", "ana", *args])
+        out, err = capsys.readouterr()
+        return ended.value.code, out.strip(), err
+
+    code, token, _ = run("--groups", "hr, finance,")
+    scope = verifier.verify(token)
+    assert code == 0 and scope.groups == {"hr", "finance"}
+    assert scope.principals == {"user:ana", "group:hr", "group:finance"}
+    code, token, _ = run()
+    assert code == 0 and verifier.verify(token).groups == frozenset()  # none unless named
+    code, _, err = run("--groups", "hr,fin\tance")
+    assert code == 2 and "knowledge:" in err and "principal" in err
+
+
+@pytest.mark.parametrize(
+    "groups",
+    ["hr", {"hr": True}, ["hr", 3], ["hr\n"], [f"g{i}" for i in range(1001)]],
+    ids=["a string", "an object", "a number in the list", "a control character", "too many"],
+)
+def test_a_groups_claim_of_any_other_shape_is_unauthenticated(groups):
+    with pytest.raises(Unauthenticated) as refused:
+        scope_from_claims({"tenant": "acme", "sub": "ana", "groups": groups})
+    assert refused.value.reason == "TOKEN_INVALID"
+
+
+def test_the_principals_of_a_token_are_its_subject_and_its_groups():
+    scope = scope_from_claims({"tenant": "acme", "sub": "ana", "groups": ["hr", "", "cfo-office"], "scope": "/"})
+    assert scope.principals == {"user:ana", "group:hr", "group:cfo-office"}
+    assert scope.reader([]).principals == scope.principals  # what every read is judged by
+    assert scope_from_claims({"tenant": "acme"}).principals == frozenset()  # no subject, no groups

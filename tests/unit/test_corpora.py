@@ -32,11 +32,13 @@ class FakeCorpora:
     async def bands_named(self, tenant: str, node: ScopePath, name: str) -> list[Band]:
         return [c.confidentiality for t, c in self.rows if t == tenant and c.scope == node and c.name == name]
 
-    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+    async def list_user_corpora(
+        self, tenant: str, page: Page, reachable: frozenset[int], principals=()
+    ) -> list[Corpus]:
         mine = [c for t, c in self.rows if t == tenant and c.corpus_id > page.after_id and c.corpus_id in reachable]
         return mine[: page.size]
 
-    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath, principals=()) -> Corpus | None:
         for index, (owner, corpus) in enumerate(self.rows):
             if owner == tenant and corpus.corpus_id == corpus_id:
                 self.rows[index] = (owner, dataclasses.replace(corpus, scope=node))

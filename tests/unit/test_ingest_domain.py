@@ -164,6 +164,24 @@ async def test_a_grpc_upload_names_its_corpus_and_file_on_the_first_message_only
     assert ignored.value.metadata == {"field": "corpus_id"} and "first message only" in ignored.value.message
 
 
+async def test_an_access_list_on_a_later_message_is_refused_not_dropped():
+    """Dropped, the list would leave open to the whole corpus a document its uploader meant to close."""
+
+    async def later():
+        yield ingest_pb2.UploadDocumentRequest(
+            corpus_id="3", filename="a.txt", http_body=httpbody_pb2.HttpBody(content_type="text/plain", data=b"x")
+        )
+        yield ingest_pb2.UploadDocumentRequest(
+            access=ingest_pb2.AccessList(principals=["group:hr"]), http_body=httpbody_pb2.HttpBody(data=b"y")
+        )
+
+    source = await upload_source(later())
+    assert source.principals is None  # the first message named none
+    with pytest.raises(InvalidRequest) as refused:
+        await collect(source.chunks)
+    assert refused.value.metadata == {"field": "access"} and "first message only" in refused.value.message
+
+
 def multipart(fields: list[tuple[str, str | None, bytes]], boundary: str = "XyZ") -> bytes:
     out = b""
     for name, filename, data in fields:
@@ -192,6 +210,25 @@ async def test_a_form_must_name_the_corpus_before_the_file():
     assert caught.value.metadata["field"] == "corpus_id"
     with pytest.raises(InvalidRequest):
         await upload_source(messages([multipart([("corpus_id", None, b"1")])], "multipart/form-data; boundary=XyZ"))
+
+
+@pytest.mark.parametrize("piece", [7, 100_000])  # seen while the file streams, or before it does
+async def test_a_form_s_access_list_after_the_file_is_refused_not_dropped(piece):
+    """A file part given first (curl -F file=@x -F principals=...) must not leave the document open."""
+    body = multipart([("corpus_id", None, b"12"), ("file", "scan.pdf", b"data"), ("principals", None, b'["group:hr"]')])
+
+    async def read() -> bytes:
+        parts = [body[i : i + piece] for i in range(0, len(body), piece)]
+        return await collect((await upload_source(messages(parts, "multipart/form-data; boundary=XyZ"))).chunks)
+
+    with pytest.raises(InvalidRequest) as caught:
+        await read()
+    assert caught.value.metadata == {"field": "principals"} and "before the file" in caught.value.message
+    before = multipart(
+        [("corpus_id", None, b"12"), ("principals", None, b'["group:hr"]'), ("file", "scan.pdf", b"data")]
+    )
+    source = await upload_source(messages([before, b"epilogue"], "multipart/form-data; boundary=XyZ"))
+    assert source.principals == ["group:hr"] and await collect(source.chunks) == b"data"
 
 
 async def test_the_cap_is_enforced_while_streaming():

@@ -123,7 +123,7 @@ class FakeQueue:
         row = self.rows[lease.job.job_id]
         return row.owner == lease.owner and not row.job.state.terminal and row.cancel_requested
 
-    async def document(self, tenant: str, document_id: int) -> Document | None:
+    async def document(self, tenant, document_id: int, principals=None) -> Document | None:
         return self.documents.get(document_id)
 
 

@@ -9,19 +9,26 @@ import pytest
 from knowledge_runtime.auth import Scope, scope_from_claims
 from knowledge_runtime.errors import Unauthenticated
 from knowledge_runtime.reach import (
+    MAX_PRINCIPALS,
     PLATFORM_TENANT,
     READABLE,
     Access,
+    AccessListInvalid,
     Band,
     InvalidScopePath,
     Placement,
     Reader,
     ScopePath,
+    access_list,
     allows,
+    may_read_document,
+    principals_of,
     reach,
     resolve,
 )
 from knowledge_runtime.refusals import Refusal, Refused
+
+from tests.support.access import CASES as ACCESS_CASES
 
 P = ScopePath.parse
 ROOT = P("/")
@@ -214,3 +221,34 @@ def test_the_token_claims_carry_scope_and_clearance():
         with pytest.raises(Unauthenticated):
             scope_from_claims({"tenant": "t", **bad})
     assert Scope("t", frozenset(), scope_claim="/").reader([]).node == ROOT
+
+
+@pytest.mark.parametrize(("subject", "groups", "listed", "reads"), ACCESS_CASES)
+def test_the_access_list_rule_decides_each_case_of_the_table(subject, groups, listed, reads):
+    scope = scope_from_claims({"tenant": "acme", "sub": subject, "groups": groups, "scope": "/"})
+    assert may_read_document(scope.principals, listed) is reads
+    assert scope.reader([]).may_read_document(listed) is reads
+    assert may_read_document(scope.principals, access_list(listed, "principals")) is reads  # as stored
+
+
+def test_an_access_list_is_stored_checked_deduplicated_and_sorted():
+    assert access_list(["group:hr", "user:ana", "group:hr"], "principals") == ("group:hr", "user:ana")
+    assert access_list([], "principals") == ()
+    assert access_list(["user:ana@example.com", "group:CFO Office"], "principals") == (
+        "group:CFO Office",
+        "user:ana@example.com",
+    )
+    for bad in ("ana", "user:", "group:", "team:hr", "user:ana\n", "group:h\x00r", "user:" + "a" * 200, " user:ana"):
+        with pytest.raises(AccessListInvalid) as refused:
+            access_list(["user:bob", bad], "document.principals")
+        assert refused.value.reason == "ACCESS_LIST_INVALID" and refused.value.field == "document.principals"
+        assert refused.value.metadata["principal"] == bad[:80]
+    with pytest.raises(AccessListInvalid):
+        access_list([f"user:u{i}" for i in range(MAX_PRINCIPALS + 1)], "principals")
+
+
+def test_a_reader_without_principals_reads_only_what_everyone_reads():
+    reader = Reader(ROOT)
+    assert reader.may_read_document([]) and not reader.may_read_document(["user:dev"])
+    assert principals_of("", []) == frozenset()
+    assert principals_of("ana", ["hr", ""]) == {"user:ana", "group:hr"}

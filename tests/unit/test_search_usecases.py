@@ -333,7 +333,7 @@ def test_cache_entries_expire_after_the_ttl_and_the_oldest_go_first():
     now = [0.0]
     cache = TtlCache(30, max_entries=2, clock=lambda: now[0])
     outcome = SearchOutcome(hits=(), relevance=Relevance.LOW)
-    keys = [CacheKey("t", "/", "TENANT", 0, n) for n in range(3)]
+    keys = [CacheKey("t", "/", "TENANT", frozenset(), 0, n) for n in range(3)]
     cache.put(keys[0], outcome)
     now[0] = 29.9
     assert cache.get(keys[0]) is outcome

@@ -199,6 +199,24 @@ class Client:
     def cancel_job(self, job_id: str) -> dict:
         return self._call("POST", f"/ingest/{quote(job_id, safe='')}:cancel", json={})
 
+    def document(self, document_id: str) -> dict:
+        return self._call("GET", f"/documents/{quote(document_id, safe='')}")
+
+    def set_document_access(self, document_id: str, principals: Sequence[str]) -> dict:
+        """``{"document": ..., "previous_principals": [...]}``; no document when the list leaves the caller out."""
+        return self._call(
+            "POST", f"/documents/{quote(document_id, safe='')}:setAccess", json={"principals": list(principals)}
+        )
+
+    def set_corpus_default_access(self, corpus_id: str, principals: Sequence[str]) -> dict:
+        """The corpus, with its new ``default_principals``."""
+        answer = self._call(
+            "POST",
+            f"/corpora/{quote(corpus_id, safe='')}:setDefaultAccess",
+            json={"default_principals": list(principals)},
+        )
+        return answer["corpus"]
+
     def list_documents(self, corpus_id: str) -> Iterator[dict]:
         return self._pages(f"/corpora/{quote(corpus_id, safe='')}/documents", "documents", page_size=1000)
 

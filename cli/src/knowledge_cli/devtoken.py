@@ -18,10 +18,12 @@ def mint_local_token(
     subject: str = "dev",
     scope: str | None = "/",
     clearance: str | None = None,
+    groups: Iterable[str] | None = None,
 ) -> str:
     """A token the local stack accepts: a user's, with the public capabilities when none are
     named; with ``service``, a service token that may carry the internal ones (all when none are named).
-    ``scope`` is its scope node (the tenant root by default), ``clearance`` its highest band.
+    ``scope`` is its scope node (the tenant root by default), ``clearance`` its highest band,
+    ``groups`` its ``groups`` claim (the principals group:<name> of documents' access lists).
 
     Raises FileNotFoundError when the stack has not made its key yet.
     """
@@ -39,4 +41,5 @@ def mint_local_token(
         subject=subject,
         scope=scope,
         clearance=clearance,
+        groups=groups,
     )

@@ -1,4 +1,4 @@
-"""``knowledge up | migrate | dev-token | eval | gc | blobs | corpora | upload | search | query | text | delete | passages``.
+"""``knowledge up | migrate | dev-token | eval | gc | blobs | corpora | upload | search | query | text | delete | passages | access``.
 
 Exit codes: 0 success, 1 failure at run time, 2 bad configuration or arguments; the REST
 client's commands add 3 not found, 4 auth, 5 conflict, 6 too large, 7 rate limited,
@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from knowledge_runtime.auth import ADMIN_CAPABILITIES, ALL_CAPABILITIES, INTERNAL_CAPABILITIES, PUBLIC_CAPABILITIES
-from knowledge_runtime.reach import ScopePath, parse_band
+from knowledge_runtime.reach import GROUP_PREFIX, AccessListInvalid, ScopePath, access_list, parse_band
 from knowledge_runtime.settings import SettingsError
 from knowledge_runtime.system_corpora import PLATFORM_CAPABILITIES
 
@@ -86,7 +86,8 @@ def _dev_token(options: argparse.Namespace) -> int:
     try:
         ScopePath.parse(options.scope)
         clearance = parse_band(options.clearance.upper()).value if options.clearance else None
-    except ValueError as error:
+        groups = None if options.groups is None else _groups(options.groups)
+    except (ValueError, AccessListInvalid) as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 2
     try:
@@ -98,12 +99,21 @@ def _dev_token(options: argparse.Namespace) -> int:
             subject=options.subject,
             scope=options.scope,
             clearance=clearance,
+            groups=groups,
         )
     except FileNotFoundError as error:
         print(f"knowledge: {error}", file=sys.stderr)
         return 1
     print(token)
     return 0
+
+
+def _groups(text: str) -> list[str]:
+    """--groups as the claim carries it: the names, comma-separated, each checked as the
+    principal group:<name> an access list would hold."""
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    access_list([f"{GROUP_PREFIX}{g}" for g in names], "--groups")
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -147,6 +157,11 @@ def parser() -> argparse.ArgumentParser:
         help="the highest confidentiality band the token reads: GENERAL, TENANT (the default when "
         "omitted), CONFIDENTIAL or RESTRICTED",
     )
+    token.add_argument(
+        "--groups",
+        help="comma-separated group names, the token's groups claim (e.g. hr,finance): it reads the "
+        "documents whose access list names group:<name> for one of them, or user:<subject>, or is empty",
+    )
     token.set_defaults(run=_dev_token)
     from knowledge_cli.evaluate import add_parser as add_eval
 
@@ -169,6 +184,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.passages import add_parsers as add_passages
 
     add_passages(commands)  # passages index, remove, check
+    from knowledge_cli.access import add_parsers as add_access
+
+    add_access(commands)  # access show, set, default
     return root
 
 

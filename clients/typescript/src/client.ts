@@ -85,6 +85,9 @@ export interface UploadOptions {
   /** The file's bytes: whole, or in pieces as they come (a file stream), never held whole here. */
   data: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
   contentType?: string;
+  /** Who may read the new document ("user:<sub>", "group:<name>"; [] for everyone who reaches the
+   * corpus); absent, the corpus's default list applies. */
+  principals?: string[];
   /** The largest piece sent in one message. */
   chunkBytes?: number;
   callOptions?: grpc.CallOptions;
@@ -144,7 +147,8 @@ export class KnowledgeClient {
   }
 
   /** Streams a file into a corpus (UploadDocument); answered once its bytes are stored, with the
-   * job that ingests it. The corpus and the file's name go on the first message, as the RPC asks. */
+   * job that ingests it. The corpus, the file's name and the access list go on the first message,
+   * as the RPC asks. */
   upload(options: UploadOptions): Promise<UploadDocumentResponse__Output> {
     const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     return new Promise((resolve, reject) => {
@@ -162,7 +166,10 @@ export class KnowledgeClient {
       });
       const send = async () => {
         let first = true;
-        const head = { corpus_id: options.corpusId, filename: options.filename };
+        const head: UploadDocumentRequest = { corpus_id: options.corpusId, filename: options.filename };
+        if (options.principals !== undefined) {
+          head.access = { principals: options.principals }; // [] is a list too: it overrides the default
+        }
         const contentType = options.contentType ?? "application/octet-stream";
         for await (const piece of pieces(options.data, chunkBytes)) {
           if (settled) {

@@ -53,6 +53,7 @@ test("corpus, upload stream, watch, search, context and events", async (t) => {
     contentType: "text/markdown",
     data: pieces,
     chunkBytes: 16, // many messages: the stream, not one message
+    principals: ["user:dev", "group:hr"], // dev: the test token's sub
   });
   assert.equal(job.status, "ingesting");
   assert.equal(job.corpus_id, corpus.corpus_id);
@@ -63,6 +64,7 @@ test("corpus, upload stream, watch, search, context and events", async (t) => {
   assert.ok(change?.document, "the watch saw the document become searchable");
   const documentId = change.document_id;
   assert.equal(change.document.filename, "handbook.md");
+  assert.deepEqual(change.document.principals, ["group:hr", "user:dev"]);
   assert.equal(change.document.size_bytes, String(Buffer.byteLength(HANDBOOK))); // an int64: a string (longs: String)
 
   const found = await kc.jobs.GetIngestJob({ job_id: job.job_id });

@@ -19,7 +19,7 @@ call answers and every reason's meaning.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -174,15 +174,21 @@ class KnowledgeClient:
         *,
         content_type: str = "application/octet-stream",
         metadata: Mapping[str, Any] | None = None,
+        principals: Sequence[str] | None = None,
         timeout: float | None = None,
     ) -> ingest_pb2.UploadDocumentResponse:
         """Streams a file into a corpus; answered once its bytes are stored, with its job. The
-        corpus, the file's name and its metadata go on the first message, as UploadDocument asks."""
+        corpus, the file's name, its metadata and its access list go on the first message, as
+        UploadDocument asks. ``principals``: who may read the new document (``user:<sub>``,
+        ``group:<name>``; empty: everyone who reaches the corpus); None: the corpus's default."""
 
         def first_message(body: httpbody_pb2.HttpBody) -> ingest_pb2.UploadDocumentRequest:
             message = ingest_pb2.UploadDocumentRequest(corpus_id=corpus_id, filename=filename, http_body=body)
             if metadata:
                 message.metadata.update(dict(metadata))
+            if principals is not None:  # an empty list is a list: set, it overrides the default
+                message.access.SetInParent()
+                message.access.principals.extend(principals)
             return message
 
         async def requests() -> AsyncIterator[ingest_pb2.UploadDocumentRequest]:

@@ -5,6 +5,11 @@ against the same key set, so a header that anything inside the network could set
 never trusted on its own. Internal callers send their own bearer token. A request field
 never chooses the tenant.
 
+The ``sub`` and ``groups`` claims name who the caller is inside its tenant: the principals
+(``user:<sub>``, ``group:<name>``) that documents' access lists are matched against
+(``reach.may_read_document``). They are the identity provider's, signed with the token; nothing in
+a request body adds to them.
+
 Capabilities come in two kinds. The public ones are what a user's token may carry. The
 internal ones (``blob.*``, ``embed``) open the backend services' own RPCs; only a service token
 carries them: one whose subject is ``service:<name>`` (``service_tokens.py`` signs those). An
@@ -24,12 +29,22 @@ from pathlib import Path
 import jwt
 
 from knowledge_runtime.errors import Unauthenticated
-from knowledge_runtime.reach import DEFAULT_CLEARANCE, Band, Reader, ScopePath, parse_band, resolve
+from knowledge_runtime.reach import DEFAULT_CLEARANCE, Band, Reader, ScopePath, parse_band, principals_of, resolve
 from knowledge_runtime.refusals import Refusal, Refused
 
 # Public capabilities (docs/architecture.md) and the internal ones of the backend services.
 # taxonomy.edit: change a tenant's document taxonomy and process documents against it.
-PUBLIC_CAPABILITIES = ("corpus.create", "corpus.read", "document.upload", "search", "corpus.bind", "taxonomy.edit")
+# document.share: change who may read a document (SetDocumentAccess) or a corpus's default list.
+DOCUMENT_SHARE = "document.share"
+PUBLIC_CAPABILITIES = (
+    "corpus.create",
+    "corpus.read",
+    "document.upload",
+    "search",
+    "corpus.bind",
+    "taxonomy.edit",
+    DOCUMENT_SHARE,
+)
 # Public too, but not in a token by default (`knowledge dev-token --capabilities` grants them):
 # importing from the operator's import roots, and opting a corpus in to auto-indexing.
 # An operator's: setting any tenant's enablement and quotas. Never in a default token.
@@ -50,6 +65,10 @@ CAPABILITIES_CLAIM = "capabilities"
 SCOPE_CLAIM = "scope"
 # The highest confidentiality band the caller may read; TENANT when absent.
 CLEARANCE_CLAIM = "clearance"
+# The groups the caller belongs to, as the identity provider names them (a list of strings; absent:
+# none). Each is the principal group:<name> in documents' access lists.
+GROUPS_CLAIM = "groups"
+MAX_GROUPS = 1000  # a token naming more is refused: the list rides in every read's query
 ALGORITHMS = ("RS256", "ES256")
 # The subject of a token a service signs for its own calls (the only holder of internal capabilities).
 SERVICE_SUBJECT_PREFIX = "service:"
@@ -73,10 +92,16 @@ class Scope:
     scope_claim: str | None = None  # None: the token has none, and reads are refused
     clearance: Band = DEFAULT_CLEARANCE
     expires_at: float | None = None  # the token's ``exp`` (seconds since the epoch); a stream ends there
+    groups: frozenset[str] = frozenset()  # the ``groups`` claim
+
+    @property
+    def principals(self) -> frozenset[str]:
+        """Who the caller is to an access list: ``user:<sub>`` and ``group:<name>`` per group."""
+        return principals_of(self.subject, self.groups)
 
     def reader(self, known: Iterable[ScopePath]) -> Reader:
         """The resolved reader (reach.Reader) or Refused(SCOPE_UNRESOLVED)."""
-        return resolve(self.tenant, self.scope_claim, self.clearance, known)
+        return resolve(self.tenant, self.scope_claim, self.clearance, known, self.principals)
 
     @property
     def claimed_node(self) -> ScopePath | None:
@@ -194,7 +219,7 @@ def scope_from_claims(claims: dict) -> Scope:
             raise Unauthenticated(f"the token's {name} claim holds a control character", reason="TOKEN_INVALID")
     if not is_service_subject(subject):
         capabilities = capabilities - frozenset(INTERNAL_CAPABILITIES)
-    scope_claim, clearance = _scope_claim(claims), _clearance(claims)
+    scope_claim, clearance, groups = _scope_claim(claims), _clearance(claims), _groups(claims)
     expiry = claims.get("exp")
     return Scope(
         tenant=tenant.strip(),
@@ -204,6 +229,7 @@ def scope_from_claims(claims: dict) -> Scope:
         clearance=clearance,
         # A number once verified (PyJWT checks it); a claim set built by hand may lack it.
         expires_at=float(expiry) if isinstance(expiry, int | float) and not isinstance(expiry, bool) else None,
+        groups=groups,
     )
 
 
@@ -228,6 +254,22 @@ def _clearance(claims: dict) -> Band:
         return parse_band(raw)
     except ValueError as error:
         raise Unauthenticated(f"the token's clearance claim: {error}", reason="TOKEN_INVALID") from None
+
+
+def _groups(claims: dict) -> frozenset[str]:
+    """The ``groups`` claim: a list of strings (empty ones ignored); any other shape, a control
+    character or more than MAX_GROUPS is refused rather than read as something it is not."""
+    raw = claims.get(GROUPS_CLAIM)
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, list) or not all(isinstance(g, str) for g in raw):
+        raise Unauthenticated("the token's groups claim must be a list of strings", reason="TOKEN_INVALID")
+    if len(raw) > MAX_GROUPS or any(_CONTROL.search(g) for g in raw):
+        raise Unauthenticated(
+            f"the token's groups claim must name at most {MAX_GROUPS} groups without control characters",
+            reason="TOKEN_INVALID",
+        )
+    return frozenset(g for g in raw if g)
 
 
 def _capabilities(raw: object) -> frozenset[str]:

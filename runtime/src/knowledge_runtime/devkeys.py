@@ -21,6 +21,7 @@ from knowledge_runtime.auth import (
     ALL_CAPABILITIES,
     CAPABILITIES_CLAIM,
     CLEARANCE_CLAIM,
+    GROUPS_CLAIM,
     INTERNAL_CAPABILITIES,
     PUBLIC_CAPABILITIES,
     SCOPE_CLAIM,
@@ -73,6 +74,7 @@ def mint_dev_token(
     service: str | None = None,
     scope: str | None = "/",
     clearance: str | None = None,
+    groups: Iterable[str] | None = None,
 ) -> str:
     """A JWT signed with the development key.
 
@@ -80,7 +82,8 @@ def mint_dev_token(
     internal one. ``service="name"`` mints a service token instead (subject ``service:name``),
     all capabilities when none are named: what a backend service signs for its own calls.
     ``scope`` is the ``scope`` claim (the tenant root by default; None leaves it out, and such a
-    token reads nothing); ``clearance`` the ``clearance`` claim (absent by default: TENANT).
+    token reads nothing); ``clearance`` the ``clearance`` claim (absent by default: TENANT);
+    ``groups`` the ``groups`` claim (absent by default: the token is in no group).
     """
     if service is not None:
         subject = SERVICE_SUBJECT_PREFIX + service
@@ -108,4 +111,6 @@ def mint_dev_token(
         claims[SCOPE_CLAIM] = scope
     if clearance is not None:
         claims[CLEARANCE_CLAIM] = clearance
+    if groups is not None:
+        claims[GROUPS_CLAIM] = list(groups)
     return jwt.encode(claims, private_path.read_bytes(), algorithm="RS256", headers={"kid": kid})

@@ -20,6 +20,15 @@ The rules, each decided here and nowhere else:
   Otherwise a token low in the hierarchy could bind, delete or fill a corpus every node above and
   beside it reads.
 
+- **Access lists.** Inside a corpus, a document may carry a list of the principals who may read
+  it (``user:<sub>``, ``group:<name>``); an empty list means everyone who reaches the corpus.
+  :func:`may_read_document` decides, the third condition beside scope and band: the caller's
+  principals (:func:`principals_of`: its verified token's ``sub`` and ``groups``, never a request
+  field) must meet the list. The SQL twin, ``document_readable(listed, caller)`` (migration
+  0062), is the same rule applied inside every query that reads documents; a test runs one
+  table of cases through both. A document the caller may not read is absent (404), as a
+  corpus out of reach is.
+
 - **Platform-wide corpora.** Beside a tenant's own corpora, every tenant sees the platform-wide
   ones (``corpora.tenant_id`` NULL, ``is_system``; GENERAL band only, bound to the root). Their
   documents are written only by a platform administrator of :data:`PLATFORM_TENANT`, so their
@@ -28,16 +37,18 @@ The rules, each decided here and nowhere else:
   on its corpus ids (the platform tenant's other corpora are never read through it).
 
 ``ScopePath`` is a node of the hierarchy; the verified caller is ``auth.Scope`` (tenant,
-capabilities, subject, and its node and clearance).
+capabilities, subject and groups, and its node and clearance).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from knowledge_runtime.errors import InvalidField
 from knowledge_runtime.refusals import Refusal, Refused
 
 ROOT = "/"
@@ -140,6 +151,66 @@ def parse_band(text: str) -> Band:
         raise ValueError(f"unknown confidentiality {text!r}; one of {', '.join(b.value for b in Band)}") from None
 
 
+# ---- access lists: who may read a document inside a corpus ----
+
+USER_PREFIX = "user:"
+GROUP_PREFIX = "group:"
+MAX_PRINCIPALS = 100  # entries in one document's (or a corpus's default) access list
+MAX_PRINCIPAL_CHARS = 200  # one entry, its prefix included
+# A principal: "user:" or "group:" and a name of at least one character, no control character
+# (the name is the identity provider's, compared exactly: no case folding, no trimming).
+PRINCIPAL_PATTERN = r"^(user|group):[^\x00-\x1f\x7f-\x9f]+$"
+_PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
+
+
+class AccessListInvalid(InvalidField):
+    """An access list that is not one (INVALID_ARGUMENT, reason ACCESS_LIST_INVALID), naming the
+    field and the entry at fault."""
+
+    reason = "ACCESS_LIST_INVALID"
+
+    def __init__(self, field: str, message: str, principal: str = "") -> None:
+        extra = {"principal": principal[:80]} if principal else {}
+        super().__init__(field, message, **extra)
+
+
+def principals_of(subject: str, groups: Iterable[str]) -> frozenset[str]:
+    """The principals a verified token speaks for: ``user:<sub>`` (when it has a subject) and
+    ``group:<name>`` for each of its groups."""
+    found = {f"{GROUP_PREFIX}{g}" for g in groups if g}
+    if subject:
+        found.add(f"{USER_PREFIX}{subject}")
+    return frozenset(found)
+
+
+def may_read_document(principals: AbstractSet[str], listed: Collection[str]) -> bool:
+    """THE access-list rule: a document whose list is empty is read by everyone who reaches its
+    corpus; one with a list only by a caller the list names, itself (``user:<sub>``) or through
+    one of its groups (``group:<name>``). Scope and band are decided before (:meth:`Reader.may_read`);
+    this never widens them."""
+    return not listed or not principals.isdisjoint(listed)
+
+
+def access_list(entries: Iterable[str], field: str) -> tuple[str, ...]:
+    """A list as stored: each entry checked (``user:<name>`` or ``group:<name>``), duplicates
+    dropped, sorted (so two spellings of one list compare equal); AccessListInvalid naming the
+    first entry at fault."""
+    checked: set[str] = set()
+    for entry in entries:
+        if not isinstance(entry, str) or len(entry) > MAX_PRINCIPAL_CHARS or not _PRINCIPAL.fullmatch(entry):
+            shown = entry if isinstance(entry, str) else type(entry).__name__
+            raise AccessListInvalid(
+                field,
+                f"{field} entry {shown[:60]!r} is not a principal: 'user:<subject>' or 'group:<name>', "
+                f"at most {MAX_PRINCIPAL_CHARS} characters, no control characters",
+                shown,
+            )
+        checked.add(entry)
+    if len(checked) > MAX_PRINCIPALS:
+        raise AccessListInvalid(field, f"{field} names at most {MAX_PRINCIPALS} principals, not {len(checked)}")
+    return tuple(sorted(checked))
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a corpus sits: its node and its band."""
@@ -152,10 +223,16 @@ class Placement:
 
 @dataclass(frozen=True, slots=True)
 class Reader:
-    """A resolved caller: the node it reads from and its clearance."""
+    """A resolved caller: the node it reads from, its clearance, and the principals it speaks for
+    (none: it reads only the documents whose access list is empty)."""
 
     node: ScopePath
     clearance: Band = DEFAULT_CLEARANCE
+    principals: frozenset[str] = frozenset()
+
+    def may_read_document(self, listed: Collection[str]) -> bool:
+        """:func:`may_read_document` for this reader (its corpus is decided by :meth:`may_read`)."""
+        return may_read_document(self.principals, listed)
 
     def may_read(self, node: ScopePath, band: Band) -> bool:
         """THE reach decision: material bound to ``node`` with ``band`` is visible to this reader
@@ -229,10 +306,16 @@ def claimed_node(claim: str | None) -> ScopePath:
         ) from None
 
 
-def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[ScopePath]) -> Reader:
+def resolve(
+    tenant: str,
+    claim: str | None,
+    clearance: Band,
+    known: Iterable[ScopePath],
+    principals: frozenset[str] = frozenset(),
+) -> Reader:
     """The reader a token's ``scope`` claim resolves to, or Refused(SCOPE_UNRESOLVED): no claim,
     a claim that is no scope path, or a node the tenant does not have (the root always exists).
-    Never a wildcard, never a fallback to the root."""
+    Never a wildcard, never a fallback to the root. ``principals``: the token's (:func:`principals_of`)."""
     node = claimed_node(claim)
     if not node.is_root and node not in set(known):
         raise Refused(
@@ -240,7 +323,7 @@ def resolve(tenant: str, claim: str | None, clearance: Band, known: Iterable[Sco
             f"the token's scope {str(node)!r} is not a scope node of tenant {tenant!r}; nothing can be read",
             metadata={"scope": str(node)},
         )
-    return Reader(node=node, clearance=clearance)
+    return Reader(node=node, clearance=clearance, principals=principals)
 
 
 def reach(reader: Reader, placements: Iterable[Placement]) -> Reach:

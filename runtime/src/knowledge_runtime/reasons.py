@@ -94,6 +94,8 @@ METADATA_KEYS: Mapping[str, KeySpec] = {
     "entity_id": KeySpec("string", "the anchor's entity id"),
     "column": KeySpec("integer", "where in the filter the fault is (1-based; 0: the whole filter)"),
     "corpus_key": KeySpec("string", "the corpus key concerned"),
+    "document_ref": KeySpec("string", "the document reference concerned (the caller's own id for it)"),
+    "principal": KeySpec("string", "the access-list entry at fault (its first 80 characters)"),
     "fragment": KeySpec("string", "the passage concerned, by its fragment"),
     "feature": KeySpec("string", "the plan feature the call needs (`platform_index`, ...)"),
     "tokenizer_sha256": KeySpec("string", "the embedder's tokenizer now (internal)"),
@@ -159,6 +161,13 @@ _ERRORS: dict[str, ReasonSpec] = {
         "a document's metadata breaks a rule (keys, types, sizes): the key is named in `field`",
         "field",
     ),
+    "ACCESS_LIST_INVALID": _reason(
+        "INVALID_ARGUMENT",
+        "an access-list entry is not `user:<name>` or `group:<name>` (empty name, control character, "
+        "over 200 characters), or the list has over 100 entries: the entry is named in `principal`",
+        "field",
+        "principal",
+    ),
     "PASSAGE_TOO_LARGE": _reason(
         "INVALID_ARGUMENT", "a passage is over 64 KiB of UTF-8: split it", "field", "fragment"
     ),
@@ -191,7 +200,12 @@ _ERRORS: dict[str, ReasonSpec] = {
     "INVALID_ARGUMENT": _reason("INVALID_ARGUMENT", "the request is invalid; nothing more specific is known"),
     # -- no such resource in the caller's tenant and reach (NOT_FOUND, 404); never 403
     "CORPUS_NOT_FOUND": _reason("NOT_FOUND", "no such corpus in the caller's reach", "corpus_id"),
-    "DOCUMENT_NOT_FOUND": _reason("NOT_FOUND", "no such document in the caller's reach", "document_id"),
+    "DOCUMENT_NOT_FOUND": _reason(
+        "NOT_FOUND",
+        "no such document in the caller's reach (its access list included)",
+        "document_id",
+        "document_ref",
+    ),
     "INGEST_JOB_NOT_FOUND": _reason("NOT_FOUND", "no such ingestion job of the tenant's", "job_id"),
     "DOCUMENT_TYPE_NOT_FOUND": _reason("NOT_FOUND", "no such document type of the tenant's", "type_name"),
     "EXTRACTION_SCHEMA_NOT_FOUND": _reason("NOT_FOUND", "the document type has no such schema version"),

@@ -21,12 +21,15 @@ async def test_the_python_client_runs_the_platform_team_s_flow(stack, token):
     async with KnowledgeClient(stack["grpc"]["gateway"], token=token("py-client")) as kc:
         corpus = await kc.corpora.CreateCorpus(ingest_pb2.CreateCorpusRequest(name="Python Handbook"))
         pieces = [HANDBOOK.encode()[:50], HANDBOOK.encode()[50:]]
-        job = await kc.upload(corpus.corpus_id, "handbook.md", pieces, content_type="text/markdown")
+        job = await kc.upload(
+            corpus.corpus_id, "handbook.md", pieces, content_type="text/markdown", principals=["user:dev", "group:hr"]
+        )
         assert (job.status, job.corpus_id) == ("ingesting", corpus.corpus_id)
         async with asyncio.timeout(120):
             async for change in kc.watch_documents(corpus.corpus_id):
                 if change.document.state == ingest_pb2.DOCUMENT_STATE_SEARCHABLE:
                     break
+        assert list(change.document.principals) == ["group:hr", "user:dev"]  # the token's sub is dev
         reply = await kc.search.Search(search_pb2.SearchRequest(query="quokka mentoring", corpus_id=corpus.corpus_id))
         assert reply.results[0].document_id == change.document_id and reply.results[0].filename == "handbook.md"
         async with asyncio.timeout(30):

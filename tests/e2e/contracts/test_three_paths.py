@@ -27,6 +27,7 @@ SEARCH = "/knowledge.v1.SearchService/Search"
 LIST_CORPORA = "/knowledge.v1.CorpusService/ListCorpora"
 CREATE_CORPUS = "/knowledge.v1.CorpusService/CreateCorpus"
 UPLOAD = "/knowledge.v1.IngestJobService/UploadDocument"
+SET_DEFAULT_ACCESS = "/knowledge.v1.CorpusService/SetCorpusDefaultAccess"
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,24 @@ CASES = {
             address, "/knowledge.v1.NoSuchService/Search", search_pb2.SearchRequest(), caller.token("c-method")
         ),
         None,
+    ),
+    "access list invalid": Case(
+        "ACCESS_LIST_INVALID",
+        "ingest",
+        lambda address, caller: unary_error(
+            address,
+            SET_DEFAULT_ACCESS,
+            ingest_pb2.SetCorpusDefaultAccessRequest(
+                corpus_id=caller.corpus("c-access"), default_principals=["user:ana", "hr"]
+            ),
+            caller.token("c-access"),
+        ),
+        lambda caller: httpx.post(
+            f"{caller.base}/corpora/{caller.corpus('c-access')}:setDefaultAccess",
+            json={"default_principals": ["user:ana", "hr"]},
+            headers=bearer(caller.token("c-access")),
+            timeout=30,
+        ),
     ),
     "upload over the cap": Case("UPLOAD_TOO_LARGE", "ingest", upload_over_the_cap, rest_upload_over_the_cap),
 }

@@ -50,7 +50,7 @@ DOCUMENT_CHANGE_KIND_CHANGED: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_REMOVED: DocumentChangeKind
 
 class Corpus(_message.Message):
-    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key")
+    __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key", "default_principals")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +60,7 @@ class Corpus(_message.Message):
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     name: str
     description: str
@@ -69,21 +70,44 @@ class Corpus(_message.Message):
     scope: str
     confidentiality: str
     key: str
-    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+    default_principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, corpus_id: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scope: _Optional[str] = ..., confidentiality: _Optional[str] = ..., key: _Optional[str] = ..., default_principals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
-    __slots__ = ("name", "description", "confidentiality", "platform_wide", "key")
+    __slots__ = ("name", "description", "confidentiality", "platform_wide", "key", "default_principals")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
     PLATFORM_WIDE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     confidentiality: str
     platform_wide: bool
     key: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ..., key: _Optional[str] = ...) -> None: ...
+    default_principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., confidentiality: _Optional[str] = ..., platform_wide: _Optional[bool] = ..., key: _Optional[str] = ..., default_principals: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetCorpusDefaultAccessRequest(_message.Message):
+    __slots__ = ("corpus_id", "default_principals")
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    corpus_id: str
+    default_principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, corpus_id: _Optional[str] = ..., default_principals: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetCorpusDefaultAccessResponse(_message.Message):
+    __slots__ = ("corpus",)
+    CORPUS_FIELD_NUMBER: _ClassVar[int]
+    corpus: Corpus
+    def __init__(self, corpus: _Optional[_Union[Corpus, _Mapping]] = ...) -> None: ...
+
+class AccessList(_message.Message):
+    __slots__ = ("principals",)
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, principals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListCorporaRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -102,7 +126,7 @@ class ListCorporaResponse(_message.Message):
     def __init__(self, corpora: _Optional[_Iterable[_Union[Corpus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "ocr_confidence", "stage", "progress", "refusal_reason", "metadata", "document_ref")
+    __slots__ = ("document_id", "corpus_id", "filename", "state", "error", "chunk_count", "size_bytes", "mime_type", "extractable", "source_url", "job_id", "create_time", "update_time", "warnings", "extractor", "ocr_page_count", "ocr_confidence", "stage", "progress", "refusal_reason", "metadata", "document_ref", "principals")
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +149,7 @@ class Document(_message.Message):
     REFUSAL_REASON_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     corpus_id: str
     filename: str
@@ -147,7 +172,24 @@ class Document(_message.Message):
     refusal_reason: str
     metadata: _struct_pb2.Struct
     document_ref: str
-    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., ocr_confidence: _Optional[float] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_ref: _Optional[str] = ...) -> None: ...
+    principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., state: _Optional[_Union[DocumentState, str]] = ..., error: _Optional[str] = ..., chunk_count: _Optional[int] = ..., size_bytes: _Optional[int] = ..., mime_type: _Optional[str] = ..., extractable: _Optional[bool] = ..., source_url: _Optional[str] = ..., job_id: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., extractor: _Optional[str] = ..., ocr_page_count: _Optional[int] = ..., ocr_confidence: _Optional[float] = ..., stage: _Optional[str] = ..., progress: _Optional[float] = ..., refusal_reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_ref: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetDocumentAccessRequest(_message.Message):
+    __slots__ = ("document_id", "principals")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetDocumentAccessResponse(_message.Message):
+    __slots__ = ("document", "previous_principals")
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    document: Document
+    previous_principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ..., previous_principals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateDocumentRequest(_message.Message):
     __slots__ = ("document_id", "document", "update_mask")
@@ -262,16 +304,18 @@ class GetDocumentTextResponse(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., text: _Optional[str] = ..., page: _Optional[int] = ..., page_count: _Optional[int] = ..., next_page: _Optional[int] = ..., previous_page: _Optional[int] = ..., source_url: _Optional[str] = ..., extractor: _Optional[str] = ...) -> None: ...
 
 class UploadDocumentRequest(_message.Message):
-    __slots__ = ("corpus_id", "filename", "http_body", "metadata")
+    __slots__ = ("corpus_id", "filename", "http_body", "metadata", "access")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     HTTP_BODY_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     filename: str
     http_body: _httpbody_pb2.HttpBody
     metadata: _struct_pb2.Struct
-    def __init__(self, corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., http_body: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    access: AccessList
+    def __init__(self, corpus_id: _Optional[str] = ..., filename: _Optional[str] = ..., http_body: _Optional[_Union[_httpbody_pb2.HttpBody, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., access: _Optional[_Union[AccessList, _Mapping]] = ...) -> None: ...
 
 class UploadDocumentResponse(_message.Message):
     __slots__ = ("job_id", "filename", "status", "corpus_id")
@@ -362,7 +406,7 @@ class RetryIngestJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[IngestJob, _Mapping]] = ...) -> None: ...
 
 class IngestTextRequest(_message.Message):
-    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id", "system_corpus", "about_subject", "metadata")
+    __slots__ = ("corpus_id", "text", "title", "source_url", "document_id", "system_corpus", "about_subject", "metadata", "access")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -371,6 +415,7 @@ class IngestTextRequest(_message.Message):
     SYSTEM_CORPUS_FIELD_NUMBER: _ClassVar[int]
     ABOUT_SUBJECT_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     text: str
     title: str
@@ -379,7 +424,8 @@ class IngestTextRequest(_message.Message):
     system_corpus: str
     about_subject: str
     metadata: _struct_pb2.Struct
-    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ..., system_corpus: _Optional[str] = ..., about_subject: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    access: AccessList
+    def __init__(self, corpus_id: _Optional[str] = ..., text: _Optional[str] = ..., title: _Optional[str] = ..., source_url: _Optional[str] = ..., document_id: _Optional[str] = ..., system_corpus: _Optional[str] = ..., about_subject: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., access: _Optional[_Union[AccessList, _Mapping]] = ...) -> None: ...
 
 class IngestTextResponse(_message.Message):
     __slots__ = ("job_id", "filename", "status", "corpus_id")
@@ -782,7 +828,7 @@ class WatchEventsRequest(_message.Message):
     def __init__(self, after: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id")
+    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id", "principals")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -793,6 +839,7 @@ class Event(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     FROM_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     cursor: str
     type: str
@@ -803,7 +850,8 @@ class Event(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     reason: str
     from_corpus_id: str
-    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ...) -> None: ...
+    principals: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Tombstone(_message.Message):
     __slots__ = ("tombstone_id", "document_id", "corpus_id", "filename", "content_hash", "chunk_count", "deleted_by", "reason", "delete_time", "removal_state", "remove_time")
@@ -878,7 +926,7 @@ class Passage(_message.Message):
     def __init__(self, fragment: _Optional[str] = ..., text: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class IndexPassagesRequest(_message.Message):
-    __slots__ = ("corpus_id", "corpus_key", "document_ref", "content_sha256", "title", "metadata", "passages", "confidentiality")
+    __slots__ = ("corpus_id", "corpus_key", "document_ref", "content_sha256", "title", "metadata", "passages", "confidentiality", "access")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_REF_FIELD_NUMBER: _ClassVar[int]
@@ -887,6 +935,7 @@ class IndexPassagesRequest(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
     CONFIDENTIALITY_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     corpus_key: str
     document_ref: str
@@ -895,7 +944,8 @@ class IndexPassagesRequest(_message.Message):
     metadata: _struct_pb2.Struct
     passages: _containers.RepeatedCompositeFieldContainer[Passage]
     confidentiality: str
-    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ..., content_sha256: _Optional[str] = ..., title: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[Passage, _Mapping]]] = ..., confidentiality: _Optional[str] = ...) -> None: ...
+    access: AccessList
+    def __init__(self, corpus_id: _Optional[str] = ..., corpus_key: _Optional[str] = ..., document_ref: _Optional[str] = ..., content_sha256: _Optional[str] = ..., title: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., passages: _Optional[_Iterable[_Union[Passage, _Mapping]]] = ..., confidentiality: _Optional[str] = ..., access: _Optional[_Union[AccessList, _Mapping]] = ...) -> None: ...
 
 class IndexPassagesResponse(_message.Message):
     __slots__ = ("job_id", "state", "document_id", "unchanged", "corpus_id", "corpus_created")

@@ -60,6 +60,11 @@ class CorpusServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.FromString,
                 _registered_method=True)
+        self.SetCorpusDefaultAccess = channel.unary_unary(
+                '/knowledge.v1.CorpusService/SetCorpusDefaultAccess',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessResponse.FromString,
+                _registered_method=True)
 
 
 class CorpusServiceServicer:
@@ -115,6 +120,17 @@ class CorpusServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetCorpusDefaultAccess(self, request, context):
+        """Sets the access list a document created in the corpus gets when its request names none
+        (Corpus.default_principals); documents already in it keep theirs. The corpus must be writable
+        by the caller (out of reach: NOT_FOUND; an ancestor's: PERMISSION_DENIED CORPUS_READ_ONLY); an
+        entry that is not a principal is INVALID_ARGUMENT (ACCESS_LIST_INVALID). Capability
+        document.share.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CorpusServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +153,11 @@ def add_CorpusServiceServicer_to_server(servicer, server):
                     servicer.DeleteCorpus,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteCorpusResponse.SerializeToString,
+            ),
+            'SetCorpusDefaultAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetCorpusDefaultAccess,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -263,6 +284,33 @@ class CorpusService:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def SetCorpusDefaultAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.CorpusService/SetCorpusDefaultAccess',
+            knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.SetCorpusDefaultAccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class DocumentServiceStub:
     """Documents: their state, text and moves; deletion at once with a tombstone; the live list of a
@@ -324,6 +372,11 @@ class DocumentServiceStub:
                 '/knowledge.v1.DocumentService/GetPromptContext',
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+                _registered_method=True)
+        self.SetDocumentAccess = channel.unary_unary(
+                '/knowledge.v1.DocumentService/SetDocumentAccess',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessResponse.FromString,
                 _registered_method=True)
 
 
@@ -423,7 +476,8 @@ class DocumentServiceServicer:
     def ListTombstones(self, request, context):
         """The tenant's tombstones, oldest first: what each deleted document was, who deleted it, when
         and why, and whether its removal is done. Only those of corpora the caller could read where
-        they were (scope and clearance), so a page may hold fewer than page_size. Kept
+        they were (scope and clearance), of documents whose access list then admitted it, so a page
+        may hold fewer than page_size. Kept
         KNOWLEDGE_TOMBSTONE_RETENTION_DAYS (90) after the deletion, once removed. Capability
         audit.read (not in a default token).
         """
@@ -435,6 +489,21 @@ class DocumentServiceServicer:
         """A short paragraph for an agent's system prompt describing the tenant's knowledge, e.g.
         "- Knowledge: 14 documents across 3 corpora: a (corpus_id=2), ... Use `search_documents` to
         find content."; empty when the tenant has no user corpus. gRPC only. Capability corpus.read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetDocumentAccess(self, request, context):
+        """Replaces who may read a document (Document.principals): "user:<sub>" and "group:<name>"
+        entries, at most 100; empty: everyone who reaches its corpus. In force from the answer on,
+        in every read (a search started after it answered never returns the document to a caller the
+        new list leaves out; cached answers included). The change is recorded (who, when, the list
+        before and after) and document.access_changed carries the new list. The caller must read the
+        document (else NOT_FOUND, as for one that does not exist) and write its corpus (an ancestor's:
+        PERMISSION_DENIED CORPUS_READ_ONLY); it may leave itself out. An entry that is not a principal
+        is INVALID_ARGUMENT (ACCESS_LIST_INVALID). Setting the list it has changes nothing and
+        records nothing. Capability document.share.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -492,6 +561,11 @@ def add_DocumentServiceServicer_to_server(servicer, server):
                     servicer.GetPromptContext,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.SerializeToString,
+            ),
+            'SetDocumentAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetDocumentAccess,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -766,6 +840,33 @@ class DocumentService:
             '/knowledge.v1.DocumentService/GetPromptContext',
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.GetPromptContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetDocumentAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.DocumentService/SetDocumentAccess',
+            knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.SetDocumentAccessResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1827,7 +1928,8 @@ class EventServiceServicer:
         newline-delimited JSON, one event per line. Capability corpus.read. Only the events of
         corpora the caller could read now are sent (its scope node and ancestors, bands within its
         clearance, as every read decides it; a corpus rebound out of reach is not heard of from the
-        rebinding on); the cursor moves past the others, and when the newest events read were all
+        rebinding on), and of documents whose access list admits the caller (the document's list now,
+        or the one it had when it was deleted); the cursor moves past the others, and when the newest events read were all
         skipped a heartbeat carries the cursor at once. A cursor ahead of the newest event is
         INVALID_ARGUMENT without naming the newest (it counts events beyond the caller's reach). The
         stream ends at the token's expiry with UNAUTHENTICATED (TOKEN_EXPIRED): resume with the last

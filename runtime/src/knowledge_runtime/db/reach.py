@@ -4,14 +4,32 @@ only ingest writes nodes and placements.
 
 Every read path of a service starts from one :class:`Reach` per request (``reach_of``): the
 reader resolved from the verified token and the corpus ids it may read; the queries then filter
-on those ids, and a direct id outside them is not found.
+on those ids, and a direct id outside them is not found. Inside a corpus, each query that reads
+documents applies :func:`readable_by` (the access-list rule's SQL twin) with the reader's
+principals (:func:`principals_arg`), in the query itself, never after it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.reach import PLATFORM_TENANT, Band, Placement, Reach, Reader, ScopePath, reach
+
+
+def readable_by(listed: str, caller: str) -> str:
+    """The SQL of ``reach.may_read_document``: whether the access list ``listed`` (an SQL
+    expression, e.g. ``d.principals``) admits the caller's principals ``caller`` (a parameter,
+    e.g. ``$3``, bound to :func:`principals_arg`). ``document_readable`` is migration 0062's
+    function, inlined by the planner; a NULL list (no document row) is never readable."""
+    return f"document_readable({listed}, {caller}::text[])"
+
+
+def principals_arg(principals: Iterable[str]) -> list[str]:
+    """A reader's principals (``Reader.principals``) as the parameter :func:`readable_by` compares against."""
+    return sorted(principals)
+
 
 NODE_KNOWN = "SELECT 1 FROM scope_nodes WHERE tenant_id = $1 AND path = $2"
 # Every corpus the tenant can see at all: its own (its housekeeping corpora among them), and the

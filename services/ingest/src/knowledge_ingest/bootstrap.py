@@ -121,6 +121,7 @@ def wire(
         tombstones=tombstones,
         quotas=quotas,
         max_upload_bytes=settings.common.max_upload_bytes,
+        access=document_store,
     )
     services = [
         corpora_api.service_spec(corpora_api.CorpusServicer(corpus_cases, deletion)),

@@ -48,6 +48,7 @@ def corpus_message(corpus: Corpus) -> ingest_pb2.Corpus:
         scope=str(corpus.scope),
         confidentiality=corpus.confidentiality.value,
         key=corpus.key or "",
+        default_principals=list(corpus.default_principals),
     )
 
 
@@ -75,6 +76,7 @@ def document_message(document: Document) -> ingest_pb2.Document:
         refusal_reason=document.refusal_reason,
         metadata=struct(document.metadata),
         document_ref=document.document_ref,
+        principals=list(document.principals),
     )
 
 
@@ -105,6 +107,14 @@ def job_message(job: Job) -> ingest_pb2.IngestJob:
             )
         )
     return message
+
+
+def given_access(
+    message: ingest_pb2.UploadDocumentRequest | ingest_pb2.IngestTextRequest | ingest_pb2.IndexPassagesRequest,
+) -> list[str] | None:
+    """A request's ``access`` (AccessList): its principals, or None when the request has none (then
+    the corpus's default applies to a new document, and an existing one keeps its list)."""
+    return list(message.access.principals) if message.HasField("access") else None
 
 
 def upload_accepted(job: Job) -> ingest_pb2.UploadDocumentResponse:

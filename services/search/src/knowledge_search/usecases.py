@@ -33,6 +33,7 @@ from knowledge_search.domain.model import (
     ChannelHit,
     Chunk,
     Citation,
+    Filters,
     Ranked,
     Relevance,
     SearchHit,
@@ -138,7 +139,7 @@ class SearchUseCases:
         weights = await self._weights(request) if request.mode is SearchMode.HYBRID else EQUAL_WEIGHTS
         for attempt in range(READ_ATTEMPTS):
             ranked = self._rank(request, vector_hits or [], lexical_hits, weights, depth)
-            hits, lost = await self._hydrate(tenant, ranked, request.filters.owners)
+            hits, lost = await self._hydrate(tenant, ranked, request.filters)
             if not lost or attempt == READ_ATTEMPTS - 1:
                 break
             # A chunk the channels found was gone when its content was read: a writer committed in
@@ -229,11 +230,12 @@ class SearchUseCases:
             span.set_attribute("search.fused", len(ranked))
         return ranked
 
-    async def _hydrate(self, tenant: str, ranked: list[Ranked], owners: Sequence[str]) -> tuple[list[SearchHit], int]:
-        """Content is read once, for the results returned, under the tenant keys the channels read;
-        a chunk deleted meanwhile drops out, and is counted (the second value)."""
+    async def _hydrate(self, tenant: str, ranked: list[Ranked], filters: Filters) -> tuple[list[SearchHit], int]:
+        """Content is read once, for the results returned, under the tenant keys the channels read
+        and the caller's principals; a chunk deleted meanwhile, or whose document's list stopped
+        admitting the caller, drops out, and is counted (the second value)."""
         with _tracer.start_as_current_span("search.hydrate") as span:
-            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], owners)
+            chunks = await self.index.chunks(tenant, [r.chunk_id for r in ranked], filters.owners, filters.principals)
             span.set_attribute("search.results", len(chunks))
         return [SearchHit.of(r, chunks[r.chunk_id]) for r in ranked if r.chunk_id in chunks], len(ranked) - len(chunks)
 
@@ -281,14 +283,18 @@ class SearchUseCases:
 
 
 def within(request: SearchRequest, reach: Reach, tenant: str) -> SearchRequest:
-    """The request restricted to the corpora the caller reaches (no predicate when it reaches all)
-    and to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide corpus).
+    """The request restricted to the corpora the caller reaches (no predicate when it reaches all),
+    to the tenant keys of their rows (the platform tenant's too when it reaches a platform-wide
+    corpus) and, inside them, to the documents whose access list admits the caller's principals.
     CorpusNotFound for a corpus filter outside that reach: another tenant's, a deleted one, or one
     beyond the caller's node or clearance are all as if absent."""
     if request.filters.corpus_id is not None and not reach.has(request.filters.corpus_id):
         raise CorpusNotFound(str(request.filters.corpus_id))
     corpus_ids = None if reach.everything else reach.corpus_ids
-    return replace(request, filters=replace(request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant)))
+    filters = replace(
+        request.filters, corpus_ids=corpus_ids, owners=reach.owners(tenant), principals=reach.reader.principals
+    )
+    return replace(request, filters=filters)
 
 
 async def _nothing() -> tuple[list[ChannelHit] | None, tuple[str, ...], Cost, Sequence[float] | None]:

@@ -12,7 +12,7 @@ import asyncpg
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.costs import RECORD_COST, Cost, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.db.reach import PostgresReach, principals_arg, readable_by
 from knowledge_runtime.refusals import Refusal, Refused
 
 from knowledge_documents_ai.domain.errors import DocumentHasNoText, DocumentNotFound, TaxonomyInvalid, TypeExists
@@ -57,9 +57,11 @@ SELECT $1, $2, coalesce(max(version), 0) + 1, $3::jsonb, $4, $5
 FROM extraction_schemas WHERE tenant_id = $1 AND type_name = $2
 RETURNING type_name, version, json_schema::text AS json_schema, added_by, add_time, origin
 """
-# A deleted document (deleted_at set, its removal pending) is gone here as for ingest and search.
-DOCUMENT = """
-SELECT state FROM documents WHERE document_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL
+# A deleted document (deleted_at set, its removal pending) is gone here as for ingest and search;
+# so is one whose access list does not admit the caller's principals ($3).
+DOCUMENT = f"""
+SELECT state FROM documents
+WHERE document_id = $1 AND corpus_id = ANY($2::bigint[]) AND deleted_at IS NULL AND {readable_by("principals", "$3")}
 """
 CHUNKS = """
 SELECT chunk_id, content, page, section FROM chunks WHERE document_id = $1 ORDER BY chunk_index
@@ -161,7 +163,8 @@ class PostgresTaxonomy:
 
 
 class PostgresDocuments:
-    """A document's chunks when the caller may read it: its corpus within the caller's reach."""
+    """A document's chunks when the caller may read it: its corpus within the caller's reach, and
+    its access list admitting the caller."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -183,9 +186,11 @@ class PostgresDocuments:
         )
 
     async def _state(self, scope: Scope, document_id: int) -> str:
-        """The document's ingest state, or DocumentNotFound outside the caller's reach."""
+        """The document's ingest state, or DocumentNotFound outside the caller's reach or its list."""
         reach = await self._reach.reach_of(scope)
-        state = await self._db.fetchval("document_state", DOCUMENT, document_id, sorted(reach.corpus_ids))
+        state = await self._db.fetchval(
+            "document_state", DOCUMENT, document_id, sorted(reach.corpus_ids), principals_arg(reach.reader.principals)
+        )
         if state is None:
             raise DocumentNotFound(str(document_id))
         return str(state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_runtime.auth import current_scope
+from knowledge_runtime.auth import DOCUMENT_SHARE, current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
@@ -18,6 +18,7 @@ CAPABILITIES = {
     "ListCorpora": "corpus.read",
     "BindCorpus": "corpus.bind",
     "DeleteCorpus": "corpus.create",
+    "SetCorpusDefaultAccess": DOCUMENT_SHARE,
 }
 Context = grpc.aio.ServicerContext
 
@@ -35,6 +36,7 @@ class CorpusServicer(ingest_pb2_grpc.CorpusServiceServicer):
             request.confidentiality,
             request.platform_wide,
             request.key,
+            list(request.default_principals),
         )
         return corpus_message(corpus)
 
@@ -62,6 +64,14 @@ class CorpusServicer(ingest_pb2_grpc.CorpusServiceServicer):
             deleted_document_count=len(tombstones),
             tombstones=[tombstone_message(t) for t in tombstones[:MAX_LISTED_TOMBSTONES]],
         )
+
+    async def SetCorpusDefaultAccess(
+        self, request: ingest_pb2.SetCorpusDefaultAccessRequest, context: Context
+    ) -> ingest_pb2.SetCorpusDefaultAccessResponse:
+        changed = await self._corpora.set_default_access(
+            current_scope(), request.corpus_id, list(request.default_principals)
+        )
+        return ingest_pb2.SetCorpusDefaultAccessResponse(corpus=corpus_message(changed))
 
 
 def service_spec(servicer: CorpusServicer) -> ServiceSpec:

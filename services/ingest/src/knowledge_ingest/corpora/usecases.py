@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.reach import InvalidScopePath, ScopePath, allows
+from knowledge_runtime.reach import InvalidScopePath, ScopePath, access_list, allows
 
 from knowledge_ingest.domain.documents import parse_id
 from knowledge_ingest.domain.errors import (
@@ -35,19 +36,26 @@ class CorpusUseCases:
         confidentiality: str = "",
         platform_wide: bool = False,
         key: str = "",
+        default_principals: Sequence[str] = (),
     ) -> Corpus:
         """A new corpus is bound to its creator's own node, in a band the creator may read; a
         platform-wide one (domain.system_corpora decides who and which band) to no tenant. Its
         name, and its key when it has one, must be free among the corpora the creator reads at
-        its node (``name_taken``)."""
+        its node (``name_taken``). ``default_principals``: the access list its new documents get
+        when their requests name none."""
         if platform_wide and key:
             raise InvalidCorpus("a platform-wide corpus takes no key", field="key")
+        if platform_wide and default_principals:
+            raise InvalidCorpus(
+                "a platform-wide corpus takes no default_principals: every tenant reads it", field="default_principals"
+            )
+        defaults = access_list(default_principals, "default_principals")
         if platform_wide:
             platform = new_platform_corpus(
                 name, description, confidentiality, capabilities=scope.capabilities, tenant=scope.tenant
             )
             return await self.corpora.create_platform(scope.tenant, platform)
-        corpus = NewCorpus.parse(name, description, confidentiality, key)
+        corpus = replace(NewCorpus.parse(name, description, confidentiality, key), default_principals=defaults)
         reader = await self.reach.reader(scope)
         if not allows(reader.clearance, corpus.confidentiality):
             raise InvalidCorpus(
@@ -82,8 +90,23 @@ class CorpusUseCases:
     async def list_corpora(self, scope: Scope, page: Page) -> tuple[list[Corpus], int | None]:
         """One page and the id to continue after (None on the last page)."""
         reach = await self.reach.reach_of(scope)
-        found = await self.corpora.list_user_corpora(scope.tenant, page.probe(), reach.corpus_ids)
+        found = await self.corpora.list_user_corpora(
+            scope.tenant, page.probe(), reach.corpus_ids, reach.reader.principals
+        )
         return page.cut(found, lambda corpus: corpus.corpus_id)
+
+    async def set_default_access(self, scope: Scope, corpus_id: str, principals: Sequence[str]) -> Corpus:
+        """The corpus's default access list for its new documents; the corpus must be writable by
+        the caller (out of reach: not found; an ancestor's: CorpusReadOnly). Its documents keep
+        their own lists."""
+        key = parse_id(corpus_id, "corpus_id")
+        defaults = access_list(principals, "default_principals")
+        reach = await self.reach.reach_of(scope)
+        await require_writable(self.kinds, scope, reach, key, corpus_id)
+        changed = await self.corpora.set_default_access(scope.tenant, key, defaults, reach.reader.principals)
+        if changed is None:  # a system corpus, or gone meanwhile
+            raise CorpusNotFound(corpus_id)
+        return changed
 
     async def bind_corpus(self, scope: Scope, corpus_id: str, node_text: str) -> Corpus:
         """Bind a corpus the caller may write (bound at its node or below) to the caller's own
@@ -102,7 +125,7 @@ class CorpusUseCases:
                 field="scope",
                 reason="SCOPE_OUT_OF_REACH",
             )
-        bound = await self.corpora.bind(scope.tenant, key, node)
+        bound = await self.corpora.bind(scope.tenant, key, node, reach.reader.principals)
         if bound is None:  # a system corpus, or gone meanwhile
             raise CorpusNotFound(corpus_id)
         return bound

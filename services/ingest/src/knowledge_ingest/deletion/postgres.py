@@ -21,7 +21,7 @@ from knowledge_ingest.events.outbox import publish
 from knowledge_ingest.jobs.rows import TERMINAL
 
 TOMBSTONE_COLUMNS = """tombstone_id, tenant_id, document_id, corpus_id, scope_path, confidentiality, filename,
-    content_hash, chunk_count, deleted_by, reason, delete_time, removal_state, remove_time"""
+    content_hash, chunk_count, deleted_by, reason, delete_time, removal_state, remove_time, principals"""
 # The documents still live, locked ($2: their ids).
 LOCK_LIVE = """
 SELECT d.document_id FROM documents d
@@ -47,12 +47,12 @@ TOMBSTONE = f"""
 WITH marked AS (
     UPDATE documents SET deleted_at = now(), update_time = now()
     WHERE document_id = ANY($1::bigint[])
-    RETURNING document_id, tenant_id, corpus_id, filename, blob_id, chunk_count
+    RETURNING document_id, tenant_id, corpus_id, filename, blob_id, chunk_count, principals
 )
 INSERT INTO document_tombstones (tenant_id, document_id, corpus_id, scope_path, confidentiality, filename,
-                                 content_hash, chunk_count, deleted_by, reason)
+                                 content_hash, chunk_count, deleted_by, reason, principals)
 SELECT m.tenant_id, m.document_id, m.corpus_id, c.scope_path, c.confidentiality, m.filename,
-       b.content_hash, m.chunk_count, $2, $3
+       b.content_hash, m.chunk_count, $2, $3, m.principals
 FROM marked m JOIN corpora c ON c.corpus_id = m.corpus_id LEFT JOIN content_blobs b ON b.blob_id = m.blob_id
 ORDER BY m.document_id
 RETURNING {TOMBSTONE_COLUMNS}
@@ -129,6 +129,7 @@ def _tombstone(row: asyncpg.Record) -> Tombstone:
         delete_time=row["delete_time"],
         removal_state=RemovalState(row["removal_state"]),
         remove_time=row["remove_time"],
+        principals=tuple(row["principals"]),
     )
 
 

@@ -33,10 +33,11 @@ class TombstoneUseCases:
     async def delete_document(self, scope: Scope, document_id: str, reason: str = "") -> Deletion:
         """Out of every read at the commit, with its tombstone; a document the caller cannot read
         or write (another tenant's, out of reach, a housekeeping entry without its capability, one
-        already deleted) is not found, and nothing changes."""
+        whose access list does not admit it, one already deleted) is not found, and nothing changes."""
         key = parse_id(document_id, "document_id")
         reach = await self.reach.reach_of(scope)
-        document = await self.documents.document((scope.tenant,), key)  # its own rows: only they are deletable
+        # its own rows: only they are deletable; and only a document the caller may read
+        document = await self.documents.document((scope.tenant,), key, reach.reader.principals)
         if document is None:
             raise DocumentNotFound(document_id)
         try:
@@ -51,9 +52,11 @@ class TombstoneUseCases:
 
     async def delete_corpus(self, scope: Scope, corpus_id: str, delete_documents: bool) -> list[Tombstone]:
         """A corpus in the caller's reach that it may write (never a system corpus); refused while
-        it holds documents unless ``delete_documents`` (FAILED_PRECONDITION, nothing changed)."""
+        it holds documents unless ``delete_documents`` (FAILED_PRECONDITION, nothing changed). Every
+        document of it goes; the answer lists the tombstones of those the caller may read."""
         key = parse_id(corpus_id, "corpus_id")
-        await require_writable(self.documents, scope, await self.reach.reach_of(scope), key, corpus_id)
+        reach = await self.reach.reach_of(scope)
+        await require_writable(self.documents, scope, reach, key, corpus_id)
         outcome = await self.tombstones.delete_corpus(
             scope.tenant, key, scope.subject, DELETED_WITH_CORPUS, delete_documents
         )
@@ -62,7 +65,7 @@ class TombstoneUseCases:
         if isinstance(outcome, int):
             raise CorpusNotEmpty(key, outcome)
         log.info("corpus_deleted", corpus_id=key, documents=len(outcome))
-        return outcome
+        return [t for t in outcome if reach.reader.may_read_document(t.principals)]
 
     async def list(self, scope: Scope, corpus_id: str, page: Page) -> tuple[list[Tombstone], int | None]:
         """The tenant's tombstones oldest first, those whose document the caller could have read

@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
-from knowledge_runtime.auth import AUDIT_READ, current_scope
+from knowledge_runtime.auth import AUDIT_READ, DOCUMENT_SHARE, current_scope
 from knowledge_runtime.pagination import decode_page_token, encode_page_token
 from knowledge_runtime.server import ServiceSpec
 
@@ -30,6 +30,7 @@ CAPABILITIES = {
     "WatchDocuments": "corpus.read",
     "ListTombstones": AUDIT_READ,
     "GetPromptContext": "corpus.read",
+    "SetDocumentAccess": DOCUMENT_SHARE,
 }
 Context = grpc.aio.ServicerContext
 
@@ -173,6 +174,16 @@ class DocumentServicer(ingest_pb2_grpc.DocumentServiceServicer):
     ) -> ingest_pb2.GetPromptContextResponse:
         text, documents, corpora = await self._documents.prompt_context(current_scope())
         return ingest_pb2.GetPromptContextResponse(text=text, document_count=documents, corpus_count=corpora)
+
+    async def SetDocumentAccess(
+        self, request: ingest_pb2.SetDocumentAccessRequest, context: Context
+    ) -> ingest_pb2.SetDocumentAccessResponse:
+        document, previous = await self._documents.set_access(
+            current_scope(), request.document_id, list(request.principals)
+        )
+        return ingest_pb2.SetDocumentAccessResponse(
+            document=document_message(document) if document is not None else None, previous_principals=previous
+        )
 
 
 def service_spec(servicer: DocumentServicer) -> ServiceSpec:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.filter_fields import parse_filter
-from knowledge_runtime.reach import Reach
+from knowledge_runtime.reach import Reach, access_list
 
+from knowledge_ingest.documents.access import change_access
 from knowledge_ingest.domain.documents import Document, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentIndexing, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.metadata import check_metadata
@@ -37,13 +38,14 @@ class DocumentUseCases:
     feed: DocumentFeed | None = None  # None: this ingest does not watch (WatchDocuments is UNIMPLEMENTED)
 
     async def get(self, scope: Scope, document_id: str) -> Document:
-        """The document when it is in the caller's reach and its corpus readable to the caller
-        (a housekeeping corpus only to its writers); else not found, as if absent."""
+        """The document when it is in the caller's reach, its corpus readable to the caller (a
+        housekeeping corpus only to its writers) and its access list admits the caller; else not
+        found, as if absent."""
         key = parse_id(document_id, "document_id")
         return await self._get(scope, await self.reach.reach_of(scope), key, document_id)
 
     async def _get(self, scope: Scope, reach: Reach, key: int, document_id: str) -> Document:
-        document = await self.store.document(reach.owners(scope.tenant), key)
+        document = await self.store.document(reach.owners(scope.tenant), key, reach.reader.principals)
         if document is None or not await self._readable(scope, reach, document.corpus_id):
             raise DocumentNotFound(document_id)
         return document
@@ -53,14 +55,16 @@ class DocumentUseCases:
     ) -> Document:
         """Set the document's metadata (replaced whole) and/or filename; None leaves one as it is.
         Writing the document writes its corpus: one the caller only reads is CorpusReadOnly; one
-        it cannot read or write at all answers as an unknown document."""
+        it cannot read or write at all, or a document whose list does not admit the caller,
+        answers as an unknown document."""
         key = parse_id(document_id, "document_id")
         checked = None if metadata is None else check_metadata(metadata)
         if filename is not None and not filename.strip():
             raise InvalidRequest("document.filename must not be empty", field="document.filename")
         safe = None if filename is None else safe_filename(filename)
         reach = await self.reach.reach_of(scope)
-        document = await self.store.document((scope.tenant,), key)  # its own rows: only they are writable
+        # its own rows: only they are writable; and only a document the caller may read
+        document = await self.store.document((scope.tenant,), key, reach.reader.principals)
         if document is None:
             raise DocumentNotFound(document_id)
         try:
@@ -71,11 +75,30 @@ class DocumentUseCases:
             raise DocumentNotFound(document_id)  # deleted meanwhile
         return await self._get(scope, reach, key, document_id)
 
+    async def set_access(
+        self, scope: Scope, document_id: str, principals: Sequence[str]
+    ) -> tuple[Document | None, tuple[str, ...]]:
+        """Replace who may read the document (``documents.access``): (the document now, None when
+        the new list leaves the caller out; the list it had). The caller must read the document (else
+        not found, as if absent) and write its corpus (an ancestor's: CorpusReadOnly)."""
+        key = parse_id(document_id, "document_id")
+        new = access_list(principals, "principals")
+        reach = await self.reach.reach_of(scope)
+        document = await self._get(scope, reach, key, document_id)
+        try:
+            await require_writable(self.store, scope, reach, document.corpus_id, document_id)
+        except CorpusNotFound:
+            raise DocumentNotFound(document_id) from None
+        old = await change_access(self.store, scope, key, document.principals, new)
+        now = await self.store.document(reach.owners(scope.tenant), key, reach.reader.principals)
+        return now, old
+
     async def batch_get(self, scope: Scope, document_ids: list[str]) -> tuple[list[Document], list[str]]:
         asked = batch_ids(document_ids)
         wanted = [key for key in asked.values() if key is not None]
         reach = await self.reach.reach_of(scope)
-        found = await self.store.documents(reach.owners(scope.tenant), wanted) if wanted else []
+        principals = reach.reader.principals
+        found = await self.store.documents(reach.owners(scope.tenant), wanted, principals) if wanted else []
         corpora = {
             corpus_id for corpus_id in {d.corpus_id for d in found} if await self._readable(scope, reach, corpus_id)
         }
@@ -91,19 +114,21 @@ class DocumentUseCases:
         announcement, before anything of it is read: once the corpus is out of reach (rebound,
         another band, deleted) the watch ends with CorpusNotFound, as a new watch would. (The
         stream also ends at its token's expiry: the runtime's scope interceptor.) With a filter, the
-        list is the documents it holds for: one that comes to hold is CHANGED, one that stops REMOVED."""
+        list is the documents it holds for: one that comes to hold is CHANGED, one that stops REMOVED;
+        so with the caller's access: a document whose list stops admitting it is REMOVED, one whose
+        list comes to admit it CHANGED (a list change announces its document)."""
         assert self.feed is not None
         condition = parse_filter(filter_text)
         reach = await self.reach.reach_of(scope)
         key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
             raise CorpusNotFound(named)
-        owners = reach.owners(scope.tenant)
+        owners, principals = reach.owners(scope.tenant), reach.reader.principals
         shown: dict[int, Document] = {}
         async with self.feed.subscribe(key) as announced:
             page = Page(SNAPSHOT_PAGE)
             while True:
-                found = await self.store.list_documents(owners, key, page.probe(), condition)
+                found = await self.store.list_documents(owners, key, page.probe(), principals, condition)
                 documents, after = page.cut(found, lambda document: document.document_id)
                 for document in documents:
                     shown[document.document_id] = document
@@ -120,7 +145,8 @@ class DocumentUseCases:
                 if not document_ids:  # only the corpus changed, and it is still in reach
                     continue
                 owners = reach.owners(scope.tenant)
-                now = {d.document_id: d for d in await self.store.documents(owners, document_ids, condition)}
+                changed = await self.store.documents(owners, document_ids, principals, condition)
+                now = {d.document_id: d for d in changed}
                 for document_id in document_ids:  # in the order announced
                     change = change_of(key, document_id, now.get(document_id), shown.get(document_id))
                     if change is None:
@@ -147,7 +173,9 @@ class DocumentUseCases:
         key, named = await required_corpus(self.reach, scope, reach, corpus_id, corpus_key)
         if not await self._readable(scope, reach, key):
             raise CorpusNotFound(named)
-        found = await self.store.list_documents(reach.owners(scope.tenant), key, page.probe(), condition)
+        found = await self.store.list_documents(
+            reach.owners(scope.tenant), key, page.probe(), reach.reader.principals, condition
+        )
         return page.cut(found, lambda document: document.document_id)
 
     async def text(self, scope: Scope, document_id: str, page: int) -> TextPage:
@@ -158,7 +186,8 @@ class DocumentUseCases:
             not document.state.terminal and document.chunk_count == 0
         ):  # nothing searchable yet (a re-extraction keeps its old text)
             raise DocumentIndexing(key, document.stage)
-        text = paginate(key, await self.store.document_chunks(reach.owners(scope.tenant), key), page)
+        chunks = await self.store.document_chunks(reach.owners(scope.tenant), key, reach.reader.principals)
+        text = paginate(key, chunks, page)
         return dataclasses.replace(text, source_url=document.source_url or "", extractor=document.extractor)
 
     async def move(
@@ -187,10 +216,12 @@ class DocumentUseCases:
             keys = [parse_id(d, "document_ids") for d in document_ids]
             await self._require_movable(scope, reach, keys)
         elif all_documents and source is not None:
-            count, first = await self.store.move_all(scope.tenant, source, target, MAX_MOVE_IDS)
+            count, first = await self.store.move_all(
+                scope.tenant, source, target, MAX_MOVE_IDS, reach.reader.principals
+            )
             return Moved(count, first)
         else:
-            movable = await self.store.movable_documents(scope.tenant, source, reach.writable)
+            movable = await self.store.movable_documents(scope.tenant, source, reach.writable, reach.reader.principals)
             listed = ",".join(str(d) for d in movable[:100])
             raise InvalidRequest(
                 "name the documents to move, or set all_documents with a source_corpus_id; "
@@ -200,7 +231,9 @@ class DocumentUseCases:
                 document_id=listed,
             )
         # Checked again under the rows' locks: only documents of corpora the caller writes move.
-        moved, missing, elsewhere = await self.store.move(scope.tenant, target, keys, source, reach.writable)
+        moved, missing, elsewhere = await self.store.move(
+            scope.tenant, target, keys, source, reach.writable, reach.reader.principals
+        )
         if missing:  # all or nothing: another tenant's document is simply not found
             raise DocumentNotFound(",".join(str(m) for m in missing[:20]))
         if elsewhere:
@@ -217,7 +250,7 @@ class DocumentUseCases:
         """Moving a document out of its corpus writes that corpus: each named document's corpus
         must be writable by the caller. One in a corpus the caller only reads is CorpusReadOnly;
         one it may not see or write at all is not found, as if absent."""
-        found = await self.store.documents((scope.tenant,), sorted(set(keys)))
+        found = await self.store.documents((scope.tenant,), sorted(set(keys)), reach.reader.principals)
         for corpus_id in sorted({d.corpus_id for d in found if reach.has(d.corpus_id)}):
             try:
                 await require_writable(self.store, scope, reach, corpus_id, str(corpus_id))
@@ -227,7 +260,8 @@ class DocumentUseCases:
 
     async def prompt_context(self, scope: Scope) -> tuple[str, int, int]:
         reach = await self.reach.reach_of(scope)
-        corpora = [c for c in await self.store.corpus_summary(scope.tenant) if reach.has(c[0])]
+        summary = await self.store.corpus_summary(scope.tenant, reach.reader.principals)
+        corpora = [c for c in summary if reach.has(c[0])]
         if not corpora:
             return "", 0, 0
         documents = sum(count for _, _, count in corpora)

@@ -113,6 +113,9 @@ class Document:
     refusal_reason: str = ""  # FAILED because refused for a reason waiting cannot fix (e.g. QUOTA_EXHAUSTED)
     metadata: dict[str, Any] = field(default_factory=dict)  # the caller's (domain.metadata)
     document_ref: str = ""  # the caller's own name for it (passages by reference); empty for others
+    # Who may read it (runtime.reach.may_read_document): user:<sub> and group:<name> entries;
+    # empty, everyone who reaches its corpus.
+    principals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ __all__ = [
     "DocumentIndexing",
     "DocumentNotFound",
     "DocumentNotInCorpus",
+    "DocumentRefNotFound",
     "FetchFailed",
     "InvalidCorpus",
     "InvalidRequest",
@@ -81,6 +82,14 @@ class CorpusReadOnly(PermissionDenied):
             f"token's scope {str(caller_scope)!r}; it is written only by a token scoped to {str(corpus_scope)!r}",
             metadata={"corpus_id": corpus_id[:40], "corpus_scope": str(corpus_scope), "scope": str(caller_scope)},
         )
+
+
+class DocumentRefNotFound(DocumentNotFound):
+    """A reference whose document the caller may not read (its access list does not admit it):
+    absent to it, as a document by id is."""
+
+    def __init__(self, document_ref: str) -> None:
+        NotFound.__init__(self, "document not found", metadata={"document_ref": document_ref[:200]})
 
 
 class JobNotFound(NotFound):

@@ -8,8 +8,9 @@ removes a prefix of the sequence.
 
 A consumer receives only the events of corpora it could read now (:func:`delivered_to`): the
 corpus's placement as the read finds it, judged by the one reach decision
-(``Reader.may_read``) and the system corpora's read rule; a skipped event still moves the
-stream's cursor on.
+(``Reader.may_read``) and the system corpora's read rule, and only those of documents whose
+access list admits it (``Reader.may_read_document``; a filename or a chunk count of a document a
+caller may not read is itself a leak); a skipped event still moves the stream's cursor on.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class EventType(StrEnum):
     DOCUMENT_CANCELLED = "document.cancelled"
     DOCUMENT_MOVED = "document.moved"
     DOCUMENT_REMOVED = "document.removed"
+    # Who may read the document changed (SetDocumentAccess, or a list given with a new version);
+    # the detail carries the new list (principals).
+    DOCUMENT_ACCESS_CHANGED = "document.access_changed"
     CORPUS_CREATED = "corpus.created"
     CORPUS_DELETED = "corpus.deleted"
     # Not stored: sent on a quiet stream every heartbeat interval, with the stream's cursor, so
@@ -52,11 +56,13 @@ class NewEvent:
 
 @dataclass(frozen=True, slots=True)
 class EventPlacement:
-    """Where the corpus of an event sits when the event is read: its node, band and kind."""
+    """Where the corpus of an event sits when the event is read: its node, band and kind; and the
+    access list of its document then (empty for a corpus's event)."""
 
     node: ScopePath
     band: Band
     kind: CorpusKind
+    principals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +83,16 @@ class Event:
 
 def delivered_to(event: Event, reader: Reader, capabilities: frozenset[str]) -> bool:
     """Whether a consumer (its resolved reader and capabilities) is sent ``event``: only when it
-    could read the event's corpus now, as every other read decides it. An event whose corpus
-    cannot be placed is sent to no one (closed by default)."""
+    could read the event's corpus now, and its document, as every other read decides it. An event
+    whose corpus cannot be placed is sent to no one (closed by default)."""
     placement = event.placement
     if placement is None:
         return False
-    return reader.may_read(placement.node, placement.band) and may_read(placement.kind, capabilities)
+    return (
+        reader.may_read(placement.node, placement.band)
+        and may_read(placement.kind, capabilities)
+        and reader.may_read_document(placement.principals)
+    )
 
 
 def ends_with_event(state: State) -> bool:
@@ -118,6 +128,14 @@ def moved(document_id: int, from_corpus_id: int, to_corpus_id: int) -> NewEvent 
 
 def removed(document_id: int, corpus_id: int, chunk_count: int) -> NewEvent:
     return NewEvent(EventType.DOCUMENT_REMOVED, document_id, corpus_id, {"chunk_count": chunk_count})
+
+
+def access_changed(document_id: int, corpus_id: int, old: tuple[str, ...], new: tuple[str, ...]) -> NewEvent | None:
+    """The event of a document whose access list became ``new`` (both lists as stored: checked,
+    sorted); None when it was ``new`` already (nothing changed)."""
+    if old == new:
+        return None
+    return NewEvent(EventType.DOCUMENT_ACCESS_CHANGED, document_id, corpus_id, {"principals": list(new)})
 
 
 def corpus_created(corpus_id: int) -> NewEvent:

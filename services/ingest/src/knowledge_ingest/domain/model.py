@@ -30,6 +30,9 @@ class Corpus:
     scope: ScopePath = TENANT_ROOT
     confidentiality: Band = DEFAULT_BAND
     key: str | None = None  # the caller's key (knowledge_runtime.corpus_keys), if it gave one
+    # The access list a document created in it gets when its request names none (empty: everyone
+    # who reaches the corpus).
+    default_principals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,7 @@ class NewCorpus:
     description: str
     confidentiality: Band = DEFAULT_BAND
     key: str | None = None
+    default_principals: tuple[str, ...] = ()  # checked (runtime.reach.access_list)
 
     @classmethod
     def parse(cls, name: str, description: str, confidentiality: str = "", key: str = "") -> NewCorpus:

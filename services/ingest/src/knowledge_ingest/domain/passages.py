@@ -85,6 +85,9 @@ class IndexRequest:
     document_ref: str
     content_sha256: str
     version: PassageSet
+    # Who may read the reference's document when this request makes it (checked: runtime.reach's
+    # access_list); None: its corpus's default.
+    principals: tuple[str, ...] | None = None
 
     @property
     def filename(self) -> str:
@@ -195,6 +198,7 @@ class ReferencedDocument:
     chunk_count: int
     source_sha256: str | None  # the hash of the version searchable now; None before one stored
     unended: tuple[VersionJob, ...] = ()
+    principals: tuple[str, ...] = ()  # its access list (runtime.reach.may_read_document)
 
     @property
     def searchable_version(self) -> bool:

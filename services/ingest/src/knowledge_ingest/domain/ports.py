@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +58,21 @@ class CorpusRepository(Protocol):
         """Insert a platform-wide corpus (no tenant, the root, GENERAL), its creation an event of
         ``tenant`` (the platform tenant); CorpusNameTaken on a duplicate platform-wide name."""
 
-    async def list_user_corpora(self, tenant: str, page: Page, reachable: frozenset[int]) -> list[Corpus]:
+    async def list_user_corpora(
+        self, tenant: str, page: Page, reachable: frozenset[int], principals: Collection[str]
+    ) -> list[Corpus]:
         """The tenant's non-system corpora among ``reachable`` after ``page.after_id``, oldest
-        first, at most ``page.size``."""
+        first, at most ``page.size``; their counts of the documents ``principals`` may read."""
 
-    async def bind(self, tenant: str, corpus_id: int, node: ScopePath) -> Corpus | None:
-        """Bind the tenant's own corpus to ``node``, creating the node and its ancestors; None
+    async def set_default_access(
+        self, tenant: str, corpus_id: int, default_principals: tuple[str, ...], principals: Collection[str]
+    ) -> Corpus | None:
+        """Set the tenant's own corpus's default access list (its counts of the documents
+        ``principals`` may read); None when the tenant has no such corpus (a system one included)."""
+
+    async def bind(self, tenant: str, corpus_id: int, node: ScopePath, principals: Collection[str]) -> Corpus | None:
+        """Bind the tenant's own corpus to ``node``, creating the node and its ancestors (its counts
+        of the documents ``principals`` may read); None
         when the tenant has no such corpus (a system corpus included); CorpusNameTaken when a
         live corpus of that node and band bears its name."""
 
@@ -165,6 +174,16 @@ class Lease:
     owner: str
 
 
+class AccessStore(Protocol):
+    async def set_access(
+        self, tenant: str, document_id: int, principals: tuple[str, ...], changed_by: str
+    ) -> tuple[str, ...] | None:
+        """Make ``principals`` the live document's access list, with a record of the change (who,
+        when, old and new lists) and its ``document.access_changed`` event, in one transaction
+        (nothing written when the list is that already); the list it had, None when the tenant
+        has no such live document."""
+
+
 class DocumentRepository(Protocol):
     """Documents and their chunks as the API reads and changes them (role knowledge_ingest)."""
 
@@ -172,25 +191,41 @@ class DocumentRepository(Protocol):
         """The kind of the tenant's own corpus or of a platform-wide one; None for any other."""
 
     # ``owners``: the tenant keys whose rows may be read (Reach.owners: the caller's tenant, and
-    # the platform tenant's when the caller reaches a platform-wide corpus).
-    async def document(self, owners: Sequence[str], document_id: int) -> Document | None: ...
+    # the platform tenant's when the caller reaches a platform-wide corpus). ``principals``: the
+    # caller's (Reader.principals); a document whose access list does not admit them is absent to
+    # every method that takes them, as one that does not exist (runtime.reach.may_read_document).
+    async def document(
+        self, owners: Sequence[str], document_id: int, principals: Collection[str] | None
+    ) -> Document | None:
+        """``principals`` None: the service's own read (a worker's, no caller), whatever the list."""
 
     async def documents(
-        self, owners: Sequence[str], document_ids: Sequence[int], condition: Node | None = None
+        self,
+        owners: Sequence[str],
+        document_ids: Sequence[int],
+        principals: Collection[str],
+        condition: Node | None = None,
     ) -> list[Document]:
         """The owners' documents among ``document_ids`` (no duplicates) that ``condition`` (a
         request's filter) holds for, in that order."""
 
     async def list_documents(
-        self, owners: Sequence[str], corpus_id: int, page: Page, condition: Node | None = None
+        self,
+        owners: Sequence[str],
+        corpus_id: int,
+        page: Page,
+        principals: Collection[str],
+        condition: Node | None = None,
     ) -> list[Document]:
         """A page of the corpus's documents that ``condition`` holds for; FilterInvalid for a
         field or operator it cannot read."""
 
-    async def document_chunks(self, owners: Sequence[str], document_id: int) -> list[TextChunk]: ...
+    async def document_chunks(
+        self, owners: Sequence[str], document_id: int, principals: Collection[str]
+    ) -> list[TextChunk]: ...
 
     async def movable_documents(
-        self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int]
+        self, tenant: str, source_corpus_id: int | None, reachable: frozenset[int], principals: Collection[str]
     ) -> list[int]: ...
 
     async def move(
@@ -200,20 +235,28 @@ class DocumentRepository(Protocol):
         document_ids: Sequence[int],
         source_corpus_id: int | None,
         reachable: frozenset[int],
+        principals: Collection[str],
     ) -> tuple[list[int], list[int], list[int]]:
         """(moved, missing, outside the source): nothing moves unless every document is the
-        tenant's, in a corpus among ``reachable`` (else missing) and, when a source is given, in it."""
+        tenant's, in a corpus among ``reachable`` and readable by ``principals`` (else missing)
+        and, when a source is given, in it."""
 
     async def move_all(
-        self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int
+        self, tenant: str, source_corpus_id: int, target_corpus_id: int, listed: int, principals: Collection[str]
     ) -> tuple[int, list[int]]:
-        """Every document of the source, in one transaction: (how many, the first ``listed`` ids)."""
+        """Every document of the source that ``principals`` may read, in one transaction: (how
+        many, the first ``listed`` ids)."""
 
     async def update_document(
         self, tenant: str, document_id: int, metadata: Metadata | None, filename: str | None
     ) -> bool:
         """Set what is not None (metadata replaced whole) and merge the chunks' metadata again in
         the same transaction; False when the tenant has no such live document."""
+
+    async def set_access(
+        self, tenant: str, document_id: int, principals: tuple[str, ...], changed_by: str
+    ) -> tuple[str, ...] | None:
+        """As ``AccessStore.set_access``."""
 
     async def housekeeping_corpus(self, tenant: str, name: str) -> int | None:
         """The tenant's housekeeping corpus ``name`` (at the root, in the default band), created
@@ -222,8 +265,9 @@ class DocumentRepository(Protocol):
     async def set_subject(self, tenant: str, document_id: int, subject: str) -> None:
         """Records whom a housekeeping entry is about."""
 
-    async def corpus_summary(self, tenant: str) -> list[tuple[int, str, int]]:
-        """(corpus_id, name, searchable documents, housekeeping files left out) of the tenant's user corpora."""
+    async def corpus_summary(self, tenant: str, principals: Collection[str]) -> list[tuple[int, str, int]]:
+        """(corpus_id, name, searchable documents ``principals`` may read, housekeeping files left
+        out) of the tenant's user corpora."""
 
 
 class JobRepository(Protocol):
@@ -239,9 +283,11 @@ class JobRepository(Protocol):
         mime_type: str,
         source_url: str | None,
         metadata: Metadata | None = None,
+        principals: tuple[str, ...] | None = None,
     ) -> Job:
         """Create the job (and the document, unless the tenant already has one on this blob): ``admit``.
-        ``metadata``: the document's, when the job makes it (or extracts it again)."""
+        ``metadata``: the document's, when the job makes it (or extracts it again); ``principals``:
+        its access list when the job makes it (None: the corpus's default; a duplicate keeps its own)."""
 
     async def enqueue_fetch(self, tenant: str, corpus_id: int, url: str, filename: str) -> Job:
         """A job whose first stage fetches ``url``."""
@@ -259,7 +305,11 @@ class JobRepository(Protocol):
         """Create a job that makes ``blob`` the content of the tenant's document (None: no such
         document), with ``metadata`` as its metadata when given; raises what ``admit_into`` raises."""
 
-    async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None: ...
+    async def job(
+        self, tenant: str, job_id: uuid.UUID, principals: Collection[str], *, deliver_result: bool
+    ) -> Job | None:
+        """The tenant's job, unless its document's access list does not admit ``principals``
+        (then None, and its result is not delivered)."""
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:
         """Apply ``cancel_request``; the job after it (None: not the tenant's)."""

@@ -49,6 +49,7 @@ class Tombstone:
     delete_time: datetime
     removal_state: RemovalState
     remove_time: datetime | None
+    principals: tuple[str, ...] = ()  # the document's access list when it was deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +84,11 @@ def retry_delay_s(attempts: int) -> float:
 
 
 def readable(reader: Reader, tombstone: Tombstone) -> bool:
-    """A tombstone is listed to a caller who could have read its document where it was (reach.py)."""
+    """A tombstone is listed to a caller who could have read its document where it was, and as its
+    access list then stood (reach.py): its filename is the document's to tell."""
     try:
         node = ScopePath.parse(tombstone.scope_path)
         band = parse_band(tombstone.confidentiality)
     except ValueError:
         return False
-    return reader.may_read(node, band)
+    return reader.may_read(node, band) and reader.may_read_document(tombstone.principals)

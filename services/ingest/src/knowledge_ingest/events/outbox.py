@@ -48,12 +48,16 @@ JOBS_CHANNEL = "knowledge_jobs"
 NOTIFY_JOBS = f"SELECT pg_notify('{JOBS_CHANNEL}', '')"
 RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
 RELAY_BATCH = 5000
+# An event keeps its document's access list as the change left it (migration 0062).
 PUBLISH = """
 WITH written AS (
-    INSERT INTO events (tenant_id, type, document_id, corpus_id, detail, scope_path, confidentiality, corpus_system)
-    SELECT $1, e.type, e.document_id, e.corpus_id, e.detail, c.scope_path, c.confidentiality, c.is_system
+    INSERT INTO events (tenant_id, type, document_id, corpus_id, detail, scope_path, confidentiality, corpus_system,
+                        principals)
+    SELECT $1, e.type, e.document_id, e.corpus_id, e.detail, c.scope_path, c.confidentiality, c.is_system,
+           coalesce(d.principals, '{}')
     FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::jsonb[]) WITH ORDINALITY AS e(type, document_id, corpus_id, detail, ord)
     LEFT JOIN corpora c ON c.corpus_id = e.corpus_id AND (c.tenant_id = $1 OR (c.tenant_id IS NULL AND c.is_system))
+    LEFT JOIN documents d ON d.document_id = e.document_id
     ORDER BY e.ord
     RETURNING event_id
 )
@@ -83,16 +87,20 @@ SELECT count(*) AS numbered, coalesce(array_agg(DISTINCT tenant_id), '{}') AS te
 """
 NOTIFY_TENANTS = "SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t"
 # Each event with its corpus's placement as it is now (0043): the corpus row when it exists (so a
-# rebinding applies from its commit on), else the placement recorded when the event was written.
-# One statement, one snapshot: a rebinding committed before an event's change is seen with it.
+# rebinding applies from its commit on), else the placement recorded when the event was written;
+# and its document's access list likewise (0062): the document row's while it exists, else the
+# list recorded with the event. One statement, one snapshot: a rebinding or a list change committed
+# before an event's change is seen with it.
 READ_AFTER = """
 SELECT e.seq, e.event_id, e.type, e.document_id, e.corpus_id, e.detail, e.create_time,
        coalesce(c.scope_path, e.scope_path) AS scope_path,
        coalesce(c.confidentiality, e.confidentiality) AS confidentiality,
        coalesce(c.is_system, e.corpus_system) AS corpus_system,
-       CASE WHEN c.corpus_id IS NULL THEN e.tenant_id ELSE c.tenant_id END AS corpus_tenant
+       CASE WHEN c.corpus_id IS NULL THEN e.tenant_id ELSE c.tenant_id END AS corpus_tenant,
+       coalesce(d.principals, e.principals) AS principals
 FROM events e
 LEFT JOIN corpora c ON c.corpus_id = e.corpus_id AND (c.tenant_id = e.tenant_id OR (c.tenant_id IS NULL AND c.is_system))
+LEFT JOIN documents d ON d.document_id = e.document_id
 WHERE e.tenant_id = $1 AND e.seq IS NOT NULL AND e.seq > $2 ORDER BY e.seq LIMIT $3
 """
 BOUNDS = """
@@ -138,7 +146,7 @@ def _placement(row: asyncpg.Record) -> EventPlacement | None:
     if row["scope_path"] is None or row["confidentiality"] is None:
         return None
     kind = corpus_kind(row["corpus_tenant"], bool(row["corpus_system"]))
-    return EventPlacement(_node(row["scope_path"]), Band(row["confidentiality"]), kind)
+    return EventPlacement(_node(row["scope_path"]), Band(row["confidentiality"]), kind, tuple(row["principals"]))
 
 
 def _event(row: asyncpg.Record) -> Event:

@@ -9,7 +9,7 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.convert import job_message, struct_values
+from knowledge_ingest.convert import given_access, job_message, struct_values
 from knowledge_ingest.domain.documents import Job
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.jobs.upload_stream import upload_source
@@ -48,6 +48,7 @@ def text_item(message: ingest_pb2.IngestTextRequest) -> TextItem:
         source_url=message.source_url,
         document_id=message.document_id,
         metadata=struct_values(message.metadata),
+        principals=given_access(message),
     )
 
 
@@ -89,9 +90,9 @@ class IngestJobServicer(ingest_pb2_grpc.IngestJobServiceServicer):
         self, request: ingest_pb2.IngestTextRequest, context: Context
     ) -> ingest_pb2.IngestTextResponse:
         if request.system_corpus:
-            if request.corpus_id or request.document_id or request.source_url:
+            if request.corpus_id or request.document_id or request.source_url or request.HasField("access"):
                 raise InvalidRequest(
-                    "system_corpus names the target: give no corpus_id, document_id or source_url with it",
+                    "system_corpus names the target: give no corpus_id, document_id, source_url or access with it",
                     field="system_corpus",
                 )
             job = await self._uploads.ingest_housekeeping(
@@ -108,6 +109,7 @@ class IngestJobServicer(ingest_pb2_grpc.IngestJobServiceServicer):
             request.source_url,
             request.document_id,
             metadata=struct_values(request.metadata),
+            principals=given_access(request),
         )
         return text_accepted(job)
 

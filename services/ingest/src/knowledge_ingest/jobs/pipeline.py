@@ -82,7 +82,9 @@ class Pipeline:
             return
         if job.duplicate:
             assert job.document_id is not None
-            settled = jobs.settle_duplicate(job, await self.documents.document((job.tenant,), job.document_id))
+            # the worker's own read: the job is settled whoever may read its document
+            document = await self.documents.document((job.tenant,), job.document_id, None)
+            settled = jobs.settle_duplicate(job, document)
             if settled is not None:
                 await self._write(lease, settled)
                 return

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.db.reach import principals_arg, readable_by
 from knowledge_runtime.db.tenant_settings import TenantSettingsReader
 from knowledge_runtime.tenancy import current_period, period_bounds
 
@@ -52,9 +53,12 @@ UPDATE documents SET blob_id = $2, mime_type = $3, source_url = coalesce($4, sou
     error = NULL, refusal_reason = NULL, metadata = coalesce($5::jsonb, metadata), update_time = now()
 WHERE document_id = $1
 """
+# Its access list: the request's ($8), else its corpus's default (migration 0062).
 INSERT_DOCUMENT = """
-INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}')) RETURNING document_id
+INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, source_url, metadata, principals)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'),
+        coalesce($8::text[], (SELECT c.default_principals FROM corpora c WHERE c.corpus_id = $2), '{}'))
+RETURNING document_id
 """
 # An earlier ingest of these bytes failed or found no text: extracted again, with the new
 # upload's metadata when it gives some ($2).
@@ -95,15 +99,21 @@ UPDATE ingest_jobs SET document_id = $2, blob_id = $3, filename = $4, mime_type 
 WHERE job_id = $1
 RETURNING {JOB_COLUMNS}
 """
+# A job is its document's: one whose document's access list does not admit the caller's
+# principals ($4) is not found, and its result is not delivered (a job with no document yet, a
+# page still to fetch, is its corpus's alone).
+_JOB_READABLE = f"""(j.document_id IS NULL OR EXISTS (
+    SELECT 1 FROM documents jd WHERE jd.document_id = j.document_id AND {readable_by("jd.principals", "$4")}))"""
 GET_JOB = f"""
 WITH delivered AS (
-    UPDATE ingest_jobs SET result_delivered = true
-    WHERE job_id = $2 AND tenant_id = $1 AND $3 AND result IS NOT NULL AND NOT result_delivered
-    RETURNING job_id, result
+    UPDATE ingest_jobs j SET result_delivered = true
+    WHERE j.job_id = $2 AND j.tenant_id = $1 AND $3 AND j.result IS NOT NULL AND NOT j.result_delivered
+        AND {_JOB_READABLE}
+    RETURNING j.job_id, j.result
 )
 SELECT {J_JOB_COLUMNS}, d.result AS delivered
 FROM ingest_jobs j LEFT JOIN delivered d USING (job_id)
-WHERE j.job_id = $2 AND j.tenant_id = $1
+WHERE j.job_id = $2 AND j.tenant_id = $1 AND {_JOB_READABLE}
 """
 LOCK_JOB = f"SELECT {JOB_COLUMNS} FROM ingest_jobs WHERE job_id = $2 AND tenant_id = $1 FOR UPDATE"
 CANCEL_NOW = f"""
@@ -147,6 +157,7 @@ class PostgresJobs:
         mime_type: str,
         source_url: str | None,
         metadata: Metadata | None = None,
+        principals: tuple[str, ...] | None = None,
     ) -> Job:
         given = json.dumps(metadata) if metadata else None
         async with self._db.transaction() as tx:
@@ -166,6 +177,7 @@ class PostgresJobs:
                     mime_type,
                     source_url,
                     given,
+                    None if principals is None else list(principals),
                 )
             else:
                 assert row is not None  # admit() creates a document exactly when there is none
@@ -245,6 +257,7 @@ class PostgresJobs:
                         mime_type,
                         source_url,
                         None,
+                        None,  # a fetched page's document gets its corpus's default list
                     )
                 else:
                     assert row is not None
@@ -271,8 +284,10 @@ class PostgresJobs:
         assert admitted is not None
         return job_from_row(admitted)
 
-    async def job(self, tenant: str, job_id: uuid.UUID, *, deliver_result: bool) -> Job | None:
-        row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result)
+    async def job(
+        self, tenant: str, job_id: uuid.UUID, principals: Collection[str], *, deliver_result: bool
+    ) -> Job | None:
+        row = await self._db.fetchrow("get_job", GET_JOB, tenant, job_id, deliver_result, principals_arg(principals))
         return None if row is None else job_from_row(row, row["delivered"])
 
     async def cancel(self, tenant: str, job_id: uuid.UUID) -> Job | None:

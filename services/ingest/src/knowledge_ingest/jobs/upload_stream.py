@@ -2,30 +2,34 @@
 
 Through the gateway a raw body arrives as ``http_body`` chunks with ``?corpus_id=&filename=``
 bound to the first message; a browser's multipart/form-data body is parsed as it streams
-(fields ``corpus_id``, ``metadata`` (a JSON object) and ``file``). The corpus and the metadata
-must be known before the file's first byte (query parameters or form fields placed before the
-file), so nothing is written for a corpus the caller cannot use or metadata that is refused. The whole body is capped as it streams, like the gateway caps a
+(fields ``corpus_id``, ``metadata`` (a JSON object), ``principals`` (a JSON array of strings:
+who may read the document) and ``file``). The corpus, the metadata and the access list must be
+known before the file's first byte (query parameters or form fields placed before the file), so
+nothing is written for a corpus the caller cannot use or metadata or a list that is refused. The whole body is capped as it streams, like the gateway caps a
 body from its Content-Length: a chunked body has none, and a form's parts other than the file
 would otherwise stream without limit.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import cast
 
 from knowledge.v1 import ingest_pb2
+from knowledge_runtime.reach import MAX_PRINCIPAL_CHARS, MAX_PRINCIPALS, AccessListInvalid
 from python_multipart.exceptions import ParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from knowledge_ingest.convert import struct_values
+from knowledge_ingest.convert import given_access, struct_values
 from knowledge_ingest.domain.errors import InvalidRequest
 from knowledge_ingest.domain.metadata import MAX_TOTAL_BYTES, parse_metadata_json
 from knowledge_ingest.jobs.uploads import UploadSource, capped
 
 MAX_FIELD_BYTES = 4096
-# The metadata field holds a JSON object of up to 16 KiB once compacted: room for its spacing.
-MAX_FIELD_BYTES_BY_NAME = {"metadata": 4 * MAX_TOTAL_BYTES}
+# The metadata field holds a JSON object of up to 16 KiB once compacted: room for its spacing; the
+# principals field a JSON array of up to 100 entries of up to 200 characters.
+MAX_FIELD_BYTES_BY_NAME = {"metadata": 4 * MAX_TOTAL_BYTES, "principals": 2 * MAX_PRINCIPALS * MAX_PRINCIPAL_CHARS}
 # The corpus must be known before the file's first byte is stored (nothing is written for a corpus
 # the caller cannot use), so a gRPC caller names it, and the file, on the stream's first message.
 ON_THE_FIRST_MESSAGE = "is required on the stream's first message"
@@ -51,7 +55,12 @@ async def upload_source(
     if not first.corpus_id:
         raise InvalidRequest(f"corpus_id {ON_THE_FIRST_MESSAGE} (over REST: ?corpus_id=)", field="corpus_id")
     return UploadSource(
-        first.corpus_id, first.filename, media_type.decode("latin-1"), bodies, metadata=struct_values(first.metadata)
+        first.corpus_id,
+        first.filename,
+        media_type.decode("latin-1"),
+        bodies,
+        metadata=struct_values(first.metadata),
+        principals=given_access(first),
     )
 
 
@@ -74,6 +83,8 @@ async def _pieces(
         for name in ("corpus_id", "filename"):
             if getattr(message, name):  # read from the first message only: never silently ignored
                 raise InvalidRequest(f"{name} is read from the stream's first message only", field=name)
+        if message.HasField("access"):  # dropped, it would leave open a document meant to be closed
+            raise InvalidRequest("access is read from the stream's first message only", field="access")
         if message.http_body.data:
             yield message.http_body.data
 
@@ -159,12 +170,16 @@ class _MultipartUpload:
         metadata = struct_values(self._first.metadata)
         if "metadata" in self._fields:  # a form part before the file: a JSON object
             metadata = parse_metadata_json(self._fields["metadata"].decode("utf-8", "replace"))
+        principals = given_access(self._first)
+        if "principals" in self._fields:  # a form part before the file: a JSON array of strings
+            principals = _principals_json(self._fields["principals"].decode("utf-8", "replace"))
         return UploadSource(
             corpus_id.strip(),
             filename,
             self._part_type,
             self._file_bytes(self._bodies, pending),
             metadata=metadata,
+            principals=principals,
         )
 
     def _drain_until_file(self) -> list[bytes]:
@@ -172,8 +187,12 @@ class _MultipartUpload:
         file_bytes: list[bytes] = []
         events, self._events = self._events, []
         for kind, data in events:
-            if self._file_done:
-                break  # parts after the file are ignored
+            if self._file_done:  # parts after the file are ignored, but for an access list
+                if kind == "header":
+                    self._describe_part(cast(dict[bytes, bytes], data))
+                    if self._name == "principals":  # ignored, it would leave the document open to all
+                        raise InvalidRequest("the form part principals must come before the file", field="principals")
+                continue
             if self._in_file:
                 if kind == "data":
                     file_bytes.append(cast(bytes, data))
@@ -196,12 +215,30 @@ class _MultipartUpload:
     async def _file_bytes(self, bodies: AsyncIterator[bytes], pending: list[bytes]) -> AsyncIterator[bytes]:
         for data in pending:
             yield data
-        if self._file_done:
-            return
+        if not self._file_done:
+            async for body in bodies:
+                self._feed(body)
+                for data in self._drain_until_file():
+                    yield data
+                if self._file_done:
+                    break
+            else:
+                raise InvalidRequest("the multipart body ended inside the file part", field="file")
+        # The rest of the body (capped as the whole is) is read for a principals part placed after
+        # the file: refused before the upload is accepted, never silently dropped.
         async for body in bodies:
             self._feed(body)
-            for data in self._drain_until_file():
-                yield data
-            if self._file_done:
-                return
-        raise InvalidRequest("the multipart body ended inside the file part", field="file")
+            self._drain_until_file()
+
+
+def _principals_json(text: str) -> list[str]:
+    """The form's ``principals`` part: a JSON array of strings (each checked as the upload is)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise AccessListInvalid(
+            "principals", 'the form part principals must be a JSON array of strings, e.g. ["group:hr", "user:ana"]'
+        )
+    return value

@@ -10,6 +10,7 @@ from knowledge_runtime.auth import Scope
 from knowledge_runtime.errors import DomainError, UploadTooLarge
 from knowledge_runtime.reach import Reach
 
+from knowledge_ingest.documents.access import change_access, given_list
 from knowledge_ingest.domain.documents import Job, parse_id, safe_filename
 from knowledge_ingest.domain.errors import CorpusNotFound, DocumentNotFound, InvalidRequest
 from knowledge_ingest.domain.metadata import Metadata, check_metadata
@@ -35,6 +36,8 @@ class UploadSource:
     chunks: AsyncIterator[bytes]
     source_url: str | None = None
     metadata: Mapping[str, object] = field(default_factory=dict)  # the document's (domain.metadata)
+    # Who may read the document the upload makes (documents.access); None: the corpus's default.
+    principals: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class TextItem:
     source_url: str = ""
     document_id: str = ""
     metadata: Mapping[str, object] = field(default_factory=dict)
+    principals: Sequence[str] | None = None  # its AccessList; None: none given
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class UploadUseCases:
         """``reach``: the caller's, when already computed for this request (a batch)."""
         filename = safe_filename(source.filename)  # 1. a safe name, whatever the client sent
         metadata = check_metadata(source.metadata)
+        principals = given_list(source.principals, "access.principals")
         corpus_id = parse_id(source.corpus_id, "corpus_id")
         reach = reach or await self.reach.reach_of(scope)
         await require_writable(self.documents, scope, reach, corpus_id, source.corpus_id)  # 3. before any write
@@ -95,7 +100,7 @@ class UploadUseCases:
             scope.tenant, filename, source.mime_type, capped(source.chunks, self.max_upload_bytes)
         )
         return await self.jobs.enqueue(
-            scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url, metadata
+            scope.tenant, corpus_id, blob, filename, source.mime_type, source.source_url, metadata, principals
         )
 
     async def ingest_text(
@@ -108,12 +113,15 @@ class UploadUseCases:
         document_id: str = "",
         reach: Reach | None = None,
         metadata: Mapping[str, object] | None = None,
+        principals: Sequence[str] | None = None,
     ) -> Job:
         """The web-page path: the text is a blob like any upload, so dedup works on its hash. With
-        ``document_id`` the text becomes that document's content (its chunks replaced)."""
+        ``document_id`` the text becomes that document's content (its chunks replaced), and a list
+        given (``principals``) becomes its access list at once (documents.access)."""
         if not text.strip():
             raise InvalidRequest("text must not be empty", field="text")
         checked = check_metadata(metadata or {})
+        given = given_list(principals, "access.principals")
         data = text.encode("utf-8")
         if len(data) > self.max_upload_bytes:
             raise UploadTooLarge(self.max_upload_bytes)
@@ -121,11 +129,11 @@ class UploadUseCases:
             raise InvalidRequest(f"title must be at most {MAX_TITLE_CHARS} characters", field="title")
         reach = reach or await self.reach.reach_of(scope)
         if document_id:
-            return await self._ingest_into(scope, document_id, corpus_id, data, source_url, reach, checked)
+            return await self._ingest_into(scope, document_id, corpus_id, data, source_url, reach, checked, given)
         # the filename keeps the first 200 characters (sanitised further by safe_filename)
         name = (title.strip() or source_url.strip() or "text")[:FILENAME_TITLE_CHARS]
         filename = name if name.lower().endswith((".txt", ".md")) else f"{name}.txt"
-        source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None, checked)
+        source = UploadSource(corpus_id, filename, TEXT_MIME_TYPE, _one(data), source_url or None, checked, given)
         return await self.upload(scope, source, reach)
 
     async def ingest_housekeeping(
@@ -154,17 +162,20 @@ class UploadUseCases:
         source_url: str,
         reach: Reach,
         metadata: Metadata,
+        principals: tuple[str, ...] | None,
     ) -> Job:
         key = parse_id(document_id, "document_id")
         corpus = parse_id(corpus_id, "corpus_id") if corpus_id else None
         if corpus is not None and not reach.has(corpus):
             raise CorpusNotFound(corpus_id)
-        document = await self.documents.document(reach.owners(scope.tenant), key)
+        document = await self.documents.document(reach.owners(scope.tenant), key, reach.reader.principals)
         if document is None or not reach.has(document.corpus_id):  # before any write; checked again under the lock
             raise DocumentNotFound(document_id)
         await require_writable(self.documents, scope, reach, document.corpus_id, str(document.corpus_id))
         if corpus is not None:
             await require_writable(self.documents, scope, reach, corpus, corpus_id)
+        if principals is not None:  # who reads it changes now, whatever becomes of the new text
+            await change_access(self.documents, scope, key, document.principals, principals)
         blob = await self.blobs.write(scope.tenant, document.filename, TEXT_MIME_TYPE, _one(data))
         job = await self.jobs.enqueue_into(
             scope.tenant, key, corpus, blob, TEXT_MIME_TYPE, source_url or None, metadata or None
@@ -197,6 +208,7 @@ class UploadUseCases:
                         item.document_id,
                         reach,
                         item.metadata,
+                        item.principals,
                     )
                 except DomainError as error:
                     return ItemOutcome(index, error=error)

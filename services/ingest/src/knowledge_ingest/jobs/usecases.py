@@ -25,12 +25,12 @@ class JobUseCases:
     cancel_wait_s: float = CANCEL_WAIT_S
 
     async def _check_reach(self, scope: Scope, job_id: str, *, writing: bool = False) -> uuid.UUID:
-        """The job's id when the job is the tenant's and its corpus is in the caller's reach; to
-        cancel or retry it (``writing``) the caller must also be allowed to write that corpus
-        (CorpusReadOnly when it only reads it)."""
+        """The job's id when the job is the tenant's, its corpus is in the caller's reach and its
+        document's access list admits the caller; to cancel or retry it (``writing``) the caller
+        must also be allowed to write that corpus (CorpusReadOnly when it only reads it)."""
         key = parse_job_id(job_id)
         reach = await self.reach.reach_of(scope)
-        job = await self.store.job(scope.tenant, key, deliver_result=False)
+        job = await self.store.job(scope.tenant, key, reach.reader.principals, deliver_result=False)
         if job is None or not reach.has(job.corpus_id):
             raise JobNotFound(job_id)
         if writing:
@@ -43,7 +43,8 @@ class JobUseCases:
     async def get(self, scope: Scope, job_id: str) -> Job:
         """The job; its result rides along on the first poll after completion only (a caller
         outside the job's reach neither sees it nor consumes that result)."""
-        job = await self.store.job(scope.tenant, await self._check_reach(scope, job_id), deliver_result=True)
+        key = await self._check_reach(scope, job_id)
+        job = await self.store.job(scope.tenant, key, scope.principals, deliver_result=True)
         if job is None:
             raise JobNotFound(job_id)
         return job
@@ -58,7 +59,7 @@ class JobUseCases:
         deadline = time.monotonic() + self.cancel_wait_s
         while not job.state.terminal and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-            job = await self.store.job(scope.tenant, key, deliver_result=False) or job
+            job = await self.store.job(scope.tenant, key, scope.principals, deliver_result=False) or job
         return job
 
     async def retry(self, scope: Scope, job_id: str) -> Job:

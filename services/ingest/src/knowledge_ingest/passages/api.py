@@ -9,7 +9,7 @@ from knowledge.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from knowledge_runtime.auth import current_scope
 from knowledge_runtime.server import ServiceSpec
 
-from knowledge_ingest.convert import state_value, struct_values, tombstone_message
+from knowledge_ingest.convert import given_access, state_value, struct_values, tombstone_message
 from knowledge_ingest.passages.usecases import Checked, PassageUseCases
 
 CAPABILITIES = {
@@ -48,6 +48,7 @@ class PassageServicer(ingest_pb2_grpc.PassageServiceServicer):
             struct_values(request.metadata),
             [(p.fragment, p.text, struct_values(p.metadata)) for p in request.passages],
             request.confidentiality,
+            given_access(request),
         )
         return ingest_pb2.IndexPassagesResponse(
             job_id=str(indexed.job.job_id) if indexed.job is not None else "",

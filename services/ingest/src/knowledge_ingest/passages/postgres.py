@@ -37,7 +37,7 @@ LOCK_REFERENCE = (
     "SELECT pg_advisory_xact_lock(hashtextextended('ref:' || $1 || ':' || ($2::bigint)::text || ':' || $3, 0))"
 )
 REFERENCED = """
-SELECT document_id, state, chunk_count, source_sha256 FROM documents
+SELECT document_id, state, chunk_count, source_sha256, principals FROM documents
 WHERE tenant_id = $1 AND corpus_id = $2 AND document_ref = $3 AND deleted_at IS NULL
 """
 UNENDED = f"""
@@ -47,9 +47,12 @@ ORDER BY job_id
 """
 LOCK_UNENDED = UNENDED.rstrip() + " FOR UPDATE"
 LOCK_DOCUMENT = "SELECT document_id FROM documents WHERE document_id = $1 FOR UPDATE"
+# Its access list: the request's ($8), else its corpus's default (migration 0062).
 INSERT_DOCUMENT = """
-INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, document_ref, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING document_id
+INSERT INTO documents (tenant_id, corpus_id, blob_id, filename, mime_type, document_ref, metadata, principals)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb,
+        coalesce($8::text[], (SELECT c.default_principals FROM corpora c WHERE c.corpus_id = $2), '{}'))
+RETURNING document_id
 """
 # A document with no searchable version follows its new job (domain.passages: requeues_document).
 REQUEUE_DOCUMENT = """
@@ -153,6 +156,7 @@ async def _document_for(
             PASSAGES_MIME,
             request.document_ref,
             json.dumps(request.version.metadata),
+            None if request.principals is None else list(request.principals),
         )
         return document_id
     if decision.requeues_document:
@@ -166,6 +170,7 @@ def _referenced(row, jobs) -> ReferencedDocument:
         state=State(row["state"]),
         chunk_count=row["chunk_count"],
         source_sha256=row["source_sha256"],
+        principals=tuple(row["principals"]),
         unended=tuple(
             VersionJob(uuid.UUID(str(j["job_id"])), j["content_sha256"], j["cancel_requested"]) for j in jobs
         ),

@@ -10,7 +10,7 @@ stored as a blob in content-index and the version admitted (``PostgresPassages.a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 from knowledge_runtime.auth import Scope
@@ -19,8 +19,9 @@ from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tenancy import PLATFORM_INDEX
 
 from knowledge_ingest.corpora.usecases import CorpusUseCases
+from knowledge_ingest.documents.access import change_access, given_list
 from knowledge_ingest.domain.documents import Job, State, safe_filename
-from knowledge_ingest.domain.errors import InvalidRequest
+from knowledge_ingest.domain.errors import DocumentRefNotFound, InvalidRequest
 from knowledge_ingest.domain.passages import (
     MAX_PASSAGES,
     PASSAGES_MIME,
@@ -33,7 +34,14 @@ from knowledge_ingest.domain.passages import (
     check_request,
     encode,
 )
-from knowledge_ingest.domain.ports import BlobStore, CorpusKinds, PassageRepository, ReachSource, TombstoneRepository
+from knowledge_ingest.domain.ports import (
+    AccessStore,
+    BlobStore,
+    CorpusKinds,
+    PassageRepository,
+    ReachSource,
+    TombstoneRepository,
+)
 from knowledge_ingest.domain.tombstones import Tombstone, reason_of
 from knowledge_ingest.guards import corpus_named, require_readable, require_writable, required_corpus
 from knowledge_ingest.tenants.usecases import QuotaChecks
@@ -82,6 +90,7 @@ class PassageUseCases:
     tombstones: TombstoneRepository
     quotas: QuotaChecks
     max_upload_bytes: int
+    access: AccessStore
 
     async def index(
         self,
@@ -94,8 +103,14 @@ class PassageUseCases:
         metadata: Mapping[str, object],
         passages: Sequence[tuple[str, str, Mapping[str, object]]],
         confidentiality: str = "",
+        principals: Sequence[str] | None = None,
     ) -> Indexed:
-        request = check_request(document_ref, content_sha256, title, metadata, passages)
+        """``principals``: the request's AccessList (None: none given): a new document's list, or
+        a known reference's new list at once (documents.access)."""
+        request = replace(
+            check_request(document_ref, content_sha256, title, metadata, passages),
+            principals=given_list(principals, "access.principals"),
+        )
         await self.quotas.require_plan(scope.tenant, PLATFORM_INDEX)
         reach = await self.reach.reach_of(scope)
         known = await corpus_named(self.reach, scope, reach, corpus_id, corpus_key)
@@ -105,6 +120,10 @@ class PassageUseCases:
         if known is not None:
             await require_writable(self.kinds, scope, reach, known, corpus_key or corpus_id)
             existing = await self.passages.referenced(scope.tenant, known, request.document_ref)
+            if existing is not None and not reach.reader.may_read_document(existing.principals):
+                raise DocumentRefNotFound(request.document_ref)  # one reference, one document: never a second
+            if existing is not None and request.principals is not None:
+                await change_access(self.access, scope, existing.document_id, existing.principals, request.principals)
             if not admit_version(existing, request.content_sha256).creates_job:  # unchanged, or being indexed
                 admitted = await self.passages.admit(scope.tenant, known, request, None)
                 if admitted is not None:
@@ -146,6 +165,8 @@ class PassageUseCases:
         existing = await self.passages.referenced(scope.tenant, corpus, document_ref)
         if existing is None:
             return Removed(0, None, None)
+        if not reach.reader.may_read_document(existing.principals):
+            raise DocumentRefNotFound(document_ref)
         deletion = await self.tombstones.delete_document(
             scope.tenant, existing.document_id, scope.subject, reason_of("", REMOVED_BY_REFERENCE)
         )
@@ -170,6 +191,8 @@ class PassageUseCases:
         existing: ReferencedDocument | None = None
         if document_ref:
             existing = await self.passages.referenced(scope.tenant, corpus, check_reference(document_ref))
+            if existing is not None and not reach.reader.may_read_document(existing.principals):
+                existing = None  # as if absent: whether it exists is not the caller's to learn
         refusal = await self.quotas.index_refusal(
             scope.tenant, PLATFORM_INDEX, existing.document_id if existing else None, size_bytes, passages
         )

@@ -13,6 +13,10 @@ corpora's, when filtered), by index-only scans, never a chunk row. A term's freq
 sums its positions' tier weights relative to body text (D), so a heading match counts more than
 a body match while body text keeps BM25's saturation.
 
+Both channels admit only chunks of documents whose access list admits the caller (runtime
+``db.reach.readable_by``, the SQL of ``reach.may_read_document``), judged per candidate inside the
+scan by the document's primary key, so the depth, and so top_k, fills from what the caller may read.
+
 Like Elasticsearch's common-terms query, a term found in more than ``common_fraction`` of
 the tenant's chunks (and in more than ``common_min_df`` of them) still scores but does not
 select candidates on its own, so one very frequent word does not make the query score most
@@ -24,13 +28,13 @@ only for the candidates its largest possible share could still lift into the cha
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from knowledge_runtime.auth import Scope
 from knowledge_runtime.costs import RECORD_COST, CostItem, cost_record
 from knowledge_runtime.db.pool import Database
-from knowledge_runtime.db.reach import PostgresReach
+from knowledge_runtime.db.reach import PostgresReach, principals_arg, readable_by
 from knowledge_runtime.filter_fields import compile_filter, document_fields
 from knowledge_runtime.filters import FieldResolver, Params
 from knowledge_runtime.reach import Placement, Reach, Reader
@@ -185,19 +189,21 @@ JOIN_RATIO = 4
 LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth),
 # under the tenant keys the channels read ($2: Filters.owners, the caller's and the platform
-# tenant's when its reach holds a platform-wide corpus; the ids came from within that reach).
+# tenant's when its reach holds a platform-wide corpus; the ids came from within that reach) and
+# the caller's principals ($3): a list changed since the channels read is judged again here.
 # A deleted document's chunks stay until its removal job deletes them: this join is
 # what makes them unreachable from the delete's commit on, in every read that hydrates.
-HYDRATE = """
+HYDRATE = f"""
 SELECT c.chunk_id, c.document_id, c.corpus_id, c.section, c.page, c.content, d.filename, d.source_url, d.extractor,
        d.document_ref, c.fragment, c.passage_metadata, d.metadata AS document_metadata
 FROM chunks c
-JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL
+JOIN documents d ON d.document_id = c.document_id AND d.deleted_at IS NULL AND {readable_by("d.principals", "$3")}
 WHERE c.chunk_id = ANY($1::bigint[]) AND c.tenant_id = ANY($2::text[])
 """
-DOCUMENT_VISIBLE = (
-    "SELECT corpus_id FROM documents WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL"
-)
+DOCUMENT_VISIBLE = f"""
+SELECT corpus_id FROM documents
+WHERE document_id = $1 AND tenant_id = ANY($2::text[]) AND deleted_at IS NULL AND {readable_by("principals", "$3")}
+"""
 CORPUS_WEIGHTS = "SELECT vector_weight, lexical_weight FROM corpus_search_weights WHERE corpus_id = $1"
 
 
@@ -266,6 +272,15 @@ def _predicates(filters: Filters, first: int, *, postings: bool = False) -> tupl
     return sql, args
 
 
+def _access(filters: Filters, first: int) -> tuple[list[tuple[bool, str]], list[object]]:
+    """The caller's access, on alias ``{a}`` (a chunk, or a posting: both carry document_id): its
+    document's list, read by the document's primary key per candidate, must admit the caller's
+    principals (``$first``). A scalar lookup, not a join: a join over the readable documents let
+    the planner trade the HNSW scan for an exact one when its estimate was wrong."""
+    listed = "(SELECT ad.principals FROM documents ad WHERE ad.document_id = {a}.document_id)"
+    return [(False, f"AND {readable_by(listed, f'${first}')}")], [principals_arg(filters.principals)]
+
+
 def _render(predicates: list[tuple[bool, str]], alias: str, *, narrowing_only: bool = False) -> str:
     return " ".join(p.replace("{a}", alias) for narrowing, p in predicates if narrowing or not narrowing_only)
 
@@ -274,6 +289,18 @@ def _filters(filters: Filters, first: int) -> tuple[str, list[object]]:
     """Every set filter's predicate on alias c, and their parameters from ``$first``."""
     predicates, args = _predicates(filters, first)
     return _render(predicates, "c"), args
+
+
+def _channel_predicates(
+    filters: Filters, first: int, *, postings: bool = False, access: bool = True
+) -> tuple[list[tuple[bool, str]], list[object]]:
+    """What a channel's candidates must meet: the set filters and the caller's access (``access``
+    False only for bench/search_latency.py's baseline, which times the channels without it)."""
+    predicates, args = _predicates(filters, first, postings=postings)
+    if access:
+        more, extra = _access(filters, first + len(args))
+        predicates, args = predicates + more, args + extra
+    return predicates, args
 
 
 def scan_settings(ef_search: int = DEFAULT_EF_SEARCH, max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES) -> dict[str, str]:
@@ -323,6 +350,7 @@ class PostgresChunkIndex:
         self._ef_search = ef_search
         self._max_scan_tuples = max_scan_tuples
         self._session_scan: bool | None = None  # whether the pool's sessions carry scan_settings()
+        self._access = True  # the access-list predicate in both channels (bench: the baseline without it)
 
     async def reader(self, scope: Scope) -> Reader:
         return await self._reach.reader(scope)
@@ -339,8 +367,8 @@ class PostgresChunkIndex:
     async def vector_search(
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
     ) -> list[ChannelHit]:
-        predicates, args = _filters(filters, 4)
-        statement = VECTOR_SEARCH.format(filters=predicates)
+        predicates, args = _channel_predicates(filters, 4, access=self._access)
+        statement = VECTOR_SEARCH.format(filters=_render(predicates, "c"))
         query = np.asarray(vector, dtype=np.float32)
         # The iterative scan goes on past ef_search until the depth is filled, so ef_search stays
         # the configured floor rather than the depth: at 100k chunks, ef_search 100 returned the
@@ -360,7 +388,7 @@ class PostgresChunkIndex:
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         bm25 = self._bm25
-        predicates, args = _predicates(filters, 12, postings=True)
+        predicates, args = _channel_predicates(filters, 12, postings=True, access=self._access)
         d, c, b, a = bm25.tiers
         # One statement (one round trip): the query's terms, their roles and the scoring.
         rows = await self._db.fetch(
@@ -392,10 +420,14 @@ class PostgresChunkIndex:
             for rank, row in enumerate(rows, start=1)
         ]
 
-    async def chunks(self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = ()) -> dict[int, Chunk]:
+    async def chunks(
+        self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = (), principals: Collection[str] = ()
+    ) -> dict[int, Chunk]:
         if not chunk_ids:
             return {}
-        rows = await self._db.fetch("hydrate", HYDRATE, list(chunk_ids), list(owners) or [tenant])
+        rows = await self._db.fetch(
+            "hydrate", HYDRATE, list(chunk_ids), list(owners) or [tenant], principals_arg(principals)
+        )
         return {
             row["chunk_id"]: Chunk(
                 chunk_id=row["chunk_id"],
@@ -422,7 +454,11 @@ class PostgresChunkIndex:
         reachable = filters.corpus_ids
         if filters.document_id is not None:
             corpus = await self._db.fetchval(
-                "document_visible", DOCUMENT_VISIBLE, filters.document_id, _owners(tenant, filters)
+                "document_visible",
+                DOCUMENT_VISIBLE,
+                filters.document_id,
+                _owners(tenant, filters),
+                principals_arg(filters.principals),
             )
             if corpus is None or (filters.corpus_id is not None and corpus != filters.corpus_id):
                 raise DocumentNotFound(str(filters.document_id))

@@ -1,5 +1,5 @@
-"""What a cached search answer is keyed on: the tenant, the reader's scope node and
-clearance, the generation of what that reader sees, and the full request. No key without a
+"""What a cached search answer is keyed on: the tenant, the reader's scope node, clearance and
+principals, the generation of what that reader sees, and the full request. No key without a
 scope: a reader only exists once its token's scope resolved."""
 
 from __future__ import annotations
@@ -20,14 +20,18 @@ class CacheKey:
     tenant: str
     node: str
     clearance: str
+    # Who the reader is to access lists (Reader.principals): two readers of one node and band who
+    # are in other groups read other documents, so never each other's answers.
+    principals: frozenset[str]
     # The sum of the generations of the reader's node and its ancestors (migration 0024): any
-    # change a reader could see bumps one of them, so an entry of before the change never matches.
+    # change a reader could see bumps one of them (a document's access list too: migration 0062),
+    # so an entry of before the change never matches.
     generation: int
     request: Hashable
 
 
 def cache_key(tenant: str, reader: Reader, generation: int, request: SearchRequest) -> CacheKey:
-    return CacheKey(tenant, str(reader.node), reader.clearance.value, generation, request)
+    return CacheKey(tenant, str(reader.node), reader.clearance.value, reader.principals, generation, request)
 
 
 class OutcomeCache(Protocol):

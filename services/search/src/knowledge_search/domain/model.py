@@ -63,6 +63,11 @@ class Filters:
     # The tenant keys of the rows the caller may read (Reach.owners: its own, and the platform
     # tenant's when it reaches a platform-wide corpus); () means the caller's tenant alone.
     owners: tuple[str, ...] = ()
+    # Who the caller is to a document's access list (Reader.principals: its token's user:<sub> and
+    # group:<name>): both channels and the hydration admit only the documents whose list is empty
+    # or names one of them. Set by the use case from the verified token, never a request; none
+    # reads only the documents open to everyone who reaches their corpus.
+    principals: frozenset[str] = frozenset()
     # The request's filter (knowledge_runtime.filters), applied inside both channels; None: none.
     condition: Node | None = None
     # The corpus named by its key instead of corpus_id: resolved to corpus_id (and cleared) by the

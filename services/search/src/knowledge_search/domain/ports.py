@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Protocol
 
 from knowledge_runtime.auth import Scope
@@ -46,14 +46,18 @@ class ChunkIndex(Protocol):
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
 
-    async def chunks(self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = ()) -> dict[int, Chunk]:
+    async def chunks(
+        self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = (), principals: Collection[str] = ()
+    ) -> dict[int, Chunk]:
         """Content, section, page and filename of the chunks among ``chunk_ids`` whose rows carry one
-        of ``owners`` (the channels' ``Filters.owners``; the tenant's own when empty); gone ones absent."""
+        of ``owners`` (the channels' ``Filters.owners``; the tenant's own when empty) and whose
+        document's access list admits ``principals`` (``Filters.principals``); gone ones absent."""
 
     async def check_filters(self, tenant: str, filters: Filters) -> None:
         """DocumentNotFound unless a document filter names the tenant's (or a platform-wide) document
         within ``filters.corpus_ids`` when that is set, and within the corpus filter when that is set
-        (the corpus filter itself is checked against the reach before: ``usecases.within``)."""
+        (the corpus filter itself is checked against the reach before: ``usecases.within``), whose
+        access list admits ``filters.principals``."""
 
     async def corpus_weights(self, corpus_id: int) -> Weights:
         """The corpus's fusion weights; unset fields when it has none."""
