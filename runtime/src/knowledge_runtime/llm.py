@@ -10,7 +10,8 @@ waiting helps). Nothing sent or received is logged: prompts carry document text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,17 +116,67 @@ class ChatClient:
             price_output_per_1k=settings.price_output_per_1k,
         )
 
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int = DEFAULT_MAX_TOKENS, json_object: bool = False
-    ) -> ChatReply:
-        """The model's answer at temperature 0; ``json_object`` asks for a JSON object answer
-        (``response_format``, which vLLM, Ollama and llama.cpp's server honour)."""
-        body: dict[str, Any] = {
+    def _body(self, messages: Sequence[Mapping[str, str]], max_tokens: int) -> dict[str, Any]:
+        return {
             "model": self.model,
             "messages": [dict(m) for m in messages],
             "temperature": 0,
             "max_tokens": max_tokens,
         }
+
+    def _reply(self, text: str, messages: int, prompt_tokens: int, completion_tokens: int) -> ChatReply:
+        amount = prompt_tokens / 1000 * self._prices[0] + completion_tokens / 1000 * self._prices[1]
+        return ChatReply(text, self.model, messages, prompt_tokens, completion_tokens, amount)
+
+    async def stream(
+        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int = DEFAULT_MAX_TOKENS
+    ) -> AsyncIterator[str | ChatReply]:
+        """The model's answer as it is written (server-sent events, ``stream: true``): each piece of
+        text as it comes, then the whole :class:`ChatReply` (its usage, when the server reports
+        it). Closing the iterator early (the caller went away) closes the connection, which ends
+        the server's generation."""
+        body = {**self._body(messages, max_tokens), "stream": True, "stream_options": {"include_usage": True}}
+        pieces: list[str] = []
+        usage: Mapping[str, Any] = {}
+        try:
+            async with self._client.stream("POST", self._url, json=body) as response:
+                if response.status_code != 200:
+                    raise LlmUnavailable(f"HTTP {response.status_code}")
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    try:
+                        event = json.loads(data)
+                        usage = event.get("usage") or usage
+                        choices = event.get("choices") or []
+                        piece = (choices[0].get("delta") or {}).get("content") or "" if choices else ""
+                        if not isinstance(piece, str):
+                            raise TypeError("content is not text")
+                    except (ValueError, TypeError, AttributeError):
+                        raise LlmUnavailable("malformed response") from None
+                    if piece:
+                        pieces.append(piece)
+                        yield piece
+        except httpx.TimeoutException:
+            raise LlmUnavailable("timed out") from None
+        except httpx.HTTPError:
+            raise LlmUnavailable("unreachable") from None
+        try:
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            completion_tokens = int(usage.get("completion_tokens", len(pieces)))
+        except (ValueError, TypeError):
+            raise LlmUnavailable("malformed response") from None
+        yield self._reply("".join(pieces), len(messages), prompt_tokens, completion_tokens)
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int = DEFAULT_MAX_TOKENS, json_object: bool = False
+    ) -> ChatReply:
+        """The model's answer at temperature 0; ``json_object`` asks for a JSON object answer
+        (``response_format``, which vLLM, Ollama and llama.cpp's server honour)."""
+        body = self._body(messages, max_tokens)
         if json_object:
             body["response_format"] = {"type": "json_object"}
         try:
@@ -146,8 +197,7 @@ class ChatClient:
             completion_tokens = int(usage.get("completion_tokens", 0))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise LlmUnavailable("malformed response") from None
-        amount = prompt_tokens / 1000 * self._prices[0] + completion_tokens / 1000 * self._prices[1]
-        return ChatReply(text, self.model, len(messages), prompt_tokens, completion_tokens, amount)
+        return self._reply(text, len(messages), prompt_tokens, completion_tokens)
 
     async def close(self) -> None:
         await self._client.aclose()

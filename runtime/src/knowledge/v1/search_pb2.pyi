@@ -25,6 +25,12 @@ class Relevance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RELEVANCE_LOW: _ClassVar[Relevance]
     RELEVANCE_LEXICAL_MATCH: _ClassVar[Relevance]
 
+class TurnRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TURN_ROLE_UNSPECIFIED: _ClassVar[TurnRole]
+    TURN_ROLE_USER: _ClassVar[TurnRole]
+    TURN_ROLE_ASSISTANT: _ClassVar[TurnRole]
+
 class SupportLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SUPPORT_LEVEL_UNSPECIFIED: _ClassVar[SupportLevel]
@@ -46,6 +52,9 @@ RELEVANCE_HIGH: Relevance
 RELEVANCE_MODERATE: Relevance
 RELEVANCE_LOW: Relevance
 RELEVANCE_LEXICAL_MATCH: Relevance
+TURN_ROLE_UNSPECIFIED: TurnRole
+TURN_ROLE_USER: TurnRole
+TURN_ROLE_ASSISTANT: TurnRole
 SUPPORT_LEVEL_UNSPECIFIED: SupportLevel
 SUPPORT_LEVEL_SUPPORTED: SupportLevel
 SUPPORT_LEVEL_PARTIAL: SupportLevel
@@ -133,7 +142,7 @@ class SearchResult(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., filename: _Optional[str] = ..., chunk_id: _Optional[str] = ..., section: _Optional[str] = ..., page: _Optional[int] = ..., score: _Optional[float] = ..., vector_rank: _Optional[int] = ..., lexical_rank: _Optional[int] = ..., fused_score: _Optional[float] = ..., content: _Optional[str] = ..., corpus_id: _Optional[str] = ..., source_url: _Optional[str] = ..., rerank_score: _Optional[float] = ..., document_ref: _Optional[str] = ..., fragment: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., document_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class SearchDocumentsRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter", "corpus_key")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "rerank", "filter", "corpus_key", "history")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +151,7 @@ class SearchDocumentsRequest(_message.Message):
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -150,7 +160,8 @@ class SearchDocumentsRequest(_message.Message):
     rerank: bool
     filter: str
     corpus_key: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
+    history: _containers.RepeatedCompositeFieldContainer[Turn]
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ..., history: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ...) -> None: ...
 
 class SearchDocumentsResponse(_message.Message):
     __slots__ = ("text", "relevance", "result_count", "synthesis", "results")
@@ -167,7 +178,7 @@ class SearchDocumentsResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., result_count: _Optional[int] = ..., synthesis: _Optional[str] = ..., results: _Optional[_Iterable[_Union[SearchResult, _Mapping]]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter", "corpus_key")
+    __slots__ = ("query", "corpus_id", "top_k", "document_id", "rerank", "filter", "corpus_key", "history")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +186,7 @@ class QueryRequest(_message.Message):
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     top_k: int
@@ -182,23 +194,62 @@ class QueryRequest(_message.Message):
     rerank: bool
     filter: str
     corpus_key: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
+    history: _containers.RepeatedCompositeFieldContainer[Turn]
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., top_k: _Optional[int] = ..., document_id: _Optional[str] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ..., history: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message")
+    __slots__ = ("answer", "citations", "relevance", "cost", "fallback_reason", "fallback_message", "condensed_query", "conversation_note")
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
     FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     FALLBACK_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CONDENSED_QUERY_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_NOTE_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     relevance: Relevance
     cost: _common_pb2.Cost
     fallback_reason: _common_pb2.RefusalReason
     fallback_message: str
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., fallback_reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., fallback_message: _Optional[str] = ...) -> None: ...
+    condensed_query: str
+    conversation_note: str
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., relevance: _Optional[_Union[Relevance, str]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., fallback_reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., fallback_message: _Optional[str] = ..., condensed_query: _Optional[str] = ..., conversation_note: _Optional[str] = ...) -> None: ...
+
+class Turn(_message.Message):
+    __slots__ = ("role", "text")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    role: TurnRole
+    text: str
+    def __init__(self, role: _Optional[_Union[TurnRole, str]] = ..., text: _Optional[str] = ...) -> None: ...
+
+class QueryStreamRequest(_message.Message):
+    __slots__ = ("query",)
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    query: QueryRequest
+    def __init__(self, query: _Optional[_Union[QueryRequest, _Mapping]] = ...) -> None: ...
+
+class QueryStreamResponse(_message.Message):
+    __slots__ = ("started", "delta", "done")
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    started: QueryStarted
+    delta: str
+    done: QueryResponse
+    def __init__(self, started: _Optional[_Union[QueryStarted, _Mapping]] = ..., delta: _Optional[str] = ..., done: _Optional[_Union[QueryResponse, _Mapping]] = ...) -> None: ...
+
+class QueryStarted(_message.Message):
+    __slots__ = ("relevance", "condensed_query", "source_count")
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    CONDENSED_QUERY_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    relevance: Relevance
+    condensed_query: str
+    source_count: int
+    def __init__(self, relevance: _Optional[_Union[Relevance, str]] = ..., condensed_query: _Optional[str] = ..., source_count: _Optional[int] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("document_id", "filename", "page", "section", "excerpt", "chunk_id", "source_url", "document_ref", "fragment", "metadata", "document_metadata")

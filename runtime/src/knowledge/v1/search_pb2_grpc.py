@@ -52,6 +52,11 @@ class SearchServiceStub:
                 request_serializer=knowledge_dot_v1_dot_search__pb2.QueryRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_search__pb2.QueryResponse.FromString,
                 _registered_method=True)
+        self.QueryStream = channel.unary_stream(
+                '/knowledge.v1.SearchService/QueryStream',
+                request_serializer=knowledge_dot_v1_dot_search__pb2.QueryStreamRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_search__pb2.QueryStreamResponse.FromString,
+                _registered_method=True)
         self.GetContext = channel.unary_unary(
                 '/knowledge.v1.SearchService/GetContext',
                 request_serializer=knowledge_dot_v1_dot_search__pb2.GetContextRequest.SerializeToString,
@@ -96,6 +101,18 @@ class SearchServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QueryStream(self, request, context):
+        """Query's answer as it is written: first a QueryStreamResponse with `started` (the relevance
+        and the query retrieval read), then the answer's text in `delta`s as the model produces it
+        (the extractive synthesiser sends its sentences one by one; markers already numbered as in
+        the final answer), then one `done`: the whole QueryResponse, its citations and cost. A client
+        that goes away cancels the model's call. Over REST: one JSON object per line
+        (application/x-ndjson-like, as the document watch).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetContext(self, request, context):
         """---- agent-facing reads ----
 
@@ -132,6 +149,11 @@ def add_SearchServiceServicer_to_server(servicer, server):
                     servicer.Query,
                     request_deserializer=knowledge_dot_v1_dot_search__pb2.QueryRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_search__pb2.QueryResponse.SerializeToString,
+            ),
+            'QueryStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.QueryStream,
+                    request_deserializer=knowledge_dot_v1_dot_search__pb2.QueryStreamRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_search__pb2.QueryStreamResponse.SerializeToString,
             ),
             'GetContext': grpc.unary_unary_rpc_method_handler(
                     servicer.GetContext,
@@ -228,6 +250,33 @@ class SearchService:
             '/knowledge.v1.SearchService/Query',
             knowledge_dot_v1_dot_search__pb2.QueryRequest.SerializeToString,
             knowledge_dot_v1_dot_search__pb2.QueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/knowledge.v1.SearchService/QueryStream',
+            knowledge_dot_v1_dot_search__pb2.QueryStreamRequest.SerializeToString,
+            knowledge_dot_v1_dot_search__pb2.QueryStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

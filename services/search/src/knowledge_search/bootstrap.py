@@ -82,6 +82,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
         )
         synthesiser: Synthesiser
+        llm: ChatCompletionsSynthesiser | None = None
         if settings.llm is not None:
             llm = ChatCompletionsSynthesiser(
                 settings.llm.url,
@@ -105,6 +106,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             # an LLM's answers fall back to the extractive synthesiser once the tenant's budget is spent
             budget=PostgresLlmBudget(db) if settings.llm is not None else None,
             fallback=ExtractiveSynthesiser() if settings.llm is not None else None,
+            condenser=llm,  # the model condenses a follow-up and its history into one query
         )
         prefetches = PrefetchUseCases(
             searches,

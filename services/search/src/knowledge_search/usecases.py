@@ -7,7 +7,8 @@ The tenant always comes from the verified scope, never from the request.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from knowledge_runtime.auth import Scope
@@ -19,9 +20,11 @@ from knowledge_runtime.reach import Reach, Reader
 from knowledge_runtime.refusals import Refused
 from knowledge_runtime.tracing import tracer
 
+from knowledge_search.domain import conversation
 from knowledge_search.domain.anonymise import Anonymised, Anonymiser
-from knowledge_search.domain.answer import Source, Synthesis, cite, excerpt
+from knowledge_search.domain.answer import Citer, Source, Synthesis, cite, excerpt, tidy
 from knowledge_search.domain.cache import OutcomeCache, cache_key
+from knowledge_search.domain.conversation import Turn
 from knowledge_search.domain.errors import CorpusNotFound, EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
@@ -41,6 +44,7 @@ from knowledge_search.domain.model import (
 )
 from knowledge_search.domain.ports import (
     ChunkIndex,
+    Condenser,
     CostLedger,
     LlmBudget,
     QueryEmbedder,
@@ -50,12 +54,14 @@ from knowledge_search.domain.ports import (
 )
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
+from knowledge_search.domain.streaming import AnswerStream, Started
 
 log = get_logger("knowledge.search")
 _tracer = tracer("knowledge.search")
 RERANK_FALLBACK = "reranking is unavailable ({why}); the results are in fused order"
 LEXICAL_ONLY = "the embedder is unavailable: only the lexical channel answered"
 BUDGET_FALLBACK = "{why}; this answer is extractive (quoted from the sources, no LLM)"
+MAX_CONDENSED_CHARS = 3_500  # as a query's own limit
 # Reads of the channels per search while a writer keeps replacing what they found (see ``_search``).
 READ_ATTEMPTS = 3
 
@@ -308,26 +314,106 @@ class AnswerUseCases:
     # With an LLM synthesiser: the tenant's LLM budget, and what answers once it is spent.
     budget: LlmBudget | None = None
     fallback: Synthesiser | None = None
+    # With an LLM: what condenses a question and its history into one query for retrieval.
+    condenser: Condenser | None = None
 
-    async def query(self, scope: Scope, request: SearchRequest) -> Answer:
-        return await self.answer(scope, request, await self.searcher.search(scope, request))
+    async def query(self, scope: Scope, request: SearchRequest, history: Sequence[Turn] = ()) -> Answer:
+        retrieval, talk = await self.standalone(scope, request, history)
+        answer = await self.answer(scope, request, await self.searcher.search(scope, retrieval), talk.history)
+        return replace(
+            answer, cost=talk.cost + answer.cost, condensed_query=talk.condensed_query, conversation_note=talk.note
+        )
 
-    async def answer(self, scope: Scope, request: SearchRequest, outcome: SearchOutcome) -> Answer:
+    async def query_stream(
+        self, scope: Scope, request: SearchRequest, history: Sequence[Turn] = ()
+    ) -> AsyncIterator[Started | str | Answer]:
+        """``query``'s answer as it is written: :class:`Started`, then the text's pieces, then the
+        whole :class:`Answer`. Closing the iterator early (the caller went away) closes the
+        synthesiser's stream, which ends a model's call."""
+        retrieval, talk = await self.standalone(scope, request, history)
+        outcome = await self.searcher.search(scope, retrieval)
+        hits = outcome.hits if answerable(outcome) else ()
+        yield Started(outcome.relevance, talk.condensed_query, len(hits))
+        if not hits:
+            yield Answer(
+                text="",
+                citations=(),
+                relevance=outcome.relevance,
+                cost=talk.cost + outcome.cost,
+                condensed_query=talk.condensed_query,
+                conversation_note=talk.note,
+            )
+            return
+        synthesiser, refusal = await self.pick(scope)
+        anonymised, sources = self._sources(request.text, hits)
+        citer = Citer(len(hits))
+        stream = AnswerStream(citer, anonymised.restore)
+        parts: list[str] = []
+        synthesis = Synthesis(text="")
+        masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in talk.history)
+        async with aclosing(synthesiser.stream(anonymised.text, sources, history=masked)) as pieces:
+            async for item in pieces:
+                if isinstance(item, Synthesis):
+                    synthesis = item
+                    continue
+                piece = stream.feed(item)
+                if piece:
+                    parts.append(piece)
+                    yield piece
+        tail = stream.finish()
+        if tail:
+            parts.append(tail)
+            yield tail
+        await self._record(scope, synthesis)
+        yield Answer(
+            text=tidy("".join(parts)),
+            citations=_citations(hits, citer.order, synthesis, anonymised),
+            relevance=outcome.relevance,
+            cost=talk.cost + outcome.cost + synthesis.cost,
+            fallback_reason=refusal.reason if refusal is not None else "",
+            fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
+            condensed_query=talk.condensed_query,
+            conversation_note=talk.note,
+        )
+
+    async def standalone(
+        self, scope: Scope, request: SearchRequest, history: Sequence[Turn]
+    ) -> tuple[SearchRequest, Talk]:
+        """The request retrieval reads, and what the conversation gave it: with no history, the
+        request itself; else a model's condensation of the question and its history (its cost
+        recorded), or without a model (none configured, the month's budget spent, or down) the
+        last earlier user turn with the question, said in the note."""
+        if not history:
+            return request, Talk()
+        kept = conversation.within_budget(history, conversation.HISTORY_BUDGET_CHARS)
+        _, refusal = await self.pick(scope)
+        if self.condenser is not None and refusal is None:
+            anonymised = self.anonymiser.anonymise(request.text)
+            masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in history)
+            try:
+                with _tracer.start_as_current_span("search.condense"):
+                    text, cost = await self.condenser.condense(anonymised.text, masked)
+                await self._record(scope, Synthesis(text="", cost=cost))
+                query = anonymised.restore(text)[:MAX_CONDENSED_CHARS]
+                return replace(request, text=query), Talk(kept, query, "", cost)
+            except LlmUnavailable as error:
+                log.warning("condense_fallback", reason=error.reason)
+        query = conversation.without_model(request.text, history)[:MAX_CONDENSED_CHARS]
+        return replace(request, text=query), Talk(kept, query, conversation.WITHOUT_MODEL_NOTE)
+
+    async def answer(
+        self, scope: Scope, request: SearchRequest, outcome: SearchOutcome, history: Sequence[Turn] = ()
+    ) -> Answer:
         """The cited answer from a retrieval already made (SearchDocuments makes one, not two)."""
         if not answerable(outcome):
             return Answer(text="", citations=(), relevance=outcome.relevance, cost=outcome.cost)
         hits = outcome.hits
         synthesiser, refusal = await self.pick(scope)
-        synthesis, anonymised = await self.synthesise(scope, request.text, hits, synthesiser=synthesiser)
-        text, order = cite(synthesis.text, len(hits))
-        quoted = synthesis.excerpts or {}
-        citations = tuple(
-            Citation(
-                chunk=hits[n - 1].chunk,
-                excerpt=anonymised.restore(quoted[n]) if n in quoted else excerpt(hits[n - 1].chunk.content),
-            )
-            for n in order
+        synthesis, anonymised = await self.synthesise(
+            scope, request.text, hits, synthesiser=synthesiser, history=history
         )
+        text, order = cite(synthesis.text, len(hits))
+        citations = _citations(hits, order, synthesis, anonymised)
         log.info("answer_done", sources=len(hits), citations=len(citations), synthesiser=synthesiser.model_id)
         return Answer(
             text=anonymised.restore(text),
@@ -338,10 +424,14 @@ class AnswerUseCases:
             fallback_message=BUDGET_FALLBACK.format(why=refusal.message) if refusal is not None else "",
         )
 
-    async def search_documents(self, scope: Scope, request: SearchRequest) -> tuple[SearchOutcome, str, str]:
-        """One retrieval, and its synthesis citing the results by their own numbers: (outcome,
-        synthesis, why there is none when the language model could not answer)."""
-        outcome = await self.searcher.search(scope, request)
+    async def search_documents(
+        self, scope: Scope, request: SearchRequest, history: Sequence[Turn] = ()
+    ) -> tuple[SearchOutcome, str, str]:
+        """One retrieval (of the standalone query when there is history), and its synthesis
+        citing the results by their own numbers: (outcome, synthesis, why there is none when the
+        language model could not answer)."""
+        retrieval, _ = await self.standalone(scope, request, history)
+        outcome = await self.searcher.search(scope, retrieval)
         if not answerable(outcome):
             return outcome, "", ""
         synthesiser, _ = await self.pick(scope)  # extractive once the tenant's LLM budget is spent
@@ -372,27 +462,62 @@ class AnswerUseCases:
         *,
         graded: bool = False,
         synthesiser: Synthesiser | None = None,
+        history: Sequence[Turn] = (),
     ) -> tuple[Synthesis, Anonymised]:
-        """The synthesis over ``hits`` as sources 1..n: the question and the sources anonymised
-        before the synthesiser sees them; the synthesis text still anonymised (``restore`` it),
-        its cost recorded. ``graded`` asks for a support level per statement; ``synthesiser``
-        (from :meth:`pick`) defaults to the configured one."""
+        """The synthesis over ``hits`` as sources 1..n: the question, the sources and the history
+        anonymised before the synthesiser sees them; the synthesis text still anonymised
+        (``restore`` it), its cost recorded. ``graded`` asks for a support level per statement;
+        ``synthesiser`` (from :meth:`pick`) defaults to the configured one."""
         synthesiser = synthesiser or self.synthesiser
+        anonymised, sources = self._sources(question, hits)
+        with _tracer.start_as_current_span("search.synthesise") as span:
+            span.set_attribute("search.synthesiser", synthesiser.model_id)
+            if graded:
+                synthesis = await synthesiser.synthesise(anonymised.text, sources, graded=True)
+            elif history:
+                masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in history)
+                synthesis = await synthesiser.synthesise(anonymised.text, sources, history=masked)
+            else:
+                synthesis = await synthesiser.synthesise(anonymised.text, sources)
+        await self._record(scope, synthesis)
+        return synthesis, anonymised
+
+    def _sources(self, question: str, hits: Sequence[SearchHit]) -> tuple[Anonymised, list[Source]]:
         anonymised = self.anonymiser.anonymise(question)
         sources = [
             Source(number=n, title=_title(hit.chunk), text=anonymised.mask(hit.chunk.content))
             for n, hit in enumerate(hits, start=1)
         ]
-        with _tracer.start_as_current_span("search.synthesise") as span:
-            span.set_attribute("search.synthesiser", synthesiser.model_id)
-            if graded:
-                synthesis = await synthesiser.synthesise(anonymised.text, sources, graded=True)
-            else:
-                synthesis = await synthesiser.synthesise(anonymised.text, sources)
+        return anonymised, sources
+
+    async def _record(self, scope: Scope, synthesis: Synthesis) -> None:
         if self.ledger is not None:
             for item in synthesis.cost.items:
                 await self.ledger.record(scope.tenant, item)
-        return synthesis, anonymised
+
+
+@dataclass(frozen=True, slots=True)
+class Talk:
+    """What a conversation gave a question: the turns kept for the model (within the budget),
+    the standalone query retrieval read, the note when no model condensed it, and the cost."""
+
+    history: tuple[Turn, ...] = ()
+    condensed_query: str = ""
+    note: str = ""
+    cost: Cost = field(default_factory=Cost)
+
+
+def _citations(
+    hits: Sequence[SearchHit], order: Sequence[int], synthesis: Synthesis, anonymised: Anonymised
+) -> tuple[Citation, ...]:
+    quoted = synthesis.excerpts or {}
+    return tuple(
+        Citation(
+            chunk=hits[n - 1].chunk,
+            excerpt=anonymised.restore(quoted[n]) if n in quoted else excerpt(hits[n - 1].chunk.content),
+        )
+        for n in order
+    )
 
 
 def answerable(outcome: SearchOutcome) -> bool:

@@ -6,14 +6,15 @@ Only the anonymised question and the sources leave the service; nothing is logge
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import httpx
 from knowledge_runtime.costs import Cost, CostItem
-from knowledge_runtime.llm import ChatClient
+from knowledge_runtime.llm import ChatClient, ChatReply
 
 from knowledge_search.domain.answer import Source, Synthesis, chat_messages
 from knowledge_search.domain.context import GRADING_INSTRUCTION
+from knowledge_search.domain.conversation import CONDENSE_MAX_TOKENS, Turn, condense_messages, condensed
 
 
 class ChatCompletionsSynthesiser:
@@ -42,9 +43,25 @@ class ChatCompletionsSynthesiser:
         )
         self._max_tokens = max_tokens
 
-    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
-        messages = chat_messages(question, sources, GRADING_INSTRUCTION if graded else "")
+    async def synthesise(
+        self, question: str, sources: Sequence[Source], *, graded: bool = False, history: Sequence[Turn] = ()
+    ) -> Synthesis:
+        messages = chat_messages(question, sources, GRADING_INSTRUCTION if graded else "", _turns(history))
         reply = await self._chat.complete(messages, max_tokens=self._max_tokens)  # LlmUnavailable on failure
+        return Synthesis(text=reply.text, cost=self._cost(reply))
+
+    async def stream(
+        self, question: str, sources: Sequence[Source], *, history: Sequence[Turn] = ()
+    ) -> AsyncGenerator[str | Synthesis]:
+        messages = chat_messages(question, sources, "", _turns(history))
+        async for item in self._chat.stream(messages, max_tokens=self._max_tokens):
+            yield item if isinstance(item, str) else Synthesis(text=item.text, cost=self._cost(item))
+
+    async def condense(self, question: str, history: Sequence[Turn]) -> tuple[str, Cost]:
+        reply = await self._chat.complete(condense_messages(question, history), max_tokens=CONDENSE_MAX_TOKENS)
+        return condensed(reply.text, question), self._cost(reply)
+
+    def _cost(self, reply: ChatReply) -> Cost:
         item = CostItem(
             model_id=self.model_id,
             operation="chat",
@@ -53,7 +70,11 @@ class ChatCompletionsSynthesiser:
             output_tokens=reply.completion_tokens,
             amount=reply.amount,
         )
-        return Synthesis(text=reply.text, cost=Cost(items=(item,)))
+        return Cost(items=(item,))
 
     async def close(self) -> None:
         await self._chat.close()
+
+
+def _turns(history: Sequence[Turn]) -> list[tuple[str, str]]:
+    return [(turn.role, turn.text) for turn in history]

@@ -10,8 +10,10 @@ from knowledge.v1 import search_pb2
 from knowledge_runtime.convert import cost
 
 from knowledge_search.domain.context import FactStatus, KnowledgeContext, Support
+from knowledge_search.domain.conversation import Role, Turn, parse_history
 from knowledge_search.domain.model import Answer, Chunk, Relevance, SearchHit, SearchMode, SearchOutcome, Weights
 from knowledge_search.domain.prefetch import Prefetch
+from knowledge_search.domain.streaming import Started
 
 MODES: dict[int, SearchMode] = {
     search_pb2.SEARCH_MODE_UNSPECIFIED: SearchMode.HYBRID,
@@ -104,7 +106,31 @@ def query_response(answer: Answer) -> search_pb2.QueryResponse:
         cost=cost(answer.cost),
         fallback_reason=f"REFUSAL_REASON_{answer.fallback_reason or 'UNSPECIFIED'}",
         fallback_message=answer.fallback_message,
+        condensed_query=answer.condensed_query,
+        conversation_note=answer.conversation_note,
     )
+
+
+def history(turns) -> tuple[Turn, ...]:
+    """A request's earlier turns, checked (``conversation.parse_history``)."""
+    return parse_history([(ROLES.get(turn.role), turn.text) for turn in turns])
+
+
+ROLES: dict[int, Role] = {search_pb2.TURN_ROLE_USER: "user", search_pb2.TURN_ROLE_ASSISTANT: "assistant"}
+
+
+def stream_event(event: Started | str | Answer) -> search_pb2.QueryStreamResponse:
+    if isinstance(event, str):
+        return search_pb2.QueryStreamResponse(delta=event)
+    if isinstance(event, Started):
+        return search_pb2.QueryStreamResponse(
+            started=search_pb2.QueryStarted(
+                relevance=RELEVANCE[event.relevance],
+                condensed_query=event.condensed_query,
+                source_count=event.source_count,
+            )
+        )
+    return search_pb2.QueryStreamResponse(done=query_response(event))
 
 
 # ---- agent-facing reads ----

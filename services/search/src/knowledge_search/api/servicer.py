@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 from knowledge.v1 import search_pb2, search_pb2_grpc
 from knowledge_runtime.auth import current_scope
@@ -19,6 +21,7 @@ CAPABILITIES = {
     "Search": "search",
     "SearchDocuments": "search",
     "Query": "search",
+    "QueryStream": "search",
     "GetContext": "search",
     "PrefetchContext": "search",
 }
@@ -88,7 +91,8 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self, request: search_pb2.SearchDocumentsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchDocumentsResponse:
         parsed = _search_request(request, SEARCH_TOP_K, mode=_mode(request.mode))
-        outcome, synthesis, unavailable = await self._answers.search_documents(current_scope(), parsed)
+        history = convert.history(request.history)
+        outcome, synthesis, unavailable = await self._answers.search_documents(current_scope(), parsed, history)
         return search_pb2.SearchDocumentsResponse(
             text=render(outcome.hits, outcome.relevance, synthesis, unavailable),
             relevance=convert.RELEVANCE[outcome.relevance],
@@ -101,7 +105,18 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self, request: search_pb2.QueryRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.QueryResponse:
         parsed = _search_request(request, QUERY_TOP_K)
-        return convert.query_response(await self._answers.query(current_scope(), parsed))
+        history = convert.history(request.history)
+        return convert.query_response(await self._answers.query(current_scope(), parsed, history))
+
+    async def QueryStream(
+        self, request: search_pb2.QueryStreamRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[search_pb2.QueryStreamResponse]:
+        # A client that goes away cancels this generator where it waits; the use case closes the
+        # model's stream on the way out, which ends the model's call.
+        parsed = _search_request(request.query, QUERY_TOP_K)
+        history = convert.history(request.query.history)
+        async for event in self._answers.query_stream(current_scope(), parsed, history):
+            yield convert.stream_event(event)
 
     # ---- agent-facing reads ----
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from knowledge_runtime.costs import Cost
@@ -20,6 +20,8 @@ EXTRACTIVE_SENTENCES = 3
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+", re.UNICODE)
+# One quoted sentence of the extractive answer, with its marker (and the space before it).
+_QUOTED = re.compile(r".+?\[\d+\](?= |$)")
 _STOPWORDS = frozenset(
     [
         "a",
@@ -97,33 +99,53 @@ class Synthesis:
     excerpts: dict[int, str] | None = None  # source number -> the part the answer quotes
 
 
-def chat_messages(question: str, sources: Sequence[Source], instruction: str = "") -> list[dict[str, str]]:
-    """The chat; ``instruction`` is added to the system prompt (e.g. the context's grading)."""
+def chat_messages(
+    question: str, sources: Sequence[Source], instruction: str = "", history: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    """The chat; ``instruction`` is added to the system prompt (e.g. the context's grading);
+    ``history``: the conversation's earlier (role, text) turns, before the sources and question."""
     blocks = [f"[{s.number}] {s.title}\n{s.text}" for s in sources]
     user = "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
     system = f"{SYSTEM_PROMPT} {instruction}" if instruction else SYSTEM_PROMPT
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    earlier = [{"role": role, "content": text} for role, text in history]
+    return [{"role": "system", "content": system}, *earlier, {"role": "user", "content": user}]
+
+
+class Citer:
+    """The marker rule, for a whole answer or one piece after another: a marker naming a source
+    that was given is kept, renumbered 1..m in order of first use (or kept as it is with
+    ``renumber=False``); any other is dropped. ``order`` holds the source numbers cited so far."""
+
+    def __init__(self, source_count: int, *, renumber: bool = True) -> None:
+        self.order: list[int] = []
+        self._count = source_count
+        self._renumber = renumber
+
+    def markers(self, text: str) -> str:
+        return _MARKER.sub(self._marker, text)
+
+    def _marker(self, match: re.Match[str]) -> str:
+        kept = []
+        for part in match.group(1).split(","):
+            number = int(part)
+            if 1 <= number <= self._count:
+                if number not in self.order:
+                    self.order.append(number)
+                kept.append(f"[{self.order.index(number) + 1}]" if self._renumber else f"[{number}]")
+        return "".join(kept)
+
+
+def tidy(text: str) -> str:
+    """Spacing left by dropped markers: no doubled blanks, none before punctuation."""
+    return re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
 
 
 def cite(text: str, source_count: int, *, renumber: bool = True) -> tuple[str, list[int]]:
     """The answer with valid markers renumbered 1..m, and the 1-based source numbers they now name.
 
     ``renumber=False`` keeps the valid markers' own numbers (the sources are shown as numbered)."""
-    order: list[int] = []
-
-    def marker(match: re.Match[str]) -> str:
-        kept = []
-        for part in match.group(1).split(","):
-            number = int(part)
-            if 1 <= number <= source_count:
-                if number not in order:
-                    order.append(number)
-                kept.append(f"[{order.index(number) + 1}]" if renumber else f"[{number}]")
-        return "".join(kept)
-
-    cited = _MARKER.sub(marker, text)
-    cited = re.sub(r"[ \t]+([.,;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cited)).strip()
-    return cited, order
+    citer = Citer(source_count, renumber=renumber)
+    return tidy(citer.markers(text)), citer.order
 
 
 def excerpt(text: str, limit: int = MAX_EXCERPT_CHARS) -> str:
@@ -163,7 +185,18 @@ class ExtractiveSynthesiser:
         self._sentences = sentences
         self._max_chars = max_sentence_chars
 
-    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
+    async def stream(
+        self, question: str, sources: Sequence[Source], *, history: Sequence[object] = ()
+    ) -> AsyncGenerator[str | Synthesis]:
+        """Its sentences one by one (each with its marker), then the whole synthesis."""
+        synthesis = await self.synthesise(question, sources)
+        for sentence in _QUOTED.findall(synthesis.text):  # joined, they are the text
+            yield sentence
+        yield synthesis
+
+    async def synthesise(
+        self, question: str, sources: Sequence[Source], *, graded: bool = False, history: Sequence[object] = ()
+    ) -> Synthesis:
         wanted = _terms(question)
         scored: list[tuple[float, int, int, str]] = []
         for source in sources:

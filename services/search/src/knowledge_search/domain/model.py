@@ -297,3 +297,7 @@ class Answer:
     # Why the configured LLM was not asked (a refusal's reason, e.g. BUDGET_EXHAUSTED) and in words.
     fallback_reason: str = ""
     fallback_message: str = ""
+    # With earlier turns: the standalone query retrieval read, and how the history was used
+    # when no model condensed it.
+    condensed_query: str = ""
+    conversation_note: str = ""

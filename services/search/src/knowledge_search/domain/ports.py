@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from typing import Protocol
 
 from knowledge_runtime.auth import Scope
-from knowledge_runtime.costs import CostItem
+from knowledge_runtime.costs import Cost, CostItem
 from knowledge_runtime.reach import Placement, Reach, Reader
 from knowledge_runtime.refusals import Refused
 
 from knowledge_search.domain.answer import Source, Synthesis
+from knowledge_search.domain.conversation import Turn
 from knowledge_search.domain.model import ChannelHit, Chunk, EmbeddedQuery, Filters, Reranking, Weights
 
 
@@ -66,11 +67,27 @@ class Synthesiser(Protocol):
     model_id: str
     grades: bool  # whether ``graded=True`` gets a support level per statement
 
-    async def synthesise(self, question: str, sources: Sequence[Source], *, graded: bool = False) -> Synthesis:
+    async def synthesise(
+        self, question: str, sources: Sequence[Source], *, graded: bool = False, history: Sequence[Turn] = ()
+    ) -> Synthesis:
         """An answer citing sources as [n]; LlmUnavailable when a remote model cannot answer.
 
         ``graded``: each statement starts with its support level (``context.GRADING_INSTRUCTION``)
         where the synthesiser can judge it; the extractive one quotes, so it never labels."""
+
+    def stream(
+        self, question: str, sources: Sequence[Source], *, history: Sequence[Turn] = ()
+    ) -> AsyncGenerator[str | Synthesis]:
+        """The answer as it is written: pieces of its text, then the whole :class:`Synthesis`
+        last. ``history``: the conversation before the question, for a model to read (the
+        extractive synthesiser quotes the sources, whatever was said before). Closing the
+        iterator early stops the writing (a model's call is ended)."""
+
+
+class Condenser(Protocol):
+    async def condense(self, question: str, history: Sequence[Turn]) -> tuple[str, Cost]:
+        """One standalone query for retrieval from the question and the conversation before it;
+        LlmUnavailable when the model cannot answer."""
 
 
 class CostLedger(Protocol):
