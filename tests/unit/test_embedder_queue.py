@@ -246,3 +246,25 @@ def test_a_queue_not_open_refuses_and_a_closed_one_hands_back_what_waited():
     assert names(left) == ["q1", "p1"] and queue.depth == 0 and queue.empty
     with pytest.raises(EmbedderStopping):
         admit(queue, [1])
+
+
+def test_bulk_batches_take_tenants_in_turn_so_a_big_document_delays_a_small_one_by_one_batch():
+    queue = open_queue(max_batch_tokens=100, bulk_batch_tokens=40)
+    big = [queue.admit(Priority.BULK, [TextInput(f"a{n}")], [10], [FakeCaller()], owner="acme")[0] for n in range(40)]
+    small = queue.admit(Priority.BULK, [TextInput("b0"), TextInput("b1")], [10, 10], [FakeCaller()] * 2, owner="globex")
+    later = queue.admit(Priority.BULK, [TextInput("c0")], [10], [FakeCaller()], owner="initech")
+    batches = drain(queue)
+    # acme's first batch was due; then globex's whole upload, then initech's, then acme again.
+    assert batches[0] == ["a0", "a1", "a2", "a3"] and sorted(batches[1]) == ["b0", "b1"] and batches[2] == ["c0"]
+    assert sum(len(batch) for batch in batches) == len(big) + len(small) + len(later) and queue.depth == 0
+    # one tenant alone: its inputs in order, as before
+    assert [name for batch in batches[3:] for name in batch] == [f"a{n}" for n in range(4, 40)]
+
+
+def test_a_tenant_whose_callers_all_went_away_loses_its_turn_to_the_next():
+    queue = open_queue(bulk_batch_tokens=40)
+    gone = queue.admit(Priority.BULK, [TextInput("a0")], [10], [FakeCaller()], owner="acme")
+    gone[0].caller.leave()
+    queue.withdraw(gone[0])
+    queue.admit(Priority.BULK, [TextInput("b0")], [10], [FakeCaller()], owner="globex")
+    assert names(queue.next_batch()) == ["b0"] and queue.empty

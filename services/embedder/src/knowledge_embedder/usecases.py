@@ -74,7 +74,7 @@ class EmbedderUseCases:
         than the encoder's is refused before anything is embedded."""
         if tokenizer and tokenizer != self.encoder.tokenizer_id:
             raise TokenizerChanged(tokenizer, self.encoder.tokenizer_id)
-        embedded = await self._embed(require_texts(texts))
+        embedded = await self._embed(require_texts(texts), owner=scope.tenant)
         cost = self._cost(embedded)
         await self._stored(self.store.record_cost(scope.tenant, cost))
         return embedded, cost
@@ -85,13 +85,13 @@ class EmbedderUseCases:
         if dropped:
             log.warning("query_truncated", dropped_characters=dropped, kept_characters=len(text))
             warnings = (f"the query was truncated to {len(text)} characters; {dropped} characters were dropped",)
-        embedded = await self._embed([text], interactive=True)
+        embedded = await self._embed([text], owner=scope.tenant, interactive=True)
         cost = self._cost(embedded)
         await self._stored(self.store.record_cost(scope.tenant, cost))
         return QueryVector(embedded=embedded, truncated_chars=dropped, warnings=warnings, cost=cost)
 
     async def index_anchor(self, scope: Scope, content: str, target: AnchorTarget) -> IndexResult:
-        embedded, vector = await self._anchor_vector(content)
+        embedded, vector = await self._anchor_vector(scope.tenant, content)
         cost = self._cost(embedded)
         anchor_id = await self._stored(self.store.upsert_anchor(scope.tenant, target, vector, len(content), cost))
         return IndexResult(ids=(anchor_id,), count=_windows(embedded), cost=cost, vectors=vector[None, :])
@@ -99,7 +99,7 @@ class EmbedderUseCases:
     async def refresh_anchor(self, scope: Scope, target: AnchorTarget, content: str) -> IndexResult:
         if not await self.store.anchor_exists(scope.tenant, target):
             raise AnchorNotFound(target.entity_type, target.entity_id)
-        embedded, vector = await self._anchor_vector(content)
+        embedded, vector = await self._anchor_vector(scope.tenant, content)
         cost = self._cost(embedded)
         anchor_id = await self._stored(self.store.replace_anchor(scope.tenant, target, vector, len(content), cost))
         if anchor_id is None:  # deleted while we embedded
@@ -111,7 +111,7 @@ class EmbedderUseCases:
             AnchorTarget.parse(entity_type, "-")  # the same rules as when anchors are written
         k = top_k_of(top_k)
         text, _dropped = truncate_query(query)
-        embedded = await self._embed([text], interactive=True)
+        embedded = await self._embed([text], owner=scope.tenant, interactive=True)
         cost = self._cost(embedded)
         return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
 
@@ -127,7 +127,7 @@ class EmbedderUseCases:
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
         with _tracer.start_as_current_span("embedder.rerank") as span:
             span.set_attribute("embedder.pairs", len(pairs))
-            scores = await self.runner.rerank(pairs, tokens)
+            scores = await self.runner.rerank(pairs, tokens, owner=scope.tenant)
         total = sum(tokens)
         metrics.RERANK_PAIRS.inc(len(pairs))
         metrics.RERANK_TOKENS.inc(total)
@@ -146,11 +146,11 @@ class EmbedderUseCases:
             scores=tuple(float(s) for s in np.asarray(scores).reshape(-1)), model_id=self.reranker.model_id, cost=cost
         )
 
-    async def _anchor_vector(self, content: str) -> tuple[Embedded, np.ndarray]:
-        embedded = await self._embed([require_content(content)])
+    async def _anchor_vector(self, tenant: str, content: str) -> tuple[Embedded, np.ndarray]:
+        embedded = await self._embed([require_content(content)], owner=tenant)
         return embedded, embedded.vectors[0]
 
-    async def _embed(self, texts: list[str], *, interactive: bool = False) -> Embedded:
+    async def _embed(self, texts: list[str], *, owner: str, interactive: bool = False) -> Embedded:
         """One vector per text: a text longer than the window as the re-normalised mean of its
         windows' vectors (each window queued as an input of its own). ``interactive``: someone
         waits for it (a query): the queue's interactive priority, ahead of bulk."""
@@ -160,7 +160,7 @@ class EmbedderUseCases:
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
         pieces = [piece for text, m in zip(texts, measured) for piece in m.pieces(text)]
         vectors = await self.runner.embed(
-            [text for text, _ in pieces], [tokens for _, tokens in pieces], interactive=interactive
+            [text for text, _ in pieces], [tokens for _, tokens in pieces], interactive=interactive, owner=owner
         )
         pooled = pool_pieces(vectors, [len(m.windows) or 1 for m in measured])
         return Embedded(vectors=pooled, measured=tuple(measured))

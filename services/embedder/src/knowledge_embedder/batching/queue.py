@@ -18,6 +18,10 @@ stays within ``PACK_WASTE`` of its tokens (or ``PACK_SLACK`` tokens). A forward 
 padded length, and in arrival order a long chunk and its document's short tail arrive together:
 packed by length instead, a batch pads little.
 
+Bulk inputs are shared fairly between tenants: each tenant's wait in a queue of its own, and bulk
+batches are formed from one tenant after another in turn. A tenant's 3,000-chunk document then
+delays another tenant's one-page upload by one batch per turn, not by the whole document.
+
 Inputs whose caller went away (its RPC was cancelled) stop counting at once and are skipped when
 a batch forms: no forward pass for them. Past ``max_queue`` waiting inputs of its priority a
 caller is refused at once with RESOURCE_EXHAUSTED, instead of waiting without bound. No
@@ -65,6 +69,7 @@ class Pending(Generic[C]):
     tokens: int
     caller: C
     priority: Priority
+    owner: str = ""  # the tenant it is for: bulk batches take tenants in turn
     enqueued: float = field(default_factory=time.perf_counter)
     counted: bool = True  # still part of the queue depth
 
@@ -84,7 +89,9 @@ class BatchQueue(Generic[C]):
         self.bulk_batch_tokens = min(bulk_batch_tokens or max_batch_tokens, max_batch_tokens)
         self._interactive_burst = max(interactive_burst, 1)
         self._max_queue = max_queue
-        self._waiting: dict[Priority, deque[Pending[C]]] = {priority: deque() for priority in Priority}
+        self._interactive: deque[Pending[C]] = deque()
+        # Bulk inputs by tenant, the tenants in the order their turns come (see ``_bulk``).
+        self._bulk: dict[str, deque[Pending[C]]] = {}
         self._counted: dict[Priority, int] = dict.fromkeys(Priority, 0)
         self._streak = 0  # interactive batches formed in a row while bulk inputs waited
         self._open = False
@@ -98,18 +105,23 @@ class BatchQueue(Generic[C]):
     @property
     def empty(self) -> bool:
         """Nothing left to look at, not even an input whose caller went away."""
-        return not any(self._waiting.values())
+        return not self._interactive and not self._bulk
 
     def open(self) -> None:
         """Admit inputs from now on: something takes batches."""
         self._open = True
 
     def admit(
-        self, priority: Priority, inputs: Sequence[ModelInput], tokens: Sequence[int], callers: Sequence[C]
+        self,
+        priority: Priority,
+        inputs: Sequence[ModelInput],
+        tokens: Sequence[int],
+        callers: Sequence[C],
+        owner: str = "",
     ) -> list[Pending[C]]:
-        """One call's inputs queued at ``priority`` (one caller each), or all of them refused:
-        QueueFull past ``max_queue`` waiting inputs of that priority, EmbedderStopping when
-        the queue is not open."""
+        """One call's inputs queued at ``priority`` (one caller each) for tenant ``owner``, or all
+        of them refused: QueueFull past ``max_queue`` waiting inputs of that priority,
+        EmbedderStopping when the queue is not open."""
         waiting = self._counted[priority]
         if waiting + len(inputs) > self._max_queue:
             metrics.REJECTED.inc(len(inputs))
@@ -117,9 +129,13 @@ class BatchQueue(Generic[C]):
         if not self._open:
             raise EmbedderStopping()
         admitted = [
-            Pending(item, count, caller, priority) for item, count, caller in zip(inputs, tokens, callers, strict=True)
+            Pending(item, count, caller, priority, owner)
+            for item, count, caller in zip(inputs, tokens, callers, strict=True)
         ]
-        self._waiting[priority].extend(admitted)
+        if priority is Priority.INTERACTIVE:
+            self._interactive.extend(admitted)
+        else:
+            self._bulk.setdefault(owner, deque()).extend(admitted)
         self._counted[priority] += len(admitted)
         metrics.QUEUE_DEPTH.set(self.depth)
         return admitted
@@ -132,25 +148,38 @@ class BatchQueue(Generic[C]):
         """Admit nothing more; every input still waiting taken out, interactive ones first."""
         self._open = False
         left: list[Pending[C]] = []
-        for priority in (Priority.INTERACTIVE, Priority.BULK):
-            waiting = self._waiting[priority]
+        for waiting in (self._interactive, *self._bulk.values()):
             while waiting:
                 entry = waiting.popleft()
                 self._uncount(entry)
                 left.append(entry)
+        self._bulk.clear()
         return left
 
     def next_batch(self) -> list[Pending[C]]:
         """The next batch, longest input first (empty when every waiting caller went away):
         interactive inputs, unless bulk ones have waited ``interactive_burst`` batches."""
-        interactive, bulk = self._waiting[Priority.INTERACTIVE], self._waiting[Priority.BULK]
+        interactive, bulk = self._interactive, bool(self._bulk)
         if interactive and (self._streak < self._interactive_burst or not bulk):
             batch = self._take(interactive, self.max_batch_tokens)
             if batch:
                 self._streak += 1 if bulk else 0
                 return batch
         self._streak = 0
-        return self._pack(bulk, self.bulk_batch_tokens) or self._take(interactive, self.max_batch_tokens)
+        return self._next_bulk() or self._take(interactive, self.max_batch_tokens)
+
+    def _next_bulk(self) -> list[Pending[C]]:
+        """A bulk batch of the tenant whose turn it is, that tenant then last in turn (dropped
+        when nothing of it is left); tenants with only gone callers are passed over."""
+        while self._bulk:
+            owner = next(iter(self._bulk))
+            waiting = self._bulk.pop(owner)
+            batch = self._pack(waiting, self.bulk_batch_tokens)
+            if waiting:
+                self._bulk[owner] = waiting  # re-inserted: at the end of the turns
+            if batch:
+                return batch
+        return []
 
     def _pack(self, waiting: deque[Pending[C]], max_tokens: int) -> list[Pending[C]]:
         """The oldest live input and, among the next ``PACK_WINDOW``, those closest to it in

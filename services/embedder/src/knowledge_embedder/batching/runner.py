@@ -119,19 +119,24 @@ class BatchRunner:
                 entry.caller.set_exception(EmbedderStopping())
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def embed(self, texts: Sequence[str], tokens: Sequence[int], *, interactive: bool = False) -> np.ndarray:
+    async def embed(
+        self, texts: Sequence[str], tokens: Sequence[int], *, interactive: bool = False, owner: str = ""
+    ) -> np.ndarray:
         """Unit vectors for ``texts`` (one row each, in order), batched with everyone else's inputs;
-        ``interactive`` inputs (a query someone waits for) go before bulk ones."""
+        ``interactive`` inputs (a query someone waits for) go before bulk ones; bulk inputs of
+        tenant ``owner`` take their turn with other tenants'."""
         priority = Priority.INTERACTIVE if interactive else Priority.BULK
-        return await self._submit([TextInput(text) for text in texts], tokens, priority)
+        return await self._submit([TextInput(text) for text in texts], tokens, priority, owner)
 
-    async def rerank(self, pairs: Sequence[RerankPair], tokens: Sequence[int]) -> np.ndarray:
+    async def rerank(self, pairs: Sequence[RerankPair], tokens: Sequence[int], *, owner: str = "") -> np.ndarray:
         """One cross-encoder score per pair, in order, batched with everyone else's inputs."""
-        return await self._submit(pairs, tokens, Priority.BULK)
+        return await self._submit(pairs, tokens, Priority.BULK, owner)
 
-    async def _submit(self, inputs: Sequence[ModelInput], tokens: Sequence[int], priority: Priority) -> np.ndarray:
+    async def _submit(
+        self, inputs: Sequence[ModelInput], tokens: Sequence[int], priority: Priority, owner: str
+    ) -> np.ndarray:
         loop = asyncio.get_running_loop()
-        admitted = self.queue.admit(priority, inputs, tokens, [loop.create_future() for _ in inputs])
+        admitted = self.queue.admit(priority, inputs, tokens, [loop.create_future() for _ in inputs], owner)
         for entry in admitted:
             entry.caller.add_done_callback(self._withdraw_if_cancelled(entry))
         self._ready.set()
