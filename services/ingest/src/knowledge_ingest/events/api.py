@@ -31,6 +31,7 @@ def event_message(event: Event) -> ingest_pb2.Event:
         warnings=[str(w) for w in detail.get("warnings", ())],
         reason=str(detail.get("reason", "")),
         from_corpus_id=str(from_corpus) if from_corpus is not None else "",
+        webhook_id=str(detail.get("webhook_id", "")),
     )
 
 
