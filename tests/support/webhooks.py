@@ -33,6 +33,7 @@ class Receiver:
     secrets: list[str] = field(default_factory=list)
     status: int = 200
     hang: bool = False  # never answer (until closed)
+    delay: float = 0.0  # seconds before each answer (a slow endpoint)
     port: int = field(default_factory=free_port)
     path: str = "/hook"
 
@@ -71,6 +72,8 @@ class Receiver:
                     if receiver.hang:
                         receiver._closing.wait()
                         return
+                    if receiver.delay:
+                        time.sleep(receiver.delay)
                     self.send_response(receiver.status)
                     self.send_header("Content-Length", "2")
                     self.end_headers()

@@ -169,6 +169,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.passages import add_parsers as add_passages
 
     add_passages(commands)  # passages index, remove, check
+    from knowledge_cli.webhooks import add_parsers as add_webhooks
+
+    add_webhooks(commands)  # webhooks create, list, get, pause, resume, types, delete, rotate, replay, deliveries
     return root
 
 
