@@ -59,6 +59,16 @@ async def register(stub, metadata, receiver: Receiver, types=()) -> ingest_pb2.W
     return answer.webhook
 
 
+async def recorded(stub, metadata, webhook_id: str, count: int, timeout: float = 30.0) -> None:
+    """Until ``count`` deliveries are recorded as acknowledged (the cursor is past them): an API
+    change made before that may have the event sent again, as at least once allows."""
+    deadline = time.monotonic() + timeout
+    request = ingest_pb2.ListWebhookDeliveriesRequest(webhook_id=webhook_id, page_size=1000)
+    while sum(d.delivered for d in (await stub.ListWebhookDeliveries(request, metadata=metadata)).deliveries) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} deliveries recorded"
+        await asyncio.sleep(0.05)
+
+
 async def ingest_texts(stub, metadata, corpus_id: str, count: int, tag: str) -> list[str]:
     """The document ids of ``count`` texts, each searchable."""
     items = [
@@ -195,6 +205,7 @@ async def test_a_rotated_secret_verifies_with_both_secrets_during_the_grace_peri
         webhook = await register(stub, metadata, receiver)
         await new_corpus(stub, metadata)
         await receiver.wait_for(1)
+        await recorded(stub, metadata, webhook.webhook_id, 1)
         rotated = await stub.RotateWebhookSecret(
             ingest_pb2.RotateWebhookSecretRequest(webhook_id=webhook.webhook_id, grace_seconds=3), metadata=metadata
         )
@@ -308,6 +319,7 @@ async def test_webhooks_are_managed_by_their_node_paused_resumed_filtered_replay
     receiver = receivers()
     async with replica(url, verifier, blobs, embedder, **allowing(receiver)) as stub:
         await new_corpus(stub, metadata)  # an event before the webhook: not sent unless replayed
+        await watched(stub, metadata, "", 1)  # numbered (the webhook starts after the newest numbered)
         webhook = await register(stub, metadata, receiver, types=["corpus.created", "corpus.created"])
         assert list(webhook.event_types) == ["corpus.created"] and webhook.created_by == "dev"
         get = ingest_pb2.GetWebhookRequest(webhook_id=webhook.webhook_id)
@@ -315,6 +327,7 @@ async def test_webhooks_are_managed_by_their_node_paused_resumed_filtered_replay
         # A corpus created at the root (its event sent), then bound to a workspace.
         bound = await new_corpus(stub, metadata)
         await receiver.wait_for(1, acknowledged=True)
+        await recorded(stub, metadata, webhook.webhook_id, 1)
         await stub.BindCorpus(ingest_pb2.BindCorpusRequest(corpus_id=bound, scope="workspace:eng"), metadata=metadata)
 
         # Only webhooks.admin tokens of its node with a clearance that allows it see it.
@@ -337,6 +350,7 @@ async def test_webhooks_are_managed_by_their_node_paused_resumed_filtered_replay
         assert len(receiver.ids()) == 1  # nothing while paused
         await update(stub, metadata, webhook.webhook_id, state=ingest_pb2.WEBHOOK_STATE_ACTIVE)
         await receiver.wait_for(2, acknowledged=True)  # resumed where it was
+        await recorded(stub, metadata, webhook.webhook_id, 2)
 
         replayed = await stub.ReplayWebhook(
             ingest_pb2.ReplayWebhookRequest(webhook_id=webhook.webhook_id, after=""), metadata=metadata

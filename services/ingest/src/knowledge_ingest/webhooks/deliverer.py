@@ -44,7 +44,7 @@ from knowledge_ingest.domain.webhooks import (
     wanted,
 )
 from knowledge_ingest.events.outbox import PostgresWakeups, Wakeup
-from knowledge_ingest.webhooks.postgres import Lease, PostgresDeliveries
+from knowledge_ingest.webhooks.postgres import Acknowledged, Lease, PostgresDeliveries
 from knowledge_ingest.webhooks.sender import Session, WebhookSender
 
 log = structlog.get_logger("knowledge.ingest.webhooks")
@@ -52,6 +52,8 @@ log = structlog.get_logger("knowledge.ingest.webhooks")
 READ_BATCH = 200
 SLICE_EVENTS = 500
 SLICE_S = 10.0
+FLUSH_EVENTS = 100
+FLUSH_S = 0.05
 METRICS_MAX_WEBHOOKS = 20  # webhooks with their own backlog series; the rest are summed as "_other"
 SECRET_UNUSABLE = "the signing secret cannot be opened: KNOWLEDGE_WEBHOOK_KEY_PATH is not the key it was sealed with"
 
@@ -69,6 +71,55 @@ BACKLOG = Gauge("knowledge_webhook_backlog_events", "Events after a webhook's cu
 OLDEST = Gauge(
     "knowledge_webhook_oldest_undelivered_seconds", "Age of the first event after a webhook's cursor.", ["webhook"]
 )
+
+
+class Walk:
+    """Where one walk over a webhook's events is, and the acknowledgements not yet written.
+
+    Acknowledgements are written together (``flush``: the cursor, the attempts and the lease's
+    renewal in one statement) every ``FLUSH_EVENTS`` or ``FLUSH_S``, before a failure is recorded,
+    before the first send of each read, and at the end: one write per event would cap an endpoint
+    at the database's round trips. A crash before a flush sends those events again (the same
+    ``webhook-id``): at least once, never skipped."""
+
+    def __init__(
+        self,
+        lease: Lease,
+        deliveries: PostgresDeliveries,
+        cursor: int,
+        failures: int,
+        failing_since: datetime.datetime | None,
+    ) -> None:
+        self._lease = lease
+        self._deliveries = deliveries
+        self.position = self._written = cursor
+        self.failures, self.failing_since = failures, failing_since
+        self._pending: list[Acknowledged] = []
+        self._flushed = time.monotonic()
+
+    def acknowledged(self, event: Event, attempt: Attempt) -> None:
+        self._pending.append(Acknowledged(event, self.failures + 1, attempt, datetime.datetime.now(datetime.UTC)))
+        self.position = event.seq
+        self.failures, self.failing_since = 0, None
+
+    def due(self) -> bool:
+        return bool(self._pending) and (
+            len(self._pending) >= FLUSH_EVENTS or time.monotonic() - self._flushed >= FLUSH_S
+        )
+
+    async def flush(self) -> bool:
+        """Writes the cursor and what was acknowledged, renewing the lease; False: the lease is
+        lost, or the webhook was changed, paused or deleted (the walk stops)."""
+        if self._pending:
+            held = await self._deliveries.delivered(self._lease, self.position, self._pending)
+        elif self.position != self._written:
+            held = await self._deliveries.advance(self._lease, self.position)
+        else:
+            held = await self._deliveries.renew(self._lease)
+        if held and self.position != self._written:
+            self.failures = 0  # the failures counted were at an event the cursor is now past
+        self._pending, self._written, self._flushed = [], self.position, time.monotonic()
+        return held
 
 
 class WebhookDeliverer:
@@ -153,45 +204,39 @@ class WebhookDeliverer:
         webhook = lease.webhook
         secrets = self._secrets(lease)
         reader = await self._reader(webhook)
-        position = written = webhook.cursor
-        failures, failing_since = webhook.failed_attempts, webhook.failing_since
+        walk = Walk(lease, self._deliveries, webhook.cursor, webhook.failed_attempts, webhook.failing_since)
         started, sent = time.monotonic(), 0
         async with self._sender.session(webhook.url) as session:
-            while events := await self._events.read_after(webhook.tenant, position, READ_BATCH):
-                if events[0].seq != position + 1:
+            while events := await self._events.read_after(webhook.tenant, walk.position, READ_BATCH):
+                if events[0].seq != walk.position + 1:
                     log.warning(
-                        "webhook_events_expired", webhook_id=webhook.webhook_id, lost=events[0].seq - position - 1
+                        "webhook_events_expired", webhook_id=webhook.webhook_id, lost=events[0].seq - walk.position - 1
                     )
+                checked = False  # the lease, before the first send of what was read (a pause stops it)
                 for event in events:
                     if sent >= SLICE_EVENTS or time.monotonic() - started >= SLICE_S:
-                        if position != written:
-                            await self._deliveries.advance(lease, position)
-                        return True
+                        return await walk.flush()
                     if not wanted(webhook, event, reader):
-                        position = event.seq
+                        walk.position = event.seq
                         continue
-                    if position != written:
-                        if not await self._deliveries.advance(lease, position):
-                            return False
-                        written, failures = position, 0
-                    elif not await self._deliveries.renew(lease):
+                    if (not checked or walk.due()) and not await walk.flush():
                         return False
+                    checked = True
                     attempt = await self._attempt(session, event, secrets)
                     if not attempt.delivered:
+                        if not await walk.flush():
+                            return False
                         now = datetime.datetime.now(datetime.UTC)
                         after = after_failure(
-                            failures, failing_since, event.seq, attempt, now, self._policy, random.random()
+                            walk.failures, walk.failing_since, event.seq, attempt, now, self._policy, random.random()
                         )
                         if await self._deliveries.failed(lease, event, attempt, after) and after.disabled_reason:
                             log.warning("webhook_disabled", webhook_id=webhook.webhook_id, tenant=webhook.tenant)
                         return False
-                    if not await self._deliveries.delivered(lease, event, failures + 1, attempt):
-                        return False
+                    walk.acknowledged(event, attempt)
                     DELIVERY_DELAY.observe((datetime.datetime.now(datetime.UTC) - event.time).total_seconds())
-                    position = written = event.seq
-                    failures, failing_since, sent = 0, None, sent + 1
-        if position != written:
-            await self._deliveries.advance(lease, position)
+                    sent += 1
+        await walk.flush()
         return False
 
     async def _attempt(self, session: Session, event: Event, secrets: list[str] | None) -> Attempt:

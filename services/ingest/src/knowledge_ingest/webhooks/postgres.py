@@ -9,6 +9,7 @@ over, or whose webhook was changed, paused or deleted meanwhile, writes nothing 
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from dataclasses import dataclass
 
@@ -108,8 +109,8 @@ WHERE {HELD}
 # Before each attempt: still held, still active, unchanged (a pause or an update stops the walk
 # before the next send, not only at the write after it); the lease renewed.
 RENEW = f"UPDATE webhooks SET lease_expire_time = now() + make_interval(secs => $4) WHERE {HELD}"
-# An acknowledged event: the cursor moves on, failures are forgotten, the lease renewed, the
-# attempt recorded; in one statement, and only while the lease is held.
+# Acknowledged events: the cursor moves on, failures are forgotten, the lease renewed, the
+# attempts recorded; in one statement, and only while the lease is held.
 DELIVERED = f"""
 WITH moved AS (
     UPDATE webhooks SET cursor = $4, failed_attempts = 0, failing_since = NULL,
@@ -117,10 +118,11 @@ WITH moved AS (
     WHERE {HELD}
     RETURNING webhook_id
 )
-INSERT INTO webhook_deliveries (webhook_id, event_id, event_seq, event_type, attempt, status_code, latency_ms,
-                                delivered, error)
-SELECT webhook_id, $6::uuid, $4::bigint, $7::text, $8::int, $9::int, $10::int, true, '' FROM moved
-RETURNING delivery_id
+INSERT INTO webhook_deliveries (webhook_id, event_id, event_seq, event_type, attempt, attempt_time, status_code,
+                                latency_ms, delivered, error)
+SELECT moved.webhook_id, a.event_id, a.seq, a.type, a.attempt, a.at, a.status_code, a.latency_ms, true, ''
+FROM moved, unnest($6::uuid[], $7::bigint[], $8::text[], $9::int[], $10::timestamptz[], $11::int[], $12::int[])
+    AS a(event_id, seq, type, attempt, at, status_code, latency_ms)
 """
 FAILED = f"""
 WITH counted AS (
@@ -281,6 +283,16 @@ class Lease:
         return self.webhook.webhook_id, self.owner, self.webhook.version
 
 
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """An event the endpoint answered 2xx, not yet written."""
+
+    event: Event
+    attempt_no: int
+    attempt: Attempt
+    at: datetime.datetime
+
+
 class PostgresDeliveries:
     def __init__(self, db: Database, lease_s: float) -> None:
         self._db = db
@@ -303,20 +315,23 @@ class PostgresDeliveries:
         status = await self._db.execute("renew_webhook_lease", RENEW, *lease.held(), self._lease_s)
         return status != "UPDATE 0"
 
-    async def delivered(self, lease: Lease, event: Event, attempt_no: int, attempt: Attempt) -> bool:
-        row = await self._db.fetchval(
+    async def delivered(self, lease: Lease, cursor: int, acknowledged: list[Acknowledged]) -> bool:
+        """The cursor at ``cursor`` and the acknowledged attempts recorded; False: the lease is lost."""
+        status = await self._db.execute(
             "webhook_delivered",
             DELIVERED,
             *lease.held(),
-            event.seq,
+            cursor,
             self._lease_s,
-            event.event_id,
-            event.type.value,
-            attempt_no,
-            attempt.status_code,
-            attempt.latency_ms,
+            [a.event.event_id for a in acknowledged],
+            [a.event.seq for a in acknowledged],
+            [a.event.type.value for a in acknowledged],
+            [a.attempt_no for a in acknowledged],
+            [a.at for a in acknowledged],
+            [a.attempt.status_code for a in acknowledged],
+            [a.attempt.latency_ms for a in acknowledged],
         )
-        return row is not None
+        return status != "INSERT 0 0"
 
     async def failed(self, lease: Lease, event: Event, attempt: Attempt, after: AfterFailure) -> bool:
         """The attempt recorded and the next one scheduled, or the webhook disabled with its
