@@ -17,6 +17,7 @@ from knowledge_ingest.bootstrap import Ingest, wire
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.ports import StoredBlob
+from knowledge_ingest.webhooks.sealing import AesGcmSealer
 from knowledge_runtime.costs import Cost
 from knowledge_runtime.db.pool import Database
 from knowledge_runtime.errors import Unavailable
@@ -137,10 +138,21 @@ def text_extract(path: Path, filename: str, mime_type: str) -> Extracted:
     return Extracted(text=text, page_count=None, extractable=bool(text.strip()), format="text")
 
 
+# The key the tests' in-process ingest seals webhook secrets with (a real process reads its file).
+TEST_WEBHOOK_KEY = bytes(range(32))
+
+
 def wire_fakes(settings: IngestSettings, db: Database, blobs, embedder, extract) -> Ingest:
     """Ingest composed over test doubles: ``blobs`` is also the (unused) file importer."""
     return wire(
-        settings, db, blobs=blobs, embedder=embedder, extract=extract, readiness=NoDependencies(), importer=blobs
+        settings,
+        db,
+        blobs=blobs,
+        embedder=embedder,
+        extract=extract,
+        readiness=NoDependencies(),
+        importer=blobs,
+        sealer=AesGcmSealer(TEST_WEBHOOK_KEY),
     )
 
 

@@ -35,6 +35,7 @@ class IngestStub:
             ingest_pb2_grpc.TenantServiceStub(channel),
             ingest_pb2_grpc.EventServiceStub(channel),
             ingest_pb2_grpc.PassageServiceStub(channel),
+            ingest_pb2_grpc.WebhookServiceStub(channel),
         ]
 
     def __getattr__(self, name: str):

@@ -488,3 +488,39 @@ def test_passages_index_remove_and_check_send_the_documented_bodies(knowledge, c
         ("/passages:remove", {"corpus_key": "projects/42", "document_ref": "p/42/a.pdf"}),
         ("/passages:check", {"corpus_id": "3", "bytes": "100", "passages": 2}),
     ]
+
+
+def test_webhooks_commands_call_their_routes_and_show_the_secret_once(knowledge, capsys):
+    seen = []
+    hook = {"webhook_id": "4", "state": "WEBHOOK_STATE_ACTIVE", "cursor": "12", "url": "https://h.example/in"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path.removeprefix("/api/v1/knowledge"), request.content))
+        if request.url.path.endswith("/webhooks") and request.method == "POST":
+            return httpx.Response(200, json={"webhook": hook, "secret": "whsec_abc"})
+        if request.url.path.endswith("/deliveries"):
+            attempt = {"cursor": "13", "type": "corpus.created", "attempt": 2, "status_code": 0, "error": "no answer"}
+            return httpx.Response(200, json={"deliveries": [attempt]})
+        if request.method == "GET" and request.url.path.endswith("/webhooks"):
+            return httpx.Response(200, json={"webhooks": [hook], "next_page_token": ""})
+        return httpx.Response(200, json={"webhook": {**hook, "state": "WEBHOOK_STATE_PAUSED"}, "webhook_id": "4"})
+
+    run = knowledge(handler)
+    created = ("webhooks", "create", "https://h.example/in", "--types", "corpus.created, document.searchable")
+    assert run(*created, "--url", "http://gw/api/v1/knowledge") == 0
+    assert str(seen[-1][1]) == "/webhooks"  # the endpoint is the body's, --url the gateway's
+    out = capsys.readouterr().out
+    assert out == "4\tactive\t12\t*\thttps://h.example/in\nsecret\twhsec_abc\t(shown only now: keep it)\n"
+    assert json.loads(seen[-1][2])["event_types"] == ["corpus.created", "document.searchable"]
+    assert run("webhooks", "pause", "4") == 0 and capsys.readouterr().out.startswith("4\tpaused\t")
+    assert seen[-1][:2] == ("PATCH", "/webhooks/4")
+    assert json.loads(seen[-1][2]) == {"webhook": {"state": "WEBHOOK_STATE_PAUSED"}}
+    assert run("webhooks", "replay", "4", "--after", "7") == 0
+    assert seen[-1][:2] == ("POST", "/webhooks/4:replay") and json.loads(seen[-1][2]) == {"after": "7"}
+    assert run("webhooks", "rotate", "4", "--grace-seconds", "60") == 0
+    assert seen[-1][:2] == ("POST", "/webhooks/4:rotateSecret") and json.loads(seen[-1][2]) == {"grace_seconds": 60}
+    capsys.readouterr()
+    assert run("webhooks", "deliveries", "4") == 0
+    assert capsys.readouterr().out.splitlines()[1].split("\t")[1:5] == ["13", "corpus.created", "2", "-"]
+    assert run("webhooks", "list") == 0 and "https://h.example/in" in capsys.readouterr().out
+    assert run("webhooks", "delete", "4") == 0 and seen[-1][:2] == ("DELETE", "/webhooks/4")

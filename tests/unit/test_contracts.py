@@ -68,10 +68,11 @@ def test_the_api_reference_lists_every_rest_route_with_its_capability():
     from knowledge_ingest.jobs import api as jobs
     from knowledge_ingest.passages import api as passages
     from knowledge_ingest.tenants import api as tenants
+    from knowledge_ingest.webhooks import api as webhooks
     from knowledge_search.api import servicer as search
 
     capabilities = {}
-    for module in (corpora, documents, events, imports, jobs, passages, tenants, search, documents_ai):
+    for module in (corpora, documents, events, imports, jobs, passages, tenants, webhooks, search, documents_ai):
         spec = module.service_spec(None)  # type: ignore[arg-type]  # only its descriptor and capabilities are read
         capabilities |= {f"{spec.descriptor.name}.{m}": c for m, c in spec.capabilities.items()}
     documented, rules = api_reference_routes(), http_rules()
@@ -161,11 +162,25 @@ def test_every_rpc_needs_a_capability_the_code_declares():
     from knowledge_ingest.imports import api as imports
     from knowledge_ingest.jobs import api as jobs
     from knowledge_ingest.tenants import api as tenants
+    from knowledge_ingest.webhooks import api as webhooks
     from knowledge_search.api import servicer as search
 
     public, granted, internal = code_capabilities()
     needed = set()
-    for module in (content_index, embedder, corpora, documents, events, imports, jobs, tenants, search, documents_ai):
+    modules = (
+        content_index,
+        embedder,
+        corpora,
+        documents,
+        events,
+        imports,
+        jobs,
+        tenants,
+        webhooks,
+        search,
+        documents_ai,
+    )
+    for module in modules:
         needed |= set(module.service_spec(None).capabilities.values())  # type: ignore[arg-type]
     assert needed <= public | granted | internal, needed - (public | granted | internal)
     assert public | internal <= needed  # each is some RPC's

@@ -94,3 +94,10 @@ def test_every_rest_operation_served_before_is_still_served():
     }
     assert len(before) >= 46
     assert before - served == set(), "REST operations dropped"
+
+
+def test_a_map_field_is_an_object_of_its_values_as_proto3_json_prints_it():
+    schemas = json.loads(openapi_text())["components"]["schemas"]
+    metadata = schemas["knowledge.v1.CheckIndexingResponse"]["properties"]["metadata"]
+    assert metadata["type"] == "object" and metadata["additionalProperties"] == {"type": "string"}
+    assert not any(name.endswith("MetadataEntry") for name in schemas)

@@ -334,6 +334,37 @@ class Client:
         body = {"enabled": enabled, "quotas": dict(quotas)}
         return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
 
+    # -- webhooks -----------------------------------------------------------------
+    def create_webhook(self, url: str, event_types: Sequence[str], description: str = "") -> dict:
+        """The webhook and its signing secret (the only answer that carries it)."""
+        body = {"url": url, "event_types": list(event_types), "description": description}
+        return self._call("POST", "/webhooks", json=body)
+
+    def webhooks(self) -> Iterator[dict]:
+        return self._pages("/webhooks", "webhooks", page_size=1000)
+
+    def webhook(self, webhook_id: str) -> dict:
+        return self._call("GET", f"/webhooks/{quote(webhook_id, safe='')}")
+
+    def update_webhook(self, webhook_id: str, fields: Mapping[str, object]) -> dict:
+        """Changes the fields given (the service reads the set ones as the update mask)."""
+        return self._call("PATCH", f"/webhooks/{quote(webhook_id, safe='')}", json={"webhook": dict(fields)})["webhook"]
+
+    def delete_webhook(self, webhook_id: str) -> dict:
+        return self._call("DELETE", f"/webhooks/{quote(webhook_id, safe='')}")
+
+    def rotate_webhook_secret(self, webhook_id: str, grace_seconds: int = 0) -> dict:
+        body = {"grace_seconds": grace_seconds} if grace_seconds else {}
+        return self._call("POST", f"/webhooks/{quote(webhook_id, safe='')}:rotateSecret", json=body)
+
+    def replay_webhook(self, webhook_id: str, after: str = "") -> dict:
+        return self._call("POST", f"/webhooks/{quote(webhook_id, safe='')}:replay", json={"after": after})["webhook"]
+
+    def webhook_deliveries(self, webhook_id: str, limit: int) -> list[dict]:
+        """The newest ``limit`` attempts, newest first."""
+        path = f"/webhooks/{quote(webhook_id, safe='')}/deliveries"
+        return self._call("GET", path, params={"page_size": limit}).get("deliveries", [])
+
     # -- document AI --------------------------------------------------------------
     def create_document_type(self, name: str, description: str, examples: Sequence[str], reason: str) -> dict:
         body = {"name": name, "description": description, "examples": list(examples), "reason": reason}

@@ -190,6 +190,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.mcp import add_parser as add_mcp
 
     add_mcp(commands)  # the tools over MCP on stdio
+    from knowledge_cli.webhooks import add_parsers as add_webhooks
+
+    add_webhooks(commands)  # webhooks create, list, get, pause, resume, types, delete, rotate, replay, deliveries
     return root
 
 

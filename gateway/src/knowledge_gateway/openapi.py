@@ -134,7 +134,8 @@ class _Builder:
     # -- schemas -------------------------------------------------------------------------------
     def field_schema(self, field: descriptor_pb2.FieldDescriptorProto, *, response: bool) -> dict:
         entry = self.messages.get(field.type_name.lstrip(".")) if field.type == FD.TYPE_MESSAGE else None
-        if entry is not None and entry.options.map_entry:  # proto3 JSON prints a map as an object
+        if entry is not None and entry.options.map_entry:
+            # proto3 JSON prints a map as an object of its values (never the entries' array).
             value = next(f for f in entry.field if f.name == "value")
             return {"type": "object", "additionalProperties": self.field_schema(value, response=response)}
         if field.type == FD.TYPE_MESSAGE or field.type == FD.TYPE_ENUM:

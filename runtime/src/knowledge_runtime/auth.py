@@ -55,7 +55,10 @@ AUDIT_READ = "audit.read"
 # is told the usage of its own node and below. Not platform.admin: that one sets every tenant's
 # enablement and quotas, far more than reading one's own tenant's figures needs.
 USAGE_ADMIN = "usage.admin"
-ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ, USAGE_ADMIN)
+# A tenant administrator's: registering webhooks, which push the events its token reads to a URL
+# outside (and hold their signing secrets). Never in a default token.
+WEBHOOKS_ADMIN = "webhooks.admin"
+ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ, USAGE_ADMIN, WEBHOOKS_ADMIN)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 

@@ -96,6 +96,7 @@ METADATA_KEYS: Mapping[str, KeySpec] = {
     "corpus_key": KeySpec("string", "the corpus key concerned"),
     "document_ref": KeySpec("string", "the document reference concerned (the caller's own id for it)"),
     "principal": KeySpec("string", "the access-list entry at fault (its first 80 characters)"),
+    "webhook_id": KeySpec("id", "the webhook concerned"),
     "fragment": KeySpec("string", "the passage concerned, by its fragment"),
     "feature": KeySpec("string", "the plan feature the call needs (`platform_index`, ...)"),
     "tokenizer_sha256": KeySpec("string", "the embedder's tokenizer now (internal)"),
@@ -172,7 +173,8 @@ _ERRORS: dict[str, ReasonSpec] = {
         "INVALID_ARGUMENT", "a passage is over 64 KiB of UTF-8: split it", "field", "fragment"
     ),
     "URL_REFUSED": _reason(
-        "INVALID_ARGUMENT", "the URL will not be fetched (scheme, host, a private or loopback address)"
+        "INVALID_ARGUMENT",
+        "the URL will not be fetched or called (scheme, host, a private or loopback address; a webhook's: not https)",
     ),
     "URL_FETCH_FAILED": _reason("INVALID_ARGUMENT", "the page could not be fetched (no answer, an error, too slow)"),
     "PATH_REFUSED": _reason(
@@ -210,6 +212,9 @@ _ERRORS: dict[str, ReasonSpec] = {
     "DOCUMENT_TYPE_NOT_FOUND": _reason("NOT_FOUND", "no such document type of the tenant's", "type_name"),
     "EXTRACTION_SCHEMA_NOT_FOUND": _reason("NOT_FOUND", "the document type has no such schema version"),
     "FINDING_NOT_FOUND": _reason("NOT_FOUND", "no such import finding", "finding_id"),
+    "WEBHOOK_NOT_FOUND": _reason(
+        "NOT_FOUND", "no such webhook at the caller's scope node within its clearance", "webhook_id"
+    ),
     "IMPORT_ROOT_NOT_FOUND": _reason("NOT_FOUND", "no import root of that name for the tenant", "root"),
     "PATH_NOT_FOUND": _reason("NOT_FOUND", "no file at the path under the import roots"),
     "BLOB_NOT_FOUND": _reason("NOT_FOUND", "no such blob (internal)"),

@@ -93,6 +93,7 @@ SERVICES: tuple[ServiceEntry, ...] = (
             "knowledge.v1.TenantService",
             "knowledge.v1.EventService",
             "knowledge.v1.PassageService",
+            "knowledge.v1.WebhookService",
         ),
         public=True,
         database_role="knowledge_ingest",

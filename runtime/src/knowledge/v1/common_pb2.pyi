@@ -117,6 +117,7 @@ class ErrorReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ERROR_REASON_TOKENIZER_CHANGED: _ClassVar[ErrorReason]
     ERROR_REASON_BLOB_STORE_UNAVAILABLE: _ClassVar[ErrorReason]
     ERROR_REASON_ACCESS_LIST_INVALID: _ClassVar[ErrorReason]
+    ERROR_REASON_WEBHOOK_NOT_FOUND: _ClassVar[ErrorReason]
 REFUSAL_REASON_UNSPECIFIED: RefusalReason
 REFUSAL_REASON_FEATURE_DISABLED: RefusalReason
 REFUSAL_REASON_QUOTA_EXHAUSTED: RefusalReason
@@ -222,6 +223,7 @@ ERROR_REASON_PASSAGE_TOO_LARGE: ErrorReason
 ERROR_REASON_TOKENIZER_CHANGED: ErrorReason
 ERROR_REASON_BLOB_STORE_UNAVAILABLE: ErrorReason
 ERROR_REASON_ACCESS_LIST_INVALID: ErrorReason
+ERROR_REASON_WEBHOOK_NOT_FOUND: ErrorReason
 
 class Vector(_message.Message):
     __slots__ = ("values",)

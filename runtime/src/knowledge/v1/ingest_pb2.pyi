@@ -34,6 +34,13 @@ class DocumentChangeKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DOCUMENT_CHANGE_KIND_SYNCED: _ClassVar[DocumentChangeKind]
     DOCUMENT_CHANGE_KIND_CHANGED: _ClassVar[DocumentChangeKind]
     DOCUMENT_CHANGE_KIND_REMOVED: _ClassVar[DocumentChangeKind]
+
+class WebhookState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WEBHOOK_STATE_UNSPECIFIED: _ClassVar[WebhookState]
+    WEBHOOK_STATE_ACTIVE: _ClassVar[WebhookState]
+    WEBHOOK_STATE_PAUSED: _ClassVar[WebhookState]
+    WEBHOOK_STATE_DISABLED: _ClassVar[WebhookState]
 DOCUMENT_STATE_UNSPECIFIED: DocumentState
 DOCUMENT_STATE_QUEUED: DocumentState
 DOCUMENT_STATE_EXTRACTING: DocumentState
@@ -48,6 +55,10 @@ DOCUMENT_CHANGE_KIND_SNAPSHOT: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_SYNCED: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_CHANGED: DocumentChangeKind
 DOCUMENT_CHANGE_KIND_REMOVED: DocumentChangeKind
+WEBHOOK_STATE_UNSPECIFIED: WebhookState
+WEBHOOK_STATE_ACTIVE: WebhookState
+WEBHOOK_STATE_PAUSED: WebhookState
+WEBHOOK_STATE_DISABLED: WebhookState
 
 class Corpus(_message.Message):
     __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key", "default_principals")
@@ -828,7 +839,7 @@ class WatchEventsRequest(_message.Message):
     def __init__(self, after: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id", "principals")
+    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id", "webhook_id", "principals")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -839,6 +850,7 @@ class Event(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     FROM_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     cursor: str
@@ -850,8 +862,9 @@ class Event(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     reason: str
     from_corpus_id: str
+    webhook_id: str
     principals: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ..., webhook_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Tombstone(_message.Message):
     __slots__ = ("tombstone_id", "document_id", "corpus_id", "filename", "content_hash", "chunk_count", "deleted_by", "reason", "delete_time", "removal_state", "remove_time")
@@ -1017,3 +1030,179 @@ class CheckIndexingResponse(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     corpus_id: str
     def __init__(self, admitted: _Optional[bool] = ..., reason: _Optional[_Union[_common_pb2.RefusalReason, str]] = ..., message: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., corpus_id: _Optional[str] = ...) -> None: ...
+
+class Webhook(_message.Message):
+    __slots__ = ("webhook_id", "url", "event_types", "description", "state", "disabled_reason", "scope", "clearance", "cursor", "failed_attempts", "failing_since", "next_attempt_time", "previous_secret_expire_time", "created_by", "create_time", "update_time")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_REASON_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    CLEARANCE_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    FAILING_SINCE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_SECRET_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    url: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    description: str
+    state: WebhookState
+    disabled_reason: str
+    scope: str
+    clearance: str
+    cursor: str
+    failed_attempts: int
+    failing_since: _timestamp_pb2.Timestamp
+    next_attempt_time: _timestamp_pb2.Timestamp
+    previous_secret_expire_time: _timestamp_pb2.Timestamp
+    created_by: str
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, webhook_id: _Optional[str] = ..., url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ..., state: _Optional[_Union[WebhookState, str]] = ..., disabled_reason: _Optional[str] = ..., scope: _Optional[str] = ..., clearance: _Optional[str] = ..., cursor: _Optional[str] = ..., failed_attempts: _Optional[int] = ..., failing_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., previous_secret_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateWebhookRequest(_message.Message):
+    __slots__ = ("url", "event_types", "description")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    description: str
+    def __init__(self, url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ...) -> None: ...
+
+class CreateWebhookResponse(_message.Message):
+    __slots__ = ("webhook", "secret")
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    secret: str
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class ListWebhooksRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhooksResponse(_message.Message):
+    __slots__ = ("webhooks", "next_page_token")
+    WEBHOOKS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    webhooks: _containers.RepeatedCompositeFieldContainer[Webhook]
+    next_page_token: str
+    def __init__(self, webhooks: _Optional[_Iterable[_Union[Webhook, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class UpdateWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id", "webhook", "update_mask")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    webhook: Webhook
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, webhook_id: _Optional[str] = ..., webhook: _Optional[_Union[Webhook, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateWebhookResponse(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ...) -> None: ...
+
+class DeleteWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class DeleteWebhookResponse(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class RotateWebhookSecretRequest(_message.Message):
+    __slots__ = ("webhook_id", "grace_seconds")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    grace_seconds: int
+    def __init__(self, webhook_id: _Optional[str] = ..., grace_seconds: _Optional[int] = ...) -> None: ...
+
+class RotateWebhookSecretResponse(_message.Message):
+    __slots__ = ("webhook", "secret")
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    secret: str
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class ReplayWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id", "after")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    after: str
+    def __init__(self, webhook_id: _Optional[str] = ..., after: _Optional[str] = ...) -> None: ...
+
+class ReplayWebhookResponse(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ...) -> None: ...
+
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ("webhook_id", "page_size", "page_token")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, webhook_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class WebhookDelivery(_message.Message):
+    __slots__ = ("delivery_id", "event_id", "cursor", "type", "attempt", "attempt_time", "status_code", "latency_ms", "delivered", "error")
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_TIME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: str
+    event_id: str
+    cursor: str
+    type: str
+    attempt: int
+    attempt_time: _timestamp_pb2.Timestamp
+    status_code: int
+    latency_ms: int
+    delivered: bool
+    error: str
+    def __init__(self, delivery_id: _Optional[str] = ..., event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., attempt: _Optional[int] = ..., attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status_code: _Optional[int] = ..., latency_ms: _Optional[int] = ..., delivered: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ("deliveries", "next_page_token")
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
+    next_page_token: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

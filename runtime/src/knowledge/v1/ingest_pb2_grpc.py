@@ -1916,7 +1916,7 @@ class EventServiceServicer:
 
     def WatchEvents(self, request, context):
         """The tenant's events (document searchable, failed, cancelled, moved, removed; corpus created,
-        deleted) in the order they were committed (a document's events in the order of its changes),
+        deleted; webhook disabled) in the order they were committed (a document's events in the order of its changes),
         from the event after the cursor `after` (empty: the oldest one kept), then each as it
         commits, until the caller goes away. Each event is written in the
         transaction of its change (an outbox), so none is lost and none is of a change that did not
@@ -2187,6 +2187,444 @@ class PassageService:
             '/knowledge.v1.PassageService/CheckIndexing',
             knowledge_dot_v1_dot_ingest__pb2.CheckIndexingRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.CheckIndexingResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class WebhookServiceStub:
+    """Webhooks: the tenant's events pushed to HTTPS endpoints, signed as the Standard Webhooks
+    specification says (standardwebhooks.com): headers webhook-id (the event's event_id, the same
+    on every retry), webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256>", one per
+    secret in use), the event's JSON as WatchEvents gives it over REST as the body. An endpoint is
+    sent only the events its registering token could read (the scope and clearance rule of
+    WatchEvents, judged when each event is delivered), of the types it asked for, in commit order
+    and at least once: the next event waits until the endpoint answered the one before 2xx. A
+    failed delivery is retried on a schedule (KNOWLEDGE_WEBHOOK_RETRY_SCHEDULE_S: 5 s, 30 s, 2 min,
+    10 min, 30 min, 1 h, 2 h, then every 4 h, each within 20 % jitter); an endpoint failing for
+    KNOWLEDGE_WEBHOOK_DISABLE_AFTER_S (3 days) is disabled, with a webhook.disabled event saying
+    why. A webhook belongs to the scope node and clearance of the token that registered it: only
+    webhooks.admin tokens of that node whose clearance allows it see or change it (others:
+    NOT_FOUND, WEBHOOK_NOT_FOUND). Capability webhooks.admin.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateWebhook = channel.unary_unary(
+                '/knowledge.v1.WebhookService/CreateWebhook',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.CreateWebhookRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CreateWebhookResponse.FromString,
+                _registered_method=True)
+        self.ListWebhooks = channel.unary_unary(
+                '/knowledge.v1.WebhookService/ListWebhooks',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhooksRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhooksResponse.FromString,
+                _registered_method=True)
+        self.GetWebhook = channel.unary_unary(
+                '/knowledge.v1.WebhookService/GetWebhook',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetWebhookRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.Webhook.FromString,
+                _registered_method=True)
+        self.UpdateWebhook = channel.unary_unary(
+                '/knowledge.v1.WebhookService/UpdateWebhook',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookResponse.FromString,
+                _registered_method=True)
+        self.DeleteWebhook = channel.unary_unary(
+                '/knowledge.v1.WebhookService/DeleteWebhook',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookResponse.FromString,
+                _registered_method=True)
+        self.RotateWebhookSecret = channel.unary_unary(
+                '/knowledge.v1.WebhookService/RotateWebhookSecret',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretResponse.FromString,
+                _registered_method=True)
+        self.ReplayWebhook = channel.unary_unary(
+                '/knowledge.v1.WebhookService/ReplayWebhook',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookResponse.FromString,
+                _registered_method=True)
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/knowledge.v1.WebhookService/ListWebhookDeliveries',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesResponse.FromString,
+                _registered_method=True)
+
+
+class WebhookServiceServicer:
+    """Webhooks: the tenant's events pushed to HTTPS endpoints, signed as the Standard Webhooks
+    specification says (standardwebhooks.com): headers webhook-id (the event's event_id, the same
+    on every retry), webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256>", one per
+    secret in use), the event's JSON as WatchEvents gives it over REST as the body. An endpoint is
+    sent only the events its registering token could read (the scope and clearance rule of
+    WatchEvents, judged when each event is delivered), of the types it asked for, in commit order
+    and at least once: the next event waits until the endpoint answered the one before 2xx. A
+    failed delivery is retried on a schedule (KNOWLEDGE_WEBHOOK_RETRY_SCHEDULE_S: 5 s, 30 s, 2 min,
+    10 min, 30 min, 1 h, 2 h, then every 4 h, each within 20 % jitter); an endpoint failing for
+    KNOWLEDGE_WEBHOOK_DISABLE_AFTER_S (3 days) is disabled, with a webhook.disabled event saying
+    why. A webhook belongs to the scope node and clearance of the token that registered it: only
+    webhooks.admin tokens of that node whose clearance allows it see or change it (others:
+    NOT_FOUND, WEBHOOK_NOT_FOUND). Capability webhooks.admin.
+    """
+
+    def CreateWebhook(self, request, context):
+        """Registers an endpoint. Its URL must be https (plain http only for a host:port of
+        KNOWLEDGE_WEBHOOK_ALLOW_HOSTS) and resolve to a public address, as IngestUrl's are
+        (INVALID_ARGUMENT, URL_REFUSED); the address is checked again at every connection. It is sent
+        the events committed after it was created (ReplayWebhook sends earlier ones). The answer
+        carries the signing secret, the only time it is shown. At most 50 per tenant
+        (RESOURCE_EXHAUSTED, QUOTA_EXHAUSTED, quota max_webhooks). Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhooks(self, request, context):
+        """The caller's webhooks (those registered at its scope node within its clearance), oldest
+        first; never their secrets. Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWebhook(self, request, context):
+        """One webhook, with where its delivery is; never its secret. Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateWebhook(self, request, context):
+        """Changes a webhook (AIP-134): the fields update_mask names, "state" (ACTIVE or PAUSED; ACTIVE
+        also enables a disabled webhook again, retrying the event it stopped at at once),
+        "event_types" and "description". A paused webhook keeps its place: resumed, it goes on with
+        the next event (while it is kept, KNOWLEDGE_EVENTS_RETENTION_S). The URL is not changed:
+        register another. Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteWebhook(self, request, context):
+        """Deletes a webhook and its delivery attempts; nothing more is sent to it (a delivery under way
+        may still arrive). Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateWebhookSecret(self, request, context):
+        """A new signing secret, answered once. For the grace period (grace_seconds, default a day) every
+        delivery is signed with both the new and the previous secret, so the receiver can switch when
+        it likes; then with the new one only. Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplayWebhook(self, request, context):
+        """Sends the events after a cursor again (and everything after them), in order: delivery goes on
+        from `after` (empty: the oldest event kept). A cursor older than the events kept is
+        OUT_OF_RANGE (EVENT_CURSOR_EXPIRED); one ahead of the newest is INVALID_ARGUMENT. A paused or
+        disabled webhook stays so until it is resumed. Capability webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhookDeliveries(self, request, context):
+        """The webhook's delivery attempts, newest first: each one's time, event, HTTP status, latency
+        and error. Kept as long as events are (KNOWLEDGE_EVENTS_RETENTION_S). Capability
+        webhooks.admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_WebhookServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateWebhook,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CreateWebhookRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.CreateWebhookResponse.SerializeToString,
+            ),
+            'ListWebhooks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhooks,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhooksRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhooksResponse.SerializeToString,
+            ),
+            'GetWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWebhook,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetWebhookRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.Webhook.SerializeToString,
+            ),
+            'UpdateWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateWebhook,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookResponse.SerializeToString,
+            ),
+            'DeleteWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWebhook,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookResponse.SerializeToString,
+            ),
+            'RotateWebhookSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateWebhookSecret,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretResponse.SerializeToString,
+            ),
+            'ReplayWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplayWebhook,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookResponse.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.WebhookService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.WebhookService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class WebhookService:
+    """Webhooks: the tenant's events pushed to HTTPS endpoints, signed as the Standard Webhooks
+    specification says (standardwebhooks.com): headers webhook-id (the event's event_id, the same
+    on every retry), webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256>", one per
+    secret in use), the event's JSON as WatchEvents gives it over REST as the body. An endpoint is
+    sent only the events its registering token could read (the scope and clearance rule of
+    WatchEvents, judged when each event is delivered), of the types it asked for, in commit order
+    and at least once: the next event waits until the endpoint answered the one before 2xx. A
+    failed delivery is retried on a schedule (KNOWLEDGE_WEBHOOK_RETRY_SCHEDULE_S: 5 s, 30 s, 2 min,
+    10 min, 30 min, 1 h, 2 h, then every 4 h, each within 20 % jitter); an endpoint failing for
+    KNOWLEDGE_WEBHOOK_DISABLE_AFTER_S (3 days) is disabled, with a webhook.disabled event saying
+    why. A webhook belongs to the scope node and clearance of the token that registered it: only
+    webhooks.admin tokens of that node whose clearance allows it see or change it (others:
+    NOT_FOUND, WEBHOOK_NOT_FOUND). Capability webhooks.admin.
+    """
+
+    @staticmethod
+    def CreateWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/CreateWebhook',
+            knowledge_dot_v1_dot_ingest__pb2.CreateWebhookRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.CreateWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhooks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/ListWebhooks',
+            knowledge_dot_v1_dot_ingest__pb2.ListWebhooksRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListWebhooksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/GetWebhook',
+            knowledge_dot_v1_dot_ingest__pb2.GetWebhookRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.Webhook.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/UpdateWebhook',
+            knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.UpdateWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/DeleteWebhook',
+            knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DeleteWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateWebhookSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/RotateWebhookSecret',
+            knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.RotateWebhookSecretResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplayWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/ReplayWebhook',
+            knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ReplayWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.WebhookService/ListWebhookDeliveries',
+            knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ListWebhookDeliveriesResponse.FromString,
             options,
             channel_credentials,
             insecure,

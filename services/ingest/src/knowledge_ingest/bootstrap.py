@@ -1,7 +1,8 @@
 """The one place that reads ingest's configuration and composes its capabilities.
 
 ``wire`` builds every capability over one database and the ports it is handed (blobs, the
-embedder, extraction, the readiness of the services a job needs, the file importer): its gRPC
+embedder, extraction, the readiness of the services a job needs, the file importer, the sealer of
+webhook secrets): its gRPC
 services and its background loops. Nothing in it is optional. ``build_app`` opens the real
 adapters; what it opens joins one ``AsyncExitStack``: a step that fails half-way through closes
 what the steps before it opened, and a started app closes all of it, newest first, as it stops
@@ -41,7 +42,7 @@ from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness
+from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness, SecretSealer
 from knowledge_ingest.events import api as events_api
 from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.events.usecases import EventUseCases
@@ -65,8 +66,15 @@ from knowledge_ingest.tenants import api as tenants_api
 from knowledge_ingest.tenants.metrics import TenantMetrics
 from knowledge_ingest.tenants.postgres import PostgresTenants
 from knowledge_ingest.tenants.usecases import QuotaChecks, TenantUseCases
+from knowledge_ingest.webhooks import api as webhooks_api
+from knowledge_ingest.webhooks.deliverer import WebhookDeliverer
+from knowledge_ingest.webhooks.postgres import PostgresDeliveries, PostgresWebhooks
+from knowledge_ingest.webhooks.sealing import AesGcmSealer
+from knowledge_ingest.webhooks.sender import WebhookSender
+from knowledge_ingest.webhooks.usecases import WebhookUseCases
 
 EVENTS_PRUNE_EVERY_S = 60.0
+WEBHOOK_METRICS_EVERY_S = 15.0
 
 
 @dataclass
@@ -82,6 +90,7 @@ class Ingest:
     uploads: UploadUseCases
     imports: ImportUseCases
     reach: PostgresReach  # its ``reader`` is the server's scope resolver
+    deliverer: WebhookDeliverer
 
 
 def wire(
@@ -93,6 +102,7 @@ def wire(
     extract: Callable[[Source, str, str], Extracted],
     readiness: Readiness,
     importer: FileImporter,
+    sealer: SecretSealer,
 ) -> Ingest:
     reach = PostgresReach(db)
     document_store, job_store, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
@@ -102,6 +112,8 @@ def wire(
     tenant_store = PostgresTenants(db, settings.common.tenants_enabled_by_default)
     quotas = QuotaChecks(tenant_store)
     fetcher = WebFetcher(settings.fetch_allow_hosts, timeout_s=settings.fetch_timeout_s)
+    hooks = settings.webhooks
+    sender = WebhookSender(hooks.allow_hosts, timeout_s=hooks.timeout_s)
 
     corpus_cases = CorpusUseCases(PostgresCorpora(db), reach, document_store)
     document_cases = DocumentUseCases(document_store, reach, feed)
@@ -135,7 +147,23 @@ def wire(
         tenants_api.service_spec(tenants_api.TenantServicer(TenantUseCases(tenant_store, reach))),
         events_api.service_spec(events_api.EventServicer(event_cases)),
         passages_api.service_spec(passages_api.PassageServicer(passage_cases)),
+        webhooks_api.service_spec(
+            webhooks_api.WebhookServicer(
+                WebhookUseCases(PostgresWebhooks(db), reach, event_log, sealer, sender, hooks.allow_hosts)
+            )
+        ),
     ]
+    deliverer = WebhookDeliverer(
+        PostgresDeliveries(db, hooks.lease_s),
+        event_log,
+        reach,
+        sender,
+        sealer,
+        webhooks_api.event_body,
+        hooks.retry,
+        wakeups,
+        concurrency=hooks.concurrency,
+    )
 
     pipeline = Pipeline(
         queue=queue,
@@ -169,6 +197,12 @@ def wire(
         wakeups,  # first: the relay and the idle workers listen through it
         OutboxRelay(event_log, wakeups),
         Periodic("events_prune", event_cases.prune, EVENTS_PRUNE_EVERY_S),
+        deliverer,
+        Periodic(
+            "webhook_deliveries_prune",
+            functools.partial(deliverer.prune, settings.events_retention_s),
+            EVENTS_PRUNE_EVERY_S,
+        ),
         # Removals run wherever jobs do (a replica with no workers serves the API only).
         RemovalWorkers(
             tombstones,
@@ -182,6 +216,7 @@ def wire(
     if settings.common.metrics_port:
         metrics = TenantMetrics(tenant_store.totals, settings.metrics_max_tenants)
         loops.append(Periodic("tenant_metrics", metrics.refresh, settings.metrics_tenants_every_s))
+        loops.append(Periodic("webhook_metrics", deliverer.refresh_metrics, WEBHOOK_METRICS_EVERY_S))
     return Ingest(
         services=services,
         background=Background(loops),
@@ -191,6 +226,7 @@ def wire(
         uploads=uploads,
         imports=import_cases,
         reach=reach,
+        deliverer=deliverer,
     )
 
 
@@ -203,6 +239,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
     settings = settings or IngestSettings.from_env()
     verifier = prepare(settings.common)
     signer = ServiceTokenSigner.for_service(settings.common)  # ingest signs every internal call
+    # Before anything is opened: an unreadable key stops the start.
+    sealer = AesGcmSealer.from_file(settings.webhooks.key_path, create=settings.webhooks.create_key)
     async with AsyncExitStack() as resources:
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
@@ -224,6 +262,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             extract=extractor.extract,
             readiness=ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel),
             importer=blobs,
+            sealer=sealer,
         )
         resources.push_async_callback(ingest.feed.close)
         resources.push_async_callback(ingest.background.stop)

@@ -7,6 +7,7 @@ embedder with are in ``common`` (runtime ``CommonSettings``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from knowledge_runtime.chunking import DEFAULT_WINDOW_SHARE
 from knowledge_runtime.imports import ImportRoots
@@ -22,11 +23,59 @@ from knowledge_ingest.domain.extraction import (
     child_allowance,
 )
 from knowledge_ingest.domain.fetching import parse_allow_hosts
+from knowledge_ingest.domain.webhooks import DEFAULT_DISABLE_AFTER_S, DEFAULT_RETRY_SCHEDULE_S, RetryPolicy
 
 DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 90.0
 WORKERS_PER_CORE = 2
 MAX_WORKERS = 64
+
+
+MAX_RETRY_STEPS = 20
+
+
+def parse_schedule(text: str) -> tuple[float, ...]:
+    """``KNOWLEDGE_WEBHOOK_RETRY_SCHEDULE_S``: seconds, comma-separated, each > 0, at most 20."""
+    try:
+        steps = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        steps = ()
+    if not steps or len(steps) > MAX_RETRY_STEPS or not all(0 < s <= 86400 for s in steps):
+        raise SettingsError(
+            "KNOWLEDGE_WEBHOOK_RETRY_SCHEDULE_S: 1 to 20 waits in seconds, comma-separated, each in (0, 86400]"
+        )
+    return steps
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    allow_hosts: frozenset[str] = frozenset()  # host / host:port a webhook may be at though not public (http too)
+    key_path: Path = Path("webhook.key")  # the key webhook secrets are sealed with
+    create_key: bool = False  # the default path: made on first start when missing (a single node's)
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = 10.0  # one delivery attempt, answer included
+    concurrency: int = 16  # webhooks this replica delivers to at once; 0: none
+
+    @property
+    def lease_s(self) -> float:
+        """How long a replica holds a webhook without writing: well past one attempt's timeout, so
+        a holder is never overtaken in the middle of an attempt."""
+        return 2 * self.timeout_s + 10.0
+
+    @classmethod
+    def from_env(cls, env: Env, data_dir: Path) -> WebhookSettings:
+        schedule = ",".join(f"{s:g}" for s in DEFAULT_RETRY_SCHEDULE_S)
+        return cls(
+            allow_hosts=parse_allow_hosts(env.str("WEBHOOK_ALLOW_HOSTS") or ""),
+            key_path=env.path("WEBHOOK_KEY_PATH") or data_dir / "keys" / "webhook.key",
+            create_key=env.path("WEBHOOK_KEY_PATH") is None,
+            retry=RetryPolicy(
+                parse_schedule(env.str("WEBHOOK_RETRY_SCHEDULE_S") or schedule),
+                env.float("WEBHOOK_DISABLE_AFTER_S", DEFAULT_DISABLE_AFTER_S, minimum=1.0),
+            ),
+            timeout_s=env.float("WEBHOOK_TIMEOUT_S", 10.0, minimum=0.1, maximum=120.0),
+            concurrency=env.int("WEBHOOK_CONCURRENCY", 16, minimum=0, maximum=1000),
+        )
 
 
 def default_workers(cores: int) -> int:
@@ -67,12 +116,14 @@ class IngestSettings:
     extraction_memory_budget_bytes: int = DEFAULT_EXTRACTION_MEMORY_BUDGET
     chunk_max_tokens: int = 0  # 0: chunk_window_share of the embedder's window
     chunk_window_share: float = DEFAULT_WINDOW_SHARE
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
         env = env or Env()
+        common = CommonSettings.from_env("ingest", env)
         return cls(
-            common=CommonSettings.from_env("ingest", env),
+            common=common,
             database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
             content_index_address=service_address("content-index", env),
             embedder_address=service_address("embedder", env),
@@ -102,6 +153,7 @@ class IngestSettings:
             extraction_memory_budget_bytes=env.int(
                 "EXTRACTION_MEMORY_BUDGET_BYTES", DEFAULT_EXTRACTION_MEMORY_BUDGET, minimum=256 * 1024 * 1024
             ),
+            webhooks=WebhookSettings.from_env(env, common.data_dir),
         )
 
     def __post_init__(self) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "JobSucceeded",
     "PageOutOfRange",
     "UrlRefused",
+    "WebhookNotFound",
 ]
 
 # An upload over the cap is the runtime's UploadTooLarge, the same error content-index raises; a
@@ -97,6 +98,15 @@ class JobNotFound(NotFound):
 
     def __init__(self, job_id: str) -> None:
         super().__init__("ingest job not found", metadata={"job_id": job_id[:40]})
+
+
+class WebhookNotFound(NotFound):
+    """No such webhook, or one the caller may not manage (``webhooks.may_manage``): the same answer."""
+
+    reason = "WEBHOOK_NOT_FOUND"
+
+    def __init__(self, webhook_id: str) -> None:
+        super().__init__("webhook not found", metadata={"webhook_id": webhook_id[:40]})
 
 
 class JobFinished(FailedPrecondition):

@@ -41,6 +41,9 @@ class EventType(StrEnum):
     DOCUMENT_ACCESS_CHANGED = "document.access_changed"
     CORPUS_CREATED = "corpus.created"
     CORPUS_DELETED = "corpus.deleted"
+    # A webhook failed for too long and was disabled (detail: webhook_id, reason). It names no
+    # corpus: it is placed at the webhook's scope node and clearance instead.
+    WEBHOOK_DISABLED = "webhook.disabled"
     # Not stored: sent on a quiet stream every heartbeat interval, with the stream's cursor, so
     # that a consumer (and every proxy between) sees the stream alive.
     HEARTBEAT = "stream.heartbeat"
@@ -51,7 +54,7 @@ class NewEvent:
     type: EventType
     document_id: int | None = None
     corpus_id: int | None = None
-    detail: dict[str, Any] = field(default_factory=dict)  # chunk_count, warnings, reason, from_corpus_id
+    detail: dict[str, Any] = field(default_factory=dict)  # chunk_count, warnings, reason, from_corpus_id, webhook_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
-"""Which web addresses ingest may fetch, decided before any connection: http and https only, a
-host, and an address on the public internet, unless the operator allows that host (and port)
-by ``KNOWLEDGE_FETCH_ALLOW_HOSTS``. The fetcher resolves a host once, asks ``address_refusal``
-about the address it will connect to, and asks again after each redirect."""
+"""Which web addresses ingest may fetch or call, decided before any connection: http and https
+only, a host, and an address on the public internet, unless the operator allows that host (and
+port) by ``KNOWLEDGE_FETCH_ALLOW_HOSTS`` (``KNOWLEDGE_WEBHOOK_ALLOW_HOSTS`` for webhooks). The
+fetcher and the webhook sender resolve a host once, ask ``address_refusal`` about the address they
+will connect to, and ask again for each new connection (and after each redirect)."""
 
 from __future__ import annotations
 
@@ -58,9 +59,14 @@ def target(url: str) -> Target:
     return Target(scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80))
 
 
+def is_allowed(where: Target, allowed: frozenset[str]) -> bool:
+    """Whether the operator's allow-list names the host, or the host and port."""
+    return where.host in allowed or f"{where.host}:{where.port}" in allowed
+
+
 def address_refusal(where: Target, address: str, allowed: frozenset[str]) -> str | None:
     """Why ``address`` (what ``where.host`` resolved to) must not be connected to, or None."""
-    if where.host in allowed or f"{where.host}:{where.port}" in allowed:
+    if is_allowed(where, allowed):
         return None
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:

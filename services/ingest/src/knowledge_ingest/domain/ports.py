@@ -23,6 +23,7 @@ from knowledge_ingest.domain.model import Corpus, NewCorpus, Page
 from knowledge_ingest.domain.passages import Admitted, IndexRequest, ReferencedDocument, StoredVersion
 from knowledge_ingest.domain.system_corpora import CorpusKind
 from knowledge_ingest.domain.tombstones import Deletion, Removal, Tombstone
+from knowledge_ingest.domain.webhooks import Delivery, Registrant, Webhook, WebhookChanges
 
 
 class ReachSource(Protocol):
@@ -442,3 +443,54 @@ class TombstoneRepository(Protocol):
 
     async def prune(self, retention_s: float) -> int:
         """Remove the tombstones of completed removals older than the retention."""
+
+
+class WebhookStore(Protocol):
+    """Webhooks as the API changes them (``webhooks.postgres``). Every change bumps the webhook's
+    version, so a delivery under way stops at its next write; None: no such webhook."""
+
+    async def create(
+        self,
+        tenant: str,
+        url: str,
+        event_types: tuple[str, ...],
+        description: str,
+        registrant: Registrant,
+        sealed_secret: str,
+        limit: int,
+    ) -> Webhook | None:
+        """Registered, sent the events committed from now on; None when the tenant has ``limit``."""
+
+    async def of_tenant(self, tenant: str) -> list[Webhook]:
+        """Every webhook of the tenant, oldest first (at most MAX_WEBHOOKS_PER_TENANT)."""
+
+    async def get(self, tenant: str, webhook_id: int) -> Webhook | None: ...
+
+    async def update(self, tenant: str, webhook_id: int, changes: WebhookChanges) -> Webhook | None:
+        """ACTIVE on a disabled webhook enables it again, its next attempt due at once."""
+
+    async def delete(self, tenant: str, webhook_id: int) -> bool: ...
+
+    async def rotate(self, tenant: str, webhook_id: int, sealed_secret: str, grace_s: int) -> Webhook | None:
+        """The new secret signs; the one it replaces signs beside it for ``grace_s``."""
+
+    async def replay(self, tenant: str, webhook_id: int, cursor: int) -> Webhook | None:
+        """Delivery goes on after ``cursor``, with no failure counted."""
+
+    async def deliveries(self, webhook_id: int, page: Page) -> list[Delivery]:
+        """Attempts newest first, older than ``page.after_id`` (0: from the newest)."""
+
+
+class SecretSealer(Protocol):
+    """Signing secrets sealed for storage under a key kept outside the database."""
+
+    def seal(self, tenant: str, url: str, secret: str) -> str: ...
+
+    def open(self, tenant: str, url: str, sealed: str) -> str:
+        """ValueError when it was not sealed for this tenant and URL under this key."""
+
+
+class TargetFence(Protocol):
+    async def check(self, url: str) -> None:
+        """UrlRefused / FetchFailed unless the URL's host resolves, now, to an address outside the
+        fence (or an allowed host)."""

@@ -32,6 +32,7 @@ def event_message(event: Event) -> ingest_pb2.Event:
         reason=str(detail.get("reason", "")),
         from_corpus_id=str(from_corpus) if from_corpus is not None else "",
         principals=[str(p) for p in detail.get("principals", ())],
+        webhook_id=str(detail.get("webhook_id", "")),
     )
 
 

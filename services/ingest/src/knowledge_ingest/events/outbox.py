@@ -14,9 +14,10 @@ one document keep their order: its changes take its row lock, so the later one's
 inserted (and gets a higher id) only after the earlier one committed.
 
 Wakeups: a writer's ``pg_notify(RELAY_CHANNEL)`` (delivered at commit) wakes the relays, the
-relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers (``PostgresWakeups``); the same
-listener wakes idle workers on ``JOBS_CHANNEL`` when a job is queued (``NOTIFY_JOBS``, sent by
-``adapters/jobs.py``).
+relay's ``pg_notify(CHANNEL, tenant)`` wakes the tenant's watchers and every webhook deliverer
+(``PostgresWakeups``); the same listener wakes idle workers on ``JOBS_CHANNEL`` when a job is
+queued (``NOTIFY_JOBS``, sent by ``adapters/jobs.py``), and the deliverers on ``WEBHOOKS_CHANNEL``
+when a webhook became due through the API.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ RELAY_CHANNEL = "knowledge_outbox"  # an event was committed: the relay has work
 # poll. Sent in the transaction that queues it (adapters/jobs.py), so only a committed job wakes.
 JOBS_CHANNEL = "knowledge_jobs"
 NOTIFY_JOBS = f"SELECT pg_notify('{JOBS_CHANNEL}', '')"
+# A webhook became due through the API (resumed, replayed, enabled again): the deliverers of
+# every replica claim it at commit, not at their next poll (``webhooks/postgres.py``).
+WEBHOOKS_CHANNEL = "knowledge_webhooks"
+NOTIFY_WEBHOOKS = f"SELECT pg_notify('{WEBHOOKS_CHANNEL}', '')"
 RELAY_LOCK = 7_318_201_018  # pg_advisory_xact_lock key: one relay numbers at a time
 RELAY_BATCH = 5000
 # An event keeps its document's access list as the change left it (migration 0062).
@@ -237,6 +242,7 @@ class PostgresWakeups:
         self._watchers: dict[str, set[Wakeup]] = {}
         self._relays: set[Wakeup] = set()
         self._workers: set[Wakeup] = set()
+        self._deliverers: set[Wakeup] = set()
         # Its step holds the connection until it is lost; the interval is the wait before the next.
         self._loop = Periodic("events_listener", self._listen_until_lost, retry_s)
 
@@ -253,6 +259,12 @@ class PostgresWakeups:
             yield wakeup
 
     @contextmanager
+    def numbered(self) -> Iterator[Wakeup]:
+        """Woken when any tenant's events were numbered (a webhook may have something to send)."""
+        with _member(self._deliverers) as wakeup:
+            yield wakeup
+
+    @contextmanager
     def subscribe(self, tenant: str) -> Iterator[Wakeup]:
         wakeup = Wakeup()
         self._watchers.setdefault(tenant, set()).add(wakeup)
@@ -265,16 +277,18 @@ class PostgresWakeups:
                 self._watchers.pop(tenant, None)
 
     def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        for wakeup in self._watchers.get(str(payload), ()):
+        for wakeup in (*self._watchers.get(str(payload), ()), *self._deliverers):
             wakeup.set()
 
     def _everyone_notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
-        """RELAY_CHANNEL wakes every relay, JOBS_CHANNEL every idle worker (no payload)."""
-        for wakeup in self._relays if channel == RELAY_CHANNEL else self._workers:
+        """RELAY_CHANNEL wakes every relay, JOBS_CHANNEL every idle worker, WEBHOOKS_CHANNEL every
+        deliverer (no payload)."""
+        woken = {RELAY_CHANNEL: self._relays, WEBHOOKS_CHANNEL: self._deliverers}.get(channel, self._workers)
+        for wakeup in tuple(woken):
             wakeup.set()
 
     def _wake_all(self) -> None:
-        for wakeup in (*self._relays, *self._workers):
+        for wakeup in (*self._relays, *self._workers, *self._deliverers):
             wakeup.set()
         for watchers in self._watchers.values():
             for wakeup in watchers:
@@ -298,6 +312,7 @@ class PostgresWakeups:
                 await connection.add_listener(CHANNEL, self._notified)
                 await connection.add_listener(RELAY_CHANNEL, self._everyone_notified)
                 await connection.add_listener(JOBS_CHANNEL, self._everyone_notified)
+                await connection.add_listener(WEBHOOKS_CHANNEL, self._everyone_notified)
                 self._wake_all()
                 try:
                     await lost.wait()
@@ -319,6 +334,7 @@ async def _unlisten(connection: Any, notified: Callable[..., None], everyone: Ca
             await connection.remove_listener(CHANNEL, notified)
             await connection.remove_listener(RELAY_CHANNEL, everyone)
             await connection.remove_listener(JOBS_CHANNEL, everyone)
+            await connection.remove_listener(WEBHOOKS_CHANNEL, everyone)
     except Exception as error:  # noqa: BLE001 - closed instead; what ended the listening goes on
         connection.terminate()
         log.info("events_listener_unlisten_failed", error_type=type(error).__name__)

@@ -1,24 +1,23 @@
 """Fetching a web page for ``IngestUrl``, fenced: each URL (the first and every redirect's) is
-checked by ``domain.fetching``, its host resolved once, the address checked, and the connection
-made to that address (the Host header and TLS server name stay the URL's host, so a second DNS
-answer can never point the request elsewhere). At most ``max_redirects`` redirects, a total time
-limit, and no proxies from the environment; the body streams out as it arrives (the caller caps
-its size)."""
+checked by ``domain.fetching`` and connected to through ``clients.fenced`` (its host resolved
+once, the address checked, the connection made to that address). At most ``max_redirects``
+redirects, a total time limit, and no proxies from the environment; the body streams out as it
+arrives (the caller caps its size)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin
 
 import httpx
 
-from knowledge_ingest.domain.errors import FetchFailed, UrlRefused
-from knowledge_ingest.domain.fetching import Target, address_refusal, target
+from knowledge_ingest.clients.fenced import request_to, resolve
+from knowledge_ingest.domain.errors import FetchFailed
+from knowledge_ingest.domain.fetching import target
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 USER_AGENT = "knowledge-ingest/0.1 (+IngestUrl)"
@@ -40,7 +39,7 @@ class WebFetcher:
     async def check(self, url: str) -> None:
         """Before a job is queued: the URL's form and the address its host resolves to now
         (``UrlRefused`` / ``FetchFailed``); the fetch checks again, and after each redirect."""
-        await self._resolve(target(url))
+        await resolve(target(url), self._allowed)
 
     @contextlib.asynccontextmanager
     async def open(self, url: str) -> AsyncIterator[FetchedPage]:
@@ -50,16 +49,17 @@ class WebFetcher:
         ) as client:
             for _ in range(self._max_redirects + 1):
                 where = target(url)
-                address = await self._resolve(where)
-                request = client.build_request(
+                address = await resolve(where, self._allowed)
+                request = request_to(
+                    client,
                     "GET",
-                    _at_address(url, address),
-                    headers={
-                        "Host": _host_header(where),
+                    url,
+                    where,
+                    address,
+                    {
                         "User-Agent": USER_AGENT,
                         "Accept": "text/html, application/xhtml+xml, application/pdf, text/plain;q=0.9, */*;q=0.5",
                     },
-                    extensions={"sni_hostname": where.host} if where.scheme == "https" else {},
                 )
                 try:
                     async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
@@ -83,19 +83,6 @@ class WebFetcher:
                     await response.aclose()
             raise FetchFailed(f"more than {self._max_redirects} redirects")
 
-    async def _resolve(self, where: Target) -> str:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(where.host, where.port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError):
-            raise FetchFailed(f"{where.host} cannot be resolved") from None
-        if not infos:
-            raise FetchFailed(f"{where.host} cannot be resolved")
-        address = str(infos[0][4][0])
-        refusal = address_refusal(where, address, self._allowed)
-        if refusal is not None:
-            raise UrlRefused(refusal)
-        return address
-
 
 async def _body(response: httpx.Response, deadline: float, timeout_s: float) -> AsyncIterator[bytes]:
     try:
@@ -106,16 +93,3 @@ async def _body(response: httpx.Response, deadline: float, timeout_s: float) -> 
         raise FetchFailed(f"the page did not arrive within {timeout_s:g} s") from None
     except httpx.HTTPError as error:
         raise FetchFailed(f"the connection failed ({type(error).__name__})") from None
-
-
-def _at_address(url: str, address: str) -> str:
-    parts = urlsplit(url)
-    host = f"[{address}]" if ":" in address else address
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
-
-
-def _host_header(where: Target) -> str:
-    host = f"[{where.host}]" if ":" in where.host else where.host
-    default = 443 if where.scheme == "https" else 80
-    return host if where.port == default else f"{host}:{where.port}"
