@@ -10,8 +10,10 @@ TORCH := torch==2.13.0
 # Debian packages the services need: Tesseract and its English data (ingest's OCR of scanned
 # PDF pages and images); headless LibreOffice without Java (ingest converts .doc and .ppt with it,
 # about 105 MB); cmake and a C++ compiler build llama.cpp (the local LLM server, below). Installed
-# once; quiet when they are present.
-DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng libreoffice-writer-nogui libreoffice-impress-nogui cmake g++
+# once; quiet when they are present. Chromium (headless) runs the web console's browser tests
+# (tests/e2e/test_console.py), driven by Playwright over its DevTools protocol: Playwright's own
+# browser downloads are never used.
+DEBIAN_PACKAGES := tesseract-ocr tesseract-ocr-eng libreoffice-writer-nogui libreoffice-impress-nogui cmake g++ chromium
 
 # The local OpenAI-compatible LLM server (llama.cpp through llama-cpp-python[server]; the
 # contract tests' `local_llm` fixture, `knowledge up --llm`): no binary wheel is published for

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
+from knowledge_gateway.console import console_files
 from knowledge_gateway.descriptors import descriptor_bytes
 from knowledge_gateway.envoy import config_text
 from knowledge_gateway.openapi import openapi_text
@@ -170,6 +172,18 @@ def test_the_gateway_config_is_rendered_from_the_overlays_settings(overlay):
     assert f'"{mounts["config"]}/openapi.json"' in text
     assert f'"{settings["KNOWLEDGE_JWKS_PATH"]}"' in text
     assert settings["KNOWLEDGE_JWKS_PATH"].startswith(mounts["jwks"] + "/")
+    # The web console: every file in its own ConfigMap, mounted where envoy.json reads it.
+    console = config_map(overlay, "knowledge-console")["data"]
+    assert sorted(console) == console_files(), fix
+    for name in console_files():
+        assert console[name] == (CONSOLE_SOURCE_DIR / name).read_text(), fix
+        assert f'"{mounts["console"]}/{name}"' in text
+    # Never the development sign-in: no deployment has a development key.
+    assert "/console/dev-token" not in text and '"dev_sign_in": false' in bootstrap_text(bootstrap)
+
+
+def bootstrap_text(bootstrap: dict) -> str:
+    return json.dumps(bootstrap).replace('\\"', '"')
 
 
 def test_dev_embeds_with_the_model_the_image_carries():

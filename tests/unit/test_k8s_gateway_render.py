@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
 from knowledge_gateway.descriptors import descriptor_bytes
 from knowledge_gateway.openapi import committed_path, openapi_text
 from knowledge_gateway.render import DESCRIPTOR_NAME, OPENAPI_NAME, main, read_env_files
@@ -87,6 +88,7 @@ def test_envoy_accepts_the_committed_kubernetes_configs(tmp_path, keys_dir):
         text = text.replace("/etc/envoy/knowledge.pb", str(descriptor))
         text = text.replace("/etc/envoy/openapi.json", str(committed_path()))
         text = text.replace("/etc/knowledge/jwks/jwks.json", str(keys_dir / "jwks.json"))
+        text = text.replace("/etc/knowledge/console", str(CONSOLE_SOURCE_DIR))
         local = tmp_path / f"{name}.json"
         local.write_text(text)
         result = subprocess.run(

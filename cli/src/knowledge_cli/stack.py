@@ -35,6 +35,7 @@ import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from knowledge_gateway.config import GatewayConfig
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
 from knowledge_gateway.descriptors import write_descriptor_set
 from knowledge_gateway.envoy import write_config
 from knowledge_gateway.routes import gateway_upstreams
@@ -44,6 +45,7 @@ from knowledge_runtime.devkeys import KEY_ID_FILE, PRIVATE_KEY_FILE, ensure_dev_
 from knowledge_runtime.process import die_with_parent
 from knowledge_runtime.registry import HTTP_READINESS_PATH, SERVICE_NAMES, service, with_database
 
+from knowledge_cli.dev_sign_in import DevSignIn
 from knowledge_cli.local_llm import LocalLlmError, base_url, check_model, model_alias, models_url, server_argv
 from knowledge_cli.stack_settings import StackSettings
 
@@ -97,6 +99,7 @@ class Stack:
     embedded: EmbeddedPostgres | None = None
     database: WatchedDatabase = field(default_factory=WatchedDatabase)
     llm_url: str | None = None  # the local LLM server's API base, once started
+    dev_sign_in: DevSignIn | None = None  # the console's development sign-in, once started
 
     @property
     def run_dir(self) -> Path:
@@ -241,6 +244,12 @@ class Stack:
         if envoy is None:
             raise StartupFailed("the envoy binary is missing; run `make setup`")
         descriptor = write_descriptor_set(self.run_dir / "knowledge.pb")
+        console = self.settings.gateway_limits.get("console_dir", CONSOLE_SOURCE_DIR)
+        if console is not None and self.dev_sign_in is None:
+            # The stack runs on its development key: the console may sign in with it.
+            self.dev_sign_in = DevSignIn(
+                jwks_path.parent, host=self.settings.host, issuer=self.settings.issuer, audience=self.settings.audience
+            ).start()
         config = GatewayConfig(
             listen_host=self.settings.host,
             listen_port=self.settings.http_port,
@@ -251,6 +260,7 @@ class Stack:
             audience=self.settings.audience,
             descriptor_path=descriptor,
             max_body_bytes=self.settings.max_upload_bytes,
+            dev_sign_in_address=self.dev_sign_in.address if self.dev_sign_in is not None else None,
             **self.settings.gateway_limits,
         )
         path = write_config(config, self.run_dir / "envoy.json")
@@ -442,6 +452,9 @@ class Stack:
                 child.process.kill()
                 child.process.wait()
         self.children.clear()
+        if self.dev_sign_in is not None:
+            self.dev_sign_in.stop()
+            self.dev_sign_in = None
         if self.embedded is not None:
             self.embedded.shutdown()  # whichever postmaster runs on its data directory now
             self.embedded = None

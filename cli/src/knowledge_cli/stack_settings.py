@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowledge_gateway.config import REST_PREFIX, limits_from_env
+from knowledge_gateway.config import REST_PREFIX, console_enabled, limits_from_env
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
 from knowledge_runtime.model_config import embedding_dimension
 from knowledge_runtime.registry import SERVICE_NAMES, public_services, service
 from knowledge_runtime.settings import (
@@ -86,7 +87,10 @@ class StackSettings:
             issuer=jwt_issuer(env),
             audience=jwt_audience(env),
             max_upload_bytes=max_upload_bytes(env),
-            gateway_limits=limits_from_env(env),
+            gateway_limits={
+                **limits_from_env(env),
+                "console_dir": CONSOLE_SOURCE_DIR if console_enabled(env) else None,
+            },
             restart_policy=RestartPolicy(
                 max_restarts=env.int("SUPERVISOR_MAX_RESTARTS", 5, minimum=0),
                 window_s=env.float("SUPERVISOR_WINDOW_S", 60.0, minimum=1.0),
@@ -103,6 +107,13 @@ class StackSettings:
     @property
     def rest_url(self) -> str:
         return f"http://{self.host}:{self.http_port}{REST_PREFIX}"
+
+    @property
+    def console_url(self) -> str | None:
+        """The web console, through the gateway; None when it is turned off."""
+        if self.gateway_limits.get("console_dir", CONSOLE_SOURCE_DIR) is None:
+            return None
+        return f"http://{self.host}:{self.http_port}/"
 
     @property
     def mcp_url(self) -> str:

@@ -76,8 +76,9 @@ async def run_up(settings: StackSettings) -> int:
         logs = settings.data_dir / "logs"
         stack.write_status()
         grpc_at = ", ".join(f"{name} {address}" for name, address in settings.grpc_addresses.items())
+        console = f"; console: {settings.console_url}" if settings.console_url else ""
         print(
-            f"knowledge: ready {settings.rest_url} (gRPC: {grpc_at}; MCP: {settings.mcp_url}; logs in {logs})",
+            f"knowledge: ready {settings.rest_url} (gRPC: {grpc_at}; MCP: {settings.mcp_url}{console}; logs in {logs})",
             flush=True,
         )
         next_gc = loop.time() + settings.gc_every_s

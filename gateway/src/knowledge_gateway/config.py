@@ -12,6 +12,7 @@ from pathlib import Path
 
 from knowledge_runtime.settings import DEFAULT_MAX_UPLOAD_BYTES, Env, SettingsError
 
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
 from knowledge_gateway.openapi import committed_path
 
 REST_PREFIX = "/api/v1/knowledge"
@@ -75,6 +76,11 @@ class GatewayConfig:
     max_concurrent_streams: int = 100  # per HTTP/2 connection
     max_requests_per_connection: int = 10_000
     max_connections: int = 10_000  # every downstream connection of the gateway together
+    # Where Envoy reads the web console's files (knowledge_gateway.console); None: no console.
+    console_dir: Path | None = CONSOLE_SOURCE_DIR
+    # The development sign-in (host:port), routed at /console/dev-token: only `knowledge up`,
+    # on its development keys, has one.
+    dev_sign_in_address: str | None = None
 
 
 def parse_origins(value: str | None, name: str = "KNOWLEDGE_CORS_ORIGINS") -> tuple[str, ...]:
@@ -85,6 +91,11 @@ def parse_origins(value: str | None, name: str = "KNOWLEDGE_CORS_ORIGINS") -> tu
         if scheme not in {"http", "https"} or not sep or not rest or "/" in rest or "*" in origin:
             raise SettingsError(f"{name}: {origin!r} is not an origin like https://app.example.com")
     return origins
+
+
+def console_enabled(env: Env) -> bool:
+    """``KNOWLEDGE_CONSOLE_ENABLED`` (default true): whether the gateway serves the web console."""
+    return env.bool("CONSOLE_ENABLED", True)
 
 
 def limits_from_env(env: Env) -> dict:

@@ -1,7 +1,9 @@
 """``python -m knowledge_gateway.render --out DIR``: Envoy's files for a deployment.
 
 Writes ``envoy.json`` (the bootstrap), ``knowledge.pb`` (the descriptor set the
-transcoder reads) and ``openapi.json`` (the description the gateway serves) for Envoy running
+transcoder reads), ``openapi.json`` (the description the gateway serves) and ``console/`` (the
+web console's files, unless ``KNOWLEDGE_CONSOLE_ENABLED=false``; mounted at
+``/etc/knowledge/console``) for Envoy running
 in a container, e.g. a Kubernetes pod that mounts all three at ``/etc/envoy``. The upstreams, issuer and audience come from the same ``KNOWLEDGE_*``
 settings the services read: from the ``--env-file`` files in order (later ones win), or,
 when none is given, from the environment. ``k8s/`` keeps the output of this command next to
@@ -27,7 +29,9 @@ from knowledge_runtime.settings import (
     service_address,
 )
 
-from knowledge_gateway.config import GatewayConfig, limits_from_env
+from knowledge_gateway.config import GatewayConfig, console_enabled, limits_from_env
+from knowledge_gateway.console import SOURCE_DIR as CONSOLE_SOURCE_DIR
+from knowledge_gateway.console import console_files
 from knowledge_gateway.descriptors import write_descriptor_set
 from knowledge_gateway.envoy import write_config
 from knowledge_gateway.openapi import openapi_text
@@ -37,6 +41,9 @@ DESCRIPTOR_NAME = "knowledge.pb"
 OPENAPI_NAME = "openapi.json"
 # Where the container finds its files: the gateway's ConfigMap is mounted at /etc/envoy.
 DEFAULT_CONFIG_DIR = "/etc/envoy"
+# The web console's files: a ConfigMap of their own, mounted there (k8s/base/gateway.yaml).
+DEFAULT_CONSOLE_DIR = "/etc/knowledge/console"
+CONSOLE_NAME = "console"  # the folder of --out the console's files are copied to
 DEFAULT_JWKS_PATH = "/etc/knowledge/jwks/jwks.json"
 DEFAULT_ADMIN_PORT = 9901
 
@@ -56,7 +63,9 @@ def read_env_files(paths: Sequence[Path]) -> dict[str, str]:
     return values
 
 
-def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONFIG_DIR) -> GatewayConfig:
+def gateway_config(
+    environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONFIG_DIR, console_dir: str = DEFAULT_CONSOLE_DIR
+) -> GatewayConfig:
     """The gateway's configuration for a container, from ``KNOWLEDGE_*`` values."""
     env = Env(environ)
     upstreams = {entry.name: service_address(entry.name, env) for entry in public_services()}
@@ -73,6 +82,9 @@ def gateway_config(environ: Mapping[str, str], *, config_dir: str = DEFAULT_CONF
         descriptor_path=Path(config_dir) / DESCRIPTOR_NAME,
         openapi_path=Path(config_dir) / OPENAPI_NAME,
         max_body_bytes=max_upload_bytes(env),
+        # Never a development sign-in: a rendered deployment has no development key.
+        console_dir=Path(console_dir) if console_enabled(env) else None,
+        dev_sign_in_address=None,
         **limits_from_env(env),
     )
 
@@ -84,6 +96,12 @@ def write(out: Path, config: GatewayConfig, *, descriptor: bool = True) -> list[
         openapi = out / OPENAPI_NAME
         openapi.write_text(openapi_text())
         written.append(openapi)
+        console = out / CONSOLE_NAME
+        console.mkdir(exist_ok=True)
+        for name in console_files():
+            target = console / name
+            target.write_bytes((CONSOLE_SOURCE_DIR / name).read_bytes())
+            written.append(target)
     return written
 
 
@@ -105,6 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where Envoy finds knowledge.pb and openapi.json at run time (default {DEFAULT_CONFIG_DIR})",
     )
     parser.add_argument(
+        "--console-dir",
+        default=DEFAULT_CONSOLE_DIR,
+        help=f"where Envoy finds the web console's files at run time (default {DEFAULT_CONSOLE_DIR})",
+    )
+    parser.add_argument(
         "--skip-descriptor",
         action="store_true",
         help="write envoy.json only (an overlay that keeps the base's knowledge.pb and openapi.json)",
@@ -112,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     try:
         environ = read_env_files(options.env_file) if options.env_file else dict(os.environ)
-        config = gateway_config(environ, config_dir=options.config_dir)
+        config = gateway_config(environ, config_dir=options.config_dir, console_dir=options.console_dir)
         written = write(options.out, config, descriptor=not options.skip_descriptor)
     except (SettingsError, OSError) as error:
         print(f"knowledge-gateway: {error}", file=sys.stderr)

@@ -4,8 +4,8 @@ One cluster per public service process (``knowledge_runtime.registry``), health-
 readiness service (an HTTP process on its readiness path). Routes: ``/livez`` and the OpenAPI
 description answered by Envoy; every gRPC full name of a public process to its cluster (a
 transcoded REST call is routed again by its gRPC path), with the upload's and the batch's long
-timeout and no timeout for server streams; an HTTP process's one path (``/mcp``) to its cluster;
-405 with ``Allow`` for a REST path asked with a method it lacks; and a catch-all that Envoy
+timeout and no timeout for server streams; an HTTP process's one path (``/mcp``) to its cluster; the web
+console's files (``knowledge_gateway.console``); 405 with ``Allow`` for a REST path asked with a method it lacks; and a catch-all that Envoy
 answers 404.
 """
 
@@ -32,6 +32,7 @@ from knowledge_gateway.config import (
     UPLOAD_PATH,
     GatewayConfig,
 )
+from knowledge_gateway.console import console_routes, dev_sign_in_cluster
 from knowledge_gateway.descriptors import http_rules, public_method, streamed_methods
 
 
@@ -53,8 +54,10 @@ def routed_http(config: GatewayConfig) -> tuple[ServiceEntry, ...]:
 
 
 def clusters(config: GatewayConfig) -> list[dict]:
-    """One cluster per public gRPC process (each must have an address), then per routed HTTP one."""
-    return [cluster(entry, config.upstreams[entry.name]) for entry in public_services() + routed_http(config)]
+    """One cluster per public gRPC process (each must have an address), then per routed HTTP one,
+    then the development sign-in's where there is one."""
+    found = [cluster(entry, config.upstreams[entry.name]) for entry in public_services() + routed_http(config)]
+    return found + dev_sign_in_cluster(config)
 
 
 def cluster(entry: ServiceEntry, address: str) -> dict:
@@ -190,6 +193,8 @@ def _routes(config: GatewayConfig) -> list[dict]:
                 "route": {"cluster": cluster_name(entry), "timeout": f"{config.http_route_timeout_s}s"},
             }
         )
+    # The web console's page and files (knowledge_gateway.console): answered by Envoy itself.
+    routes.extend(console_routes(config))
     routes.extend(_method_not_allowed_routes())
     # A path the transcoder did not turn into an RPC: 404. It is a route entry, not a direct
     # response, because filters before the transcoder (CORS, jwt_authn) only apply their policies
