@@ -23,7 +23,7 @@ class FakeEncoder:
         self.entered = threading.Event()
         self.fail_next = False
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         self.entered.set()
         self.hold.wait(timeout=10)
         self.batches.append(list(texts))
@@ -309,7 +309,7 @@ class OverlapEncoder:
         self.most = 0
         self.threads: set[str] = set()
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         with self._lock:
             self.running += 1
             self.most = max(self.most, self.running)
@@ -337,7 +337,7 @@ async def test_lanes_run_that_many_forward_passes_at_once_each_on_its_own_thread
 class HoldsFirst(FakeEncoder):
     """Holds back only the batch of the text "first"."""
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         if texts == ["first"]:
             return super().encode(texts)
         self.batches.append(list(texts))

@@ -4,9 +4,9 @@ request; a half-open probe closes it again. A fake clock drives it."""
 import asyncio
 
 import pytest
+from knowledge_runtime.breaker import DEFAULT_SLOW_S, BreakerState, CircuitBreaker, slow_within
 from knowledge_runtime.costs import Cost
 from knowledge_search.adapters.embedder import BreakingEmbedder, breaking
-from knowledge_search.domain.breaker import DEFAULT_SLOW_S, BreakerState, CircuitBreaker, slow_within
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import EmbeddedQuery
 

@@ -85,7 +85,7 @@ class Encoder:
     def tokenizer_json(self) -> str:
         return self._measurer.counter.json
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         self.encoded += texts
         return np.stack([vector_of(text) for text in texts])
 

@@ -35,6 +35,11 @@ class Refusal(StrEnum):
     PLAN_REQUIRED = "PLAN_REQUIRED"
 
 
+# RUNTIME_UNAVAILABLE's ``runtime`` when the embedder's remote embedding server is down: its
+# callers wait for it as for a restarting embedder.
+EMBEDDING_SERVER = "embedding-server"
+
+
 @dataclass(frozen=True, slots=True)
 class RefusalSpec:
     code: str  # the gRPC status code's name

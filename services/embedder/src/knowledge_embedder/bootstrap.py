@@ -17,20 +17,22 @@ from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.tenant_settings import enablement_gate
 from knowledge_runtime.entrypoint import prepare
+from knowledge_runtime.errors import DomainError
 from knowledge_runtime.metrics import start_metrics_server
 from knowledge_runtime.process import usable_cores
 from knowledge_runtime.server import GrpcApp
+from knowledge_runtime.settings import PREFIX, SettingsError
 
 from knowledge_embedder.adapters.backend_timing import ChoiceCache, chosen, fingerprint, time_backends
 from knowledge_embedder.adapters.devices import pick_device
-from knowledge_embedder.adapters.model_files import onnx_unsupported, resolve_model_dir, window
+from knowledge_embedder.adapters.model_files import model_prompts, onnx_unsupported, resolve_model_dir, window
 from knowledge_embedder.adapters.postgres import PostgresEmbeddings, check_dimension
 from knowledge_embedder.api.servicer import EmbedderServicer, service_spec
 from knowledge_embedder.batching.queue import BatchQueue
 from knowledge_embedder.batching.runner import BatchRunner
-from knowledge_embedder.config import EmbedderSettings
+from knowledge_embedder.config import EmbedderSettings, RemoteSettings, prompts_of
 from knowledge_embedder.domain.backend import Timing, auto_candidates
-from knowledge_embedder.domain.model import Price
+from knowledge_embedder.domain.model import Price, Prompts
 from knowledge_embedder.domain.ports import Encoder, Reranker
 from knowledge_embedder.usecases import EmbedderUseCases
 
@@ -75,6 +77,8 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
     # Never reach a model hub at run time, whatever the environment says.
     os.environ["HF_HUB_OFFLINE"] = "1"
     model_dir = resolve_model_dir(settings.model)
+    if settings.remote is not None:
+        return _remote_encoder(settings, settings.remote, model_dir)
     loaded: dict[str, Encoder] = {}  # what the timing loaded: the chosen one is kept, not loaded again
 
     def load(backend: str) -> Encoder:
@@ -89,6 +93,30 @@ def load_encoder(settings: EmbedderSettings) -> Encoder:
     loaded.clear()  # the other backend, if timed, goes
     encoder.encode(["warm-up"])
     return encoder
+
+
+def _remote_encoder(settings: EmbedderSettings, remote: RemoteSettings, model_dir: Path) -> Encoder:
+    """The remote server behind the model's local tokenizer; its dimension asked of it once (the
+    retries and backoff included): a server that cannot answer at start stops the process, naming
+    the setting, rather than serve with no model."""
+    from knowledge_embedder.adapters.remote_encoder import RemoteEncoder
+
+    encoder = RemoteEncoder(
+        settings.model_id, model_dir, remote, max_seq_length=settings.max_seq_length, batch_size=settings.batch_size
+    )
+    try:
+        encoder.probe()
+    except DomainError as error:
+        encoder.close()
+        raise SettingsError(f"{PREFIX}EMBEDDER_REMOTE_URL: {error.message}") from None
+    return encoder
+
+
+def prompts_for(settings: EmbedderSettings) -> Prompts:
+    """The configured prompts, else the model's own configuration's (none for most models)."""
+    if settings.prompts is not None:
+        return settings.prompts
+    return prompts_of(model_prompts(resolve_model_dir(settings.model)))
 
 
 def _encoder(settings: EmbedderSettings, model_dir: Path, backend: str) -> Encoder:
@@ -147,10 +175,15 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         dimension=encoder.dimension,
         max_seq_length=encoder.max_seq_length,
     )
+    prompts = prompts_for(settings)
+    log.info("model_prompts", query=bool(prompts.query), passage=bool(prompts.passage))
     reranker = await asyncio.to_thread(load_reranker, settings)
     if reranker is not None:
         log.info("reranker_loaded", model=settings.rerank_model_id, device=reranker.device)
     async with AsyncExitStack() as resources:
+        close = getattr(encoder, "close", None)  # a remote encoder's connections
+        if close is not None:
+            resources.callback(close)  # run last: after the runner stopped
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
         await check_dimension(db, encoder.dimension)
@@ -166,6 +199,7 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
             encoder,
             reranker=reranker,
             lanes=encoder.lanes,
+            prompts=prompts,
         )
         usecases = EmbedderUseCases(
             encoder,
@@ -174,6 +208,7 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
             Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
             reranker=reranker,
             rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens, currency=settings.currency),
+            prompts=prompts,
         )
         resources.callback(usecases.close)  # closed after the runner stopped: nothing embeds any more
         runner.start()

@@ -24,3 +24,17 @@ RERANK_SECONDS = Histogram(
     "Seconds of the reranker's forward passes per batch",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
+REMOTE_SECONDS = Histogram(
+    "knowledge_embedder_remote_request_seconds",
+    "Seconds per request to the remote embedding server (each attempt)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+REMOTE_FAILURES = Counter(
+    "knowledge_embedder_remote_failures_total", "Failed attempts at the remote embedding server", ["kind"]
+)
+REMOTE_TOKENS = Counter(
+    "knowledge_embedder_remote_usage_tokens_total", "Tokens the remote embedding server reported using (its bill)"
+)
+REMOTE_BREAKER_OPEN = Gauge(
+    "knowledge_embedder_remote_breaker_open", "1 while the breaker before the remote embedding server is open"
+)

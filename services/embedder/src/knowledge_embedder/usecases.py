@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
@@ -23,7 +23,9 @@ from knowledge_embedder.domain.model import (
     CostLine,
     Embedded,
     IndexResult,
+    Measured,
     Price,
+    Prompts,
     RerankPair,
     pool_pieces,
     require_content,
@@ -68,6 +70,15 @@ class EmbedderUseCases:
     )
     reranker: Reranker | None = None  # only when KNOWLEDGE_RERANK_MODEL is configured
     rerank_price: Price | None = None
+    prompts: Prompts = field(default_factory=Prompts)  # the runner prepends them; here they are counted
+    _prompt_tokens: dict[bool, int] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # What a prompt adds to each input it precedes: paid for, and counted against the budget.
+        for query in (False, True):
+            prompt = self.prompts.of(query=query)
+            with_prompt, alone = self.encoder.measure([prompt + "x", "x"]) if prompt else (Measured(0), Measured(0))
+            self._prompt_tokens[query] = max(0, with_prompt.tokens - alone.tokens)
 
     async def embed_texts(self, scope: Scope, texts: list[str], tokenizer: str = "") -> tuple[Embedded, CostLine]:
         """``tokenizer``: the tokenizer the caller sized the texts with (its id), if any; another
@@ -85,7 +96,7 @@ class EmbedderUseCases:
         if dropped:
             log.warning("query_truncated", dropped_characters=dropped, kept_characters=len(text))
             warnings = (f"the query was truncated to {len(text)} characters; {dropped} characters were dropped",)
-        embedded = await self._embed([text], owner=scope.tenant, interactive=True)
+        embedded = await self._embed([text], owner=scope.tenant, interactive=True, query=True)
         cost = self._cost(embedded)
         await self._stored(self.store.record_cost(scope.tenant, cost))
         return QueryVector(embedded=embedded, truncated_chars=dropped, warnings=warnings, cost=cost)
@@ -111,7 +122,7 @@ class EmbedderUseCases:
             AnchorTarget.parse(entity_type, "-")  # the same rules as when anchors are written
         k = top_k_of(top_k)
         text, _dropped = truncate_query(query)
-        embedded = await self._embed([text], owner=scope.tenant, interactive=True)
+        embedded = await self._embed([text], owner=scope.tenant, interactive=True, query=True)
         cost = self._cost(embedded)
         return await self._stored(self.store.nearest_anchors(scope.tenant, embedded.vectors[0], entity_type, k, cost))
 
@@ -150,17 +161,25 @@ class EmbedderUseCases:
         embedded = await self._embed([require_content(content)], owner=tenant)
         return embedded, embedded.vectors[0]
 
-    async def _embed(self, texts: list[str], *, owner: str, interactive: bool = False) -> Embedded:
+    async def _embed(self, texts: list[str], *, owner: str, interactive: bool = False, query: bool = False) -> Embedded:
         """One vector per text: a text longer than the window as the re-normalised mean of its
-        windows' vectors (each window queued as an input of its own). ``interactive``: someone
-        waits for it (a query): the queue's interactive priority, ahead of bulk."""
+        windows' vectors (each window queued as an input of its own, each read after the model's
+        prompt). ``interactive``: someone waits for it: the queue's interactive priority, ahead
+        of bulk. ``query``: a search query (the query prompt), else a passage."""
         started = time.perf_counter()
         with _tracer.start_as_current_span("embedder.tokenize"):
             measured = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.encoder.measure, texts)
         metrics.STAGE_SECONDS.labels(stage="tokenize").observe(time.perf_counter() - started)
+        extra = self._prompt_tokens.get(query, 0)
+        if extra:
+            measured = [_with_prompt(m, extra) for m in measured]
         pieces = [piece for text, m in zip(texts, measured) for piece in m.pieces(text)]
         vectors = await self.runner.embed(
-            [text for text, _ in pieces], [tokens for _, tokens in pieces], interactive=interactive, owner=owner
+            [text for text, _ in pieces],
+            [tokens for _, tokens in pieces],
+            interactive=interactive,
+            query=query,
+            owner=owner,
         )
         pooled = pool_pieces(vectors, [len(m.windows) or 1 for m in measured])
         return Embedded(vectors=pooled, measured=tuple(measured))
@@ -185,6 +204,13 @@ class EmbedderUseCases:
 
     def close(self) -> None:
         self._tokenize.shutdown(wait=False, cancel_futures=True)
+
+
+def _with_prompt(measured: Measured, extra: int) -> Measured:
+    """``measured`` with its prompt's tokens added to it and to each of its windows (each window
+    is read after the prompt)."""
+    windows = tuple(replace(w, tokens=w.tokens + extra) for w in measured.windows)
+    return Measured(tokens=measured.tokens + extra * (len(windows) or 1), windows=windows)
 
 
 def _windows(embedded: Embedded) -> int:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 
 from knowledge_runtime import health
+from knowledge_runtime.breaker import slow_within
 from knowledge_runtime.db.connect import connect_service_database
 from knowledge_runtime.db.tenant_settings import PostgresLlmBudget, enablement_gate
 from knowledge_runtime.entrypoint import prepare
@@ -30,7 +31,6 @@ from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.config import SearchSettings
 from knowledge_search.domain.anonymise import Anonymiser
 from knowledge_search.domain.answer import ExtractiveSynthesiser
-from knowledge_search.domain.breaker import slow_within
 from knowledge_search.domain.ports import Synthesiser
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge_runtime.breaker import DEFAULT_COOL_OFF_S
 from knowledge_runtime.llm import LlmSettings, llm_settings
 from knowledge_runtime.settings import PREFIX, CommonSettings, Env, SettingsError, service_address
 
-from knowledge_search.domain.breaker import DEFAULT_COOL_OFF_S
 from knowledge_search.domain.cache import DEFAULT_TTL_S
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, FusionMethod
 from knowledge_search.domain.model import EQUAL_WEIGHTS, Weights

@@ -67,6 +67,16 @@ def window(model_dir: Path, configured: int) -> int:
     return min(limit for limit in limits if limit is not None)
 
 
+def model_prompts(model_dir: Path) -> dict[str, str]:
+    """The prompts the model was configured with (sentence-transformers'
+    ``config_sentence_transformers.json``: e.g. e5's ``{"query": "query: ", "passage": "passage: "}``);
+    empty when it names none."""
+    prompts = _json(model_dir / "config_sentence_transformers.json").get("prompts")
+    if not isinstance(prompts, dict):
+        return {}
+    return {name: text for name, text in prompts.items() if isinstance(name, str) and isinstance(text, str)}
+
+
 def pooling_mode(model_dir: Path) -> str:
     """ "mean", "cls" or "lasttoken" from the sentence-transformers pooling module ("mean" if none)."""
     for module in _modules(model_dir):

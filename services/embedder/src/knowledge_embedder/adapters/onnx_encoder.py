@@ -75,7 +75,7 @@ class OnnxEncoder:
     def tokenizer_json(self) -> str:
         return self._measurer.counter.json
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         return in_length_order(texts, self.batch_size, self._forward)
 
     def _own_tokenizer(self) -> Tokenizer:

@@ -43,7 +43,7 @@ class TorchEncoder:
     def tokenizer_json(self) -> str:
         return self._measurer.counter.json
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """Unit vectors, one row per text, in forward passes of ``batch_size`` texts of similar length."""
         with torch.inference_mode():
             return in_length_order(texts, self.batch_size, self._forward).astype(np.float32, copy=False)

@@ -34,7 +34,7 @@ from knowledge_runtime.tracing import tracer
 from knowledge_embedder import metrics
 from knowledge_embedder.batching.queue import BatchQueue, Pending, Priority
 from knowledge_embedder.domain.errors import EmbedderStopping, RerankUnavailable
-from knowledge_embedder.domain.model import ModelInput, RerankPair, TextInput
+from knowledge_embedder.domain.model import ModelInput, Prompts, RerankPair, TextInput
 from knowledge_embedder.domain.ports import Encoder, Reranker
 
 log = structlog.get_logger("knowledge.embedder.queue")
@@ -48,29 +48,32 @@ class ForwardPass:
     """One batch through the models, one result per input in the batch's order. Blocking: the
     lanes call it from their threads."""
 
-    def __init__(self, encoder: Encoder, reranker: Reranker | None) -> None:
+    def __init__(self, encoder: Encoder, reranker: Reranker | None, prompts: Prompts) -> None:
         self._encoder = encoder
         self._reranker = reranker
+        self._prompts = prompts
         self._reranking = threading.Lock()  # the encoder may run in several lanes at once, the reranker in one
 
     def __call__(self, inputs: Sequence[ModelInput]) -> list[Result]:
-        texts: list[tuple[int, str]] = []
+        texts: dict[bool, list[tuple[int, str]]] = {False: [], True: []}  # passages, queries
         pairs: list[tuple[int, RerankPair]] = []
         for index, item in enumerate(inputs):
             match item:
-                case TextInput(text=text):
-                    texts.append((index, text))
+                case TextInput(text=text, query=query):
+                    texts[query].append((index, text))
                 case RerankPair():
                     pairs.append((index, item))
                 case _:
                     assert_never(item)
+        results: dict[int, Result] = {}
+        for query, group in texts.items():
+            if group:
+                prompted = self._prompts.applied([text for _, text in group], query=query)
+                results.update(zip((index for index, _ in group), self._encoder.encode(prompted, query=query)))
         if not pairs:
-            return list(self._encoder.encode([text for _, text in texts]))
+            return [results[index] for index in range(len(inputs))]
         if self._reranker is None:  # the use case refuses before enqueueing; never reached
             raise RerankUnavailable()
-        results: dict[int, Result] = {}
-        if texts:
-            results.update(zip((index for index, _ in texts), self._encoder.encode([text for _, text in texts])))
         started = time.perf_counter()
         with self._reranking:
             scores = self._reranker.score([pair for _, pair in pairs])
@@ -90,9 +93,10 @@ class BatchRunner:
         *,
         reranker: Reranker | None = None,
         lanes: int = 1,
+        prompts: Prompts | None = None,
     ) -> None:
         self.queue = queue
-        self._forward = ForwardPass(encoder, reranker)
+        self._forward = ForwardPass(encoder, reranker, prompts or Prompts())
         self._lanes = max(1, lanes)
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()  # something may be waiting in the queue
@@ -120,13 +124,20 @@ class BatchRunner:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def embed(
-        self, texts: Sequence[str], tokens: Sequence[int], *, interactive: bool = False, owner: str = ""
+        self,
+        texts: Sequence[str],
+        tokens: Sequence[int],
+        *,
+        interactive: bool = False,
+        query: bool = False,
+        owner: str = "",
     ) -> np.ndarray:
         """Unit vectors for ``texts`` (one row each, in order), batched with everyone else's inputs;
-        ``interactive`` inputs (a query someone waits for) go before bulk ones; bulk inputs of
-        tenant ``owner`` take their turn with other tenants'."""
+        ``interactive`` inputs (a query someone waits for) go before bulk ones; ``query``: read
+        with the model's query prompt; bulk inputs of tenant ``owner`` take their turn with other
+        tenants'."""
         priority = Priority.INTERACTIVE if interactive else Priority.BULK
-        return await self._submit([TextInput(text) for text in texts], tokens, priority, owner)
+        return await self._submit([TextInput(text, query=query) for text in texts], tokens, priority, owner)
 
     async def rerank(self, pairs: Sequence[RerankPair], tokens: Sequence[int], *, owner: str = "") -> np.ndarray:
         """One cross-encoder score per pair, in order, batched with everyone else's inputs."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
-BACKENDS = ("auto", "torch", "onnx-int8")
+REMOTE = "remote"  # an OpenAI-compatible embeddings server, called by the embedder alone
+BACKENDS = ("auto", "torch", "onnx-int8", REMOTE)
 # The int8 export is used only when its vectors agree with torch's this well on the timing
 # sample (mean cosine): below it, quantisation has cost the model too much.
 MIN_AGREEMENT = 0.99

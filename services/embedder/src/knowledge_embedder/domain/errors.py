@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge_runtime.errors import FailedPrecondition, InvalidField, NotFound, ResourceExhausted, Unavailable
-from knowledge_runtime.refusals import Refusal, Refused
+from knowledge_runtime.refusals import EMBEDDING_SERVER, Refusal, Refused
 
 
 class InvalidInput(InvalidField):
@@ -74,3 +74,25 @@ class RerankUnavailable(Refused):
             "no reranking model is configured on the embedder (KNOWLEDGE_RERANK_MODEL)",
             metadata={"runtime": "reranker"},
         )
+
+
+class EmbeddingServerUnavailable(Refused):
+    """The remote embedding server (backend ``remote``) cannot answer now: unreachable, timing
+    out, overloaded or failing, after the retries; or its breaker is open. RUNTIME_UNAVAILABLE
+    with ``runtime=embedding-server``: waiting helps, so ingest's jobs wait without spending an
+    attempt and search falls back to its keyword channel."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            Refusal.RUNTIME_UNAVAILABLE,
+            f"the embedding server is unavailable ({why}); retry later",
+            metadata={"runtime": EMBEDDING_SERVER},
+        )
+
+
+class EmbeddingServerRejected(FailedPrecondition):
+    """The remote embedding server refused a request as such (a 4xx other than 429: a wrong
+    credential, an unknown model, an input it will not take); retrying the same would not help."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the embedding server refused the request (HTTP {status}); check KNOWLEDGE_EMBEDDER_REMOTE_*")

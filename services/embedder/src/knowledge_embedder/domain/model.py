@@ -150,9 +150,29 @@ def require_texts(texts: list[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TextInput:
-    """One text for the embedding model (a query, a passage, an anchor; or a window of a longer one)."""
+    """One text for the embedding model (a query, a passage, an anchor; or a window of a longer
+    one). ``query``: a search query, which some models read with another prompt than passages."""
 
     text: str
+    query: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Prompts:
+    """What a model expects before each input it reads: e5's ``query: `` and ``passage: ``,
+    instruction models' instructions, nothing for MiniLM. They come from the model's configuration
+    (its ``config_sentence_transformers.json`` prompts, or the settings), never from code, since a
+    model read without its prompts loses quality silently. Every window of a long text gets one."""
+
+    query: str = ""
+    passage: str = ""
+
+    def of(self, *, query: bool) -> str:
+        return self.query if query else self.passage
+
+    def applied(self, texts: list[str], *, query: bool) -> list[str]:
+        prompt = self.of(query=query)
+        return [prompt + text for text in texts] if prompt else texts
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,10 @@ class Encoder(Protocol):
     def tokenizer_json(self) -> str:
         """The tokenizer it counts and cuts windows with, as the tokenizers library's JSON."""
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one float32 row per text (each within the window), in order."""
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """Unit vectors, one float32 row per text (each within the window, its prompt already
+        prepended), in order. ``query``: the texts are search queries (a remote server that takes
+        an input type is told so; a local model reads the prompt alone)."""
 
 
 class Reranker(Protocol):

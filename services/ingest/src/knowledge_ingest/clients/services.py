@@ -18,6 +18,7 @@ from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2
 from knowledge_runtime.chunking import EmbeddingWindow
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import DomainError, Unavailable
+from knowledge_runtime.refusals import EMBEDDING_SERVER
 from knowledge_runtime.rpc_errors import callee_error_info, domain_error_from, made_by_channel
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 from knowledge_runtime.tokens import TokenCounter
@@ -43,11 +44,14 @@ def _translate(error: grpc.aio.AioRpcError, what: str) -> DomainError:
 def _restarting(error: grpc.aio.AioRpcError) -> bool:
     """The service went away under the call: its connection failed or dropped (UNAVAILABLE with
     no status of the service's own), it answered that it is stopping, or it cancelled the call
-    as it stopped (this client never cancels through here)."""
+    as it stopped (this client never cancels through here), or its embedding server is down."""
     if error.code() == grpc.StatusCode.CANCELLED or made_by_channel(error, (grpc.StatusCode.UNAVAILABLE,)):
         return True
     info = callee_error_info(error)
-    return error.code() == grpc.StatusCode.UNAVAILABLE and info is not None and info.reason.endswith("_STOPPING")
+    if error.code() != grpc.StatusCode.UNAVAILABLE or info is None:
+        return False
+    # The embedder's remote embedding server is down: the job waits for it as for a restart.
+    return info.reason.endswith("_STOPPING") or info.metadata.get("runtime") == EMBEDDING_SERVER
 
 
 async def wait_connected(channel: grpc.aio.Channel) -> None:

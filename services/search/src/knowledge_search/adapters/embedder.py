@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
+from knowledge_runtime.breaker import BreakerState, CircuitBreaker
 from knowledge_runtime.calls import caller_out_of_time
 from knowledge_runtime.clients import channel
 from knowledge_runtime.convert import cost_from_message
@@ -26,7 +27,6 @@ from knowledge_runtime.logging import get_logger
 from knowledge_runtime.refusals import Refusal, Refused
 from knowledge_runtime.rpc_errors import domain_error_from, made_by_channel
 
-from knowledge_search.domain.breaker import BreakerState, CircuitBreaker
 from knowledge_search.domain.errors import EmbedderUnavailable, RerankUnavailable
 from knowledge_search.domain.model import EmbeddedQuery, Reranking
 
@@ -79,7 +79,7 @@ T = TypeVar("T")
 
 
 class BreakingEmbedder:
-    """The query embedder and reranker behind a circuit breaker (domain/breaker.py): while the
+    """The query embedder and reranker behind a circuit breaker (knowledge_runtime.breaker): while the
     embedder is out, calls fail at once with EmbedderUnavailable (the pre-fetch and context take
     their keyword fallback, a rerank its fused order) instead of each waiting for its deadline.
 

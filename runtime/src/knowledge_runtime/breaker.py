@@ -1,4 +1,5 @@
-"""A circuit breaker for a dependency whose outage would otherwise cost every request a deadline.
+"""A circuit breaker for a dependency whose outage would otherwise cost every request a deadline:
+search's before the embedder, the embedder's before a remote embedding server.
 
 A stopped embedder (SIGSTOP, a hung node) accepts the connection and never answers, so each call
 waits until its caller's deadline: a pre-fetch spends its whole 300 ms and answers empty. With the

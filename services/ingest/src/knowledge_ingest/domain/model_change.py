@@ -1,0 +1,126 @@
+"""The decisions of an embedding-model change: when the new model's vectors may replace the
+current ones, what the operator sees meanwhile, and which steps follow which.
+
+A change re-embeds every chunk into a shadow store for the new model while search keeps reading
+the current one; when the shadow is complete, the tenant's own evaluation set (BEIR layout, as
+``knowledge eval`` reads it) is run on both models in the modes search uses, and the gate decides.
+Pure: the figures, counts and clock come in, a decision goes out.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+# HYBRID nDCG@10 may drop by at most this (0.5 points on the 0-100 scale) for the change to swap:
+# a drop smaller than that is within what the evaluation set's size can tell apart.
+DEFAULT_NDCG_MARGIN = 0.005
+GATED_MODE = "HYBRID"  # the mode search answers in by default: the one the gate protects
+MODES = ("VECTOR", "LEXICAL", "HYBRID")
+
+
+class ChangeState(enum.Enum):
+    RE_EMBEDDING = "re_embedding"  # the shadow is being filled; search reads the current model
+    EVALUATING = "evaluating"  # the shadow is complete; the evaluation set runs on both
+    HELD = "held"  # the gate said no (or there is no set and no --force): the current model stays
+    SWAPPED = "swapped"  # search reads the new model; the old vectors are kept for a rollback
+    ROLLED_BACK = "rolled_back"  # search reads the old model again; the change is over
+    FINISHED = "finished"  # the old vectors were dropped: no rollback any more
+    CANCELLED = "cancelled"  # stopped before the swap; the shadow is dropped
+
+
+# What may follow what; anything else is refused as a wrong state (FAILED_PRECONDITION).
+_NEXT: dict[ChangeState, frozenset[ChangeState]] = {
+    ChangeState.RE_EMBEDDING: frozenset({ChangeState.EVALUATING, ChangeState.CANCELLED}),
+    ChangeState.EVALUATING: frozenset({ChangeState.SWAPPED, ChangeState.HELD, ChangeState.CANCELLED}),
+    ChangeState.HELD: frozenset({ChangeState.SWAPPED, ChangeState.EVALUATING, ChangeState.CANCELLED}),
+    ChangeState.SWAPPED: frozenset({ChangeState.ROLLED_BACK, ChangeState.FINISHED}),
+    ChangeState.ROLLED_BACK: frozenset(),
+    ChangeState.FINISHED: frozenset(),
+    ChangeState.CANCELLED: frozenset(),
+}
+
+
+def may_follow(current: ChangeState, target: ChangeState) -> bool:
+    return target in _NEXT[current]
+
+
+@dataclass(frozen=True, slots=True)
+class ModeFigures:
+    ndcg_at_10: float
+    recall_at_100: float
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """One model's evaluation, per search mode."""
+
+    modes: dict[str, ModeFigures]
+
+    def ndcg(self, mode: str = GATED_MODE) -> float:
+        return self.modes[mode].ndcg_at_10
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    swap: bool
+    forced: bool  # swapped on the operator's --force: recorded with the change
+    why: str  # what the operator reads beside the figures
+
+
+def gate(
+    current: Figures | None,
+    candidate: Figures | None,
+    *,
+    margin: float = DEFAULT_NDCG_MARGIN,
+    force: bool = False,
+) -> GateDecision:
+    """Swap when the candidate's HYBRID nDCG@10 is no worse than the current one's by more than
+    ``margin``; a tenant without an evaluation set (no figures) swaps only on ``force``, and
+    ``force`` overrides a failed gate, both recorded as forced."""
+    if margin < 0:
+        raise ValueError("margin must not be negative")
+    if current is None or candidate is None:
+        if force:
+            return GateDecision(swap=True, forced=True, why="no evaluation set; swapped on --force")
+        return GateDecision(swap=False, forced=False, why="no evaluation set: swap only with --force")
+    drop = current.ndcg() - candidate.ndcg()
+    if drop <= margin + 1e-12:  # a float's last bit never decides
+        return GateDecision(
+            swap=True, forced=False, why=f"{GATED_MODE} nDCG@10 {current.ndcg():.4f} -> {candidate.ndcg():.4f}"
+        )
+    why = (
+        f"{GATED_MODE} nDCG@10 would drop from {current.ndcg():.4f} to {candidate.ndcg():.4f}, "
+        f"more than the margin {margin:.4f}"
+    )
+    if force:
+        return GateDecision(swap=True, forced=True, why=why + "; swapped on --force")
+    return GateDecision(swap=False, forced=False, why=why)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    done: int
+    total: int
+    per_s: float  # chunks re-embedded per second so far
+    eta_s: float | None  # None until there is a rate to tell it by
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.total
+
+
+def progress(done: int, total: int, elapsed_s: float) -> Progress:
+    """k/n chunks, the rate and the time left at that rate. ``total`` is the chunks to re-embed
+    when the change started plus those written since (new documents are embedded by both)."""
+    if done < 0 or total < 0 or done > total:
+        raise ValueError(f"progress {done}/{total} is impossible")
+    per_s = done / elapsed_s if elapsed_s > 0 else 0.0
+    eta = (total - done) / per_s if per_s > 0 else (0.0 if done == total else None)
+    return Progress(done=done, total=total, per_s=per_s, eta_s=eta)
+
+
+def may_drop_old(state: ChangeState, swapped_at: float, now: float, grace_s: float) -> bool:
+    """The old vectors go only after a swap and its grace period: until then a rollback restores
+    them exactly."""
+    return state is ChangeState.SWAPPED and now - swapped_at >= grace_s
