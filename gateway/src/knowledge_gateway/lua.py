@@ -95,7 +95,9 @@ def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
 def _body_schemas_lua() -> str:
     """The fields each request message takes, as Lua tables: ``true`` for a value whose inside is
     not checked (a scalar, an enum, a map, a well-known type), another message's table for a
-    message. Both spellings the transcoder accepts (proto name and lowerCamel JSON name)."""
+    message. Both spellings the transcoder accepts (proto name and lowerCamel JSON name). Repeated
+    fields are listed too: the transcoder reads a lone value as a one-item list, which the
+    description (and every other client) says is an array."""
     messages: dict[str, Descriptor] = {}
 
     def visit(message: Descriptor) -> None:
@@ -117,8 +119,14 @@ def _body_schemas_lua() -> str:
                 if nested is not None and nested.full_name in messages
                 else "true"
             )
+            listed = member.is_repeated and not (nested is not None and nested.GetOptions().map_entry)
             for spelling in sorted({member.name, member.json_name}):
                 lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
+                if listed:
+                    table = f"schemas[{json.dumps(name)}]"
+                    lines.append(
+                        f"lists[{table}] = lists[{table}] or {{}}; lists[{table}][{json.dumps(spelling)}] = true"
+                    )
     for verb, pattern, message in _json_body_routes():
         lines.append(
             f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "

@@ -24,6 +24,20 @@ def test_hardening_through_the_whole_stack(stack, token, handbook):
     misspelt = httpx.post(f"{base}/search", json={"query": "quokka", "corpus": "999"}, headers=headers)
     assert misspelt.status_code == 400 and misspelt.json()["message"] == "unknown field corpus in the request body"
     assert httpx.post(f"{base}/corpora", json={"name": "x", "admin": True}, headers=headers).status_code == 400
+    # A repeated field is a JSON array: the transcoder would read a lone value as a one-item list.
+    lone = httpx.post(
+        f"{base}/document_types", json={"name": "memo", "description": "a memo", "examples": "one"}, headers=headers
+    )
+    assert lone.status_code == 400 and lone.json()["details"][0]["reason"] == "INVALID_REQUEST"
+    assert lone.json()["details"][0]["metadata"]["field"] == "examples" and "JSON array" in lone.json()["message"]
+    nested = httpx.post(f"{base}/search", json={"query": "x", "weights": {"vector": 1, "bogus": [1]}}, headers=headers)
+    assert nested.status_code == 400 and nested.json()["details"][0]["reason"] == "UNKNOWN_FIELD"
+    as_list = httpx.post(
+        f"{base}/document_types",
+        json={"name": "memo", "description": "a memo", "examples": ["one"]},
+        headers=auth(token("acme", ["taxonomy.edit"])),
+    )
+    assert as_list.status_code == 200, as_list.text
     negative = httpx.get(f"{base}/corpora", params={"page_size": -1}, headers=headers)
     assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "INVALID_REQUEST"
     params = {"corpus_id": handbook["corpus"]["corpus_id"], "filename": "f" * 10_000}

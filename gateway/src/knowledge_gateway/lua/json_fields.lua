@@ -1,4 +1,5 @@
 local schemas = {}
+local lists = {}  -- lists[a message's table][field] = true: a repeated field, sent as a JSON array
 local json_routes = {}
 @SCHEMAS@
 
@@ -37,7 +38,13 @@ local function check_object(s, i, schema, path, depth)
     end
     local colon = skip_space(s, after)
     if string.byte(s, colon) ~= 58 then error("syntax", 0) end
-    local j = check_value(s, skip_space(s, colon + 1), schema ~= nil and inner or nil, path .. key .. ".", depth)
+    local start = skip_space(s, colon + 1)
+    -- The transcoder would read a lone value as a one-item list: the contract says an array.
+    if schema ~= nil and lists[schema] ~= nil and lists[schema][key] and string.byte(s, start) ~= 91
+        and string.sub(s, start, start + 3) ~= "null" then
+      error({field = field_name(path, key), list = true}, 0)
+    end
+    local j = check_value(s, start, schema ~= nil and inner or nil, path .. key .. ".", depth)
     j = skip_space(s, j)
     local c = string.byte(s, j)
     if c == 44 then
@@ -96,6 +103,10 @@ local function unknown_field(handle, method, path)
   local s = body:getBytes(0, body:length())
   local ok, problem = pcall(check_value, s, skip_space(s, 1), schema, "", 0)
   if ok or type(problem) ~= "table" then return nil end
+  if problem.list then
+    return {reason = "INVALID_REQUEST", field = problem.field,
+            message = "field " .. problem.field .. " is a list: send a JSON array"}
+  end
   if problem.null then
     return {reason = "INVALID_REQUEST", field = problem.field,
             message = "field " .. problem.field .. " is null: leave it out instead"}
