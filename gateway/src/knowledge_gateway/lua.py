@@ -51,7 +51,7 @@ def lua_source(config: GatewayConfig) -> str:
     by status 429 and the ErrorInfo reason UPLOAD_TOO_LARGE, so a rate limit's 429 stays one; only
     a small JSON 429 is ever read.
     """
-    fields = lua_file("json_fields.lua", SCHEMAS=_body_schemas_lua())
+    fields = lua_file("json_fields.lua", SCHEMAS=_body_schemas_lua() + "\n" + _stream_routes_lua())
     entry_points = lua_file(
         "entry_points.lua",
         TENANT_HEADER=TENANT_HEADER,
@@ -78,18 +78,42 @@ def lua_file(name: str, **values: object) -> str:
     return _LUA_PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text)
 
 
+# Calls whose empty body the transcoder would read as an empty list, which clears an access list
+# (a document open to every reader of its corpus): the list is said, never implied.
+BODY_REQUIRED = frozenset({"knowledge.v1.SetDocumentAccessRequest", "knowledge.v1.SetCorpusDefaultAccessRequest"})
+
+
 def _json_body_routes() -> list[tuple[str, str, Descriptor]]:
-    """(method, Lua pattern of the path, request message) of every REST call with a JSON body."""
+    """(method, Lua pattern of the path, the body's message) of every REST call with a JSON body:
+    the request (``body: "*"``) or the message of the one field that is the body."""
     routes = []
     for method, verb, template in http_rules():
-        if method.GetOptions().Extensions[annotations_pb2.http].body != "*":
+        body = method.GetOptions().Extensions[annotations_pb2.http].body
+        field = method.input_type.fields_by_name.get(body) if body and body != "*" else None
+        message = method.input_type if body == "*" else (field.message_type if field is not None else None)
+        if message is None or message.full_name.startswith("google."):  # none, or an upload's HttpBody
             continue
-        pattern = "".join(
-            "[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
-            for part in re.split(r"(\{[^}]+\})", template)
-        )
-        routes.append((verb.upper(), f"^{pattern}$", method.input_type))
+        routes.append((verb.upper(), _lua_pattern(template), message))
     return routes
+
+
+def _lua_pattern(template: str) -> str:
+    """A path template (``/corpora/{corpus_id}``) as an anchored Lua pattern."""
+    pattern = "".join(
+        "[^/]+" if part.startswith("{") else re.sub(r"(\W)", r"%\1", part)
+        for part in re.split(r"(\{[^}]+\})", template)
+    )
+    return f"^{pattern}$"
+
+
+def _stream_routes_lua() -> str:
+    """(method, pattern) of every REST call that answers a stream: its 200 is newline-delimited
+    JSON, which the transcoder labels application/json; the response says what it is."""
+    return "\n".join(
+        f"stream_routes[#stream_routes + 1] = {{{json.dumps(verb.upper())}, {json.dumps(_lua_pattern(template))}}}"
+        for method, verb, template in http_rules()
+        if method.server_streaming
+    )
 
 
 def _body_schemas_lua() -> str:
@@ -128,8 +152,9 @@ def _body_schemas_lua() -> str:
                         f"lists[{table}] = lists[{table}] or {{}}; lists[{table}][{json.dumps(spelling)}] = true"
                     )
     for verb, pattern, message in _json_body_routes():
+        needs_body = "true" if message.full_name in BODY_REQUIRED else "false"
         lines.append(
             f"json_routes[#json_routes + 1] = {{{json.dumps(verb)}, {json.dumps(pattern)}, "
-            f"schemas[{json.dumps(message.full_name)}]}}"
+            f"schemas[{json.dumps(message.full_name)}], {needs_body}}}"
         )
     return "\n".join(lines)

@@ -167,6 +167,8 @@ class _Builder:
     @staticmethod
     def constrained(key: str, schema: dict) -> dict:
         extra = REQUEST_CONSTRAINTS.get(key)
+        if extra and "$ref" in schema:  # OpenAPI 3.0 ignores a $ref's siblings
+            return {"allOf": [schema], **extra}
         return {**schema, **extra} if extra else schema
 
     def ref(self, full_name: str, *, response: bool) -> dict:
@@ -302,6 +304,13 @@ class _Builder:
             operation["requestBody"] = {
                 "required": bool(body["properties"]),
                 "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            }
+            errors["413"] = "The body is larger than the upload cap."
+        elif rule.body:  # one field is the body: its message, as that message's JSON
+            inner = fields[rule.body].type_name.lstrip(".")
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": self.ref(inner, response=False)}},
             }
             errors["413"] = "The body is larger than the upload cap."
         else:

@@ -18,8 +18,9 @@ from knowledge_ingest.domain.quotas import MAX_LLM_BUDGET
 from knowledge_runtime.corpus_keys import CORPUS_KEY_PATTERN
 from knowledge_runtime.filters import MAX_FILTER_CHARS
 from knowledge_runtime.pagination import PAGE_TOKEN_PATTERN
-from knowledge_runtime.reach import SCOPE_PATH_PATTERN, Band
+from knowledge_runtime.reach import MAX_PRINCIPAL_CHARS, MAX_PRINCIPALS, PRINCIPAL_PATTERN, SCOPE_PATH_PATTERN, Band
 from knowledge_runtime.tenancy import FEATURE_PATTERN, MAX_FEATURES, PERIOD_PATTERN
+from knowledge_search.domain.conversation import MAX_TURN_CHARS, MAX_TURNS
 
 # Request constraints the protos state in words (their comments), as JSON Schema; a test checks
 # that every entry names a real field. Responses are described as the transcoder prints them.
@@ -46,7 +47,21 @@ _REFERENCE = {"minLength": 1, "maxLength": MAX_REFERENCE_CHARS, "pattern": _NO_C
 _FILTERED = ("SearchRequest", "QueryRequest", "SearchDocumentsRequest", "GetContextRequest", "ListDocumentsRequest")
 _PASSAGE_CALLS = ("IndexPassagesRequest", "RemoveByReferenceRequest", "CheckIndexingRequest")
 _FEATURES = {"maxItems": MAX_FEATURES, "items": {"type": "string", "pattern": FEATURE_PATTERN}}
+# An access list: "user:<sub>" or "group:<name>" entries (knowledge_runtime.reach.access_list).
+_PRINCIPALS = {
+    "maxItems": MAX_PRINCIPALS,
+    "items": {"type": "string", "pattern": PRINCIPAL_PATTERN, "maxLength": MAX_PRINCIPAL_CHARS},
+}
+# A conversation's earlier turn (knowledge_search.domain.conversation).
+_TURN_TEXT = {**_NON_BLANK, "maxLength": MAX_TURN_CHARS}
 REQUEST_CONSTRAINTS: dict[str, dict] = {
+    "knowledge.v1.Turn.role": {"enum": ["TURN_ROLE_USER", "TURN_ROLE_ASSISTANT"]},
+    "knowledge.v1.Turn.text": _TURN_TEXT,
+    "knowledge.v1.QueryRequest.history": {"maxItems": MAX_TURNS},
+    "knowledge.v1.SearchDocumentsRequest.history": {"maxItems": MAX_TURNS},
+    "knowledge.v1.CreateCorpusRequest.default_principals": _PRINCIPALS,
+    "knowledge.v1.SetCorpusDefaultAccessRequest.default_principals": _PRINCIPALS,
+    "knowledge.v1.SetDocumentAccessRequest.principals": _PRINCIPALS,
     "knowledge.v1.CreateCorpusRequest.name": {
         "minLength": 1,
         "maxLength": 200,
@@ -159,6 +174,7 @@ REQUIRED_INPUT = {
     "knowledge.v1.CreateCorpusRequest": ["name"],
     "knowledge.v1.SearchRequest": ["query"],
     "knowledge.v1.QueryRequest": ["query"],
+    "knowledge.v1.Turn": ["role", "text"],
     "knowledge.v1.SearchDocumentsRequest": ["query"],
     "knowledge.v1.GetContextRequest": ["query"],
     "knowledge.v1.PrefetchContextRequest": ["user_message"],

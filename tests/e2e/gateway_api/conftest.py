@@ -35,8 +35,15 @@ def import_root(tmp_path_factory):
 
 @pytest.fixture(scope="package")
 def stack(tmp_path_factory, site, import_root):
+    from tests.support.crossencoder import build_cross_encoder
+
+    # A reranking model, so that every search the description allows (rerank: true included)
+    # is answered rather than refused as not configured.
+    reranker = build_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
     with running_stack(
         tmp_path_factory.mktemp("gateway-stack"),
+        RERANK_MODEL=str(reranker),
+        RERANK_MODEL_ID="local/cross-encoder",
         MAX_UPLOAD_BYTES=str(CAP),
         CORS_ORIGINS=ORIGIN,
         FETCH_ALLOW_HOSTS=f"127.0.0.1:{site.port}",

@@ -38,6 +38,11 @@ def test_hardening_through_the_whole_stack(stack, token, handbook):
         headers=auth(token("acme", ["taxonomy.edit"])),
     )
     assert as_list.status_code == 200, as_list.text
+    # An absent body would read as an empty access list (the document open to all): refused.
+    bare = httpx.post(f"{base}/documents/{handbook['document_id']}:setAccess", headers=headers)
+    assert bare.status_code == 400 and bare.json()["details"][0]["metadata"]["field"] == "body"
+    stream_field = httpx.post(f"{base}/query:stream", json={"query": "x", "bogus": 1}, headers=headers)
+    assert stream_field.status_code == 400 and stream_field.json()["details"][0]["reason"] == "UNKNOWN_FIELD"
     negative = httpx.get(f"{base}/corpora", params={"page_size": -1}, headers=headers)
     assert negative.status_code == 400 and negative.json()["details"][0]["reason"] == "INVALID_REQUEST"
     params = {"corpus_id": handbook["corpus"]["corpus_id"], "filename": "f" * 10_000}

@@ -29,7 +29,11 @@ function envoy_on_request(handle)
       return
     end
   end
-  local problem = unknown_field(handle, headers:get(":method"), string.match(headers:get(":path") or "", "^[^?]*"))
+  local path = string.match(headers:get(":path") or "", "^[^?]*")
+  if streams(headers:get(":method"), path) then
+    handle:streamInfo():dynamicMetadata():set("knowledge.stream", "ndjson", true)
+  end
+  local problem = unknown_field(handle, headers:get(":method"), path)
   if problem ~= nil then
     -- For the local reply's ErrorInfo (knowledge_gateway.local_replies): its reason and field.
     local reply = handle:streamInfo():dynamicMetadata()
@@ -40,6 +44,11 @@ function envoy_on_request(handle)
 end
 
 function envoy_on_response(handle)
+  local stream = handle:streamInfo():dynamicMetadata():get("knowledge.stream")
+  if stream ~= nil and stream.ndjson and handle:headers():get(":status") == "200" then
+    handle:headers():replace("content-type", "application/x-ndjson")
+    return
+  end
   local length = tonumber(handle:headers():get("content-length") or "")
   if handle:headers():get(":status") ~= "429" or length == nil or length > @MAX_ERROR_BODY_BYTES@ then
     return

@@ -1,6 +1,7 @@
 local schemas = {}
 local lists = {}  -- lists[a message's table][field] = true: a repeated field, sent as a JSON array
 local json_routes = {}
+local stream_routes = {}  -- {method, path pattern}: the calls whose 200 is one JSON object per line
 @SCHEMAS@
 
 local function skip_space(s, i)
@@ -90,16 +91,22 @@ end
 -- nil when the body is fine (or not JSON: the transcoder answers that), else the 400's reason
 -- (the catalogue's, as a service names it), field and message.
 local function unknown_field(handle, method, path)
-  local schema = nil
+  local schema, needs_body = nil, false
   for _, route in ipairs(json_routes) do
     if route[1] == method and string.match(path, route[2]) then
-      schema = route[3]
+      schema, needs_body = route[3], route[4]
       break
     end
   end
   if schema == nil then return nil end
   local body = handle:body()
-  if body == nil or body:length() == 0 then return nil end
+  if body == nil or body:length() == 0 then
+    if needs_body then
+      return {reason = "INVALID_REQUEST", field = "body",
+              message = "this call needs a JSON body: an absent one would clear the access list"}
+    end
+    return nil
+  end
   local s = body:getBytes(0, body:length())
   local ok, problem = pcall(check_value, s, skip_space(s, 1), schema, "", 0)
   if ok or type(problem) ~= "table" then return nil end
@@ -113,4 +120,11 @@ local function unknown_field(handle, method, path)
   end
   return {reason = "UNKNOWN_FIELD", field = problem.field,
           message = "unknown field " .. problem.field .. " in the request body"}
+end
+
+local function streams(method, path)
+  for _, route in ipairs(stream_routes) do
+    if route[1] == method and string.match(path, route[2]) then return true end
+  end
+  return false
 end
