@@ -163,6 +163,14 @@ def test_sign_in_upload_search_ask_and_delete_in_the_browser(stack, page, consol
     console.shot(page, "04-text-at-page")
     page.get_by_role("button", name="Extract tables").click()  # document AI: a result card
     expect(page.locator(".results .result").first).to_be_visible()
+    # Who may read it: a list naming the signed-in user (dev) and a group, then everyone again.
+    expect(page.locator(".access-list")).to_have_text("Everyone who reaches the corpus")
+    page.get_by_label("Access list").fill("user:dev\ngroup:hr")
+    page.get_by_role("button", name="Save access").click()
+    expect(page.locator(".access-list")).to_have_text("group:hr, user:dev")
+    page.get_by_label("Access list").fill("")
+    page.get_by_role("button", name="Save access").click()
+    expect(page.locator(".access-list")).to_have_text("Everyone who reaches the corpus")
 
     # Ask: the answer arrives over query:stream, then its citations, each a link to its page.
     page.get_by_role("navigation").get_by_role("link", name="Ask").click()

@@ -2,7 +2,7 @@
 // a search hit or a citation led); document AI (classify, extract) with result cards.
 
 import { call } from "./api.js";
-import { bytes, enumName, h, when } from "./dom.js";
+import { bytes, enumName, field, h, when } from "./dom.js";
 
 const MARK_KEY = "knowledge.mark";
 const PAGE_MARKER = /\[Page (\d+)\]\n*/g;
@@ -87,6 +87,33 @@ async function loadText(documentId, page, passage, signal) {
   }
 }
 
+/** Who may read the document: its access list (empty: everyone who reaches the corpus), and a
+ * form to change it (document.share), one principal per line. */
+function access(doc, documentId, ctx) {
+  const listed = doc.principals || [];
+  const shown = h("p", { class: "access-list" }, listed.length ? listed.join(", ") : "Everyone who reaches the corpus");
+  const input = h("textarea", { rows: 3, name: "principals", placeholder: "user:ana\ngroup:hr" }, listed.join("\n"));
+  const form = h(
+    "form",
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const principals = input.value.split("\n").map((line) => line.trim()).filter(Boolean);
+        try {
+          const answer = await call("POST", `/documents/${documentId}:setAccess`, { principals });
+          const now = (answer.document || {}).principals || principals;
+          shown.textContent = now.length ? now.join(", ") : "Everyone who reaches the corpus";
+        } catch (error) {
+          ctx.showError(error);
+        }
+      },
+    },
+    field("Access list", input, "One principal per line (user:<name> or group:<name>); empty: everyone who reaches the corpus."),
+    h("button", { type: "submit" }, "Save access"),
+  );
+  return h("section", { "aria-label": "Access" }, h("h2", {}, "Who may read it"), shown, form);
+}
+
 export async function render(ctx) {
   const documentId = ctx.params[0];
   const page = ctx.query.get("page");
@@ -137,6 +164,7 @@ export async function render(ctx) {
     metadata.length
       ? h("section", {}, h("h2", {}, "Metadata"), h("dl", { class: "facts" }, metadata.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, JSON.stringify(v))])))
       : "",
+    access(doc, documentId, ctx),
     (doc.warnings || []).length ? h("section", { class: "warnings" }, h("h2", {}, "Warnings"), h("ul", {}, doc.warnings.map((w) => h("li", {}, w)))) : "",
     h("section", { "aria-label": "Document AI" }, h("h2", {}, "Document AI"), h("div", { class: "actions" }, run("Classify", ":classify"), run("Extract tables", ":extract")), results),
   );
