@@ -15,10 +15,14 @@ import type { Event__Output } from "./generated/knowledge/v1/Event";
 import type { EventServiceClient } from "./generated/knowledge/v1/EventService";
 import type { ImportServiceClient } from "./generated/knowledge/v1/ImportService";
 import type { IngestJobServiceClient } from "./generated/knowledge/v1/IngestJobService";
+import type { PassageServiceClient } from "./generated/knowledge/v1/PassageService";
+import type { QueryRequest } from "./generated/knowledge/v1/QueryRequest";
+import type { QueryStreamResponse__Output } from "./generated/knowledge/v1/QueryStreamResponse";
 import type { SearchServiceClient } from "./generated/knowledge/v1/SearchService";
 import type { TenantServiceClient } from "./generated/knowledge/v1/TenantService";
 import type { UploadDocumentRequest } from "./generated/knowledge/v1/UploadDocumentRequest";
 import type { UploadDocumentResponse__Output } from "./generated/knowledge/v1/UploadDocumentResponse";
+import type { WebhookServiceClient } from "./generated/knowledge/v1/WebhookService";
 import { contract } from "./loader";
 
 /** The bearer token, or a function asked for it on every call (to hand out a refreshed one). */
@@ -113,6 +117,8 @@ export class KnowledgeClient {
     events: EventServiceClient;
     search: SearchServiceClient;
     documentsAI: DocumentsAIServiceClient;
+    passages: PassageServiceClient;
+    webhooks: WebhookServiceClient;
   };
   readonly corpora: PromiseClient<CorpusServiceClient>;
   readonly documents: PromiseClient<DocumentServiceClient>;
@@ -121,6 +127,9 @@ export class KnowledgeClient {
   readonly tenants: PromiseClient<TenantServiceClient>;
   readonly search: PromiseClient<SearchServiceClient>;
   readonly documentsAI: PromiseClient<DocumentsAIServiceClient>;
+  /** The platform index: passages under the caller's own reference (IndexPassages, ...). */
+  readonly passages: PromiseClient<PassageServiceClient>;
+  readonly webhooks: PromiseClient<WebhookServiceClient>;
 
   constructor(options: ClientOptions) {
     const credentials = options.credentials ?? grpc.credentials.createInsecure();
@@ -136,6 +145,8 @@ export class KnowledgeClient {
       events: new v1.EventService(options.address, credentials, shared),
       search: new v1.SearchService(options.address, credentials, shared),
       documentsAI: new v1.DocumentsAIService(options.address, credentials, shared),
+      passages: new v1.PassageService(options.address, credentials, shared),
+      webhooks: new v1.WebhookService(options.address, credentials, shared),
     };
     this.corpora = promised(this.raw.corpora);
     this.documents = promised(this.raw.documents);
@@ -144,6 +155,8 @@ export class KnowledgeClient {
     this.tenants = promised(this.raw.tenants);
     this.search = promised(this.raw.search);
     this.documentsAI = promised(this.raw.documentsAI);
+    this.passages = promised(this.raw.passages);
+    this.webhooks = promised(this.raw.webhooks);
   }
 
   /** Streams a file into a corpus (UploadDocument); answered once its bytes are stored, with the
@@ -205,6 +218,14 @@ export class KnowledgeClient {
   /** The tenant's events after ``after`` (a cursor; "" for the oldest kept), then live. */
   watchEvents(after = "", options: WatchOptions = {}): AsyncGenerator<Event__Output> {
     const call = this.raw.events.WatchEvents({ after }, options.callOptions ?? {});
+    return streamed(call, options.signal);
+  }
+
+  /** Query's answer as it is written: ``started``, then ``delta``s of text, then ``done`` (the
+   * whole answer with its citations and cost). Aborting the signal (or leaving the loop) cancels
+   * the call, which ends the model's. */
+  queryStream(query: QueryRequest, options: WatchOptions = {}): AsyncGenerator<QueryStreamResponse__Output> {
+    const call = this.raw.search.QueryStream({ query }, options.callOptions ?? {});
     return streamed(call, options.signal);
   }
 

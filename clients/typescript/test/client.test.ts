@@ -76,6 +76,24 @@ test("corpus, upload stream, watch, search, context and events", async (t) => {
   assert.equal(results[0].filename, "handbook.md");
   assert.match(results[0].content, /quokka mentoring/);
 
+  // The streamed answer: its head, the text as written, then the whole answer with its citations.
+  const kinds: string[] = [];
+  let answered: { answer: string; citations: unknown[] } | undefined;
+  for await (const message of kc.queryStream({ query: "What is quokka mentoring?", corpus_id: corpus.corpus_id })) {
+    kinds.push(String(message.event));
+    if (message.done) {
+      answered = message.done;
+    }
+  }
+  assert.equal(kinds[0], "started");
+  assert.equal(kinds.at(-1), "done");
+  assert.ok(kinds.includes("delta"), "the answer arrives in pieces");
+  assert.ok(answered && answered.citations.length > 0 && answered.answer.length > 0);
+
+  // The platform index's service is on the client too: whether this corpus would take passages now.
+  const check = await kc.passages.CheckIndexing({ corpus_id: corpus.corpus_id });
+  assert.equal(typeof check.admitted, "boolean");
+
   const { context } = await kc.search.GetContext({ query: "How long does the quokka program last?" });
   assert.ok(context);
   assert.ok(context.evidence.some((evidence) => evidence.document_id === documentId));
