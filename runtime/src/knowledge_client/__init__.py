@@ -189,6 +189,7 @@ class KnowledgeClient:
         self.tenants = _Service(ingest.TenantServiceStub(self.channel), services["TenantService"])
         self.events = _Service(ingest.EventServiceStub(self.channel), services["EventService"])
         self.passages = _Service(ingest.PassageServiceStub(self.channel), services["PassageService"])
+        self.webhooks = _Service(ingest.WebhookServiceStub(self.channel), services["WebhookService"])
         self.search = _Service(
             search.SearchServiceStub(self.channel), search_pb2.DESCRIPTOR.services_by_name["SearchService"]
         )
@@ -245,6 +246,11 @@ class KnowledgeClient:
     def watch_events(self, after: str = "") -> AsyncIterator[ingest_pb2.Event]:
         """The tenant's events after the cursor ("" for the oldest kept), then live."""
         return _streamed(self.events.WatchEvents(ingest_pb2.WatchEventsRequest(after=after)))
+
+    def query_stream(self, request: search_pb2.QueryRequest) -> AsyncIterator[search_pb2.QueryStreamResponse]:
+        """Query's answer as it is written: ``started``, ``delta``s, then ``done``; leaving the
+        loop cancels the call, and the model's with it."""
+        return _streamed(self.search.QueryStream(search_pb2.QueryStreamRequest(query=request)))
 
     async def close(self) -> None:
         await self.channel.close()

@@ -32,6 +32,13 @@ async def test_the_python_client_runs_the_platform_team_s_flow(stack, token):
         assert list(change.document.principals) == ["group:hr", "user:dev"]  # the token's sub is dev
         reply = await kc.search.Search(search_pb2.SearchRequest(query="quokka mentoring", corpus_id=corpus.corpus_id))
         assert reply.results[0].document_id == change.document_id and reply.results[0].filename == "handbook.md"
+        streamed = [
+            message.WhichOneof("event")
+            async for message in kc.query_stream(
+                search_pb2.QueryRequest(query="What is quokka mentoring?", corpus_id=corpus.corpus_id)
+            )
+        ]
+        assert streamed[0] == "started" and streamed[-1] == "done" and "delta" in streamed
         async with asyncio.timeout(30):
             async for event in kc.watch_events(""):
                 if event.type == "document.searchable" and event.document_id == change.document_id:
