@@ -7,9 +7,11 @@ import time
 
 import pytest
 from knowledge_ingest.domain.extraction import ExtractionFailed, ExtractionLimits
+from knowledge_ingest.domain.metadata import MAX_VALUE_BYTES, check_metadata
 from knowledge_ingest.extraction import DocumentExtractor
 from knowledge_ingest.extraction.detect import plain_text
-from knowledge_ingest.extraction.mail import MAX_ATTACHMENTS, header_fields
+from knowledge_ingest.extraction.isolated import IsolatedExtractor
+from knowledge_ingest.extraction.mail import MAX_ATTACHMENTS, email_metadata, header_fields
 from knowledge_runtime.chunking import split_structural
 
 from tests.support.documents import regions_report, word_document, zip_bomb_docx
@@ -48,6 +50,37 @@ def test_the_header_fields_are_one_dictionary_to_hand_on():
         "Cc": "Audit <audit@example.org>",
         "Date": "Tue, 01 Dec 2026 10:00:00 +0000",
     }
+
+
+EMAIL_METADATA = {
+    "email_subject": "Pump inspection résumé",
+    "email_from": "Amira Okafor <amira@example.org>",
+    "email_to": "Operations <ops@example.org>, Bo Lind <bo@example.org>",
+    "email_cc": "Audit <audit@example.org>",
+    "email_date": "2026-12-01T10:00:00Z",
+}
+
+
+def test_the_header_fields_are_the_documents_metadata_across_the_child_boundary(extract):
+    assert extract(an_email()).metadata == EMAIL_METADATA
+    assert check_metadata(EMAIL_METADATA) == EMAIL_METADATA  # keys and values a caller could send
+    assert IsolatedExtractor(use_unstructured=False).extract(an_email(), "m.eml", "").metadata == EMAIL_METADATA
+    assert extract(b"Plain words.", "notes.txt").metadata == {}
+
+
+def test_an_attached_messages_headers_are_not_the_documents(extract):
+    inner = an_email("Inner.", subject="Forwarded notes")
+    assert extract(an_email(attachments=[("notes.eml", "message/rfc822", inner)])).metadata == EMAIL_METADATA
+
+
+def test_email_metadata_dates_in_utc_unreadable_dates_left_out_and_long_values_cut():
+    assert email_metadata({"Date": "Tue, 01 Dec 2026 10:00:00 +0200"}) == {"email_date": "2026-12-01T08:00:00Z"}
+    assert email_metadata({"Date": "Tue, 01 Dec 2026 10:00:00 -0000"}) == {"email_date": "2026-12-01T10:00:00Z"}
+    assert email_metadata({"Date": "next Tuesday", "Subject": ""}) == {}
+    to = ", ".join(f"Person {n} <p{n}@exämple.org>" for n in range(200))
+    cut = email_metadata({"To": to})["email_to"]
+    assert to.startswith(cut) and len(cut) > 900 and check_metadata({"email_to": cut})
+    assert len(f'"{cut}"'.encode()) <= MAX_VALUE_BYTES
 
 
 def test_an_html_only_body_is_read_by_the_web_reader(extract):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ from knowledge_ingest.domain.documents import Document, Job, State
 from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted, ExtractionFailed
 from knowledge_ingest.domain.jobs import DocumentEffect, RetryPolicy, Transition
+from knowledge_ingest.domain.metadata import with_extracted
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.jobs.pipeline import Pipeline, PipelineSettings
 from knowledge_runtime.chunking import EmbeddingWindow, TextChunk
@@ -101,6 +102,7 @@ class FakeQueue:
         vectors: Sequence[Sequence[float]],
         transition: Transition,
         version: object = None,
+        extracted: Mapping[str, str] | None = None,
     ) -> bool:
         assert len(chunks) == len(vectors)
         if not await self.apply(lease, transition, 0.0):
@@ -113,6 +115,7 @@ class FakeQueue:
             state=State.SEARCHABLE,
             chunk_count=len(chunks),
             extractable=transition.result.extractable,
+            metadata=with_extracted(self.documents[document_id].metadata, extracted or {}),
         )
         return True
 
@@ -566,3 +569,17 @@ async def test_a_job_cut_for_a_tokenizer_the_embedder_no_longer_has_runs_again_i
     await token_pipeline(queue, embedder).run(queue.claim_now(job.job_id))
     assert row.job.state is State.SEARCHABLE and embedder.windows_read == 2
     assert embedder.tokenizers_sent[-1] == "other"  # cut again, in the tokenizer the embedder has now
+
+
+async def test_what_the_file_says_of_itself_reaches_the_documents_metadata_under_the_callers():
+    queue = FakeQueue()
+    job = make_job()
+    queue.add(job, replace(make_document(), metadata={"email_from": "chosen"}))
+
+    def extract_email(source: Path | bytes, filename: str, mime_type: str) -> Extracted:
+        extracted = extract_text(source, filename, mime_type)
+        return replace(extracted, metadata={"email_from": "a@example.org", "email_subject": "Pumps"})
+
+    await pipeline(queue, extract=extract_email).run(queue.claim_now(job.job_id))
+    assert queue.rows[job.job_id].job.state is State.SEARCHABLE
+    assert queue.documents[7].metadata == {"email_from": "chosen", "email_subject": "Pumps"}

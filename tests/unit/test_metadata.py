@@ -8,7 +8,9 @@ from knowledge_ingest.domain.metadata import (
     MAX_VALUE_BYTES,
     MetadataInvalid,
     check_metadata,
+    fitted_value,
     parse_metadata_json,
+    with_extracted,
 )
 
 
@@ -80,3 +82,29 @@ def test_a_form_field_json_object_is_checked_like_any_metadata():
     with pytest.raises(MetadataInvalid) as caught:
         parse_metadata_json('{"bad key": 1}')
     assert caught.value.metadata["key"] == "bad key"
+
+
+def test_what_a_file_says_of_itself_is_added_under_the_callers_keys():
+    extracted = {"email_from": "a@example.org", "email_subject": "Pumps"}
+    assert with_extracted({"team": "blue", "email_from": "me"}, extracted) == {
+        "team": "blue",
+        "email_from": "me",  # the caller's choice wins
+        "email_subject": "Pumps",
+    }
+    assert with_extracted({}, {}) == {}
+
+
+def test_nothing_is_added_where_the_sum_would_pass_the_limits():
+    full = {f"k{n}": "v" for n in range(MAX_KEYS)}
+    assert with_extracted(full, {"email_from": "a@example.org"}) == full
+    big = {"notes": "x" * (MAX_VALUE_BYTES - 2), **{f"k{n}": "y" * 1000 for n in range(15)}}
+    assert check_metadata(big) == big  # within the total alone, past it with the file's
+    assert with_extracted(big, {"email_to": "z" * 1000}) == big
+    assert with_extracted(big, {"email_cc": "z"}) == {**big, "email_cc": "z"}
+
+
+@pytest.mark.parametrize("text", ["short", "é" * 2000, "\x01" * 900, "a" * 5000])
+def test_a_fitted_value_is_the_longest_start_within_a_values_bytes(text):
+    fitted = fitted_value(text)
+    assert text.startswith(fitted) and check_metadata({"v": fitted}) == {"v": fitted}
+    assert fitted == text or len(fitted) > MAX_VALUE_BYTES // 7

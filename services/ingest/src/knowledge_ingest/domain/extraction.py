@@ -11,7 +11,7 @@ with a reason a person can act on; its message never quotes document text.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from knowledge_runtime.errors import InvalidArgument
@@ -29,6 +29,9 @@ class Extracted:
     extractor: str = ""
     ocr_page_count: int = 0  # pages whose text OCR read
     ocr_confidence: float = 0.0  # the mean confidence (0-100) of the words OCR read; 0 when it read none
+    # What the file says of itself (an email's headers: email_subject, email_from, ...), for the
+    # document's metadata; the caller's own keys win over these when the document is stored.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 DEFAULT_OCR_MAX_PAGES = 100  # about 2.5 s a page: within the 300 s bound

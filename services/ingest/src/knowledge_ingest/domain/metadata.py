@@ -103,3 +103,26 @@ def parse_metadata_json(text: str, field: str = "metadata") -> Metadata:
     if not isinstance(values, dict):
         raise MetadataInvalid(field, f"{field} must be a JSON object")
     return check_metadata(values, field)
+
+
+def fitted_value(text: str) -> str:
+    """``text`` cut, at a character, to at most ``MAX_VALUE_BYTES`` of JSON: what a file says of
+    itself (a long To line) is kept shortened rather than refused, since nobody sent it."""
+    while len(_json(text).encode("utf-8")) > MAX_VALUE_BYTES:
+        excess = len(_json(text).encode("utf-8")) - MAX_VALUE_BYTES
+        text = text[: len(text) - max(1, excess // 6)]  # at most 6 bytes of JSON a character
+    return text
+
+
+def fits(values: Mapping[str, object]) -> bool:
+    """Whether metadata stays within the whole's limits (keys and bytes)."""
+    return len(values) <= MAX_KEYS and len(_json(values).encode("utf-8")) <= MAX_TOTAL_BYTES
+
+
+def with_extracted(document: Mapping[str, object], extracted: Mapping[str, str]) -> Metadata:
+    """The document's metadata with what its file says of itself (``Extracted.metadata``) added:
+    the caller's value wins on a shared key (it was chosen; the file's was not), and where the
+    sum would pass ``MAX_KEYS`` or ``MAX_TOTAL_BYTES`` nothing is added (the caller's metadata is
+    never cut for the file's). The storing statement writes this same rule in SQL."""
+    merged = {**extracted, **document}
+    return merged if fits(merged) else dict(document)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,9 +336,12 @@ class JobQueue(Protocol):
         vectors: Sequence[Sequence[float]],
         transition: Transition,
         version: StoredVersion | None = None,
+        extracted: Mapping[str, str] | None = None,
     ) -> bool:
         """The chunks replace the document's and the transition is written, in one transaction;
-        with a passages ``version``, the document's title, metadata, hash and blob change with them."""
+        with a passages ``version``, the document's title, metadata, hash and blob change with them.
+        ``extracted``: what the file says of itself, added to the document's metadata as
+        ``metadata.with_extracted`` decides (before its chunks take the document's metadata)."""
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
         """Extend the lease; False when it was lost or cancel was asked."""

@@ -123,6 +123,7 @@ class DocumentExtractor:
             extractor=_extractor(reader, sink, page_count),
             ocr_page_count=sink.ocr.pages,
             ocr_confidence=sink.ocr.mean_confidence(),
+            metadata=dict(sink.metadata),
         )
 
     def _read(self, file_format: str, stream: BinaryIO, sink: TextSink) -> tuple[int | None, str]:

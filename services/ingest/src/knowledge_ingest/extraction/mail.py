@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import email
 import email.policy
-from collections.abc import Callable
+import email.utils
+from collections.abc import Callable, Mapping
+from datetime import UTC
 from email.message import EmailMessage, Message
 from typing import BinaryIO
 
 from knowledge_ingest.domain.extraction import ExtractionFailed
+from knowledge_ingest.domain.metadata import fitted_value
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink, one_line
 
 MAX_ATTACHMENTS = 50  # read per message; a message with more keeps its first ones and a warning
 MAX_MESSAGE_DEPTH = 3  # a message attached to a message attached to ...: deeper ones are skipped
 HEADER_FIELDS = ("From", "To", "Cc", "Date")
+# The header fields as the document's metadata keys (``metadata.email_from = "..."`` in a filter).
+METADATA_KEYS = {
+    "Subject": "email_subject",
+    "From": "email_from",
+    "To": "email_to",
+    "Cc": "email_cc",
+    "Date": "email_date",
+}
 
 # Reads an attachment's bytes (its name and media type as claims) into the sink given; raises
 # ExtractionFailed when it cannot. The extractor's, so that every format has one dispatcher.
@@ -38,6 +49,7 @@ def extract_eml(stream: BinaryIO, sink: TextSink, read_attachment: ReadAttachmen
             "the email is damaged and cannot be read", reason=ExtractionFailed.FILE_CORRUPT, file_format="eml"
         )
     fields = header_fields(message)
+    sink.metadata.update(email_metadata(fields))  # this message's own: an attached one reads into its part
     sink.heading(1, fields.get("Subject") or "(no subject)")
     sink.paragraph("\n".join(f"{name}: {fields[name]}" for name in HEADER_FIELDS if fields.get(name)))
     _body(message, sink, read_attachment)
@@ -56,6 +68,30 @@ def header_fields(message: Message) -> dict[str, str]:
         if value is not None and one_line(str(value)):
             fields[name] = one_line(str(value))
     return fields
+
+
+def email_metadata(fields: Mapping[str, str]) -> dict[str, str]:
+    """``header_fields`` as document metadata: each under its ``METADATA_KEYS`` key, cut to a
+    metadata value's size; the date as an RFC 3339 time in UTC (a filter compares those as
+    times), left out when it cannot be read as one."""
+    metadata: dict[str, str] = {}
+    for name, key in METADATA_KEYS.items():
+        value = fields.get(name)
+        if value and name == "Date":
+            value = _rfc3339(value)
+        if value:
+            metadata[key] = fitted_value(value)
+    return metadata
+
+
+def _rfc3339(value: str) -> str | None:
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": the time is UTC, where the sender was is unknown
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _body(message: EmailMessage, sink: TextSink, read_attachment: ReadAttachment) -> None:

@@ -54,6 +54,7 @@ class TextSink:
         self.ocr_pages: list[int] = []  # this sink's pages OCR read
         self.ocr = ocr if ocr is not None else OcrTally()
         self.reader = ""  # what read the file, where a format has more than one reader
+        self.metadata: dict[str, str] = {}  # what the file says of itself (Extracted.metadata)
 
     @property
     def limits(self) -> ExtractionLimits:

@@ -102,7 +102,7 @@ class Pipeline:
                 extracted.ocr_page_count,
                 extracted.ocr_confidence,
             )
-            if not await self.queue.store(lease, chunks, vectors, outcome, version):
+            if not await self.queue.store(lease, chunks, vectors, outcome, version, extracted.metadata):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return
             log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -20,6 +20,7 @@ from pgvector import Vector
 from knowledge_ingest.documents.chunk_metadata import chunk_metadata
 from knowledge_ingest.domain.events import NewEvent, document_ended, ends_with_event, searchable
 from knowledge_ingest.domain.jobs import DocumentEffect, Transition, cancelled
+from knowledge_ingest.domain.metadata import MAX_KEYS, MAX_TOTAL_BYTES
 from knowledge_ingest.domain.passages import Passage, StoredVersion
 from knowledge_ingest.domain.ports import Lease
 from knowledge_ingest.events.outbox import publish
@@ -75,12 +76,21 @@ FROM job LEFT JOIN followed ON followed.document_id = job.document_id
 # chunks deleted; the new chunks follow in one batched insert. $14.. are the document's chunk
 # count, extractable, warnings, extractor, pages read by OCR and their confidence; $20.. a passages
 # version's title, metadata, hash and blob (NULL: the document keeps its own), which change with
-# its passages.
+# its passages; $24 what the file says of itself (Extracted.metadata, NULL: nothing), added under
+# the caller's keys as ``with_extracted`` decides.
+_KEPT_METADATA = "coalesce($21::jsonb, d.metadata)"
+_WITH_EXTRACTED = f"(coalesce($24::jsonb, '{{}}'::jsonb) || {_KEPT_METADATA})"
+# jsonb's text has a space after each ':' and ',': longer than the compact JSON the limit counts,
+# so what passes here passes there.
+_METADATA = (
+    f"CASE WHEN (SELECT count(*) FROM jsonb_object_keys({_WITH_EXTRACTED})) <= {MAX_KEYS}"
+    f" AND octet_length({_WITH_EXTRACTED}::text) <= {MAX_TOTAL_BYTES} THEN {_WITH_EXTRACTED} ELSE {_KEPT_METADATA} END"
+)
 STORE = f"""
 WITH job AS ({JOB_TRANSITION}), document AS (
     UPDATE documents d SET state = 'SEARCHABLE', chunk_count = $14, extractable = $15, warnings = $16,
         extractor = $17, ocr_page_count = $18, ocr_confidence = $19, error = NULL, refusal_reason = NULL,
-        update_time = now(), filename = coalesce($20, d.filename), metadata = coalesce($21::jsonb, d.metadata),
+        update_time = now(), filename = coalesce($20, d.filename), metadata = {_METADATA},
         source_sha256 = coalesce($22, d.source_sha256), blob_id = coalesce($23, d.blob_id)
     FROM job WHERE d.document_id = job.document_id
     RETURNING d.document_id, d.corpus_id
@@ -167,6 +177,7 @@ class PostgresJobQueue:
         vectors: Sequence[Sequence[float]],
         transition: Transition,
         version: StoredVersion | None = None,
+        extracted: Mapping[str, str] | None = None,
     ) -> bool:
         assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
         async with self._db.transaction() as tx:
@@ -184,6 +195,7 @@ class PostgresJobQueue:
                 None if version is None else json.dumps(version.version.metadata),
                 None if version is None else version.content_sha256,
                 None if version is None else version.blob_id,
+                json.dumps(dict(extracted)) if extracted else None,
             )
             if row is None:
                 return False
