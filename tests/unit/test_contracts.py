@@ -66,13 +66,26 @@ def test_the_api_reference_lists_every_rest_route_with_its_capability():
     from knowledge_ingest.events import api as events
     from knowledge_ingest.imports import api as imports
     from knowledge_ingest.jobs import api as jobs
+    from knowledge_ingest.models import api as models
     from knowledge_ingest.passages import api as passages
     from knowledge_ingest.tenants import api as tenants
     from knowledge_ingest.webhooks import api as webhooks
     from knowledge_search.api import servicer as search
 
     capabilities = {}
-    for module in (corpora, documents, events, imports, jobs, passages, tenants, webhooks, search, documents_ai):
+    for module in (
+        corpora,
+        documents,
+        events,
+        imports,
+        jobs,
+        models,
+        passages,
+        tenants,
+        webhooks,
+        search,
+        documents_ai,
+    ):
         spec = module.service_spec(None)  # type: ignore[arg-type]  # only its descriptor and capabilities are read
         capabilities |= {f"{spec.descriptor.name}.{m}": c for m, c in spec.capabilities.items()}
     documented, rules = api_reference_routes(), http_rules()

@@ -42,6 +42,7 @@ def test_descriptor_set_is_self_contained():
         "knowledge.v1.EventService",
         "knowledge.v1.PassageService",
         "knowledge.v1.WebhookService",
+        "knowledge.v1.ModelChangeService",
         "knowledge.v1.SearchService",
         "knowledge.v1.DocumentsAIService",
     ]

@@ -92,6 +92,10 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._base = base_url.rstrip("/")
+        self.base_url, self.token = (
+            self._base,
+            token,
+        )  # ``models swap --eval`` runs ``knowledge eval``'s client with them
         self._http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s, transport=transport)
         self._sleep = sleep
 
@@ -333,6 +337,21 @@ class Client:
     def put_tenant_settings(self, tenant: str, enabled: bool, quotas: Mapping[str, object]) -> dict:
         body = {"enabled": enabled, "quotas": dict(quotas)}
         return self._call("PUT", f"/tenants/{quote(tenant, safe='')}/settings", json=body)
+
+    # -- model changes ------------------------------------------------------------
+    def start_model_change(self, to_model: str) -> dict:
+        return self._call("POST", "/modelChanges", json={"to_model": to_model})
+
+    def model_change(self) -> dict:
+        return self._call("GET", "/modelChanges/current")
+
+    def swap_model(self, body: Mapping[str, object]) -> dict:
+        """``{current, candidate, force, margin}``: the gate decides; the change as it is now."""
+        return self._call("POST", "/modelChanges/current:swap", json=dict(body))
+
+    def end_model_change(self, verb: str) -> dict:
+        """``rollback`` or ``cancel``."""
+        return self._call("POST", f"/modelChanges/current:{verb}", json={})
 
     # -- webhooks -----------------------------------------------------------------
     def create_webhook(self, url: str, event_types: Sequence[str], description: str = "") -> dict:

@@ -254,10 +254,15 @@ class RestStack:
             raise EvalError(f"ingest job {job_id} ended {state}: {job.get('error', '')}")
         return state, str((job.get("result") or {}).get("document_id", ""))
 
-    def search(self, corpus_id: str, query: str, mode: str, top_k: int, *, rerank: bool = False) -> list[str]:
+    def search(
+        self, corpus_id: str, query: str, mode: str, top_k: int, *, rerank: bool = False, candidate: bool = False
+    ) -> list[str]:
+        """``candidate``: read the open model change's other vectors (``knowledge models swap``)."""
         body: dict = {"query": query, "corpus_id": corpus_id, "top_k": top_k, "mode": f"SEARCH_MODE_{mode}"}
         if rerank:
             body["rerank"] = True
+        if candidate:
+            body["vectors"] = "EMBEDDING_VECTORS_CANDIDATE"
         return [r["document_id"] for r in self._call("POST", "/search", "search", json=body).get("results", [])]
 
 
@@ -312,9 +317,32 @@ def run_rest(
     rerank: bool = False,
     progress: bool | None = None,
 ) -> dict[str, dict[str, float]]:
+    corpus_id, by_document = ingest_dataset(dataset, stack, log, progress=progress)
+    return query_rest(dataset, stack, corpus_id, by_document, modes=modes, rerank=rerank, progress=progress)
+
+
+def ingest_dataset(
+    dataset: Dataset, stack: RestStack, log: Callable[[str], None], *, progress: bool | None = None
+) -> tuple[str, dict[str, str]]:
+    """The dataset in a fresh corpus: its id and {document id: dataset id}."""
     corpus_id = stack.create_corpus(f"eval-{uuid.uuid4().hex[:8]}")
     log(f"ingesting {len(dataset.corpus)} documents into corpus {corpus_id}")
-    by_document = ingest(dataset, stack, corpus_id, progress=progress)
+    return corpus_id, ingest(dataset, stack, corpus_id, progress=progress)
+
+
+def query_rest(
+    dataset: Dataset,
+    stack: RestStack,
+    corpus_id: str,
+    by_document: Mapping[str, str],
+    *,
+    modes: Sequence[str] = MODES,
+    rerank: bool = False,
+    progress: bool | None = None,
+    candidate: bool = False,
+) -> dict[str, dict[str, float]]:
+    """Every judged query in every mode, scored; ``candidate``: with the open model change's
+    other vectors."""
     runs = [(mode, mode, False) for mode in modes] + ([(RERANKED, "HYBRID", True)] if rerank else [])
     rankings: dict[str, dict[str, list[str]]] = {label: {} for label, _, _ in runs}
     latencies: dict[str, list[float]] = {label: [] for label, _, _ in runs}
@@ -322,7 +350,7 @@ def run_rest(
         for label, mode, reranked in runs:
             for query_id, text in dataset.queries.items():
                 started = time.perf_counter()
-                hits = stack.search(corpus_id, text, mode, RECALL_AT, rerank=reranked)
+                hits = stack.search(corpus_id, text, mode, RECALL_AT, rerank=reranked, candidate=candidate)
                 latencies[label].append((time.perf_counter() - started) * 1000)
                 rankings[label][query_id] = unique(by_document[h] for h in hits if h in by_document)
                 bar.update()

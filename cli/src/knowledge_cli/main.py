@@ -193,6 +193,9 @@ def parser() -> argparse.ArgumentParser:
     from knowledge_cli.webhooks import add_parsers as add_webhooks
 
     add_webhooks(commands)  # webhooks create, list, get, pause, resume, types, delete, rotate, replay, deliveries
+    from knowledge_cli.models import add_parsers as add_models
+
+    add_models(commands)  # models change, status, swap, rollback, cancel
     return root
 
 

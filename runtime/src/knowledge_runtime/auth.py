@@ -58,7 +58,18 @@ USAGE_ADMIN = "usage.admin"
 # A tenant administrator's: registering webhooks, which push the events its token reads to a URL
 # outside (and hold their signing secrets). Never in a default token.
 WEBHOOKS_ADMIN = "webhooks.admin"
-ADMIN_CAPABILITIES = ("document.import", "imports.admin", PLATFORM_ADMIN, AUDIT_READ, USAGE_ADMIN, WEBHOOKS_ADMIN)
+# An operator's: changing the deployment's embedding model (ModelChangeService). It acts on every
+# tenant's vectors at once, so no tenant administrator's capability implies it.
+MODELS_ADMIN = "models.admin"
+ADMIN_CAPABILITIES = (
+    "document.import",
+    "imports.admin",
+    PLATFORM_ADMIN,
+    AUDIT_READ,
+    USAGE_ADMIN,
+    WEBHOOKS_ADMIN,
+    MODELS_ADMIN,
+)
 INTERNAL_CAPABILITIES = ("embed", "blob.write", "blob.read", "blob.admin")
 ALL_CAPABILITIES = PUBLIC_CAPABILITIES + ADMIN_CAPABILITIES + INTERNAL_CAPABILITIES
 

@@ -100,6 +100,8 @@ METADATA_KEYS: Mapping[str, KeySpec] = {
     "fragment": KeySpec("string", "the passage concerned, by its fragment"),
     "feature": KeySpec("string", "the plan feature the call needs (`platform_index`, ...)"),
     "tokenizer_sha256": KeySpec("string", "the embedder's tokenizer now (internal)"),
+    "model": KeySpec("string", "the embedding model concerned (its model id)"),
+    "change_id": KeySpec("id", "the model change concerned"),
     "sent_tokenizer_sha256": KeySpec("string", "the tokenizer the texts were counted in (internal)"),
 }
 
@@ -212,6 +214,7 @@ _ERRORS: dict[str, ReasonSpec] = {
     "DOCUMENT_TYPE_NOT_FOUND": _reason("NOT_FOUND", "no such document type of the tenant's", "type_name"),
     "EXTRACTION_SCHEMA_NOT_FOUND": _reason("NOT_FOUND", "the document type has no such schema version"),
     "FINDING_NOT_FOUND": _reason("NOT_FOUND", "no such import finding", "finding_id"),
+    "MODEL_CHANGE_NOT_FOUND": _reason("NOT_FOUND", "no embedding-model change (open, for this call)"),
     "WEBHOOK_NOT_FOUND": _reason(
         "NOT_FOUND", "no such webhook at the caller's scope node within its clearance", "webhook_id"
     ),
@@ -232,6 +235,20 @@ _ERRORS: dict[str, ReasonSpec] = {
         "document_count",
     ),
     "INGEST_JOB_FINISHED": _reason("FAILED_PRECONDITION", "the job has already ended", "state"),
+    "MODEL_CHANGE_OPEN": _reason(
+        "FAILED_PRECONDITION",
+        "another embedding-model change is open: finish, roll back or cancel it first",
+        "change_id",
+    ),
+    "MODEL_CHANGE_STATE": _reason(
+        "FAILED_PRECONDITION", "the model change is not in a state that allows this", "change_id", "state"
+    ),
+    "MODEL_NOT_LOADED": _reason(
+        "FAILED_PRECONDITION",
+        "the embedder does not hold that model (configure it as KNOWLEDGE_EMBEDDING_NEXT_MODEL), or its "
+        "dimension does not fit the store it would fill",
+        "model",
+    ),
     "INGEST_JOB_SEARCHABLE": _reason("FAILED_PRECONDITION", "the job ended SEARCHABLE: there is nothing to retry"),
     "TOKENIZER_CHANGED": _reason(
         "FAILED_PRECONDITION",

@@ -94,6 +94,7 @@ SERVICES: tuple[ServiceEntry, ...] = (
             "knowledge.v1.EventService",
             "knowledge.v1.PassageService",
             "knowledge.v1.WebhookService",
+            "knowledge.v1.ModelChangeService",
         ),
         public=True,
         database_role="knowledge_ingest",

@@ -43,6 +43,10 @@ class Env:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
 
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return self._environ
+
     def _raw(self, name: str) -> str | None:
         value = self._environ.get(PREFIX + name)
         if value is None or value.strip() == "":

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from knowledge_runtime.auth import PLATFORM_ADMIN
+from knowledge_runtime.auth import MODELS_ADMIN, PLATFORM_ADMIN
 from knowledge_runtime.errors import InvalidField
 from knowledge_runtime.refusals import Refusal, Refused
 
 # Platform administration is not a tenant's use of the service: it passes the enablement check
 # (an operator whose own tenant is switched off can still switch tenants on). Blob GC spans every
-# tenant (content-index's CollectGarbage, capability blob.admin) and is exempt for the same reason.
-UNGATED_CAPABILITIES = frozenset({PLATFORM_ADMIN, "blob.admin"})
+# tenant (content-index's CollectGarbage, capability blob.admin) and is exempt for the same reason,
+# as is a change of the deployment's embedding model (models.admin).
+UNGATED_CAPABILITIES = frozenset({PLATFORM_ADMIN, "blob.admin", MODELS_ADMIN})
 
 # A month as YYYY-MM (also the OpenAPI description's pattern for GetUsage's period); empty: now.
 PERIOD_PATTERN = "^$|^[1-9][0-9]{3}-(0[1-9]|1[0-2])$"

@@ -22,7 +22,7 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class InfoResponse(_message.Message):
-    __slots__ = ("model_id", "dimension", "device", "max_seq_length", "backend", "max_batch_tokens", "tokenizer_sha256")
+    __slots__ = ("model_id", "dimension", "device", "max_seq_length", "backend", "max_batch_tokens", "tokenizer_sha256", "models")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -30,6 +30,7 @@ class InfoResponse(_message.Message):
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     dimension: int
     device: str
@@ -37,7 +38,22 @@ class InfoResponse(_message.Message):
     backend: str
     max_batch_tokens: int
     tokenizer_sha256: str
-    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., device: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., backend: _Optional[str] = ..., max_batch_tokens: _Optional[int] = ..., tokenizer_sha256: _Optional[str] = ...) -> None: ...
+    models: _containers.RepeatedCompositeFieldContainer[EmbeddingModel]
+    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., device: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., backend: _Optional[str] = ..., max_batch_tokens: _Optional[int] = ..., tokenizer_sha256: _Optional[str] = ..., models: _Optional[_Iterable[_Union[EmbeddingModel, _Mapping]]] = ...) -> None: ...
+
+class EmbeddingModel(_message.Message):
+    __slots__ = ("model_id", "dimension", "backend", "max_seq_length", "tokenizer_sha256")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    dimension: int
+    backend: str
+    max_seq_length: int
+    tokenizer_sha256: str
+    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., backend: _Optional[str] = ..., max_seq_length: _Optional[int] = ..., tokenizer_sha256: _Optional[str] = ...) -> None: ...
 
 class ReadTokenizerRequest(_message.Message):
     __slots__ = ()
@@ -64,12 +80,14 @@ class ReadTokenizerResponse(_message.Message):
     def __init__(self, tokenizer: _Optional[_Union[TokenizerDescription, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
 
 class EmbedTextsRequest(_message.Message):
-    __slots__ = ("texts", "tokenizer_sha256")
+    __slots__ = ("texts", "tokenizer_sha256", "model")
     TEXTS_FIELD_NUMBER: _ClassVar[int]
     TOKENIZER_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     texts: _containers.RepeatedScalarFieldContainer[str]
     tokenizer_sha256: str
-    def __init__(self, texts: _Optional[_Iterable[str]] = ..., tokenizer_sha256: _Optional[str] = ...) -> None: ...
+    model: str
+    def __init__(self, texts: _Optional[_Iterable[str]] = ..., tokenizer_sha256: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
 
 class EmbedTextsResponse(_message.Message):
     __slots__ = ("vectors", "token_counts", "truncated_indexes", "cost", "pooled_indexes")
@@ -86,10 +104,12 @@ class EmbedTextsResponse(_message.Message):
     def __init__(self, vectors: _Optional[_Iterable[_Union[_common_pb2.Vector, _Mapping]]] = ..., token_counts: _Optional[_Iterable[int]] = ..., truncated_indexes: _Optional[_Iterable[int]] = ..., cost: _Optional[_Union[_common_pb2.Cost, _Mapping]] = ..., pooled_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EmbedQueryRequest(_message.Message):
-    __slots__ = ("query",)
+    __slots__ = ("query", "model")
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     query: str
-    def __init__(self, query: _Optional[str] = ...) -> None: ...
+    model: str
+    def __init__(self, query: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
 
 class EmbedQueryResponse(_message.Message):
     __slots__ = ("vector", "truncated_characters", "warnings", "cost")

@@ -41,6 +41,17 @@ class WebhookState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WEBHOOK_STATE_ACTIVE: _ClassVar[WebhookState]
     WEBHOOK_STATE_PAUSED: _ClassVar[WebhookState]
     WEBHOOK_STATE_DISABLED: _ClassVar[WebhookState]
+
+class ModelChangeState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODEL_CHANGE_STATE_UNSPECIFIED: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_RE_EMBEDDING: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_EVALUATING: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_HELD: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_SWAPPED: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_ROLLED_BACK: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_FINISHED: _ClassVar[ModelChangeState]
+    MODEL_CHANGE_STATE_CANCELLED: _ClassVar[ModelChangeState]
 DOCUMENT_STATE_UNSPECIFIED: DocumentState
 DOCUMENT_STATE_QUEUED: DocumentState
 DOCUMENT_STATE_EXTRACTING: DocumentState
@@ -59,6 +70,14 @@ WEBHOOK_STATE_UNSPECIFIED: WebhookState
 WEBHOOK_STATE_ACTIVE: WebhookState
 WEBHOOK_STATE_PAUSED: WebhookState
 WEBHOOK_STATE_DISABLED: WebhookState
+MODEL_CHANGE_STATE_UNSPECIFIED: ModelChangeState
+MODEL_CHANGE_STATE_RE_EMBEDDING: ModelChangeState
+MODEL_CHANGE_STATE_EVALUATING: ModelChangeState
+MODEL_CHANGE_STATE_HELD: ModelChangeState
+MODEL_CHANGE_STATE_SWAPPED: ModelChangeState
+MODEL_CHANGE_STATE_ROLLED_BACK: ModelChangeState
+MODEL_CHANGE_STATE_FINISHED: ModelChangeState
+MODEL_CHANGE_STATE_CANCELLED: ModelChangeState
 
 class Corpus(_message.Message):
     __slots__ = ("corpus_id", "name", "description", "document_count", "chunk_count", "create_time", "scope", "confidentiality", "key", "default_principals")
@@ -1206,3 +1225,116 @@ class ListWebhookDeliveriesResponse(_message.Message):
     deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
     next_page_token: str
     def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class StartModelChangeRequest(_message.Message):
+    __slots__ = ("to_model",)
+    TO_MODEL_FIELD_NUMBER: _ClassVar[int]
+    to_model: str
+    def __init__(self, to_model: _Optional[str] = ...) -> None: ...
+
+class GetModelChangeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ModeFigures(_message.Message):
+    __slots__ = ("ndcg_at_10", "recall_at_100")
+    NDCG_AT_10_FIELD_NUMBER: _ClassVar[int]
+    RECALL_AT_100_FIELD_NUMBER: _ClassVar[int]
+    ndcg_at_10: float
+    recall_at_100: float
+    def __init__(self, ndcg_at_10: _Optional[float] = ..., recall_at_100: _Optional[float] = ...) -> None: ...
+
+class ModelEvaluation(_message.Message):
+    __slots__ = ("modes",)
+    class ModesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: ModeFigures
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[ModeFigures, _Mapping]] = ...) -> None: ...
+    MODES_FIELD_NUMBER: _ClassVar[int]
+    modes: _containers.MessageMap[str, ModeFigures]
+    def __init__(self, modes: _Optional[_Mapping[str, ModeFigures]] = ...) -> None: ...
+
+class SwapModelRequest(_message.Message):
+    __slots__ = ("current", "candidate", "force", "margin")
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    MARGIN_FIELD_NUMBER: _ClassVar[int]
+    current: ModelEvaluation
+    candidate: ModelEvaluation
+    force: bool
+    margin: float
+    def __init__(self, current: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., candidate: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., force: _Optional[bool] = ..., margin: _Optional[float] = ...) -> None: ...
+
+class RollbackModelChangeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CancelModelChangeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ModelChange(_message.Message):
+    __slots__ = ("change_id", "from_model", "to_model", "to_dimension", "state", "chunks_done", "chunks_total", "chunks_per_second", "eta_seconds", "forced", "gate_reason", "current_figures", "candidate_figures", "reading_model", "create_time", "swap_time", "end_time")
+    CHANGE_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_MODEL_FIELD_NUMBER: _ClassVar[int]
+    TO_MODEL_FIELD_NUMBER: _ClassVar[int]
+    TO_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DONE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    ETA_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    FORCED_FIELD_NUMBER: _ClassVar[int]
+    GATE_REASON_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIGURES_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_FIGURES_FIELD_NUMBER: _ClassVar[int]
+    READING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SWAP_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    change_id: str
+    from_model: str
+    to_model: str
+    to_dimension: int
+    state: ModelChangeState
+    chunks_done: int
+    chunks_total: int
+    chunks_per_second: float
+    eta_seconds: float
+    forced: bool
+    gate_reason: str
+    current_figures: ModelEvaluation
+    candidate_figures: ModelEvaluation
+    reading_model: str
+    create_time: _timestamp_pb2.Timestamp
+    swap_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    def __init__(self, change_id: _Optional[str] = ..., from_model: _Optional[str] = ..., to_model: _Optional[str] = ..., to_dimension: _Optional[int] = ..., state: _Optional[_Union[ModelChangeState, str]] = ..., chunks_done: _Optional[int] = ..., chunks_total: _Optional[int] = ..., chunks_per_second: _Optional[float] = ..., eta_seconds: _Optional[float] = ..., forced: _Optional[bool] = ..., gate_reason: _Optional[str] = ..., current_figures: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., candidate_figures: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., reading_model: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., swap_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class StartModelChangeResponse(_message.Message):
+    __slots__ = ("change",)
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: ModelChange
+    def __init__(self, change: _Optional[_Union[ModelChange, _Mapping]] = ...) -> None: ...
+
+class SwapModelResponse(_message.Message):
+    __slots__ = ("change",)
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: ModelChange
+    def __init__(self, change: _Optional[_Union[ModelChange, _Mapping]] = ...) -> None: ...
+
+class RollbackModelChangeResponse(_message.Message):
+    __slots__ = ("change",)
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: ModelChange
+    def __init__(self, change: _Optional[_Union[ModelChange, _Mapping]] = ...) -> None: ...
+
+class CancelModelChangeResponse(_message.Message):
+    __slots__ = ("change",)
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: ModelChange
+    def __init__(self, change: _Optional[_Union[ModelChange, _Mapping]] = ...) -> None: ...

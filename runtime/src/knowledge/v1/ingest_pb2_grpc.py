@@ -2634,3 +2634,281 @@ class WebhookService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ModelChangeServiceStub:
+    """Changing the deployment's embedding model with no downtime (operators only, capability
+    models.admin). A change re-embeds every chunk, with the embedder's next model
+    (KNOWLEDGE_EMBEDDING_NEXT_MODEL), into the vector store search does not read, in the
+    background; chunks written meanwhile are embedded by both models. Search keeps reading the
+    current model until the swap, which flips every search at once; the old vectors stay for a
+    rollback until KNOWLEDGE_MODEL_CHANGE_GRACE_S after the swap, then are dropped. The change is
+    the deployment's: the embedder holds the models of every tenant.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.StartModelChange = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/StartModelChange',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.StartModelChangeRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.StartModelChangeResponse.FromString,
+                _registered_method=True)
+        self.GetModelChange = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/GetModelChange',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.GetModelChangeRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.ModelChange.FromString,
+                _registered_method=True)
+        self.SwapModel = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/SwapModel',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.SwapModelRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.SwapModelResponse.FromString,
+                _registered_method=True)
+        self.RollbackModelChange = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/RollbackModelChange',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeResponse.FromString,
+                _registered_method=True)
+        self.CancelModelChange = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/CancelModelChange',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.FromString,
+                _registered_method=True)
+
+
+class ModelChangeServiceServicer:
+    """Changing the deployment's embedding model with no downtime (operators only, capability
+    models.admin). A change re-embeds every chunk, with the embedder's next model
+    (KNOWLEDGE_EMBEDDING_NEXT_MODEL), into the vector store search does not read, in the
+    background; chunks written meanwhile are embedded by both models. Search keeps reading the
+    current model until the swap, which flips every search at once; the old vectors stay for a
+    rollback until KNOWLEDGE_MODEL_CHANGE_GRACE_S after the swap, then are dropped. The change is
+    the deployment's: the embedder holds the models of every tenant.
+    """
+
+    def StartModelChange(self, request, context):
+        """Starts a change to the embedder's next model. FAILED_PRECONDITION with reason
+        MODEL_CHANGE_OPEN while another change is open, MODEL_NOT_LOADED when the embedder does not
+        hold the model.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModelChange(self, request, context):
+        """The open change, else the latest one, with its progress (k/n chunks, rate, time left);
+        NOT_FOUND (MODEL_CHANGE_NOT_FOUND) when there never was one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SwapModel(self, request, context):
+        """The gate, then the swap: given both models' figures on an evaluation set (the same search
+        modes, `knowledge models swap --eval` measures them), the change swaps when the new model's
+        HYBRID nDCG@10 is no worse than the margin, else it is HELD with both figures. force swaps
+        anyway (recorded). Only once every chunk has the new model's vectors (FAILED_PRECONDITION,
+        MODEL_CHANGE_STATE, before that).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RollbackModelChange(self, request, context):
+        """Search reads the old model again, at once; the new model's vectors are dropped. Until the
+        grace period after the swap ends (then FAILED_PRECONDITION, MODEL_CHANGE_STATE).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelModelChange(self, request, context):
+        """Stops a change before its swap; the new model's vectors are dropped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ModelChangeServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'StartModelChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartModelChange,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.StartModelChangeRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.StartModelChangeResponse.SerializeToString,
+            ),
+            'GetModelChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModelChange,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.GetModelChangeRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.ModelChange.SerializeToString,
+            ),
+            'SwapModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.SwapModel,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.SwapModelRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.SwapModelResponse.SerializeToString,
+            ),
+            'RollbackModelChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.RollbackModelChange,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeResponse.SerializeToString,
+            ),
+            'CancelModelChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelModelChange,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'knowledge.v1.ModelChangeService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('knowledge.v1.ModelChangeService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ModelChangeService:
+    """Changing the deployment's embedding model with no downtime (operators only, capability
+    models.admin). A change re-embeds every chunk, with the embedder's next model
+    (KNOWLEDGE_EMBEDDING_NEXT_MODEL), into the vector store search does not read, in the
+    background; chunks written meanwhile are embedded by both models. Search keeps reading the
+    current model until the swap, which flips every search at once; the old vectors stay for a
+    rollback until KNOWLEDGE_MODEL_CHANGE_GRACE_S after the swap, then are dropped. The change is
+    the deployment's: the embedder holds the models of every tenant.
+    """
+
+    @staticmethod
+    def StartModelChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/StartModelChange',
+            knowledge_dot_v1_dot_ingest__pb2.StartModelChangeRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.StartModelChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModelChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/GetModelChange',
+            knowledge_dot_v1_dot_ingest__pb2.GetModelChangeRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.ModelChange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SwapModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/SwapModel',
+            knowledge_dot_v1_dot_ingest__pb2.SwapModelRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.SwapModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RollbackModelChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/RollbackModelChange',
+            knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.RollbackModelChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelModelChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/CancelModelChange',
+            knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

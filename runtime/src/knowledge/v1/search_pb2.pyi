@@ -25,6 +25,12 @@ class Relevance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RELEVANCE_LOW: _ClassVar[Relevance]
     RELEVANCE_LEXICAL_MATCH: _ClassVar[Relevance]
 
+class EmbeddingVectors(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EMBEDDING_VECTORS_UNSPECIFIED: _ClassVar[EmbeddingVectors]
+    EMBEDDING_VECTORS_CURRENT: _ClassVar[EmbeddingVectors]
+    EMBEDDING_VECTORS_CANDIDATE: _ClassVar[EmbeddingVectors]
+
 class TurnRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TURN_ROLE_UNSPECIFIED: _ClassVar[TurnRole]
@@ -52,6 +58,9 @@ RELEVANCE_HIGH: Relevance
 RELEVANCE_MODERATE: Relevance
 RELEVANCE_LOW: Relevance
 RELEVANCE_LEXICAL_MATCH: Relevance
+EMBEDDING_VECTORS_UNSPECIFIED: EmbeddingVectors
+EMBEDDING_VECTORS_CURRENT: EmbeddingVectors
+EMBEDDING_VECTORS_CANDIDATE: EmbeddingVectors
 TURN_ROLE_UNSPECIFIED: TurnRole
 TURN_ROLE_USER: TurnRole
 TURN_ROLE_ASSISTANT: TurnRole
@@ -72,7 +81,7 @@ class ChannelWeights(_message.Message):
     def __init__(self, vector: _Optional[float] = ..., lexical: _Optional[float] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter", "corpus_key")
+    __slots__ = ("query", "corpus_id", "document_id", "top_k", "mode", "weights", "rerank", "filter", "corpus_key", "vectors")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +91,7 @@ class SearchRequest(_message.Message):
     RERANK_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     CORPUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
     query: str
     corpus_id: str
     document_id: str
@@ -91,7 +101,8 @@ class SearchRequest(_message.Message):
     rerank: bool
     filter: str
     corpus_key: str
-    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ...) -> None: ...
+    vectors: EmbeddingVectors
+    def __init__(self, query: _Optional[str] = ..., corpus_id: _Optional[str] = ..., document_id: _Optional[str] = ..., top_k: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., weights: _Optional[_Union[ChannelWeights, _Mapping]] = ..., rerank: _Optional[bool] = ..., filter: _Optional[str] = ..., corpus_key: _Optional[str] = ..., vectors: _Optional[_Union[EmbeddingVectors, str]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("relevance", "results", "warnings")

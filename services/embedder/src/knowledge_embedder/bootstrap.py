@@ -162,10 +162,8 @@ def load_reranker(settings: EmbedderSettings) -> Reranker | None:
     return reranker
 
 
-async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
-    settings = settings or EmbedderSettings.from_env()
-    verifier = prepare(settings.common)
-    encoder = await asyncio.to_thread(load_encoder, settings)
+def _loaded(settings: EmbedderSettings) -> Encoder:
+    encoder = load_encoder(settings)
     log.info(
         "model_loaded",
         model=settings.model_id,
@@ -175,45 +173,72 @@ async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
         dimension=encoder.dimension,
         max_seq_length=encoder.max_seq_length,
     )
+    return encoder
+
+
+def _serving(
+    settings: EmbedderSettings,
+    encoder: Encoder,
+    store: PostgresEmbeddings,
+    resources: AsyncExitStack,
+    reranker: Reranker | None = None,
+) -> EmbedderUseCases:
+    """One model's queue, runner and use cases, started; stopped (and closed) with ``resources``."""
     prompts = prompts_for(settings)
-    log.info("model_prompts", query=bool(prompts.query), passage=bool(prompts.passage))
+    log.info("model_prompts", model=settings.model_id, query=bool(prompts.query), passage=bool(prompts.passage))
+    runner = BatchRunner(
+        BatchQueue(
+            max_batch_tokens=settings.max_batch_tokens,
+            max_queue=settings.max_queue,
+            bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
+            interactive_burst=settings.interactive_burst,
+        ),
+        encoder,
+        reranker=reranker,
+        lanes=encoder.lanes,
+        prompts=prompts,
+    )
+    usecases = EmbedderUseCases(
+        encoder,
+        runner,
+        store,
+        Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
+        reranker=reranker,
+        rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens, currency=settings.currency),
+        prompts=prompts,
+    )
+    resources.callback(usecases.close)  # closed after the runner stopped: nothing embeds any more
+    runner.start()
+    resources.push_async_callback(runner.stop)
+    return usecases
+
+
+async def build_app(settings: EmbedderSettings | None = None) -> GrpcApp:
+    settings = settings or EmbedderSettings.from_env()
+    verifier = prepare(settings.common)
+    encoder = await asyncio.to_thread(_loaded, settings)
+    # The next model, when configured, beside the current one: a model change embeds with it.
+    next_encoder = await asyncio.to_thread(_loaded, settings.next) if settings.next is not None else None
     reranker = await asyncio.to_thread(load_reranker, settings)
     if reranker is not None:
         log.info("reranker_loaded", model=settings.rerank_model_id, device=reranker.device)
     async with AsyncExitStack() as resources:
-        close = getattr(encoder, "close", None)  # a remote encoder's connections
-        if close is not None:
-            resources.callback(close)  # run last: after the runner stopped
+        for loaded in (encoder, next_encoder):
+            close = getattr(loaded, "close", None)  # a remote encoder's connections
+            if close is not None:
+                resources.callback(close)  # run last: after the runners stopped
         db = await connect_service_database(settings.common, max_size=settings.database_pool_size)
         resources.push_async_callback(db.close)
         await check_dimension(db, encoder.dimension)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
-        runner = BatchRunner(
-            BatchQueue(
-                max_batch_tokens=settings.max_batch_tokens,
-                max_queue=settings.max_queue,
-                bulk_batch_tokens=settings.bulk_batch_tokens_on(encoder.device),
-                interactive_burst=settings.interactive_burst,
-            ),
-            encoder,
-            reranker=reranker,
-            lanes=encoder.lanes,
-            prompts=prompts,
-        )
-        usecases = EmbedderUseCases(
-            encoder,
-            runner,
-            PostgresEmbeddings(db),
-            Price(per_1k_tokens=settings.price_per_1k_tokens, currency=settings.currency),
-            reranker=reranker,
-            rerank_price=Price(per_1k_tokens=settings.rerank_price_per_1k_tokens, currency=settings.currency),
-            prompts=prompts,
-        )
-        resources.callback(usecases.close)  # closed after the runner stopped: nothing embeds any more
-        runner.start()
-        resources.push_async_callback(runner.stop)
-        servicer = EmbedderServicer(usecases, max_batch_tokens=settings.max_batch_tokens)
+        store = PostgresEmbeddings(db)
+        models = [_serving(settings, encoder, store, resources, reranker)]
+        if settings.next is not None and next_encoder is not None:
+            if next_encoder.model_id == encoder.model_id:
+                raise SettingsError(f"{PREFIX}EMBEDDING_NEXT_MODEL_ID must differ from the current model's id")
+            models.append(_serving(settings.next, next_encoder, store, resources))
+        servicer = EmbedderServicer(models, max_batch_tokens=settings.max_batch_tokens)
         return GrpcApp.for_service(
             settings.common,
             [service_spec(servicer)],

@@ -7,6 +7,8 @@ never from a literal in the code.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,8 @@ class EmbedderSettings:
     inference_lanes: int = 0  # ONNX forward passes at once; 0 = one per usable core (torch: always one)
     prompts: Prompts | None = None  # None: the model's own (its config_sentence_transformers.json)
     remote: RemoteSettings | None = None  # backend "remote" only
+    # The second model a model change embeds with, held beside this one; None when unset.
+    next: EmbedderSettings | None = None
 
     def bulk_batch_tokens_on(self, device: str) -> int:
         """The configured cap, else by device: on a CPU (or mps) a forward pass costs about the same
@@ -68,8 +72,12 @@ class EmbedderSettings:
         return min(chosen, self.max_batch_tokens)
 
     @classmethod
-    def from_env(cls, env: Env | None = None) -> EmbedderSettings:
-        env = env or Env()
+    def from_env(cls, env: Env | None = None, environ: Mapping[str, str] | None = None) -> EmbedderSettings:
+        """``environ``: the variables (``os.environ`` by default); the next model's settings are
+        read from the same variables with its own names put in place of the model's."""
+        if environ is None:
+            environ = env.environ if env is not None else os.environ
+        env = env or Env(environ)
         model = env.str("EMBEDDING_MODEL", required=True)
         assert model is not None
         rerank_model = env.str("RERANK_MODEL") or None
@@ -97,7 +105,35 @@ class EmbedderSettings:
             inference_lanes=env.int("INFERENCE_LANES", 0, minimum=0, maximum=64),
             prompts=prompts_setting(env),
             remote=remote,
+            next=cls.from_env(environ=next_environ(environ)) if env.str("EMBEDDING_NEXT_MODEL") else None,
         )
+
+
+# The settings that are a model's own: the next model reads each from its NEXT name and never
+# inherits the current model's (its server, its credential, its prompts, its price).
+NEXT_NAMES = {
+    "EMBEDDING_MODEL": "EMBEDDING_NEXT_MODEL",
+    "EMBEDDING_MODEL_ID": "EMBEDDING_NEXT_MODEL_ID",
+    "EMBEDDING_BACKEND": "EMBEDDING_NEXT_BACKEND",
+    "EMBEDDING_PROMPTS": "EMBEDDING_NEXT_PROMPTS",
+    "EMBEDDING_PRICE_PER_1K": "EMBEDDING_NEXT_PRICE_PER_1K",
+    "EMBEDDER_REMOTE_URL": "EMBEDDER_NEXT_REMOTE_URL",
+    "EMBEDDER_REMOTE_MODEL": "EMBEDDER_NEXT_REMOTE_MODEL",
+    "EMBEDDER_REMOTE_API_KEY": "EMBEDDER_NEXT_REMOTE_API_KEY",
+    "EMBEDDER_REMOTE_INPUT_TYPE": "EMBEDDER_NEXT_REMOTE_INPUT_TYPE",
+}
+
+
+def next_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables as the next model reads them: its own names in place of the model's, and no
+    NEXT model of its own (a deployment holds two models, not a chain)."""
+    view = {k: v for k, v in environ.items() if k.removeprefix(PREFIX) not in NEXT_NAMES}
+    for name, next_name in NEXT_NAMES.items():
+        value = environ.get(PREFIX + next_name)
+        if value is not None:
+            view[PREFIX + name] = value
+    view.pop(PREFIX + "EMBEDDING_NEXT_MODEL", None)
+    return view
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import cast
 
 from knowledge_runtime import health
 from knowledge_runtime.db.connect import connect_service_database
@@ -42,7 +43,7 @@ from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, Readiness, SecretSealer
+from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, HeldModels, Readiness, SecretSealer
 from knowledge_ingest.events import api as events_api
 from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.events.usecases import EventUseCases
@@ -59,6 +60,9 @@ from knowledge_ingest.jobs.uploads import UploadUseCases
 from knowledge_ingest.jobs.usecases import JobUseCases
 from knowledge_ingest.jobs.web import WebPageUseCases
 from knowledge_ingest.jobs.workers import Workers
+from knowledge_ingest.models import api as models_api
+from knowledge_ingest.models.postgres import PostgresModelChanges
+from knowledge_ingest.models.usecases import ModelChangeUseCases
 from knowledge_ingest.passages import api as passages_api
 from knowledge_ingest.passages.postgres import PostgresPassages
 from knowledge_ingest.passages.usecases import PassageUseCases
@@ -165,6 +169,13 @@ def wire(
         concurrency=hooks.concurrency,
     )
 
+    # The embedder client is both ports; a test's fake embedder may be only the first.
+    held_models = cast(HeldModels, embedder)
+    model_store = PostgresModelChanges(db)
+    model_changes = ModelChangeUseCases(
+        model_store, held_models, grace_s=settings.model_change_grace_s, batch=settings.model_change_batch
+    )
+    services.append(models_api.service_spec(models_api.ModelChangeServicer(model_changes)))
     pipeline = Pipeline(
         queue=queue,
         documents=document_store,
@@ -184,6 +195,8 @@ def wire(
         admission=job_store,
         max_upload_bytes=settings.common.max_upload_bytes,
         quotas=quotas,
+        stores=model_store.stores,
+        models=held_models,
     )
     workers = Workers(
         queue=queue,
@@ -211,6 +224,16 @@ def wire(
             retention_s=settings.tombstone_retention_days * 86400.0,
         ),
         workers,
+        # Re-embedding runs wherever jobs do; one replica's step at a time advances the change
+        # (its cursor moves in the transaction that writes the vectors).
+        *(
+            [
+                Periodic("model_change_reembed", model_changes.reembed, settings.model_change_every_s),
+                Periodic("model_change_tend", model_changes.tend, settings.model_change_every_s),
+            ]
+            if settings.workers
+            else []
+        ),
         *scheduled_passes(import_cases, settings.import_scan_interval_s),
     ]
     if settings.common.metrics_port:

@@ -47,6 +47,9 @@ def parse_schedule(text: str) -> tuple[float, ...]:
     return steps
 
 
+DEFAULT_MODEL_CHANGE_GRACE_S = 7 * 86400.0  # a week to notice that the new model answers worse
+
+
 @dataclass(frozen=True, slots=True)
 class WebhookSettings:
     allow_hosts: frozenset[str] = frozenset()  # host / host:port a webhook may be at though not public (http too)
@@ -117,6 +120,10 @@ class IngestSettings:
     chunk_max_tokens: int = 0  # 0: chunk_window_share of the embedder's window
     chunk_window_share: float = DEFAULT_WINDOW_SHARE
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    # After a model change's swap, how long the old vectors stay for a rollback.
+    model_change_grace_s: float = DEFAULT_MODEL_CHANGE_GRACE_S
+    model_change_batch: int = 64  # chunks a model change re-embeds per step
+    model_change_every_s: float = 1.0  # between steps when there is nothing to do at once
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -154,6 +161,9 @@ class IngestSettings:
                 "EXTRACTION_MEMORY_BUDGET_BYTES", DEFAULT_EXTRACTION_MEMORY_BUDGET, minimum=256 * 1024 * 1024
             ),
             webhooks=WebhookSettings.from_env(env, common.data_dir),
+            model_change_grace_s=env.float("MODEL_CHANGE_GRACE_S", DEFAULT_MODEL_CHANGE_GRACE_S, minimum=0.0),
+            model_change_batch=env.int("MODEL_CHANGE_BATCH", 64, minimum=1, maximum=2048),
+            model_change_every_s=env.float("MODEL_CHANGE_EVERY_S", 1.0, minimum=0.05),
         )
 
     def __post_init__(self) -> None:

@@ -99,9 +99,10 @@ class _EmbedOnce:
         self._embedder = embedder
         self._task: asyncio.Task[EmbeddedQuery] | None = None
 
-    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._embedder.embed_query(tenant, text))
+    async def embed_query(self, tenant: str, text: str, model: str = "") -> EmbeddedQuery:
+        if self._task is None:  # every section of one pre-fetch reads the same vectors
+            extra = {"model": model} if model else {}
+            self._task = asyncio.ensure_future(self._embedder.embed_query(tenant, text, **extra))
         return await asyncio.shield(self._task)
 
     def close(self) -> None:

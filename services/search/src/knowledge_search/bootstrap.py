@@ -23,6 +23,7 @@ from knowledge_search.adapters.memory_cache import TtlCache
 from knowledge_search.adapters.postgres import (
     PostgresChunkIndex,
     PostgresCostLedger,
+    PostgresVectorSpaces,
     scan_settings,
 )
 from knowledge_search.adapters.system_corpora import PostgresSystemCorpora
@@ -80,6 +81,7 @@ async def build_app(settings: SearchSettings | None = None) -> GrpcApp:
             rerank_window=settings.rerank_window,
             system_corpora=system_corpora,
             cache=TtlCache(settings.cache_ttl_s) if settings.cache_ttl_s > 0 else None,
+            spaces=PostgresVectorSpaces(db),
         )
         synthesiser: Synthesiser
         llm: ChatCompletionsSynthesiser | None = None

@@ -28,6 +28,7 @@ from knowledge_search.domain.conversation import Turn
 from knowledge_search.domain.errors import CorpusNotFound, EmbedderUnavailable, LlmUnavailable, RerankUnavailable
 from knowledge_search.domain.fusion import DEFAULT_FUSION, Fusion, fuse, single_channel
 from knowledge_search.domain.model import (
+    CURRENT_SPACE,
     EQUAL_WEIGHTS,
     Answer,
     ChannelHit,
@@ -51,6 +52,7 @@ from knowledge_search.domain.ports import (
     Reranker,
     Synthesiser,
     SystemCorpora,
+    VectorSpaces,
 )
 from knowledge_search.domain.relevance import Thresholds, banner
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, RERANK_WINDOW
@@ -79,6 +81,7 @@ class SearchUseCases:
     rerank_window: int = RERANK_WINDOW
     system_corpora: SystemCorpora | None = None  # the tenant's housekeeping corpora, left out of ordinary reads
     cache: OutcomeCache | None = None  # None: every request computed
+    spaces: VectorSpaces | None = None  # None: the chunks' own column, by the current model, always
 
     async def search(
         self,
@@ -98,6 +101,10 @@ class SearchUseCases:
         corpora never share an entry); a degraded outcome is never cached."""
         tenant = scope.tenant
         reader = await self.index.reader(scope)
+        if self.spaces is not None and request.mode is not SearchMode.LEXICAL:
+            # Read once: the query is embedded by the model whose vectors it is compared with,
+            # whatever a swap commits meanwhile; and a cached answer is one model's.
+            request = replace(request, space=await self.spaces.space(request.candidate))
         if request.filters.corpus_key is not None:
             request = await self._keyed(tenant, reader, request)
         if self.system_corpora is not None and not include_housekeeping:
@@ -246,7 +253,9 @@ class SearchUseCases:
         ``fallback`` allows that."""
         with _tracer.start_as_current_span("search.embed"):
             try:
-                embedded = await self.embedder.embed_query(tenant, request.text)
+                model = request.space.model if request.space is not None else ""
+                # Named only when it is not the current model (a test's embedder knows one).
+                embedded = await self.embedder.embed_query(tenant, request.text, **({"model": model} if model else {}))
             except (Unavailable, EmbedderUnavailable) as error:  # down: a passing failure, or RUNTIME_UNAVAILABLE
                 if not fallback:
                     raise
@@ -261,7 +270,9 @@ class SearchUseCases:
         if vector is None:  # no vector channel: LEXICAL mode, or the embedder was down
             return None
         with _tracer.start_as_current_span("search.vector") as span:
-            hits = await self.index.vector_search(tenant, vector, request.filters, depth)
+            space = request.space
+            extra = {"space": space} if space is not None and space != CURRENT_SPACE else {}
+            hits = await self.index.vector_search(tenant, vector, request.filters, depth, **extra)
             span.set_attribute("search.hits", len(hits))
         return hits
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from knowledge.v1 import embedder_pb2, embedder_pb2_grpc
@@ -27,9 +27,21 @@ CAPABILITIES = {
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
-    def __init__(self, usecases: EmbedderUseCases, *, max_batch_tokens: int) -> None:
-        self._usecases = usecases
+    def __init__(self, models: EmbedderUseCases | Sequence[EmbedderUseCases], *, max_batch_tokens: int) -> None:
+        """``models``: the current model's use cases first, then the next model's, if any."""
+        held = [models] if isinstance(models, EmbedderUseCases) else list(models)
+        self._usecases = held[0]
+        self._models = {m.encoder.model_id: m for m in held}
         self._max_batch_tokens = max_batch_tokens
+
+    def _model(self, name: str) -> EmbedderUseCases:
+        """The model a request names (empty: the current one)."""
+        if not name:
+            return self._usecases
+        found = self._models.get(name)
+        if found is None:
+            raise InvalidInput(f"the embedder holds no model {name[:120]!r}; Info lists those it holds", field="model")
+        return found
 
     async def Info(
         self, request: embedder_pb2.InfoRequest, context: grpc.aio.ServicerContext
@@ -44,6 +56,16 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             backend=encoder.backend,
             max_batch_tokens=self._max_batch_tokens,
             tokenizer_sha256=encoder.tokenizer_id,
+            models=[
+                embedder_pb2.EmbeddingModel(
+                    model_id=m.encoder.model_id,
+                    dimension=m.encoder.dimension,
+                    backend=m.encoder.backend,
+                    max_seq_length=m.encoder.max_seq_length,
+                    tokenizer_sha256=m.encoder.tokenizer_id,
+                )
+                for m in self._models.values()
+            ],
         )
 
     async def ReadTokenizer(
@@ -66,7 +88,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     async def EmbedTexts(
         self, request: embedder_pb2.EmbedTextsRequest, context: grpc.aio.ServicerContext
     ) -> embedder_pb2.EmbedTextsResponse:
-        embedded, cost = await self._usecases.embed_texts(
+        embedded, cost = await self._model(request.model).embed_texts(
             current_scope(), list(request.texts), request.tokenizer_sha256
         )
         return embedder_pb2.EmbedTextsResponse(
@@ -79,7 +101,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     async def EmbedQuery(
         self, request: embedder_pb2.EmbedQueryRequest, context: grpc.aio.ServicerContext
     ) -> embedder_pb2.EmbedQueryResponse:
-        result = await self._usecases.embed_query(current_scope(), request.query)
+        result = await self._model(request.model).embed_query(current_scope(), request.query)
         return embedder_pb2.EmbedQueryResponse(
             vector=convert.vector(result.embedded.vectors[0]),
             truncated_characters=result.truncated_chars,

@@ -219,6 +219,31 @@ class EmbedderClient:
             raise _translate(error, "embedder") from None
         return [list(vector.values) for vector in reply.vectors]
 
+    async def held(self, tenant: str) -> list[tuple[str, int]]:
+        try:
+            reply = await self._stub.Info(
+                embedder_pb2.InfoRequest(),
+                metadata=self._signer.metadata(tenant, ["embed"]),
+                timeout=self._timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "embedder") from None
+        return [(m.model_id, m.dimension) for m in reply.models] or [(reply.model_id, reply.dimension)]
+
+    async def embed_with(self, tenant: str, texts: Sequence[str], model: str) -> list[list[float]]:
+        """As ``embed``, by the named model, with no tokenizer check: the texts were cut for
+        another model (the current one), and a text over this one's window is pooled."""
+        try:
+            reply = await self._stub.EmbedTexts(
+                embedder_pb2.EmbedTextsRequest(texts=list(texts), model=model),
+                metadata=self._signer.metadata(tenant, ["embed"]),
+                timeout=self._timeout_s,
+                wait_for_ready=True,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "embedder") from None
+        return [list(vector.values) for vector in reply.vectors]
+
     async def _read_window(self, tenant: str) -> EmbeddingWindow:
         description: embedder_pb2.TokenizerDescription | None = None
         parts: list[bytes] = []

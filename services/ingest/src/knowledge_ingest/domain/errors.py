@@ -37,6 +37,10 @@ __all__ = [
     "JobFinished",
     "JobNotFound",
     "JobSucceeded",
+    "ModelChangeNotFound",
+    "ModelChangeOpen",
+    "ModelChangeState",
+    "ModelNotLoaded",
     "PageOutOfRange",
     "UrlRefused",
     "WebhookNotFound",
@@ -234,3 +238,34 @@ class CorpusNotEmpty(FailedPrecondition):
             "with it (delete_documents=true)",
             metadata={"corpus_id": str(corpus_id), "document_count": str(documents)},
         )
+
+
+class ModelChangeOpen(FailedPrecondition):
+    reason = "MODEL_CHANGE_OPEN"
+
+    def __init__(self, change_id: int) -> None:
+        super().__init__(
+            f"model change {change_id} is still open: finish, roll back or cancel it first",
+            metadata={"change_id": str(change_id)},
+        )
+
+
+class ModelChangeNotFound(NotFound):
+    reason = "MODEL_CHANGE_NOT_FOUND"
+
+    def __init__(self, what: str = "there is no model change") -> None:
+        super().__init__(what)
+
+
+class ModelChangeState(FailedPrecondition):
+    reason = "MODEL_CHANGE_STATE"
+
+    def __init__(self, change_id: int, state: str, message: str) -> None:
+        super().__init__(message, metadata={"change_id": str(change_id), "state": state})
+
+
+class ModelNotLoaded(FailedPrecondition):
+    reason = "MODEL_NOT_LOADED"
+
+    def __init__(self, model: str, message: str) -> None:
+        super().__init__(message, metadata={"model": model[:120]})

@@ -124,3 +124,64 @@ def may_drop_old(state: ChangeState, swapped_at: float, now: float, grace_s: flo
     """The old vectors go only after a swap and its grace period: until then a rollback restores
     them exactly."""
     return state is ChangeState.SWAPPED and now - swapped_at >= grace_s
+
+
+# The two vector stores: the chunks.embedding column (the database's own dimension) and the
+# chunk_vectors_next table (any dimension). A change fills the one search does not read.
+CHUNKS_STORE = "chunks"
+NEXT_STORE = "next"
+OPEN_STATES = frozenset({ChangeState.RE_EMBEDDING, ChangeState.EVALUATING, ChangeState.HELD, ChangeState.SWAPPED})
+
+
+def other_store(store: str) -> str:
+    return NEXT_STORE if store == CHUNKS_STORE else CHUNKS_STORE
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Which store search reads, and which model each store holds ('' = the embedder's current
+    model; None = empty, not written)."""
+
+    current: str
+    chunks_model: str | None
+    next_model: str | None
+
+    def model_of(self, store: str) -> str | None:
+        return self.chunks_model if store == CHUNKS_STORE else self.next_model
+
+    def live(self) -> dict[str, str]:
+        """The stores every new chunk is written to, with the model of each."""
+        held = {CHUNKS_STORE: self.chunks_model, NEXT_STORE: self.next_model}
+        return {store: model for store, model in held.items() if model is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChange:
+    change_id: int
+    from_model: str
+    from_store: str
+    to_model: str
+    to_store: str
+    to_dimension: int
+    state: ChangeState
+    chunks_done: int
+    forced: bool
+    gate_why: str
+    current_figures: Figures | None
+    candidate_figures: Figures | None
+    create_time: float  # epoch seconds
+    swap_time: float | None
+    end_time: float | None
+
+    @property
+    def open(self) -> bool:
+        return self.state in OPEN_STATES
+
+
+def start_target(stores: Stores, to_model: str, current_model: str) -> str | None:
+    """The store a change to ``to_model`` fills; None when search reads that model already
+    (``current_model``: the embedder's, which '' stands for)."""
+    reading = stores.model_of(stores.current) or current_model
+    if to_model == reading:
+        return None
+    return other_store(stores.current)

@@ -333,15 +333,17 @@ class JobQueue(Protocol):
         self,
         lease: Lease,
         chunks: Sequence[TextChunk],
-        vectors: Sequence[Sequence[float]],
+        vectors: Sequence[Sequence[float]] | Sequence[None],
         transition: Transition,
         version: StoredVersion | None = None,
         extracted: Mapping[str, str] | None = None,
+        next_vectors: Sequence[Sequence[float]] | None = None,
     ) -> bool:
         """The chunks replace the document's and the transition is written, in one transaction;
         with a passages ``version``, the document's title, metadata, hash and blob change with them.
         ``extracted``: what the file says of itself, added to the document's metadata as
-        ``metadata.with_extracted`` decides (before its chunks take the document's metadata)."""
+        ``metadata.with_extracted`` decides (before its chunks take the document's metadata);
+        ``next_vectors``: the next store's (a model change), written with them."""
 
     async def renew(self, lease: Lease, lease_s: float) -> bool:
         """Extend the lease; False when it was lost or cancel was asked."""
@@ -497,3 +499,13 @@ class TargetFence(Protocol):
     async def check(self, url: str) -> None:
         """UrlRefused / FetchFailed unless the URL's host resolves, now, to an address outside the
         fence (or an allowed host)."""
+
+
+class HeldModels(Protocol):
+    """The models the embedder holds, and embedding with one of them by name."""
+
+    async def held(self, tenant: str) -> list[tuple[str, int]]:
+        """(model id, dimension) of each model the embedder holds, the current one first."""
+
+    async def embed_with(self, tenant: str, texts: Sequence[str], model: str) -> list[list[float]]:
+        """One vector per text, by ``model`` ('' = the current one)."""

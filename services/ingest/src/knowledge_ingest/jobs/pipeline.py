@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +26,17 @@ from knowledge_ingest.domain.errors import DependencyNotReady
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.fetching import page_filename
 from knowledge_ingest.domain.jobs import RetryPolicy, Transition
+from knowledge_ingest.domain.model_change import CHUNKS_STORE, NEXT_STORE, Stores
 from knowledge_ingest.domain.passages import PASSAGES_FORMAT, PASSAGES_MIME, StoredVersion
-from knowledge_ingest.domain.ports import BlobStore, DocumentRepository, Embedder, FetchAdmission, JobQueue, Lease
+from knowledge_ingest.domain.ports import (
+    BlobStore,
+    DocumentRepository,
+    Embedder,
+    FetchAdmission,
+    HeldModels,
+    JobQueue,
+    Lease,
+)
 from knowledge_ingest.extraction.passages import READER as PASSAGES_READER
 from knowledge_ingest.extraction.passages import read_passages
 from knowledge_ingest.jobs.uploads import capped
@@ -70,6 +79,10 @@ class Pipeline:
     # The tenant's quotas before each costly step; a refusal fails the job (not retried) with the
     # refusal's words on its document.
     quotas: QuotaChecks | None = None
+    # While a model change is open (or after one), the stores every chunk is written to and the
+    # model of each; None: the chunks' own column only, by the current model.
+    stores: Callable[[], Awaitable[Stores]] | None = None
+    models: HeldModels | None = None  # embeds with a named model (a model change's)
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
@@ -93,7 +106,7 @@ class Pipeline:
             if job.to_fetch:
                 await self._fetch(lease)
                 return
-            chunks, vectors, extracted, version = await self._ingest(lease)
+            chunks, vectors, extracted, version, next_vectors = await self._ingest(lease)
             outcome = jobs.stored(
                 job,
                 len(chunks),
@@ -102,7 +115,8 @@ class Pipeline:
                 extracted.ocr_page_count,
                 extracted.ocr_confidence,
             )
-            if not await self.queue.store(lease, chunks, vectors, outcome, version, extracted.metadata):
+            also = {} if next_vectors is None else {"next_vectors": next_vectors}
+            if not await self.queue.store(lease, chunks, vectors, outcome, version, extracted.metadata, **also):
                 log.warning("ingest_lease_lost", job_id=str(job.job_id))
                 return
             log.info("document_ingested", job_id=str(job.job_id), chunks=len(chunks))
@@ -179,9 +193,14 @@ class Pipeline:
             raise Stopped()  # cancelled or taken over: nothing admitted (the blob goes by GC)
         log.info("ingest_page_fetched", job_id=str(job.job_id), size_bytes=blob.size_bytes)
 
-    async def _ingest(self, lease: Lease) -> tuple[list[TextChunk], list[list[float]], Extracted, StoredVersion | None]:
-        """The job's chunks, their vectors, what read them, and for a passages job the version
-        its storing transaction writes with them."""
+    async def _ingest(
+        self, lease: Lease
+    ) -> tuple[
+        list[TextChunk], list[list[float]] | list[None], Extracted, StoredVersion | None, list[list[float]] | None
+    ]:
+        """The job's chunks, their vectors, what read them, for a passages job the version its
+        storing transaction writes with them, and the vectors of the next store when it is
+        written (a model change)."""
         job = lease.job
         assert job.document_id is not None and job.blob_id is not None
         checks, quotas = self.quotas, None
@@ -215,9 +234,15 @@ class Pipeline:
         if checks is not None and chunks:
             await checks.before_embedding(job.tenant, job.document_id, len(chunks), quotas)
         await self._report(lease, State.EMBEDDING, 0, len(chunks))
-        vectors = await self._embed(lease, chunks, tokenizer)
+        live = (await self.stores()).live() if self.stores is not None else {CHUNKS_STORE: ""}
+        vectors: list[list[float]] | list[None] = [None] * len(chunks)
+        if CHUNKS_STORE in live:
+            vectors = await self._embed(lease, chunks, tokenizer, live[CHUNKS_STORE])
+        next_vectors = None
+        if NEXT_STORE in live and chunks:
+            next_vectors = await self._embed(lease, chunks, tokenizer, live[NEXT_STORE])
         await self._report(lease, State.STORING)
-        return chunks, vectors, extracted, version
+        return chunks, vectors, extracted, version, next_vectors
 
     async def _chunk_size(self, tenant: str) -> tuple[ChunkSize, str]:
         """How big a chunk may be, and the id of the tokenizer it is counted in: the embedding
@@ -231,11 +256,12 @@ class Pipeline:
         )
         return size, window.tokenizer_id
 
-    async def _embed(self, lease: Lease, chunks: list[TextChunk], tokenizer: str) -> list[list[float]]:
+    async def _embed(self, lease: Lease, chunks: list[TextChunk], tokenizer: str, model: str = "") -> list[list[float]]:
         """Batches of ``embed_batch`` chunks, ``embed_window`` calls in flight; progress written
         when another tenth of the chunks is embedded, until the last batch (a cancel is seen
         there, or at STORING). ``tokenizer``: what the chunks were counted in (the embedder
-        refuses them if it has another)."""
+        refuses them if it has another). ``model``: a model change's model by name ('' the
+        current one, which cut the chunks)."""
         size = self.settings.embed_batch
         batches = [chunks[start : start + size] for start in range(0, len(chunks), size)]
         window = asyncio.Semaphore(self.settings.embed_window)
@@ -244,6 +270,8 @@ class Pipeline:
             async with window:
                 with _tracer.start_as_current_span("ingest.embed"):
                     texts = [c.content for c in batches[index]]
+                    if model and self.models is not None:
+                        return index, await self.models.embed_with(lease.job.tenant, texts, model)
                     return index, await self.embedder.embed(lease.job.tenant, texts, tokenizer)
 
         results: list[list[list[float]]] = [[] for _ in batches]

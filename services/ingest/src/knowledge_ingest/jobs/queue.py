@@ -125,7 +125,14 @@ FROM (
                 $11::integer[]) AS x(chunk_index, section, page, content, embedding, fragment, passage, overlap_chars)
 ) AS u
 CROSS JOIN (SELECT filename, metadata FROM documents WHERE document_id = $3) AS d
+RETURNING chunk_id, chunk_index
 """
+INSERT_NEXT_VECTORS = """
+INSERT INTO chunk_vectors_next (chunk_id, embedding)
+SELECT x.chunk_id, x.embedding FROM unnest($1::bigint[], $2::vector[]) AS x(chunk_id, embedding)
+ON CONFLICT (chunk_id) DO NOTHING
+"""
+SHARE_STORES = "SELECT chunks_model, next_model FROM embedding_stores FOR SHARE"
 # Cancel asked of a running job whose worker then died: nobody will claim it (claims skip
 # cancel_requested), so once its lease has expired it is ended here, with its document.
 REAP_CANCELLED = f"""
@@ -174,13 +181,19 @@ class PostgresJobQueue:
         self,
         lease: Lease,
         chunks: Sequence[TextChunk],
-        vectors: Sequence[Sequence[float]],
+        vectors: Sequence[Sequence[float]] | Sequence[None],
         transition: Transition,
         version: StoredVersion | None = None,
         extracted: Mapping[str, str] | None = None,
+        next_vectors: Sequence[Sequence[float]] | None = None,
     ) -> bool:
+        """``vectors``: the chunks' own column's (None each when that store is not written);
+        ``next_vectors``: the next store's, while a model change writes it."""
         assert transition.document is DocumentEffect.SEARCHABLE and transition.result is not None
         async with self._db.transaction() as tx:
+            # Shared with every other storing job, exclusive with a model change's transitions:
+            # the stores written here are the ones live at the commit.
+            stores = await tx.fetchrow("share_embedding_stores", SHARE_STORES)
             row = await tx.fetchrow(
                 "store_job",
                 STORE,
@@ -202,7 +215,20 @@ class PostgresJobQueue:
             if row["corpus_id"] is None:  # the document went away under the job: store nothing
                 raise RuntimeError("the job's document no longer exists")
             passages = None if version is None else version.version.passages
-            await _insert_chunks(tx, row["tenant_id"], row["corpus_id"], row["document_id"], chunks, vectors, passages)
+            if stores is not None and stores["chunks_model"] is None:
+                vectors = [None] * len(chunks)  # that store was dropped
+            ids = await _insert_chunks(
+                tx, row["tenant_id"], row["corpus_id"], row["document_id"], chunks, vectors, passages
+            )
+            if next_vectors is not None and stores is not None and stores["next_model"] is not None:
+                # A store that went (a cancel, a rollback) meanwhile is not written; one that
+                # came meanwhile is filled by the change's re-embedding.
+                await tx.execute(
+                    "insert_next_vectors",
+                    INSERT_NEXT_VECTORS,
+                    ids,
+                    [Vector(np.asarray(v, dtype=np.float32)) for v in next_vectors],
+                )
             ended = searchable(row["document_id"], row["corpus_id"], len(chunks), tuple(transition.result.warnings))
             await publish(tx, row["tenant_id"], [ended])
         return True
@@ -276,14 +302,15 @@ async def _insert_chunks(
     corpus_id: int,
     document_id: int,
     chunks: Sequence[TextChunk],
-    vectors: Sequence[Sequence[float]],
+    vectors: Sequence[Sequence[float] | None],
     passages: Sequence[Passage] | None = None,
-) -> None:
+) -> list[int]:
+    """The chunks' ids, in the chunks' order."""
     if len(chunks) != len(vectors) or (passages is not None and len(passages) != len(chunks)):
         raise ValueError("one vector (and, for passages, one passage) per chunk")
     if not chunks:
-        return
-    await tx.execute(
+        return []
+    rows = await tx.fetch(
         "insert_chunks",
         INSERT_CHUNKS,
         tenant,
@@ -294,8 +321,10 @@ async def _insert_chunks(
         [chunk.page for chunk in chunks],
         [chunk.content for chunk in chunks],
         # Vector, not a bare ndarray: asyncpg would read an array's elements as a nested list.
-        [Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
+        [None if vector is None else Vector(np.asarray(vector, dtype=np.float32)) for vector in vectors],
         [p.fragment for p in passages] if passages is not None else [None] * len(chunks),
         [json.dumps(p.metadata) for p in passages] if passages is not None else ["{}"] * len(chunks),
         [chunk.overlap_chars for chunk in chunks],
     )
+    by_index = {row["chunk_index"]: row["chunk_id"] for row in rows}
+    return [by_index[chunk.chunk_index] for chunk in chunks]

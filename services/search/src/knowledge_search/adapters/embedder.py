@@ -43,11 +43,11 @@ class GrpcQueryEmbedder:
             return None
         return (("authorization", f"Bearer {self._token_for(tenant)}"),)
 
-    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
+    async def embed_query(self, tenant: str, text: str, model: str = "") -> EmbeddedQuery:
         metadata = self._metadata(tenant)
         try:
             reply = await self._stub.EmbedQuery(
-                embedder_pb2.EmbedQueryRequest(query=text), timeout=self._timeout_s, metadata=metadata
+                embedder_pb2.EmbedQueryRequest(query=text, model=model), timeout=self._timeout_s, metadata=metadata
             )
         except grpc.aio.AioRpcError as error:
             raise _translated(error) from None
@@ -93,8 +93,9 @@ class BreakingEmbedder:
         self._breaker = breaker
         self._lingering: set[asyncio.Future] = set()
 
-    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        return await self._call(lambda: self._inner.embed_query(tenant, text))
+    async def embed_query(self, tenant: str, text: str, model: str = "") -> EmbeddedQuery:
+        extra = {"model": model} if model else {}
+        return await self._call(lambda: self._inner.embed_query(tenant, text, **extra))
 
     async def rerank(self, tenant: str, query: str, passages: list[str]) -> Reranking:
         return await self._call(lambda: self._inner.rerank(tenant, query, passages))

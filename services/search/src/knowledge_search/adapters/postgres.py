@@ -39,8 +39,16 @@ from knowledge_runtime.filter_fields import compile_filter, document_fields
 from knowledge_runtime.filters import FieldResolver, Params
 from knowledge_runtime.reach import Placement, Reach, Reader
 
-from knowledge_search.domain.errors import DocumentNotFound
-from knowledge_search.domain.model import PROVISIONAL_MARKER, ChannelHit, Chunk, Filters, Weights
+from knowledge_search.domain.errors import DocumentNotFound, ModelChangeNotFound
+from knowledge_search.domain.model import (
+    CURRENT_SPACE,
+    PROVISIONAL_MARKER,
+    ChannelHit,
+    Chunk,
+    Filters,
+    VectorSpace,
+    Weights,
+)
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
@@ -56,6 +64,22 @@ SELECT n.chunk_id, n.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS
 FROM nearest n
 ORDER BY n.distance, n.chunk_id
 """
+# The same over the next store (a model change's): its HNSW index is on embedding::vector(D), the
+# dimension of the change's model, so the statement names that expression ({dimension}: an int).
+VECTOR_SEARCH_NEXT = """
+WITH nearest AS MATERIALIZED (
+    SELECT c.chunk_id, c.document_id, v.embedding::vector({dimension}) <=> $1 AS distance
+    FROM chunk_vectors_next v JOIN chunks c ON c.chunk_id = v.chunk_id
+    WHERE c.tenant_id = ANY($2::text[]) {filters}
+    ORDER BY v.embedding::vector({dimension}) <=> $1
+    LIMIT $3
+)
+SELECT n.chunk_id, n.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
+FROM nearest n
+ORDER BY n.distance, n.chunk_id
+"""
+# Which store search reads, the model of each, and the next store's dimension.
+EMBEDDING_STORES = "SELECT current_store, chunks_model, next_model, next_dimension FROM embedding_stores"
 SET_SCAN = """
 SELECT set_config('hnsw.ef_search', $1, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
@@ -365,10 +389,13 @@ class PostgresChunkIndex:
         return await self._reach.keyed(tenant, key)
 
     async def vector_search(
-        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
+        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int, space: VectorSpace = CURRENT_SPACE
     ) -> list[ChannelHit]:
         predicates, args = _channel_predicates(filters, 4, access=self._access)
-        statement = VECTOR_SEARCH.format(filters=_render(predicates, "c"))
+        if space.store == "next":
+            statement = VECTOR_SEARCH_NEXT.format(filters=_render(predicates, "c"), dimension=int(space.dimension or 0))
+        else:
+            statement = VECTOR_SEARCH.format(filters=_render(predicates, "c"))
         query = np.asarray(vector, dtype=np.float32)
         # The iterative scan goes on past ef_search until the depth is filled, so ef_search stays
         # the configured floor rather than the depth: at 100k chunks, ef_search 100 returned the
@@ -478,3 +505,25 @@ class PostgresCostLedger:
 
     async def record(self, tenant: str, item: CostItem) -> None:
         await self._db.execute("record_cost", RECORD_COST, *cost_record(tenant, item))
+
+
+class PostgresVectorSpaces:
+    """Which vectors search reads (``embedding_stores``, ingest's during a model change), read per
+    search: a swap commits in one transaction, and the next search reads the other store."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def space(self, candidate: bool) -> VectorSpace:
+        row = await self._db.fetchrow("embedding_stores", EMBEDDING_STORES)
+        if row is None:  # a database before the model-change migration has one store
+            return CURRENT_SPACE
+        store = row["current_store"]
+        if candidate:
+            store = "next" if store == "chunks" else "chunks"
+        model = row["chunks_model"] if store == "chunks" else row["next_model"]
+        if model is None:
+            raise ModelChangeNotFound()
+        if store == "chunks":
+            return VectorSpace(store="chunks", model=model)
+        return VectorSpace(store="next", model=model, dimension=row["next_dimension"])

@@ -83,7 +83,11 @@ class SearchServicer(search_pb2_grpc.SearchServiceServicer):
         self, request: search_pb2.SearchRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchResponse:
         parsed = _search_request(
-            request, SEARCH_TOP_K, mode=_mode(request.mode), weights=convert.weights(request.weights)
+            request,
+            SEARCH_TOP_K,
+            mode=_mode(request.mode),
+            weights=convert.weights(request.weights),
+            candidate=request.vectors == search_pb2.EMBEDDING_VECTORS_CANDIDATE,
         )
         return convert.search_response(await self._searches.search(current_scope(), parsed))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge_runtime.errors import CorpusNotFound, DocumentNotFound, InvalidField
+from knowledge_runtime.errors import CorpusNotFound, DocumentNotFound, InvalidField, NotFound
 from knowledge_runtime.llm import LlmUnavailable  # the runtime chat client's one error
 from knowledge_runtime.refusals import Refusal, Refused
 
@@ -40,3 +40,12 @@ class RerankUnavailable(Refused):
             "(KNOWLEDGE_RERANK_MODEL); search without rerank",
             metadata={"runtime": "reranker"},
         )
+
+
+class ModelChangeNotFound(NotFound):
+    """Candidate vectors asked for with no model change open."""
+
+    reason = "MODEL_CHANGE_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("no model change is open: there are no candidate vectors to read")

@@ -79,6 +79,20 @@ PROVISIONAL_MARKER = "[PROVISIONAL]"  # how a housekeeping entry not yet confirm
 
 
 @dataclass(frozen=True, slots=True)
+class VectorSpace:
+    """One model's vectors: the store they are in ("chunks": the chunks' own column; "next": the
+    table a model change fills), that store's dimension (None: the column's own), and the model
+    that embeds a query compared with them ('' = the embedder's current one)."""
+
+    store: str = "chunks"
+    model: str = ""
+    dimension: int | None = None
+
+
+CURRENT_SPACE = VectorSpace()
+
+
+@dataclass(frozen=True, slots=True)
 class SearchRequest:
     text: str
     filters: Filters
@@ -87,6 +101,9 @@ class SearchRequest:
     weights: Weights = Weights()
     warnings: tuple[str, ...] = ()
     rerank: bool | None = None  # None: the service default
+    candidate: bool = False  # the open model change's other vectors (an evaluation), not the current ones
+    # The vectors read and the model that embeds the query, fixed once per search (part of the cache key).
+    space: VectorSpace | None = None
 
     @classmethod
     def parse(
@@ -104,6 +121,7 @@ class SearchRequest:
         field: str = "query",
         filter_text: str = "",
         corpus_key: str = "",
+        candidate: bool = False,
     ) -> SearchRequest:
         """``field``: the request field the text came from, named in what is refused."""
         text = text.strip()
@@ -144,6 +162,7 @@ class SearchRequest:
             weights=weights,
             warnings=tuple(warnings),
             rerank=rerank,
+            candidate=candidate,
         )
 
     @property

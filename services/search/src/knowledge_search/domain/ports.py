@@ -12,12 +12,22 @@ from knowledge_runtime.refusals import Refused
 
 from knowledge_search.domain.answer import Source, Synthesis
 from knowledge_search.domain.conversation import Turn
-from knowledge_search.domain.model import ChannelHit, Chunk, EmbeddedQuery, Filters, Reranking, Weights
+from knowledge_search.domain.model import (
+    CURRENT_SPACE,
+    ChannelHit,
+    Chunk,
+    EmbeddedQuery,
+    Filters,
+    Reranking,
+    VectorSpace,
+    Weights,
+)
 
 
 class QueryEmbedder(Protocol):
-    async def embed_query(self, tenant: str, text: str) -> EmbeddedQuery:
-        """The query's unit vector, embedded for the tenant; an ``Unavailable`` when the embedder is down."""
+    async def embed_query(self, tenant: str, text: str, model: str = "") -> EmbeddedQuery:
+        """The query's unit vector, embedded for the tenant by ``model`` ('' = the current one);
+        an ``Unavailable`` when the embedder is down."""
 
 
 class Reranker(Protocol):
@@ -39,9 +49,10 @@ class ChunkIndex(Protocol):
         """Grows whenever what ``reader`` sees may have changed (a document in its node or an ancestor)."""
 
     async def vector_search(
-        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int
+        self, tenant: str, vector: Sequence[float], filters: Filters, depth: int, space: VectorSpace = CURRENT_SPACE
     ) -> list[ChannelHit]:
-        """The tenant's ``depth`` nearest chunks by cosine, best first; score = similarity in [0, 1]."""
+        """The tenant's ``depth`` nearest chunks by cosine in ``space``'s store, best first;
+        score = similarity in [0, 1]."""
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
         """The tenant's ``depth`` best chunks by BM25, best first; score = the BM25 score."""
@@ -103,3 +114,9 @@ class SystemCorpora(Protocol):
 class LlmBudget(Protocol):
     async def refusal(self, tenant: str) -> Refused | None:
         """BUDGET_EXHAUSTED when the tenant's LLM spend this month has reached its budget."""
+
+
+class VectorSpaces(Protocol):
+    async def space(self, candidate: bool) -> VectorSpace:
+        """The vectors search reads now (``candidate``: the open model change's other ones), and
+        the model that embeds a query for them; ModelChangeNotFound when there are none."""
