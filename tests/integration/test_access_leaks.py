@@ -28,6 +28,7 @@ from tests.support.access import (
     events_until_quiet,
     one,
     snapshot,
+    stream_until,
 )
 from tests.support.ingest import wait_terminal
 from tests.support.rpc import error_info
@@ -231,6 +232,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "knowledge.v1.SearchService/Query": [
         ("list", lambda w, md: one(w.search.Query(search_pb2.QueryRequest(query=QUERY, top_k=50), metadata=md)))
     ],
+    "knowledge.v1.SearchService/QueryStream": [
+        (
+            "list",
+            lambda w, md: stream_until(
+                w.search.QueryStream(
+                    search_pb2.QueryStreamRequest(query=search_pb2.QueryRequest(query=QUERY, top_k=50)), metadata=md
+                ),
+                lambda message: message.HasField("done"),
+                timeout=60,
+            ),
+        )
+    ],
     "knowledge.v1.SearchService/GetContext": [
         (
             "list",
@@ -284,6 +297,11 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     ],
 }
 # Called nowhere above, each for its reason: none reads a document another caller restricted.
+WEBHOOK_ADMIN = (
+    "webhook administration: an endpoint's settings and attempts, no document (what an endpoint is sent "
+    "follows the events' rule, its registrant's principals included: test_webhooks_domain)"
+)
+MODEL_ADMIN = "the deployment's embedding model: no document"
 EXEMPT = {
     "knowledge.v1.CorpusService/CreateCorpus": "makes an empty corpus",
     "knowledge.v1.CorpusService/BindCorpus": "writes a corpus, not a document; its answer's counts are ListCorpora's query",
@@ -311,6 +329,19 @@ EXEMPT = {
     "knowledge.v1.DocumentsAIService/RestoreDocumentType": "the tenant's taxonomy, no document",
     "knowledge.v1.DocumentsAIService/CreateExtractionSchema": "the tenant's taxonomy, no document",
     "knowledge.v1.DocumentsAIService/ListExtractionSchemas": "the tenant's taxonomy, no document",
+    "knowledge.v1.WebhookService/CreateWebhook": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/ListWebhooks": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/GetWebhook": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/UpdateWebhook": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/DeleteWebhook": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/RotateWebhookSecret": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/ReplayWebhook": WEBHOOK_ADMIN,
+    "knowledge.v1.WebhookService/ListWebhookDeliveries": WEBHOOK_ADMIN,
+    "knowledge.v1.ModelChangeService/StartModelChange": MODEL_ADMIN,
+    "knowledge.v1.ModelChangeService/GetModelChange": MODEL_ADMIN,
+    "knowledge.v1.ModelChangeService/SwapModel": MODEL_ADMIN,
+    "knowledge.v1.ModelChangeService/RollbackModelChange": MODEL_ADMIN,
+    "knowledge.v1.ModelChangeService/CancelModelChange": MODEL_ADMIN,
 }
 
 
