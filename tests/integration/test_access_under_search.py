@@ -86,8 +86,10 @@ async def test_no_search_started_after_the_change_answered_returns_the_document(
         ingest,
         ana,
         {
-            "doomed.md": f"# Birds of prey\n\nThe {TERM} hovers over the meadow before it dives for voles.",
-            "kept.md": f"# Falcons\n\nA {TERM} is a small falcon; it nests on cliffs and church towers.",
+            # The tenant in the text: these are not test_delete_under_search's bytes (a blob is
+            # stored once for identical bytes, and that test checks that nothing references its own).
+            "doomed.md": f"# Birds of prey\n\nThe {TERM} hovers over the meadow before it dives for voles ({tenant}).",
+            "kept.md": f"# Falcons\n\nA {TERM} is a small falcon; it nests on cliffs and church towers ({tenant}).",
         },
     )
     doomed = ids["doomed.md"]
