@@ -361,7 +361,7 @@ class AnswerUseCases:
         stream = AnswerStream(citer, anonymised.restore)
         parts: list[str] = []
         synthesis = Synthesis(text="")
-        masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in talk.history)
+        masked = _masked(talk.history, anonymised)
         async with aclosing(synthesiser.stream(anonymised.text, sources, history=masked)) as pieces:
             async for item in pieces:
                 if isinstance(item, Synthesis):
@@ -400,7 +400,7 @@ class AnswerUseCases:
         _, refusal = await self.pick(scope)
         if self.condenser is not None and refusal is None:
             anonymised = self.anonymiser.anonymise(request.text)
-            masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in history)
+            masked = _masked(history, anonymised)
             try:
                 with _tracer.start_as_current_span("search.condense"):
                     text, cost = await self.condenser.condense(anonymised.text, masked)
@@ -486,7 +486,7 @@ class AnswerUseCases:
             if graded:
                 synthesis = await synthesiser.synthesise(anonymised.text, sources, graded=True)
             elif history:
-                masked = tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in history)
+                masked = _masked(history, anonymised)
                 synthesis = await synthesiser.synthesise(anonymised.text, sources, history=masked)
             else:
                 synthesis = await synthesiser.synthesise(anonymised.text, sources)
@@ -516,6 +516,11 @@ class Talk:
     condensed_query: str = ""
     note: str = ""
     cost: Cost = field(default_factory=Cost)
+
+
+def _masked(history: Sequence[Turn], anonymised: Anonymised) -> tuple[Turn, ...]:
+    """The turns as the model may see them: the question's placeholders applied to each."""
+    return tuple(Turn(turn.role, anonymised.mask(turn.text)) for turn in history)
 
 
 def _citations(
