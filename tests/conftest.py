@@ -4,6 +4,8 @@ Plain helpers shared by test modules are in ``tests/support/``."""
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +27,34 @@ def default_logging():
     configured logging for itself (often at ``warning``), which would hide the info lines a test
     captures. A test that needs the services' JSON lines configures them itself."""
     structlog.reset_defaults()
+
+
+def _service_loops() -> set[asyncio.Task]:
+    """The running background loops of in-process services (``Periodic``: job workers, the
+    events listener and relay, webhook deliverers)."""
+    return {
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and getattr(task.get_coro(), "__qualname__", "") == "Periodic._run"
+    }
+
+
+@pytest.fixture(autouse=True)
+async def no_service_outlives_its_test(request):
+    """Every test shares the session's event loop and database: a service a test left running would
+    go on claiming the jobs and webhooks of the tests after it, with its own settings (another blob
+    store, another allow-list), and fail them far from the cause. Its loops are stopped here, and
+    the test that left them is named in a warning."""
+    before = _service_loops()
+    yield
+    leaked = _service_loops() - before
+    if not leaked:
+        return
+    for task in leaked:
+        task.cancel()
+    await asyncio.gather(*leaked, return_exceptions=True)
+    names = sorted(task.get_name() for task in leaked)
+    warnings.warn(f"{request.node.nodeid} left in-process services running (stopped): {names}", stacklevel=1)
 
 
 @pytest.fixture(scope="session")
