@@ -2282,8 +2282,9 @@ class WebhookServiceServicer:
         """Registers an endpoint. Its URL must be https (plain http only for a host:port of
         KNOWLEDGE_WEBHOOK_ALLOW_HOSTS) and resolve to a public address, as IngestUrl's are
         (INVALID_ARGUMENT, URL_REFUSED); the address is checked again at every connection. It is sent
-        the events committed after it was created (ReplayWebhook sends earlier ones). The answer
-        carries the signing secret, the only time it is shown. At most 50 per tenant
+        the events the outbox numbers after it was created: one committed a moment before the
+        webhook may still be among them (ReplayWebhook sends earlier ones). The answer carries the
+        signing secret, the only time it is shown. At most 50 per tenant
         (RESOURCE_EXHAUSTED, QUOTA_EXHAUSTED, quota max_webhooks). Capability webhooks.admin.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
