@@ -91,7 +91,7 @@ class TodayChunkIndex(PostgresChunkIndex):
     async def vector_search(self, tenant, vector, filters, depth):
         from knowledge_search.adapters.postgres import SET_SCAN, _channel_predicates, _hits, _render
 
-        channel, args = _channel_predicates(filters, 4)
+        channel, args = _channel_predicates(filters, 4, "ARRAY[$2::text]")
         predicates = _render(channel, "c")
         async with self._db.transaction() as tx:
             await tx.fetchrow(
@@ -110,7 +110,7 @@ class TodayChunkIndex(PostgresChunkIndex):
     async def lexical_search(self, tenant, text, filters, depth):
         from knowledge_search.adapters.postgres import _channel_predicates, _hits, _render
 
-        channel, args = _channel_predicates(filters, 12)
+        channel, args = _channel_predicates(filters, 12, "ARRAY[$3::text]")
         predicates = _render(channel, "c")
         d, c, b, a = self._bm25.tiers
         rows = await self._db.fetch(
