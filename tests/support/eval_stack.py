@@ -29,8 +29,10 @@ async def ingest_services(
     backend: str = "",
     ingest_settings: Mapping[str, str] | None = None,
     embedder_settings: Mapping[str, str] | None = None,
+    with_search: bool = False,
 ) -> AsyncIterator[dict[str, str]]:
-    """content-index, embedder and ingest on free ports; {service name: address}.
+    """content-index, embedder and ingest (and with ``with_search`` search, which ingest's model
+    change asks) on free ports; {service name: address}.
 
     ``url_for(role)`` is the database URL of a service's role (its registry entry's
     ``database_role``); ``backend`` the embedder's (``torch``, ``onnx-int8``, ``auto``; empty: the
@@ -87,6 +89,13 @@ async def ingest_services(
         ):
             apps.append(await app)
             addresses[name] = f"127.0.0.1:{await apps[-1].start()}"
+        if with_search:
+            from knowledge_search.bootstrap import build_app as search_app
+            from knowledge_search.config import SearchSettings
+
+            search_env = env("search", KNOWLEDGE_SEARCH_PORT="0", KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"])
+            apps.append(await search_app(SearchSettings.from_env(search_env)))
+            addresses["search"] = f"127.0.0.1:{await apps[-1].start()}"
         apps.append(
             await ingest_app(
                 IngestSettings.from_env(
@@ -96,6 +105,7 @@ async def ingest_services(
                         KNOWLEDGE_INGEST_WORKERS=str(workers),
                         KNOWLEDGE_CONTENT_INDEX_ADDRESS=addresses["content-index"],
                         KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"],
+                        **({"KNOWLEDGE_SEARCH_ADDRESS": addresses["search"]} if with_search else {}),
                         **(ingest_settings or {}),
                     )
                 )

@@ -142,6 +142,13 @@ def text_extract(path: Path, filename: str, mime_type: str) -> Extracted:
 TEST_WEBHOOK_KEY = bytes(range(32))
 
 
+class NoSearch:
+    """Search for a model change's evaluation where a test stores no evaluation set."""
+
+    async def ranked(self, evaluation_set, text: str, mode: str, candidate: bool, top_k: int) -> list[str]:
+        raise AssertionError("this test's ingest has no search service")
+
+
 def wire_fakes(settings: IngestSettings, db: Database, blobs, embedder, extract) -> Ingest:
     """Ingest composed over test doubles: ``blobs`` is also the (unused) file importer."""
     return wire(
@@ -153,6 +160,7 @@ def wire_fakes(settings: IngestSettings, db: Database, blobs, embedder, extract)
         readiness=NoDependencies(),
         importer=blobs,
         sealer=AesGcmSealer(TEST_WEBHOOK_KEY),
+        search=NoSearch(),
     )
 
 

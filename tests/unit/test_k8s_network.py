@@ -29,7 +29,7 @@ CALLERS = {  # who may call each service's port
     "content-index": {"ingest"},
     "embedder": {"ingest", "search", "documents-ai", "mcp"},
     "ingest": {"gateway", "mcp"},
-    "search": {"gateway", "mcp"},
+    "search": {"gateway", "mcp", "ingest"},  # ingest: the model change's evaluation
     "documents-ai": {"gateway", "mcp"},
     "mcp": {"gateway"},
 }

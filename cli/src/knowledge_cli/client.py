@@ -353,6 +353,14 @@ class Client:
         """``rollback`` or ``cancel``."""
         return self._call("POST", f"/modelChanges/current:{verb}", json={})
 
+    def put_evaluation_set(self, name: str, corpus_id: str, queries: Sequence[Mapping[str, object]]) -> dict:
+        """The stored set (``queries``: ``{query_id, text, relevant: {document id: grade}}``)."""
+        body = {"corpus_id": corpus_id, "queries": [dict(q) for q in queries]}
+        return self._call("PUT", f"/evaluationSets/{quote(name, safe='')}", json=body)
+
+    def delete_evaluation_set(self, name: str) -> dict:
+        return self._call("DELETE", f"/evaluationSets/{quote(name, safe='')}")
+
     # -- webhooks -----------------------------------------------------------------
     def create_webhook(self, url: str, event_types: Sequence[str], description: str = "") -> dict:
         """The webhook and its signing secret (the only answer that carries it)."""

@@ -21,13 +21,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge_runtime.retrieval_metrics import RECALL_AT, mrr, ndcg, recall, unique
+
 from knowledge_cli.client import DEFAULT_URL
 
 MODES = ("VECTOR", "LEXICAL", "HYBRID")
 RERANKED = "HYBRID+RERANK"
-NDCG_AT = 10
-RECALL_AT = 100
-MRR_AT = 10
 MAX_GAP_POINTS = 1.0  # HYBRID may trail the better single channel by at most this much nDCG@10
 
 
@@ -86,34 +85,6 @@ def _jsonl(path: Path) -> Iterable[dict]:
 def document_text(title: str, text: str) -> str:
     """A BEIR document as extracted text: the title is its heading."""
     return f"# {title}\n\n{text}" if title else text
-
-
-def ndcg(ranked: Sequence[str], relevant: Mapping[str, int], k: int = NDCG_AT) -> float:
-    gains = [relevant.get(doc, 0) for doc in ranked[:k]]
-    dcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(gains))
-    ideal = sorted(relevant.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall(ranked: Sequence[str], relevant: Mapping[str, int], k: int = RECALL_AT) -> float:
-    return len(set(ranked[:k]) & set(relevant)) / len(relevant) if relevant else 0.0
-
-
-def mrr(ranked: Sequence[str], relevant: Mapping[str, int], k: int = MRR_AT) -> float:
-    """The reciprocal rank of the first relevant document within the first ``k`` (0 when none)."""
-    for i, doc in enumerate(ranked[:k], start=1):
-        if relevant.get(doc, 0) > 0:
-            return 1.0 / i
-    return 0.0
-
-
-def unique(ids: Iterable[str]) -> list[str]:
-    """Chunk hits as a document ranking: each document at its best chunk's place."""
-    seen: dict[str, None] = {}
-    for value in ids:
-        seen.setdefault(value, None)
-    return list(seen)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

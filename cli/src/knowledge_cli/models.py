@@ -1,5 +1,10 @@
-"""``knowledge models change|status|swap|rollback|cancel``: changing the deployment's embedding
-model through the REST API (a ``models.admin`` token).
+"""``knowledge models change|status|swap|rollback|cancel|eval-set``: changing the deployment's
+embedding model through the REST API (a ``models.admin`` token).
+
+``eval-set put DIR`` uploads a BEIR-layout set's documents into a fresh corpus (as ``knowledge
+eval`` does) and stores its judged queries on the service, relevance by the new documents' ids:
+when a change's new vectors are complete the service runs every stored set on both models and
+swaps, or holds the change, by itself.
 
 ``swap --eval DIR`` scores a BEIR-layout evaluation set with both models' vectors the way
 ``knowledge eval`` scores one (its documents are ingested during the change, so they get both)
@@ -39,6 +44,18 @@ def add_parsers(commands) -> None:
     swap.add_argument("--margin", type=float, default=0.0, help="most HYBRID nDCG@10 may drop (default 0.005)")
     verb("rollback", "search reads the old model again (until the grace period ends)", _rollback)
     verb("cancel", "stop a change before its swap", _cancel)
+    sets = verbs.add_parser("eval-set", help="the evaluation sets the service gates a change by", epilog=epilog)
+    set_verbs = sets.add_subparsers(dest="eval_set_command", required=True)
+    put = set_verbs.add_parser("put", help="upload a BEIR-layout set's documents and store its queries", epilog=epilog)
+    common_options(put)
+    put.set_defaults(run=rest_command(_put_set))
+    put.add_argument("directory", help="a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")
+    put.add_argument("--split", default="test", help="qrels/SPLIT.tsv (default test)")
+    put.add_argument("--name", help="the set's name (default: the folder's name)")
+    delete = set_verbs.add_parser("delete", help="remove a stored set", epilog=epilog)
+    common_options(delete)
+    delete.set_defaults(run=rest_command(_delete_set))
+    delete.add_argument("name")
 
 
 def _line(change: dict) -> str:
@@ -118,3 +135,43 @@ def _evaluation(results: dict) -> dict:
             if "ndcg@10" in r
         }
     }
+
+
+def set_queries(dataset, by_document: dict[str, str]) -> list[dict]:
+    """The dataset's judged queries with relevance by the uploaded documents' ids."""
+    document_of = {dataset_id: document_id for document_id, dataset_id in by_document.items()}
+    return [
+        {
+            "query_id": query_id,
+            "text": text,
+            "relevant": {document_of[d]: grade for d, grade in dataset.qrels[query_id].items() if d in document_of},
+        }
+        for query_id, text in dataset.queries.items()
+    ]
+
+
+def _put_set(client: Client, options, out: TextIO) -> int:
+    from knowledge_cli.evaluate import Dataset, EvalError, RestStack, ingest_dataset
+
+    directory = Path(options.directory)
+    name = options.name or directory.resolve().name.lower()
+    try:
+        dataset = Dataset.load(directory, split=options.split)
+        stack = RestStack(client.base_url, client.token, timeout_s=options.timeout)
+        corpus_id, by_document = ingest_dataset(dataset, stack, lambda m: print(m, file=sys.stderr))
+    except EvalError as error:
+        raise ApiError(str(error), FAILED) from None
+    stored = client.put_evaluation_set(name, corpus_id, set_queries(dataset, by_document))
+    if options.json:
+        print_json(
+            out, {k: v for k, v in stored.items() if k != "queries"} | {"queries": len(stored.get("queries", []))}
+        )
+    else:
+        out.write(f"{stored['name']}\tcorpus {stored['corpus_id']}\t{len(stored.get('queries', []))} queries\n")
+    return OK
+
+
+def _delete_set(client: Client, options, out: TextIO) -> int:
+    client.delete_evaluation_set(options.name)
+    out.write(f"deleted {options.name}\n")
+    return OK

@@ -215,6 +215,7 @@ _ERRORS: dict[str, ReasonSpec] = {
     "EXTRACTION_SCHEMA_NOT_FOUND": _reason("NOT_FOUND", "the document type has no such schema version"),
     "FINDING_NOT_FOUND": _reason("NOT_FOUND", "no such import finding", "finding_id"),
     "MODEL_CHANGE_NOT_FOUND": _reason("NOT_FOUND", "no embedding-model change (open, for this call)"),
+    "EVALUATION_SET_NOT_FOUND": _reason("NOT_FOUND", "the tenant has no evaluation set of that name", "name"),
     "WEBHOOK_NOT_FOUND": _reason(
         "NOT_FOUND", "no such webhook at the caller's scope node within its clearance", "webhook_id"
     ),
@@ -303,12 +304,16 @@ _ERRORS: dict[str, ReasonSpec] = {
     ),
     "EMBEDDER_OVERLOADED": _reason("RESOURCE_EXHAUSTED", "the embedder's queue is full: back off", "waiting", "limit"),
     "CONTENT_INDEX_OVERLOADED": _reason("RESOURCE_EXHAUSTED", "the content index is overloaded: back off"),
+    "SEARCH_OVERLOADED": _reason("RESOURCE_EXHAUSTED", "search is overloaded: back off (internal)"),
     "RESOURCE_EXHAUSTED": _reason("RESOURCE_EXHAUSTED", "exhausted; nothing more specific is known"),
     # -- a dependency cannot answer now (UNAVAILABLE, 503): retry with backoff
     "DEPENDENCY_UNAVAILABLE": _reason("UNAVAILABLE", "a dependency is down or restarting"),
     "EMBEDDER_UNAVAILABLE": _reason("UNAVAILABLE", "the embedder is down, unreachable or did not answer in time"),
     "CONTENT_INDEX_UNAVAILABLE": _reason(
         "UNAVAILABLE", "the content index is down, unreachable or did not answer in time"
+    ),
+    "SEARCH_UNAVAILABLE": _reason(
+        "UNAVAILABLE", "search is down, unreachable or did not answer in time (internal: a model change's evaluation)"
     ),
     "DEPENDENCY_NOT_READY": _reason("UNAVAILABLE", "a dependency is starting or restarting", "service"),
     "EMBEDDER_STOPPING": _reason("UNAVAILABLE", "the embedder is shutting down: retry on another replica"),

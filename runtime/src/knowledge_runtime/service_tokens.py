@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import jwt
 
@@ -20,6 +20,7 @@ from knowledge_runtime.auth import CAPABILITIES_CLAIM, TENANT_CLAIM
 from knowledge_runtime.settings import CommonSettings, ServiceKey, SettingsError
 
 DEFAULT_TTL_S = 300
+_FIXED = frozenset({"iss", "aud", "sub", "iat", "exp", TENANT_CLAIM, CAPABILITIES_CLAIM})
 
 
 class ServiceTokenSigner:
@@ -31,7 +32,7 @@ class ServiceTokenSigner:
         self._audience = audience
         self._subject = subject
         self._ttl_s = ttl_s
-        self._cache: dict[tuple[str, tuple[str, ...]], tuple[float, str]] = {}
+        self._cache: dict[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]], tuple[float, str]] = {}
         self._lock = threading.Lock()
         try:
             self.token("startup-check", ())
@@ -54,14 +55,20 @@ class ServiceTokenSigner:
             subject=f"service:{common.service}",
         )
 
-    def token(self, tenant: str, capabilities: Iterable[str]) -> str:
-        key = (tenant, tuple(sorted(capabilities)))
+    def token(self, tenant: str, capabilities: Iterable[str], claims: Mapping[str, str] | None = None) -> str:
+        """``claims``: more of them, e.g. the ``scope`` and ``clearance`` a call reads with when a
+        service searches on an operator's behalf (never the tenant, subject or capabilities)."""
+        extra = tuple(sorted((claims or {}).items()))
+        if any(name in _FIXED for name, _ in extra):
+            raise ValueError("extra claims never replace the tenant, subject or capabilities")
+        key = (tenant, tuple(sorted(capabilities)), extra)
         now = time.time()
         with self._lock:
             cached = self._cache.get(key)
             if cached and cached[0] > now:
                 return cached[1]
-            claims = {
+            signed: dict[str, object] = {
+                **dict(extra),
                 "iss": self._issuer,
                 "aud": self._audience,
                 "sub": self._subject,
@@ -71,11 +78,13 @@ class ServiceTokenSigner:
                 CAPABILITIES_CLAIM: list(key[1]),
             }
             headers = {"kid": self._key.key_id} if self._key.key_id else None
-            token = jwt.encode(claims, self._key.private_pem, algorithm=self._key.algorithm, headers=headers)
+            token = jwt.encode(signed, self._key.private_pem, algorithm=self._key.algorithm, headers=headers)
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[key] = (now + self._ttl_s * 0.8, token)
             return token
 
-    def metadata(self, tenant: str, capabilities: Iterable[str]) -> list[tuple[str, str]]:
-        return [("authorization", f"Bearer {self.token(tenant, capabilities)}")]
+    def metadata(
+        self, tenant: str, capabilities: Iterable[str], claims: Mapping[str, str] | None = None
+    ) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token(tenant, capabilities, claims)}")]

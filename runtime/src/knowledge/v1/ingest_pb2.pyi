@@ -858,7 +858,7 @@ class WatchEventsRequest(_message.Message):
     def __init__(self, after: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id", "webhook_id", "principals")
+    __slots__ = ("event_id", "cursor", "type", "document_id", "corpus_id", "time", "chunk_count", "warnings", "reason", "from_corpus_id", "webhook_id", "principals", "model_change")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -871,6 +871,7 @@ class Event(_message.Message):
     FROM_CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CHANGE_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     cursor: str
     type: str
@@ -883,7 +884,8 @@ class Event(_message.Message):
     from_corpus_id: str
     webhook_id: str
     principals: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ..., webhook_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ...) -> None: ...
+    model_change: ModelChange
+    def __init__(self, event_id: _Optional[str] = ..., cursor: _Optional[str] = ..., type: _Optional[str] = ..., document_id: _Optional[str] = ..., corpus_id: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., chunk_count: _Optional[int] = ..., warnings: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., from_corpus_id: _Optional[str] = ..., webhook_id: _Optional[str] = ..., principals: _Optional[_Iterable[str]] = ..., model_change: _Optional[_Union[ModelChange, _Mapping]] = ...) -> None: ...
 
 class Tombstone(_message.Message):
     __slots__ = ("tombstone_id", "document_id", "corpus_id", "filename", "content_hash", "chunk_count", "deleted_by", "reason", "delete_time", "removal_state", "remove_time")
@@ -1268,6 +1270,55 @@ class SwapModelRequest(_message.Message):
     force: bool
     margin: float
     def __init__(self, current: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., candidate: _Optional[_Union[ModelEvaluation, _Mapping]] = ..., force: _Optional[bool] = ..., margin: _Optional[float] = ...) -> None: ...
+
+class EvaluationQuery(_message.Message):
+    __slots__ = ("query_id", "text", "relevant")
+    class RelevantEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    RELEVANT_FIELD_NUMBER: _ClassVar[int]
+    query_id: str
+    text: str
+    relevant: _containers.ScalarMap[str, int]
+    def __init__(self, query_id: _Optional[str] = ..., text: _Optional[str] = ..., relevant: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class EvaluationSet(_message.Message):
+    __slots__ = ("name", "corpus_id", "queries", "update_time")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    corpus_id: str
+    queries: _containers.RepeatedCompositeFieldContainer[EvaluationQuery]
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., corpus_id: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[EvaluationQuery, _Mapping]]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PutEvaluationSetRequest(_message.Message):
+    __slots__ = ("name", "corpus_id", "queries")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    corpus_id: str
+    queries: _containers.RepeatedCompositeFieldContainer[EvaluationQuery]
+    def __init__(self, name: _Optional[str] = ..., corpus_id: _Optional[str] = ..., queries: _Optional[_Iterable[_Union[EvaluationQuery, _Mapping]]] = ...) -> None: ...
+
+class DeleteEvaluationSetRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteEvaluationSetResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class RollbackModelChangeRequest(_message.Message):
     __slots__ = ()

@@ -2678,6 +2678,16 @@ class ModelChangeServiceStub:
                 request_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.SerializeToString,
                 response_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.FromString,
                 _registered_method=True)
+        self.PutEvaluationSet = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/PutEvaluationSet',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.PutEvaluationSetRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.EvaluationSet.FromString,
+                _registered_method=True)
+        self.DeleteEvaluationSet = channel.unary_unary(
+                '/knowledge.v1.ModelChangeService/DeleteEvaluationSet',
+                request_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetRequest.SerializeToString,
+                response_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetResponse.FromString,
+                _registered_method=True)
 
 
 class ModelChangeServiceServicer:
@@ -2733,6 +2743,26 @@ class ModelChangeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutEvaluationSet(self, request, context):
+        """Stores (or replaces) an evaluation set of the caller's tenant: queries over one of its
+        corpora with the documents that answer them. When a change's new vectors are complete, ingest
+        runs every stored set on both models (VECTOR, LEXICAL, HYBRID through search, with the reach
+        the caller has now) and gates the change by them. INVALID_ARGUMENT (INVALID_REQUEST, field)
+        for a bad name, an empty set or a query without a relevant document; NOT_FOUND
+        (CORPUS_NOT_FOUND) for a corpus out of the caller's reach.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEvaluationSet(self, request, context):
+        """Removes the caller's tenant's evaluation set; NOT_FOUND (EVALUATION_SET_NOT_FOUND) when it
+        has none of that name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModelChangeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -2760,6 +2790,16 @@ def add_ModelChangeServiceServicer_to_server(servicer, server):
                     servicer.CancelModelChange,
                     request_deserializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.FromString,
                     response_serializer=knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.SerializeToString,
+            ),
+            'PutEvaluationSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutEvaluationSet,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.PutEvaluationSetRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.EvaluationSet.SerializeToString,
+            ),
+            'DeleteEvaluationSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEvaluationSet,
+                    request_deserializer=knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetRequest.FromString,
+                    response_serializer=knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2904,6 +2944,60 @@ class ModelChangeService:
             '/knowledge.v1.ModelChangeService/CancelModelChange',
             knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeRequest.SerializeToString,
             knowledge_dot_v1_dot_ingest__pb2.CancelModelChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutEvaluationSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/PutEvaluationSet',
+            knowledge_dot_v1_dot_ingest__pb2.PutEvaluationSetRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.EvaluationSet.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEvaluationSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/knowledge.v1.ModelChangeService/DeleteEvaluationSet',
+            knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetRequest.SerializeToString,
+            knowledge_dot_v1_dot_ingest__pb2.DeleteEvaluationSetResponse.FromString,
             options,
             channel_credentials,
             insecure,

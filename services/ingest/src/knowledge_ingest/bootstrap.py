@@ -29,7 +29,7 @@ from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_runtime.service_tokens import ServiceTokenSigner
 
 from knowledge_ingest.clients.kept_blobs import KeptBlobs
-from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, ServicesReadiness
+from knowledge_ingest.clients.services import ContentIndexClient, EmbedderClient, SearchClient, ServicesReadiness
 from knowledge_ingest.config import IngestSettings
 from knowledge_ingest.corpora import api as corpora_api
 from knowledge_ingest.corpora.postgres import PostgresCorpora
@@ -43,7 +43,15 @@ from knowledge_ingest.documents.postgres import PostgresDocuments
 from knowledge_ingest.documents.usecases import DocumentUseCases
 from knowledge_ingest.domain.extraction import Extracted, Source
 from knowledge_ingest.domain.jobs import RetryPolicy
-from knowledge_ingest.domain.ports import BlobStore, Embedder, FileImporter, HeldModels, Readiness, SecretSealer
+from knowledge_ingest.domain.ports import (
+    BlobStore,
+    Embedder,
+    FileImporter,
+    HeldModels,
+    Readiness,
+    SecretSealer,
+    SetSearch,
+)
 from knowledge_ingest.events import api as events_api
 from knowledge_ingest.events.outbox import OutboxRelay, PostgresEventLog, PostgresWakeups
 from knowledge_ingest.events.usecases import EventUseCases
@@ -61,7 +69,8 @@ from knowledge_ingest.jobs.usecases import JobUseCases
 from knowledge_ingest.jobs.web import WebPageUseCases
 from knowledge_ingest.jobs.workers import Workers
 from knowledge_ingest.models import api as models_api
-from knowledge_ingest.models.postgres import PostgresModelChanges
+from knowledge_ingest.models.evaluation import EvaluationSetUseCases, Evaluator
+from knowledge_ingest.models.postgres import PostgresEvaluationSets, PostgresModelChanges
 from knowledge_ingest.models.usecases import ModelChangeUseCases
 from knowledge_ingest.passages import api as passages_api
 from knowledge_ingest.passages.postgres import PostgresPassages
@@ -107,6 +116,7 @@ def wire(
     readiness: Readiness,
     importer: FileImporter,
     sealer: SecretSealer,
+    search: SetSearch,
 ) -> Ingest:
     reach = PostgresReach(db)
     document_store, job_store, queue = PostgresDocuments(db), PostgresJobs(db), PostgresJobQueue(db)
@@ -171,11 +181,20 @@ def wire(
 
     # The embedder client is both ports; a test's fake embedder may be only the first.
     held_models = cast(HeldModels, embedder)
-    model_store = PostgresModelChanges(db)
+    model_store, evaluation_sets = PostgresModelChanges(db), PostgresEvaluationSets(db)
     model_changes = ModelChangeUseCases(
-        model_store, held_models, grace_s=settings.model_change_grace_s, batch=settings.model_change_batch
+        model_store,
+        held_models,
+        grace_s=settings.model_change_grace_s,
+        evaluator=Evaluator(evaluation_sets, search),
+        margin=settings.model_change_margin,
+        batch=settings.model_change_batch,
     )
-    services.append(models_api.service_spec(models_api.ModelChangeServicer(model_changes)))
+    services.append(
+        models_api.service_spec(
+            models_api.ModelChangeServicer(model_changes, EvaluationSetUseCases(evaluation_sets, reach))
+        )
+    )
     pipeline = Pipeline(
         queue=queue,
         documents=document_store,
@@ -271,6 +290,8 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
         resources.push_async_callback(blobs.close)
         embedder = EmbedderClient(settings.embedder_address, signer)
         resources.push_async_callback(embedder.close)
+        search = SearchClient(settings.search_address, signer)
+        resources.push_async_callback(search.close)
         metrics = start_metrics_server(settings.common.metrics_port, settings.common.host)
         resources.push_async_callback(metrics.stop)
         allowance = settings.extraction_allowance()
@@ -286,6 +307,7 @@ async def build_app(settings: IngestSettings | None = None) -> GrpcApp:
             readiness=ServicesReadiness(content_index=blobs.grpc_channel, embedder=embedder.grpc_channel),
             importer=blobs,
             sealer=sealer,
+            search=search,
         )
         resources.push_async_callback(ingest.feed.close)
         resources.push_async_callback(ingest.background.stop)

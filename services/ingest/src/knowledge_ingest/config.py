@@ -23,6 +23,7 @@ from knowledge_ingest.domain.extraction import (
     child_allowance,
 )
 from knowledge_ingest.domain.fetching import parse_allow_hosts
+from knowledge_ingest.domain.model_change import DEFAULT_NDCG_MARGIN
 from knowledge_ingest.domain.webhooks import DEFAULT_DISABLE_AFTER_S, DEFAULT_RETRY_SCHEDULE_S, RetryPolicy
 
 DEFAULT_EVENTS_RETENTION_S = 7 * 24 * 3600.0
@@ -94,6 +95,7 @@ class IngestSettings:
     database_pool_size: int
     content_index_address: str
     embedder_address: str
+    search_address: str  # the model change's evaluation asks search, as a user's search would
     workers: int
     lease_s: float
     max_attempts: int
@@ -124,6 +126,8 @@ class IngestSettings:
     model_change_grace_s: float = DEFAULT_MODEL_CHANGE_GRACE_S
     model_change_batch: int = 64  # chunks a model change re-embeds per step
     model_change_every_s: float = 1.0  # between steps when there is nothing to do at once
+    # How much HYBRID nDCG@10 the stored evaluation sets may lose for a change to swap on its own.
+    model_change_margin: float = DEFAULT_NDCG_MARGIN
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> IngestSettings:
@@ -134,6 +138,7 @@ class IngestSettings:
             database_pool_size=env.int("INGEST_DATABASE_POOL_SIZE", 10, minimum=2, maximum=200),
             content_index_address=service_address("content-index", env),
             embedder_address=service_address("embedder", env),
+            search_address=service_address("search", env),
             workers=env.int("INGEST_WORKERS", default_workers(usable_cores()), minimum=0, maximum=MAX_WORKERS),
             lease_s=env.float("INGEST_LEASE_S", 30.0, minimum=1.0),
             max_attempts=env.int("INGEST_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
@@ -164,6 +169,7 @@ class IngestSettings:
             model_change_grace_s=env.float("MODEL_CHANGE_GRACE_S", DEFAULT_MODEL_CHANGE_GRACE_S, minimum=0.0),
             model_change_batch=env.int("MODEL_CHANGE_BATCH", 64, minimum=1, maximum=2048),
             model_change_every_s=env.float("MODEL_CHANGE_EVERY_S", 1.0, minimum=0.05),
+            model_change_margin=env.float("MODEL_CHANGE_MARGIN", DEFAULT_NDCG_MARGIN, minimum=0.0, maximum=1.0),
         )
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Clients of the content-index and embedder services.
+"""Clients of the content-index, embedder and search services.
 
 Ingest calls them with a token it signs for the tenant it works for, carrying only the
 internal capability each call needs: a user's token has no ``blob.write`` or ``embed``, and
@@ -11,10 +11,19 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import grpc
 import structlog
-from knowledge.v1 import content_index_pb2, content_index_pb2_grpc, embedder_pb2, embedder_pb2_grpc
+from knowledge.v1 import (
+    content_index_pb2,
+    content_index_pb2_grpc,
+    embedder_pb2,
+    embedder_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
+from knowledge_runtime.auth import CLEARANCE_CLAIM, SCOPE_CLAIM
 from knowledge_runtime.chunking import EmbeddingWindow
 from knowledge_runtime.clients import channel
 from knowledge_runtime.errors import DomainError, Unavailable
@@ -25,6 +34,7 @@ from knowledge_runtime.tokens import TokenCounter
 
 from knowledge_ingest.clients.kept_blobs import KeptBlobs
 from knowledge_ingest.domain.errors import DependencyNotReady
+from knowledge_ingest.domain.evaluation import EvaluationSet
 from knowledge_ingest.domain.ports import StoredBlob
 
 log = structlog.get_logger("knowledge.ingest.clients")
@@ -275,6 +285,43 @@ class EmbedderClient:
         return EmbeddingWindow(
             tokens=description.max_seq_length, measure=counter, tokenizer_id=description.tokenizer_sha256
         )
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class SearchClient:
+    """``Search`` for the model change's evaluation: a set's query on its corpus, with the reach of
+    the operator who stored the set (its scope claim and clearance, signed into the token) and
+    only the ``search`` capability."""
+
+    def __init__(self, address: str, signer: ServiceTokenSigner, timeout_s: float = 60.0) -> None:
+        self._channel = channel(address)
+        self._stub = search_pb2_grpc.SearchServiceStub(self._channel)
+        self._signer = signer
+        self._timeout_s = timeout_s
+
+    async def ranked(
+        self, evaluation_set: EvaluationSet, text: str, mode: str, candidate: bool, top_k: int
+    ) -> list[str]:
+        claims = {SCOPE_CLAIM: evaluation_set.scope_claim, CLEARANCE_CLAIM: evaluation_set.clearance.value}
+        vectors = search_pb2.EMBEDDING_VECTORS_CANDIDATE if candidate else search_pb2.EMBEDDING_VECTORS_CURRENT
+        try:
+            reply = await self._stub.Search(
+                search_pb2.SearchRequest(
+                    query=text,
+                    corpus_id=str(evaluation_set.corpus_id),
+                    top_k=top_k,
+                    mode=cast(search_pb2.SearchMode, search_pb2.SearchMode.Value(f"SEARCH_MODE_{mode}")),
+                    vectors=vectors,
+                ),
+                metadata=self._signer.metadata(evaluation_set.tenant, ["search"], claims),
+                timeout=self._timeout_s,
+                wait_for_ready=True,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise _translate(error, "search") from None
+        return [result.document_id for result in reply.results]
 
     async def close(self) -> None:
         await self._channel.close()

@@ -257,6 +257,13 @@ class ModelChangeNotFound(NotFound):
         super().__init__(what)
 
 
+class EvaluationSetNotFound(NotFound):
+    reason = "EVALUATION_SET_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the tenant has no evaluation set {name[:80]!r}", metadata={"name": name[:80]})
+
+
 class ModelChangeState(FailedPrecondition):
     reason = "MODEL_CHANGE_STATE"
 

@@ -44,6 +44,14 @@ class EventType(StrEnum):
     # A webhook failed for too long and was disabled (detail: webhook_id, reason). It names no
     # corpus: it is placed at the webhook's scope node and clearance instead.
     WEBHOOK_DISABLED = "webhook.disabled"
+    # An embedding-model change moved on (detail: the change as it was then, model_change_detail).
+    # It names no corpus: it is placed at the root of the operator's tenant.
+    MODEL_CHANGE_STARTED = "model.change_started"
+    MODEL_CHANGE_RE_EMBEDDED = "model.change_re_embedded"  # every chunk has the new model's vectors
+    MODEL_CHANGE_GATED = "model.change_gated"  # swapped or held, with both figures
+    MODEL_CHANGE_ROLLED_BACK = "model.change_rolled_back"
+    MODEL_CHANGE_CANCELLED = "model.change_cancelled"
+    MODEL_CHANGE_FINISHED = "model.change_finished"  # the old vectors dropped: no rollback any more
     # Not stored: sent on a quiet stream every heartbeat interval, with the stream's cursor, so
     # that a consumer (and every proxy between) sees the stream alive.
     HEARTBEAT = "stream.heartbeat"

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
+
+from knowledge_ingest.domain.events import EventType, NewEvent
 
 # HYBRID nDCG@10 may drop by at most this (0.5 points on the 0-100 scale) for the change to swap:
 # a drop smaller than that is within what the evaluation set's size can tell apart.
@@ -172,10 +175,54 @@ class ModelChange:
     create_time: float  # epoch seconds
     swap_time: float | None
     end_time: float | None
+    tenant: str | None = None  # the operator's who started it: its events are that tenant's
 
     @property
     def open(self) -> bool:
         return self.state in OPEN_STATES
+
+
+def figures_record(current: Figures | None, candidate: Figures | None) -> dict[str, Any] | None:
+    """Both models' figures as they are stored with the change and sent in its events."""
+    if current is None and candidate is None:
+        return None
+
+    def one(figures: Figures | None) -> dict[str, dict[str, float]] | None:
+        if figures is None:
+            return None
+        return {m: {"ndcg_at_10": f.ndcg_at_10, "recall_at_100": f.recall_at_100} for m, f in figures.modes.items()}
+
+    return {"current": one(current), "candidate": one(candidate)}
+
+
+# The event a change's arrival in a state sends: the gate's two outcomes are one event, its state
+# telling them apart; HELD -> EVALUATING (never written by the service) sends none.
+_EVENTS = {
+    ChangeState.RE_EMBEDDING: EventType.MODEL_CHANGE_STARTED,
+    ChangeState.EVALUATING: EventType.MODEL_CHANGE_RE_EMBEDDED,
+    ChangeState.SWAPPED: EventType.MODEL_CHANGE_GATED,
+    ChangeState.HELD: EventType.MODEL_CHANGE_GATED,
+    ChangeState.ROLLED_BACK: EventType.MODEL_CHANGE_ROLLED_BACK,
+    ChangeState.CANCELLED: EventType.MODEL_CHANGE_CANCELLED,
+    ChangeState.FINISHED: EventType.MODEL_CHANGE_FINISHED,
+}
+
+
+def change_event(change: ModelChange) -> NewEvent:
+    """The event of ``change`` having just reached its state: the change as it is then."""
+    detail: dict[str, Any] = {
+        "change_id": str(change.change_id),
+        "from_model": change.from_model,
+        "to_model": change.to_model,
+        "state": change.state.value,
+    }
+    if _EVENTS[change.state] is EventType.MODEL_CHANGE_GATED:
+        detail |= {
+            "forced": change.forced,
+            "reason": change.gate_why,
+            "figures": figures_record(change.current_figures, change.candidate_figures),
+        }
+    return NewEvent(_EVENTS[change.state], None, None, detail)
 
 
 def start_target(stores: Stores, to_model: str, current_model: str) -> str | None:

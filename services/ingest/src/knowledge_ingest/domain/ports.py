@@ -15,6 +15,7 @@ from knowledge_runtime.filters import Node
 from knowledge_runtime.reach import Band, Placement, Reach, Reader, ScopePath
 
 from knowledge_ingest.domain.documents import Document, Job
+from knowledge_ingest.domain.evaluation import EvaluationSet
 from knowledge_ingest.domain.events import Event
 from knowledge_ingest.domain.imports import Binding, Finding, FindingState, Mode, SeenFile
 from knowledge_ingest.domain.jobs import Transition
@@ -509,3 +510,13 @@ class HeldModels(Protocol):
 
     async def embed_with(self, tenant: str, texts: Sequence[str], model: str) -> list[list[float]]:
         """One vector per text, by ``model`` ('' = the current one)."""
+
+
+class SetSearch(Protocol):
+    """Search, as a model change's evaluation asks it."""
+
+    async def ranked(
+        self, evaluation_set: EvaluationSet, text: str, mode: str, candidate: bool, top_k: int
+    ) -> list[str]:
+        """The document ids of the chunks that answer ``text`` in the set's corpus (best first),
+        in ``mode``, from the current model's vectors or the open change's other model's."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 import grpc
 from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
@@ -33,6 +34,34 @@ def event_message(event: Event) -> ingest_pb2.Event:
         from_corpus_id=str(from_corpus) if from_corpus is not None else "",
         principals=[str(p) for p in detail.get("principals", ())],
         webhook_id=str(detail.get("webhook_id", "")),
+        model_change=_model_change(detail) if "change_id" in detail else None,
+    )
+
+
+def _model_change(detail: dict) -> ingest_pb2.ModelChange:
+    """A model change's event: the change as it was then (its figures when the gate ran)."""
+    figures = detail.get("figures") or {}
+
+    def evaluation(modes: dict | None) -> ingest_pb2.ModelEvaluation | None:
+        if not modes:
+            return None
+        return ingest_pb2.ModelEvaluation(
+            modes={
+                m: ingest_pb2.ModeFigures(ndcg_at_10=f["ndcg_at_10"], recall_at_100=f["recall_at_100"])
+                for m, f in modes.items()
+            }
+        )
+
+    state = "MODEL_CHANGE_STATE_" + str(detail.get("state", "unspecified")).upper()
+    return ingest_pb2.ModelChange(
+        change_id=str(detail["change_id"]),
+        from_model=str(detail.get("from_model", "")),
+        to_model=str(detail.get("to_model", "")),
+        state=cast(ingest_pb2.ModelChangeState, ingest_pb2.ModelChangeState.Value(state)),
+        forced=bool(detail.get("forced", False)),
+        gate_reason=str(detail.get("reason", "")),
+        current_figures=evaluation(figures.get("current")),
+        candidate_figures=evaluation(figures.get("candidate")),
     )
 
 

@@ -10,7 +10,9 @@ from knowledge.v1 import ingest_pb2, ingest_pb2_grpc
 from knowledge_runtime.auth import MODELS_ADMIN, current_scope
 from knowledge_runtime.server import ServiceSpec
 
+from knowledge_ingest.domain.evaluation import EvaluationSet, JudgedQuery
 from knowledge_ingest.domain.model_change import Figures, ModeFigures
+from knowledge_ingest.models.evaluation import EvaluationSetUseCases
 from knowledge_ingest.models.usecases import ChangeView, ModelChangeUseCases
 
 CAPABILITIES = {
@@ -19,6 +21,8 @@ CAPABILITIES = {
     "SwapModel": MODELS_ADMIN,
     "RollbackModelChange": MODELS_ADMIN,
     "CancelModelChange": MODELS_ADMIN,
+    "PutEvaluationSet": MODELS_ADMIN,
+    "DeleteEvaluationSet": MODELS_ADMIN,
 }
 Context = grpc.aio.ServicerContext
 
@@ -80,9 +84,35 @@ def change_message(view: ChangeView) -> ingest_pb2.ModelChange:
     return message
 
 
+def evaluation_set_message(stored: EvaluationSet) -> ingest_pb2.EvaluationSet:
+    return ingest_pb2.EvaluationSet(
+        name=stored.name,
+        corpus_id=str(stored.corpus_id),
+        queries=[
+            ingest_pb2.EvaluationQuery(query_id=q.query_id, text=q.text, relevant=dict(q.relevant))
+            for q in stored.queries
+        ],
+        update_time=_stamp(stored.update_time),
+    )
+
+
 class ModelChangeServicer(ingest_pb2_grpc.ModelChangeServiceServicer):
-    def __init__(self, changes: ModelChangeUseCases) -> None:
+    def __init__(self, changes: ModelChangeUseCases, sets: EvaluationSetUseCases) -> None:
         self._changes = changes
+        self._sets = sets
+
+    async def PutEvaluationSet(
+        self, request: ingest_pb2.PutEvaluationSetRequest, context: Context
+    ) -> ingest_pb2.EvaluationSet:
+        queries = [JudgedQuery(q.query_id, q.text, dict(q.relevant)) for q in request.queries]
+        stored = await self._sets.put(current_scope(), request.name, request.corpus_id, queries)
+        return evaluation_set_message(stored)
+
+    async def DeleteEvaluationSet(
+        self, request: ingest_pb2.DeleteEvaluationSetRequest, context: Context
+    ) -> ingest_pb2.DeleteEvaluationSetResponse:
+        await self._sets.delete(current_scope(), request.name)
+        return ingest_pb2.DeleteEvaluationSetResponse()
 
     async def StartModelChange(
         self, request: ingest_pb2.StartModelChangeRequest, context: Context

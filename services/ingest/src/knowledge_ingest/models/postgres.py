@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import asyncpg
 import numpy as np
 from knowledge_runtime.db.pool import Database, Transaction
+from knowledge_runtime.reach import Band
 from pgvector import Vector
 
+from knowledge_ingest.domain.evaluation import EvaluationSet, JudgedQuery
 from knowledge_ingest.domain.model_change import (
     CHUNKS_STORE,
     ChangeState,
@@ -23,7 +25,10 @@ from knowledge_ingest.domain.model_change import (
     ModeFigures,
     ModelChange,
     Stores,
+    change_event,
+    figures_record,
 )
+from knowledge_ingest.events.outbox import publish
 
 STORES = "SELECT current_store, chunks_model, next_model FROM embedding_stores"
 LOCK_STORES = STORES + " FOR UPDATE"
@@ -34,13 +39,13 @@ WHERE a.attrelid = 'chunks'::regclass AND a.attname = 'embedding'
 """
 _CHANGE_COLUMNS = """change_id, from_model, from_store, to_model, to_store, to_dimension, state, chunks_done, forced,
        gate_why, figures, extract(epoch FROM create_time) AS create_s, extract(epoch FROM swap_time) AS swap_s,
-       extract(epoch FROM end_time) AS end_s, cursor_chunk_id"""
+       extract(epoch FROM end_time) AS end_s, cursor_chunk_id, tenant_id"""
 LATEST_CHANGE = f"SELECT {_CHANGE_COLUMNS} FROM model_changes ORDER BY change_id DESC LIMIT 1"
 OPEN_STATES_SQL = "('re_embedding', 'evaluating', 'held', 'swapped')"
 OPEN_CHANGE = f"SELECT {_CHANGE_COLUMNS} FROM model_changes WHERE state IN {OPEN_STATES_SQL}"
 INSERT_CHANGE = f"""
-INSERT INTO model_changes (from_model, from_store, to_model, to_store, to_dimension, state, requested_by)
-VALUES ($1, $2, $3, $4, $5, 're_embedding', $6)
+INSERT INTO model_changes (from_model, from_store, to_model, to_store, to_dimension, state, requested_by, tenant_id)
+VALUES ($1, $2, $3, $4, $5, 're_embedding', $6, $7)
 RETURNING {_CHANGE_COLUMNS}
 """
 SET_STATE = f"""
@@ -51,6 +56,12 @@ UPDATE model_changes SET state = $2, update_time = now(),
 WHERE change_id = $1
 RETURNING {_CHANGE_COLUMNS}
 """
+ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
+# A change's events name no corpus: they are placed at the root of the operator's tenant, in the
+# band every reader of the tenant's own material reads.
+PLACE_EVENTS = (
+    "UPDATE events SET scope_path = '/', confidentiality = 'TENANT', corpus_system = false WHERE event_id = ANY($1)"
+)
 SET_STORES = """
 UPDATE embedding_stores SET current_store = $1, chunks_model = $2, next_model = $3,
     next_dimension = CASE WHEN $3::text IS NULL THEN NULL ELSE coalesce($4, next_dimension) END, update_time = now()
@@ -113,15 +124,8 @@ def _figures(value: object) -> Figures | None:
 
 
 def figures_json(current: Figures | None, candidate: Figures | None) -> str | None:
-    if current is None and candidate is None:
-        return None
-
-    def one(figures: Figures | None) -> dict[str, dict[str, float]] | None:
-        if figures is None:
-            return None
-        return {m: {"ndcg_at_10": f.ndcg_at_10, "recall_at_100": f.recall_at_100} for m, f in figures.modes.items()}
-
-    return json.dumps({"current": one(current), "candidate": one(candidate)})
+    record = figures_record(current, candidate)
+    return None if record is None else json.dumps(record)
 
 
 def change_of(row: asyncpg.Record) -> ModelChange:
@@ -142,6 +146,7 @@ def change_of(row: asyncpg.Record) -> ModelChange:
         create_time=float(row["create_s"]),
         swap_time=None if row["swap_s"] is None else float(row["swap_s"]),
         end_time=None if row["end_s"] is None else float(row["end_s"]),
+        tenant=row["tenant_id"],
     )
 
 
@@ -180,13 +185,22 @@ class PostgresModelChanges:
         return None if row is None else (change_of(row), row["cursor_chunk_id"])
 
     async def insert(
-        self, tx: Transaction, from_model: str, from_store: str, to_model: str, to_store: str, dimension: int, who: str
+        self,
+        tx: Transaction,
+        from_model: str,
+        from_store: str,
+        to_model: str,
+        to_store: str,
+        dimension: int,
+        who: str,
+        tenant: str,
     ) -> ModelChange:
+        await tx.execute("ensure_tenant", ENSURE_TENANT, tenant)
         row = await tx.fetchrow(
-            "insert_model_change", INSERT_CHANGE, from_model, from_store, to_model, to_store, dimension, who
+            "insert_model_change", INSERT_CHANGE, from_model, from_store, to_model, to_store, dimension, who, tenant
         )
         assert row is not None
-        return change_of(row)
+        return await self._announce(tx, change_of(row))
 
     async def set_state(
         self,
@@ -200,7 +214,15 @@ class PostgresModelChanges:
     ) -> ModelChange:
         row = await tx.fetchrow("set_model_change_state", SET_STATE, change_id, state.value, forced, why, figures)
         assert row is not None
-        return change_of(row)
+        return await self._announce(tx, change_of(row))
+
+    async def _announce(self, tx: Transaction, change: ModelChange) -> ModelChange:
+        """The change's event, in the transaction that moved it (a change from before events had
+        a tenant sends none)."""
+        if change.tenant is not None:
+            ids = await publish(tx, change.tenant, [change_event(change)])
+            await tx.execute("place_model_change_events", PLACE_EVENTS, ids)
+        return change
 
     async def set_stores(self, tx: Transaction, stores: Stores, next_dimension: int | None = None) -> None:
         await tx.execute(
@@ -258,3 +280,59 @@ class PostgresModelChanges:
 
 class _Closed(Exception):
     """The change closed while its vectors were written: the transaction is rolled back."""
+
+
+PUT_SET = """
+WITH tenant AS (INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING)
+INSERT INTO evaluation_sets (tenant_id, name, corpus_id, scope_claim, clearance, queries)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+ON CONFLICT (tenant_id, name) DO UPDATE SET corpus_id = excluded.corpus_id, scope_claim = excluded.scope_claim,
+    clearance = excluded.clearance, queries = excluded.queries, update_time = now()
+RETURNING extract(epoch FROM update_time) AS update_s
+"""
+DELETE_SET = "DELETE FROM evaluation_sets WHERE tenant_id = $1 AND name = $2"
+ALL_SETS = """
+SELECT tenant_id, name, corpus_id, scope_claim, clearance, queries, extract(epoch FROM update_time) AS update_s
+FROM evaluation_sets ORDER BY tenant_id, name
+"""
+
+
+class PostgresEvaluationSets:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def put(self, put: EvaluationSet) -> EvaluationSet:
+        queries = [{"query_id": q.query_id, "text": q.text, "relevant": dict(q.relevant)} for q in put.queries]
+        update_s = await self._db.fetchval(
+            "put_evaluation_set",
+            PUT_SET,
+            put.tenant,
+            put.name,
+            put.corpus_id,
+            put.scope_claim,
+            put.clearance.value,
+            json.dumps(queries),
+        )
+        return replace(put, update_time=float(update_s))
+
+    async def delete(self, tenant: str, name: str) -> bool:
+        status = await self._db.execute("delete_evaluation_set", DELETE_SET, tenant, name)
+        return status.split()[-1] != "0"
+
+    async def all(self) -> list[EvaluationSet]:
+        rows = await self._db.fetch("evaluation_sets", ALL_SETS)
+        return [
+            EvaluationSet(
+                tenant=r["tenant_id"],
+                name=r["name"],
+                corpus_id=r["corpus_id"],
+                scope_claim=r["scope_claim"],
+                clearance=Band(r["clearance"]),
+                queries=tuple(
+                    JudgedQuery(q["query_id"], q["text"], {str(d): int(g) for d, g in q["relevant"].items()})
+                    for q in json.loads(r["queries"])
+                ),
+                update_time=float(r["update_s"]),
+            )
+            for r in rows
+        ]

@@ -1,5 +1,6 @@
 """The model change's use cases: start, status, the gate and the swap, rollback, cancel; and the
-background steps that re-embed every chunk and drop the old vectors after the grace period.
+background steps that re-embed every chunk, run the stored evaluation sets and gate the change
+once its new vectors are complete, and drop the old vectors after the grace period.
 
 Every transition runs in one transaction that locks the ``embedding_stores`` row: the swap flips
 what search reads in that transaction, so a search reads either model, never a mix.
@@ -41,12 +42,14 @@ from knowledge_ingest.domain.model_change import (
     start_target,
 )
 from knowledge_ingest.domain.ports import HeldModels
+from knowledge_ingest.models.evaluation import Evaluator
 from knowledge_ingest.models.postgres import PostgresModelChanges, figures_json
 
 log = get_logger("knowledge.ingest")
 
 DEFAULT_BATCH = 64  # chunks re-embedded per step: one EmbedTexts per tenant in the batch
 DROP_BATCH = 1000  # old chunks.embedding values cleared per step after a change off that store
+GATED_FROM = (ChangeState.EVALUATING, ChangeState.HELD)  # the states the gate decides in
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +66,16 @@ class ModelChangeUseCases:
         embedder: HeldModels,
         *,
         grace_s: float,
+        evaluator: Evaluator | None = None,
+        margin: float = DEFAULT_NDCG_MARGIN,
         batch: int = DEFAULT_BATCH,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._grace_s = grace_s
+        self._evaluator = evaluator
+        self._margin = margin
         self._batch = batch
         self._clock = clock
 
@@ -114,7 +121,7 @@ class ModelChangeUseCases:
                     await self._store.prepare_next(tx, dimension)
                 await self._store.set_stores(tx, named, dimension if target == NEXT_STORE else None)
                 change = await self._store.insert(
-                    tx, from_model, stores.current, to_model, target, dimension, scope.subject or ""
+                    tx, from_model, stores.current, to_model, target, dimension, scope.subject or "", scope.tenant
                 )
         except asyncpg.UniqueViolationError:  # another start won the race
             opened = await self._store.open_change()
@@ -153,10 +160,23 @@ class ModelChangeUseCases:
             raise ModelChangeState(
                 change.change_id, change.state.value, f"{total - done} chunks still lack the new model's vectors"
             )
-        decision = gate(current, candidate, margin=margin or DEFAULT_NDCG_MARGIN, force=force)
+        return await self._view(
+            await self._gate(change, current, candidate, force=force, margin=margin or self._margin)
+        )
+
+    async def _gate(
+        self, change: ModelChange, current: Figures | None, candidate: Figures | None, *, force: bool, margin: float
+    ) -> ModelChange:
+        """The gate's decision written: swapped (search reads the new store from this transaction
+        on) or held, with both figures; a change that moved on meanwhile is left as it is."""
+        decision = gate(current, candidate, margin=margin, force=force)
         figures = figures_json(current, candidate)
         async with self._store.transaction() as tx:
             stores = await self._store.locked_stores(tx)
+            opened = await self._store.open_change(tx)
+            if opened is None or opened[0].change_id != change.change_id or opened[0].state not in GATED_FROM:
+                now = opened[0].state.value if opened else "closed"
+                raise ModelChangeState(change.change_id, now, f"the change is {now} now: the gate did not run")
             if decision.swap:
                 await self._store.set_stores(tx, replace(stores, current=change.to_store))
                 state = ChangeState.SWAPPED
@@ -166,7 +186,7 @@ class ModelChangeUseCases:
                 tx, change.change_id, state, forced=decision.forced, why=decision.why, figures=figures
             )
         log.info("model_change_gated", change_id=change.change_id, swapped=decision.swap, forced=decision.forced)
-        return await self._view(change)
+        return change
 
     async def rollback(self) -> ChangeView:
         change = await self._open()
@@ -231,12 +251,20 @@ class ModelChangeUseCases:
     # -- helpers
 
     async def _complete(self, change: ModelChange) -> bool:
-        """Every chunk has the new vector: a re-embedding change waits for the gate."""
+        """Every chunk has the new vector: a re-embedding change is evaluating, and the stored
+        evaluation sets gate it; with none stored it waits for the operator's swap."""
         if change.state is ChangeState.RE_EMBEDDING:
             async with self._store.transaction() as tx:
                 await self._store.locked_stores(tx)
-                await self._store.set_state(tx, change.change_id, ChangeState.EVALUATING)
+                change = await self._store.set_state(tx, change.change_id, ChangeState.EVALUATING)
             log.info("model_change_re_embedded", change_id=change.change_id)
+        if change.state is ChangeState.EVALUATING and self._evaluator is not None:
+            measured = await self._evaluator.run()
+            if measured is not None:
+                try:
+                    await self._gate(change, *measured, force=False, margin=self._margin)
+                except ModelChangeState:  # the operator swapped, held or cancelled it meanwhile
+                    pass
         return False
 
     async def _open(self) -> ModelChange:
