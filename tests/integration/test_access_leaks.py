@@ -342,6 +342,10 @@ EXEMPT = {
     "knowledge.v1.ModelChangeService/SwapModel": MODEL_ADMIN,
     "knowledge.v1.ModelChangeService/RollbackModelChange": MODEL_ADMIN,
     "knowledge.v1.ModelChangeService/CancelModelChange": MODEL_ADMIN,
+    "knowledge.v1.ModelChangeService/PutEvaluationSet": (
+        "stores the operator's queries and judgements; its answer echoes them and reads no document"
+    ),
+    "knowledge.v1.ModelChangeService/DeleteEvaluationSet": "deletes an evaluation set; its answer is empty",
 }
 
 
