@@ -155,9 +155,9 @@ def code_capabilities() -> tuple[set[str], set[str], set[str]]:
     return set(PUBLIC_CAPABILITIES), set(ADMIN_CAPABILITIES) | set(PLATFORM_CAPABILITIES), set(INTERNAL_CAPABILITIES)
 
 
-def test_the_readme_and_the_api_reference_list_the_capabilities_the_code_has():
+def test_the_security_notes_and_the_api_reference_list_the_capabilities_the_code_has():
     public, granted, internal = code_capabilities()
-    readme_public, readme_named = _capabilities_in("README.md", "Tokens.")
+    readme_public, readme_named = _capabilities_in("docs/security.md", "Tokens.")
     assert readme_public == public
     assert readme_named == public | granted  # the internal ones are the next bullet's, unnamed
     api_public, api_named = _capabilities_in("docs/api.md", "Capabilities.")
