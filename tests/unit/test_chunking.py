@@ -130,6 +130,8 @@ def test_every_chunk_is_measured_whole_so_an_estimate_never_lets_one_exceed_the_
     assert "".join(reassemble(chunks).split()) == "".join(text.split())
 
 
-def test_a_headings_only_document_is_cut_to_the_limit_between_words():
-    chunks = split_structural("# " + "heading words " * 40, max_chars=200)
-    assert len(chunks) == 1 and len(chunks[0].content) <= 200 and chunks[0].content.endswith("words")
+def test_a_headings_only_document_is_cut_to_the_limit_between_words_and_loses_nothing():
+    text = "# " + "heading words " * 40
+    chunks = split_structural(text, max_chars=200)
+    assert len(chunks) > 1 and all(len(c.content) <= 200 and c.content.endswith("words") for c in chunks)
+    assert " ".join(c.content for c in chunks).split() == text.split()

@@ -159,8 +159,8 @@ def split_structural(
             carried = []
         for content, overlap in _pack(units, size):
             add(content, segment.section, segment.page, overlap)
-    if carried:  # a document that ends with headings only
-        add(size.measure.split(_SEPARATOR.join(carried), size.limit)[0], "", None)
+    if carried:  # a document that ends with headings only: kept whole, cut to the limit between words
+        add(_SEPARATOR.join(carried), "", None)
     return chunks
 
 
