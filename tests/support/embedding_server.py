@@ -81,6 +81,8 @@ class HeldBatches:
                         status, payload = answer.status, answer.read()
                 except urllib.error.HTTPError as error:
                     status, payload = error.code, error.read()
+                except OSError:  # the server is down: what a gateway before it would answer
+                    status, payload = 502, b'{"error": {"message": "the upstream server is unreachable"}}'
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -98,6 +100,10 @@ class HeldBatches:
 
     def release(self) -> None:
         self._released.set()
+
+    def hold(self) -> None:
+        """Batches wait again, until the next release."""
+        self._released.clear()
 
     def close(self) -> None:
         self._released.set()
