@@ -39,10 +39,13 @@ async def prepare(
     tenant: str = TENANT,
     backend: str = "torch",
     chunking: dict[str, str] | None = None,
+    **stack,
 ):
     """content-index, embedder and ingest in-process (on ``services``), and every dataset document
     ingested once into corpus ``corpus_name`` through IngestTexts, as a user's text is, chunked
-    as ``chunking`` (ingest's KNOWLEDGE_CHUNK_* settings; none: its defaults) says.
+    as ``chunking`` (ingest's KNOWLEDGE_CHUNK_* settings; none: its defaults) says. ``stack``: more
+    of ``ingest_services``' arguments (``embedder_settings``, ``with_search``). Returned: the
+    embedder's address, a token, the corpus, {document id: dataset id} and every service's address.
 
     A kept ``--data-dir`` holds the indexed corpus: a later run ingests only the documents
     that have no chunks yet, so one slow ingestion serves every comparison.
@@ -62,6 +65,7 @@ async def prepare(
             log_level="warning",
             backend=backend,
             ingest_settings=chunking,
+            **stack,
         )
     )
     # A full ingestion on a loaded machine outlasts the default hour: the first run died polling
@@ -123,7 +127,7 @@ async def prepare(
         f"({len(dataset.corpus) - len(todo)} already indexed)",
         file=sys.stderr,
     )
-    return addresses["embedder"], token, corpus, by_row
+    return addresses["embedder"], token, corpus, by_row, addresses
 
 
 async def chunk_sizes(admin_url: str, embedder: str, token: str, corpus: int) -> str:
@@ -242,7 +246,7 @@ async def _evaluate(
     from knowledge_search.domain.model import Weights
     from knowledge_search.usecases import CHANNEL_DEPTH
 
-    address, token, corpus, by_row = await prepare(
+    address, token, corpus, by_row, _ = await prepare(
         dataset, pg, work, keys, services, corpus_name, tenant, backend, chunking
     )
     chunks = await chunk_sizes(pg.url(), address, token, corpus)
