@@ -279,6 +279,10 @@ async def test_cursors_out_of_retention_or_not_issued_are_refused_and_a_quiet_st
     async with replica(url, verifier, blobs, embedder) as stub:
         for _ in range(3):
             await new_corpus(stub, metadata)
+        # The relay numbers events after their commit: a cursor is one once they are numbered.
+        async with asyncio.timeout(10):
+            while (await admin.fetchval("n", "SELECT max(seq) FROM events WHERE tenant_id = $1", tenant) or 0) < 3:
+                await asyncio.sleep(0.05)
         # A quiet stream: after the three events, heartbeats at the stream's cursor.
         call = stub.WatchEvents(ingest_pb2.WatchEventsRequest(after="1"), metadata=metadata)
         lines = []

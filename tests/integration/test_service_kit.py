@@ -321,7 +321,7 @@ def opened(monkeypatch):
     return seen
 
 
-CHANNELS = {"content-index": 0, "embedder": 0, "ingest": 2, "search": 1}
+CHANNELS = {"content-index": 0, "embedder": 0, "ingest": 3, "search": 1}
 
 
 def scrape(url: str) -> tuple[int, bytes]:

@@ -13,7 +13,7 @@ import re
 from importlib import resources
 
 from google.api import annotations_pb2
-from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from knowledge_gateway.config import (
     LOG_NAMESPACE,
@@ -116,6 +116,17 @@ def _stream_routes_lua() -> str:
     )
 
 
+# A map value of these types must be a JSON number (64-bit integers may also be JSON strings).
+NUMBER_TYPES = frozenset(
+    {
+        FieldDescriptor.CPPTYPE_INT32,
+        FieldDescriptor.CPPTYPE_UINT32,
+        FieldDescriptor.CPPTYPE_DOUBLE,
+        FieldDescriptor.CPPTYPE_FLOAT,
+    }
+)
+
+
 def _body_schemas_lua() -> str:
     """The fields each request message takes, as Lua tables: ``true`` for a value whose inside is
     not checked (a scalar, an enum, a map, a well-known type), another message's table for a
@@ -143,9 +154,17 @@ def _body_schemas_lua() -> str:
                 if nested is not None and nested.full_name in messages
                 else "true"
             )
-            listed = member.is_repeated and not (nested is not None and nested.GetOptions().map_entry)
+            mapped = nested is not None and nested.GetOptions().map_entry
+            listed = member.is_repeated and not mapped
+            numbers = mapped and nested.fields_by_name["value"].cpp_type in NUMBER_TYPES
             for spelling in sorted({member.name, member.json_name}):
                 lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
+                if numbers:
+                    table = f"schemas[{json.dumps(name)}]"
+                    lines.append(
+                        f"number_maps[{table}] = number_maps[{table}] or {{}}; "
+                        f"number_maps[{table}][{json.dumps(spelling)}] = true"
+                    )
                 if listed:
                     table = f"schemas[{json.dumps(name)}]"
                     lines.append(

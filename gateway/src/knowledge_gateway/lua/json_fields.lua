@@ -1,5 +1,6 @@
 local schemas = {}
 local lists = {}  -- lists[a message's table][field] = true: a repeated field, sent as a JSON array
+local number_maps = {}  -- number_maps[a message's table][field] = true: a map whose values are numbers
 local json_routes = {}
 local stream_routes = {}  -- {method, path pattern}: the calls whose 200 is one JSON object per line
 @SCHEMAS@
@@ -44,6 +45,24 @@ local function check_object(s, i, schema, path, depth)
     if schema ~= nil and lists[schema] ~= nil and lists[schema][key] and string.byte(s, start) ~= 91
         and string.sub(s, start, start + 3) ~= "null" then
       error({field = field_name(path, key), list = true}, 0)
+    end
+    -- The transcoder turned a map's non-number value into corrupt wire bytes (a 500 at the
+    -- service): every value of a map of numbers must be a number.
+    if schema ~= nil and number_maps[schema] ~= nil and number_maps[schema][key]
+        and string.byte(s, start) == 123 then
+      local k = skip_space(s, start + 1)
+      while string.byte(s, k) ~= 125 do
+        if string.byte(s, k) ~= 34 then error("syntax", 0) end
+        k = skip_space(s, string_end(s, k))
+        if string.byte(s, k) ~= 58 then error("syntax", 0) end
+        k = skip_space(s, k + 1)
+        if string.find(s, "^-?%d", k) == nil then
+          error({field = field_name(path, key), number = true}, 0)
+        end
+        k = skip_space(s, check_value(s, k, nil, path, depth + 1))
+        if string.byte(s, k) == 44 then k = skip_space(s, k + 1)
+        elseif string.byte(s, k) ~= 125 then error("syntax", 0) end
+      end
     end
     local j = check_value(s, start, schema ~= nil and inner or nil, path .. key .. ".", depth)
     j = skip_space(s, j)
@@ -113,6 +132,10 @@ local function unknown_field(handle, method, path)
   if problem.list then
     return {reason = "INVALID_REQUEST", field = problem.field,
             message = "field " .. problem.field .. " is a list: send a JSON array"}
+  end
+  if problem.number then
+    return {reason = "INVALID_REQUEST", field = problem.field,
+            message = "field " .. problem.field .. " maps keys to numbers: every value must be a number"}
   end
   if problem.null then
     return {reason = "INVALID_REQUEST", field = problem.field,
