@@ -156,7 +156,7 @@ def _body_schemas_lua() -> str:
             )
             mapped = nested is not None and nested.GetOptions().map_entry
             listed = member.is_repeated and not mapped
-            numbers = mapped and nested.fields_by_name["value"].cpp_type in NUMBER_TYPES
+            numbers = nested is not None and mapped and nested.fields_by_name["value"].cpp_type in NUMBER_TYPES
             for spelling in sorted({member.name, member.json_name}):
                 lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
                 if numbers:
