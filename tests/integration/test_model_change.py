@@ -30,6 +30,7 @@ from knowledge_search.usecases import SearchUseCases
 from tests.support import rpc
 from tests.support.embedding_server import E5_MODEL, HeldBatches, next_model_settings, start_server, stop
 from tests.support.eval_stack import ingest_services, ingest_texts
+from tests.support.model_change import reset_stores, wait_state
 from tests.support.net import free_port
 from tests.support.rpc import error_info
 
@@ -83,18 +84,9 @@ async def services(migrated_pg, keys_dir, tmp_path_factory, remote):
 
 @pytest.fixture
 async def admin_db(migrated_pg):
-    """The deployment's stores put back as they were: other tests share this database."""
     db = await Database.connect(migrated_pg.url())
     yield db
-    await db.execute(
-        "reset",
-        "UPDATE model_changes SET state = 'cancelled', end_time = now() "
-        "WHERE state IN ('re_embedding', 'evaluating', 'held', 'swapped')",
-    )
-    await db.execute(
-        "reset", "UPDATE embedding_stores SET current_store = 'chunks', chunks_model = '', next_model = NULL"
-    )
-    await db.execute("reset", "SELECT drop_next_vectors()")
+    await reset_stores(db, TENANT)
     await db.close()
 
 
@@ -131,18 +123,6 @@ def figures(results) -> Figures:
     return Figures(
         modes={m: ModeFigures(ndcg_at_10=r["ndcg@10"], recall_at_100=r["recall@100"]) for m, r in results.items()}
     )
-
-
-async def wait_state(stub, metadata, wanted: int, timeout: float = 120.0) -> ingest_pb2.ModelChange:
-    deadline = time.monotonic() + timeout
-    while True:
-        change = await stub.GetModelChange(ingest_pb2.GetModelChangeRequest(), metadata=metadata)
-        if change.state == wanted:
-            return change
-        assert time.monotonic() < deadline, (
-            f"still {STATE.Name(change.state)}: {change.chunks_done}/{change.chunks_total}"
-        )
-        await asyncio.sleep(0.2)
 
 
 async def test_a_change_re_embeds_gates_swaps_and_rolls_back(

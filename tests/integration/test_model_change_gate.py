@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import grpc
@@ -23,6 +22,7 @@ from knowledge_runtime.db.pool import Database
 from tests.support import rpc
 from tests.support.embedding_server import E5_MODEL, next_model_settings, start_server, stop
 from tests.support.eval_stack import ingest_services, ingest_texts
+from tests.support.model_change import reset_stores, wait_state
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.integration
@@ -54,31 +54,10 @@ async def services(migrated_pg, keys_dir, tmp_path_factory):
 
 @pytest.fixture
 async def admin_db(migrated_pg):
-    """The deployment's stores and this tenant's sets put back as they were: other tests share
-    this database."""
     db = await Database.connect(migrated_pg.url())
     yield db
-    await db.execute("reset", "DELETE FROM evaluation_sets WHERE tenant_id = $1", TENANT)
-    await db.execute(
-        "reset",
-        "UPDATE model_changes SET state = 'cancelled', end_time = now() "
-        "WHERE state IN ('re_embedding', 'evaluating', 'held', 'swapped')",
-    )
-    await db.execute(
-        "reset", "UPDATE embedding_stores SET current_store = 'chunks', chunks_model = '', next_model = NULL"
-    )
-    await db.execute("reset", "SELECT drop_next_vectors()")
+    await reset_stores(db, TENANT)
     await db.close()
-
-
-async def wait_state(stub, metadata, wanted: int, timeout: float = 180.0) -> ingest_pb2.ModelChange:
-    deadline = time.monotonic() + timeout
-    while True:
-        change = await stub.GetModelChange(ingest_pb2.GetModelChangeRequest(), metadata=metadata)
-        if change.state == wanted:
-            return change
-        assert time.monotonic() < deadline, f"still {STATE.Name(change.state)}: {change.gate_reason}"
-        await asyncio.sleep(0.2)
 
 
 async def top_documents(search, metadata, corpus_id: str, dataset: Dataset, candidate: bool) -> dict[str, str]:
