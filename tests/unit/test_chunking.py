@@ -114,6 +114,9 @@ class Undercounting:
     def size(self, text: str) -> int:
         return len(text)
 
+    def sizes(self, texts) -> list[int]:
+        return [len(text) for text in texts]
+
     def joined(self, sizes, separator: str) -> int:
         return sum(sizes) // 2
 

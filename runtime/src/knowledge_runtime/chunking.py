@@ -57,6 +57,9 @@ class Measure(Protocol):
 
     def size(self, text: str) -> int: ...
 
+    def sizes(self, texts: Sequence[str]) -> list[int]:
+        """``size`` of each text, in one call (a tokenizer encodes a batch in parallel)."""
+
     def joined(self, sizes: Sequence[int], separator: str) -> int:
         """The size of texts of ``sizes`` joined by ``separator``."""
 
@@ -71,6 +74,9 @@ class Characters:
 
     def size(self, text: str) -> int:
         return len(text)
+
+    def sizes(self, texts: Sequence[str]) -> list[int]:
+        return [len(text) for text in texts]
 
     def joined(self, sizes: Sequence[int], separator: str) -> int:
         return sum(sizes) + len(separator) * max(len(sizes) - 1, 0)
@@ -140,15 +146,13 @@ def split_structural(
     text: str, *, source: str = "", max_chars: int = DEFAULT_MAX_CHARS, size: ChunkSize | None = None
 ) -> list[TextChunk]:
     """Chunks of at most ``size`` (``max_chars`` characters unless given) in document order
-    (``source`` is informational)."""
+    (``source`` is informational).
+
+    Texts are measured in batches, not one by one: every unit of the document in one call, then
+    every chunk made of them in another (a tokenizer spends most of a lone call on its overhead)."""
     size = size or ChunkSize(max_chars)
-    chunks: list[TextChunk] = []
+    sections: list[tuple[_Segment, list[_Unit]]] = []
     carried: list[str] = []  # headings of sections that had no body yet
-
-    def add(content: str, section: str, page: int | None, overlap: int = 0) -> None:
-        for index, piece in enumerate(_within(content, size)):
-            chunks.append(TextChunk(piece, section, page, len(chunks), overlap if index == 0 else 0))
-
     for segment in _segments(text):
         units = list(_units(segment.lines))
         if units and all(_is_heading_only(u) for u in units):
@@ -157,17 +161,26 @@ def split_structural(
         if carried:
             units = [_Unit(_SEPARATOR.join(carried))] + units
             carried = []
-        for content, overlap in _pack(units, size):
-            add(content, segment.section, segment.page, overlap)
+        sections.append((segment, units))
+    measured = iter(size.measure.sizes([unit.text for _, units in sections for unit in units]))
+    packed: list[tuple[str, str, int | None, int]] = []  # content, section, page, overlap
+    for segment, units in sections:
+        units = [replace(unit, size=next(measured)) for unit in units]
+        packed += [(content, segment.section, segment.page, overlap) for content, overlap in _pack(units, size)]
     if carried:  # a document that ends with headings only: kept whole, cut to the limit between words
-        add(_SEPARATOR.join(carried), "", None)
+        packed.append((_SEPARATOR.join(carried), "", None, 0))
+    chunks: list[TextChunk] = []
+    wholes = size.measure.sizes([content for content, *_ in packed])
+    for (content, section, page, overlap), whole in zip(packed, wholes, strict=True):
+        for index, piece in enumerate(_within(content, whole, size)):
+            chunks.append(TextChunk(piece, section, page, len(chunks), overlap if index == 0 else 0))
     return chunks
 
 
-def _within(content: str, size: ChunkSize) -> list[str]:
-    """The chunk, measured whole: itself when it fits (always, where the measure's sizes of joined
-    texts are exact), else cut between words into pieces that do."""
-    if size.measure.size(content) <= size.limit:
+def _within(content: str, measured: int, size: ChunkSize) -> list[str]:
+    """The chunk, measured whole (``measured``): itself when it fits (always, where the measure's
+    sizes of joined texts are exact), else cut between words into pieces that do."""
+    if measured <= size.limit:
         return [content]
     return [piece.strip() for piece in size.measure.split(content, size.limit) if piece.strip()]
 
@@ -235,7 +248,7 @@ def _units(lines: list[str]) -> Iterator[_Unit]:
 
 
 def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int]]:
-    """Greedy packing of units into chunks with one paragraph of overlap between chunks."""
+    """Greedy packing of measured units into chunks with one paragraph of overlap between chunks."""
     limit, measure = size.limit, size.measure
     pieces = [piece for unit in units for piece in _fit(unit, limit, measure)]
     current: list[_Unit] = []
@@ -266,12 +279,12 @@ def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int]]:
 
 
 def _fit(unit: _Unit, limit: int, measure: Measure) -> list[_Unit]:
-    """The unit itself when it fits; else pieces that do (tables keep their header); each measured."""
-    measured = measure.size(unit.text)
-    if measured <= limit:
-        return [replace(unit, size=measured)]
+    """The unit (measured) itself when it fits; else pieces that do (tables keep their header),
+    each measured."""
+    if unit.size <= limit:
+        return [unit]
     texts = _split_table(unit.text, limit, measure) if unit.is_table else _split_lines(unit.text, limit, measure)
-    return [_Unit(text, unit.is_table, measure.size(text)) for text in texts]
+    return [_Unit(text, unit.is_table, piece) for text, piece in zip(texts, measure.sizes(texts), strict=True)]
 
 
 def _split_table(table: str, limit: int, measure: Measure) -> list[str]:
@@ -305,8 +318,8 @@ def _split_lines(text: str, limit: int, measure: Measure) -> list[str]:
     """Pack lines; a line too long on its own splits on sentences, then between words."""
     pieces: list[str] = []
     current, current_size = "", 0
-    for line in text.split("\n"):
-        line_size = measure.size(line)
+    lines = text.split("\n")
+    for line, line_size in zip(lines, measure.sizes(lines), strict=True):
         parts = _split_long(line, limit, measure) if line_size > limit else [line]
         for part in parts:
             part_size = line_size if len(parts) == 1 else measure.size(part)

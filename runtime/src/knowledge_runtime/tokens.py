@@ -56,7 +56,8 @@ class TokenCounter:
         return len(self._tokenizer.encode(text).ids)
 
     def sizes(self, texts: Sequence[str]) -> list[int]:
-        return [len(encoding.ids) for encoding in self._tokenizer.encode_batch(list(texts))]
+        # The fast batch skips the offsets, which a count does not need: half the time of encode_batch.
+        return [len(encoding.ids) for encoding in self._tokenizer.encode_batch_fast(list(texts))]
 
     def joined(self, sizes: Sequence[int], separator: str) -> int:
         """The tokens of texts of ``sizes`` joined by ``separator``: each one's content, the
