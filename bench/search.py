@@ -25,7 +25,7 @@ lexical-led and paraphrased query subsets, so a change to the fusion is measured
         [--limit 200]                      # the judged documents plus 200 others
         [--baseline]                       # the channels' previous SQL, to compare
         [--backend onnx-int8]              # the int8 export's embeddings (default torch)
-        [--chunk-window-share 0.75]        # chunks of this share of the model's window, in its tokens (default 1.0)
+        [--chunk-window-share 0.5]         # chunks of this share of the model's window, in its tokens (default 0.75)
         [--chunk-max-tokens N | --chunk-max-chars N]   # or of N tokens, or of N characters (before: 1500)
         [--stack-dir DIR --tenant T --corpus-name C]   # score the corpus `knowledge eval` indexed through a
                                            # (stopped) `knowledge up` in DIR: the same chunks, the in-process channels
@@ -107,7 +107,7 @@ def main() -> None:
     sizes.add_argument(
         "--chunk-window-share",
         type=float,
-        help="ingest's chunks as this share of the model's window, in its tokens (default 1.0: the whole window)",
+        help="ingest's chunks as this share of the model's window, in its tokens (default: ingest's, 0.75)",
     )
     sizes.add_argument("--chunk-max-tokens", type=int, help="ingest's chunks of at most N of the model's tokens")
     sizes.add_argument(
@@ -155,7 +155,7 @@ def main() -> None:
 
 
 def chunking(options: argparse.Namespace) -> dict[str, str]:
-    """Ingest's chunk settings the options ask for (none: ingest's defaults, the whole window)."""
+    """Ingest's chunk settings the options ask for (none: ingest's defaults)."""
     chosen = {
         "KNOWLEDGE_CHUNK_WINDOW_SHARE": options.chunk_window_share,
         "KNOWLEDGE_CHUNK_MAX_TOKENS": options.chunk_max_tokens,

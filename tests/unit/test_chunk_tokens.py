@@ -117,8 +117,8 @@ def test_the_size_is_in_tokens_not_characters(counter):
 
 def test_the_chunk_size_is_a_share_of_the_window_or_set_but_never_over_it(counter):
     window = EmbeddingWindow(tokens=256, measure=counter, tokenizer_id=counter.identity)
-    assert window_chunk_size(window).limit == 256
-    assert window_chunk_size(window, share=0.75).limit == 192
+    assert window_chunk_size(window).limit == 192  # three quarters unless set
+    assert window_chunk_size(window, share=1.0).limit == 256
     assert window_chunk_size(window, share=0.5).limit == 128
     assert window_chunk_size(window, max_tokens=200).limit == 200
     assert window_chunk_size(window, max_tokens=4000).limit == 256  # a chunk longer than the window would be pooled

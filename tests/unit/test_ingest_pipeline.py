@@ -542,7 +542,12 @@ def token_pipeline(queue: FakeQueue, embedder: TokenEmbedder, **chunking) -> Pip
 
 async def test_without_a_character_size_chunks_are_cut_in_the_embedders_tokens_to_its_window():
     counter = minilm_tokens()
-    for chunking, limit in (({}, 64), ({"chunk_window_share": 0.5}, 32), ({"chunk_max_tokens": 40}, 40)):
+    for chunking, limit in (
+        ({}, 48),  # three quarters of the window unless set
+        ({"chunk_window_share": 1.0}, 64),
+        ({"chunk_window_share": 0.5}, 32),
+        ({"chunk_max_tokens": 40}, 40),
+    ):
         queue, embedder = FakeQueue(), TokenEmbedder()
         job = fresh(queue)
         await token_pipeline(queue, embedder, **chunking).run(queue.claim_now(job.job_id))

@@ -138,10 +138,10 @@ def test_ingest_sizes_chunks_in_the_models_tokens_unless_characters_are_asked_fo
         settings = IngestSettings.from_env(Env({**environ, **{f"KNOWLEDGE_{k}": v for k, v in values.items()}}))
         return settings.chunk_max_chars, settings.chunk_max_tokens, settings.chunk_window_share
 
-    assert read() == (0, 0, 1.0)  # tokens: the whole window
-    assert read(CHUNK_WINDOW_SHARE="0.75") == (0, 0, 0.75)
-    assert read(CHUNK_MAX_TOKENS="200") == (0, 200, 1.0)
-    assert read(CHUNK_MAX_CHARS="1500") == (1500, 0, 1.0)  # an explicit size in characters
+    assert read() == (0, 0, 0.75)  # tokens: three quarters of the window
+    assert read(CHUNK_WINDOW_SHARE="1") == (0, 0, 1.0)
+    assert read(CHUNK_MAX_TOKENS="200") == (0, 200, 0.75)
+    assert read(CHUNK_MAX_CHARS="1500") == (1500, 0, 0.75)  # an explicit size in characters
     for bad, variable in (
         ({"CHUNK_WINDOW_SHARE": "1.5"}, "KNOWLEDGE_CHUNK_WINDOW_SHARE"),
         ({"CHUNK_WINDOW_SHARE": "0"}, "KNOWLEDGE_CHUNK_WINDOW_SHARE"),
