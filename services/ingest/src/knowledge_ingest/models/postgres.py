@@ -7,8 +7,8 @@ transaction that stores chunks (``jobs/queue.py``), so a swap and a document's c
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 
 import asyncpg
@@ -56,6 +56,9 @@ UPDATE model_changes SET state = $2, update_time = now(),
 WHERE change_id = $1
 RETURNING {_CHANGE_COLUMNS}
 """
+# One replica evaluates a change at a time: a transaction-level advisory lock on the change, held
+# while its sets run; a replica that dies lets it go with its connection.
+CLAIM_EVALUATION = "SELECT pg_try_advisory_xact_lock(hashtextextended('model-change-evaluation:' || $1::bigint, 0))"
 ENSURE_TENANT = "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING"
 # A change's events name no corpus: they are placed at the root of the operator's tenant, in the
 # band every reader of the tenant's own material reads.
@@ -171,6 +174,13 @@ class PostgresModelChanges:
         row = await tx.fetchrow("lock_embedding_stores", LOCK_STORES)
         assert row is not None
         return stores_of(row)
+
+    @asynccontextmanager
+    async def evaluation_claim(self, change_id: int) -> AsyncIterator[bool]:
+        """True while this caller alone evaluates the change (until the block ends); False when
+        another replica is evaluating it now."""
+        async with self._db.transaction() as tx:
+            yield bool(await tx.fetchval("claim_model_change_evaluation", CLAIM_EVALUATION, change_id))
 
     async def chunks_dimension(self) -> int:
         return int(await self._db.fetchval("chunks_dimension", CHUNKS_DIMENSION))

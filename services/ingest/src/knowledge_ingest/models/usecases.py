@@ -259,12 +259,15 @@ class ModelChangeUseCases:
                 change = await self._store.set_state(tx, change.change_id, ChangeState.EVALUATING)
             log.info("model_change_re_embedded", change_id=change.change_id)
         if change.state is ChangeState.EVALUATING and self._evaluator is not None:
-            measured = await self._evaluator.run()
-            if measured is not None:
-                try:
-                    await self._gate(change, *measured, force=False, margin=self._margin)
-                except ModelChangeState:  # the operator swapped, held or cancelled it meanwhile
-                    pass
+            async with self._store.evaluation_claim(change.change_id) as claimed:
+                if not claimed:  # another replica runs the sets: running them twice would only load search
+                    return False
+                measured = await self._evaluator.run()
+                if measured is not None:
+                    try:
+                        await self._gate(change, *measured, force=False, margin=self._margin)
+                    except ModelChangeState:  # the operator swapped, held or cancelled it meanwhile
+                        pass
         return False
 
     async def _open(self) -> ModelChange:
