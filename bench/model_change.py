@@ -10,7 +10,7 @@ set, and the change started. Measured in the same run:
 
 - the change's rate: chunks re-embedded per second, from its start to its last vector;
 - HYBRID search p95 during the re-embedding ÷ idle (the same claims, searched one after another
-  before the change and while it runs);
+  before the change and while it runs; search's answer cache off, so every search is one);
 - the gate's own report: VECTOR, LEXICAL and HYBRID nDCG@10 and Recall@100 with each model, and
   its decision.
 
@@ -86,6 +86,8 @@ async def run(options: argparse.Namespace, work: Path) -> None:
                 backend=options.backend,
                 embedder_settings=next_model_settings(f"http://127.0.0.1:{port}"),
                 with_search=True,
+                # Searches repeat the same claims: a cached answer would time no search at all.
+                search_settings={"KNOWLEDGE_SEARCH_CACHE_TTL_S": "0"},
             )
             row_of = {doc: row for row, doc in by_row.items()}
             reader = [

