@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random
 
 from knowledge_ingest.domain.events import corpus_deleted, removed
 from knowledge_ingest.domain.model import Page
@@ -147,17 +148,48 @@ async def _delete(
     return tombstones, cancelled
 
 
+# A deletion locks the documents, then their jobs; a worker writing a job's progress locks the job,
+# then its document. PostgreSQL ends one of the two when they cross (a deadlock, a whole
+# transaction rolled back), so the deletion runs again: the worker's write is what it waited for.
+def _again_after_deadlock() -> AsyncRetrying:
+    return AsyncRetrying(
+        retry=retry_if_exception_type(asyncpg.DeadlockDetectedError),
+        stop=stop_after_attempt(3),
+        wait=wait_random(0.01, 0.1),
+        reraise=True,
+    )
+
+
+async def _delete_corpus(
+    tx: Transaction, tenant: str, corpus_id: int, subject: str, reason: str, with_documents: bool
+) -> list[Tombstone] | int | None:
+    if await tx.fetchval("lock_corpus_for_delete", LOCK_CORPUS, tenant, corpus_id) is None:
+        return None
+    live = [r["document_id"] for r in await tx.fetch("live_in_corpus", LIVE_IN_CORPUS, tenant, corpus_id)]
+    if live and not with_documents:
+        return len(live)
+    tombstones, _ = await _delete(tx, tenant, live, subject, reason)
+    await tx.execute("mark_corpus_deleted", MARK_CORPUS, corpus_id)
+    await tx.execute("drop_import_bindings", DROP_BINDINGS, corpus_id)
+    # Before the drop: the event takes its placement from the corpus row (outbox.PUBLISH).
+    await publish(tx, tenant, [corpus_deleted(corpus_id, len(tombstones))])
+    await tx.execute("drop_empty_corpus", DROP_EMPTY_CORPUS, corpus_id)
+    return tombstones
+
+
 class PostgresTombstones:
     def __init__(self, db: Database) -> None:
         self._db = db
 
     async def delete_document(self, tenant: str, document_id: int, subject: str, reason: str) -> Deletion | None:
         """None when the tenant has no such live document."""
-        async with self._db.transaction() as tx:
-            locked = await tx.fetch("lock_live_documents", LOCK_LIVE, tenant, [document_id])
-            if not locked:
-                return None
-            tombstones, cancelled = await _delete(tx, tenant, [document_id], subject, reason)
+        async for attempt in _again_after_deadlock():
+            with attempt:
+                async with self._db.transaction() as tx:
+                    locked = await tx.fetch("lock_live_documents", LOCK_LIVE, tenant, [document_id])
+                    if not locked:
+                        return None
+                    tombstones, cancelled = await _delete(tx, tenant, [document_id], subject, reason)
         return Deletion(tombstones[0], cancelled.get(document_id))
 
     async def delete_corpus(
@@ -165,19 +197,11 @@ class PostgresTombstones:
     ) -> list[Tombstone] | int | None:
         """The documents' tombstones; None when the tenant has no such live corpus; the number of
         its live documents (nothing changed) when it holds some and ``with_documents`` is not set."""
-        async with self._db.transaction() as tx:
-            if await tx.fetchval("lock_corpus_for_delete", LOCK_CORPUS, tenant, corpus_id) is None:
-                return None
-            live = [r["document_id"] for r in await tx.fetch("live_in_corpus", LIVE_IN_CORPUS, tenant, corpus_id)]
-            if live and not with_documents:
-                return len(live)
-            tombstones, _ = await _delete(tx, tenant, live, subject, reason)
-            await tx.execute("mark_corpus_deleted", MARK_CORPUS, corpus_id)
-            await tx.execute("drop_import_bindings", DROP_BINDINGS, corpus_id)
-            # Before the drop: the event takes its placement from the corpus row (outbox.PUBLISH).
-            await publish(tx, tenant, [corpus_deleted(corpus_id, len(tombstones))])
-            await tx.execute("drop_empty_corpus", DROP_EMPTY_CORPUS, corpus_id)
-        return tombstones
+        async for attempt in _again_after_deadlock():
+            with attempt:
+                async with self._db.transaction() as tx:
+                    return await _delete_corpus(tx, tenant, corpus_id, subject, reason, with_documents)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def list_tombstones(self, tenant: str, corpus_id: int | None, page: Page) -> list[Tombstone]:
         rows = await self._db.fetch("list_tombstones", LIST_TOMBSTONES, tenant, corpus_id, page.after_id, page.size)
