@@ -157,18 +157,14 @@ def _body_schemas_lua() -> str:
             mapped = nested is not None and nested.GetOptions().map_entry
             listed = member.is_repeated and not mapped
             numbers = nested is not None and mapped and nested.fields_by_name["value"].cpp_type in NUMBER_TYPES
+            table = f"schemas[{json.dumps(name)}]"
+            flags = [registry for registry, on in (("number_maps", numbers), ("lists", listed)) if on]
             for spelling in sorted({member.name, member.json_name}):
-                lines.append(f"schemas[{json.dumps(name)}][{json.dumps(spelling)}] = {value}")
-                if numbers:
-                    table = f"schemas[{json.dumps(name)}]"
+                lines.append(f"{table}[{json.dumps(spelling)}] = {value}")
+                for registry in flags:  # a field's kind, looked up by its message's table
                     lines.append(
-                        f"number_maps[{table}] = number_maps[{table}] or {{}}; "
-                        f"number_maps[{table}][{json.dumps(spelling)}] = true"
-                    )
-                if listed:
-                    table = f"schemas[{json.dumps(name)}]"
-                    lines.append(
-                        f"lists[{table}] = lists[{table}] or {{}}; lists[{table}][{json.dumps(spelling)}] = true"
+                        f"{registry}[{table}] = {registry}[{table}] or {{}}; "
+                        f"{registry}[{table}][{json.dumps(spelling)}] = true"
                     )
     for verb, pattern, message in _json_body_routes():
         needs_body = "true" if message.full_name in BODY_REQUIRED else "false"
