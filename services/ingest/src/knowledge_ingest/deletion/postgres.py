@@ -11,6 +11,9 @@ index's GC collects the blob), each step conditioned on still holding the lease.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import asyncpg
 from knowledge_runtime.db.pool import Database, Transaction
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random
@@ -20,6 +23,8 @@ from knowledge_ingest.domain.model import Page
 from knowledge_ingest.domain.tombstones import Deletion, Removal, RemovalState, Tombstone
 from knowledge_ingest.events.outbox import publish
 from knowledge_ingest.jobs.rows import TERMINAL
+
+T = TypeVar("T")
 
 TOMBSTONE_COLUMNS = """tombstone_id, tenant_id, document_id, corpus_id, scope_path, confidentiality, filename,
     content_hash, chunk_count, deleted_by, reason, delete_time, removal_state, remove_time, principals"""
@@ -151,13 +156,26 @@ async def _delete(
 # A deletion locks the documents, then their jobs; a worker writing a job's progress locks the job,
 # then its document. PostgreSQL ends one of the two when they cross (a deadlock, a whole
 # transaction rolled back), so the deletion runs again: the worker's write is what it waited for.
-def _again_after_deadlock() -> AsyncRetrying:
-    return AsyncRetrying(
+async def _again_after_deadlock(db: Database, body: Callable[[Transaction], Awaitable[T]]) -> T:
+    """``body`` in a transaction, run up to three times while PostgreSQL ends it as a deadlock's loser."""
+    retrying = AsyncRetrying(
         retry=retry_if_exception_type(asyncpg.DeadlockDetectedError),
         stop=stop_after_attempt(3),
         wait=wait_random(0.01, 0.1),
         reraise=True,
     )
+    async for attempt in retrying:
+        with attempt:
+            async with db.transaction() as tx:
+                return await body(tx)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def _delete_one(tx: Transaction, tenant: str, document_id: int, subject: str, reason: str) -> Deletion | None:
+    if not await tx.fetch("lock_live_documents", LOCK_LIVE, tenant, [document_id]):
+        return None
+    tombstones, cancelled = await _delete(tx, tenant, [document_id], subject, reason)
+    return Deletion(tombstones[0], cancelled.get(document_id))
 
 
 async def _delete_corpus(
@@ -183,25 +201,16 @@ class PostgresTombstones:
 
     async def delete_document(self, tenant: str, document_id: int, subject: str, reason: str) -> Deletion | None:
         """None when the tenant has no such live document."""
-        async for attempt in _again_after_deadlock():
-            with attempt:
-                async with self._db.transaction() as tx:
-                    locked = await tx.fetch("lock_live_documents", LOCK_LIVE, tenant, [document_id])
-                    if not locked:
-                        return None
-                    tombstones, cancelled = await _delete(tx, tenant, [document_id], subject, reason)
-        return Deletion(tombstones[0], cancelled.get(document_id))
+        return await _again_after_deadlock(self._db, lambda tx: _delete_one(tx, tenant, document_id, subject, reason))
 
     async def delete_corpus(
         self, tenant: str, corpus_id: int, subject: str, reason: str, with_documents: bool
     ) -> list[Tombstone] | int | None:
         """The documents' tombstones; None when the tenant has no such live corpus; the number of
         its live documents (nothing changed) when it holds some and ``with_documents`` is not set."""
-        async for attempt in _again_after_deadlock():
-            with attempt:
-                async with self._db.transaction() as tx:
-                    return await _delete_corpus(tx, tenant, corpus_id, subject, reason, with_documents)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        return await _again_after_deadlock(
+            self._db, lambda tx: _delete_corpus(tx, tenant, corpus_id, subject, reason, with_documents)
+        )
 
     async def list_tombstones(self, tenant: str, corpus_id: int | None, page: Page) -> list[Tombstone]:
         rows = await self._db.fetch("list_tombstones", LIST_TOMBSTONES, tenant, corpus_id, page.after_id, page.size)
