@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from knowledge_runtime import registry
 
@@ -188,6 +186,11 @@ class ServiceKey:
         path = env.path("SERVICE_KEY_PATH")
         if path is None:
             return None
+        # imported here: the embedder's encoder and batching import this module, and a GPU node
+        # that runs them from a bundle (bench/bundle.py) need not carry cryptography
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
         try:
             pem = Path(path).read_bytes()
         except OSError as error:
