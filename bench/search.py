@@ -82,6 +82,21 @@ def main() -> None:
     lat.add_argument("--queries", type=int, default=200)
     lat.add_argument("--uniform", action="store_true", help="uniform random vectors (HNSW's worst case)")
     lat.add_argument("--data-dir", type=Path, help="keep the loaded chunks here and reuse them on the next run")
+    lat.add_argument(
+        "--hnsw",
+        type=lambda text: tuple(int(v) for v in text.split(",")),
+        help="M,EF_CONSTRUCTION of the HNSW index (default: the schema's); a kept data dir's index is rebuilt to match",
+    )
+    lat.add_argument(
+        "--ef-sweep",
+        type=lambda text: [int(v) for v in text.split(",")],
+        help="hnsw.ef_search values (e.g. 100,200,400): recall@10 and VECTOR latency at each, then stop",
+    )
+    lat.add_argument(
+        "--lexical-fractions",
+        type=lambda text: [float(v) for v in text.split(",")],
+        help="BM25 common_fraction values (e.g. 0.05,0.01): the lexical channel alone at each, then stop",
+    )
     ev = commands.add_parser("eval")
     ev.add_argument("directory", type=Path, nargs="?", help="a BEIR-layout dataset (or --dataset)")
     ev.add_argument("--dataset", type=Path, help="a BEIR-layout dataset, e.g. ../shared/datasets/scifact-train")

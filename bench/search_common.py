@@ -13,6 +13,18 @@ from knowledge_search.adapters.postgres import PostgresChunkIndex
 
 DIM = 384
 TENANT = "bench"
+# Exact nearest chunks (the ``+ 0`` keeps the planner off the HNSW index): what recall is judged by.
+EXACT = """
+SELECT chunk_id FROM chunks WHERE tenant_id = $2 {filter}
+ORDER BY (embedding <=> $1) + 0 LIMIT $3
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
 # The channels as they were before the lexeme postings (migration 0022): lexical candidates from
 # the GIN index on chunks.lexemes, each candidate's chunk row read and its query lexemes unnested
 # from its tsvector; HNSW ef_search raised to the channel depth. Kept as the baseline that

@@ -8,6 +8,10 @@ beside the unfiltered p95, timed alternately in the same run (held to at most 1.
 with documents' access lists on beside off, at 1,000 groups and a token in 20 of them
 (``search_access``, held to at most 1.5x where a quarter of the documents is restricted); and the
 REST-through-Envoy path divided by the direct gRPC path, measured in the same run.
+``--ef-sweep`` instead measures, for each ``hnsw.ef_search`` given, recall@10 against exact
+search and the vector channel's latency at its depth, the trade a deployment sets with
+``SEARCH_HNSW_EF_SEARCH``; ``--lexical-fractions`` the lexical channel alone per BM25
+``common_fraction``, with what each value changes in the results.
 Query vectors come from an in-process EmbedQuery server (a lookup, no model), so the figures
 are the search service's own. Also the database's size (the chunks' heap, the HNSW index, the
 postings) and the memory of PostgreSQL and of this process; ``--halfvec`` stores the vectors in
@@ -20,7 +24,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,11 +44,12 @@ from knowledge_runtime.server import GrpcApp, ServiceSpec
 from knowledge_search.adapters.postgres import PostgresChunkIndex, scan_settings
 from knowledge_search.api.servicer import SearchServicer, service_spec
 from knowledge_search.domain.answer import ExtractiveSynthesiser
-from knowledge_search.domain.model import Filters
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, DEFAULT_EF_SEARCH
 from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 from search_access import TARGET_RATIO as ACCESS_TARGET_RATIO
 from search_access import WithoutAccessLists, access_list_latency, token_groups
-from search_common import DIM, TENANT, TodayChunkIndex
+from search_common import DIM, TENANT, TodayChunkIndex, percentile
+from search_sweeps import ef_sweep, exact_top10, forced_hnsw_recall, lexical_fractions, recall
 
 CORPORA = 100  # one corpus keeps 1% of the rows
 DOCUMENTS_PER_CORPUS = 20  # 2,000 documents: 50 chunks each at 100k rows
@@ -57,11 +61,6 @@ MODES = {
     "LEXICAL": search_pb2.SEARCH_MODE_LEXICAL,
     "HYBRID": search_pb2.SEARCH_MODE_HYBRID,
 }
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -109,6 +108,7 @@ async def load_rows(
     queries: int,
     halfvec: bool,
     maintenance_work_mem: str,
+    hnsw: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, list[int], list[str]]:
     """Chunks with unit vectors and Zipf words, drawn a batch at a time; a database that already
     holds them (a kept ``--data-dir``) is reused. Returned: the vectors of ``queries`` rows picked
@@ -135,6 +135,9 @@ async def load_rows(
                 )
             ]
             print(f"reusing the {rows} chunks already loaded")
+            wanted = hnsw_options(hnsw)
+            if wanted is not None and wanted != await connection.fetchval(HNSW_OPTIONS):
+                await build_hnsw(connection, halfvec, maintenance_work_mem, wanted)
             if not await connection.fetchval(
                 "SELECT metadata ? 'bucket' FROM chunks WHERE tenant_id = $1 LIMIT 1", TENANT
             ):
@@ -165,6 +168,8 @@ async def load_rows(
             ]
             for c in corpora
         ]
+        # built after the load, as the schema builds it unless --hnsw says otherwise
+        options = hnsw_options(hnsw) or await connection.fetchval(HNSW_OPTIONS)
         await connection.execute("DROP INDEX chunks_embedding_hnsw")
         if halfvec:  # half-precision storage: half the heap and index for the vectors
             await connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE halfvec({DIM})")
@@ -208,11 +213,7 @@ async def load_rows(
                 rate = (first + count) / (time.perf_counter() - started)
                 print(f"  loaded {first + count}/{rows} ({rate:.0f} rows/s)", file=sys.stderr, flush=True)
         loaded = time.perf_counter() - started
-        await connection.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
-        started = time.perf_counter()
-        ops = "halfvec_cosine_ops" if halfvec else "vector_cosine_ops"
-        await connection.execute(f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding {ops})")
-        built = time.perf_counter() - started
+        built = await build_hnsw(connection, halfvec, maintenance_work_mem, options)
         started = time.perf_counter()
         # What autovacuum does after a bulk insert: the postings' visibility map lets the lexical
         # channel's index-only scans skip the heap.
@@ -221,12 +222,38 @@ async def load_rows(
         vacuumed = time.perf_counter() - started
         print(
             f"loaded {rows} chunks in {loaded:.1f} s (statistics and postings triggers included); "
-            f"HNSW ({ops}, maintenance_work_mem {maintenance_work_mem}) built in {built:.1f} s; "
+            f"HNSW built in {built:.1f} s; "
             f"VACUUM ANALYZE {vacuumed:.1f} s"
         )
     finally:
         await connection.close()
     return _picked(picks, rows, uniform, centres), corpora, vocabulary
+
+
+HNSW_OPTIONS = (
+    "SELECT coalesce(array_to_string(reloptions, ', '), '') FROM pg_class WHERE relname = 'chunks_embedding_hnsw'"
+)
+
+
+def hnsw_options(hnsw: tuple[int, int] | None) -> str | None:
+    return f"m={hnsw[0]}, ef_construction={hnsw[1]}" if hnsw else None
+
+
+async def build_hnsw(connection: asyncpg.Connection, halfvec: bool, maintenance_work_mem: str, options: str) -> float:
+    """Builds the HNSW index WITH ``options`` (as ``reloptions`` reads: 'm=16, ef_construction=128')."""
+    await connection.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+    await connection.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
+    ops = "halfvec_cosine_ops" if halfvec else "vector_cosine_ops"
+    started = time.perf_counter()
+    await connection.execute(
+        f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding {ops})"
+        + (f" WITH ({options})" if options else "")
+    )
+    built = time.perf_counter() - started
+    print(
+        f"HNSW ({ops}, {options or 'pgvector defaults'}, maintenance_work_mem {maintenance_work_mem}) built in {built:.1f} s"
+    )
+    return built
 
 
 def _picked(picks: np.ndarray, rows: int, uniform: bool, centres: np.ndarray) -> np.ndarray:
@@ -272,46 +299,6 @@ async def sizes_and_memory(admin_url: str, pg) -> None:
         f"this process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; machine "
         f"{psutil.virtual_memory().total / 2**30:.1f} GiB (the HNSW index answers fast while it stays in the page cache)"
     )
-
-
-EXACT = """
-SELECT chunk_id FROM chunks WHERE tenant_id = $2 {filter}
-ORDER BY (embedding <=> $1) + 0 LIMIT $3
-"""
-
-
-async def recall(db: Database, index: PostgresChunkIndex, queries: np.ndarray, corpus: int | None, depth: int) -> float:
-    found = []
-    for vector in queries:
-        filters = Filters(corpus_id=corpus)
-        approx = [h.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
-        extra = "AND corpus_id = $4" if corpus is not None else ""
-        args = [corpus] if corpus is not None else []
-        exact = [r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)]
-        found.append(len(set(approx) & set(exact)) / len(exact))
-    return statistics.mean(found)
-
-
-async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> tuple[float, float]:
-    """Recall@10 and mean hits of the filtered query when the planner must take the HNSW index
-    (no sort allowed), i.e. what pgvector's iterative scan delivers on a selective filter."""
-    from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
-
-    found, counts = [], []
-    for vector in queries:
-        async with db.transaction() as tx:
-            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
-            await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
-            rows = await tx.fetch(
-                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, [TENANT], 300, corpus
-            )
-        exact = [
-            r["chunk_id"]
-            for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"), vector, TENANT, 10, corpus)
-        ]
-        found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
-        counts.append(len(rows))
-    return statistics.mean(found), statistics.mean(counts)
 
 
 async def timed(call, texts: list[str]) -> list[float]:
@@ -402,6 +389,7 @@ async def latency(options: argparse.Namespace) -> None:
             queries=options.queries,
             halfvec=options.halfvec,
             maintenance_work_mem=options.maintenance_work_mem,
+            hnsw=options.hnsw,
         )
         print(
             f"vectors: {'uniform random' if options.uniform else 'clustered random'}, {options.rows} rows, "
@@ -415,6 +403,13 @@ async def latency(options: argparse.Namespace) -> None:
             " ".join(vocabulary[min(int(w), len(vocabulary)) - 1] for w in rng.zipf(1.3, 3)) + f" q{i}"
             for i in range(options.queries)
         ]
+        exact_cache = options.data_dir / f"exact-top10-{options.queries}.json" if options.data_dir else None
+        if options.ef_sweep:
+            await ef_sweep(pg.url(user="knowledge_search"), options.ef_sweep, query_vectors, exact_cache)
+            return
+        if options.lexical_fractions:
+            await lexical_fractions(pg.url(user="knowledge_search"), options.lexical_fractions, texts)
+            return
         # as the service's bootstrap opens it: the HNSW scan settings are session defaults
         db = await Database.connect(pg.url(user="knowledge_search"), max_size=4, server_settings=scan_settings())
         index = PostgresChunkIndex(db)
@@ -438,9 +433,10 @@ async def latency(options: argparse.Namespace) -> None:
                 )
                 nodes = [r[0].strip() for r in plan if "Scan" in r[0]]
                 print(f"plan {label}: {nodes[0] if nodes else plan[0][0]}")
+        unfiltered = await exact_top10(db, query_vectors[:100], exact_cache)
         print(
-            f"HNSW recall@10 vs exact (channel depth 300, ef_search 100, iterative scan): "
-            f"unfiltered {await recall(db, index, query_vectors[:100], None, 300):.3f}, "
+            f"HNSW recall@10 vs exact (channel depth {CHANNEL_DEPTH}, ef_search {DEFAULT_EF_SEARCH}, iterative scan): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 300, unfiltered):.3f}, "
             f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}"
         )
         forced, hits = await forced_hnsw_recall(db, query_vectors[:100], filtered_corpus)
@@ -449,8 +445,8 @@ async def latency(options: argparse.Namespace) -> None:
             f"{forced:.3f}, {hits:.0f} of 300 hits returned on average"
         )
         print(
-            f"HNSW recall@10 vs exact (depth 10, ef_search 100): "
-            f"unfiltered {await recall(db, index, query_vectors[:100], None, 10):.3f}, "
+            f"HNSW recall@10 vs exact (depth 10, ef_search {DEFAULT_EF_SEARCH}): "
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, 10, unfiltered):.3f}, "
             f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 10):.3f}"
         )
 

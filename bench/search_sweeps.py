@@ -1,0 +1,167 @@
+"""The vector channel's recall against exact search, and ``bench/search.py latency --ef-sweep``
+and ``--lexical-fractions``: one setting's trade on a loaded data dir, each value timed in turn on
+every query (in a rotating order, so that load from elsewhere and cold pages hit them alike) and
+judged against the first value or exact search."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+from knowledge_runtime.db.pool import Database
+from knowledge_search.adapters.postgres import PostgresChunkIndex, scan_settings
+from knowledge_search.domain.model import Filters
+from knowledge_search.domain.retrieval import CHANNEL_DEPTH, Bm25
+from search_common import EXACT, TENANT, percentile
+
+
+async def exact_top10(db: Database, queries: np.ndarray, cache: Path | None) -> list[list[int]]:
+    """Each query's exact ten nearest chunks (a sequential scan each); kept in ``cache`` when
+    given, since at a million rows they take minutes and the data dir's rows do not change."""
+    if cache is not None and cache.exists():
+        held = json.loads(cache.read_text())
+        if len(held) == len(queries):
+            return held
+    found = [[r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=""), v, TENANT, 10)] for v in queries]
+    if cache is not None:
+        cache.write_text(json.dumps(found))
+    return found
+
+
+async def ef_sweep(url: str, values: list[int], queries: np.ndarray, cache: Path | None) -> None:
+    """Per ``hnsw.ef_search``: the vector channel's recall@10 against exact search and its
+    latency at the channel's depth, on pools opened as the service opens its own; the values are
+    timed in turn on each query, in a rotating order, so load from elsewhere and cold pages hit
+    them alike."""
+    judged = queries[:100]
+    db = await Database.connect(url, max_size=1)
+    try:
+        exact = await exact_top10(db, judged, cache)
+    finally:
+        await db.close()
+    print(
+        f"ef_search sweep: recall@10 over {len(judged)} queries, latency over {len(queries)} "
+        f"(the values in turn on each), depth {CHANNEL_DEPTH}"
+    )
+    pools = [await Database.connect(url, max_size=1, server_settings=scan_settings(ef_search=ef)) for ef in values]
+    try:
+        indexes = [PostgresChunkIndex(db, ef_search=ef) for db, ef in zip(pools, values, strict=True)]
+        for index in indexes:
+            for vector in queries[:10]:  # warm-up
+                await index.vector_search(TENANT, vector, Filters(), CHANNEL_DEPTH)
+        durations: list[list[float]] = [[] for _ in values]
+        found: list[list[float]] = [[] for _ in values]
+        for n, vector in enumerate(queries):
+            # in a rotating order: the first to read a query's part of the graph pays its page misses
+            for i in [(n + k) % len(indexes) for k in range(len(indexes))]:
+                index = indexes[i]
+                started = time.perf_counter()
+                hits = await index.vector_search(TENANT, vector, Filters(), CHANNEL_DEPTH)
+                durations[i].append((time.perf_counter() - started) * 1000)
+                if n < len(exact):
+                    found[i].append(len({h.chunk_id for h in hits[:10]} & set(exact[n])) / len(exact[n]))
+        for i, ef in enumerate(values):
+            print(
+                f"ef_search {ef:5d}: recall@10 {statistics.mean(found[i]):.3f}, VECTOR channel "
+                f"p50 {percentile(durations[i], 50):7.2f} ms p95 {percentile(durations[i], 95):7.2f} ms, "
+                f"p50 x{percentile(durations[i], 50) / percentile(durations[0], 50):.2f} of ef_search {values[0]}"
+            )
+    finally:
+        for db in pools:
+            await db.close()
+
+
+async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) -> None:
+    """The lexical channel alone at its depth, per BM25 ``common_fraction`` (the values in turn
+    on each query, rotating): p50/p95, how many queries find no lexical hit, how much of each top
+    10 the first value's results keep, and the slowest queries' terms with their chunk counts."""
+    db = await Database.connect(url, max_size=1, server_settings=scan_settings())
+    try:
+        indexes = [PostgresChunkIndex(db, bm25=dataclasses.replace(Bm25(), common_fraction=f)) for f in fractions]
+        for index in indexes:
+            for text in texts[:10]:  # warm-up
+                await index.lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH)
+        durations: list[list[float]] = [[] for _ in fractions]
+        found: list[list[list[int]]] = [[] for _ in fractions]
+        for n, text in enumerate(texts):
+            for i in [(n + k) % len(indexes) for k in range(len(indexes))]:
+                started = time.perf_counter()
+                hits = await indexes[i].lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH)
+                durations[i].append((time.perf_counter() - started) * 1000)
+                found[i].append([h.chunk_id for h in hits[:10]])
+        words = sorted({w for text in texts for w in text.split()})
+        frequency = {
+            r["lexeme"]: int(r["df"])
+            for r in await db.fetch(
+                "df",
+                "SELECT lexeme, sum(doc_freq) AS df FROM search_lexeme_stats WHERE tenant_id = $1 "
+                "AND lexeme = ANY($2::text[]) GROUP BY lexeme",
+                TENANT,
+                words,
+            )
+        }
+    finally:
+        await db.close()
+    answered = [n for n, hits in enumerate(found[0]) if hits]
+    for i, fraction in enumerate(fractions):
+        kept = [len(set(found[i][n]) & set(found[0][n])) / len(found[0][n]) for n in answered]
+        print(
+            f"LEXICAL common_fraction {fraction}: p50 {percentile(durations[i], 50):7.2f} ms "
+            f"p95 {percentile(durations[i], 95):7.2f} ms, {sum(not hits for hits in found[i])} of {len(texts)} "
+            f"queries without a hit; of the {len(answered)} answered at {fractions[0]}: "
+            f"{sum(not found[i][n] for n in answered)} without one, top 10 kept {statistics.mean(kept) if kept else 0:.0%}"
+        )
+    for n in sorted(range(len(texts)), key=lambda n: -durations[0][n])[:5]:
+        terms = ", ".join(f"{w} in {frequency.get(w, 0)}" for w in texts[n].split())
+        print(f"  slow at {fractions[0]}: {durations[0][n]:6.1f} ms  {terms} chunks")
+
+
+async def recall(
+    db: Database,
+    index: PostgresChunkIndex,
+    queries: np.ndarray,
+    corpus: int | None,
+    depth: int,
+    exact: list[list[int]] | None = None,
+) -> float:
+    """Recall@10 of the vector channel at ``depth``; ``exact``: the queries' exact ten, when known."""
+    found = []
+    for n, vector in enumerate(queries):
+        filters = Filters(corpus_id=corpus)
+        approx = [h.chunk_id for h in await index.vector_search(TENANT, vector, filters, depth)][:10]
+        if exact is not None:
+            best = exact[n]
+        else:
+            extra = "AND corpus_id = $4" if corpus is not None else ""
+            args = [corpus] if corpus is not None else []
+            best = [
+                r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)
+            ]
+        found.append(len(set(approx) & set(best)) / len(best))
+    return statistics.mean(found)
+
+
+async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> tuple[float, float]:
+    """Recall@10 and mean hits of the filtered query when the planner must take the HNSW index
+    (no sort allowed), i.e. what pgvector's iterative scan delivers on a selective filter."""
+    from knowledge_search.adapters.postgres import SET_SCAN, VECTOR_SEARCH
+
+    found, counts = [], []
+    for vector in queries:
+        async with db.transaction() as tx:
+            await tx.fetchrow("scan", SET_SCAN, "300", "20000")
+            await tx.fetchrow("no_sort", "SELECT set_config('enable_sort', 'off', true)")
+            rows = await tx.fetch(
+                "vector_search", VECTOR_SEARCH.format(filters="AND c.corpus_id = $4"), vector, [TENANT], 300, corpus
+            )
+        exact = [
+            r["chunk_id"]
+            for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"), vector, TENANT, 10, corpus)
+        ]
+        found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
+        counts.append(len(rows))
+    return statistics.mean(found), statistics.mean(counts)
