@@ -29,6 +29,8 @@ async def test_hnsw_indexes_exist_with_the_model_dimension(migrated_pg):
         )
         assert {r["tablename"] for r in indexes} == {"chunks", "anchors"}
         assert all("vector_cosine_ops" in r["indexdef"] for r in indexes)
+        # built (and inserted into) at ef_construction 128, where recall at a million chunks held
+        assert all("ef_construction='128'" in r["indexdef"] for r in indexes), [r["indexdef"] for r in indexes]
         column = await connection.fetchval(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
             "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"

@@ -177,6 +177,10 @@ async def test_a_change_re_embeds_gates_swaps_and_rolls_back(
         total = await admin_db.fetchval("n", "SELECT count(*) FROM chunks")
         assert evaluating.chunks_total == evaluating.chunks_done == total
         assert await admin_db.fetchval("n", "SELECT count(*) FROM chunk_vectors_next") == total
+        # the next store's graph is built as the current one's (migration 0073)
+        assert "ef_construction='128'" in await admin_db.fetchval(
+            "def", "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_vectors_next_hnsw'"
+        )
         # Exactly once: the loop counted only what it wrote, never more than there is.
         assert (
             0
