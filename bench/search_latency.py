@@ -436,8 +436,8 @@ async def latency(options: argparse.Namespace) -> None:
         unfiltered = await exact_top10(db, query_vectors[:100], exact_cache)
         print(
             f"HNSW recall@10 vs exact (channel depth {CHANNEL_DEPTH}, ef_search {DEFAULT_EF_SEARCH}, iterative scan): "
-            f"unfiltered {await recall(db, index, query_vectors[:100], None, 300, unfiltered):.3f}, "
-            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, 300):.3f}"
+            f"unfiltered {await recall(db, index, query_vectors[:100], None, CHANNEL_DEPTH, unfiltered):.3f}, "
+            f"1% corpus filter {await recall(db, index, query_vectors[:100], filtered_corpus, CHANNEL_DEPTH):.3f}"
         )
         forced, hits = await forced_hnsw_recall(db, query_vectors[:100], filtered_corpus)
         print(

@@ -9,14 +9,42 @@ import dataclasses
 import json
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from knowledge_runtime.db.pool import Database
 from knowledge_search.adapters.postgres import PostgresChunkIndex, scan_settings
-from knowledge_search.domain.model import Filters
+from knowledge_search.domain.model import ChannelHit, Filters
 from knowledge_search.domain.retrieval import CHANNEL_DEPTH, Bm25
 from search_common import EXACT, TENANT, percentile
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def overlap(found: list[int], best: list[int]) -> float:
+    """The share of ``best`` (an exact top 10, or a baseline's) that ``found`` holds."""
+    return len(set(found) & set(best)) / len(best)
+
+
+async def in_turn(calls: list[Callable[[T], Awaitable[R]]], items: list[T]) -> tuple[list[list[float]], list[list[R]]]:
+    """Every call on every item, after a warm-up on the first ten: per call, its times (ms) and
+    results in the items' order. The calls take turns on each item in a rotating order, so load
+    from elsewhere hits them alike and the first to read an item's pages (paying their misses)
+    is a different one each time."""
+    for call in calls:
+        for item in items[:10]:
+            await call(item)
+    durations: list[list[float]] = [[] for _ in calls]
+    results: list[list[R]] = [[] for _ in calls]
+    for n, item in enumerate(items):
+        for i in [(n + k) % len(calls) for k in range(len(calls))]:
+            started = time.perf_counter()
+            results[i].append(await calls[i](item))
+            durations[i].append((time.perf_counter() - started) * 1000)
+    return durations, results
 
 
 async def exact_top10(db: Database, queries: np.ndarray, cache: Path | None) -> list[list[int]]:
@@ -50,29 +78,21 @@ async def ef_sweep(url: str, values: list[int], queries: np.ndarray, cache: Path
     pools = [await Database.connect(url, max_size=1, server_settings=scan_settings(ef_search=ef)) for ef in values]
     try:
         indexes = [PostgresChunkIndex(db, ef_search=ef) for db, ef in zip(pools, values, strict=True)]
-        for index in indexes:
-            for vector in queries[:10]:  # warm-up
-                await index.vector_search(TENANT, vector, Filters(), CHANNEL_DEPTH)
-        durations: list[list[float]] = [[] for _ in values]
-        found: list[list[float]] = [[] for _ in values]
-        for n, vector in enumerate(queries):
-            # in a rotating order: the first to read a query's part of the graph pays its page misses
-            for i in [(n + k) % len(indexes) for k in range(len(indexes))]:
-                index = indexes[i]
-                started = time.perf_counter()
-                hits = await index.vector_search(TENANT, vector, Filters(), CHANNEL_DEPTH)
-                durations[i].append((time.perf_counter() - started) * 1000)
-                if n < len(exact):
-                    found[i].append(len({h.chunk_id for h in hits[:10]} & set(exact[n])) / len(exact[n]))
-        for i, ef in enumerate(values):
-            print(
-                f"ef_search {ef:5d}: recall@10 {statistics.mean(found[i]):.3f}, VECTOR channel "
-                f"p50 {percentile(durations[i], 50):7.2f} ms p95 {percentile(durations[i], 95):7.2f} ms, "
-                f"p50 x{percentile(durations[i], 50) / percentile(durations[0], 50):.2f} of ef_search {values[0]}"
-            )
+        searches: list[Callable[[np.ndarray], Awaitable[list[ChannelHit]]]] = [
+            lambda vector, index=index: index.vector_search(TENANT, vector, Filters(), CHANNEL_DEPTH)
+            for index in indexes
+        ]
+        durations, hits = await in_turn(searches, list(queries))
     finally:
         for db in pools:
             await db.close()
+    for i, ef in enumerate(values):
+        found = statistics.mean(overlap([h.chunk_id for h in hits[i][n][:10]], best) for n, best in enumerate(exact))
+        print(
+            f"ef_search {ef:5d}: recall@10 {found:.3f}, VECTOR channel "
+            f"p50 {percentile(durations[i], 50):7.2f} ms p95 {percentile(durations[i], 95):7.2f} ms, "
+            f"p50 x{percentile(durations[i], 50) / percentile(durations[0], 50):.2f} of ef_search {values[0]}"
+        )
 
 
 async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) -> None:
@@ -82,17 +102,11 @@ async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) 
     db = await Database.connect(url, max_size=1, server_settings=scan_settings())
     try:
         indexes = [PostgresChunkIndex(db, bm25=dataclasses.replace(Bm25(), common_fraction=f)) for f in fractions]
-        for index in indexes:
-            for text in texts[:10]:  # warm-up
-                await index.lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH)
-        durations: list[list[float]] = [[] for _ in fractions]
-        found: list[list[list[int]]] = [[] for _ in fractions]
-        for n, text in enumerate(texts):
-            for i in [(n + k) % len(indexes) for k in range(len(indexes))]:
-                started = time.perf_counter()
-                hits = await indexes[i].lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH)
-                durations[i].append((time.perf_counter() - started) * 1000)
-                found[i].append([h.chunk_id for h in hits[:10]])
+        searches: list[Callable[[str], Awaitable[list[ChannelHit]]]] = [
+            lambda text, index=index: index.lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH) for index in indexes
+        ]
+        durations, hits = await in_turn(searches, texts)
+        found = [[[h.chunk_id for h in result[:10]] for result in results] for results in hits]
         words = sorted({w for text in texts for w in text.split()})
         frequency = {
             r["lexeme"]: int(r["df"])
@@ -108,7 +122,7 @@ async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) 
         await db.close()
     answered = [n for n, hits in enumerate(found[0]) if hits]
     for i, fraction in enumerate(fractions):
-        kept = [len(set(found[i][n]) & set(found[0][n])) / len(found[0][n]) for n in answered]
+        kept = [overlap(found[i][n], found[0][n]) for n in answered]
         print(
             f"LEXICAL common_fraction {fraction}: p50 {percentile(durations[i], 50):7.2f} ms "
             f"p95 {percentile(durations[i], 95):7.2f} ms, {sum(not hits for hits in found[i])} of {len(texts)} "
@@ -141,7 +155,7 @@ async def recall(
             best = [
                 r["chunk_id"] for r in await db.fetch("exact", EXACT.format(filter=extra), vector, TENANT, 10, *args)
             ]
-        found.append(len(set(approx) & set(best)) / len(best))
+        found.append(overlap(approx, best))
     return statistics.mean(found)
 
 
@@ -162,6 +176,6 @@ async def forced_hnsw_recall(db: Database, queries: np.ndarray, corpus: int) -> 
             r["chunk_id"]
             for r in await db.fetch("exact", EXACT.format(filter="AND corpus_id = $4"), vector, TENANT, 10, corpus)
         ]
-        found.append(len({r["chunk_id"] for r in rows[:10]} & set(exact)) / len(exact))
+        found.append(overlap([r["chunk_id"] for r in rows[:10]], exact))
         counts.append(len(rows))
     return statistics.mean(found), statistics.mean(counts)
