@@ -153,6 +153,7 @@ async def test_lexical_channel_scores_exact_bm25_on_every_path(migrated_pg):
         for i in range(400):
             words = [f"filler{i % 97}"] * (i % 5 + 1) + ["apple"] * (i % 3 + 1) * (i % 8 != 0)
             words += ["zebra"] * (i % 50 == 0 or i % 47 == 0) + ["quill"] * (1 + i % 2) * (i % 13 == 0)
+            words += ["yak"] * (1 + i % 3) * (i % 25 == 0)
             section = "Zebra notes" if i % 100 == 0 else ("Quill" if i % 39 == 0 else "")
             rows.append((tenant, corpora[i % 2], documents[i % 2], i, section, " ".join(words or ["empty"])))
         await ingest.executemany(
@@ -171,8 +172,9 @@ async def test_lexical_channel_scores_exact_bm25_on_every_path(migrated_pg):
                 r["chunk_id"], {"id": r["chunk_id"], "corpus": r["corpus_id"], "length": r["bm25_length"], "terms": {}}
             )
             chunk["terms"][r["lexeme"]] = list(r["weights"])
-        # A cut-off of 20 chunks: zebra (17) is selective; quill (31) is common and joined whole
-        # (at most 4 x zebra's postings); apple (350) is common and looked up per candidate.
+        # A cut-off of 20 chunks: zebra (17) and yak (16, eight of them zebra's too) are selective;
+        # quill (31) is common and joined whole (at most 4 x zebra's postings); apple (350) is
+        # common and looked up per candidate.
         bm25 = Bm25(common_fraction=0.05, common_min_df=0)
         index = PostgresChunkIndex(db, bm25=bm25)
         # (query, filters, the one corpus they leave or None)
@@ -182,6 +184,12 @@ async def test_lexical_channel_scores_exact_bm25_on_every_path(migrated_pg):
             ("quill apple", Filters(), None),  # every term common: candidates hold both
             ("apple", Filters(corpus_id=corpora[0]), corpora[0]),
             ("zebra unheardof", Filters(), None),
+            # one driving term with postings, nothing joined: each posting is a candidate as read
+            ("zebra apple", Filters(), None),
+            ("yak apple unheardof", Filters(corpus_id=corpora[0]), corpora[0]),
+            # two driving terms: a chunk holding both is one candidate with both shares
+            ("zebra yak", Filters(), None),
+            ("zebra yak apple", Filters(), None),
             ("unheardof", Filters(), None),
             # the caller's reach and the housekeeping exclusion narrow the postings read by corpus too
             ("zebra quill apple", Filters(corpus_ids=frozenset({corpora[0]})), corpora[0]),

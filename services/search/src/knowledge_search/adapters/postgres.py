@@ -109,15 +109,11 @@ SELECT current_setting('hnsw.ef_search', true) AS "hnsw.ef_search",
 # $7, $8: k1, b; $10: tier weights D, C, B, A relative to D. {filters} and {narrowing} are
 # FILTERS' fragments, never caller text; a predicate of what every read may see (a tenant key,
 # a deletion) goes beside the tenant keys, once per alias (c, j, o).
-_TF = (
-    "({p}.count_a * ($10::float8[])[4] + {p}.count_b * ($10::float8[])[3]"
-    " + {p}.count_c * ($10::float8[])[2] + {p}.count_d * ($10::float8[])[1])"
-)
+# Per posting, with what only depends on the term (tier weights, idf, the length norm's parts)
+# computed once per term in roles: the expression is evaluated for every candidate.
+_TF = "({p}.count_a * t.wa + {p}.count_b * t.wb + {p}.count_c * t.wc + {p}.count_d * t.wd)"
 # float8 throughout: a numeric literal would make PostgreSQL score in (slow) numeric arithmetic.
-_BM25 = (
-    "t.idf * {tf} * ($7::float8 + 1.0::float8)"
-    " / ({tf} + $7::float8 * (1.0::float8 - $8::float8 + $8::float8 * {p}.bm25_length / t.avgdl))"
-)
+_BM25 = "t.scale * {tf} / ({tf} + t.norm0 + t.norm1 * {p}.bm25_length)"
 LEXICAL_SEARCH = """
 WITH stats AS (
     SELECT greatest(sum(s.chunk_count)::float8, 1.0::float8) AS n,
@@ -147,6 +143,10 @@ picked AS (
 ),
 roles AS MATERIALIZED (
     SELECT p.lexeme, p.idf, p.avgdl, p.any_selective, p.doc_freq,
+           ($10::float8[])[4] AS wa, ($10::float8[])[3] AS wb, ($10::float8[])[2] AS wc, ($10::float8[])[1] AS wd,
+           p.idf * ($7::float8 + 1.0::float8) AS scale,
+           $7::float8 * (1.0::float8 - $8::float8) AS norm0,
+           $7::float8 * $8::float8 / p.avgdl AS norm1,
            CASE WHEN p.driving THEN 'drive'
                 WHEN NOT p.any_selective
                   OR p.doc_freq <= $6 * greatest(1.0::float8, sum(p.doc_freq) FILTER (WHERE p.driving) OVER ())
@@ -154,16 +154,27 @@ roles AS MATERIALIZED (
                 ELSE 'lookup' END AS role
     FROM picked p
 ),
-driven AS (
-    SELECT c.chunk_id, c.document_id, c.corpus_id, sum({bm25_c}) AS score
-    FROM roles t
-    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-    WHERE t.role = 'drive' {{filters}}
-    GROUP BY c.chunk_id, c.document_id, c.corpus_id
+-- The common shape: one driving term with postings and nothing joined. A chunk holds one posting
+-- of a term, so each posting is a candidate, scored as it is read: nothing to group or join.
+shape AS (
+    SELECT count(*) FILTER (WHERE r.role = 'drive' AND r.doc_freq > 0) = 1
+               AND count(*) FILTER (WHERE r.role = 'join') = 0 AS single
+    FROM roles r
 ),
 joined AS (
+    SELECT c.chunk_id, c.document_id, c.corpus_id, {bm25_c} AS score
+    FROM roles t
+    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
+    WHERE t.role = 'drive' AND t.doc_freq > 0 AND (SELECT single FROM shape) {{filters}}
+    UNION ALL
     SELECT d.chunk_id, d.document_id, d.corpus_id, d.score + coalesce(sum({bm25_j}), 0.0::float8) AS score
-    FROM driven d
+    FROM (
+        SELECT c.chunk_id, c.document_id, c.corpus_id, sum({bm25_c}) AS score
+        FROM roles t
+        JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
+        WHERE t.role = 'drive' AND NOT (SELECT single FROM shape) {{filters}}
+        GROUP BY c.chunk_id, c.document_id, c.corpus_id
+    ) AS d
     LEFT JOIN (
         roles t
         JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme AND t.role = 'join' {{narrowing}}
@@ -172,8 +183,16 @@ joined AS (
     HAVING (SELECT bool_or(r.any_selective) FROM roles r)
         OR count(j.chunk_id) = (SELECT count(*) FROM roles r WHERE r.role = 'join')
 ),
+-- The looked-up terms only add to a prefix of the candidates in this order, and the best $9 after
+-- they add lie in its first max($9, $11): whatever lies beyond keeps a score no higher, and a
+-- later chunk id, than each of those. So only that many go on, not every candidate.
+best AS MATERIALIZED (
+    SELECT k.chunk_id, k.document_id, k.corpus_id, k.score FROM joined k
+    ORDER BY k.score DESC, k.chunk_id
+    LIMIT greatest($9::int8, $11::int8)
+),
 floor AS (
-    SELECT coalesce((SELECT score FROM joined ORDER BY score DESC OFFSET $9 - 1 LIMIT 1), '-Infinity') AS score,
+    SELECT coalesce((SELECT score FROM best ORDER BY score DESC OFFSET $9 - 1 LIMIT 1), '-Infinity') AS score,
            -- the bound of what the looked-up terms can add, widened against rounding
            (SELECT coalesce(sum(r.idf), 0.0::float8) FROM roles r WHERE r.role = 'lookup')
                * ($7::float8 + 1.0::float8) * (1.0::float8 + 1e-9::float8) + 1e-9::float8 AS bound
@@ -181,7 +200,7 @@ floor AS (
 looked_up AS (
     SELECT k.chunk_id, sum({bm25_p}) AS score
     FROM (
-        SELECT k.chunk_id, k.corpus_id, k.score FROM joined k, floor f
+        SELECT k.chunk_id, k.corpus_id, k.score FROM best k, floor f
         WHERE k.score + f.bound >= f.score AND EXISTS (SELECT 1 FROM roles r WHERE r.role = 'lookup')
         ORDER BY k.score DESC, k.chunk_id
         LIMIT $11
@@ -198,7 +217,7 @@ looked_up AS (
 )
 SELECT k.chunk_id, k.document_id, k.score + coalesce(r.score, 0.0::float8) AS score,
        (SELECT sum(t.idf) FROM roles t) AS idf_mass
-FROM joined k
+FROM best k
 LEFT JOIN looked_up r ON r.chunk_id = k.chunk_id
 ORDER BY 3 DESC, k.chunk_id
 LIMIT $9
