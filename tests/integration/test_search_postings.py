@@ -190,6 +190,7 @@ async def test_lexical_channel_scores_exact_bm25_on_every_path(migrated_pg):
             # two driving terms: a chunk holding both is one candidate with both shares
             ("zebra yak", Filters(), None),
             ("zebra yak apple", Filters(), None),
+            ("zebra yak quill apple", Filters(corpus_id=corpora[1]), corpora[1]),  # and a joined term
             ("unheardof", Filters(), None),
             # the caller's reach and the housekeeping exclusion narrow the postings read by corpus too
             ("zebra quill apple", Filters(corpus_ids=frozenset({corpora[0]})), corpora[0]),

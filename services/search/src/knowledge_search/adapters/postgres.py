@@ -114,6 +114,19 @@ SELECT current_setting('hnsw.ef_search', true) AS "hnsw.ef_search",
 _TF = "({p}.count_a * t.wa + {p}.count_b * t.wb + {p}.count_c * t.wc + {p}.count_d * t.wd)"
 # float8 throughout: a numeric literal would make PostgreSQL score in (slow) numeric arithmetic.
 _BM25 = "t.scale * {tf} / ({tf} + t.norm0 + t.norm1 * {p}.bm25_length)"
+_BM25_C = _BM25.format(tf=_TF.format(p="c"), p="c")
+# The driving terms' postings, as candidates: read as they are when one driving term has postings
+# (a chunk holds one posting of a term), grouped by chunk when several have ({when}: a condition
+# on shape that chooses the reading).
+_ONE_DRIVER = """SELECT c.chunk_id, c.document_id, c.corpus_id, {bm25} AS score
+    FROM roles t
+    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
+    WHERE t.role = 'drive' AND t.doc_freq > 0 AND (SELECT {when} FROM shape) {{filters}}"""
+_DRIVERS = """SELECT c.chunk_id, min(c.document_id), min(c.corpus_id), sum({bm25}) AS score
+    FROM roles t
+    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
+    WHERE t.role = 'drive' AND (SELECT {when} FROM shape) {{filters}}
+    GROUP BY c.chunk_id"""
 LEXICAL_SEARCH = """
 WITH stats AS (
     SELECT greatest(sum(s.chunk_count)::float8, 1.0::float8) AS n,
@@ -154,34 +167,39 @@ roles AS MATERIALIZED (
                 ELSE 'lookup' END AS role
     FROM picked p
 ),
--- The common shape: one driving term with postings and nothing joined. A chunk holds one posting
--- of a term, so each posting is a candidate, scored as it is read: nothing to group or join.
+-- The shape of the query. One driving term with postings and nothing joined (the common case):
+-- a chunk holds one posting of a term, so each posting is a candidate, scored as it is read.
+-- Several driving terms and nothing joined: their postings grouped by chunk (a chunk's document
+-- and corpus are one, so by the chunk alone: a narrower sort). Joined terms: the driving
+-- candidates, each with its joined terms' shares.
 shape AS (
-    SELECT count(*) FILTER (WHERE r.role = 'drive' AND r.doc_freq > 0) = 1
-               AND count(*) FILTER (WHERE r.role = 'join') = 0 AS single
+    SELECT count(*) FILTER (WHERE r.role = 'drive' AND r.doc_freq > 0) AS drivers,
+           count(*) FILTER (WHERE r.role = 'join') AS joins,
+           bool_or(r.any_selective) AS any_selective
     FROM roles r
 ),
-joined AS (
-    SELECT c.chunk_id, c.document_id, c.corpus_id, {bm25_c} AS score
-    FROM roles t
-    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-    WHERE t.role = 'drive' AND t.doc_freq > 0 AND (SELECT single FROM shape) {{filters}}
+driven AS MATERIALIZED (  -- the candidates, read here only when there are joined terms
+    {one_driver}
     UNION ALL
-    SELECT d.chunk_id, d.document_id, d.corpus_id, d.score + coalesce(sum({bm25_j}), 0.0::float8) AS score
-    FROM (
-        SELECT c.chunk_id, c.document_id, c.corpus_id, sum({bm25_c}) AS score
-        FROM roles t
-        JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-        WHERE t.role = 'drive' AND NOT (SELECT single FROM shape) {{filters}}
-        GROUP BY c.chunk_id, c.document_id, c.corpus_id
-    ) AS d
+    {drivers}
+),
+joined AS (
+    {one_driver_alone}
+    UNION ALL
+    {drivers_alone}
+    UNION ALL
+    -- a joined term's postings are read whole, but scored only where they meet a candidate
+    SELECT d.chunk_id, d.document_id, d.corpus_id, d.score + coalesce(s.score, 0.0::float8) AS score
+    FROM driven d
     LEFT JOIN (
-        roles t
-        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme AND t.role = 'join' {{narrowing}}
-    ) ON j.chunk_id = d.chunk_id
-    GROUP BY d.chunk_id, d.document_id, d.corpus_id, d.score
-    HAVING (SELECT bool_or(r.any_selective) FROM roles r)
-        OR count(j.chunk_id) = (SELECT count(*) FROM roles r WHERE r.role = 'join')
+        SELECT j.chunk_id, sum({bm25_j}) AS score, count(*) AS held
+        FROM roles t
+        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme {{narrowing}}
+        WHERE t.role = 'join' AND j.chunk_id IN (SELECT e.chunk_id FROM driven e)
+        GROUP BY j.chunk_id
+    ) AS s ON s.chunk_id = d.chunk_id
+    WHERE (SELECT joins > 0 FROM shape)
+      AND ((SELECT any_selective FROM shape) OR coalesce(s.held, 0) = (SELECT joins FROM shape))
 ),
 -- The looked-up terms only add to a prefix of the candidates in this order, and the best $9 after
 -- they add lie in its first max($9, $11): whatever lies beyond keeps a score no higher, and a
@@ -222,7 +240,10 @@ LEFT JOIN looked_up r ON r.chunk_id = k.chunk_id
 ORDER BY 3 DESC, k.chunk_id
 LIMIT $9
 """.format(
-    bm25_c=_BM25.format(tf=_TF.format(p="c"), p="c"),
+    one_driver=_ONE_DRIVER.format(bm25=_BM25_C, when="drivers = 1"),
+    drivers=_DRIVERS.format(bm25=_BM25_C, when="drivers <> 1"),
+    one_driver_alone=_ONE_DRIVER.format(bm25=_BM25_C, when="drivers = 1 AND joins = 0"),
+    drivers_alone=_DRIVERS.format(bm25=_BM25_C, when="drivers > 1 AND joins = 0"),
     bm25_j=_BM25.format(tf=_TF.format(p="j"), p="j"),
     bm25_p=_BM25.format(tf=_TF.format(p="p"), p="p"),
 )
