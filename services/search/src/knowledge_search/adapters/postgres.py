@@ -5,24 +5,11 @@ a filtered query still fills its depth; the nearest rows are re-sorted exactly b
 relaxed scan may return them slightly out of order. The scan settings are the pool's session
 defaults (``scan_settings``), so a query is one statement.
 
-Lexical channel: Okapi BM25 computed in SQL from the lexeme postings (migration 0022: one row
-per tenant, lexeme and chunk, with the positions per weight tier and the chunk's BM25 length,
-kept by triggers on chunks; keyed by corpus since 0053) and the per-tenant statistics of
-migration 0005, in one statement. A query reads only its own terms' postings (only the filtered
-corpora's, when filtered), by index-only scans, never a chunk row. A term's frequency in a chunk
-sums its positions' tier weights relative to body text (D), so a heading match counts more than
-a body match while body text keeps BM25's saturation.
+Lexical channel: BM25 over the lexeme postings, in ``lexical``.
 
 Both channels admit only chunks of documents whose access list admits the caller (runtime
 ``db.reach.readable_by``, the SQL of ``reach.may_read_document``), judged per candidate inside the
 scan by the document's primary key, so the depth, and so top_k, fills from what the caller may read.
-
-Like Elasticsearch's common-terms query, a term found in more than ``common_fraction`` of
-the tenant's chunks (and in more than ``common_min_df`` of them) still scores but does not
-select candidates on its own, so one very frequent word does not make the query score most
-of the tenant; when every term is that frequent, a candidate must hold them all. A common term
-whose postings are short enough is read whole; a much longer one is looked up per candidate,
-only for the candidates its largest possible share could still lift into the channel's depth.
 """
 
 from __future__ import annotations
@@ -39,6 +26,7 @@ from knowledge_runtime.filter_fields import compile_filter, document_fields
 from knowledge_runtime.filters import FieldResolver, Node, Params
 from knowledge_runtime.reach import Placement, Reach, Reader
 
+from knowledge_search.adapters import lexical
 from knowledge_search.domain.errors import DocumentNotFound, ModelChangeNotFound
 from knowledge_search.domain.model import (
     CURRENT_SPACE,
@@ -92,167 +80,6 @@ SELECT current_setting('hnsw.ef_search', true) AS "hnsw.ef_search",
        current_setting('hnsw.max_scan_tuples', true) AS "hnsw.max_scan_tuples",
        current_setting('plan_cache_mode') AS plan_cache_mode
 """
-# The lexical channel in one statement: BM25 over the postings of migration 0022 (keyed by corpus
-# since 0053), index-only reads of the query's own terms, exact.
-# - terms: the query's distinct lexemes with their idf and document frequency over the tenants
-#   read ($1: the tenant keys, one today), and whether they are selective; none when those
-#   tenants have no chunks;
-# - roles: the driving terms select the candidates (any of them) and score them: the selective
-#   ones, or the rarest when none is (a candidate must then hold every term); the joined terms,
-#   whose postings are at most $6 times longer than the driving ones' together, are read whole
-#   and add their share to every candidate; the looked-up terms, far more frequent, add their
-#   share by a key lookup, only for candidates that can still reach the best $9: a term adds
-#   less than idf * (k1 + 1), so a candidate whose score plus that bound (summed) stays below the
-#   $9-th best score so far cannot. Of those, the best $11 so far are looked up: exact unless more
-#   than $11 candidates lie within the bound of that floor (many near-ties, as in random text).
-# $2, $3: text search configuration and query text; $4, $5: common_min_df, common_fraction;
-# $7, $8: k1, b; $10: tier weights D, C, B, A relative to D. {filters} and {narrowing} are
-# FILTERS' fragments, never caller text; a predicate of what every read may see (a tenant key,
-# a deletion) goes beside the tenant keys, once per alias (c, j, o).
-# Per posting, with what only depends on the term (tier weights, idf, the length norm's parts)
-# computed once per term in roles: the expression is evaluated for every candidate.
-_TF = "({p}.count_a * t.wa + {p}.count_b * t.wb + {p}.count_c * t.wc + {p}.count_d * t.wd)"
-# float8 throughout: a numeric literal would make PostgreSQL score in (slow) numeric arithmetic.
-_BM25 = "t.scale * {tf} / ({tf} + t.norm0 + t.norm1 * {p}.bm25_length)"
-_BM25_C = _BM25.format(tf=_TF.format(p="c"), p="c")
-# The driving terms' postings, as candidates: read as they are when one driving term has postings
-# (a chunk holds one posting of a term), grouped by chunk when several have ({when}: a condition
-# on shape that chooses the reading).
-_ONE_DRIVER = """SELECT c.chunk_id, c.document_id, c.corpus_id, {bm25} AS score
-    FROM roles t
-    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-    WHERE t.role = 'drive' AND t.doc_freq > 0 AND (SELECT {when} FROM shape) {{filters}}"""
-_DRIVERS = """SELECT c.chunk_id, min(c.document_id), min(c.corpus_id), sum({bm25}) AS score
-    FROM roles t
-    JOIN search_postings c ON c.tenant_id = ANY($1::text[]) AND c.lexeme = t.lexeme
-    WHERE t.role = 'drive' AND (SELECT {when} FROM shape) {{filters}}
-    GROUP BY c.chunk_id"""
-LEXICAL_SEARCH = """
-WITH stats AS (
-    SELECT greatest(sum(s.chunk_count)::float8, 1.0::float8) AS n,
-           greatest(sum(s.total_length)::float8 / greatest(sum(s.chunk_count)::float8, 1.0::float8), 1.0::float8)
-               AS avgdl
-    FROM search_tenant_stats s WHERE s.tenant_id = ANY($1::text[])
-    HAVING count(*) > 0
-),
-terms AS (
-    SELECT q.lexeme,
-           ln(1.0::float8 + (st.n - f.df + 0.5::float8) / (f.df + 0.5::float8)) AS idf,
-           f.df AS doc_freq,
-           f.df <= greatest($4::float8, $5::float8 * st.n) AS selective,
-           st.avgdl
-    FROM (SELECT DISTINCT u.lexeme FROM unnest(to_tsvector($2::regconfig, $3)) AS u) AS q
-    CROSS JOIN stats st
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(l.doc_freq), 0)::float8 AS df FROM search_lexeme_stats l
-        WHERE l.tenant_id = ANY($1::text[]) AND l.lexeme = q.lexeme
-    ) AS f
-),
-picked AS (
-    SELECT t.*, CASE WHEN bool_or(t.selective) OVER () THEN t.selective
-                     ELSE row_number() OVER (ORDER BY t.doc_freq, t.lexeme) = 1 END AS driving,
-           bool_or(t.selective) OVER () AS any_selective
-    FROM terms t
-),
-roles AS MATERIALIZED (
-    SELECT p.lexeme, p.idf, p.avgdl, p.any_selective, p.doc_freq,
-           ($10::float8[])[4] AS wa, ($10::float8[])[3] AS wb, ($10::float8[])[2] AS wc, ($10::float8[])[1] AS wd,
-           p.idf * ($7::float8 + 1.0::float8) AS scale,
-           $7::float8 * (1.0::float8 - $8::float8) AS norm0,
-           $7::float8 * $8::float8 / p.avgdl AS norm1,
-           CASE WHEN p.driving THEN 'drive'
-                WHEN NOT p.any_selective
-                  OR p.doc_freq <= $6 * greatest(1.0::float8, sum(p.doc_freq) FILTER (WHERE p.driving) OVER ())
-                THEN 'join'
-                ELSE 'lookup' END AS role
-    FROM picked p
-),
--- The shape of the query. One driving term with postings and nothing joined (the common case):
--- a chunk holds one posting of a term, so each posting is a candidate, scored as it is read.
--- Several driving terms and nothing joined: their postings grouped by chunk (a chunk's document
--- and corpus are one, so by the chunk alone: a narrower sort). Joined terms: the driving
--- candidates, each with its joined terms' shares.
-shape AS (
-    SELECT count(*) FILTER (WHERE r.role = 'drive' AND r.doc_freq > 0) AS drivers,
-           count(*) FILTER (WHERE r.role = 'join') AS joins,
-           bool_or(r.any_selective) AS any_selective
-    FROM roles r
-),
-driven AS MATERIALIZED (  -- the candidates, read here only when there are joined terms
-    {one_driver}
-    UNION ALL
-    {drivers}
-),
-joined AS (
-    {one_driver_alone}
-    UNION ALL
-    {drivers_alone}
-    UNION ALL
-    -- a joined term's postings are read whole, but scored only where they meet a candidate
-    SELECT d.chunk_id, d.document_id, d.corpus_id, d.score + coalesce(s.score, 0.0::float8) AS score
-    FROM driven d
-    LEFT JOIN (
-        SELECT j.chunk_id, sum({bm25_j}) AS score, count(*) AS held
-        FROM roles t
-        JOIN search_postings j ON j.tenant_id = ANY($1::text[]) AND j.lexeme = t.lexeme {{narrowing}}
-        WHERE t.role = 'join' AND j.chunk_id IN (SELECT e.chunk_id FROM driven e)
-        GROUP BY j.chunk_id
-    ) AS s ON s.chunk_id = d.chunk_id
-    WHERE (SELECT joins > 0 FROM shape)
-      AND ((SELECT any_selective FROM shape) OR coalesce(s.held, 0) = (SELECT joins FROM shape))
-),
--- The looked-up terms only add to a prefix of the candidates in this order, and the best $9 after
--- they add lie in its first max($9, $11): whatever lies beyond keeps a score no higher, and a
--- later chunk id, than each of those. So only that many go on, not every candidate.
-best AS MATERIALIZED (
-    SELECT k.chunk_id, k.document_id, k.corpus_id, k.score FROM joined k
-    ORDER BY k.score DESC, k.chunk_id
-    LIMIT greatest($9::int8, $11::int8)
-),
-floor AS (
-    SELECT coalesce((SELECT score FROM best ORDER BY score DESC OFFSET $9 - 1 LIMIT 1), '-Infinity') AS score,
-           -- the bound of what the looked-up terms can add, widened against rounding
-           (SELECT coalesce(sum(r.idf), 0.0::float8) FROM roles r WHERE r.role = 'lookup')
-               * ($7::float8 + 1.0::float8) * (1.0::float8 + 1e-9::float8) + 1e-9::float8 AS bound
-),
-looked_up AS (
-    SELECT k.chunk_id, sum({bm25_p}) AS score
-    FROM (
-        SELECT k.chunk_id, k.corpus_id, k.score FROM best k, floor f
-        WHERE k.score + f.bound >= f.score AND EXISTS (SELECT 1 FROM roles r WHERE r.role = 'lookup')
-        ORDER BY k.score DESC, k.chunk_id
-        LIMIT $11
-    ) AS k
-    JOIN roles t ON t.role = 'lookup'
-    -- a key lookup per (candidate, term), never a scan of a very common term's postings
-    CROSS JOIN LATERAL (
-        SELECT o.count_a, o.count_b, o.count_c, o.count_d, o.bm25_length FROM search_postings o
-        WHERE o.tenant_id = ANY($1::text[]) AND o.lexeme = t.lexeme AND o.corpus_id = k.corpus_id
-          AND o.chunk_id = k.chunk_id
-        LIMIT 1
-    ) AS p
-    GROUP BY k.chunk_id
-)
-SELECT k.chunk_id, k.document_id, k.score + coalesce(r.score, 0.0::float8) AS score,
-       (SELECT sum(t.idf) FROM roles t) AS idf_mass
-FROM best k
-LEFT JOIN looked_up r ON r.chunk_id = k.chunk_id
-ORDER BY 3 DESC, k.chunk_id
-LIMIT $9
-""".format(
-    one_driver=_ONE_DRIVER.format(bm25=_BM25_C, when="drivers = 1"),
-    drivers=_DRIVERS.format(bm25=_BM25_C, when="drivers <> 1"),
-    one_driver_alone=_ONE_DRIVER.format(bm25=_BM25_C, when="drivers = 1 AND joins = 0"),
-    drivers_alone=_DRIVERS.format(bm25=_BM25_C, when="drivers > 1 AND joins = 0"),
-    bm25_j=_BM25.format(tf=_TF.format(p="j"), p="j"),
-    bm25_p=_BM25.format(tf=_TF.format(p="p"), p="p"),
-)
-# A term's whole postings list is read (joined) when it is at most this many times longer than
-# the driving terms' lists together; a longer one is looked up per candidate (a key lookup costs
-# about as much as reading this many postings in a row).
-JOIN_RATIO = 4
-# Candidates (a multiple of the channel depth) that at most get the looked-up terms' share.
-LOOKUP_WINDOW = 2
 # What results show, read once for the chunks that are returned (never for the channels' depth),
 # under the tenant keys the channels read ($2: Filters.owners, the caller's and the platform
 # tenant's when its reach holds a platform-wide corpus; the ids came from within that reach) and
@@ -491,38 +318,11 @@ class PostgresChunkIndex:
         return _hits(rows)
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
-        bm25 = self._bm25
-        predicates, args = _channel_predicates(filters, 12, "$1", postings=True, access=self._access)
-        d, c, b, a = bm25.tiers
-        # One statement (one round trip): the query's terms, their roles and the scoring.
-        rows = await self._db.fetch(
-            "lexical_search",
-            LEXICAL_SEARCH.format(
-                filters=_render(predicates, "c"), narrowing=_render(predicates, "j", narrowing_only=True)
-            ),
-            _owners(tenant, filters),
-            bm25.text_config,
-            text,
-            bm25.common_min_df,
-            bm25.common_fraction,
-            JOIN_RATIO,
-            bm25.k1,
-            bm25.b,
-            depth,
-            [1.0, c / d, b / d, a / d],
-            LOOKUP_WINDOW * depth,
-            *args,
+        predicates, args = _channel_predicates(
+            filters, lexical.FIRST_FILTER_PARAMETER, "$1", postings=True, access=self._access
         )
-        return [
-            ChannelHit(
-                chunk_id=row["chunk_id"],
-                document_id=row["document_id"],
-                score=float(row["score"]),
-                rank=rank,
-                coverage=min(1.0, float(row["score"]) / row["idf_mass"]) if row["idf_mass"] > 0 else 1.0,
-            )
-            for rank, row in enumerate(rows, start=1)
-        ]
+        rendered = (_render(predicates, "c"), _render(predicates, "j", narrowing_only=True), args)
+        return await lexical.lexical_search(self._db, self._bm25, _owners(tenant, filters), text, depth, rendered)
 
     async def chunks(
         self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = (), principals: Collection[str] = ()
