@@ -97,6 +97,11 @@ def main() -> None:
         type=lambda text: [float(v) for v in text.split(",")],
         help="BM25 common_fraction values (e.g. 0.05,0.01): the lexical channel alone at each, then stop",
     )
+    lat.add_argument(
+        "--lexical-versus",
+        metavar="REVISION",
+        help="a git revision (e.g. HEAD~2): its lexical statement against the working tree's, in turn, then stop",
+    )
     ev = commands.add_parser("eval")
     ev.add_argument("directory", type=Path, nargs="?", help="a BEIR-layout dataset (or --dataset)")
     ev.add_argument("--dataset", type=Path, help="a BEIR-layout dataset, e.g. ../shared/datasets/scifact-train")

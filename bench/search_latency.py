@@ -49,7 +49,7 @@ from knowledge_search.usecases import AnswerUseCases, SearchUseCases
 from search_access import TARGET_RATIO as ACCESS_TARGET_RATIO
 from search_access import WithoutAccessLists, access_list_latency, token_groups
 from search_common import DIM, TENANT, TodayChunkIndex, percentile
-from search_sweeps import ef_sweep, exact_top10, forced_hnsw_recall, lexical_fractions, recall
+from search_sweeps import ef_sweep, exact_top10, forced_hnsw_recall, lexical_fractions, lexical_versus, recall
 
 CORPORA = 100  # one corpus keeps 1% of the rows
 DOCUMENTS_PER_CORPUS = 20  # 2,000 documents: 50 chunks each at 100k rows
@@ -409,6 +409,9 @@ async def latency(options: argparse.Namespace) -> None:
             return
         if options.lexical_fractions:
             await lexical_fractions(pg.url(user="knowledge_search"), options.lexical_fractions, texts)
+            return
+        if options.lexical_versus:
+            await lexical_versus(pg.url(user="knowledge_search"), options.lexical_versus, texts)
             return
         # as the service's bootstrap opens it: the HNSW scan settings are session defaults
         db = await Database.connect(pg.url(user="knowledge_search"), max_size=4, server_settings=scan_settings())

@@ -6,11 +6,17 @@ judged against the first value or exact search."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import math
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 import numpy as np
@@ -95,6 +101,39 @@ async def ef_sweep(url: str, values: list[int], queries: np.ndarray, cache: Path
         )
 
 
+async def _lexical_in_turn(
+    db: Database, indexes: list, texts: list[str]
+) -> tuple[list[list[float]], list[list[list[ChannelHit]]], dict[str, int]]:
+    """Each index's lexical channel alone at its depth, in turn on each query (rotating): its
+    times (ms) and hits, and the chunk count of every query word."""
+    searches: list[Callable[[str], Awaitable[list[ChannelHit]]]] = [
+        lambda text, index=index: index.lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH) for index in indexes
+    ]
+    durations, hits = await in_turn(searches, texts)
+    words = sorted({w for text in texts for w in text.split()})
+    frequency = {
+        r["lexeme"]: int(r["df"])
+        for r in await db.fetch(
+            "df",
+            "SELECT lexeme, sum(doc_freq) AS df FROM search_lexeme_stats WHERE tenant_id = $1 "
+            "AND lexeme = ANY($2::text[]) GROUP BY lexeme",
+            TENANT,
+            words,
+        )
+    }
+    return durations, hits, frequency
+
+
+def _slowest(
+    label: str, durations: list[float], texts: list[str], frequency: dict[str, int], baseline: list[float] | None = None
+) -> None:
+    """The five slowest queries at ``label``, with their words' chunk counts (and the baseline's time)."""
+    for n in sorted(range(len(texts)), key=lambda n: -durations[n])[:5]:
+        terms = ", ".join(f"{w} in {frequency.get(w, 0)}" for w in texts[n].split())
+        against = f" (baseline {baseline[n]:.1f} ms)" if baseline is not None else ""
+        print(f"  slow at {label}: {durations[n]:6.1f} ms{against}  {terms} chunks")
+
+
 async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) -> None:
     """The lexical channel alone at its depth, per BM25 ``common_fraction`` (the values in turn
     on each query, rotating): p50/p95, how many queries find no lexical hit, how much of each top
@@ -102,24 +141,10 @@ async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) 
     db = await Database.connect(url, max_size=1, server_settings=scan_settings())
     try:
         indexes = [PostgresChunkIndex(db, bm25=dataclasses.replace(Bm25(), common_fraction=f)) for f in fractions]
-        searches: list[Callable[[str], Awaitable[list[ChannelHit]]]] = [
-            lambda text, index=index: index.lexical_search(TENANT, text, Filters(), CHANNEL_DEPTH) for index in indexes
-        ]
-        durations, hits = await in_turn(searches, texts)
-        found = [[[h.chunk_id for h in result[:10]] for result in results] for results in hits]
-        words = sorted({w for text in texts for w in text.split()})
-        frequency = {
-            r["lexeme"]: int(r["df"])
-            for r in await db.fetch(
-                "df",
-                "SELECT lexeme, sum(doc_freq) AS df FROM search_lexeme_stats WHERE tenant_id = $1 "
-                "AND lexeme = ANY($2::text[]) GROUP BY lexeme",
-                TENANT,
-                words,
-            )
-        }
+        durations, hits, frequency = await _lexical_in_turn(db, indexes, texts)
     finally:
         await db.close()
+    found = [[[h.chunk_id for h in result[:10]] for result in results] for results in hits]
     answered = [n for n, hits in enumerate(found[0]) if hits]
     for i, fraction in enumerate(fractions):
         kept = [overlap(found[i][n], found[0][n]) for n in answered]
@@ -129,9 +154,67 @@ async def lexical_fractions(url: str, fractions: list[float], texts: list[str]) 
             f"queries without a hit; of the {len(answered)} answered at {fractions[0]}: "
             f"{sum(not found[i][n] for n in answered)} without one, top 10 kept {statistics.mean(kept) if kept else 0:.0%}"
         )
-    for n in sorted(range(len(texts)), key=lambda n: -durations[0][n])[:5]:
-        terms = ", ".join(f"{w} in {frequency.get(w, 0)}" for w in texts[n].split())
-        print(f"  slow at {fractions[0]}: {durations[0][n]:6.1f} ms  {terms} chunks")
+    _slowest(str(fractions[0]), durations[0], texts, frequency)
+
+
+ADAPTERS = "services/search/src/knowledge_search/adapters"
+
+
+def adapter_at(revision: str, keep: Path) -> ModuleType:
+    """The search service's PostgreSQL adapter as it was at a git revision of this repository:
+    the revision's ``knowledge_search.adapters`` package, written under ``keep`` and imported as a
+    package of its own (so its modules import one another, and the working tree's domain)."""
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{revision}:{ADAPTERS}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    name = "adapters_at_revision"
+    package = keep / name
+    package.mkdir()
+    for file in [f for f in listed if f.endswith(".py")]:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:{ADAPTERS}/{file}"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+        (package / file).write_text(source.replace("knowledge_search.adapters", name))
+    sys.path.insert(0, str(keep))
+    try:
+        return importlib.import_module(f"{name}.postgres")  # its modules are loaded now: keep can go
+    finally:
+        sys.path.remove(str(keep))
+
+
+def same_hits(a: list[ChannelHit], b: list[ChannelHit]) -> bool:
+    """The same chunks in the same order with the same scores (to float rounding)."""
+    return [h.chunk_id for h in a] == [h.chunk_id for h in b] and all(
+        math.isclose(x.score, y.score, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a, b, strict=True)
+    )
+
+
+async def lexical_versus(url: str, revision: str, texts: list[str]) -> None:
+    """The lexical channel's statement at ``revision`` against the working tree's, in turn on each
+    query (rotating), on the same data: p50/p95 of each, their ratio, and on how many queries the
+    two return the same hits."""
+    with tempfile.TemporaryDirectory() as keep:
+        before = adapter_at(revision, Path(keep))
+    db = await Database.connect(url, max_size=1, server_settings=scan_settings())
+    try:
+        indexes = [before.PostgresChunkIndex(db), PostgresChunkIndex(db)]
+        durations, hits, frequency = await _lexical_in_turn(db, indexes, texts)
+    finally:
+        await db.close()
+    for label, times in zip([revision, "working tree"], durations, strict=True):
+        print(f"LEXICAL at {label}: p50 {percentile(times, 50):7.2f} ms p95 {percentile(times, 95):7.2f} ms")
+    ratio = [percentile(durations[1], q) / percentile(durations[0], q) for q in (50, 95)]
+    identical = sum(same_hits(a, b) for a, b in zip(hits[0], hits[1], strict=True))
+    print(
+        f"LEXICAL working tree / {revision}: p50 x{ratio[0]:.2f}, p95 x{ratio[1]:.2f}, max "
+        f"{max(durations[1]):.1f} against {max(durations[0]):.1f} ms; the same hits on {identical} of {len(texts)} queries"
+    )
+    _slowest("the working tree", durations[1], texts, frequency, baseline=durations[0])
 
 
 async def recall(
