@@ -278,3 +278,60 @@ async def test_a_corpus_filter_reads_only_that_corpus_postings(migrated_pg):
         await db.close()
         await admin.close()
         await ingest.close()
+
+
+async def test_access_lists_refuse_the_same_postings_whether_hashed_or_looked_up(migrated_pg):
+    """The lexical channel judges a posting's document either by a hash of the documents that
+    refuse the caller (restricted documents fewer than the driving postings) or by a lookup per
+    posting (otherwise): each gives the unrestricted results less the refused documents' chunks."""
+    tenant = "postings-access"
+    admin = await asyncpg.connect(migrated_pg.url())
+    ingest = await asyncpg.connect(migrated_pg.url(user="knowledge_ingest"))
+    await register_vector(ingest)
+    db = await Database.connect(migrated_pg.url(user="knowledge_search"), max_size=1)
+    try:
+        await admin.execute("INSERT INTO tenants (tenant_id) VALUES ($1)", tenant)
+        corpus = await admin.fetchval(
+            "INSERT INTO corpora (tenant_id, name) VALUES ($1, 'c') RETURNING corpus_id", tenant
+        )
+        documents = [
+            await admin.fetchval(
+                "INSERT INTO documents (tenant_id, corpus_id, filename) VALUES ($1, $2, 'f') RETURNING document_id",
+                tenant,
+                corpus,
+            )
+            for _ in range(8)
+        ]
+        rows = [
+            (tenant, corpus, documents[i % 8], i, "harbour " * (1 + i % 3) + ("lantern" if i in (3, 8) else ""))
+            for i in range(48)
+        ]
+        await ingest.executemany(
+            "INSERT INTO chunks (tenant_id, corpus_id, document_id, chunk_index, content, embedding, metadata)"
+            " VALUES ($1, $2, $3, $4, $5, $6, '{\"document_id\": 1}')",
+            [(*r, np.ones(TEST_DIMENSION, dtype=np.float32)) for r in rows],
+        )
+        chunk_document = dict(
+            await admin.fetch("SELECT chunk_id, document_id FROM chunks WHERE tenant_id = $1", tenant)
+        )
+        captured = _Capturing(db)
+        index = PostgresChunkIndex(captured, bm25=Bm25(common_fraction=1.0, common_min_df=0))  # type: ignore[arg-type]
+        caller = Filters(principals=frozenset({"group:a"}))
+        open_results = {text: await index.lexical_search(tenant, text, caller, 300) for text in ("harbour", "lantern")}
+        # four documents restricted, one of them (documents[3]: chunk 3 holds "lantern") to another group
+        await admin.execute("UPDATE documents SET principals = '{group:a}' WHERE document_id = ANY($1)", documents[:3])
+        await admin.execute("UPDATE documents SET principals = '{group:b}' WHERE document_id = $1", documents[3])
+        # harbour: 48 driving postings against 4 restricted documents (the hash); lantern: 2 (lookups)
+        for text, hashed in (("harbour", True), ("lantern", False)):
+            got = await index.lexical_search(tenant, text, caller, 300)
+            want = [h for h in open_results[text] if chunk_document[h.chunk_id] != documents[3]]
+            assert len(want) < len(open_results[text])
+            assert [(h.chunk_id, h.score) for h in got] == [(h.chunk_id, h.score) for h in want], text
+            sql, args = captured.sent["lexical_search"]
+            plan = "\n".join(r[0] for r in await admin.fetch("EXPLAIN (ANALYZE) " + sql, *args))
+            lookup = next(line for line in plan.splitlines() if "documents_pkey on documents ad" in line)
+            assert ("never executed" in lookup) is hashed, plan
+    finally:
+        await db.close()
+        await admin.close()
+        await ingest.close()
