@@ -24,10 +24,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from knowledge_runtime.db.pool import Database
 
-from knowledge_search.domain.model import ChannelHit
 from knowledge_search.domain.retrieval import Bm25
 
 # A term's whole postings list is read (joined) when it is at most this many times longer than
@@ -197,10 +197,11 @@ async def lexical_search(
     text: str,
     depth: int,
     filters: tuple[str, str, Sequence[object]],
-) -> list[ChannelHit]:
+) -> list[dict[str, Any]]:
     """The channel's best ``depth`` chunks for ``text`` over the tenant keys ``owners``;
     ``filters``: the rendered predicates on the candidates' postings (alias c), the narrowing
-    ones on the joined postings (alias j) and their parameters, from ``FIRST_FILTER_PARAMETER``."""
+    ones on the joined postings (alias j) and their parameters, from ``FIRST_FILTER_PARAMETER``.
+    Each: chunk_id, document_id, score and coverage."""
     rows = await db.fetch(
         "lexical_terms", TERMS, owners, bm25.text_config, text, bm25.common_min_df, bm25.common_fraction, JOIN_RATIO
     )
@@ -234,14 +235,6 @@ async def lexical_search(
         [t.doc_freq for t in scored],
         *args,
     )
+    # how much of the query's idf a hit's score holds (the relevance banner and fusion's gate)
     idf_mass = sum(t.idf for t in terms)
-    return [
-        ChannelHit(
-            chunk_id=row["chunk_id"],
-            document_id=row["document_id"],
-            score=float(row["score"]),
-            rank=rank,
-            coverage=min(1.0, float(row["score"]) / idf_mass) if idf_mass > 0 else 1.0,
-        )
-        for rank, row in enumerate(hits, start=1)
-    ]
+    return [{**row, "coverage": min(1.0, float(row["score"]) / idf_mass) if idf_mass > 0 else 1.0} for row in hits]

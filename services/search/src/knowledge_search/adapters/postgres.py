@@ -340,7 +340,9 @@ class PostgresChunkIndex:
             filters, lexical.FIRST_FILTER_PARAMETER, "$1", postings=True, access=self._access
         )
         rendered = (_render(predicates, "c"), _render(predicates, "j", narrowing_only=True), args)
-        return await lexical.lexical_search(self._db, self._bm25, _owners(tenant, filters), text, depth, rendered)
+        return _hits(
+            await lexical.lexical_search(self._db, self._bm25, _owners(tenant, filters), text, depth, rendered)
+        )
 
     async def chunks(
         self, tenant: str, chunk_ids: Sequence[int], owners: Sequence[str] = (), principals: Collection[str] = ()
