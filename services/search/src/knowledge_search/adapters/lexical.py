@@ -82,11 +82,12 @@ FROM picked p
 ORDER BY p.lexeme
 """
 
-# The scoring statement's parameters: $1 the tenant keys; $2, $3, $4 each term's lexeme, role and
-# idf x (k1 + 1); $5, $6 the length norm's parts, k1 (1 - b) and k1 b / avgdl; $7 the tier
-# weights D, C, B, A relative to D; $8 the depth; $9 the candidates that get the looked-up
-# terms' share; $10 the most those terms can add; $11 how many joined terms a candidate must
-# hold (0: any); $12 each term's document frequency. The filters' parameters follow ({filters} and {narrowing}, FILTERS' fragments,
+# The scoring statement's parameters: $1 the tenant keys; $2, $3, $4, $12 each term's lexeme,
+# role, idf x (k1 + 1) and document frequency; $5, $6 the length norm's parts, k1 (1 - b) and
+# k1 b / avgdl; $7 the tier weights D, C, B, A relative to D; $8 the depth; $9 the candidates that
+# get the looked-up terms' share; $10 the most those terms can add; $11 how many joined terms a
+# candidate must hold (0: any). roles names every one of them, so that each shape's statement
+# types them all. The filters' parameters follow ({filters} and {narrowing}, FILTERS' fragments,
 # never caller text; a predicate of what every read may see goes beside the tenant keys, once per
 # alias c, j, o).
 FIRST_FILTER_PARAMETER = 13
@@ -182,10 +183,10 @@ class Term:
 
 
 @functools.cache
-def scoring(drivers: int, joins: bool, lookups: bool) -> str:
-    """The scoring statement for one shape of roles: how many driving terms have postings (one
-    or more), whether any term is joined, whether any is looked up."""
-    candidates = _ONE_DRIVER if drivers == 1 else _DRIVERS
+def scoring(one_driver: bool, joins: bool, lookups: bool) -> str:
+    """The scoring statement for one shape of roles: whether one driving term has postings (or
+    several), whether any term is joined, whether any is looked up."""
+    candidates = _ONE_DRIVER if one_driver else _DRIVERS
     joined = _JOINED.replace("{driven}", candidates) if joins else f"joined AS (\n    {candidates}\n)"
     return f"WITH {_ROLES},\n{joined},\n{_LOOKED_UP}" if lookups else f"WITH {_ROLES},\n{joined}\n{_BEST}"
 
@@ -216,7 +217,7 @@ async def lexical_search(
     avgdl = float(rows[0]["avgdl"])
     d, c, b, a = bm25.tiers
     on_candidates, on_joined, args = filters
-    sql = scoring(drivers, bool(joins), bool(lookups)).format(filters=on_candidates, narrowing=on_joined)
+    sql = scoring(drivers == 1, bool(joins), bool(lookups)).format(filters=on_candidates, narrowing=on_joined)
     hits = await db.fetch(
         "lexical_search",
         sql,
