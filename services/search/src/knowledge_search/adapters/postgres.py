@@ -109,6 +109,17 @@ def _filter_fields(alias: str) -> FieldResolver:
     )
 
 
+# How many postings the lexical statement's driving terms have (``roles`` is its terms).
+_DRIVING_POSTINGS = "(SELECT coalesce(sum(r.doc_freq), 0) FROM roles r WHERE r.role = 'drive')"
+
+
+def _fewer_than_driving(rows: str, cap: int | None = None) -> str:
+    """SQL: whether ``rows`` (``table alias WHERE ...``) are fewer than the driving postings (and
+    than ``cap``), counting them no further than that."""
+    bound = _DRIVING_POSTINGS if cap is None else f"least({_DRIVING_POSTINGS}, {cap})"
+    return f"(SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT {bound}::bigint) s) < {bound}"
+
+
 # A posting carries no metadata, so a filter is judged on its chunk, one of two ways chosen per
 # query in SQL (the planner's estimate of a term's postings is an average, far off for common
 # terms, and it picked the per-posting lookup where it cost 40 ms):
@@ -117,11 +128,9 @@ def _filter_fields(alias: str) -> FieldResolver:
 # - a broad one: each posting's chunk is read by its key and the filter judged on it.
 # Reading a chunk in a scan of the filter costs a fraction of a posting's key lookup, so the hash
 # is built when the filter holds fewer chunks than the driving terms have postings: counting that
-# reads at most that many, a fifth of the lookups' cost where the filter is broad. $1 is the lexical statement's tenant keys, ``roles`` its terms.
-POSTINGS_FILTER = """CASE WHEN (
-    SELECT count(*) FROM (SELECT 1 FROM chunks fc WHERE fc.tenant_id = ANY($1::text[]) AND {few}
-                          LIMIT (SELECT coalesce(sum(r.doc_freq), 0) FROM roles r WHERE r.role = 'drive')::bigint) s
-) < (SELECT coalesce(sum(r.doc_freq), 0) FROM roles r WHERE r.role = 'drive')
+# reads at most that many, a fifth of the lookups' cost where the filter is broad. $1 is the
+# lexical statement's tenant keys.
+POSTINGS_FILTER = """CASE WHEN {hashed}
 THEN {{a}}.chunk_id IN (SELECT fc.chunk_id FROM chunks fc WHERE fc.tenant_id = ANY($1::text[]) AND {within})
 ELSE EXISTS (SELECT 1 FROM chunks fk WHERE fk.chunk_id = {{a}}.chunk_id AND {each}) END"""
 
@@ -130,7 +139,8 @@ def _postings_filter(condition: Node, params: Params) -> str:
     """The filter on a posting's chunk (POSTINGS_FILTER), written for alias ``{a}``."""
     few, within = (compile_filter(condition, _filter_fields("fc"), params) for _ in range(2))
     each = compile_filter(condition, _filter_fields("fk"), params)
-    return POSTINGS_FILTER.format(few=few, within=within, each=each)
+    hashed = _fewer_than_driving(f"chunks fc WHERE fc.tenant_id = ANY($1::text[]) AND {few}")
+    return POSTINGS_FILTER.format(hashed=hashed, within=within, each=each)
 
 
 def _predicates(filters: Filters, first: int, *, postings: bool = False) -> tuple[list[tuple[bool, str]], list[object]]:
@@ -215,8 +225,7 @@ def _access(
     restricting = f"EXISTS (SELECT 1 FROM {restricted})"
     each = readable_by(listed, f"${first}")
     if postings:
-        driving = f"least((SELECT coalesce(sum(r.doc_freq), 0) FROM roles r WHERE r.role = 'drive'), {HASHED_REFUSALS})"
-        few = f"(SELECT count(*) FROM (SELECT 1 FROM {restricted} LIMIT {driving}::bigint) s) < {driving}"
+        few = _fewer_than_driving(restricted, HASHED_REFUSALS)
         refused = f"SELECT rd.document_id FROM {restricted} AND NOT {readable_by('rd.principals', f'${first}')}"
         each = f"CASE WHEN {few} THEN {{a}}.document_id NOT IN ({refused}) ELSE {each} END"
     return [(False, f"AND (NOT {restricting} OR {each})")], [principals_arg(filters.principals)]
