@@ -291,19 +291,16 @@ async def test_the_backlog_metric_counts_jobs_not_yet_ended(ingest, make_token):
 
 
 async def dead_worker(db, job_id: str, **columns) -> None:
-    """Make an ended job look like one whose worker died mid-embedding (lease expired)."""
+    """Make an ended job look like one whose worker died mid-embedding (lease expired). One
+    statement: the service's sweeper may take the job over the moment its lease looks expired, and
+    a document set apart afterwards would undo what the sweeper just ended."""
     assignments = ", ".join(f"{name} = {value}" for name, value in columns.items())
     await db.execute(
         "t",
-        f"UPDATE ingest_jobs SET state = 'EMBEDDING', stage = 'embedding 0/3', progress = 0.1, "
+        f"WITH job AS (UPDATE ingest_jobs SET state = 'EMBEDDING', stage = 'embedding 0/3', progress = 0.1, "
         f"result = NULL, lease_owner = 'dead-worker', lease_expires_at = now() - interval '1 second'"
-        f"{', ' + assignments if assignments else ''} WHERE job_id = $1",
-        uuid.UUID(job_id),
-    )
-    await db.execute(
-        "t",
-        "UPDATE documents SET state = 'EMBEDDING' WHERE document_id = "
-        "(SELECT document_id FROM ingest_jobs WHERE job_id = $1)",
+        f"{', ' + assignments if assignments else ''} WHERE job_id = $1 RETURNING document_id) "
+        "UPDATE documents SET state = 'EMBEDDING' WHERE document_id IN (SELECT document_id FROM job)",
         uuid.UUID(job_id),
     )
 

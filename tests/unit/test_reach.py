@@ -245,6 +245,10 @@ def test_an_access_list_is_stored_checked_deduplicated_and_sorted():
         assert refused.value.metadata["principal"] == bad[:80]
     with pytest.raises(AccessListInvalid):
         access_list([f"user:u{i}" for i in range(MAX_PRINCIPALS + 1)], "principals")
+    # The limit counts what was sent, as the REST description's maxItems does: duplicates too.
+    assert access_list(["user:ana"] * MAX_PRINCIPALS, "principals") == ("user:ana",)
+    with pytest.raises(AccessListInvalid):
+        access_list(["user:ana"] * (MAX_PRINCIPALS + 1), "principals")
 
 
 def test_a_reader_without_principals_reads_only_what_everyone_reads():

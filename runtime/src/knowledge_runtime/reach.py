@@ -194,9 +194,13 @@ def may_read_document(principals: AbstractSet[str], listed: Collection[str]) -> 
 def access_list(entries: Iterable[str], field: str) -> tuple[str, ...]:
     """A list as stored: each entry checked (``user:<name>`` or ``group:<name>``), duplicates
     dropped, sorted (so two spellings of one list compare equal); AccessListInvalid naming the
-    first entry at fault."""
+    first entry at fault. The limit counts the entries as sent, duplicates too: the REST
+    description's ``maxItems`` says so, and a request is judged by what it carries."""
+    given = list(entries)
+    if len(given) > MAX_PRINCIPALS:
+        raise AccessListInvalid(field, f"{field} names at most {MAX_PRINCIPALS} principals, not {len(given)}")
     checked: set[str] = set()
-    for entry in entries:
+    for entry in given:
         if not isinstance(entry, str) or len(entry) > MAX_PRINCIPAL_CHARS or not _PRINCIPAL.fullmatch(entry):
             shown = entry if isinstance(entry, str) else type(entry).__name__
             raise AccessListInvalid(
@@ -206,8 +210,6 @@ def access_list(entries: Iterable[str], field: str) -> tuple[str, ...]:
                 shown,
             )
         checked.add(entry)
-    if len(checked) > MAX_PRINCIPALS:
-        raise AccessListInvalid(field, f"{field} names at most {MAX_PRINCIPALS} principals, not {len(checked)}")
     return tuple(sorted(checked))
 
 
