@@ -3,14 +3,18 @@ backoff, the stack gives up only on one that keeps dying, and what it did is in 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from knowledge_cli.stack import Stack, _requests_in_flight
+from knowledge_cli import stack as stack_module
+from knowledge_cli.stack import Stack, StartupFailed, _requests_in_flight
 from knowledge_cli.stack_settings import RestartPolicy, StackSettings
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -106,3 +110,53 @@ async def test_no_restarts_allowed_stops_at_the_first_death(tmp_path, max_restar
         assert "gateway exited with status 0, 1 times" in (await stack.supervise_once() or "")
     finally:
         stack.stop()
+
+
+class GatewayAnswering503(BaseHTTPRequestHandler):
+    """Envoy's two faces while an upstream fails its health check: /healthz 503, and the admin's
+    /clusters with that host's flags."""
+
+    def do_GET(self):
+        if self.path == "/healthz":
+            self._answer(503, b"")
+        elif self.path == "/clusters":
+            self._answer(
+                200,
+                b"search::127.0.0.1:5001::health_flags::healthy\n"
+                b"ingest::127.0.0.1:5002::health_flags::/failed_active_hc\n"
+                b"ingest::127.0.0.1:5002::cx_active::0\n",
+            )
+        else:
+            self._answer(200, b"")
+
+    do_POST = do_GET
+
+    def _answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+async def test_a_gateway_that_never_gets_ready_names_the_upstreams_envoy_counts_unhealthy(tmp_path, monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), GatewayAnswering503)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    monkeypatch.setattr(stack_module, "START_TIMEOUT_S", 0.5)
+    stack = Stack(dataclasses.replace(settings(tmp_path, RestartPolicy()), http_port=port))
+    stack._spawn("gateway", SLEEPER, {})
+    stack.run_dir.mkdir(parents=True, exist_ok=True)
+    stack.admin_address_path.write_text(f"127.0.0.1:{port}")
+    try:
+        with pytest.raises(StartupFailed) as failed:
+            await stack._wait_gateway()
+        message = str(failed.value)
+        assert "the gateway did not answer in time (last: 503" in message
+        assert "upstreams not healthy: ingest::127.0.0.1:5002::health_flags::/failed_active_hc" in message
+        assert "5001" not in message  # a healthy host is not named
+    finally:
+        stack.stop()
+        server.shutdown()

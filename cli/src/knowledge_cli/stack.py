@@ -288,22 +288,42 @@ class Stack:
     async def _wait_gateway(self) -> None:
         gateway = next(c for c in self.children if c.name == "gateway")
         url = f"http://{self.settings.host}:{self.settings.http_port}/healthz"
-        await self._wait_http_ok(gateway, url, "the gateway")
+        try:
+            await self._wait_http_ok(gateway, url, "the gateway")
+        except StartupFailed as failed:
+            # Envoy's /healthz is 503 while any upstream fails its active health check; its log
+            # (at warn) does not say which, its admin endpoint does.
+            raise StartupFailed(f"{failed}\n{self._unhealthy_upstreams()}") from None
+
+    def _unhealthy_upstreams(self) -> str:
+        """The gateway's upstream hosts that Envoy does not count healthy, as its admin lists them."""
+        try:
+            admin = "http://" + self.admin_address_path.read_text().strip()
+            clusters = httpx.get(f"{admin}/clusters", timeout=2.0).text
+        except (OSError, httpx.HTTPError) as error:
+            return f"(the gateway's admin endpoint did not answer: {type(error).__name__})"
+        flagged = [
+            line for line in clusters.splitlines() if "::health_flags::" in line and not line.endswith("::healthy")
+        ]
+        return "upstreams not healthy: " + ("; ".join(flagged) if flagged else "none listed")
 
     async def _wait_http_ok(self, child: Child, url: str, what: str) -> None:
         """Until ``url`` answers 200 (every child still alive), or StartupFailed with ``child``'s
-        log tail after START_TIMEOUT_S."""
+        log tail and the last answer after START_TIMEOUT_S."""
         deadline = time.monotonic() + START_TIMEOUT_S
+        last = "no answer"
         async with httpx.AsyncClient(timeout=1.0) as client:
             while True:
                 self._check_alive()
                 try:
-                    if (await client.get(url)).status_code == 200:
+                    answer = await client.get(url)
+                    if answer.status_code == 200:
                         return
-                except httpx.HTTPError:
-                    pass
+                    last = f"{answer.status_code} {answer.text[:200]!r}"
+                except httpx.HTTPError as error:
+                    last = type(error).__name__
                 if time.monotonic() > deadline:
-                    raise StartupFailed(f"{what} did not answer in time\n{child.tail()}")
+                    raise StartupFailed(f"{what} did not answer in time (last: {last})\n{child.tail()}")
                 await asyncio.sleep(0.2)
 
     def _check_alive(self) -> None:
