@@ -4,6 +4,7 @@ every chunk fits the window whatever the text (paragraphs, long lines, tables, u
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -130,6 +131,63 @@ def test_token_sizes_of_joined_texts_are_exact_for_wordpiece(counter):
     for separator in ("\n\n", "\n", " "):
         assert counter.joined([counter.size(p) for p in parts], separator) == counter.size(separator.join(parts))
     assert counter.specials == 2 and counter.size("") == 2  # [CLS] [SEP]
+
+
+def test_joins_are_exact_only_for_a_tokenizer_that_cuts_at_whitespace_first(counter):
+    assert counter.exact
+    config = json.loads(counter.json)
+    for pre_tokenizer, normalizer, exact in [
+        ({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}, None, False),
+        (
+            {
+                "type": "Sequence",
+                "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": True}],
+            },
+            None,
+            True,
+        ),
+        ({"type": "BertPreTokenizer"}, {"type": "Replace", "pattern": {"String": " "}, "content": "_"}, False),
+    ]:
+        changed = TokenCounter.from_json(
+            json.dumps({**config, "pre_tokenizer": pre_tokenizer, "normalizer": normalizer})
+        )
+        assert changed.exact is exact, pre_tokenizer
+
+
+class Counting:
+    """The real counter, keeping how many characters it was asked to tokenize."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter, self.characters = counter, 0
+        self.smallest, self.exact = counter.smallest, counter.exact
+
+    def size(self, text: str) -> int:
+        self.characters += len(text)
+        return self.counter.size(text)
+
+    def sizes(self, texts) -> list[int]:
+        self.characters += sum(len(text) for text in texts)
+        return self.counter.sizes(texts)
+
+    def joined(self, sizes, separator: str) -> int:
+        return self.counter.joined(sizes, separator)
+
+    def split(self, text: str, limit: int) -> list[str]:
+        return self.counter.split(text, limit)
+
+
+def test_an_exact_tokenizer_reads_the_document_once(counter):
+    # Pages of lines with no blank line between paragraphs (as a PDF's text comes): every page
+    # is over the limit and splits on lines. Each character is tokenized once, not once for its
+    # paragraph, again for its line, its piece and its chunk.
+    page = "\n".join(" ".join(WORDS[(i + j) % len(WORDS)] for j in range(12)) for i in range(40))
+    text = "\n\n".join(f"[Page {n}]\n# Chapter {n}\n{page}" for n in range(1, 6))
+    counting = Counting(counter)
+    chunks = split_structural(text, size=ChunkSize(128, counting))
+    fits(counter, chunks, 128)
+    assert len(chunks) > 10
+    assert counting.characters <= len(text)
+    assert [c.content for c in chunks] == [c.content for c in split_structural(text, size=ChunkSize(128, counter))]
 
 
 def test_spans_cut_between_words_overlap_and_cover_the_text(counter):

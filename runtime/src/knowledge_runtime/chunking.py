@@ -12,7 +12,10 @@ table.
 Sizes are counted by a :class:`Measure`: characters by default, or the tokens of the model that
 embeds the chunks (``knowledge_runtime.tokens.TokenCounter``), so that a chunk fits the
 model's window (:func:`window_chunk_size`). Whatever the measure, no chunk is larger than the
-limit: each is measured whole once more before it is returned.
+limit. A measure whose sizes of joined texts are exact (characters; a tokenizer that splits words
+at whitespace) counts every line of the document once, in one batch, and every paragraph, piece
+and chunk is the sum of its lines; any other is asked again for each chunk whole before it is
+returned, and a chunk over the limit is cut.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ class Measure(Protocol):
     """How the chunker counts a text's size: :data:`CHARACTERS`, or a model's tokens."""
 
     smallest: int  # the least limit a chunk may have
+    # Whether ``joined`` is the size of the joined text itself, not an estimate: then a text's size
+    # is its lines' joined, and nothing is measured twice.
+    exact: bool
 
     def size(self, text: str) -> int: ...
 
@@ -73,6 +79,7 @@ class Characters:
     """Sizes in characters."""
 
     smallest = 200
+    exact = True
 
     def size(self, text: str) -> int:
         return len(text)
@@ -135,6 +142,7 @@ class _Unit:
     text: str
     is_table: bool = False
     size: int = 0  # by the chunk size's measure, once known
+    lines: tuple[int, ...] = ()  # the sizes of its lines, when the measure is exact
 
 
 @dataclass
@@ -150,8 +158,9 @@ def split_structural(
     """Chunks of at most ``size`` (``max_chars`` characters unless given) in document order
     (``source`` is informational).
 
-    Texts are measured in batches, not one by one: every unit of the document in one call, then
-    every chunk made of them in another (a tokenizer spends most of a lone call on its overhead)."""
+    Texts are measured in batches, not one by one (a tokenizer spends most of a lone call on its
+    overhead): with an exact measure every line of the document in one call, and nothing again;
+    with any other every unit in one call, the lines of those over the limit, then every chunk."""
     size = size or ChunkSize(max_chars)
     sections: list[tuple[_Segment, list[_Unit]]] = []
     carried: list[str] = []  # headings of sections that had no body yet
@@ -164,16 +173,28 @@ def split_structural(
             units = [_Unit(_SEPARATOR.join(carried))] + units
             carried = []
         sections.append((segment, units))
-    measured = iter(size.measure.sizes([unit.text for _, units in sections for unit in units]))
-    packed: list[tuple[str, str, int | None, int]] = []  # content, section, page, overlap
+    measure = size.measure
+    texts = [unit.text for _, units in sections for unit in units]
+    if measure.exact:  # every line once; a unit is its lines joined
+        lines = [text.split("\n") for text in texts]
+        counted = iter(measure.sizes([line for split in lines for line in split]))
+        per_unit = [tuple(next(counted) for _ in split) for split in lines]
+        measured = iter((measure.joined(sizes, "\n"), sizes) for sizes in per_unit)
+    else:
+        measured = iter((whole, ()) for whole in measure.sizes(texts))
+    packed: list[tuple[str, str, int | None, int, int]] = []  # content, section, page, overlap, size
     for segment, units in sections:
-        units = [replace(unit, size=next(measured)) for unit in units]
-        packed += [(content, segment.section, segment.page, overlap) for content, overlap in _pack(units, size)]
+        units = [replace(unit, size=whole, lines=sizes) for unit, (whole, sizes) in zip(units, measured)]
+        packed += [
+            (content, segment.section, segment.page, overlap, total) for content, overlap, total in _pack(units, size)
+        ]
     if carried:  # a document that ends with headings only: kept whole, cut to the limit between words
-        packed.append((_SEPARATOR.join(carried), "", None, 0))
+        ending = _SEPARATOR.join(carried)
+        packed.append((ending, "", None, 0, measure.size(ending)))
+    # A chunk's size as packed is exact for an exact measure; any other's is measured whole again.
+    wholes = [total for *_, total in packed] if measure.exact else measure.sizes([content for content, *_ in packed])
     chunks: list[TextChunk] = []
-    wholes = size.measure.sizes([content for content, *_ in packed])
-    for (content, section, page, overlap), whole in zip(packed, wholes, strict=True):
+    for (content, section, page, overlap, _), whole in zip(packed, wholes, strict=True):
         for index, piece in enumerate(_within(content, whole, size)):
             chunks.append(TextChunk(piece, section, page, len(chunks), overlap if index == 0 else 0))
     return chunks
@@ -249,8 +270,9 @@ def _units(lines: list[str]) -> Iterator[_Unit]:
     yield from flush_paragraph()
 
 
-def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int]]:
-    """Greedy packing of measured units into chunks with one paragraph of overlap between chunks."""
+def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int, int]]:
+    """Greedy packing of measured units into chunks with one paragraph of overlap between chunks:
+    each chunk's text, overlap and size (its units' joined)."""
     limit, measure = size.limit, size.measure
     pieces = [piece for unit in units for piece in _fit(unit, limit, measure)]
     current: list[_Unit] = []
@@ -270,26 +292,30 @@ def _pack(units: list[_Unit], size: ChunkSize) -> Iterator[tuple[str, int]]:
         )
         needed = [piece, following] if keep_with_table and following is not None else [piece]
         if current and total(current + needed) > limit:
-            yield _SEPARATOR.join(p.text for p in current), overlap
+            yield _SEPARATOR.join(p.text for p in current), overlap, total(current)
             previous = current[-1]
             current, overlap = [], 0
             if not previous.is_table and total([previous, *needed]) <= limit and previous.size <= limit // 2:
                 current, overlap = [previous], len(previous.text) + len(_SEPARATOR)
         current.append(piece)
     if current:
-        yield _SEPARATOR.join(p.text for p in current), overlap
+        yield _SEPARATOR.join(p.text for p in current), overlap, total(current)
 
 
 def _fit(unit: _Unit, limit: int, measure: Measure) -> list[_Unit]:
     """The unit (measured) itself when it fits; else pieces that do (tables keep their header),
-    each measured."""
+    each measured: as packed for an exact measure, whole again for any other."""
     if unit.size <= limit:
         return [unit]
-    texts = _split_table(unit.text, limit, measure) if unit.is_table else _split_lines(unit.text, limit, measure)
-    return [_Unit(text, unit.is_table, piece) for text, piece in zip(texts, measure.sizes(texts), strict=True)]
+    if unit.is_table:
+        pieces = _split_table(unit.text, limit, measure)
+    else:
+        pieces = _split_lines(unit.text, limit, measure, unit.lines or None)
+    sizes = [piece for _, piece in pieces] if measure.exact else measure.sizes([text for text, _ in pieces])
+    return [_Unit(text, unit.is_table, piece) for (text, _), piece in zip(pieces, sizes, strict=True)]
 
 
-def _split_table(table: str, limit: int, measure: Measure) -> list[str]:
+def _split_table(table: str, limit: int, measure: Measure) -> list[tuple[str, int]]:
     rows = table.split("\n")
     header_rows = 2 if len(rows) > 1 and _TABLE_SEPARATOR.match(rows[1]) else 1
     header = "\n".join(rows[:header_rows])
@@ -297,7 +323,7 @@ def _split_table(table: str, limit: int, measure: Measure) -> list[str]:
     if header_size > limit // 2:  # a header that large cannot be repeated: split as text
         return _split_lines(table, limit, measure)
     room = limit - measure.joined([header_size, 0], "\n")  # for rows beside the header
-    pieces: list[str] = []
+    pieces: list[tuple[str, int]] = []
     body: list[str] = []
     body_size = header_size  # the header and the rows so far, joined
     for row in rows[header_rows:]:
@@ -307,32 +333,35 @@ def _split_table(table: str, limit: int, measure: Measure) -> list[str]:
             part_size = row_size if len(parts) == 1 else measure.size(part)
             candidate = measure.joined([body_size, part_size], "\n")
             if body and candidate > limit:
-                pieces.append(header + "\n" + "\n".join(body))
+                pieces.append((header + "\n" + "\n".join(body), body_size))
                 body, candidate = [], measure.joined([header_size, part_size], "\n")
             body.append(part)
             body_size = candidate
     if body or not pieces:
-        pieces.append(header + ("\n" + "\n".join(body) if body else ""))
+        pieces.append((header + ("\n" + "\n".join(body) if body else ""), body_size))
     return pieces
 
 
-def _split_lines(text: str, limit: int, measure: Measure) -> list[str]:
-    """Pack lines; a line too long on its own splits on sentences, then between words."""
-    pieces: list[str] = []
+def _split_lines(
+    text: str, limit: int, measure: Measure, line_sizes: Sequence[int] | None = None
+) -> list[tuple[str, int]]:
+    """Pack lines (of ``line_sizes`` when already measured), each piece with its size as packed;
+    a line too long on its own splits on sentences, then between words."""
+    pieces: list[tuple[str, int]] = []
     current, current_size = "", 0
     lines = text.split("\n")
-    for line, line_size in zip(lines, measure.sizes(lines), strict=True):
+    for line, line_size in zip(lines, line_sizes or measure.sizes(lines), strict=True):
         parts = _split_long(line, limit, measure) if line_size > limit else [line]
         for part in parts:
             part_size = line_size if len(parts) == 1 else measure.size(part)
             candidate = measure.joined([current_size, part_size], "\n") if current else part_size
             if candidate > limit and current:
-                pieces.append(current)
+                pieces.append((current, current_size))
                 current, candidate = "", part_size
             current = f"{current}\n{part}" if current else part
             current_size = candidate
     if current.strip():
-        pieces.append(current)
+        pieces.append((current, current_size))
     return pieces
 
 

@@ -12,12 +12,18 @@ its sizes with it.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenizers import Encoding, Tokenizer
 
 MIN_CONTENT_TOKENS = 8  # the smallest chunk worth embedding, beside the special tokens
+# Pre-tokenizers that cut at whitespace before anything else, and normalizers that neither add nor
+# take whitespace: with both, a text's tokens are its words' tokens, and texts joined by
+# whitespace have exactly their own tokens together (``TokenCounter.joined`` is exact).
+_WHITESPACE_SPLITS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_WORD_NORMALIZERS = frozenset({"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,7 @@ class TokenCounter:
         self.json = self._tokenizer.to_str()
         self.identity = hashlib.sha256(self.json.encode()).hexdigest()
         self.smallest = self.specials + MIN_CONTENT_TOKENS
+        self.exact = _splits_words_at_whitespace(json.loads(self.json))
         self._separators: dict[str, int] = {}
 
     @classmethod
@@ -105,6 +112,21 @@ class TokenCounter:
             joined = len(self._tokenizer.encode(f"a{separator}a", add_special_tokens=False).ids)
             self._separators[separator] = max(joined - 2 * alone, 0)
         return self._separators[separator]
+
+
+def _splits_words_at_whitespace(config: dict) -> bool:
+    """Whether the tokenizer (its JSON) cuts at whitespace first and normalizes within words."""
+
+    def steps(part: dict | None, key: str) -> list[str]:
+        if part is None:
+            return []
+        if part.get("type") == "Sequence":
+            return [step.get("type", "") for step in part.get(key, [])]
+        return [part.get("type", "")]
+
+    splits = steps(config.get("pre_tokenizer"), "pretokenizers")
+    normalizers = steps(config.get("normalizer"), "normalizers")
+    return bool(splits) and splits[0] in _WHITESPACE_SPLITS and set(normalizers) <= _WORD_NORMALIZERS
 
 
 def _cut(encoding: Encoding, lowest: int, highest: int) -> int:
