@@ -73,6 +73,9 @@ def test_garbage_text_layers_count_as_missing():
     assert ocr.needs_ocr("  3  ", has_image=True)  # a scan with a page number stamped on it
     assert not ocr.needs_ocr("Appendix 3", has_image=False)  # a short page of real text
     assert not ocr.needs_ocr(PUMPS, has_image=True)
+    # Either side of the 60% readable share (spaces aside): 7 of 11 characters is text, 6 of 11 is not.
+    assert not ocr.needs_ocr("abc,de f" + "\u25a1\ufffd\u25a1\ufffd", has_image=False)
+    assert ocr.needs_ocr("abc,d e" + "\u25a1\ufffd\u25a1\ufffd\u25a1", has_image=False)
 
 
 def test_the_ocr_budget_and_time_limit_are_settings():
