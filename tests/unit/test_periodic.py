@@ -169,6 +169,37 @@ async def test_stop_abandons_a_step_in_flight() -> None:
     assert not finished
 
 
+@pytest.mark.parametrize("swallowed_as", ["an error", "a normal return"])
+async def test_stop_ends_the_loop_even_when_the_step_loses_its_cancellation(swallowed_as) -> None:
+    # As a transaction on a connection that died does: the rollback's error replaces the
+    # CancelledError, and the step (like an ingest worker) takes it as one more failure.
+    started, rounds = asyncio.Event(), 0
+
+    async def step() -> bool:
+        nonlocal rounds
+        rounds += 1
+        started.set()
+        try:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                if rounds > 1:  # only the first is lost: broken, the test fails and does not hang
+                    raise
+                raise ConnectionResetError("the connection is gone") from None
+        except ConnectionResetError:
+            if swallowed_as == "a normal return":
+                return True  # "a job ran": the loop would look for the next at once
+            raise
+        return True
+
+    loop = Periodic("lossy", step, 0.01)
+    await loop.start()
+    await started.wait()
+    async with asyncio.timeout(2.0):
+        await loop.stop()
+    assert rounds == 1
+
+
 def test_jitter_stays_within_its_share_and_arguments_are_checked() -> None:
     async def step() -> None:
         return None

@@ -119,12 +119,15 @@ class Periodic:
         except asyncio.CancelledError:
             raise
         except Unavailable as error:
+            _stop_if_cancelled(error)
             self._dependency.failed(error)
             self._dependency_failed = True
             return False
         except Exception as error:  # noqa: BLE001 - the loop must outlive any one failure; logged once per outage
+            _stop_if_cancelled(error)
             self._failed(error)
             return False
+        _stop_if_cancelled()
         self._succeeded()
         return bool(more)
 
@@ -140,6 +143,16 @@ class Periodic:
         if self._dependency_failed:
             self._dependency.succeeded()
             self._dependency_failed = False
+
+
+def _stop_if_cancelled(error: BaseException | None = None) -> None:
+    """Raise CancelledError if this task was asked to stop during the step. A step can lose the
+    request: cancelled inside a database transaction whose connection is gone, the rollback's own
+    error replaces the CancelledError, and the step's ``except Exception`` takes it as a failure.
+    The loop would then run on, and whoever stops it wait for ever."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from error
 
 
 class Runs(Protocol):
