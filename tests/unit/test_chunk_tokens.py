@@ -158,15 +158,17 @@ class Counting:
     """The real counter, keeping how many characters it was asked to tokenize."""
 
     def __init__(self, counter: TokenCounter) -> None:
-        self.counter, self.characters = counter, 0
+        self.counter, self.characters, self.calls = counter, 0, 0
         self.smallest, self.exact = counter.smallest, counter.exact
 
     def size(self, text: str) -> int:
         self.characters += len(text)
+        self.calls += 1
         return self.counter.size(text)
 
     def sizes(self, texts) -> list[int]:
         self.characters += sum(len(text) for text in texts)
+        self.calls += 1
         return self.counter.sizes(texts)
 
     def joined(self, sizes, separator: str) -> int:
@@ -187,6 +189,15 @@ def test_an_exact_tokenizer_reads_the_document_once(counter):
     fits(counter, chunks, 128)
     assert len(chunks) > 10
     assert counting.characters <= len(text)
+    assert [c.content for c in chunks] == [c.content for c in split_structural(text, size=ChunkSize(128, counter))]
+
+
+def test_a_large_table_is_measured_once_not_row_by_row(counter):
+    text = "## Ledger\n\n" + table(400, 3)
+    counting = Counting(counter)
+    chunks = split_structural(text, size=ChunkSize(128, counting))
+    fits(counter, chunks, 128)
+    assert counting.characters <= len(text) and counting.calls <= 2  # not a call per row
     assert [c.content for c in chunks] == [c.content for c in split_structural(text, size=ChunkSize(128, counter))]
 
 

@@ -308,26 +308,30 @@ def _fit(unit: _Unit, limit: int, measure: Measure) -> list[_Unit]:
     if unit.size <= limit:
         return [unit]
     if unit.is_table:
-        pieces = _split_table(unit.text, limit, measure)
+        pieces = _split_table(unit.text, limit, measure, unit.lines or None)
     else:
         pieces = _split_lines(unit.text, limit, measure, unit.lines or None)
     sizes = [piece for _, piece in pieces] if measure.exact else measure.sizes([text for text, _ in pieces])
     return [_Unit(text, unit.is_table, piece) for (text, _), piece in zip(pieces, sizes, strict=True)]
 
 
-def _split_table(table: str, limit: int, measure: Measure) -> list[tuple[str, int]]:
+def _split_table(
+    table: str, limit: int, measure: Measure, line_sizes: Sequence[int] | None = None
+) -> list[tuple[str, int]]:
+    """Pieces of rows under a copy of the header, each with its size as packed; the rows are
+    measured in one batch (a spreadsheet's sheet is thousands of them), or given."""
     rows = table.split("\n")
+    sizes = list(line_sizes or measure.sizes(rows))
     header_rows = 2 if len(rows) > 1 and _TABLE_SEPARATOR.match(rows[1]) else 1
     header = "\n".join(rows[:header_rows])
-    header_size = measure.size(header)
+    header_size = measure.joined(sizes[:header_rows], "\n") if measure.exact else measure.size(header)
     if header_size > limit // 2:  # a header that large cannot be repeated: split as text
-        return _split_lines(table, limit, measure)
+        return _split_lines(table, limit, measure, sizes)
     room = limit - measure.joined([header_size, 0], "\n")  # for rows beside the header
     pieces: list[tuple[str, int]] = []
     body: list[str] = []
     body_size = header_size  # the header and the rows so far, joined
-    for row in rows[header_rows:]:
-        row_size = measure.size(row)
+    for row, row_size in zip(rows[header_rows:], sizes[header_rows:], strict=True):
         parts = _split_long(row, room, measure) if row_size > room else [row]
         for part in parts:
             part_size = row_size if len(parts) == 1 else measure.size(part)
