@@ -201,6 +201,16 @@ def test_a_large_table_is_measured_once_not_row_by_row(counter):
     assert [c.content for c in chunks] == [c.content for c in split_structural(text, size=ChunkSize(128, counter))]
 
 
+def test_a_long_line_of_sentences_is_measured_in_one_batch(counter):
+    # An abstract comes as one line: its sentences are measured together, not one call each.
+    text = " ".join(sentence(WORDS[i % 7 : i % 7 + 9]) for i in range(60))
+    counting = Counting(counter)
+    chunks = split_structural(text, size=ChunkSize(64, counting))
+    fits(counter, chunks, 64)
+    assert len(chunks) > 5 and counting.calls <= 3
+    assert [c.content for c in chunks] == [c.content for c in split_structural(text, size=ChunkSize(64, counter))]
+
+
 def test_spans_cut_between_words_overlap_and_cover_the_text(counter):
     text = " ".join(f"word{i}" for i in range(400))
     spans = counter.spans(text, 64, overlap=8)

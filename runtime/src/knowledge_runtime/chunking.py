@@ -332,9 +332,9 @@ def _split_table(
     body: list[str] = []
     body_size = header_size  # the header and the rows so far, joined
     for row, row_size in zip(rows[header_rows:], sizes[header_rows:], strict=True):
-        parts = _split_long(row, room, measure) if row_size > room else [row]
-        for part in parts:
-            part_size = row_size if len(parts) == 1 else measure.size(part)
+        parts = _split_long(row, room, measure) if row_size > room else [(row, row_size)]
+        for part, measured in parts:
+            part_size = row_size if len(parts) == 1 else measured
             candidate = measure.joined([body_size, part_size], "\n")
             if body and candidate > limit:
                 pieces.append((header + "\n" + "\n".join(body), body_size))
@@ -355,9 +355,9 @@ def _split_lines(
     current, current_size = "", 0
     lines = text.split("\n")
     for line, line_size in zip(lines, line_sizes or measure.sizes(lines), strict=True):
-        parts = _split_long(line, limit, measure) if line_size > limit else [line]
-        for part in parts:
-            part_size = line_size if len(parts) == 1 else measure.size(part)
+        parts = _split_long(line, limit, measure) if line_size > limit else [(line, line_size)]
+        for part, measured in parts:
+            part_size = line_size if len(parts) == 1 else measured
             candidate = measure.joined([current_size, part_size], "\n") if current else part_size
             if candidate > limit and current:
                 pieces.append((current, current_size))
@@ -369,27 +369,39 @@ def _split_lines(
     return pieces
 
 
-def _split_long(text: str, limit: int, measure: Measure) -> list[str]:
-    pieces = _pack_sentences(_sentences(text), limit, measure)
-    return [p for piece in pieces for p in (measure.split(piece, limit) if measure.size(piece) > limit else [piece])]
+def _split_long(text: str, limit: int, measure: Measure) -> list[tuple[str, int]]:
+    """A line over the limit in pieces of sentences, a sentence over it cut between words; each
+    piece with its size. The sentences are measured in one batch (an abstract is one long line of
+    them), and the pieces again only where the measure is not exact."""
+    sentences = _sentences(text)
+    packed = _pack_sentences(sentences, measure.sizes(sentences), limit, measure)
+    if not measure.exact:
+        packed = list(zip([piece for piece, _ in packed], measure.sizes([piece for piece, _ in packed]), strict=True))
+    pieces: list[tuple[str, int]] = []
+    for piece, size in packed:
+        if size > limit:
+            cut = measure.split(piece, limit)
+            pieces += zip(cut, measure.sizes(cut), strict=True)
+        else:
+            pieces.append((piece, size))
+    return pieces
 
 
 def _sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def _pack_sentences(sentences: list[str], limit: int, measure: Measure) -> list[str]:
-    pieces: list[str] = []
+def _pack_sentences(sentences: list[str], sizes: list[int], limit: int, measure: Measure) -> list[tuple[str, int]]:
+    pieces: list[tuple[str, int]] = []
     current: list[str] = []
     current_size = 0
-    for sentence in sentences:
-        sentence_size = measure.size(sentence)
+    for sentence, sentence_size in zip(sentences, sizes, strict=True):
         candidate = measure.joined([current_size, sentence_size], " ") if current else sentence_size
         if current and candidate > limit:
-            pieces.append(" ".join(current))
+            pieces.append((" ".join(current), current_size))
             current, candidate = [], sentence_size
         current.append(sentence)
         current_size = candidate
     if current:
-        pieces.append(" ".join(current))
+        pieces.append((" ".join(current), current_size))
     return pieces
