@@ -298,8 +298,7 @@ class Stack:
     def _unhealthy_upstreams(self) -> str:
         """The gateway's upstream hosts that Envoy does not count healthy, as its admin lists them."""
         try:
-            admin = "http://" + self.admin_address_path.read_text().strip()
-            clusters = httpx.get(f"{admin}/clusters", timeout=2.0).text
+            clusters = httpx.get(f"{self._gateway_admin()}/clusters", timeout=2.0).text
         except (OSError, httpx.HTTPError) as error:
             return f"(the gateway's admin endpoint did not answer: {type(error).__name__})"
         flagged = [
@@ -330,6 +329,10 @@ class Stack:
         for child in self.children:
             if child.process.poll() is not None:
                 raise StartupFailed(f"{child.name} exited with status {child.process.returncode}\n{child.tail()}")
+
+    def _gateway_admin(self) -> str:
+        """Envoy's admin endpoint, from the file it writes its address to (OSError before it has)."""
+        return "http://" + self.admin_address_path.read_text().strip()
 
     @property
     def admin_address_path(self) -> Path:
@@ -443,7 +446,7 @@ class Stack:
     def _drain_gateway(self, gateway: Child) -> None:
         """Envoy stops accepting and finishes what it has in flight (bounded), before its SIGTERM."""
         try:
-            admin = "http://" + self.admin_address_path.read_text().strip()
+            admin = self._gateway_admin()
         except OSError:
             return
         deadline = time.monotonic() + self.settings.shutdown_grace_s

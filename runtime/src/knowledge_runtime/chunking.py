@@ -376,7 +376,8 @@ def _split_long(text: str, limit: int, measure: Measure) -> list[tuple[str, int]
     sentences = _sentences(text)
     packed = _pack_sentences(sentences, measure.sizes(sentences), limit, measure)
     if not measure.exact:
-        packed = list(zip([piece for piece, _ in packed], measure.sizes([piece for piece, _ in packed]), strict=True))
+        texts = [piece for piece, _ in packed]
+        packed = list(zip(texts, measure.sizes(texts), strict=True))
     pieces: list[tuple[str, int]] = []
     for piece, size in packed:
         if size > limit:
