@@ -75,6 +75,28 @@ def test_onnx_lanes_run_single_threaded_passes_at_once_with_the_same_vectors(mod
         assert np.allclose(vectors, expected[index % 2], atol=1e-4)
 
 
+def test_onnx_passes_hold_texts_of_one_length_so_a_text_gets_the_vector_it_gets_alone(model_dir, tmp_path):
+    onnx = OnnxEncoder(str(model_dir), model_dir, cache_root=tmp_path, max_seq_length=1024, batch_size=8)
+    passes: list[tuple[int, ...]] = []
+    run = onnx._session.run
+
+    def recorded(outputs, feeds):
+        passes.append(feeds["input_ids"].shape)
+        return run(outputs, feeds)
+
+    onnx._session.run = recorded
+    together = onnx.encode(TEXTS[:8] + TEXTS[:2])  # the first two twice
+    lengths = [len(e.ids) for e in onnx._own_tokenizer().encode_batch(TEXTS[:8])]
+    # one pass per length: nothing is padded, and texts of one length go together
+    assert sorted(passes) == sorted((lengths.count(n) + (n in lengths[:2]), n) for n in set(lengths))
+    unique = [i for i, n in enumerate(lengths) if lengths.count(n) == 1 and i >= 2]
+    assert len(unique) >= 3
+    alone = np.concatenate([onnx.encode([TEXTS[i]]) for i in unique])
+    # int8 activations are quantised per pass: a text whose length no other has gets the vector
+    # it gets alone, whatever else the call holds
+    assert np.array_equal(together[unique], alone)
+
+
 def embedder_env(migrated_pg, keys_dir, tmp_path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWLEDGE_")}
     env.update(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from knowledge_embedder.adapters.model_files import pooling_mode, position_limit, resolve_model_dir
 from knowledge_embedder.adapters.onnx_export import cache_path, fingerprint
-from knowledge_embedder.adapters.tokens import in_length_order
+from knowledge_embedder.adapters.tokens import in_length_order, padded_groups
 from knowledge_embedder.config import EmbedderSettings
 from knowledge_embedder.domain.errors import InvalidInput
 from knowledge_embedder.domain.model import (
@@ -147,13 +147,32 @@ def test_the_onnx_copy_is_cached_beside_the_model_or_under_the_data_dir(tmp_path
     assert fingerprint(model) != before  # new weights or config are exported again
 
 
-def test_sub_batches_group_similar_lengths_and_rows_come_back_in_input_order():
-    seen: list[list[str]] = []
+def test_passes_group_similar_lengths_and_rows_come_back_in_input_order():
+    seen: list[list[int]] = []
+    lengths = [2, 1, 5, 4, 3]
 
-    def forward(texts: list[str]) -> np.ndarray:
-        seen.append(texts)
-        return np.array([[float(len(t))] for t in texts])
+    def forward(group: list[int]) -> np.ndarray:
+        seen.append(group)
+        return np.array([[float(lengths[i])] for i in group])
 
-    texts = ["aa", "a", "aaaaa", "aaaa", "aaa"]
-    assert in_length_order(texts, 2, forward)[:, 0].tolist() == [2.0, 1.0, 5.0, 4.0, 3.0]
-    assert seen == [["aaaaa", "aaaa"], ["aaa", "aa"], ["a"]]
+    assert in_length_order(lengths, 2, forward, None)[:, 0].tolist() == [2.0, 1.0, 5.0, 4.0, 3.0]
+    assert seen == [[2, 3], [4, 0], [1]]  # longest first, passes of two, whatever the padding
+
+
+def test_a_pass_is_padded_at_most_the_slack_over_its_real_tokens():
+    lengths = [100, 98, 95, 60, 58, 57, 56, 10, 10, 10, 10, 10, 10, 10, 10, 10]
+    groups = padded_groups(lengths, 8, 0.25)
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))  # each once
+    for group in groups:
+        assert len(group) <= 8
+        padded, real = lengths[group[0]] * len(group), sum(lengths[i] for i in group)
+        assert padded <= 1.25 * real
+    # 57 would take the first pass's padding to 29%; the tens are never padded to a longer text
+    assert [[lengths[i] for i in group] for group in groups] == [
+        [100, 98, 95, 60, 58],
+        [57, 56],
+        [10] * 8,
+        [10],
+    ]
+    assert padded_groups(lengths, 8, 0.0)[0] == [0]  # no padding at all: 100 alone
+    assert len(padded_groups(lengths, 8, None)) == 2  # unbounded: passes of 8

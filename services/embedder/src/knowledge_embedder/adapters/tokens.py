@@ -32,13 +32,35 @@ class TokenMeasurer:
         return Measured(tokens=sum(w.tokens for w in windows), windows=windows)
 
 
-def in_length_order(texts: Sequence[str], batch_size: int, forward: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    """``forward`` over sub-batches of similar length (little padding); rows back in input order."""
-    order = np.argsort([-len(text) for text in texts], kind="stable")
-    parts = [
-        forward([texts[i] for i in order[start : start + batch_size]]) for start in range(0, len(texts), batch_size)
-    ]
-    ordered = np.concatenate(parts)
+def padded_groups(lengths: Sequence[int], batch_size: int, slack: float | None) -> list[list[int]]:
+    """Indices of ``lengths`` in passes of at most ``batch_size``, longest first. A pass pads
+    every text to its first (longest), and closes when that would pad more than ``slack`` of its
+    real tokens (0: texts of one length only); ``slack`` None: no bound, passes of ``batch_size``
+    in length order."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for index in order:
+        group = groups[-1] if groups else None
+        if group is not None and len(group) < batch_size:
+            longest = lengths[group[0]]
+            real = sum(lengths[i] for i in group) + lengths[index]
+            if slack is None or longest * (len(group) + 1) <= (1 + slack) * real:
+                group.append(index)
+                continue
+        groups.append([index])
+    return groups
+
+
+def in_length_order(
+    lengths: Sequence[int],
+    batch_size: int,
+    forward: Callable[[list[int]], np.ndarray],
+    slack: float | None,
+) -> np.ndarray:
+    """``forward`` over the passes of :func:`padded_groups` (it gets the indices of each); rows
+    back in input order."""
+    groups = padded_groups(lengths, batch_size, slack)
+    ordered = np.concatenate([forward(group) for group in groups])
     result = np.empty_like(ordered)
-    result[order] = ordered
+    result[[i for group in groups for i in group]] = ordered
     return result
