@@ -6,7 +6,8 @@ run on the same machine:
 
 (a) bulk small texts: the SciFact dev corpus (``../shared/datasets/scifact-train``, skipped when
     absent; ``--limit N`` takes its first N abstracts) sent through ``POST /texts:batch`` (1,000
-    items per request, ``--clients`` requests at a time) until every job is SEARCHABLE, in
+    items per request, ``--clients`` requests at a time) until every document is SEARCHABLE (seen
+    on the corpus's ``documents:watch`` stream, as for (b)), in
     documents/s, divided by what a user would run instead: ``SentenceTransformer.encode`` of the
     same texts with the model's default settings (its own max_seq_length, batch size 32, on the
     CPU; timed before and after the ingest, the mean of both), whatever backend the stack chose.
@@ -138,11 +139,14 @@ async def wait_ended(
 TERMINAL = ("DOCUMENT_STATE_SEARCHABLE", "DOCUMENT_STATE_FAILED", "DOCUMENT_STATE_CANCELLED")
 
 
-async def watch_ended(client: httpx.AsyncClient, corpus_id: str, synced: asyncio.Event, seen: dict[str, float]) -> dict:
-    """The corpus's one document as it ended, read from ``GET /corpora/{id}/documents:watch`` (a
-    streamed answer, one change per line, pushed by the database: no polling). ``synced`` is set
-    once the watch has sent its snapshot, so what follows is every change; ``seen``: when each
-    stage was first seen."""
+async def watch_ended(
+    client: httpx.AsyncClient, corpus_id: str, synced: asyncio.Event, seen: dict[str, float], count: int = 1
+) -> dict[str, dict]:
+    """The corpus's first ``count`` documents to end, as they ended ({document_id: document}),
+    read from ``GET /corpora/{id}/documents:watch`` (a streamed answer, one change per line,
+    pushed by the database: no polling). ``synced`` is set once the watch has sent its snapshot,
+    so what follows is every change; ``seen``: when each stage was first seen."""
+    ended: dict[str, dict] = {}
     async with client.stream("GET", f"/corpora/{corpus_id}/documents:watch", timeout=None) as reply:
         reply.raise_for_status()
         async for line in reply.aiter_lines():
@@ -158,8 +162,27 @@ async def watch_ended(client: httpx.AsyncClient, corpus_id: str, synced: asyncio
                 continue
             seen.setdefault(document.get("stage", "").split(" ")[0], time.perf_counter())
             if document.get("state") in TERMINAL:
-                return document
-    raise SystemExit("(b) the watch ended before the document did")
+                ended[document["document_id"]] = document
+                if len(ended) >= count:
+                    return ended
+    raise SystemExit(f"the watch ended before {count} documents did")
+
+
+async def watching(
+    client: httpx.AsyncClient, corpus_id: str, seen: dict[str, float], count: int = 1
+) -> asyncio.Task[dict[str, dict]]:
+    """``watch_ended`` started, once its snapshot is in (every change after this is seen)."""
+    synced = asyncio.Event()
+    task = asyncio.create_task(watch_ended(client, corpus_id, synced, seen, count))
+    waiter = asyncio.create_task(synced.wait())
+    await asyncio.wait({task, waiter}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    if not synced.is_set():
+        waiter.cancel()
+        if task.done():
+            task.result()  # raises the watch's error, if it failed
+        task.cancel()
+        raise SystemExit("the watch sent no snapshot within 30 s")
+    return task
 
 
 async def corpus(client: httpx.AsyncClient, options: argparse.Namespace, baseline: InProcess) -> None:
@@ -184,16 +207,17 @@ async def corpus(client: httpx.AsyncClient, options: argparse.Namespace, baselin
                 raise SystemExit(f"(a) {len(refused)} texts refused, e.g. {refused[0]}")
             return [item["job"]["job_id"] for item in items]
 
+    ending = await watching(client, corpus_id, {}, len(texts))
     started = time.perf_counter()
-    job_ids = [job for jobs in await asyncio.gather(*(send(batch) for batch in batches)) for job in jobs]
+    await asyncio.gather(*(send(batch) for batch in batches))
     accepted = time.perf_counter() - started
-    jobs = await wait_ended(client, job_ids, 0.5)
+    documents = await ending
     elapsed = time.perf_counter() - started
-    failed = [job for job in jobs.values() if job["state"] != "DOCUMENT_STATE_SEARCHABLE"]
+    failed = [document for document in documents.values() if document["state"] != "DOCUMENT_STATE_SEARCHABLE"]
     if failed:
-        raise SystemExit(f"(a) {len(failed)} jobs did not end searchable, e.g. {failed[0]}")
+        raise SystemExit(f"(a) {len(failed)} documents did not end searchable, e.g. {failed[0]}")
     after = baseline.seconds(texts)
-    chunks = sum(int(job.get("result", {}).get("chunk_count", 0)) for job in jobs.values())
+    chunks = sum(int(document.get("chunk_count", 0)) for document in documents.values())
     rest_rate = len(texts) / elapsed
     encode_rate = len(texts) / ((before + after) / 2)
     print(
@@ -246,18 +270,7 @@ async def pdf(client: httpx.AsyncClient, stack: dict, options: argparse.Namespac
     before = await embedder_alone()
     corpus_id = (await client.post("/corpora", json={"name": "bench-pdf"})).json()["corpus_id"]
     seen: dict[str, float] = {}
-    synced = asyncio.Event()
-    watching = None
-    if not options.pdf_poll_ms:
-        watching = asyncio.create_task(watch_ended(client, corpus_id, synced, seen))
-        waiter = asyncio.create_task(synced.wait())
-        await asyncio.wait({watching, waiter}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
-        if not synced.is_set():
-            waiter.cancel()
-            if watching.done():
-                watching.result()  # raises the watch's error, if it failed
-            watching.cancel()
-            raise SystemExit("(b) the watch sent no snapshot within 30 s")
+    ending = None if options.pdf_poll_ms else await watching(client, corpus_id, seen)
     started = started_upload = time.perf_counter()
     cpu = busy_seconds()
     reply = await client.post(
@@ -268,8 +281,8 @@ async def pdf(client: httpx.AsyncClient, stack: dict, options: argparse.Namespac
     )
     answered = time.perf_counter()
     reply.raise_for_status()
-    if watching is not None:
-        document = await watching
+    if ending is not None:
+        document = (await ending).popitem()[1]
         end_to_end = time.perf_counter() - started
         job = (await wait_ended(client, [reply.json()["job_id"]], 0.02)).popitem()[1]
         how = "watched"
