@@ -40,32 +40,39 @@ from knowledge_search.domain.model import (
 from knowledge_search.domain.retrieval import DEFAULT_EF_SEARCH, DEFAULT_MAX_SCAN_TUPLES, Bm25
 
 # {filters} is one of FILTERS' fragments, never caller text.
-VECTOR_SEARCH = """
-WITH nearest AS MATERIALIZED (
-    SELECT c.chunk_id, c.document_id, c.embedding <=> $1 AS distance
-    FROM chunks c
-    WHERE c.tenant_id = ANY($2::text[]) {filters}
-    ORDER BY c.embedding <=> $1
-    LIMIT $3
-)
+_NEAREST_TAIL = """
 SELECT n.chunk_id, n.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
 FROM nearest n
 ORDER BY n.distance, n.chunk_id
 """
-# The same over the next store (a model change's): its HNSW index is on embedding::vector(D), the
-# dimension of the change's model, so the statement names that expression ({dimension}: an int).
-VECTOR_SEARCH_NEXT = """
+# The HNSW index's walk, filtered as it goes (the iterative scan), over the chunks' own column or
+# a model change's next store: its index is on embedding::vector(D), the change's model's
+# dimension, so the statement names that expression ({dimension}: an int).
+_HNSW = """
 WITH nearest AS MATERIALIZED (
-    SELECT c.chunk_id, c.document_id, v.embedding::vector({dimension}) <=> $1 AS distance
-    FROM chunk_vectors_next v JOIN chunks c ON c.chunk_id = v.chunk_id
-    WHERE c.tenant_id = ANY($2::text[]) {filters}
-    ORDER BY v.embedding::vector({dimension}) <=> $1
+    SELECT c.chunk_id, c.document_id, {vector} <=> $1 AS distance
+    FROM {source}
+    WHERE c.tenant_id = ANY($2::text[]) {{filters}}
+    ORDER BY {vector} <=> $1
     LIMIT $3
-)
-SELECT n.chunk_id, n.document_id, greatest(0.0, least(1.0, 1.0 - n.distance)) AS score
-FROM nearest n
-ORDER BY n.distance, n.chunk_id
-"""
+)"""
+# Every filtered chunk's distance, then the nearest: exact, and never the index (the distances
+# are computed in a CTE of their own). For a filter the walk could not fill the depth from.
+_EXACT = """
+WITH scored AS MATERIALIZED (
+    SELECT c.chunk_id, c.document_id, {vector} <=> $1 AS distance
+    FROM {source}
+    WHERE c.tenant_id = ANY($2::text[]) {{filters}} AND {vector} IS NOT NULL
+), nearest AS (SELECT * FROM scored ORDER BY distance LIMIT $3)"""
+_CURRENT = {"vector": "c.embedding", "source": "chunks c"}
+_NEXT = {
+    "vector": "v.embedding::vector({dimension})",
+    "source": "chunk_vectors_next v JOIN chunks c ON c.chunk_id = v.chunk_id",
+}
+VECTOR_SEARCH = _HNSW.format(**_CURRENT) + _NEAREST_TAIL
+VECTOR_SEARCH_EXACT = _EXACT.format(**_CURRENT) + _NEAREST_TAIL
+VECTOR_SEARCH_NEXT = _HNSW.format(**_NEXT) + _NEAREST_TAIL
+VECTOR_SEARCH_NEXT_EXACT = _EXACT.format(**_NEXT) + _NEAREST_TAIL
 # Which store search reads, the model of each, and the next store's dimension.
 EMBEDDING_STORES = "SELECT current_store, chunks_model, next_model, next_dimension FROM embedding_stores"
 SET_SCAN = """
@@ -323,11 +330,14 @@ class PostgresChunkIndex:
         self, tenant: str, vector: Sequence[float], filters: Filters, depth: int, space: VectorSpace = CURRENT_SPACE
     ) -> list[ChannelHit]:
         predicates, args = _channel_predicates(filters, 4, "$2", access=self._access)
-        if space.store == "next":
-            statement = VECTOR_SEARCH_NEXT.format(filters=_render(predicates, "c"), dimension=int(space.dimension or 0))
-        else:
-            statement = VECTOR_SEARCH.format(filters=_render(predicates, "c"))
+        rendered = {"filters": _render(predicates, "c"), "dimension": int(space.dimension or 0)}
+        nearest, exact = (
+            (VECTOR_SEARCH_NEXT, VECTOR_SEARCH_NEXT_EXACT)
+            if space.store == "next"
+            else (VECTOR_SEARCH, VECTOR_SEARCH_EXACT)
+        )
         query = np.asarray(vector, dtype=np.float32)
+        owners = _owners(tenant, filters)
         # The iterative scan goes on past ef_search until the depth is filled, so ef_search stays
         # the configured floor rather than the depth: at 100k chunks, ef_search 100 returned the
         # same 300 nearest as 300 did (bench/search.py latency prints the recall).
@@ -336,12 +346,17 @@ class PostgresChunkIndex:
             wanted = scan_settings(self._ef_search, self._max_scan_tuples)
             self._session_scan = shown is not None and dict(shown.items()) == wanted
         if self._session_scan:
-            return _hits(
-                await self._db.fetch("vector_search", statement, query, _owners(tenant, filters), depth, *args)
-            )
-        async with self._db.transaction() as tx:  # a pool opened without scan_settings()
-            await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(self._ef_search), str(self._max_scan_tuples))
-            rows = await tx.fetch("vector_search", statement, query, _owners(tenant, filters), depth, *args)
+            rows = await self._db.fetch("vector_search", nearest.format(**rendered), query, owners, depth, *args)
+        else:
+            async with self._db.transaction() as tx:  # a pool opened without scan_settings()
+                await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(self._ef_search), str(self._max_scan_tuples))
+                rows = await tx.fetch("vector_search", nearest.format(**rendered), query, owners, depth, *args)
+        if len(rows) < depth:
+            # The walk stops after max_scan_tuples whatever it found: a filter that keeps a small
+            # share of a large table (a small corpus among a million chunks) can leave it short,
+            # even empty. Such a filter keeps few chunks, so every one of them is measured
+            # instead; when the filter keeps fewer chunks than the depth, this is the answer too.
+            rows = await self._db.fetch("vector_search_exact", exact.format(**rendered), query, owners, depth, *args)
         return _hits(rows)
 
     async def lexical_search(self, tenant: str, text: str, filters: Filters, depth: int) -> list[ChannelHit]:
