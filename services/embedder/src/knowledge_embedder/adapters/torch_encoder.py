@@ -51,8 +51,10 @@ class TorchEncoder:
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """Unit vectors, one row per text, in forward passes of up to ``batch_size`` texts of
         similar length in tokens."""
-        lengths = self._measurer.counter.sizes(texts)
-        slack = CPU_PADDING_SLACK if self.device == "cpu" else None
+        if self.device == "cpu":
+            lengths, slack = self._measurer.counter.sizes(texts), CPU_PADDING_SLACK
+        else:  # full passes in length order: characters do, with no tokenising pass before it
+            lengths, slack = [len(text) for text in texts], None
         with torch.inference_mode():
             vectors = in_length_order(
                 lengths, self.batch_size, lambda group: self._forward([texts[i] for i in group]), slack

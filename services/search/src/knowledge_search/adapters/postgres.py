@@ -336,6 +336,7 @@ class PostgresChunkIndex:
             if space.store == "next"
             else (VECTOR_SEARCH, VECTOR_SEARCH_EXACT)
         )
+        walk = nearest.format(**rendered)
         query = np.asarray(vector, dtype=np.float32)
         owners = _owners(tenant, filters)
         # The iterative scan goes on past ef_search until the depth is filled, so ef_search stays
@@ -346,11 +347,11 @@ class PostgresChunkIndex:
             wanted = scan_settings(self._ef_search, self._max_scan_tuples)
             self._session_scan = shown is not None and dict(shown.items()) == wanted
         if self._session_scan:
-            rows = await self._db.fetch("vector_search", nearest.format(**rendered), query, owners, depth, *args)
+            rows = await self._db.fetch("vector_search", walk, query, owners, depth, *args)
         else:
             async with self._db.transaction() as tx:  # a pool opened without scan_settings()
                 await tx.fetchrow("set_hnsw_scan", SET_SCAN, str(self._ef_search), str(self._max_scan_tuples))
-                rows = await tx.fetch("vector_search", nearest.format(**rendered), query, owners, depth, *args)
+                rows = await tx.fetch("vector_search", walk, query, owners, depth, *args)
         if len(rows) < depth:
             # The walk stops after max_scan_tuples whatever it found: a filter that keeps a small
             # share of a large table (a small corpus among a million chunks) can leave it short,
