@@ -35,6 +35,30 @@ def a_pdf(pages: int = 2, **encryption) -> bytes:
     return bytes(pdf.output())
 
 
+def drawn_pdf(content: bytes) -> bytes:
+    """A one-page PDF whose content stream is ``content`` as given (Helvetica is ``/F1``): for
+    text set in ways fpdf2 does not write (sizes set by the text matrix, kerned pieces)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>"
+        ),
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    table = b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return out + (
+        b"xref\n0 %d\n0000000000 65535 f \n%s" % (len(objects) + 1, table)
+        + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, len(out))
+    )
+
+
 def a_docx(text: str = f"{SECRET} handbook") -> bytes:
     document = docx.Document()
     document.add_paragraph(text)

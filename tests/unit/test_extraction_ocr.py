@@ -42,7 +42,7 @@ def test_a_mixed_pdf_reads_only_the_pages_without_text_by_ocr(extract, monkeypat
     assert read == [1, 3]  # page 2 has its text layer
     assert [c.page for c in split_structural(result.text) if "Valves" in c.content] == [2]
     assert RESERVOIR in result.text.split("[Page 3]")[1]
-    assert result.extractor == f"pypdf; OCR ({ocr.engine_version()}) on pages 1, 3"
+    assert result.extractor == f"pdfium, pypdf; OCR ({ocr.engine_version()}) on pages 1, 3"
     assert f"2 page(s) read by OCR ({ocr.engine_version()}): pages 1, 3" in result.warnings  # kept on the document
 
 

@@ -1,6 +1,7 @@
-"""A long PDF's pages read by forked helpers on other cores: the same text, warnings and limits as
-one process reading them all, whatever a helper does (fails, dies, is too slow), and no helper
-holds anything of the child's or outlives the reading."""
+"""A PDF's pages read by pdfium, and those that draw a ruled table by pypdf, forked helpers reading
+part of those on other cores when there are many: the same text, warnings and limits as one
+process reading them all, whatever a helper does (fails, dies, is too slow), and no helper holds
+anything of the child's or outlives the reading."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from knowledge_ingest.domain.extraction import ExtractionLimits
 from knowledge_ingest.extraction import DocumentExtractor, pdf
 from knowledge_ingest.extraction.forked import Helper
 
-from tests.support.documents import LINE
+from tests.support.documents import LINE, ruled_table
 
 PAGES = 40
 
 
 def long_pdf() -> bytes:
+    """Every page a chapter; all but every fifth one also draws a ruled table (read by pypdf)."""
     document = FPDF()
     for page in range(1, PAGES + 1):
         document.add_page()
@@ -27,7 +29,12 @@ def long_pdf() -> bytes:
         document.cell(0, 10, f"Chapter {page}: valve {page * 7 % 13}", **LINE)
         document.set_font("helvetica", size=11)
         document.multi_cell(0, 5, f"Procedure {page} checks valve {page * 3} and logs the pressure. " * 12, **LINE)
+        if page % 5:
+            ruled_table(document, [["Valve", "Pressure"], [f"V{page}", f"{page * 11} kPa"], ["V0", "0 kPa"]])
     return bytes(document.output())
+
+
+RULED_PAGES = PAGES - PAGES // 5
 
 
 def read(data: bytes | str, limits: ExtractionLimits | None = None):
@@ -75,31 +82,49 @@ def test_helpers_read_the_same_text_as_one_process(one_process, helpers, tmp_pat
     assert len(helpers) == 1  # the second half of the pages read by a helper
     assert (together.text, together.warnings, together.page_count) == (alone.text, alone.warnings, PAGES)
     assert "[Page 40]" in together.text and "# Chapter 40: valve 7" in together.text
+    assert together.text.count("| Valve | Pressure |") == RULED_PAGES and "| V39 | 429 kPa |" in together.text
 
 
-def test_a_short_pdf_is_read_in_one_process(helpers):
+def test_pages_without_a_ruled_table_are_read_by_pdfium_the_others_by_pypdf(monkeypatch):
+    read_by_pypdf: list[int] = []
+    real = pdf._read_page
+
+    def counted(reader, index):
+        read_by_pypdf.append(index)
+        return real(reader, index)
+
+    monkeypatch.setattr(pdf, "_read_page", counted)
+    monkeypatch.setattr(pdf, "PARALLEL_MIN_PAGES", 10**9)  # every pypdf page read in this process
+    result = read(long_pdf())
+    assert read_by_pypdf == [index for index in range(PAGES) if (index + 1) % 5]
+    assert result.text.index("# Chapter 5: valve 9") < result.text.index("# Chapter 6: valve 3")  # in page order
+
+
+def test_few_pages_for_pypdf_are_read_in_one_process(helpers):
     document = FPDF()
-    for _ in range(pdf.PARALLEL_MIN_PAGES - 1):
+    document.set_font("helvetica", size=11)
+    for page in range(pdf.PARALLEL_MIN_PAGES * 2):
         document.add_page()
-        document.set_font("helvetica", size=11)
-        document.cell(0, 6, "a page")
+        document.cell(0, 6, "a page", **LINE)
+        if page < pdf.PARALLEL_MIN_PAGES - 1:
+            ruled_table(document, [["a", "b"], ["1", "2"], ["3", "4"]])
     read(bytes(document.output()))
     assert helpers == []
 
 
 @pytest.mark.parametrize("failure", ["raises", "dies", "hangs"])
 def test_a_helper_that_fails_has_its_pages_read_here(one_process, helpers, monkeypatch, failure):
-    real = pdf._read_range
+    real = pdf._read_part
 
-    def failing(reader, stream, sink, start, stop):  # runs in the helper (forked after the patch)
+    def failing(reader, stream, sink, part):  # runs in the helper (forked after the patch)
         if failure == "raises":
             raise RuntimeError("a reader bug")
         if failure == "dies":
             os._exit(3)
         time.sleep(60)
-        return real(reader, stream, sink, start, stop)
+        return real(reader, stream, sink, part)
 
-    monkeypatch.setattr(pdf, "_read_range", failing)
+    monkeypatch.setattr(pdf, "_read_part", failing)
     monkeypatch.setattr(pdf, "HELPER_GRACE_S", 0.5)
     data = long_pdf()
     alone = one_process(data)

@@ -105,7 +105,7 @@ class Document:
     create_time: datetime
     update_time: datetime
     warnings: tuple[str, ...] = ()  # what the extraction behind its chunks could not do
-    extractor: str = ""  # what read the text behind its chunks ("pypdf; OCR (...) on pages 2, 5")
+    extractor: str = ""  # what read the text behind its chunks ("pdfium, pypdf; OCR (...) on pages 2, 5")
     ocr_page_count: int = 0  # pages of it OCR read
     ocr_confidence: float = 0.0  # the mean confidence (0-100) of the words OCR read; 0 when none
     stage: str = ""  # of its most recent job ("embedding 3/8"); empty without one

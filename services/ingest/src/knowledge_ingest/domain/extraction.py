@@ -25,7 +25,7 @@ class Extracted:
     format: str  # pdf, docx, pptx, xlsx, xls, xlsb, html, text, or an image's (png, jpeg, tiff, webp, bmp, gif)
     warnings: tuple[str, ...] = ()
     # What read the text: the reader, and OCR's engine with the pages it read where it read some
-    # ("pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").
+    # ("pdfium, pypdf; OCR (tesseract 5.3.0) on pages 2, 5-7").
     extractor: str = ""
     ocr_page_count: int = 0  # pages whose text OCR read
     ocr_confidence: float = 0.0  # the mean confidence (0-100) of the words OCR read; 0 when it read none

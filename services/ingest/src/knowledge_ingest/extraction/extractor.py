@@ -54,7 +54,7 @@ _NATIVE: dict[str, Callable[[BinaryIO, TextSink], int | None]] = {
     "ppt": legacy.extract_ppt,
 }
 _READERS = {
-    "pdf": "pypdf",
+    "pdf": "pdfium, pypdf",
     "docx": "python-docx",
     "pptx": "python-pptx",
     "xlsx": "openpyxl",
@@ -201,7 +201,7 @@ class DocumentExtractor:
 
 
 def _extractor(reader: str, sink: TextSink, page_count: int | None) -> str:
-    """The reader, and OCR's engine with the pages it read: "pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
+    """The reader, and OCR's engine with the pages it read: "pdfium, pypdf; OCR (tesseract 5.3.0) on pages 2, 4-6"."""
     if not sink.ocr_pages:
         if sink.ocr.pages:  # read in an email's attachments, each with its own page numbers
             return f"{reader}; OCR ({sink.ocr_engine}) on {sink.ocr.pages} page(s) of its attachments"

@@ -1,9 +1,11 @@
-"""PDF through pypdf: ``[Page N]`` per page, headings from the outline or, without one, from
-font size. Ruled tables arrive as markdown tables where they stand on their page: a page whose
-content draws enough rules (``re``/``l`` operators, counted while pypdf reads it) is read again
-by pdfplumber, whose lattice finder gives each table's cells and box; the lines pypdf read inside
-a box are left out, so a table's words are written once. Tables without rules stay lines of text.
-Finding and placing the tables is ``pdf_tables``'s; this module reads, marks pages and headings."""
+"""PDF through pdfium and pypdf: ``[Page N]`` per page, headings from the outline (pypdf's) or,
+without one, from font size. pdfium reads a page's text and its lines' sizes (``pdf_text``);
+pypdf reads the pages pdfium leaves to it, with the same sizes. Ruled tables arrive as markdown
+tables where they stand on their page: a page whose content draws enough rules (``re``/``l``
+operators, counted while pypdf reads it) is read again by pdfplumber, whose lattice finder gives
+each table's cells and box; the lines pypdf read inside a box are left out, so a table's words
+are written once. Tables without rules stay lines of text. Finding and placing the tables is
+``pdf_tables``'s; this module reads, marks pages and headings."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError, PyPdfError
 
 from knowledge_ingest.domain.extraction import ExtractionFailed
+from knowledge_ingest.extraction import pdf_text
 from knowledge_ingest.extraction.forked import Helper
 from knowledge_ingest.extraction.markdown import LimitReached, TextSink, one_line, plain
 from knowledge_ingest.extraction.ocr import ocr_pages
@@ -36,9 +39,9 @@ HEADING_MIN_RATIO = 1.15  # a line this much larger than the body text is a head
 HEADING_MAX_CHARS = 150
 _MAX_HEADING_LEVELS = 3
 _TABLE = -1  # the level an output line has when it is a rendered table
-# From this many pages on, forked helpers read parts of them on other cores while this process
-# reads the first part: pypdf's text extraction is most of a PDF's reading, and the embedder
-# waits for it. Fewer pages are not worth a fork.
+# From this many pages for pypdf on, forked helpers read parts of them on other cores while this
+# process reads the first part: pypdf's text extraction is most of such a PDF's reading, and the
+# embedder waits for it. Fewer pages are not worth a fork (nor are pdfium's, at a fifth the cost).
 PARALLEL_MIN_PAGES = 16
 MAX_PAGE_READERS = 4
 HELPER_GRACE_S = 5.0  # past the time limit, before the helper's half is read here instead
@@ -145,49 +148,100 @@ def _read_pages(reader: PdfReader, stream: BinaryIO, sink: TextSink) -> Iterator
 
 
 def _pages(reader: PdfReader, stream: BinaryIO, sink: TextSink, count: int) -> Iterator[tuple[_Page, bool]]:
-    """Each page as read, in order, with whether it could be. From ``PARALLEL_MIN_PAGES`` on,
-    forked helpers read the later parts meanwhile (one part per usable core, up to
-    ``MAX_PAGE_READERS``); their pages are the same as these would be, and a helper that fails
-    has its part read here after all. A caller that stops early (enough text) stops the helpers."""
-    parts = _parts(count, stream)
-    helpers = [Helper(functools.partial(_read_range, reader, stream, sink, *part)) for part in parts[1:]]
+    """Each page as read, in order, with whether it could be. pdfium reads the pages first
+    (``pdf_text``); those it leaves (a ruled table's, whose text pieces pypdf places, or one it
+    cannot read) are read by pypdf. From ``PARALLEL_MIN_PAGES`` of those on, forked helpers read
+    the later parts of them meanwhile (one part per usable core, up to ``MAX_PAGE_READERS``);
+    their pages are the same as these would be, and a helper that fails has its part read here
+    after all. A caller that stops early (enough text) stops the helpers."""
+    quick, count, stopped = _read_by_pdfium(reader, stream, sink, count)
+    parts = _parts([index for index in range(count) if index not in quick], stream)
+    helpers = [Helper(functools.partial(_read_part, reader, stream, sink, part)) for part in parts[1:]]
     try:
-        yield from _each_page(reader, sink, *parts[0])
-        for (start, stop), helper in zip(parts[1:], helpers, strict=True):
-            rest = helper.result(max(sink.seconds_left(), 0.0) + HELPER_GRACE_S)
-            if rest is None:  # the helper failed: its part is read here
-                yield from _each_page(reader, sink, start, stop)
+        owner = {index: number for number, part in enumerate(parts) for index in part}
+        read: dict[int, Iterator[tuple[_Page, bool]]] = {0: _each_page(reader, sink, parts[0])}
+        for index in range(count):
+            if index in quick:
+                yield quick.pop(index), True
                 continue
-            pages, stopped = rest
-            yield from pages
-            if stopped is not None:
-                raise LimitReached(stopped)
+            number = owner[index]
+            if number not in read:
+                read[number] = _from_helper(reader, sink, parts[number], helpers[number - 1])
+            page = next(read[number], None)
+            if page is None:  # the helper stopped at the character limit: so does the caller
+                return
+            yield page
+        if stopped is not None:
+            raise LimitReached(stopped)
     finally:
         for helper in helpers:
             helper.close()
 
 
-def _parts(count: int, stream: BinaryIO) -> list[tuple[int, int]]:
-    """Page ranges [start, stop) covering ``count`` pages: one per reader, each of at least half
-    of ``PARALLEL_MIN_PAGES`` pages; one range when helpers cannot (or need not) read."""
+def _read_by_pdfium(
+    reader: PdfReader, stream: BinaryIO, sink: TextSink, count: int
+) -> tuple[dict[int, _Page], int, str | None]:
+    """The pages pdfium reads, by index (whether one draws an image is pypdf's look at its
+    resources, as for the pages pypdf reads); how many pages are to be read at all (none after
+    those whose text alone passes ``max_chars``); and the time limit's warning where it stopped
+    them."""
+    stream.seek(0)
+    document = pdf_text.open_document(stream)
+    if document is None:
+        return {}, count, None
+    read: dict[int, _Page] = {}
+    chars = 0
+    try:
+        for index in range(count):
+            try:
+                sink.check_time()
+            except LimitReached as limit:
+                return read, index, limit.warning
+            page = pdf_text.read_page(document, index)
+            if page is not None:
+                read[index] = _Page(page.text, page.sizes, page.weights, has_image=_page_draws_image(reader, index))
+                chars += len(page.text)
+                if chars > sink.limits.max_chars:
+                    return read, index + 1, None
+    finally:
+        document.close()
+    return read, count, None
+
+
+def _from_helper(reader: PdfReader, sink: TextSink, part: list[int], helper: Helper) -> Iterator[tuple[_Page, bool]]:
+    """A helper's pages as it read them, or read here where it failed."""
+    rest = helper.result(max(sink.seconds_left(), 0.0) + HELPER_GRACE_S)
+    if rest is None:
+        yield from _each_page(reader, sink, part)
+        return
+    pages, stopped = rest
+    yield from pages
+    if stopped is not None:
+        raise LimitReached(stopped)
+
+
+def _parts(indices: list[int], stream: BinaryIO) -> list[list[int]]:
+    """The pages to read, in consecutive parts: one per reader, each of at least half of
+    ``PARALLEL_MIN_PAGES`` pages; one part when helpers cannot (or need not) read."""
+    count = len(indices)
     if count < PARALLEL_MIN_PAGES or not _reopenable(stream):
-        return [(0, count)]
+        return [indices]
     readers = min(usable_cores(), MAX_PAGE_READERS, count // (PARALLEL_MIN_PAGES // 2))
     bounds = [count * part // readers for part in range(readers + 1)]
-    return list(itertools.pairwise(bounds))
+    return [indices[start:stop] for start, stop in itertools.pairwise(bounds)]
 
 
-def _read_range(
-    reader: PdfReader, stream: BinaryIO, sink: TextSink, start: int, stop: int
+def _read_part(
+    reader: PdfReader, stream: BinaryIO, sink: TextSink, part: list[int]
 ) -> tuple[list[tuple[_Page, bool]], str | None]:
-    """In the helper: pages ``start`` to ``stop`` (until the text alone passes ``max_chars``), and
-    the time limit's warning if it stopped them."""
+    """In the helper: the pages of ``part`` (until the text alone passes ``max_chars``), and the
+    time limit's warning if it stopped them."""
     if not isinstance(stream, io.BytesIO):  # a file shares its offset with the parent: its own handle
         reader.stream = open(stream.name, "rb")  # noqa: SIM115 - the helper's, closed when it exits
     pages: list[tuple[_Page, bool]] = []
     chars = 0
     try:
-        for page in _each_page(reader, sink, start, stop):
+        for page in _each_page(reader, sink, part):
             pages.append(page)
             chars += len(page[0].text)
             if chars > sink.limits.max_chars:
@@ -197,9 +251,9 @@ def _read_range(
     return pages, None
 
 
-def _each_page(reader: PdfReader, sink: TextSink, start: int, stop: int) -> Iterator[tuple[_Page, bool]]:
-    """Pages ``start`` to ``stop`` as read, the time limit checked before each."""
-    for index in range(start, stop):
+def _each_page(reader: PdfReader, sink: TextSink, part: list[int]) -> Iterator[tuple[_Page, bool]]:
+    """The pages of ``part`` as pypdf reads them, the time limit checked before each."""
+    for index in part:
         sink.check_time()
         yield _read_page(reader, index)
 
@@ -224,6 +278,14 @@ def _read_page(reader: PdfReader, index: int) -> tuple[_Page, bool]:
     if not rules.ruled or "".join(run[0] for run in page.runs) != page.text:
         page.runs = []  # no table to look for, or pieces that do not add up to the text: lines as read
     return page, True
+
+
+def _page_draws_image(reader: PdfReader, index: int) -> bool:
+    try:
+        page = reader.pages[index]
+    except Exception:  # noqa: BLE001 - a damaged page tree: take it as drawing one (OCR decides)
+        return True
+    return _draws_image(page)
 
 
 def _draws_image(page: Any) -> bool:
